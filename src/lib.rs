@@ -1,0 +1,14 @@
+//! podinit: one Kubernetes pod on bare Linux, supervised by PID 1 of its sandbox.
+//!
+//! Data flows one way: manifest → admission → pod plan → supervisor loop → runtime
+//! (kernel) → observations → status. `pod` holds every decision as pure code; `runtime`,
+//! `sandbox` and `supervisor` are the thin layer that touches the kernel.
+
+pub mod bundle;
+pub mod manifest;
+pub mod pod;
+pub mod runtime;
+pub mod sandbox;
+pub mod status;
+pub mod supervisor;
+pub mod util;

@@ -1,0 +1,1 @@
+#[derive(Clone, Debug, Default)] pub struct Backoff;
