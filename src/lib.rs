@@ -5,6 +5,7 @@
 //! `sandbox` and `supervisor` are the thin layer that touches the kernel.
 
 pub mod bundle;
+pub mod logs;
 pub mod manifest;
 pub mod pod;
 pub mod runtime;

@@ -1,1 +1,172 @@
-//! Small helpers shared across modules.
+//! Small helpers shared across modules: randomness, atomic files, wall-clock formatting.
+
+use std::fs;
+use std::io::{self, Read, Write};
+use std::path::Path;
+
+/// `n` random bytes from the kernel (getrandom; never blocks after boot).
+pub fn random_bytes(n: usize) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; n];
+    fs::File::open("/dev/urandom")?.read_exact(&mut buf)?;
+    Ok(buf)
+}
+
+/// Lower-case hex of random bytes: container IDs (`podinit://<64 hex>`).
+pub fn random_hex(bytes: usize) -> String {
+    // /dev/urandom can only be missing in a broken environment; fall back on time and pid so
+    // IDs stay unique rather than failing a container start over it.
+    let raw = random_bytes(bytes).unwrap_or_else(|_| {
+        let seed = (std::process::id() as u128) << 64 | now_unix_nanos() as u128;
+        (0..bytes)
+            .map(|i| (seed >> ((i % 16) * 8)) as u8 ^ i as u8)
+            .collect()
+    });
+    raw.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Write `data` to `path` atomically: a temporary file in the same directory, fsync-free
+/// (status is rewritten often; a crash loses at most the last update), then rename.
+pub fn write_atomic(path: &Path, data: &[u8]) -> io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp"));
+    let mut f = fs::File::create(&tmp)?;
+    f.write_all(data)?;
+    drop(f);
+    fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = fs::remove_file(&tmp);
+    })
+}
+
+/// Wall-clock nanoseconds since the Unix epoch.
+pub fn now_unix_nanos() -> i128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i128)
+        .unwrap_or(0)
+}
+
+/// RFC 3339 with nanoseconds, UTC (the CRI log format's timestamp).
+pub fn rfc3339_nanos(unix_nanos: i128) -> String {
+    let ts = k8s_openapi::jiff::Timestamp::from_nanosecond(unix_nanos)
+        .unwrap_or(k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
+    format!("{ts:.9}")
+}
+
+/// Signal name for messages (`SIGTERM`), or the number.
+pub fn signal_name(sig: i32) -> String {
+    nix::sys::signal::Signal::try_from(sig)
+        .map(|s| s.as_str().to_string())
+        .unwrap_or_else(|_| format!("signal {sig}"))
+}
+
+/// The result of [`clone3`] in the parent.
+pub struct Cloned {
+    pub pid: i32,
+    pub pidfd: std::os::fd::OwnedFd,
+}
+
+/// `clone3(2)` with `CLONE_PIDFD` and the given namespace flags, fork-like (no new stack):
+/// returns `Ok(None)` in the child and `Ok(Some(..))` in the parent.
+///
+/// # Safety
+/// The caller must be single-threaded (as the supervisor and the outer process are), for
+/// the same reasons as `fork`: the child may only rely on state no other thread held.
+pub unsafe fn clone3(flags: u64) -> io::Result<Option<Cloned>> {
+    #[repr(C)]
+    #[derive(Default)]
+    struct CloneArgs {
+        flags: u64,
+        pidfd: u64,
+        child_tid: u64,
+        parent_tid: u64,
+        exit_signal: u64,
+        stack: u64,
+        stack_size: u64,
+        tls: u64,
+        set_tid: u64,
+        set_tid_size: u64,
+        cgroup: u64,
+    }
+    let mut pidfd: libc::c_int = -1;
+    let mut args = CloneArgs {
+        flags: flags | libc::CLONE_PIDFD as u64,
+        pidfd: &mut pidfd as *mut libc::c_int as u64,
+        exit_signal: libc::SIGCHLD as u64,
+        ..Default::default()
+    };
+    let rc = libc::syscall(
+        libc::SYS_clone3,
+        &mut args as *mut CloneArgs,
+        std::mem::size_of::<CloneArgs>(),
+    );
+    match rc {
+        -1 => Err(io::Error::last_os_error()),
+        0 => Ok(None),
+        pid => Ok(Some(Cloned {
+            pid: pid as i32,
+            pidfd: std::os::fd::FromRawFd::from_raw_fd(pidfd),
+        })),
+    }
+}
+
+/// `pidfd_send_signal(2)`: signal a process through its pidfd, immune to pid reuse.
+pub fn pidfd_signal(pidfd: &std::os::fd::OwnedFd, sig: i32) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: plain syscall on an fd we own; no siginfo.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            sig,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_ids_have_the_asked_length_and_differ() {
+        let a = random_hex(32);
+        let b = random_hex(32);
+        assert_eq!(a.len(), 64);
+        assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn rfc3339_has_nanoseconds_and_utc() {
+        assert_eq!(
+            rfc3339_nanos(1_500_000_000_123_456_789),
+            "2017-07-14T02:40:00.123456789Z"
+        );
+    }
+
+    #[test]
+    fn atomic_write_replaces_content() {
+        let dir = std::env::temp_dir().join(format!("podinit-util-{}", random_hex(4)));
+        fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("status.json");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"two");
+        assert_eq!(
+            fs::read_dir(&dir).unwrap().count(),
+            1,
+            "no temporary file left"
+        );
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,1 +1,2 @@
-#[derive(Clone, Debug, Default)] pub struct Backoff;
+#[derive(Clone, Debug, Default)]
+pub struct Backoff;

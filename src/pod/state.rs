@@ -30,8 +30,13 @@ pub struct Terminated {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum State {
-    Waiting { reason: String, message: Option<String> },
-    Running { started_at: Millis },
+    Waiting {
+        reason: String,
+        message: Option<String>,
+    },
+    Running {
+        started_at: Millis,
+    },
     Terminated(Terminated),
 }
 

@@ -1,1 +1,8 @@
-//! sandbox
+//! The pod sandbox: cgroup tree, namespaces, state directory, container root filesystems
+//! and volumes. Everything here touches the kernel; the decisions live in `pod`.
+
+pub mod cgroup;
+pub mod net;
+pub mod rootfs;
+pub mod statedir;
+pub mod volumes;

@@ -1,0 +1,238 @@
+//! Container logs in the CRI format (`<RFC3339Nano> stdout|stderr F|P <line>`), one file
+//! per run: `logs/<container>/<restartCount>.log`, rotated at 10 MiB to `.log.1` … `.log.4`
+//! (5 files kept, as kubelet's `containerLogMaxFiles` default).
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+pub const ROTATE_BYTES: u64 = 10 << 20;
+pub const KEEP_FILES: usize = 5;
+/// A line longer than this is written in `P` (partial) pieces, as CRI runtimes do.
+pub const MAX_LINE: usize = 16 << 10;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+impl Stream {
+    fn as_str(self) -> &'static str {
+        match self {
+            Stream::Stdout => "stdout",
+            Stream::Stderr => "stderr",
+        }
+    }
+}
+
+/// The log file of one container run.
+pub struct LogFile {
+    path: PathBuf,
+    file: fs::File,
+    size: u64,
+}
+
+impl LogFile {
+    pub fn path_for(logs_dir: &Path, container: &str, restart_count: u32) -> PathBuf {
+        logs_dir
+            .join(container)
+            .join(format!("{restart_count}.log"))
+    }
+
+    pub fn create(path: PathBuf) -> io::Result<LogFile> {
+        if let Some(d) = path.parent() {
+            fs::create_dir_all(d)
+                .map_err(|e| io::Error::new(e.kind(), format!("creating {}: {e}", d.display())))?;
+        }
+        let file = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| io::Error::new(e.kind(), format!("opening {}: {e}", path.display())))?;
+        let size = file.metadata()?.len();
+        Ok(LogFile { path, file, size })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Append one CRI record.
+    pub fn record(&mut self, ts_nanos: i128, stream: Stream, partial: bool, line: &[u8]) {
+        let mut rec = Vec::with_capacity(line.len() + 48);
+        rec.extend_from_slice(crate::util::rfc3339_nanos(ts_nanos).as_bytes());
+        rec.push(b' ');
+        rec.extend_from_slice(stream.as_str().as_bytes());
+        rec.extend_from_slice(if partial { b" P " } else { b" F " });
+        rec.extend_from_slice(line);
+        rec.push(b'\n');
+        if self.size + rec.len() as u64 > ROTATE_BYTES && self.size > 0 {
+            self.rotate();
+        }
+        // A full disk must not stop the pod; the record is dropped.
+        if self.file.write_all(&rec).is_ok() {
+            self.size += rec.len() as u64;
+        }
+    }
+
+    fn rotate(&mut self) {
+        let name = |n: usize| PathBuf::from(format!("{}.{n}", self.path.display()));
+        let _ = fs::remove_file(name(KEEP_FILES - 1));
+        for n in (1..KEEP_FILES - 1).rev() {
+            let _ = fs::rename(name(n), name(n + 1));
+        }
+        let _ = fs::rename(&self.path, name(1));
+        if let Ok(f) = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)
+        {
+            self.file = f;
+            self.size = 0;
+        }
+    }
+}
+
+/// Splits one stream's bytes into CRI records.
+#[derive(Default)]
+pub struct LineSplitter {
+    pending: Vec<u8>,
+}
+
+impl LineSplitter {
+    /// Feed bytes; calls `emit(partial, line)` for each complete line (without `\n`) and for
+    /// each `MAX_LINE` piece of an over-long one.
+    pub fn feed(&mut self, mut data: &[u8], emit: &mut dyn FnMut(bool, &[u8])) {
+        while let Some(nl) = data.iter().position(|&b| b == b'\n') {
+            if self.pending.is_empty() {
+                emit_line(&data[..nl], emit);
+            } else {
+                self.pending.extend_from_slice(&data[..nl]);
+                emit_line(&self.pending, emit);
+                self.pending.clear();
+            }
+            data = &data[nl + 1..];
+        }
+        self.pending.extend_from_slice(data);
+        if self.pending.len() >= MAX_LINE {
+            let whole = self.pending.len() / MAX_LINE * MAX_LINE;
+            for piece in self.pending[..whole].chunks(MAX_LINE) {
+                emit(true, piece);
+            }
+            self.pending.drain(..whole);
+        }
+    }
+
+    /// At end of stream: an unterminated last line is a full record.
+    pub fn finish(&mut self, emit: &mut dyn FnMut(bool, &[u8])) {
+        if !self.pending.is_empty() {
+            emit(false, &self.pending);
+            self.pending.clear();
+        }
+    }
+}
+
+/// One complete line: `P` pieces of `MAX_LINE`, then the `F` rest.
+fn emit_line(line: &[u8], emit: &mut dyn FnMut(bool, &[u8])) {
+    let mut rest = line;
+    while rest.len() > MAX_LINE {
+        emit(true, &rest[..MAX_LINE]);
+        rest = &rest[MAX_LINE..];
+    }
+    emit(false, rest);
+}
+
+/// The content of the last `max_lines` records of a CRI log file (partial records joined),
+/// at most `max_bytes` from the end: `FallbackToLogsOnError`'s termination message.
+pub fn tail_text(path: &Path, max_lines: usize, max_bytes: usize) -> String {
+    let Ok(text) = fs::read(path) else {
+        return String::new();
+    };
+    let mut lines: Vec<Vec<u8>> = Vec::new();
+    let mut open = false;
+    for rec in text.split(|&b| b == b'\n').filter(|r| !r.is_empty()) {
+        let mut parts = rec.splitn(4, |&b| b == b' ');
+        let (_, _, tag, content) = (parts.next(), parts.next(), parts.next(), parts.next());
+        let content = content.unwrap_or_default();
+        if open {
+            lines.last_mut().unwrap().extend_from_slice(content);
+        } else {
+            lines.push(content.to_vec());
+        }
+        open = tag == Some(b"P");
+    }
+    let start = lines.len().saturating_sub(max_lines);
+    let mut out = lines[start..].join(&b'\n');
+    if !out.is_empty() {
+        out.push(b'\n');
+    }
+    let cut = out.len().saturating_sub(max_bytes);
+    String::from_utf8_lossy(&out[cut..]).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(chunks: &[&[u8]]) -> Vec<(bool, Vec<u8>)> {
+        let mut s = LineSplitter::default();
+        let mut out = Vec::new();
+        for c in chunks {
+            s.feed(c, &mut |p, l| out.push((p, l.to_vec())));
+        }
+        s.finish(&mut |p, l| out.push((p, l.to_vec())));
+        out
+    }
+
+    #[test]
+    fn lines_across_chunks() {
+        let out = split(&[b"hel", b"lo\nwor", b"ld\n", b"tail"]);
+        assert_eq!(
+            out,
+            vec![
+                (false, b"hello".to_vec()),
+                (false, b"world".to_vec()),
+                (false, b"tail".to_vec())
+            ]
+        );
+    }
+
+    #[test]
+    fn long_lines_are_partial_records() {
+        let long = vec![b'x'; MAX_LINE + 10];
+        let mut data = long.clone();
+        data.push(b'\n');
+        let out = split(&[&data]);
+        assert_eq!(out.len(), 2);
+        assert!(out[0].0 && out[0].1.len() == MAX_LINE);
+        assert_eq!(out[1], (false, vec![b'x'; 10]));
+    }
+
+    #[test]
+    fn records_rotation_and_tail() {
+        let dir = std::env::temp_dir().join(format!("podinit-logs-{}", crate::util::random_hex(4)));
+        let path = LogFile::path_for(&dir, "web", 0);
+        let mut f = LogFile::create(path.clone()).unwrap();
+        f.record(0, Stream::Stdout, false, b"one");
+        f.record(0, Stream::Stderr, true, b"tw");
+        f.record(0, Stream::Stderr, false, b"o");
+        let text = fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            text.lines().next().unwrap(),
+            "1970-01-01T00:00:00.000000000Z stdout F one"
+        );
+        assert_eq!(tail_text(&path, 80, 2048), "one\ntwo\n");
+        assert_eq!(tail_text(&path, 1, 2048), "two\n");
+        assert_eq!(tail_text(&path, 80, 3), "wo\n");
+        // Rotation keeps 5 files.
+        let big = vec![b'y'; 1 << 20];
+        for _ in 0..60 {
+            f.record(0, Stream::Stdout, false, &big);
+        }
+        let files = fs::read_dir(path.parent().unwrap()).unwrap().count();
+        assert_eq!(files, KEEP_FILES);
+        assert!(fs::metadata(&path).unwrap().len() <= ROTATE_BYTES);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,414 @@
+//! The pod's cgroup tree, through cgroups-rs's `fs` API, on cgroup v1, hybrid and v2.
+//!
+//! Layout, always below the parent cgroup (`--cgroup-parent`, default: the cgroup podinit
+//! was started in, per controller on v1):
+//! ```text
+//! <parent>/podinit_<ns>_<name>/            the pod cgroup (pod-level limits)
+//!                              supervisor/ the supervisor's leaf (v2: no internal processes)
+//!                              c_<name>/   one per container
+//! ```
+//! Pitfall avoided (DESIGN.md §3): cgroups-rs places a cgroup at the root of every v1
+//! hierarchy unless it is given each controller's path, so every handle here is made with
+//! the per-controller parent paths read from `/proc/self/cgroup`.
+
+use cgroups_rs::fs::hierarchies;
+use cgroups_rs::fs::{Cgroup, MaxValue, Resources};
+use cgroups_rs::CgroupPid;
+use std::collections::HashMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Where the pod's cgroups go and how to reach them.
+#[derive(Clone, Debug)]
+pub struct CgroupRoot {
+    v2: bool,
+    /// v1: controller name (as in /proc/self/cgroup, e.g. `memory`, `name=systemd`) →
+    /// parent path. v2: the single entry `""` → parent path.
+    parents: HashMap<String, String>,
+}
+
+/// One cgroup of the pod (the pod itself, the supervisor's leaf or a container's).
+pub struct Group {
+    cg: Cgroup,
+    v2: bool,
+    /// The cgroup's directory in every hierarchy it exists in (deduplicated).
+    dirs: Vec<PathBuf>,
+}
+
+fn err(what: &str, e: impl std::fmt::Display) -> io::Error {
+    io::Error::other(format!("{what}: {e}"))
+}
+
+impl CgroupRoot {
+    /// `parent`: `--cgroup-parent` (a path from the root of each hierarchy), or `None`
+    /// for the cgroup this process is in.
+    pub fn detect(parent: Option<&str>) -> io::Result<CgroupRoot> {
+        Self::detect_for(parent, "/proc/self/cgroup")
+    }
+
+    /// As [`detect`](Self::detect), reading the current cgroup of `pid` instead.
+    pub fn detect_for(parent: Option<&str>, proc_cgroup: &str) -> io::Result<CgroupRoot> {
+        let v2 = hierarchies::is_cgroup2_unified_mode();
+        let text = fs::read_to_string(proc_cgroup)
+            .map_err(|e| err(&format!("reading {proc_cgroup}"), e))?;
+        let mut parents = parse_proc_cgroup(&text, v2);
+        if v2 && !parents.contains_key("") {
+            return Err(err("cgroup v2", format!("no 0:: line in {proc_cgroup}")));
+        }
+        if let Some(p) = parent {
+            if !p.starts_with('/') || p.split('/').any(|c| c == "..") {
+                return Err(err(
+                    "--cgroup-parent",
+                    format!("{p:?} must be an absolute cgroup path without \"..\""),
+                ));
+            }
+            for v in parents.values_mut() {
+                *v = p.to_string();
+            }
+        }
+        Ok(CgroupRoot { v2, parents })
+    }
+
+    pub fn is_v2(&self) -> bool {
+        self.v2
+    }
+
+    /// A handle on `<parent>/<rel>` (not created yet).
+    pub fn group(&self, rel: &str) -> Group {
+        let cg = if self.v2 {
+            let base = self.parents[""].trim_start_matches('/');
+            let path = Path::new(base).join(rel);
+            Cgroup::load(hierarchies::auto(), path)
+        } else {
+            Cgroup::load_with_relative_paths(hierarchies::auto(), rel, self.parents.clone())
+        };
+        let mut dirs: Vec<PathBuf> = if self.v2 {
+            let root = hierarchies::auto().root();
+            vec![root.join(cg.path())]
+        } else {
+            cg.subsystems()
+                .iter()
+                .map(|s| s.to_controller().path().to_path_buf())
+                .collect()
+        };
+        dirs.sort();
+        dirs.dedup();
+        Group {
+            cg,
+            v2: self.v2,
+            dirs,
+        }
+    }
+
+    /// On v2, let the parent hand its controllers to the pod cgroup. The parent must have no
+    /// processes of its own for that (the "no internal processes" rule): when it has, the pod
+    /// runs without controllers, which `Group::set` reports if limits are asked for.
+    pub fn delegate_controllers(&self) {
+        if !self.v2 {
+            return;
+        }
+        let root = hierarchies::auto().root();
+        let dir = root.join(self.parents[""].trim_start_matches('/'));
+        enable_subtree_controllers(&dir);
+    }
+}
+
+/// Write every available controller into `dir/cgroup.subtree_control`, one at a time so
+/// that one refusal does not stop the others.
+pub fn enable_subtree_controllers(dir: &Path) {
+    let Ok(avail) = fs::read_to_string(dir.join("cgroup.controllers")) else {
+        return;
+    };
+    for c in avail.split_whitespace() {
+        let _ = fs::write(dir.join("cgroup.subtree_control"), format!("+{c}"));
+    }
+}
+
+/// Parse `/proc/<pid>/cgroup`: v1 → controller → path (one entry per controller of a
+/// co-mounted hierarchy); v2 → `""` → path.
+pub fn parse_proc_cgroup(text: &str, v2: bool) -> HashMap<String, String> {
+    let mut m = HashMap::new();
+    for line in text.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (Some(id), Some(ctrls), Some(path)) = (parts.next(), parts.next(), parts.next()) else {
+            continue;
+        };
+        if v2 {
+            if id == "0" && ctrls.is_empty() {
+                m.insert(String::new(), path.to_string());
+            }
+        } else if !ctrls.is_empty() {
+            for c in ctrls.split(',') {
+                m.insert(c.to_string(), path.to_string());
+            }
+        }
+    }
+    m
+}
+
+impl Group {
+    pub fn create(&self) -> io::Result<()> {
+        self.cg
+            .create()
+            .map_err(|e| err(&format!("creating cgroup {}", self.describe()), e))?;
+        if self.v2 {
+            // Containers and the supervisor's leaf live below the pod cgroup: pass the
+            // controllers down (a no-op on a leaf that never gets children).
+            if let Some(d) = self.dirs.first() {
+                enable_subtree_controllers(d);
+            }
+        }
+        Ok(())
+    }
+
+    pub fn exists(&self) -> bool {
+        self.dirs.iter().any(|d| d.exists())
+    }
+
+    /// The `cgroup.procs` files a new process is written to, one per hierarchy.
+    pub fn procs_files(&self) -> Vec<PathBuf> {
+        self.dirs.iter().map(|d| d.join("cgroup.procs")).collect()
+    }
+
+    pub fn dirs(&self) -> &[PathBuf] {
+        &self.dirs
+    }
+
+    fn describe(&self) -> String {
+        self.dirs
+            .first()
+            .map(|d| d.display().to_string())
+            .unwrap_or_else(|| self.cg.path().to_string())
+    }
+
+    /// Put process `pid` (in the caller's pid namespace) into this cgroup.
+    pub fn add(&self, pid: i32) -> io::Result<()> {
+        for f in self.procs_files() {
+            fs::write(&f, pid.to_string())
+                .map_err(|e| err(&format!("adding pid {pid} to {}", f.display()), e))?;
+        }
+        Ok(())
+    }
+
+    /// Pids in the cgroup (from the hierarchy that lists the most: v1 hierarchies can
+    /// disagree for a moment while a process moves).
+    pub fn pids(&self) -> Vec<i32> {
+        let mut best: Vec<i32> = Vec::new();
+        for d in &self.dirs {
+            let Ok(t) = fs::read_to_string(d.join("cgroup.procs")) else {
+                continue;
+            };
+            let v: Vec<i32> = t.lines().filter_map(|l| l.trim().parse().ok()).collect();
+            if v.len() > best.len() {
+                best = v;
+            }
+        }
+        best
+    }
+
+    /// Apply the OCI resources (memory, cpu, pids, hugepages) to this cgroup.
+    pub fn set(&self, r: &oci_spec::runtime::LinuxResources) -> io::Result<()> {
+        let res = to_cgroups_resources(r);
+        if res == Resources::default() {
+            return Ok(());
+        }
+        self.cg
+            .apply(&res)
+            .map_err(|e| err(&format!("setting limits on cgroup {}", self.describe()), e))
+    }
+
+    /// Number of OOM kills the kernel counted in this cgroup (v1 `memory.oom_control`,
+    /// v2 `memory.events`).
+    pub fn oom_kills(&self) -> u64 {
+        let (file, key) = if self.v2 {
+            ("memory.events", "oom_kill")
+        } else {
+            ("memory.oom_control", "oom_kill")
+        };
+        for d in &self.dirs {
+            if let Ok(t) = fs::read_to_string(d.join(file)) {
+                if let Some(n) = keyed_value(&t, key) {
+                    return n;
+                }
+            }
+        }
+        0
+    }
+
+    /// Kill every process in the cgroup: `cgroup.kill` on v2; on v1 freeze, SIGKILL every
+    /// pid, thaw (a frozen cgroup cannot fork away from the kill). Returns once the signal
+    /// has been sent, not once the processes are gone.
+    pub fn kill_all(&self) {
+        if self.v2 {
+            if self.cg.kill().is_ok() {
+                return;
+            }
+        } else if let Some(fz) = self.freezer() {
+            let _ = fz.freeze();
+            self.signal_all(libc::SIGKILL);
+            let _ = fz.thaw();
+            return;
+        }
+        self.signal_all(libc::SIGKILL);
+    }
+
+    fn freezer(&self) -> Option<&cgroups_rs::fs::freezer::FreezerController> {
+        self.cg.controller_of()
+    }
+
+    fn signal_all(&self, sig: i32) {
+        for pid in self.pids() {
+            // SAFETY: kill(2) with a pid read from this cgroup; a pid that was reused in the
+            // meantime cannot be in our cgroup, and cgroup.procs lists pids of our namespace.
+            unsafe { libc::kill(pid, sig) };
+        }
+    }
+
+    /// Remove the cgroup (every hierarchy). Fails with EBUSY while processes or children
+    /// remain: callers kill first and remove bottom-up.
+    pub fn remove(&self) -> io::Result<()> {
+        if !self.exists() {
+            return Ok(());
+        }
+        self.cg
+            .delete()
+            .map_err(|e| err(&format!("removing cgroup {}", self.describe()), e))
+    }
+
+    /// Kill what is inside, wait (bounded) for it to go, remove this cgroup and every
+    /// cgroup below it, deepest first.
+    pub fn destroy(&self) -> io::Result<()> {
+        for d in self.dirs.clone() {
+            remove_children(&d);
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            self.kill_all();
+            match self.remove() {
+                Ok(()) => return Ok(()),
+                Err(e) if std::time::Instant::now() >= deadline => return Err(e),
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(5)),
+            }
+        }
+    }
+
+    pub fn pid_of(p: i32) -> CgroupPid {
+        CgroupPid::from(p as u64)
+    }
+}
+
+/// Kill and remove every child cgroup directory below `dir`, deepest first.
+fn remove_children(dir: &Path) {
+    let Ok(rd) = fs::read_dir(dir) else { return };
+    for e in rd.flatten() {
+        if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+            let child = e.path();
+            remove_children(&child);
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+            while fs::remove_dir(&child).is_err() && std::time::Instant::now() < deadline {
+                if let Ok(t) = fs::read_to_string(child.join("cgroup.procs")) {
+                    for pid in t.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+                        // SAFETY: see Group::signal_all.
+                        unsafe { libc::kill(pid, libc::SIGKILL) };
+                    }
+                }
+                let _ = fs::write(child.join("cgroup.kill"), "1");
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        }
+    }
+}
+
+fn keyed_value(text: &str, key: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let mut it = l.split_whitespace();
+        (it.next() == Some(key)).then(|| it.next()?.parse().ok())?
+    })
+}
+
+/// The part of the OCI resources podinit sets (what Kubernetes' limits map to).
+fn to_cgroups_resources(r: &oci_spec::runtime::LinuxResources) -> Resources {
+    let mut res = Resources::default();
+    if let Some(m) = r.memory() {
+        res.memory.memory_hard_limit = m.limit();
+        res.memory.memory_swap_limit = m.swap();
+    }
+    if let Some(c) = r.cpu() {
+        res.cpu.shares = c.shares();
+        res.cpu.quota = c.quota();
+        res.cpu.period = c.period();
+    }
+    if let Some(p) = r.pids() {
+        res.pid.maximum_number_of_processes = Some(if p.limit() > 0 {
+            MaxValue::Value(p.limit())
+        } else {
+            MaxValue::Max
+        });
+    }
+    if let Some(h) = r.hugepage_limits() {
+        res.hugepages.limits = h
+            .iter()
+            .map(|l| cgroups_rs::fs::HugePageResource {
+                size: l.page_size().clone(),
+                limit: l.limit() as u64,
+            })
+            .collect();
+    }
+    res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_cgroup_v1_maps_every_controller_of_a_line() {
+        let t = "9:name=systemd:/\n4:memory:/process_api/9b\n2:cpu,cpuacct:/a\n0::/\n";
+        let m = parse_proc_cgroup(t, false);
+        assert_eq!(m["memory"], "/process_api/9b");
+        assert_eq!(m["cpu"], "/a");
+        assert_eq!(m["cpuacct"], "/a");
+        assert_eq!(m["name=systemd"], "/");
+        assert!(!m.contains_key(""));
+    }
+
+    #[test]
+    fn proc_cgroup_v2_takes_the_zero_line() {
+        let m = parse_proc_cgroup("0::/user.slice/x.scope\n", true);
+        assert_eq!(m[""], "/user.slice/x.scope");
+        assert_eq!(m.len(), 1);
+    }
+
+    #[test]
+    fn keyed_files() {
+        let t = "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n";
+        assert_eq!(keyed_value(t, "oom_kill"), Some(3));
+        assert_eq!(keyed_value("low 0\nhigh 0\n", "oom_kill"), None);
+    }
+
+    #[test]
+    fn resources_map_limits() {
+        use oci_spec::runtime::{LinuxCpuBuilder, LinuxMemoryBuilder, LinuxResourcesBuilder};
+        let r = LinuxResourcesBuilder::default()
+            .memory(
+                LinuxMemoryBuilder::default()
+                    .limit(64 << 20)
+                    .build()
+                    .unwrap(),
+            )
+            .cpu(
+                LinuxCpuBuilder::default()
+                    .quota(50_000)
+                    .period(100_000u64)
+                    .build()
+                    .unwrap(),
+            )
+            .build()
+            .unwrap();
+        let res = to_cgroups_resources(&r);
+        assert_eq!(res.memory.memory_hard_limit, Some(64 << 20));
+        assert_eq!(res.cpu.quota, Some(50_000));
+        assert_eq!(res.cpu.period, Some(100_000));
+    }
+}

@@ -1,0 +1,137 @@
+//! Pod volumes on the host: `emptyDir` (a directory in the state dir, or a tmpfs for
+//! `medium: Memory`) that lives as long as the pod and survives container restarts, and
+//! `hostPath` with Kubernetes' type checks. Containers bind-mount them (see `bundle`).
+
+use k8s_openapi::api::core::v1::{HostPathVolumeSource, PodSpec, Volume};
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, OpenOptionsExt, PermissionsExt};
+use std::path::PathBuf;
+
+use super::statedir::StateDir;
+
+/// Make every volume of the pod available on the host; returns volume name → host path.
+/// `size_bytes` converts a Kubernetes quantity (`sizeLimit`) to bytes.
+pub fn prepare(
+    spec: &PodSpec,
+    sd: &StateDir,
+    size_bytes: &dyn Fn(&str) -> Result<u64, String>,
+) -> io::Result<BTreeMap<String, PathBuf>> {
+    let mut out = BTreeMap::new();
+    for (i, v) in spec.volumes.iter().flatten().enumerate() {
+        let path = prepare_one(v, sd, size_bytes).map_err(|e| {
+            io::Error::new(e.kind(), format!("spec.volumes[{i}] ({}): {e}", v.name))
+        })?;
+        out.insert(v.name.clone(), path);
+    }
+    Ok(out)
+}
+
+fn prepare_one(
+    v: &Volume,
+    sd: &StateDir,
+    size_bytes: &dyn Fn(&str) -> Result<u64, String>,
+) -> io::Result<PathBuf> {
+    if let Some(ed) = &v.empty_dir {
+        let dir = sd.volume_dir(&v.name);
+        fs::DirBuilder::new().recursive(true).create(&dir)?;
+        // kubelet makes emptyDirs world-writable so that any container user can use them.
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o777))?;
+        if ed.medium.as_deref() == Some("Memory") {
+            let mut data = String::from("mode=0777");
+            if let Some(q) = &ed.size_limit {
+                let b = size_bytes(&q.0).map_err(io::Error::other)?;
+                data.push_str(&format!(",size={b}"));
+            }
+            nix::mount::mount(
+                Some("tmpfs"),
+                &dir,
+                Some("tmpfs"),
+                nix::mount::MsFlags::MS_NOSUID | nix::mount::MsFlags::MS_NODEV,
+                Some(data.as_str()),
+            )
+            .map_err(|e| io::Error::other(format!("mounting tmpfs on {}: {e}", dir.display())))?;
+        }
+        return Ok(dir);
+    }
+    if let Some(hp) = &v.host_path {
+        return host_path(hp);
+    }
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "volume source not supported",
+    ))
+}
+
+/// Kubernetes' hostPath `type` checks (and creation for the *OrCreate types).
+fn host_path(hp: &HostPathVolumeSource) -> io::Result<PathBuf> {
+    let p = PathBuf::from(&hp.path);
+    let ty = hp.type_.as_deref().unwrap_or("");
+    let meta = fs::metadata(&p);
+    let fail = |what: &str| {
+        Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!(
+                "hostPath type check failed: {} is not a {what}",
+                p.display()
+            ),
+        ))
+    };
+    match ty {
+        "" => {}
+        "DirectoryOrCreate" => {
+            if meta.is_err() {
+                fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o755)
+                    .create(&p)?;
+            } else if !meta?.is_dir() {
+                return fail("directory");
+            }
+        }
+        "Directory" => {
+            if !meta.map(|m| m.is_dir()).unwrap_or(false) {
+                return fail("directory");
+            }
+        }
+        "FileOrCreate" => {
+            if meta.is_err() {
+                if let Some(parent) = p.parent() {
+                    fs::create_dir_all(parent)?;
+                }
+                fs::OpenOptions::new()
+                    .create(true)
+                    .truncate(false)
+                    .write(true)
+                    .mode(0o644)
+                    .open(&p)?;
+            } else if !meta?.is_file() {
+                return fail("file");
+            }
+        }
+        "File" => {
+            if !meta.map(|m| m.is_file()).unwrap_or(false) {
+                return fail("file");
+            }
+        }
+        "Socket" | "CharDevice" | "BlockDevice" => {
+            let ft = meta.map(|m| m.file_type());
+            let ok = match ty {
+                "Socket" => ft.map(|t| t.is_socket()),
+                "CharDevice" => ft.map(|t| t.is_char_device()),
+                _ => ft.map(|t| t.is_block_device()),
+            };
+            if !ok.unwrap_or(false) {
+                return fail(ty);
+            }
+        }
+        other => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("hostPath type {other:?} not supported"),
+            ))
+        }
+    }
+    Ok(p)
+}
