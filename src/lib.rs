@@ -5,9 +5,11 @@
 //! `sandbox` and `supervisor` are the thin layer that touches the kernel.
 
 pub mod bundle;
+pub mod log;
 pub mod logs;
 pub mod manifest;
 pub mod pod;
+pub mod run;
 pub mod runtime;
 pub mod sandbox;
 pub mod status;

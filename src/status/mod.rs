@@ -1,1 +1,5 @@
-//! status
+//! What podinit reports: the Pod status (rendered from `pod`'s state), `status.json`, and
+//! the pod's events.
+
+pub mod events;
+pub mod writer;

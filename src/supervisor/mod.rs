@@ -1,3 +1,433 @@
-//! The supervisor: PID 1 of the pod, one thread, one poll loop.
+//! The supervisor: PID 1 of the pod, one thread, one poll loop (DESIGN.md §2).
+//!
+//! Events in (signals, reaped children, start results, container output, timers) become
+//! observations on `pod::PodState`; `pod::step` says what to do; `containers` does it.
+//! This is the only place that calls `waitpid`.
 
+pub mod containers;
 pub mod signals;
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use nix::poll::{PollFd, PollFlags, PollTimeout};
+use std::collections::{BTreeMap, BTreeSet};
+use std::os::fd::AsFd;
+use std::time::Instant;
+
+use crate::bundle::HostVolume;
+use crate::pod::{self, Action, PodPlan, PodState};
+use crate::sandbox::statedir::StateDir;
+use crate::status::events::EventLog;
+use crate::status::render::{self, ContainerMeta, WallClock};
+use crate::status::writer::StatusWriter;
+use containers::{Ctr, OutPipe, StartContext};
+
+/// Exit status of `podinit run` when the sandbox could not be set up (CONTRACT.md §2).
+pub const EXIT_SANDBOX: i32 = 3;
+
+/// Everything the supervisor is given by `podinit run`.
+pub struct Config {
+    pub pod: Pod,
+    pub plan: PodPlan,
+    /// The pod's containers in `plan` order (init containers, then app containers).
+    pub containers: Vec<Ctr>,
+    pub volumes: BTreeMap<String, HostVolume>,
+    pub hostname: String,
+}
+
+/// Signals the supervisor handles. As PID 1 it would not even see the others.
+const SIGNALS: &[i32] = &[
+    libc::SIGCHLD,
+    libc::SIGTERM,
+    libc::SIGINT,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGPIPE,
+];
+
+struct Supervisor<'a> {
+    cfg: Config,
+    sd: &'a StateDir,
+    st: PodState,
+    epoch: Instant,
+    clock: WallClock,
+    events: EventLog,
+    status: StatusWriter,
+    pipes: Vec<OutPipe>,
+    wake: BTreeSet<pod::Millis>,
+    terminate_requests: u32,
+    pod_ips: Vec<String>,
+}
+
+/// Run the pod to its end; returns the exit status of `podinit run` (0 Succeeded,
+/// 1 Failed, 3 sandbox failure).
+pub fn run(cfg: Config, sd: &StateDir) -> i32 {
+    let sig = match signals::SignalPipe::install(SIGNALS) {
+        Ok(s) => s,
+        Err(e) => {
+            crate::log::error(&format!("installing signal handlers: {e}"));
+            return EXIT_SANDBOX;
+        }
+    };
+    // `podinit run` blocked these until handlers existed; they do now.
+    let _ = nix::sys::signal::SigSet::from_iter([
+        nix::sys::signal::Signal::SIGTERM,
+        nix::sys::signal::Signal::SIGINT,
+    ])
+    .thread_unblock();
+    let meta = cfg.pod.metadata.clone();
+    let events = match EventLog::open(
+        Some(&sd.events_file()),
+        meta.name.as_deref().unwrap_or_default(),
+        meta.namespace.as_deref().unwrap_or_default(),
+        meta.uid.as_deref().unwrap_or_default(),
+    ) {
+        Ok(e) => e,
+        Err(e) => {
+            crate::log::error(&e.to_string());
+            return EXIT_SANDBOX;
+        }
+    };
+    let st = PodState::new(&cfg.plan);
+    let status = StatusWriter::new(sd.status_file(), cfg.pod.clone());
+    let mut s = Supervisor {
+        cfg,
+        sd,
+        st,
+        epoch: Instant::now(),
+        clock: WallClock {
+            epoch_unix_ms: (crate::util::now_unix_nanos() / 1_000_000) as i64,
+        },
+        events,
+        status,
+        pipes: Vec::new(),
+        wake: BTreeSet::new(),
+        terminate_requests: 0,
+        pod_ips: crate::sandbox::net::pod_ips(),
+    };
+    let now = s.now();
+    s.st.on_sandbox_ready(now);
+    let code = s.run_loop(&sig);
+    s.teardown();
+    code
+}
+
+impl Supervisor<'_> {
+    fn now(&self) -> pod::Millis {
+        self.epoch.elapsed().as_millis() as pod::Millis
+    }
+
+    fn wall(&self) -> Time {
+        self.clock.at(self.now())
+    }
+
+    fn run_loop(&mut self, sig: &signals::SignalPipe) -> i32 {
+        loop {
+            if self.decide() {
+                self.write_status();
+                return match self.st.phase() {
+                    pod::phase::Phase::Succeeded => 0,
+                    _ => 1,
+                };
+            }
+            self.write_status();
+            self.wait_and_observe(sig);
+        }
+    }
+
+    /// Apply `pod::step` until it has nothing more to do now. Returns true when the pod has
+    /// finished.
+    fn decide(&mut self) -> bool {
+        // Each round carries out actions that may change state (a failed start, a hook
+        // skipped); a pod has few containers, so a few rounds settle it.
+        for _ in 0..64 {
+            let now = self.now();
+            let actions = pod::step(&self.cfg.plan, &mut self.st, now);
+            if actions.is_empty() {
+                return false;
+            }
+            let mut changed = false;
+            for a in actions {
+                match a {
+                    Action::Start(i) => {
+                        self.start(i);
+                        changed = true;
+                    }
+                    Action::RunPreStop(i) => {
+                        // Hooks are not supported yet (admission rejects them): done at once.
+                        self.st.on_pre_stop_done(i, now);
+                        changed = true;
+                    }
+                    Action::Stop(i) => {
+                        let c = &self.cfg.containers[i];
+                        c.signal(c.stop_signal);
+                    }
+                    Action::Kill(i) => self.cfg.containers[i].kill(),
+                    Action::WakeAt(t) => {
+                        self.wake.insert(t);
+                    }
+                    Action::Finish => return true,
+                    Action::Event(e) => self.event(e),
+                }
+            }
+            if !changed {
+                return false;
+            }
+        }
+        false
+    }
+
+    fn event(&mut self, e: pod::EventSpec) {
+        let fp = e.container.map(|i| self.cfg.containers[i].field_path());
+        let now = self.wall();
+        self.events.record(e.type_, &e.reason, &e.message, fp, now);
+    }
+
+    fn start(&mut self, i: usize) {
+        let now = self.now();
+        let cx = StartContext {
+            pod_spec: self.cfg.pod.spec.as_ref().expect("admitted pod has a spec"),
+            volumes: &self.cfg.volumes,
+            hostname: &self.cfg.hostname,
+            logs_dir: &self.sd.logs(),
+        };
+        match self.cfg.containers[i].start(&cx) {
+            Ok(pipes) => self.pipes.extend(pipes),
+            Err(msg) => {
+                let name = &self.cfg.containers[i].name;
+                crate::log::warn(&format!("container {name}: {msg}"));
+                self.st
+                    .on_start_failed(i, "CreateContainerError", &msg, now);
+            }
+        }
+    }
+
+    fn write_status(&mut self) {
+        let meta: Vec<ContainerMeta> = self
+            .cfg
+            .containers
+            .iter()
+            .map(|c| ContainerMeta {
+                image: c.spec.image.clone().unwrap_or_default(),
+                image_id: c.bundle.dir.display().to_string(),
+                container_id: c.container_id.clone(),
+            })
+            .collect();
+        let status =
+            render::pod_status(&self.cfg.plan, &self.st, &meta, &self.clock, &self.pod_ips);
+        if let Err(e) = self.status.update(&status) {
+            crate::log::warn(&e.to_string());
+        }
+    }
+
+    /// Block until something happens or the next timer is due, then record what happened.
+    fn wait_and_observe(&mut self, sig: &signals::SignalPipe) {
+        let now = self.now();
+        self.wake = self.wake.split_off(&(now + 1));
+        let timeout = match self.wake.first() {
+            Some(&t) => {
+                PollTimeout::try_from((t - now).min(60_000) as i32).unwrap_or(PollTimeout::MAX)
+            }
+            None => PollTimeout::NONE,
+        };
+
+        let starting: Vec<usize> = (0..self.cfg.containers.len())
+            .filter(|&i| {
+                self.cfg.containers[i]
+                    .run
+                    .as_ref()
+                    .is_some_and(|r| r.start_fd.is_some())
+            })
+            .collect();
+        let (sig_ready, start_ready, pipe_ready) = {
+            let mut fds = vec![PollFd::new(sig.fd(), PollFlags::POLLIN)];
+            for &i in &starting {
+                let fd = self.cfg.containers[i]
+                    .run
+                    .as_ref()
+                    .unwrap()
+                    .start_fd
+                    .as_ref()
+                    .unwrap();
+                fds.push(PollFd::new(fd.as_fd(), PollFlags::POLLIN));
+            }
+            for p in &self.pipes {
+                fds.push(PollFd::new(p.fd.as_fd(), PollFlags::POLLIN));
+            }
+            if let Err(e) = nix::poll::poll(&mut fds, timeout) {
+                if e != nix::errno::Errno::EINTR {
+                    crate::log::warn(&format!("poll: {e}"));
+                }
+                return;
+            }
+            let ready = |f: &PollFd| f.revents().is_some_and(|r| !r.is_empty());
+            let sig_ready = ready(&fds[0]);
+            let start_ready: Vec<usize> = starting
+                .iter()
+                .enumerate()
+                .filter(|(k, _)| ready(&fds[1 + k]))
+                .map(|(_, &i)| i)
+                .collect();
+            let pipe_ready: Vec<usize> = (0..self.pipes.len())
+                .filter(|k| ready(&fds[1 + starting.len() + k]))
+                .collect();
+            (sig_ready, start_ready, pipe_ready)
+        };
+
+        // Start results first: a process that exec'd and exited at once must be seen
+        // running before it is seen exiting.
+        for i in start_ready {
+            self.observe_start(i);
+        }
+        if sig_ready {
+            for s in sig.drain() {
+                match s {
+                    libc::SIGCHLD => self.reap(),
+                    libc::SIGTERM | libc::SIGINT => self.terminate_signal(s),
+                    _ => {}
+                }
+            }
+        }
+        self.read_pipes(&pipe_ready);
+    }
+
+    fn observe_start(&mut self, i: usize) {
+        let now = self.now();
+        let c = &mut self.cfg.containers[i];
+        let Some(run) = c.run.as_mut() else { return };
+        let Some(fd) = run.start_fd.as_ref() else {
+            return;
+        };
+        match crate::runtime::read_start_result(fd) {
+            crate::runtime::StartResult::Started => {
+                run.start_fd = None;
+                self.st.on_started(i, now);
+                // postStart hooks are not supported yet (admission rejects them).
+                self.st.on_post_start_done(i, now);
+            }
+            // Keep the fd: the exit handler reads the message again and reports StartError.
+            crate::runtime::StartResult::Failed(_) => {}
+        }
+    }
+
+    fn terminate_signal(&mut self, s: i32) {
+        self.terminate_requests += 1;
+        let now = self.now();
+        let force = self.terminate_requests > 1;
+        crate::log::info(&format!(
+            "received {}: {}",
+            crate::util::signal_name(s),
+            if force {
+                "forcing termination"
+            } else {
+                "terminating the pod"
+            }
+        ));
+        self.st
+            .request_termination(now, if force { Some(0) } else { None }, None);
+    }
+
+    /// Reap every exited child: container main processes become observations, anything
+    /// else (an orphan re-parented to us in a shared pid namespace) is just collected.
+    fn reap(&mut self) {
+        loop {
+            let mut status = 0;
+            // SAFETY: waitpid with a valid pointer; this is the only waitpid in podinit.
+            let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG | libc::__WALL) };
+            if pid <= 0 {
+                return;
+            }
+            let Some(i) = self
+                .cfg
+                .containers
+                .iter()
+                .position(|c| c.run.as_ref().is_some_and(|r| r.pid == pid))
+            else {
+                continue;
+            };
+            let now = self.now();
+            let name = self.cfg.containers[i].name.clone();
+            match self.cfg.containers[i].exited(status) {
+                Ok(exit) => {
+                    if exit.oom_killed {
+                        let fp = Some(self.cfg.containers[i].field_path());
+                        let wall = self.wall();
+                        self.events.record(
+                            "Warning",
+                            "OOMKilling",
+                            &format!("Memory cgroup out of memory: container {name} was killed"),
+                            fp,
+                            wall,
+                        );
+                    }
+                    self.st.on_exited(i, exit, now);
+                }
+                Err(msg) => {
+                    crate::log::warn(&format!("container {name}: {msg}"));
+                    self.st.on_start_failed(i, "StartError", &msg, now);
+                }
+            }
+        }
+    }
+
+    fn read_pipes(&mut self, ready: &[usize]) {
+        let mut closed = Vec::new();
+        let mut buf = vec![0u8; 64 << 10];
+        for &k in ready {
+            let p = &mut self.pipes[k];
+            // Bounded per wake-up so that one chatty container cannot starve the loop.
+            for _ in 0..16 {
+                match nix::unistd::read(&p.fd, &mut buf) {
+                    Ok(0) => {
+                        let (log, stream) = (p.log.clone(), p.stream);
+                        let ts = crate::util::now_unix_nanos();
+                        p.split.finish(&mut |partial, line| {
+                            log.borrow_mut().record(ts, stream, partial, line)
+                        });
+                        closed.push(k);
+                        break;
+                    }
+                    Ok(n) => {
+                        let (log, stream) = (p.log.clone(), p.stream);
+                        let ts = crate::util::now_unix_nanos();
+                        p.split.feed(&buf[..n], &mut |partial, line| {
+                            log.borrow_mut().record(ts, stream, partial, line)
+                        });
+                    }
+                    Err(nix::errno::Errno::EAGAIN) => break,
+                    Err(nix::errno::Errno::EINTR) => continue,
+                    Err(_) => {
+                        closed.push(k);
+                        break;
+                    }
+                }
+            }
+        }
+        for k in closed.into_iter().rev() {
+            self.pipes.swap_remove(k);
+        }
+    }
+
+    /// After the pod has ended: kill anything left, drain and close output, remove every
+    /// container's cgroup and private files.
+    fn teardown(&mut self) {
+        for c in &self.cfg.containers {
+            c.kill();
+        }
+        let deadline = Instant::now() + std::time::Duration::from_secs(5);
+        while self.cfg.containers.iter().any(|c| c.run.is_some()) && Instant::now() < deadline {
+            self.reap();
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let all: Vec<usize> = (0..self.pipes.len()).collect();
+        self.read_pipes(&all);
+        self.pipes.clear();
+        for c in &mut self.cfg.containers {
+            if let Err(e) = c.teardown() {
+                crate::log::warn(&format!("container {}: {e}", c.name));
+            }
+        }
+    }
+}

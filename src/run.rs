@@ -1,0 +1,411 @@
+//! `podinit run`: admission, the sandbox, and the outer process (DESIGN.md §1).
+//!
+//! The outer process stays in the caller's namespaces: it admits the manifest (exit 2 with
+//! nothing created on bad input), makes the state dir and the pod cgroup, clones the
+//! supervisor as PID 1 of new pid/net/ipc/uts/mount namespaces, relays SIGTERM/SIGINT to
+//! it, and when it is gone removes whatever is left (exit 3 if the sandbox failed).
+
+use k8s_openapi::api::core::v1::{Container, Pod};
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
+
+use crate::bundle::{self, Bundle, HostVolume};
+use crate::pod::{Kind, PodPlan};
+use crate::sandbox::cgroup::{CgroupRoot, Group};
+use crate::sandbox::statedir::StateDir;
+use crate::supervisor::{self, containers::Ctr, signals::SignalPipe, EXIT_SANDBOX};
+
+pub const EXIT_INVALID: i32 = 2;
+
+/// The options of `podinit run` (CONTRACT.md §2).
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    pub manifest: PathBuf,
+    pub bundles: Option<PathBuf>,
+    pub state_dir: Option<PathBuf>,
+    pub cgroup_parent: Option<String>,
+    /// CrashLoopBackOff cap in seconds (kubelet's maxContainerRestartPeriod).
+    pub max_restart_backoff: u64,
+}
+
+/// A manifest that passed admission, with every image resolved to a loaded bundle.
+pub struct Admission {
+    pub pod: Pod,
+    pub plan: PodPlan,
+    /// In plan order (init containers, then app containers).
+    pub containers: Vec<(Kind, Container, Bundle)>,
+}
+
+/// `--bundles`, else `$PODINIT_BUNDLES`, else `./oci-bundles`.
+pub fn bundles_dir(opt: Option<&Path>) -> PathBuf {
+    opt.map(Path::to_path_buf)
+        .or_else(|| std::env::var_os("PODINIT_BUNDLES").map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from("oci-bundles"))
+}
+
+/// Load, default and validate the manifest and resolve every image. The error is the one
+/// line to print (the field path first).
+pub fn admit(manifest: &Path, bundles: &Path, max_backoff_secs: u64) -> Result<Admission, String> {
+    let a = crate::manifest::load_file(manifest).map_err(|e| e.to_string())?;
+    let pod = a.pod;
+    let spec = pod.spec.as_ref().ok_or("spec: Required value")?;
+    let plan = PodPlan::from_pod(&pod, max_backoff_secs.saturating_mul(1000));
+    let mut containers = Vec::new();
+    let init = spec.init_containers.iter().flatten().enumerate();
+    let app = spec.containers.iter().enumerate();
+    let all = init
+        .map(|(i, c)| ("initContainers", i, c))
+        .chain(app.map(|(i, c)| ("containers", i, c)));
+    for ((list, i, c), p) in all.zip(&plan.containers) {
+        debug_assert_eq!(c.name, p.name);
+        let field = format!("spec.{list}[{i}].image");
+        let image = c.image.as_deref().unwrap_or_default();
+        let dir = bundle::resolve(image, bundles).map_err(|e| format!("{field}: {e}"))?;
+        let b = bundle::load(&dir).map_err(|e| format!("{field}: {e}"))?;
+        bundle::stop_signal(&b, c)
+            .map_err(|e| format!("spec.{list}[{i}].lifecycle.stopSignal: {e}"))?;
+        containers.push((p.kind, c.clone(), b));
+    }
+    Ok(Admission {
+        pod,
+        plan,
+        containers,
+    })
+}
+
+/// The pod's hostname: `spec.hostname`, else the pod name cut to 63 characters (kubelet
+/// also drops trailing '-' and '.' after cutting).
+pub fn hostname(pod: &Pod) -> String {
+    if let Some(h) = pod.spec.as_ref().and_then(|s| s.hostname.clone()) {
+        return h;
+    }
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    if name.len() <= 63 {
+        return name;
+    }
+    name[..63].trim_end_matches(['-', '.']).to_string()
+}
+
+/// `/run/podinit/<namespace>_<name>`.
+pub fn default_state_dir(pod: &Pod) -> PathBuf {
+    PathBuf::from(format!(
+        "/run/podinit/{}_{}",
+        pod.metadata.namespace.as_deref().unwrap_or("default"),
+        pod.metadata.name.as_deref().unwrap_or_default()
+    ))
+}
+
+/// The pod cgroup's name below the parent.
+fn pod_cgroup_name(pod: &Pod) -> String {
+    format!(
+        "podinit_{}_{}",
+        pod.metadata.namespace.as_deref().unwrap_or("default"),
+        pod.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+/// `podinit run`: returns the process exit status.
+pub fn run(opts: &RunOptions) -> i32 {
+    let bundles = bundles_dir(opts.bundles.as_deref());
+    let adm = match admit(&opts.manifest, &bundles, opts.max_restart_backoff) {
+        Ok(a) => a,
+        Err(e) => {
+            crate::log::error(&format!("{}: {e}", opts.manifest.display()));
+            return EXIT_INVALID;
+        }
+    };
+    let state_dir = opts
+        .state_dir
+        .clone()
+        .unwrap_or_else(|| default_state_dir(&adm.pod));
+    let sd = match StateDir::open(&state_dir) {
+        Ok(sd) => sd,
+        Err(e) => {
+            crate::log::error(&format!("setting up the sandbox: {e}"));
+            return EXIT_SANDBOX;
+        }
+    };
+    let mut sandbox = Sandbox {
+        pod_cgroup: None,
+        sd: Some(sd),
+    };
+    let code = match sandbox.launch(adm, opts) {
+        Ok(code) => code,
+        Err(e) => {
+            crate::log::error(&format!("setting up the sandbox: {e}"));
+            EXIT_SANDBOX
+        }
+    };
+    if let Err(e) = sandbox.remove() {
+        crate::log::error(&format!("cleaning up the sandbox: {e}"));
+        if code == 0 {
+            return EXIT_SANDBOX;
+        }
+    }
+    code
+}
+
+/// What the outer process created, removed by `remove` whatever happened.
+struct Sandbox {
+    pod_cgroup: Option<Group>,
+    sd: Option<StateDir>,
+}
+
+impl Sandbox {
+    fn launch(&mut self, adm: Admission, opts: &RunOptions) -> Result<i32, String> {
+        let sd = self.sd.as_ref().expect("state dir is open");
+        let cgroups =
+            CgroupRoot::detect(opts.cgroup_parent.as_deref()).map_err(|e| e.to_string())?;
+        let pod_cg_name = pod_cgroup_name(&adm.pod);
+        let pod_cg = cgroups.group(&pod_cg_name);
+        if pod_cg.exists() {
+            // Left by a run that was killed: nothing in it can still belong to a live pod,
+            // since the state dir lock is ours.
+            pod_cg
+                .destroy()
+                .map_err(|e| format!("removing stale pod cgroup: {e}"))?;
+        }
+        cgroups.delegate_controllers();
+        pod_cg.create().map_err(|e| e.to_string())?;
+        self.pod_cgroup = Some(pod_cg);
+        let leaf = cgroups.group(&format!("{pod_cg_name}/supervisor"));
+        leaf.create().map_err(|e| e.to_string())?;
+
+        let hostname = hostname(&adm.pod);
+        let mut ctrs = Vec::new();
+        for (kind, c, b) in adm.containers {
+            let dir = sd.container_dir(&c.name);
+            ctrs.push(Ctr::new(
+                c.name.clone(),
+                kind,
+                c,
+                b,
+                dir,
+                &cgroups,
+                &pod_cg_name,
+            )?);
+        }
+
+        // Block the signals we relay until the relay is in place; the supervisor inherits
+        // the mask and unblocks once its own handlers are installed.
+        let relay = nix::sys::signal::SigSet::from_iter([
+            nix::sys::signal::Signal::SIGTERM,
+            nix::sys::signal::Signal::SIGINT,
+        ]);
+        let _ = relay.thread_block();
+        let (rel_r, rel_w) =
+            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
+        let flags = (libc::CLONE_NEWPID
+            | libc::CLONE_NEWNET
+            | libc::CLONE_NEWIPC
+            | libc::CLONE_NEWUTS
+            | libc::CLONE_NEWNS) as u64;
+        // SAFETY: podinit run is single-threaded here.
+        let cloned = unsafe { crate::util::clone3(flags) }
+            .map_err(|e| format!("creating the pod namespaces (clone3): {e}"))?;
+        let Some(child) = cloned else {
+            drop(rel_w);
+            let mut b = [0u8; 1];
+            // EOF: the outer process gave up (or died) before releasing us.
+            if !matches!(std::fs::File::from(rel_r).read(&mut b), Ok(1)) {
+                std::process::exit(EXIT_SANDBOX);
+            }
+            let code = supervise(adm.pod, adm.plan, ctrs, hostname, sd);
+            std::process::exit(code);
+        };
+        drop(rel_r);
+        if let Err(e) = leaf.add(child.pid) {
+            let _ = crate::util::pidfd_signal(&child.pidfd, libc::SIGKILL);
+            wait_for(child.pid);
+            let _ = relay.thread_unblock();
+            return Err(e.to_string());
+        }
+        let _ = std::fs::File::from(rel_w).write_all(b"g");
+        let code = relay_until_exit(&child, &relay);
+        Ok(code)
+    }
+
+    /// Remove everything the outer process created: the pod cgroup tree (killing anything
+    /// left in it) and the private part of the state dir.
+    fn remove(&mut self) -> Result<(), String> {
+        let mut errs = Vec::new();
+        if let Some(cg) = self.pod_cgroup.take() {
+            if let Err(e) = cg.destroy() {
+                errs.push(e.to_string());
+            }
+        }
+        if let Some(sd) = self.sd.take() {
+            if let Err(e) = sd.finish() {
+                errs.push(e.to_string());
+            }
+        }
+        if errs.is_empty() {
+            Ok(())
+        } else {
+            Err(errs.join("; "))
+        }
+    }
+}
+
+/// Forward SIGTERM/SIGINT to the supervisor until it exits; returns its exit status.
+fn relay_until_exit(child: &crate::util::Cloned, relay: &nix::sys::signal::SigSet) -> i32 {
+    let sig = SignalPipe::install(&[libc::SIGTERM, libc::SIGINT]);
+    let _ = relay.thread_unblock();
+    let sig = match sig {
+        Ok(s) => s,
+        Err(e) => {
+            crate::log::warn(&format!("cannot relay signals to the pod: {e}"));
+            return wait_for(child.pid);
+        }
+    };
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    loop {
+        let mut fds = [
+            PollFd::new(sig.fd(), PollFlags::POLLIN),
+            PollFd::new(child.pidfd.as_fd(), PollFlags::POLLIN),
+        ];
+        if poll(&mut fds, PollTimeout::NONE).is_err() {
+            continue;
+        }
+        for s in sig.drain() {
+            let _ = crate::util::pidfd_signal(&child.pidfd, s);
+        }
+        if fds[1].revents().is_some_and(|r| !r.is_empty()) {
+            return wait_for(child.pid);
+        }
+    }
+}
+
+/// Wait for our direct child `pid`; its exit code, or 1 if a signal killed it (the pod
+/// cannot have succeeded then).
+fn wait_for(pid: i32) -> i32 {
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid on our own child with a valid pointer.
+        let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if rc == pid {
+            return if libc::WIFEXITED(status) {
+                libc::WEXITSTATUS(status)
+            } else {
+                1
+            };
+        }
+        if rc < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return 1;
+        }
+    }
+}
+
+/// In the new namespaces, as PID 1: finish the sandbox, then run the pod.
+fn supervise(pod: Pod, plan: PodPlan, ctrs: Vec<Ctr>, hostname: String, sd: &StateDir) -> i32 {
+    match setup_namespaces(&hostname) {
+        Ok(()) => {}
+        Err(e) => {
+            crate::log::error(&format!("setting up the sandbox: {e}"));
+            return EXIT_SANDBOX;
+        }
+    }
+    let spec = pod.spec.clone().unwrap_or_default();
+    let size = |q: &str| crate::manifest::quantity::parse_bytes(q);
+    let volumes = match crate::sandbox::volumes::prepare(&spec, sd, &size) {
+        Ok(v) => v,
+        Err(e) => {
+            crate::log::error(&format!("setting up the sandbox: {e}"));
+            return EXIT_SANDBOX;
+        }
+    };
+    let volumes: BTreeMap<String, HostVolume> = volumes
+        .into_iter()
+        .map(|(k, p)| {
+            (
+                k,
+                HostVolume {
+                    host_path: p,
+                    read_only: false,
+                },
+            )
+        })
+        .collect();
+    supervisor::run(
+        supervisor::Config {
+            pod,
+            plan,
+            containers: ctrs,
+            volumes,
+            hostname,
+        },
+        sd,
+    )
+}
+
+/// The supervisor's own view: private mount propagation, a /proc of the pod's pid
+/// namespace, the hostname, loopback up; it is not dumpable (CVE-2019-5736 class) and dies
+/// with the outer process.
+fn setup_namespaces(hostname: &str) -> Result<(), String> {
+    use nix::mount::{mount, MsFlags};
+    // SAFETY: prctl with integer arguments.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+    }
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_SLAVE,
+        None::<&str>,
+    )
+    .map_err(|e| format!("making / rslave: {e}"))?;
+    mount(
+        Some("proc"),
+        "/proc",
+        Some("proc"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        None::<&str>,
+    )
+    .map_err(|e| format!("mounting /proc for the pod's pid namespace: {e}"))?;
+    nix::unistd::sethostname(hostname)
+        .map_err(|e| format!("setting hostname {hostname:?}: {e}"))?;
+    crate::sandbox::net::loopback_up().map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    fn pod(name: &str, hostname: Option<&str>) -> Pod {
+        Pod {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..Default::default()
+            },
+            spec: Some(k8s_openapi::api::core::v1::PodSpec {
+                hostname: hostname.map(Into::into),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn hostname_is_the_pod_name_cut_to_63() {
+        assert_eq!(hostname(&pod("web", None)), "web");
+        assert_eq!(hostname(&pod("web", Some("h1"))), "h1");
+        let long = format!("{}-{}", "a".repeat(62), "b".repeat(10));
+        assert_eq!(hostname(&pod(&long, None)), "a".repeat(62));
+    }
+
+    #[test]
+    fn state_dir_and_cgroup_names() {
+        let mut p = pod("web", None);
+        p.metadata.namespace = Some("prod".into());
+        assert_eq!(
+            default_state_dir(&p),
+            PathBuf::from("/run/podinit/prod_web")
+        );
+        assert_eq!(pod_cgroup_name(&p), "podinit_prod_web");
+    }
+}

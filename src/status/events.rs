@@ -1,0 +1,158 @@
+//! The pod's events: kept in memory (bounded, repeats counted) for the API, and appended to
+//! `events.jsonl` so they outlive the pod (CONTRACT.md §4).
+
+use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use std::collections::VecDeque;
+use std::fs;
+use std::io::{self, Write};
+use std::path::Path;
+
+/// Events kept in memory; older ones remain only in `events.jsonl`.
+pub const MAX_EVENTS: usize = 1000;
+
+pub struct EventLog {
+    items: VecDeque<Event>,
+    file: Option<fs::File>,
+    pod: ObjectReference,
+    seq: u64,
+}
+
+impl EventLog {
+    /// `path`: `events.jsonl`, or `None` to keep events in memory only.
+    pub fn open(path: Option<&Path>, name: &str, namespace: &str, uid: &str) -> io::Result<Self> {
+        let file = match path {
+            Some(p) => Some(
+                fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(p)
+                    .map_err(|e| {
+                        io::Error::new(e.kind(), format!("opening {}: {e}", p.display()))
+                    })?,
+            ),
+            None => None,
+        };
+        Ok(EventLog {
+            items: VecDeque::new(),
+            file,
+            pod: ObjectReference {
+                api_version: Some("v1".into()),
+                kind: Some("Pod".into()),
+                name: Some(name.into()),
+                namespace: Some(namespace.into()),
+                uid: Some(uid.into()),
+                ..Default::default()
+            },
+            seq: 0,
+        })
+    }
+
+    /// Record an event; a repeat of a kept one (same type, reason, message and object)
+    /// bumps its `count` and `lastTimestamp`. Either way one line is appended to the file.
+    pub fn record(
+        &mut self,
+        type_: &str,
+        reason: &str,
+        message: &str,
+        field_path: Option<String>,
+        now: Time,
+    ) -> &Event {
+        let same = |e: &Event| {
+            e.type_.as_deref() == Some(type_)
+                && e.reason.as_deref() == Some(reason)
+                && e.message.as_deref() == Some(message)
+                && e.involved_object.field_path == field_path
+        };
+        let idx = match self.items.iter().position(same) {
+            Some(i) => {
+                let e = &mut self.items[i];
+                e.count = Some(e.count.unwrap_or(1) + 1);
+                e.last_timestamp = Some(now);
+                i
+            }
+            None => {
+                self.seq += 1;
+                let pod_name = self.pod.name.clone().unwrap_or_default();
+                let mut obj = self.pod.clone();
+                obj.field_path = field_path;
+                self.items.push_back(Event {
+                    metadata: ObjectMeta {
+                        name: Some(format!("{pod_name}.{:x}", self.seq)),
+                        namespace: self.pod.namespace.clone(),
+                        ..Default::default()
+                    },
+                    involved_object: obj,
+                    type_: Some(type_.into()),
+                    reason: Some(reason.into()),
+                    message: Some(message.into()),
+                    first_timestamp: Some(now.clone()),
+                    last_timestamp: Some(now),
+                    count: Some(1),
+                    source: Some(EventSource {
+                        component: Some("podinit".into()),
+                        host: None,
+                    }),
+                    ..Default::default()
+                });
+                if self.items.len() > MAX_EVENTS {
+                    self.items.pop_front();
+                }
+                self.items.len() - 1
+            }
+        };
+        let e = &self.items[idx];
+        if let Some(f) = &mut self.file {
+            if let Ok(mut line) = serde_json::to_vec(e) {
+                line.push(b'\n');
+                // A full disk must not stop the pod; the in-memory event remains.
+                let _ = f.write_all(&line);
+            }
+        }
+        e
+    }
+
+    pub fn items(&self) -> impl Iterator<Item = &Event> {
+        self.items.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(s: i64) -> Time {
+        Time(k8s_openapi::jiff::Timestamp::from_second(s).unwrap())
+    }
+
+    #[test]
+    fn repeats_are_counted_and_every_one_is_appended() {
+        let dir = std::env::temp_dir().join(format!("podinit-ev-{}", crate::util::random_hex(4)));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("events.jsonl");
+        let mut log = EventLog::open(Some(&path), "p", "default", "u1").unwrap();
+        let fp = Some("spec.containers{web}".to_string());
+        log.record("Warning", "BackOff", "Back-off", fp.clone(), t(1));
+        log.record(
+            "Normal",
+            "Started",
+            "Started container web",
+            fp.clone(),
+            t(2),
+        );
+        let e = log
+            .record("Warning", "BackOff", "Back-off", fp, t(3))
+            .clone();
+        assert_eq!(e.count, Some(2));
+        assert_eq!(e.first_timestamp, Some(t(1)));
+        assert_eq!(e.last_timestamp, Some(t(3)));
+        assert_eq!(log.items().count(), 2);
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(v["involvedObject"]["kind"], "Pod");
+        assert_eq!(v["involvedObject"]["fieldPath"], "spec.containers{web}");
+        assert_eq!(v["type"], "Warning");
+        let lines = fs::read_to_string(&path).unwrap();
+        assert_eq!(lines.lines().count(), 3);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,325 @@
+//! The kernel side of one container's runs: root filesystem, cgroup, log pipes, process
+//! creation, stop and kill, and what is left to read after it exits. Decisions about *when*
+//! are `pod`'s; this module only carries them out.
+
+use k8s_openapi::api::core::v1::Container;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use crate::bundle::{self, Bundle, HostVolume, MergeContext};
+use crate::logs::{LogFile, Stream};
+use crate::pod::{Exit, Kind};
+use crate::runtime;
+use crate::sandbox::cgroup::{CgroupRoot, Group};
+use crate::sandbox::rootfs;
+
+/// The termination message read after exit is at most this long (kubelet's limit).
+const TERMINATION_MESSAGE_MAX: u64 = 4096;
+/// `FallbackToLogsOnError`: the last 80 lines of the log, at most 2048 bytes.
+const FALLBACK_LINES: usize = 80;
+const FALLBACK_BYTES: usize = 2048;
+
+/// One container of the pod, across its runs.
+pub struct Ctr {
+    pub name: String,
+    pub kind: Kind,
+    pub spec: Container,
+    pub bundle: Bundle,
+    pub stop_signal: i32,
+    /// Private directory: overlay layers, termination-log file.
+    pub dir: PathBuf,
+    pub cgroup: Group,
+    cgroup_created: bool,
+    /// Runs started so far: the next run's log is `logs/<name>/<runs>.log` (= restartCount).
+    pub runs: u32,
+    pub run: Option<Run>,
+    /// `podinit://<64 hex>` of the current or last run.
+    pub container_id: Option<String>,
+}
+
+/// One run of a container: its main process and where its output goes.
+pub struct Run {
+    pub pid: i32,
+    pub pidfd: OwnedFd,
+    /// Until the start result is read: EOF = exec succeeded, else the error.
+    pub start_fd: Option<OwnedFd>,
+    pub oom_before: u64,
+    pub log: Rc<RefCell<LogFile>>,
+}
+
+/// Output pipe of a run, read by the event loop until EOF.
+pub struct OutPipe {
+    pub fd: OwnedFd,
+    pub stream: Stream,
+    pub split: crate::logs::LineSplitter,
+    pub log: Rc<RefCell<LogFile>>,
+}
+
+/// What the pod needs to start any container.
+pub struct StartContext<'a> {
+    pub pod_spec: &'a k8s_openapi::api::core::v1::PodSpec,
+    pub volumes: &'a BTreeMap<String, HostVolume>,
+    pub hostname: &'a str,
+    pub logs_dir: &'a Path,
+}
+
+impl Ctr {
+    pub fn new(
+        name: String,
+        kind: Kind,
+        spec: Container,
+        bundle: Bundle,
+        dir: PathBuf,
+        cgroups: &CgroupRoot,
+        pod_cgroup: &str,
+    ) -> Result<Ctr, String> {
+        let stop_signal = bundle::stop_signal(&bundle, &spec)?;
+        let cgroup = cgroups.group(&format!("{pod_cgroup}/c_{name}"));
+        Ok(Ctr {
+            name,
+            kind,
+            spec,
+            bundle,
+            stop_signal,
+            dir,
+            cgroup,
+            cgroup_created: false,
+            runs: 0,
+            run: None,
+            container_id: None,
+        })
+    }
+
+    /// The field path of events about this container (`spec.containers{web}`).
+    pub fn field_path(&self) -> String {
+        match self.kind {
+            Kind::App => format!("spec.containers{{{}}}", self.name),
+            Kind::Init | Kind::Sidecar => format!("spec.initContainers{{{}}}", self.name),
+        }
+    }
+
+    /// Start a new run. On success the process exists and its output pipes are returned;
+    /// the start result arrives later on `run.start_fd`. On error nothing of the run is left.
+    pub fn start(&mut self, cx: &StartContext) -> Result<Vec<OutPipe>, String> {
+        let res = self.try_start(cx);
+        if res.is_err() {
+            rootfs::release(&self.dir);
+        }
+        res
+    }
+
+    fn try_start(&mut self, cx: &StartContext) -> Result<Vec<OutPipe>, String> {
+        fs::create_dir_all(&self.dir)
+            .map_err(|e| format!("creating {}: {e}", self.dir.display()))?;
+        let term_log = self.dir.join("termination-log");
+        fs::write(&term_log, b"").map_err(|e| format!("creating {}: {e}", term_log.display()))?;
+        // Any container user may write its termination message.
+        fs::set_permissions(&term_log, fs::Permissions::from_mode(0o666))
+            .map_err(|e| format!("chmod {}: {e}", term_log.display()))?;
+
+        let mut spec = bundle::merge(
+            &self.bundle,
+            cx.pod_spec,
+            &self.spec,
+            &MergeContext {
+                volumes: cx.volumes,
+                termination_log: Some(&term_log),
+                share_process_namespace: cx.pod_spec.share_process_namespace.unwrap_or(false),
+                hostname: cx.hostname,
+            },
+        )?;
+        let rootfs = rootfs::prepare(&self.bundle.rootfs, &self.dir).map_err(|e| e.to_string())?;
+        if let Some(root) = spec.root_mut() {
+            root.set_path(rootfs);
+        }
+
+        if !self.cgroup_created {
+            self.cgroup.create().map_err(|e| e.to_string())?;
+            self.cgroup_created = true;
+        }
+        if let Some(r) = spec.linux().as_ref().and_then(|l| l.resources().as_ref()) {
+            self.cgroup.set(r).map_err(|e| e.to_string())?;
+        }
+
+        let log_path = LogFile::path_for(cx.logs_dir, &self.name, self.runs);
+        let log = Rc::new(RefCell::new(
+            LogFile::create(log_path).map_err(|e| e.to_string())?,
+        ));
+        let devnull = fs::File::open("/dev/null").map_err(|e| format!("opening /dev/null: {e}"))?;
+        let flags = nix::fcntl::OFlag::O_CLOEXEC;
+        let (out_r, out_w) = nix::unistd::pipe2(flags).map_err(|e| format!("pipe: {e}"))?;
+        let (err_r, err_w) = nix::unistd::pipe2(flags).map_err(|e| format!("pipe: {e}"))?;
+        for fd in [&out_r, &err_r] {
+            set_nonblocking(fd);
+        }
+
+        let id = crate::util::random_hex(32);
+        let procs = self.cgroup.procs_files();
+        let spawned = runtime::spawn(&runtime::Launch {
+            container_id: &id,
+            spec: &spec,
+            stdio: [devnull.as_raw_fd(), out_w.as_raw_fd(), err_w.as_raw_fd()],
+            cgroup_procs: &procs,
+        })
+        .map_err(|runtime::SpawnError::Create(m)| m)?;
+        // Our copies of the write ends must go, or the pipes never reach EOF.
+        drop((out_w, err_w, devnull));
+
+        self.runs += 1;
+        self.container_id = Some(format!("podinit://{id}"));
+        self.run = Some(Run {
+            pid: spawned.pid.as_raw(),
+            pidfd: spawned.pidfd,
+            start_fd: Some(spawned.start_fd),
+            oom_before: self.cgroup.oom_kills(),
+            log: log.clone(),
+        });
+        Ok(vec![
+            OutPipe {
+                fd: out_r,
+                stream: Stream::Stdout,
+                split: Default::default(),
+                log: log.clone(),
+            },
+            OutPipe {
+                fd: err_r,
+                stream: Stream::Stderr,
+                split: Default::default(),
+                log,
+            },
+        ])
+    }
+
+    /// Send `sig` to the run's main process (through its pidfd: immune to pid reuse).
+    pub fn signal(&self, sig: i32) {
+        if let Some(run) = &self.run {
+            let _ = crate::util::pidfd_signal(&run.pidfd, sig);
+        }
+    }
+
+    /// SIGKILL the main process and everything else in the container's cgroup.
+    pub fn kill(&self) {
+        self.signal(libc::SIGKILL);
+        if self.cgroup_created {
+            self.cgroup.kill_all();
+        }
+    }
+
+    /// The main process was reaped with wait status `status`. Returns the start error if the
+    /// process never got to exec the container's program, else how it exited. Kills what
+    /// the run left in the cgroup and releases its root filesystem.
+    pub fn exited(&mut self, status: i32) -> Result<Exit, String> {
+        let Some(mut run) = self.run.take() else {
+            return Err("no run".into());
+        };
+        let start = run
+            .start_fd
+            .take()
+            .map(|fd| runtime::read_start_result(&fd));
+        self.cgroup.kill_all();
+        rootfs::release(&self.dir);
+        if let Some(runtime::StartResult::Failed(msg)) = start {
+            return Err(msg);
+        }
+        let (exit_code, signal) = decode_wait_status(status);
+        let oom_killed = self.cgroup.oom_kills() > run.oom_before;
+        let message = self.termination_message(exit_code, &run);
+        Ok(Exit {
+            exit_code,
+            signal,
+            oom_killed,
+            message,
+        })
+    }
+
+    /// kubelet's rules: the file at terminationMessagePath (last 4096 bytes); with
+    /// `FallbackToLogsOnError`, the log's tail when the exit failed and the file is empty.
+    fn termination_message(&self, exit_code: i32, run: &Run) -> Option<String> {
+        let from_file = read_tail(&self.dir.join("termination-log"), TERMINATION_MESSAGE_MAX);
+        if !from_file.is_empty() {
+            return Some(from_file);
+        }
+        let fallback =
+            self.spec.termination_message_policy.as_deref() == Some("FallbackToLogsOnError");
+        if fallback && exit_code != 0 {
+            let text =
+                crate::logs::tail_text(run.log.borrow().path(), FALLBACK_LINES, FALLBACK_BYTES);
+            if !text.is_empty() {
+                return Some(text);
+            }
+        }
+        None
+    }
+
+    /// Remove the container's cgroup and private directory (pod teardown).
+    pub fn teardown(&mut self) -> io::Result<()> {
+        rootfs::release(&self.dir);
+        if self.cgroup_created {
+            self.cgroup.destroy()?;
+            self.cgroup_created = false;
+        }
+        Ok(())
+    }
+}
+
+/// Exit code as Kubernetes reports it (128 + signal for a signal) and the signal.
+pub fn decode_wait_status(status: i32) -> (i32, Option<i32>) {
+    if libc::WIFSIGNALED(status) {
+        let sig = libc::WTERMSIG(status);
+        (128 + sig, Some(sig))
+    } else {
+        (libc::WEXITSTATUS(status), None)
+    }
+}
+
+fn read_tail(path: &Path, max: u64) -> String {
+    let Ok(mut f) = fs::File::open(path) else {
+        return String::new();
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    if len > max {
+        let _ = f.seek(SeekFrom::Start(len - max));
+    }
+    let mut buf = Vec::new();
+    let _ = f.take(max).read_to_end(&mut buf);
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+fn set_nonblocking(fd: &OwnedFd) {
+    use nix::fcntl::{fcntl, FcntlArg, OFlag};
+    if let Ok(fl) = fcntl(fd, FcntlArg::F_GETFL) {
+        let _ = fcntl(
+            fd,
+            FcntlArg::F_SETFL(OFlag::from_bits_truncate(fl) | OFlag::O_NONBLOCK),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wait_status_decoding() {
+        // exit(3): status = 3 << 8; killed by SIGKILL: status = 9.
+        assert_eq!(decode_wait_status(3 << 8), (3, None));
+        assert_eq!(decode_wait_status(9), (137, Some(9)));
+        assert_eq!(decode_wait_status(0), (0, None));
+    }
+
+    #[test]
+    fn tail_of_a_file() {
+        let p = std::env::temp_dir().join(format!("podinit-tail-{}", crate::util::random_hex(4)));
+        fs::write(&p, b"0123456789").unwrap();
+        assert_eq!(read_tail(&p, 4), "6789");
+        assert_eq!(read_tail(&p, 100), "0123456789");
+        fs::remove_file(&p).unwrap();
+        assert_eq!(read_tail(&p, 4), "");
+    }
+}
