@@ -1,0 +1,270 @@
+//! Shared harness of the integration tests: run the real `podinit` binary as root on the
+//! busybox bundles, each pod with a unique name and state dir, a bounded time, and a check
+//! that nothing was left behind. Cleanup runs on drop, so also when a test fails.
+
+#![allow(dead_code)]
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no failure mode.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Integration tests need root and the bundles made by `scripts/make-bundles`; without
+/// them a test says so and passes vacuously only when not run as root (a developer's
+/// `cargo test`). As root, missing bundles are a failure.
+pub fn require_root() -> bool {
+    if !is_root() {
+        eprintln!("skipped: integration tests need root");
+        return false;
+    }
+    assert!(
+        bundles().join("busybox/rootfs/bin/busybox").exists(),
+        "oci-bundles/busybox/rootfs is missing: run scripts/make-bundles"
+    );
+    true
+}
+
+pub fn bundles() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("oci-bundles")
+}
+
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_podinit"))
+}
+
+fn unique(prefix: &str) -> String {
+    let mut b = [0u8; 4];
+    std::fs::File::open("/dev/urandom")
+        .unwrap()
+        .read_exact(&mut b)
+        .unwrap();
+    format!("{prefix}-{:08x}", u32::from_le_bytes(b))
+}
+
+/// One pod under test.
+pub struct TestPod {
+    pub name: String,
+    pub dir: PathBuf,
+    pub manifest: PathBuf,
+    pub state: PathBuf,
+    child: Option<Child>,
+}
+
+/// What a finished `podinit run` left.
+pub struct Outcome {
+    pub code: i32,
+    pub stderr: String,
+    pub status: serde_json::Value,
+}
+
+impl TestPod {
+    /// `yaml` may use `NAME` for the pod's unique name.
+    pub fn new(prefix: &str, yaml: &str) -> TestPod {
+        let name = unique(prefix);
+        let dir = std::env::temp_dir().join(format!("podinit-it-{name}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let manifest = dir.join("pod.yaml");
+        std::fs::write(&manifest, yaml.replace("NAME", &name)).unwrap();
+        let state = dir.join("state");
+        TestPod {
+            name,
+            dir,
+            manifest,
+            state,
+            child: None,
+        }
+    }
+
+    pub fn command(&self) -> Command {
+        let mut c = Command::new(bin());
+        c.arg("run")
+            .arg(&self.manifest)
+            .arg("--bundles")
+            .arg(bundles())
+            .arg("--state-dir")
+            .arg(&self.state)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    }
+
+    pub fn start(&mut self) {
+        self.child = Some(self.command().spawn().expect("spawn podinit"));
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.as_ref().unwrap().id() as i32
+    }
+
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: our own child, not yet reaped.
+        unsafe { libc::kill(self.pid(), sig) };
+    }
+
+    /// Wait (bounded) for the run to end.
+    pub fn wait(&mut self, limit: Duration) -> Outcome {
+        let mut child = self.child.take().expect("started");
+        let deadline = Instant::now() + limit;
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("podinit run of {} did not end within {limit:?}", self.name);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let mut stderr = String::new();
+        child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+        let status_json = std::fs::read(self.state.join("status.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or(serde_json::Value::Null);
+        Outcome {
+            code: status.code().unwrap_or(-1),
+            stderr,
+            status: status_json,
+        }
+    }
+
+    /// Run to the end.
+    pub fn run(&mut self, limit: Duration) -> Outcome {
+        self.start();
+        self.wait(limit)
+    }
+
+    /// Poll status.json until `pred` holds (bounded).
+    pub fn wait_status(&self, limit: Duration, pred: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(v) = std::fs::read(self.state.join("status.json"))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            {
+                if pred(&v) {
+                    return v;
+                }
+            }
+            assert!(Instant::now() < deadline, "status of {} never matched", self.name);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The whole log of a container run, as CRI records' content.
+    pub fn log(&self, container: &str, run: u32) -> String {
+        let p = self.state.join(format!("logs/{container}/{run}.log"));
+        let text = std::fs::read_to_string(&p).unwrap_or_default();
+        text.lines()
+            .map(|l| l.splitn(4, ' ').nth(3).unwrap_or(""))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// Nothing of the pod remains: no cgroup in any hierarchy, no mount below the state
+    /// dir, no process in a pod cgroup, only the public files in the state dir.
+    pub fn assert_nothing_left(&self) {
+        let cg = format!("podinit_default_{}", self.name);
+        let found = find_dirs(Path::new("/sys/fs/cgroup"), &cg, 6);
+        assert!(found.is_empty(), "cgroups left behind: {found:?}");
+        let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+        let st = self.state.to_string_lossy().to_string();
+        assert!(
+            !mounts.lines().any(|l| l.contains(&st)),
+            "mounts left below {st}"
+        );
+        let mut left: Vec<String> = std::fs::read_dir(&self.state)
+            .map(|rd| rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect())
+            .unwrap_or_default();
+        left.sort();
+        for f in &left {
+            assert!(
+                ["status.json", "events.jsonl", "logs"].contains(&f.as_str()),
+                "unexpected file left in the state dir: {f} (all: {left:?})"
+            );
+        }
+    }
+}
+
+fn find_dirs(root: &Path, name: &str, depth: usize) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if depth == 0 {
+        return out;
+    }
+    let Ok(rd) = std::fs::read_dir(root) else { return out };
+    for e in rd.flatten() {
+        if !e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+            continue;
+        }
+        let p = e.path();
+        if e.file_name().to_string_lossy() == name {
+            out.push(p);
+        } else {
+            out.extend(find_dirs(&p, name, depth - 1));
+        }
+    }
+    out
+}
+
+impl Drop for TestPod {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        // Whatever a failed run left: cgroups (kill what is inside, then remove), mounts,
+        // files.
+        let cg = format!("podinit_default_{}", self.name);
+        for d in find_dirs(Path::new("/sys/fs/cgroup"), &cg, 6) {
+            kill_and_remove(&d);
+        }
+        let _ = Command::new("umount")
+            .arg("-R")
+            .arg("-l")
+            .arg(&self.state)
+            .stderr(Stdio::null())
+            .status();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn kill_and_remove(dir: &Path) {
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                kill_and_remove(&e.path());
+            }
+        }
+    }
+    for _ in 0..200 {
+        if let Ok(t) = std::fs::read_to_string(dir.join("cgroup.procs")) {
+            for pid in t.lines().filter_map(|l| l.parse::<i32>().ok()) {
+                // SAFETY: kill(2) of a process in the test pod's own cgroup.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        }
+        if std::fs::remove_dir(dir).is_ok() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// `status.containerStatuses[name]` (or init).
+pub fn container_status<'a>(status: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    for list in ["containerStatuses", "initContainerStatuses"] {
+        if let Some(arr) = status["status"][list].as_array() {
+            if let Some(c) = arr.iter().find(|c| c["name"] == name) {
+                return c;
+            }
+        }
+    }
+    panic!("no status for container {name} in {status}");
+}
