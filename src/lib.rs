@@ -4,6 +4,7 @@
 //! (kernel) → observations → status. `pod` holds every decision as pure code; `runtime`,
 //! `sandbox` and `supervisor` are the thin layer that touches the kernel.
 
+pub mod api;
 pub mod bundle;
 pub mod log;
 pub mod logs;

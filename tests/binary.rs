@@ -22,7 +22,12 @@ fn podinit_is_static() {
     const PT_INTERP: u32 = 3;
     for i in 0..phnum {
         let ty = u32_at(&b, phoff + i * phentsize);
-        assert_ne!(ty, PT_INTERP, "{} has a program interpreter: not static", path.display());
+        assert_ne!(
+            ty,
+            PT_INTERP,
+            "{} has a program interpreter: not static",
+            path.display()
+        );
     }
     eprintln!("{}: {} bytes", path.display(), b.len());
 }

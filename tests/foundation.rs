@@ -50,8 +50,14 @@ fn succeeds_and_fails_with_the_pods_phase() {
     assert!(c["state"]["terminated"]["startedAt"].is_string());
     assert!(c["state"]["terminated"]["finishedAt"].is_string());
     assert!(c["containerID"].as_str().unwrap().starts_with("podinit://"));
-    assert_eq!(c["containerID"].as_str().unwrap().len(), "podinit://".len() + 64);
-    assert!(c["imageID"].as_str().unwrap().ends_with("oci-bundles/busybox"));
+    assert_eq!(
+        c["containerID"].as_str().unwrap().len(),
+        "podinit://".len() + 64
+    );
+    assert!(c["imageID"]
+        .as_str()
+        .unwrap()
+        .ends_with("oci-bundles/busybox"));
     assert_eq!(ok.log("c", 0), "hello");
     ok.assert_nothing_left();
 
@@ -103,7 +109,10 @@ spec:
     assert_eq!(t["exitCode"], 128, "{t}");
     assert_eq!(t["reason"], "StartError");
     assert!(
-        t["message"].as_str().unwrap_or_default().contains("/no/such/program"),
+        t["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("/no/such/program"),
         "{t}"
     );
     p.assert_nothing_left();
@@ -135,7 +144,13 @@ fn the_container_sees_what_its_spec_says() {
 "#;
     let mut p = one_container("inside", script, extra);
     let out = p.run(LIMIT);
-    assert_eq!(out.code, 0, "stderr: {}\nlog: {}", out.stderr, p.log("c", 0));
+    assert_eq!(
+        out.code,
+        0,
+        "stderr: {}\nlog: {}",
+        out.stderr,
+        p.log("c", 0)
+    );
     let log = p.log("c", 0);
     // The bundle's (Docker's default) capabilities, minus NET_RAW, plus SYS_ADMIN, as the
     // bounding set; a non-root user keeps none in its effective set unless ambient.
@@ -166,7 +181,11 @@ fn root_container_gets_the_bundles_capabilities() {
     if !require_root() {
         return;
     }
-    let mut p = one_container("caps", "grep Cap /proc/self/status; cat /proc/self/cgroup", "");
+    let mut p = one_container(
+        "caps",
+        "grep Cap /proc/self/status; cat /proc/self/cgroup",
+        "",
+    );
     let out = p.run(LIMIT);
     assert_eq!(out.code, 0, "stderr: {}", out.stderr);
     let log = p.log("c", 0);
@@ -189,7 +208,10 @@ fn root_container_gets_the_bundles_capabilities() {
             .lines()
             .find(|l| l.split(':').nth(1) == Some(ctrls))
             .unwrap_or_else(|| panic!("no {ctrls:?} line in {log}"));
-        assert!(got.ends_with(&format!(":{want}")), "{ctrls}: {got}, want {want}");
+        assert!(
+            got.ends_with(&format!(":{want}")),
+            "{ctrls}: {got}, want {want}"
+        );
         checked += 1;
     }
     assert!(checked > 0);
@@ -238,13 +260,19 @@ spec:
     let init = container_status(&out.status, "init");
     assert_eq!(init["state"]["terminated"]["reason"], "Completed");
     // The init container ended before either app container started.
-    let init_end = init["state"]["terminated"]["finishedAt"].as_str().unwrap().to_string();
+    let init_end = init["state"]["terminated"]["finishedAt"]
+        .as_str()
+        .unwrap()
+        .to_string();
     for c in ["server", "client"] {
         let s = container_status(&out.status, c)["state"]["terminated"]["startedAt"]
             .as_str()
             .unwrap()
             .to_string();
-        assert!(s >= init_end, "{c} started at {s}, before init ended at {init_end}");
+        assert!(
+            s >= init_end,
+            "{c} started at {s}, before init ended at {init_end}"
+        );
     }
     p.assert_nothing_left();
 }
@@ -254,20 +282,50 @@ fn bad_input_exits_2_and_creates_nothing() {
     if !require_root() {
         return;
     }
-    let pod = |spec: &str| format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: NAME}}\nspec:\n{spec}");
+    let pod =
+        |spec: &str| format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: NAME}}\nspec:\n{spec}");
     let cases = [
-        ("unknown image", pod("  containers:\n  - {name: c, image: no-such-image}\n"), "no-such-image"),
-        ("windows", pod("  os: {name: windows}\n  containers:\n  - {name: c, image: busybox}\n"), "spec.os.name"),
-        ("unknown field", pod("  containers:\n  - {name: c, image: busybox, imagee: x}\n"), "imagee"),
-        ("unsupported field", pod("  containers:\n  - {name: c, image: busybox, tty: true}\n"), "spec.containers[0].tty"),
-        ("duplicate names", pod("  containers:\n  - {name: c, image: busybox}\n  - {name: c, image: busybox}\n"), "spec.containers[1].name: Duplicate value"),
-        ("malformed YAML", "apiVersion: v1\nkind: Pod\nmetadata: {name: [\n".to_string(), "pod.yaml"),
+        (
+            "unknown image",
+            pod("  containers:\n  - {name: c, image: no-such-image}\n"),
+            "no-such-image",
+        ),
+        (
+            "windows",
+            pod("  os: {name: windows}\n  containers:\n  - {name: c, image: busybox}\n"),
+            "spec.os.name",
+        ),
+        (
+            "unknown field",
+            pod("  containers:\n  - {name: c, image: busybox, imagee: x}\n"),
+            "imagee",
+        ),
+        (
+            "unsupported field",
+            pod("  containers:\n  - {name: c, image: busybox, tty: true}\n"),
+            "spec.containers[0].tty",
+        ),
+        (
+            "duplicate names",
+            pod("  containers:\n  - {name: c, image: busybox}\n  - {name: c, image: busybox}\n"),
+            "spec.containers[1].name: Duplicate value",
+        ),
+        (
+            "malformed YAML",
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: [\n".to_string(),
+            "pod.yaml",
+        ),
     ];
     for (what, yaml, expect) in cases {
         let mut p = TestPod::new("bad", &yaml);
         let out = p.run(LIMIT);
         assert_eq!(out.code, 2, "{what}: {}", out.stderr);
-        assert_eq!(out.stderr.trim().lines().count(), 1, "{what}: one line: {}", out.stderr);
+        assert_eq!(
+            out.stderr.trim().lines().count(),
+            1,
+            "{what}: one line: {}",
+            out.stderr
+        );
         assert!(out.stderr.contains(expect), "{what}: {}", out.stderr);
         assert!(!p.state.exists(), "{what}: the state dir was created");
         p.assert_nothing_left();
@@ -305,9 +363,16 @@ spec:
     p.signal(libc::SIGTERM);
     let out = p.wait(LIMIT);
     let took = t0.elapsed();
-    assert!(took >= Duration::from_secs(2), "stopped before the grace period: {took:?}");
+    assert!(
+        took >= Duration::from_secs(2),
+        "stopped before the grace period: {took:?}"
+    );
     assert!(took < Duration::from_secs(6), "took {took:?}");
-    assert_eq!(out.code, 1, "a killed container fails the pod: {}", out.stderr);
+    assert_eq!(
+        out.code, 1,
+        "a killed container fails the pod: {}",
+        out.stderr
+    );
     let stubborn = &container_status(&out.status, "stubborn")["state"]["terminated"];
     assert_eq!(stubborn["exitCode"], 137, "{stubborn}");
     let polite = &container_status(&out.status, "polite")["state"]["terminated"];

@@ -123,7 +123,12 @@ impl TestPod {
             std::thread::sleep(Duration::from_millis(10));
         };
         let mut stderr = String::new();
-        child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut stderr)
+            .unwrap();
         let status_json = std::fs::read(self.state.join("status.json"))
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
@@ -142,7 +147,11 @@ impl TestPod {
     }
 
     /// Poll status.json until `pred` holds (bounded).
-    pub fn wait_status(&self, limit: Duration, pred: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+    pub fn wait_status(
+        &self,
+        limit: Duration,
+        pred: impl Fn(&serde_json::Value) -> bool,
+    ) -> serde_json::Value {
         let deadline = Instant::now() + limit;
         loop {
             if let Some(v) = std::fs::read(self.state.join("status.json"))
@@ -153,7 +162,11 @@ impl TestPod {
                     return v;
                 }
             }
-            assert!(Instant::now() < deadline, "status of {} never matched", self.name);
+            assert!(
+                Instant::now() < deadline,
+                "status of {} never matched",
+                self.name
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -181,7 +194,10 @@ impl TestPod {
             "mounts left below {st}"
         );
         let mut left: Vec<String> = std::fs::read_dir(&self.state)
-            .map(|rd| rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect())
+            .map(|rd| {
+                rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
             .unwrap_or_default();
         left.sort();
         for f in &left {
@@ -198,7 +214,9 @@ fn find_dirs(root: &Path, name: &str, depth: usize) -> Vec<PathBuf> {
     if depth == 0 {
         return out;
     }
-    let Ok(rd) = std::fs::read_dir(root) else { return out };
+    let Ok(rd) = std::fs::read_dir(root) else {
+        return out;
+    };
     for e in rd.flatten() {
         if !e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
             continue;

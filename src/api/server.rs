@@ -1,0 +1,422 @@
+//! The status socket's server, driven by the supervisor's poll loop: it never blocks and
+//! can never stall the pod. Connections are bounded in number, idle ones are dropped,
+//! requests are size-limited (see `http`), peers are checked with SO_PEERCRED (root or
+//! our own uid), and watch streams have bounded buffers: a slow watcher is dropped, never
+//! waited for.
+
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::http::{self, Request};
+
+/// Connections served at once; more are answered 503 and closed.
+pub const MAX_CONNECTIONS: usize = 64;
+/// A client that sends nothing for this long (outside a watch) is dropped.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Bytes queued for one client; a watcher that falls this far behind is dropped.
+pub const MAX_QUEUED: usize = 1 << 20;
+
+/// What a watch stream carries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Stream {
+    Pod,
+    Events,
+    /// A container's log, followed.
+    Log(String),
+}
+
+/// The supervisor's answer to a request.
+pub enum Reply {
+    Full {
+        code: u16,
+        content_type: &'static str,
+        body: Vec<u8>,
+    },
+    /// Start a chunked stream: send `initial` chunks now, then whatever is broadcast.
+    Watch {
+        stream: Stream,
+        content_type: &'static str,
+        initial: Vec<Vec<u8>>,
+    },
+}
+
+struct Conn {
+    sock: UnixStream,
+    inbuf: Vec<u8>,
+    out: Vec<u8>,
+    sent: usize,
+    last_active: Instant,
+    watch: Option<Stream>,
+    close_after_write: bool,
+}
+
+pub struct Server {
+    listener: UnixListener,
+    path: PathBuf,
+    conns: Vec<Conn>,
+    uid: u32,
+}
+
+/// Which of the server's fds a poll entry is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slot {
+    Listener,
+    Conn(usize),
+}
+
+impl Server {
+    /// Bind the socket (mode 0600), replacing a stale one.
+    pub fn bind(path: &Path) -> io::Result<Server> {
+        let _ = std::fs::remove_file(path);
+        // Created under a restrictive umask so that it is never reachable by others, even
+        // for the instant before the chmod.
+        // SAFETY: umask has no failure mode; restored right after bind.
+        let old = unsafe { libc::umask(0o177) };
+        let l = UnixListener::bind(path);
+        unsafe { libc::umask(old) };
+        let listener =
+            l.map_err(|e| io::Error::new(e.kind(), format!("binding {}: {e}", path.display())))?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+        listener.set_nonblocking(true)?;
+        Ok(Server {
+            listener,
+            path: path.to_path_buf(),
+            conns: Vec::new(),
+            // SAFETY: geteuid has no failure mode.
+            uid: unsafe { libc::geteuid() },
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The fds to poll and what for.
+    pub fn poll_set(&self) -> Vec<(BorrowedFd<'_>, bool, Slot)> {
+        let mut v = vec![(self.listener.as_fd(), false, Slot::Listener)];
+        for (i, c) in self.conns.iter().enumerate() {
+            v.push((c.sock.as_fd(), c.sent < c.out.len(), Slot::Conn(i)));
+        }
+        v
+    }
+
+    /// When the next idle client must be dropped.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.conns
+            .iter()
+            .filter(|c| c.watch.is_none())
+            .map(|c| c.last_active + IDLE_TIMEOUT)
+            .min()
+    }
+
+    /// Accept, read, answer and write whatever is ready; drop idle clients.
+    pub fn service(&mut self, ready: &[Slot], handler: &mut dyn FnMut(&Request) -> Reply) {
+        for &slot in ready {
+            match slot {
+                Slot::Listener => self.accept(),
+                Slot::Conn(i) if i < self.conns.len() => {
+                    self.read(i, handler);
+                    self.flush(i);
+                }
+                Slot::Conn(_) => {}
+            }
+        }
+        self.reap();
+    }
+
+    fn accept(&mut self) {
+        while let Ok((sock, _)) = self.listener.accept() {
+            let _ = sock.set_nonblocking(true);
+            let mut c = Conn {
+                sock,
+                inbuf: Vec::new(),
+                out: Vec::new(),
+                sent: 0,
+                last_active: Instant::now(),
+                watch: None,
+                close_after_write: false,
+            };
+            if !self.peer_allowed(&c.sock) {
+                c.queue_error(403, "Forbidden", "peer is neither root nor podinit's user");
+            } else if self.conns.len() >= MAX_CONNECTIONS {
+                c.queue_error(503, "ServiceUnavailable", "too many connections");
+            }
+            let i = self.conns.len();
+            self.conns.push(c);
+            self.flush(i);
+        }
+    }
+
+    fn peer_allowed(&self, s: &UnixStream) -> bool {
+        use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
+        match getsockopt(s, PeerCredentials) {
+            Ok(cred) => cred.uid() == 0 || cred.uid() == self.uid,
+            Err(_) => false,
+        }
+    }
+
+    fn read(&mut self, i: usize, handler: &mut dyn FnMut(&Request) -> Reply) {
+        let c = &mut self.conns[i];
+        if c.close_after_write {
+            return;
+        }
+        let mut buf = [0u8; 16 << 10];
+        loop {
+            match c.sock.read(&mut buf) {
+                Ok(0) => {
+                    // The client is done sending; answer what it sent, then close.
+                    c.close_after_write = true;
+                    break;
+                }
+                Ok(n) => {
+                    c.last_active = Instant::now();
+                    if c.watch.is_some() {
+                        continue; // a watcher has nothing more to say; ignore
+                    }
+                    c.inbuf.extend_from_slice(&buf[..n]);
+                    if c.inbuf.len() > http::MAX_HEAD + http::MAX_BODY {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    c.close_after_write = true;
+                    c.out.clear();
+                    c.sent = 0;
+                    return;
+                }
+            }
+        }
+        // Answer every complete request (pipelining), in order.
+        while c.watch.is_none() && !c.inbuf.is_empty() {
+            match http::parse(&c.inbuf) {
+                Ok(None) => break,
+                Ok(Some((req, used))) => {
+                    c.inbuf.drain(..used);
+                    match handler(&req) {
+                        Reply::Full {
+                            code,
+                            content_type,
+                            body,
+                        } => {
+                            c.out
+                                .extend(http::response(code, content_type, &body, req.close));
+                            if req.close {
+                                c.close_after_write = true;
+                                break;
+                            }
+                        }
+                        Reply::Watch {
+                            stream,
+                            content_type,
+                            initial,
+                        } => {
+                            c.out.extend(http::stream_head(content_type));
+                            for line in initial {
+                                c.out.extend(http::chunk(&line));
+                            }
+                            c.watch = Some(stream);
+                        }
+                    }
+                }
+                Err(e) => {
+                    let reason = match e.code() {
+                        413 => "RequestEntityTooLarge",
+                        431 => "RequestHeaderFieldsTooLarge",
+                        501 => "NotImplemented",
+                        _ => "BadRequest",
+                    };
+                    c.queue_error(e.code(), reason, &e.message());
+                    c.inbuf.clear();
+                    break;
+                }
+            }
+        }
+    }
+
+    fn flush(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        while c.sent < c.out.len() {
+            match c.sock.write(&c.out[c.sent..]) {
+                Ok(0) => break,
+                Ok(n) => {
+                    c.sent += n;
+                    c.last_active = Instant::now();
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    // The peer is gone: nothing more can be written.
+                    c.close_after_write = true;
+                    c.sent = c.out.len();
+                }
+            }
+        }
+        if c.sent == c.out.len() {
+            c.out.clear();
+            c.sent = 0;
+        }
+    }
+
+    /// Send a line to every watcher of `stream`; a watcher that cannot keep up is dropped.
+    pub fn broadcast(&mut self, stream: &Stream, line: &[u8]) {
+        let frame = http::chunk(line);
+        for i in 0..self.conns.len() {
+            let c = &mut self.conns[i];
+            if c.watch.as_ref() != Some(stream) || c.close_after_write {
+                continue;
+            }
+            if c.out.len() - c.sent + frame.len() > MAX_QUEUED {
+                c.close_after_write = true;
+                c.out.clear();
+                c.sent = 0;
+                continue;
+            }
+            c.out.extend_from_slice(&frame);
+            self.flush(i);
+        }
+        self.reap();
+    }
+
+    /// End every watch stream of `stream` cleanly (the terminating chunk).
+    pub fn end_streams(&mut self, stream: &Stream) {
+        for i in 0..self.conns.len() {
+            let c = &mut self.conns[i];
+            if c.watch.as_ref() == Some(stream) {
+                c.out.extend(http::chunk(b""));
+                c.watch = None;
+                c.close_after_write = true;
+                self.flush(i);
+            }
+        }
+        self.reap();
+    }
+
+    /// Drop finished and idle connections.
+    fn reap(&mut self) {
+        let now = Instant::now();
+        self.conns.retain(|c| {
+            let done = c.close_after_write && c.sent >= c.out.len();
+            let idle = c.watch.is_none() && now >= c.last_active + IDLE_TIMEOUT;
+            !(done || idle)
+        });
+    }
+
+    /// Drop clients idle past the timeout (call when `next_deadline` passes).
+    pub fn expire(&mut self) {
+        self.reap();
+    }
+
+    pub fn connections(&self) -> usize {
+        self.conns.len()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+impl Conn {
+    fn queue_error(&mut self, code: u16, reason: &str, message: &str) {
+        let body = super::status_error(code, reason, message);
+        self.out
+            .extend(http::response(code, "application/json", &body, true));
+        self.close_after_write = true;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp_sock() -> PathBuf {
+        std::env::temp_dir().join(format!("podinit-api-{}.sock", crate::util::random_hex(4)))
+    }
+
+    /// Drive the server until `done` says so (bounded).
+    fn pump(s: &mut Server, h: &mut dyn FnMut(&Request) -> Reply, rounds: usize) {
+        for _ in 0..rounds {
+            let slots: Vec<Slot> = s.poll_set().iter().map(|(_, _, sl)| *sl).collect();
+            s.service(&slots, h);
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    fn ok_handler(req: &Request) -> Reply {
+        Reply::Full {
+            code: 200,
+            content_type: "text/plain",
+            body: format!("{} {}", req.method, req.path).into_bytes(),
+        }
+    }
+
+    #[test]
+    fn serves_requests_and_sets_mode_0600() {
+        let p = tmp_sock();
+        let mut s = Server::bind(&p).unwrap();
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let mut c = UnixStream::connect(&p).unwrap();
+        c.write_all(b"GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        pump(&mut s, &mut ok_handler, 5);
+        let mut out = String::new();
+        c.read_to_string(&mut out).unwrap();
+        assert!(out.starts_with("HTTP/1.1 200 OK"), "{out}");
+        assert!(out.ends_with("GET /healthz"), "{out}");
+        assert_eq!(s.connections(), 0);
+        drop(s);
+        assert!(!p.exists(), "socket removed");
+    }
+
+    #[test]
+    fn oversized_bodies_are_refused_with_a_status() {
+        let p = tmp_sock();
+        let mut s = Server::bind(&p).unwrap();
+        let mut c = UnixStream::connect(&p).unwrap();
+        let req = format!(
+            "POST /v1/pod/terminate HTTP/1.1\r\nContent-Length: {}\r\n\r\n",
+            http::MAX_BODY + 1
+        );
+        c.write_all(req.as_bytes()).unwrap();
+        pump(&mut s, &mut ok_handler, 5);
+        let mut out = String::new();
+        c.read_to_string(&mut out).unwrap();
+        assert!(out.starts_with("HTTP/1.1 413"), "{out}");
+        assert!(out.contains("\"kind\":\"Status\""), "{out}");
+    }
+
+    #[test]
+    fn slow_watchers_are_dropped_not_waited_for() {
+        let p = tmp_sock();
+        let mut s = Server::bind(&p).unwrap();
+        let mut c = UnixStream::connect(&p).unwrap();
+        c.write_all(b"GET /v1/pod?watch=true HTTP/1.1\r\n\r\n")
+            .unwrap();
+        let mut h = |_: &Request| Reply::Watch {
+            stream: Stream::Pod,
+            content_type: "application/json",
+            initial: vec![b"{}".to_vec()],
+        };
+        pump(&mut s, &mut h, 3);
+        assert_eq!(s.connections(), 1);
+        // The client never reads: after MAX_QUEUED plus the socket buffer it is dropped.
+        let line = vec![b'x'; 64 << 10];
+        let t0 = Instant::now();
+        for _ in 0..200 {
+            s.broadcast(&Stream::Pod, &line);
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(2),
+            "broadcast never blocks"
+        );
+        assert_eq!(s.connections(), 0, "the slow watcher was dropped");
+    }
+}
