@@ -1,7 +1,9 @@
 //! The status socket (CONTRACT.md §3): HTTP/1.1 on a Unix socket, served inside the
 //! supervisor's loop.
 
+pub mod client;
 pub mod http;
+pub mod routes;
 pub mod server;
 
 /// A Kubernetes `Status` object for an error reply.

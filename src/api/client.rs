@@ -1,0 +1,149 @@
+//! The client side of the status socket, for podinit's own commands: one blocking
+//! HTTP/1.1 request per connection, with plain or chunked (streamed) responses.
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// `--socket`, else `$PODINIT_SOCKET`.
+pub fn socket_path(opt: Option<&Path>) -> Option<PathBuf> {
+    opt.map(Path::to_path_buf)
+        .or_else(|| std::env::var_os("PODINIT_SOCKET").map(PathBuf::from))
+}
+
+pub struct Response {
+    pub code: u16,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    /// The `message` of a Kubernetes Status body, else the body as text.
+    pub fn error_message(&self) -> String {
+        serde_json::from_slice::<serde_json::Value>(&self.body)
+            .ok()
+            .and_then(|v| v["message"].as_str().map(str::to_string))
+            .unwrap_or_else(|| String::from_utf8_lossy(&self.body).trim().to_string())
+    }
+}
+
+fn connect(sock: &Path, timeout: Option<Duration>) -> io::Result<UnixStream> {
+    let s = UnixStream::connect(sock).map_err(|e| {
+        let hint = match e.kind() {
+            io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused => {
+                " (is the pod running? give --socket or $PODINIT_SOCKET)"
+            }
+            _ => "",
+        };
+        io::Error::new(
+            e.kind(),
+            format!("connecting to {}: {e}{hint}", sock.display()),
+        )
+    })?;
+    s.set_read_timeout(timeout)?;
+    s.set_write_timeout(Some(Duration::from_secs(10)))?;
+    Ok(s)
+}
+
+fn send(s: &mut UnixStream, method: &str, path: &str, body: Option<&[u8]>) -> io::Result<()> {
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: pod\r\nConnection: close\r\n");
+    if let Some(b) = body {
+        req.push_str(&format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            b.len()
+        ));
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes())?;
+    if let Some(b) = body {
+        s.write_all(b)?;
+    }
+    Ok(())
+}
+
+/// Status line and headers: (code, chunked?, content-length).
+fn read_head(r: &mut impl BufRead) -> io::Result<(u16, bool, Option<usize>)> {
+    let mut line = String::new();
+    r.read_line(&mut line)?;
+    let code = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| io::Error::other(format!("bad response from the pod: {line:?}")))?;
+    let (mut chunked, mut len) = (false, None);
+    loop {
+        line.clear();
+        if r.read_line(&mut line)? == 0 || line == "\r\n" {
+            break;
+        }
+        let (k, v) = line.split_once(':').unwrap_or((&line, ""));
+        if k.eq_ignore_ascii_case("transfer-encoding") && v.trim() == "chunked" {
+            chunked = true;
+        } else if k.eq_ignore_ascii_case("content-length") {
+            len = v.trim().parse().ok();
+        }
+    }
+    Ok((code, chunked, len))
+}
+
+/// Read chunks, calling `on_data` with each; returns when the stream ends.
+fn read_chunks(r: &mut impl BufRead, on_data: &mut dyn FnMut(&[u8])) -> io::Result<()> {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if r.read_line(&mut line)? == 0 {
+            return Ok(());
+        }
+        let n = usize::from_str_radix(line.trim(), 16)
+            .map_err(|_| io::Error::other(format!("bad chunk size {line:?}")))?;
+        if n == 0 {
+            return Ok(());
+        }
+        let mut buf = vec![0u8; n + 2];
+        r.read_exact(&mut buf)?;
+        on_data(&buf[..n]);
+    }
+}
+
+/// One request; the whole response.
+pub fn request(
+    sock: &Path,
+    method: &str,
+    path: &str,
+    body: Option<&[u8]>,
+    timeout: Duration,
+) -> io::Result<Response> {
+    let mut s = connect(sock, Some(timeout))?;
+    send(&mut s, method, path, body)?;
+    let mut r = BufReader::new(s);
+    let (code, chunked, len) = read_head(&mut r)?;
+    let mut body = Vec::new();
+    if chunked {
+        read_chunks(&mut r, &mut |d| body.extend_from_slice(d))?;
+    } else if let Some(n) = len {
+        body.resize(n, 0);
+        r.read_exact(&mut body)?;
+    } else {
+        r.read_to_end(&mut body)?;
+    }
+    Ok(Response { code, body })
+}
+
+/// A streamed GET: `on_data` gets each chunk until the server ends the stream. A non-200
+/// answer is returned whole instead.
+pub fn stream(sock: &Path, path: &str, on_data: &mut dyn FnMut(&[u8])) -> io::Result<Response> {
+    let mut s = connect(sock, None)?;
+    send(&mut s, "GET", path, None)?;
+    let mut r = BufReader::new(s);
+    let (code, chunked, len) = read_head(&mut r)?;
+    if code == 200 && chunked {
+        read_chunks(&mut r, on_data)?;
+        return Ok(Response {
+            code,
+            body: Vec::new(),
+        });
+    }
+    let mut body = vec![0u8; len.unwrap_or(0)];
+    r.read_exact(&mut body)?;
+    Ok(Response { code, body })
+}
