@@ -143,30 +143,47 @@ fn emit_line(line: &[u8], emit: &mut dyn FnMut(bool, &[u8])) {
     emit(false, rest);
 }
 
-/// The content of the last `max_lines` records of a CRI log file (partial records joined),
-/// at most `max_bytes` from the end: `FallbackToLogsOnError`'s termination message.
-pub fn tail_text(path: &Path, max_lines: usize, max_bytes: usize) -> String {
+/// The lines of a CRI log file as (timestamp, content), partial records joined.
+fn lines(path: &Path) -> Vec<(Vec<u8>, Vec<u8>)> {
     let Ok(text) = fs::read(path) else {
-        return String::new();
+        return Vec::new();
     };
-    let mut lines: Vec<Vec<u8>> = Vec::new();
+    let mut lines: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
     let mut open = false;
     for rec in text.split(|&b| b == b'\n').filter(|r| !r.is_empty()) {
         let mut parts = rec.splitn(4, |&b| b == b' ');
-        let (_, _, tag, content) = (parts.next(), parts.next(), parts.next(), parts.next());
+        let (ts, _, tag, content) = (parts.next(), parts.next(), parts.next(), parts.next());
         let content = content.unwrap_or_default();
-        if open {
-            lines.last_mut().unwrap().extend_from_slice(content);
-        } else {
-            lines.push(content.to_vec());
+        match lines.last_mut() {
+            Some(last) if open => last.1.extend_from_slice(content),
+            _ => lines.push((ts.unwrap_or_default().to_vec(), content.to_vec())),
         }
         open = tag == Some(b"P");
     }
-    let start = lines.len().saturating_sub(max_lines);
-    let mut out = lines[start..].join(&b'\n');
-    if !out.is_empty() {
+    lines
+}
+
+/// A log as `kubectl logs` shows it: each line's content (prefixed with its timestamp if
+/// asked), the last `tail` lines only if given.
+pub fn render(path: &Path, tail: Option<usize>, timestamps: bool) -> Vec<u8> {
+    let all = lines(path);
+    let start = tail.map_or(0, |n| all.len().saturating_sub(n));
+    let mut out = Vec::new();
+    for (ts, content) in &all[start..] {
+        if timestamps {
+            out.extend_from_slice(ts);
+            out.push(b' ');
+        }
+        out.extend_from_slice(content);
         out.push(b'\n');
     }
+    out
+}
+
+/// The content of the last `max_lines` lines, at most `max_bytes` from the end:
+/// `FallbackToLogsOnError`'s termination message.
+pub fn tail_text(path: &Path, max_lines: usize, max_bytes: usize) -> String {
+    let out = render(path, Some(max_lines), false);
     let cut = out.len().saturating_sub(max_bytes);
     String::from_utf8_lossy(&out[cut..]).into_owned()
 }
@@ -225,6 +242,8 @@ mod tests {
         assert_eq!(tail_text(&path, 80, 2048), "one\ntwo\n");
         assert_eq!(tail_text(&path, 1, 2048), "two\n");
         assert_eq!(tail_text(&path, 80, 3), "wo\n");
+        let stamped = String::from_utf8(render(&path, Some(1), true)).unwrap();
+        assert_eq!(stamped, "1970-01-01T00:00:00.000000000Z two\n");
         // Rotation keeps 5 files.
         let big = vec![b'y'; 1 << 20];
         for _ in 0..60 {

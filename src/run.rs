@@ -26,6 +26,8 @@ pub struct RunOptions {
     pub bundles: Option<PathBuf>,
     pub state_dir: Option<PathBuf>,
     pub cgroup_parent: Option<String>,
+    /// The status socket [default: <state dir>/pod.sock].
+    pub socket: Option<PathBuf>,
     /// CrashLoopBackOff cap in seconds (kubelet's maxContainerRestartPeriod).
     pub max_restart_backoff: u64,
 }
@@ -212,7 +214,11 @@ impl Sandbox {
             if !matches!(std::fs::File::from(rel_r).read(&mut b), Ok(1)) {
                 std::process::exit(EXIT_SANDBOX);
             }
-            let code = supervise(adm.pod, adm.plan, ctrs, hostname, sd);
+            let socket = opts
+                .socket
+                .clone()
+                .unwrap_or_else(|| sd.root.join("pod.sock"));
+            let code = supervise(adm.pod, adm.plan, ctrs, hostname, socket, sd);
             std::process::exit(code);
         };
         drop(rel_r);
@@ -299,7 +305,14 @@ fn wait_for(pid: i32) -> i32 {
 }
 
 /// In the new namespaces, as PID 1: finish the sandbox, then run the pod.
-fn supervise(pod: Pod, plan: PodPlan, ctrs: Vec<Ctr>, hostname: String, sd: &StateDir) -> i32 {
+fn supervise(
+    pod: Pod,
+    plan: PodPlan,
+    ctrs: Vec<Ctr>,
+    hostname: String,
+    socket: PathBuf,
+    sd: &StateDir,
+) -> i32 {
     match setup_namespaces(&hostname) {
         Ok(()) => {}
         Err(e) => {
@@ -335,6 +348,7 @@ fn supervise(pod: Pod, plan: PodPlan, ctrs: Vec<Ctr>, hostname: String, sd: &Sta
             containers: ctrs,
             volumes,
             hostname,
+            socket,
         },
         sd,
     )

@@ -2,4 +2,5 @@
 //! the pod's events.
 
 pub mod events;
+pub mod table;
 pub mod writer;

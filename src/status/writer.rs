@@ -8,6 +8,7 @@ pub struct StatusWriter {
     path: PathBuf,
     pod: Pod,
     last: Vec<u8>,
+    compact: Vec<u8>,
 }
 
 impl StatusWriter {
@@ -18,28 +19,30 @@ impl StatusWriter {
             path,
             pod,
             last: Vec::new(),
+            compact: b"{}".to_vec(),
         }
     }
 
-    /// The Pod object with `status`, as JSON.
-    pub fn object(&self, status: &PodStatus) -> Vec<u8> {
-        let mut pod = self.pod.clone();
-        pod.status = Some(status.clone());
-        let mut v = serde_json::to_vec_pretty(&pod).unwrap_or_default();
-        v.push(b'\n');
-        v
+    /// The Pod object as last written, as one line of JSON (API and watch streams).
+    pub fn compact(&self) -> Vec<u8> {
+        self.compact.clone()
     }
 
     /// Write the file if the object changed; returns whether it did.
     pub fn update(&mut self, status: &PodStatus) -> io::Result<bool> {
-        let bytes = self.object(status);
-        if bytes == self.last {
+        let mut pod = self.pod.clone();
+        pod.status = Some(status.clone());
+        let value = serde_json::to_value(&pod).map_err(io::Error::other)?;
+        let mut pretty = serde_json::to_vec_pretty(&value).map_err(io::Error::other)?;
+        pretty.push(b'\n');
+        if pretty == self.last {
             return Ok(false);
         }
-        crate::util::write_atomic(&self.path, &bytes).map_err(|e| {
+        crate::util::write_atomic(&self.path, &pretty).map_err(|e| {
             io::Error::new(e.kind(), format!("writing {}: {e}", self.path.display()))
         })?;
-        self.last = bytes;
+        self.last = pretty;
+        self.compact = serde_json::to_vec(&value).map_err(io::Error::other)?;
         Ok(true)
     }
 }

@@ -55,6 +55,8 @@ pub struct Run {
 
 /// Output pipe of a run, read by the event loop until EOF.
 pub struct OutPipe {
+    /// Index of the container (in plan order).
+    pub ctr: usize,
     pub fd: OwnedFd,
     pub stream: Stream,
     pub split: crate::logs::LineSplitter,
@@ -182,12 +184,14 @@ impl Ctr {
         });
         Ok(vec![
             OutPipe {
+                ctr: usize::MAX,
                 fd: out_r,
                 stream: Stream::Stdout,
                 split: Default::default(),
                 log: log.clone(),
             },
             OutPipe {
+                ctr: usize::MAX,
                 fd: err_r,
                 stream: Stream::Stderr,
                 split: Default::default(),

@@ -4,6 +4,7 @@
 //! observations on `pod::PodState`; `pod::step` says what to do; `containers` does it.
 //! This is the only place that calls `waitpid`.
 
+mod api;
 pub mod containers;
 pub mod signals;
 
@@ -14,6 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::os::fd::AsFd;
 use std::time::Instant;
 
+use crate::api::server::{Server, Slot, Stream};
 use crate::bundle::HostVolume;
 use crate::pod::{self, Action, PodPlan, PodState};
 use crate::sandbox::statedir::StateDir;
@@ -33,6 +35,8 @@ pub struct Config {
     pub containers: Vec<Ctr>,
     pub volumes: BTreeMap<String, HostVolume>,
     pub hostname: String,
+    /// The status socket's path.
+    pub socket: std::path::PathBuf,
 }
 
 /// Signals the supervisor handles. As PID 1 it would not even see the others.
@@ -59,6 +63,9 @@ struct Supervisor<'a> {
     wake: BTreeSet<pod::Millis>,
     terminate_requests: u32,
     pod_ips: Vec<String>,
+    server: Option<Server>,
+    /// Processes reaped so far (containers and orphans).
+    reaped: u64,
 }
 
 /// Run the pod to its end; returns the exit status of `podinit run` (0 Succeeded,
@@ -90,6 +97,13 @@ pub fn run(cfg: Config, sd: &StateDir) -> i32 {
             return EXIT_SANDBOX;
         }
     };
+    let server = match Server::bind(&cfg.socket) {
+        Ok(s) => s,
+        Err(e) => {
+            crate::log::error(&format!("setting up the sandbox: {e}"));
+            return EXIT_SANDBOX;
+        }
+    };
     let st = PodState::new(&cfg.plan);
     let status = StatusWriter::new(sd.status_file(), cfg.pod.clone());
     let mut s = Supervisor {
@@ -106,6 +120,8 @@ pub fn run(cfg: Config, sd: &StateDir) -> i32 {
         wake: BTreeSet::new(),
         terminate_requests: 0,
         pod_ips: crate::sandbox::net::pod_ips(),
+        server: Some(server),
+        reaped: 0,
     };
     let now = s.now();
     s.st.on_sandbox_ready(now);
@@ -182,7 +198,16 @@ impl Supervisor<'_> {
     fn event(&mut self, e: pod::EventSpec) {
         let fp = e.container.map(|i| self.cfg.containers[i].field_path());
         let now = self.wall();
-        self.events.record(e.type_, &e.reason, &e.message, fp, now);
+        self.record_event(e.type_, &e.reason, &e.message, fp, now);
+    }
+
+    fn record_event(&mut self, type_: &str, reason: &str, msg: &str, fp: Option<String>, at: Time) {
+        let e = self.events.record(type_, reason, msg, fp, at);
+        let mut line = serde_json::to_vec(e).unwrap_or_default();
+        line.push(b'\n');
+        if let Some(srv) = &mut self.server {
+            srv.broadcast(&Stream::Events, &line);
+        }
     }
 
     fn start(&mut self, i: usize) {
@@ -194,7 +219,10 @@ impl Supervisor<'_> {
             logs_dir: &self.sd.logs(),
         };
         match self.cfg.containers[i].start(&cx) {
-            Ok(pipes) => self.pipes.extend(pipes),
+            Ok(pipes) => self.pipes.extend(pipes.into_iter().map(|mut p| {
+                p.ctr = i;
+                p
+            })),
             Err(msg) => {
                 let name = &self.cfg.containers[i].name;
                 crate::log::warn(&format!("container {name}: {msg}"));
@@ -217,8 +245,15 @@ impl Supervisor<'_> {
             .collect();
         let status =
             render::pod_status(&self.cfg.plan, &self.st, &meta, &self.clock, &self.pod_ips);
-        if let Err(e) = self.status.update(&status) {
-            crate::log::warn(&e.to_string());
+        match self.status.update(&status) {
+            Ok(true) => {
+                let line = self.pod_line();
+                if let Some(srv) = &mut self.server {
+                    srv.broadcast(&Stream::Pod, &line);
+                }
+            }
+            Ok(false) => {}
+            Err(e) => crate::log::warn(&e.to_string()),
         }
     }
 
@@ -226,10 +261,13 @@ impl Supervisor<'_> {
     fn wait_and_observe(&mut self, sig: &signals::SignalPipe) {
         let now = self.now();
         self.wake = self.wake.split_off(&(now + 1));
-        let timeout = match self.wake.first() {
-            Some(&t) => {
-                PollTimeout::try_from((t - now).min(60_000) as i32).unwrap_or(PollTimeout::MAX)
-            }
+        let mut due = self.wake.first().map(|&t| t - now);
+        if let Some(d) = self.server.as_ref().and_then(Server::next_deadline) {
+            let ms = d.saturating_duration_since(Instant::now()).as_millis() as u64 + 1;
+            due = Some(due.map_or(ms, |t| t.min(ms)));
+        }
+        let timeout = match due {
+            Some(ms) => PollTimeout::try_from(ms.min(60_000) as i32).unwrap_or(PollTimeout::MAX),
             None => PollTimeout::NONE,
         };
 
@@ -241,7 +279,8 @@ impl Supervisor<'_> {
                     .is_some_and(|r| r.start_fd.is_some())
             })
             .collect();
-        let (sig_ready, start_ready, pipe_ready) = {
+        let mut server = self.server.take();
+        let (sig_ready, start_ready, pipe_ready, api_ready) = {
             let mut fds = vec![PollFd::new(sig.fd(), PollFlags::POLLIN)];
             for &i in &starting {
                 let fd = self.cfg.containers[i]
@@ -256,10 +295,21 @@ impl Supervisor<'_> {
             for p in &self.pipes {
                 fds.push(PollFd::new(p.fd.as_fd(), PollFlags::POLLIN));
             }
+            let api_base = fds.len();
+            let api_set = server.as_ref().map(Server::poll_set).unwrap_or_default();
+            for (fd, want_out, _) in &api_set {
+                let mut f = PollFlags::POLLIN;
+                if *want_out {
+                    f |= PollFlags::POLLOUT;
+                }
+                fds.push(PollFd::new(*fd, f));
+            }
             if let Err(e) = nix::poll::poll(&mut fds, timeout) {
                 if e != nix::errno::Errno::EINTR {
                     crate::log::warn(&format!("poll: {e}"));
                 }
+                drop(fds);
+                self.server = server;
                 return;
             }
             let ready = |f: &PollFd| f.revents().is_some_and(|r| !r.is_empty());
@@ -273,8 +323,18 @@ impl Supervisor<'_> {
             let pipe_ready: Vec<usize> = (0..self.pipes.len())
                 .filter(|k| ready(&fds[1 + starting.len() + k]))
                 .collect();
-            (sig_ready, start_ready, pipe_ready)
+            let api_ready: Vec<Slot> = api_set
+                .iter()
+                .enumerate()
+                .filter(|(k, _)| ready(&fds[api_base + k]))
+                .map(|(_, (_, _, slot))| *slot)
+                .collect();
+            (sig_ready, start_ready, pipe_ready, api_ready)
         };
+        if let Some(srv) = &mut server {
+            srv.service(&api_ready, &mut |req| self.handle(req));
+        }
+        self.server = server;
 
         // Start results first: a process that exec'd and exited at once must be seen
         // running before it is seen exiting.
@@ -339,6 +399,7 @@ impl Supervisor<'_> {
             if pid <= 0 {
                 return;
             }
+            self.reaped += 1;
             let Some(i) = self
                 .cfg
                 .containers
@@ -354,7 +415,7 @@ impl Supervisor<'_> {
                     if exit.oom_killed {
                         let fp = Some(self.cfg.containers[i].field_path());
                         let wall = self.wall();
-                        self.events.record(
+                        self.record_event(
                             "Warning",
                             "OOMKilling",
                             &format!("Memory cgroup out of memory: container {name} was killed"),
@@ -372,41 +433,57 @@ impl Supervisor<'_> {
         }
     }
 
+    /// Copy ready container output into the logs (and to `follow` watchers).
     fn read_pipes(&mut self, ready: &[usize]) {
         let mut closed = Vec::new();
         let mut buf = vec![0u8; 64 << 10];
+        let mut followed: Vec<(usize, Vec<u8>)> = Vec::new();
         for &k in ready {
             let p = &mut self.pipes[k];
             // Bounded per wake-up so that one chatty container cannot starve the loop.
             for _ in 0..16 {
-                match nix::unistd::read(&p.fd, &mut buf) {
-                    Ok(0) => {
-                        let (log, stream) = (p.log.clone(), p.stream);
-                        let ts = crate::util::now_unix_nanos();
-                        p.split.finish(&mut |partial, line| {
-                            log.borrow_mut().record(ts, stream, partial, line)
-                        });
-                        closed.push(k);
-                        break;
-                    }
-                    Ok(n) => {
-                        let (log, stream) = (p.log.clone(), p.stream);
-                        let ts = crate::util::now_unix_nanos();
-                        p.split.feed(&buf[..n], &mut |partial, line| {
-                            log.borrow_mut().record(ts, stream, partial, line)
-                        });
-                    }
+                let n = match nix::unistd::read(&p.fd, &mut buf) {
+                    Ok(n) => n,
                     Err(nix::errno::Errno::EAGAIN) => break,
                     Err(nix::errno::Errno::EINTR) => continue,
-                    Err(_) => {
-                        closed.push(k);
-                        break;
+                    Err(_) => 0,
+                };
+                let (log, stream, ctr) = (p.log.clone(), p.stream, p.ctr);
+                let ts = crate::util::now_unix_nanos();
+                let mut out = Vec::new();
+                let mut emit = |partial: bool, line: &[u8]| {
+                    log.borrow_mut().record(ts, stream, partial, line);
+                    out.extend_from_slice(line);
+                    if !partial {
+                        out.push(b'\n');
                     }
+                };
+                if n == 0 {
+                    p.split.finish(&mut emit);
+                    closed.push(k);
+                } else {
+                    p.split.feed(&buf[..n], &mut emit);
+                }
+                if !out.is_empty() {
+                    followed.push((ctr, out));
+                }
+                if n == 0 {
+                    break;
                 }
             }
         }
-        for k in closed.into_iter().rev() {
-            self.pipes.swap_remove(k);
+        for k in closed.iter().rev() {
+            self.pipes.swap_remove(*k);
+        }
+        let Some(srv) = &mut self.server else { return };
+        for (ctr, text) in followed {
+            srv.broadcast(&Stream::Log(self.cfg.containers[ctr].name.clone()), &text);
+        }
+        // A run's output has ended when neither of its pipes is left.
+        for c in 0..self.cfg.containers.len() {
+            if !closed.is_empty() && !self.pipes.iter().any(|p| p.ctr == c) {
+                srv.end_streams(&Stream::Log(self.cfg.containers[c].name.clone()));
+            }
         }
     }
 
@@ -424,6 +501,10 @@ impl Supervisor<'_> {
         let all: Vec<usize> = (0..self.pipes.len()).collect();
         self.read_pipes(&all);
         self.pipes.clear();
+        if let Some(srv) = &mut self.server {
+            srv.end_streams(&Stream::Pod);
+            srv.end_streams(&Stream::Events);
+        }
         for c in &mut self.cfg.containers {
             if let Err(e) = c.teardown() {
                 crate::log::warn(&format!("container {}: {e}", c.name));

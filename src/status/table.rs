@@ -1,0 +1,195 @@
+//! `podinit status`'s table, computed as `kubectl get pod` prints it (kubectl's
+//! `printPod`: READY, STATUS with `Init:…` and container reasons, RESTARTS, AGE).
+
+use serde_json::Value;
+
+/// Rows of `kubectl get pod` for one Pod object (JSON as served by the socket).
+pub fn render(pod: &Value, wide: bool, now_unix: i64) -> String {
+    let name = pod["metadata"]["name"].as_str().unwrap_or("");
+    let st = &pod["status"];
+    let n_init = pod["spec"]["initContainers"]
+        .as_array()
+        .map_or(0, |a| a.len());
+    let n_app = pod["spec"]["containers"].as_array().map_or(0, |a| a.len());
+    let mut reason = st["reason"]
+        .as_str()
+        .filter(|r| !r.is_empty())
+        .or(st["phase"].as_str())
+        .unwrap_or("Unknown")
+        .to_string();
+    let mut restarts = 0;
+    let mut ready = 0;
+    let mut initializing = false;
+    let sidecar = |name: &str| {
+        pod["spec"]["initContainers"].as_array().is_some_and(|a| {
+            a.iter()
+                .any(|c| c["name"] == name && c["restartPolicy"] == "Always")
+        })
+    };
+    let empty = Vec::new();
+    let inits = st["initContainerStatuses"].as_array().unwrap_or(&empty);
+    for (i, c) in inits.iter().enumerate() {
+        restarts += c["restartCount"].as_i64().unwrap_or(0);
+        let term = &c["state"]["terminated"];
+        let wait = &c["state"]["waiting"];
+        if term.is_object() && term["exitCode"] == 0 {
+            continue;
+        }
+        if sidecar(c["name"].as_str().unwrap_or("")) && c["started"] == true {
+            continue;
+        }
+        reason = if term.is_object() {
+            match term["reason"].as_str().filter(|r| !r.is_empty()) {
+                Some(r) => format!("Init:{r}"),
+                None if term["signal"].as_i64().unwrap_or(0) != 0 => {
+                    format!("Init:Signal:{}", term["signal"])
+                }
+                None => format!("Init:ExitCode:{}", term["exitCode"]),
+            }
+        } else if let Some(r) = wait["reason"]
+            .as_str()
+            .filter(|r| !r.is_empty() && *r != "PodInitializing")
+        {
+            format!("Init:{r}")
+        } else {
+            format!("Init:{i}/{n_init}")
+        };
+        initializing = true;
+        break;
+    }
+    if !initializing {
+        let mut has_running = false;
+        let apps = st["containerStatuses"].as_array().unwrap_or(&empty);
+        for c in apps.iter().rev() {
+            restarts += c["restartCount"].as_i64().unwrap_or(0);
+            let term = &c["state"]["terminated"];
+            if let Some(r) = c["state"]["waiting"]["reason"]
+                .as_str()
+                .filter(|r| !r.is_empty())
+            {
+                reason = r.to_string();
+            } else if let Some(r) = term["reason"].as_str().filter(|r| !r.is_empty()) {
+                reason = r.to_string();
+            } else if term.is_object() {
+                reason = if term["signal"].as_i64().unwrap_or(0) != 0 {
+                    format!("Signal:{}", term["signal"])
+                } else {
+                    format!("ExitCode:{}", term["exitCode"])
+                };
+            } else if c["ready"] == true && c["state"]["running"].is_object() {
+                has_running = true;
+                ready += 1;
+            }
+        }
+        if reason == "Completed" && has_running {
+            reason = "Running".into();
+        }
+    }
+    let age = st["startTime"]
+        .as_str()
+        .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
+        .map_or("<unknown>".to_string(), |t| {
+            human_age(now_unix - t.as_second())
+        });
+    let mut head = vec!["NAME", "READY", "STATUS", "RESTARTS", "AGE"];
+    let ready_col = format!("{ready}/{n_app}");
+    let restarts_col = restarts.to_string();
+    let mut row = vec![name, &ready_col, &reason, &restarts_col, &age];
+    let ip = st["podIP"].as_str().unwrap_or("<none>").to_string();
+    if wide {
+        head.push("IP");
+        row.push(&ip);
+    }
+    columns(&[head, row])
+}
+
+/// kubectl's `HumanDuration` for ages.
+pub fn human_age(secs: i64) -> String {
+    let s = secs.max(0);
+    match s {
+        0..=119 => format!("{s}s"),
+        120..=599 => format!("{}m{}s", s / 60, s % 60),
+        600..=10799 => format!("{}m", s / 60),
+        10800..=172799 => format!("{}h", s / 3600),
+        _ => format!("{}d", s / 86400),
+    }
+}
+
+fn columns(rows: &[Vec<&str>]) -> String {
+    let n = rows[0].len();
+    let widths: Vec<usize> = (0..n)
+        .map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for r in rows {
+        let mut line = String::new();
+        for (i, cell) in r.iter().enumerate() {
+            if i + 1 == n {
+                line.push_str(cell);
+            } else {
+                line.push_str(&format!("{cell:<w$}   ", w = widths[i]));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(status: Value) -> Value {
+        json!({"metadata": {"name": "web"},
+               "spec": {"initContainers": [{"name": "i"}], "containers": [{"name": "a"}, {"name": "b"}]},
+               "status": status})
+    }
+
+    #[test]
+    fn running_pod() {
+        let p = pod(
+            json!({"phase": "Running", "startTime": "2026-01-01T00:00:00Z",
+            "initContainerStatuses": [{"name": "i", "restartCount": 0, "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}],
+            "containerStatuses": [
+                {"name": "a", "ready": true, "restartCount": 2, "state": {"running": {}}},
+                {"name": "b", "ready": false, "restartCount": 1, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}),
+        );
+        let t = render(&p, false, 1767225600 + 65);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[0], "NAME   READY   STATUS             RESTARTS   AGE");
+        assert_eq!(lines[1], "web    1/2     CrashLoopBackOff   3          65s");
+    }
+
+    #[test]
+    fn init_progress_and_failures() {
+        let p = pod(json!({"phase": "Pending",
+            "initContainerStatuses": [{"name": "i", "restartCount": 0, "state": {"running": {}}}]}));
+        assert!(render(&p, false, 0).contains("Init:0/1"));
+        let p = pod(json!({"phase": "Failed",
+            "initContainerStatuses": [{"name": "i", "restartCount": 0, "state": {"terminated": {"exitCode": 3, "reason": "Error"}}}]}));
+        assert!(render(&p, false, 0).contains("Init:Error"));
+    }
+
+    #[test]
+    fn completed_and_wide() {
+        let p = pod(json!({"phase": "Succeeded", "podIP": "10.0.0.5",
+            "containerStatuses": [
+                {"name": "a", "restartCount": 0, "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}},
+                {"name": "b", "restartCount": 0, "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]}));
+        let t = render(&p, true, 0);
+        assert!(t.lines().nth(1).unwrap().contains("Completed"));
+        assert!(t.lines().next().unwrap().ends_with("IP"));
+        assert!(t.lines().nth(1).unwrap().ends_with("10.0.0.5"));
+    }
+
+    #[test]
+    fn ages() {
+        assert_eq!(human_age(5), "5s");
+        assert_eq!(human_age(150), "2m30s");
+        assert_eq!(human_age(3600), "60m");
+        assert_eq!(human_age(4 * 3600), "4h");
+        assert_eq!(human_age(3 * 86400), "3d");
+    }
+}

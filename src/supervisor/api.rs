@@ -1,0 +1,239 @@
+//! The supervisor's answers to the status socket's routes (CONTRACT.md §3).
+
+use crate::api::http::Request;
+use crate::api::routes::{self, Route};
+use crate::api::server::{Reply, Stream};
+use crate::api::status_error;
+use crate::logs;
+
+use super::Supervisor;
+
+fn json(code: u16, v: &serde_json::Value) -> Reply {
+    Reply::Full {
+        code,
+        content_type: "application/json",
+        body: serde_json::to_vec(v).unwrap_or_default(),
+    }
+}
+
+fn error(code: u16, reason: &str, message: &str) -> Reply {
+    Reply::Full {
+        code,
+        content_type: "application/json",
+        body: status_error(code, reason, message),
+    }
+}
+
+fn success(code: u16, message: &str) -> Reply {
+    json(
+        code,
+        &serde_json::json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                            "status": "Success", "message": message, "code": code}),
+    )
+}
+
+impl Supervisor<'_> {
+    pub(super) fn handle(&mut self, req: &Request) -> Reply {
+        let route = match routes::route(req) {
+            Ok(r) => r,
+            Err(e) => return error(e.code, e.reason, &e.message),
+        };
+        match route {
+            Route::Healthz => Reply::Full {
+                code: 200,
+                content_type: "text/plain",
+                body: b"ok".to_vec(),
+            },
+            Route::Pod { watch: false } => Reply::Full {
+                code: 200,
+                content_type: "application/json",
+                body: self.pod_line(),
+            },
+            Route::Pod { watch: true } => Reply::Watch {
+                stream: Stream::Pod,
+                content_type: "application/json",
+                initial: vec![self.pod_line()],
+            },
+            Route::Events { watch } => {
+                let items: Vec<serde_json::Value> = self
+                    .events
+                    .items()
+                    .filter_map(|e| serde_json::to_value(e).ok())
+                    .collect();
+                if watch {
+                    Reply::Watch {
+                        stream: Stream::Events,
+                        content_type: "application/json",
+                        initial: items
+                            .iter()
+                            .map(|e| line(e.to_string().into_bytes()))
+                            .collect(),
+                    }
+                } else {
+                    json(200, &serde_json::json!({ "items": items }))
+                }
+            }
+            Route::Log {
+                container,
+                follow,
+                previous,
+                tail_lines,
+                timestamps,
+            } => self.log(&container, follow, previous, tail_lines, timestamps),
+            Route::Terminate => self.terminate(&req.body),
+            Route::Condition { type_ } => self.condition(&type_, &req.body),
+            Route::Metrics => Reply::Full {
+                code: 200,
+                content_type: "text/plain; version=0.0.4",
+                body: self.metrics().into_bytes(),
+            },
+            Route::Exec { .. } | Route::EphemeralContainers => error(
+                501,
+                "NotImplemented",
+                "exec and ephemeral containers are not supported yet",
+            ),
+        }
+    }
+
+    /// The Pod object as one JSON line (the `GET /v1/pod` body and each watch line).
+    pub(super) fn pod_line(&self) -> Vec<u8> {
+        line(self.status.compact())
+    }
+
+    fn log(
+        &self,
+        name: &str,
+        follow: bool,
+        previous: bool,
+        tail: Option<usize>,
+        timestamps: bool,
+    ) -> Reply {
+        let Some(c) = self.cfg.containers.iter().find(|c| c.name == name) else {
+            return error(
+                404,
+                "NotFound",
+                &format!("container {name:?} is not in pod {}", self.pod_name()),
+            );
+        };
+        let run = match (previous, c.runs) {
+            (false, 0) => {
+                return error(
+                    400,
+                    "BadRequest",
+                    &format!(
+                        "container {name:?} in pod {} is waiting to start",
+                        self.pod_name()
+                    ),
+                )
+            }
+            (false, n) => n - 1,
+            (true, n) if n >= 2 => n - 2,
+            (true, _) => {
+                return error(
+                    400,
+                    "BadRequest",
+                    &format!("previous terminated container {name:?} not found"),
+                )
+            }
+        };
+        let path = logs::LogFile::path_for(&self.sd.logs(), name, run);
+        let text = logs::render(&path, tail, timestamps);
+        if follow && !previous && c.run.is_some() {
+            Reply::Watch {
+                stream: Stream::Log(name.to_string()),
+                content_type: "text/plain",
+                initial: if text.is_empty() { vec![] } else { vec![text] },
+            }
+        } else {
+            Reply::Full {
+                code: 200,
+                content_type: "text/plain",
+                body: text,
+            }
+        }
+    }
+
+    fn terminate(&mut self, body: &[u8]) -> Reply {
+        let grace = if body.iter().all(u8::is_ascii_whitespace) {
+            None
+        } else {
+            match serde_json::from_slice::<serde_json::Value>(body) {
+                Ok(v) => match &v["gracePeriodSeconds"] {
+                    serde_json::Value::Null => None,
+                    g => match g.as_u64() {
+                        Some(n) => Some(n),
+                        None => {
+                            return error(
+                                400,
+                                "BadRequest",
+                                "gracePeriodSeconds must be a non-negative integer",
+                            )
+                        }
+                    },
+                },
+                Err(e) => return error(400, "BadRequest", &format!("invalid JSON body: {e}")),
+            }
+        };
+        let now = self.now();
+        self.st.request_termination(now, grace, None);
+        success(202, "termination started")
+    }
+
+    fn condition(&mut self, type_: &str, body: &[u8]) -> Reply {
+        if !self.cfg.plan.readiness_gates.iter().any(|g| g == type_) {
+            return error(
+                422,
+                "Invalid",
+                &format!(
+                    "condition {type_:?} is not a readiness gate of this pod (spec.readinessGates)"
+                ),
+            );
+        }
+        let v: serde_json::Value = match serde_json::from_slice(body) {
+            Ok(v) => v,
+            Err(e) => return error(400, "BadRequest", &format!("invalid JSON body: {e}")),
+        };
+        let status = match v["status"].as_str() {
+            Some("True") => true,
+            Some("False") => false,
+            _ => return error(400, "BadRequest", "status must be \"True\" or \"False\""),
+        };
+        let text = |k: &str| v[k].as_str().map(str::to_string);
+        let now = self.now();
+        self.st.set_gate(
+            &self.cfg.plan,
+            type_,
+            status,
+            text("reason"),
+            text("message"),
+            now,
+        );
+        success(200, "condition set")
+    }
+
+    fn metrics(&self) -> String {
+        let mut out = String::new();
+        out.push_str("# HELP podinit_container_restarts_total Restarts of each container.\n");
+        out.push_str("# TYPE podinit_container_restarts_total counter\n");
+        for c in &self.cfg.containers {
+            out.push_str(&format!(
+                "podinit_container_restarts_total{{container=\"{}\"}} {}\n",
+                c.name,
+                c.runs.saturating_sub(1)
+            ));
+        }
+        out.push_str("# HELP podinit_reaped_processes_total Processes reaped by the supervisor.\n");
+        out.push_str("# TYPE podinit_reaped_processes_total counter\n");
+        out.push_str(&format!("podinit_reaped_processes_total {}\n", self.reaped));
+        out
+    }
+
+    fn pod_name(&self) -> String {
+        self.cfg.pod.metadata.name.clone().unwrap_or_default()
+    }
+}
+
+fn line(mut v: Vec<u8>) -> Vec<u8> {
+    v.push(b'\n');
+    v
+}
