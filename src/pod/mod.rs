@@ -2,7 +2,7 @@
 //!
 //! The supervisor owns one [`PodState`], feeds it observations through its `on_*` methods
 //! (each takes `now`), and asks [`step`] what to do next. Every rule of SEMANTICS.md
-//! (ordering, sidecars, restarts and backoff, termination order, phase, conditions) lives
+//! (ordering, sidecars, restarts and back-off, termination order, phase, conditions) lives
 //! here and is unit-tested with time as a parameter.
 
 pub mod backoff;
@@ -11,9 +11,12 @@ pub mod phase;
 pub mod plan;
 pub mod state;
 pub mod step;
+#[cfg(test)]
+mod tests;
 
+pub use phase::phase;
 pub use plan::{ContainerPlan, Kind, PodPlan, RestartPolicy};
-pub use state::{ContainerState, Exit, PodState, State, Terminated};
+pub use state::{ContainerState, Exit, PodPhase, PodState, State, Terminated};
 pub use step::{step, Action, EventSpec};
 
 /// Monotonic milliseconds since the supervisor started. Wall-clock times are derived only

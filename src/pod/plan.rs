@@ -46,4 +46,119 @@ pub struct PodPlan {
     pub max_backoff_ms: u64,
     /// `spec.readinessGates[].conditionType`.
     pub readiness_gates: Vec<String>,
+    /// `Guaranteed`, `Burstable` or `BestEffort`.
+    pub qos_class: String,
+}
+
+impl RestartPolicy {
+    pub fn parse(s: Option<&str>) -> RestartPolicy {
+        match s {
+            Some("Never") => RestartPolicy::Never,
+            Some("OnFailure") => RestartPolicy::OnFailure,
+            _ => RestartPolicy::Always,
+        }
+    }
+}
+
+impl PodPlan {
+    /// Extract the plan from an admitted (defaulted, validated) Pod.
+    pub fn from_pod(pod: &k8s_openapi::api::core::v1::Pod, max_backoff_ms: u64) -> PodPlan {
+        let spec = pod.spec.clone().unwrap_or_default();
+        let meta = &pod.metadata;
+        let mut containers = Vec::new();
+        for c in spec.init_containers.iter().flatten() {
+            let kind = if c.restart_policy.as_deref() == Some("Always") {
+                Kind::Sidecar
+            } else {
+                Kind::Init
+            };
+            containers.push(ContainerPlan::of(c, kind));
+        }
+        for c in &spec.containers {
+            containers.push(ContainerPlan::of(c, Kind::App));
+        }
+        PodPlan {
+            name: meta.name.clone().unwrap_or_default(),
+            namespace: meta.namespace.clone().unwrap_or_else(|| "default".into()),
+            uid: meta.uid.clone().unwrap_or_default(),
+            restart_policy: RestartPolicy::parse(spec.restart_policy.as_deref()),
+            containers,
+            grace_seconds: spec.termination_grace_period_seconds.unwrap_or(30).max(0) as u64,
+            active_deadline_seconds: spec.active_deadline_seconds.map(|s| s.max(0) as u64),
+            max_backoff_ms,
+            readiness_gates: spec
+                .readiness_gates
+                .iter()
+                .flatten()
+                .map(|g| g.condition_type.clone())
+                .collect(),
+            qos_class: qos_class(&spec),
+        }
+    }
+
+    /// Indices of the app containers.
+    pub fn apps(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.containers.len()).filter(|&i| self.containers[i].kind == Kind::App)
+    }
+}
+
+impl ContainerPlan {
+    fn of(c: &k8s_openapi::api::core::v1::Container, kind: Kind) -> ContainerPlan {
+        let lc = c.lifecycle.as_ref();
+        ContainerPlan {
+            name: c.name.clone(),
+            kind,
+            has_startup_probe: c.startup_probe.is_some(),
+            has_readiness_probe: c.readiness_probe.is_some(),
+            has_liveness_probe: c.liveness_probe.is_some(),
+            has_post_start: lc.is_some_and(|l| l.post_start.is_some()),
+            has_pre_stop: lc.is_some_and(|l| l.pre_stop.is_some()),
+        }
+    }
+}
+
+/// Kubernetes' `GetPodQOS`: over every container (init included), CPU and memory only.
+pub fn qos_class(spec: &k8s_openapi::api::core::v1::PodSpec) -> String {
+    use crate::quantity;
+    let mut any_request = false;
+    let mut any_limit = false;
+    let mut guaranteed = true;
+    let all = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .chain(spec.containers.iter());
+    for c in all {
+        let res = c.resources.clone().unwrap_or_default();
+        let get = |m: &Option<
+            std::collections::BTreeMap<
+                String,
+                k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+            >,
+        >,
+                   k: &str| {
+            m.as_ref()
+                .and_then(|m| m.get(k))
+                .and_then(|q| quantity::parse(&q.0).ok())
+                .filter(|q| !q.is_zero())
+        };
+        for r in ["cpu", "memory"] {
+            let req = get(&res.requests, r);
+            let lim = get(&res.limits, r);
+            any_request |= req.is_some();
+            any_limit |= lim.is_some();
+            match (req, lim) {
+                (_, None) => guaranteed = false,
+                (Some(q), Some(l)) if q != l => guaranteed = false,
+                _ => {}
+            }
+        }
+    }
+    if !any_request && !any_limit {
+        "BestEffort".into()
+    } else if guaranteed {
+        "Guaranteed".into()
+    } else {
+        "Burstable".into()
+    }
 }

@@ -1,20 +1,12 @@
 //! Observed state of the pod and its containers, and the transitions observations cause.
 //!
-//! INTERFACE CONTRACT (the supervisor relies on it):
-//! - `PodState::new(plan)`: every container `Waiting{ContainerCreating|PodInitializing}`.
-//! - `on_sandbox_ready(now)`: PodReadyToStartContainers, `start_time`.
-//! - `on_started(i, now)`: the process runs (postStart, if any, not yet done).
-//! - `on_post_start_done(i, now)`: hook returned (call right after `on_started` if none).
-//! - `on_start_failed(i, reason, message, now)`: the process could not be created or
-//!   exec'd. `reason` is `CreateContainerError` (before fork: bad spec, cgroup…) or
-//!   `StartError` (exec failed: exit 128, terminated.reason StartError).
-//! - `on_exited(i, Exit, now)`: the main process ended.
-//! - `on_probe(i, ...)`, readiness gates, termination requests: see methods.
-//! Restart bookkeeping (restartCount, lastState, backoff) happens in these methods; `step`
-//! only reads.
+//! The supervisor reports what happened through the `on_*` methods (each takes `now`);
+//! restart bookkeeping (restartCount, lastState, back-off) happens here, so that `step`
+//! only decides.
 
-use super::backoff::Backoff;
-
+use super::backoff::{self, Backoff};
+use super::plan::{Kind, PodPlan};
+use super::step::EventSpec;
 use super::Millis;
 use std::collections::BTreeMap;
 
@@ -48,8 +40,44 @@ pub struct Exit {
     pub signal: Option<i32>,
     /// The cgroup saw an OOM kill during this run.
     pub oom_killed: bool,
-    /// Content of the termination message (already read and truncated), if any.
+    /// The termination message (already read and truncated), if any.
     pub message: Option<String>,
+}
+
+/// Where a container is in its life, beyond what the API state shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Never asked to start (or waiting to be restarted).
+    Idle,
+    /// `Start` was issued; the process does not run yet.
+    Creating,
+    /// The process runs.
+    Running,
+    /// The process ended.
+    Exited,
+}
+
+/// A container being stopped (pod termination or a kill of this container alone).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stopping {
+    /// When its termination began, and the grace it has from then.
+    pub since: Millis,
+    pub grace_ms: Millis,
+    pub pre_stop: HookRun,
+    pub stop_sent_at: Option<Millis>,
+    /// SIGKILL is due then (set when the stop signal is sent).
+    pub kill_at: Option<Millis>,
+    pub killed: bool,
+    /// A kill of this container alone (liveness, postStart failure): the restart policy
+    /// applies afterwards.
+    pub restart_after: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HookRun {
+    None,
+    Running,
+    Done,
 }
 
 #[derive(Clone, Debug)]
@@ -57,17 +85,19 @@ pub struct ContainerState {
     pub state: State,
     pub last_state: Option<Terminated>,
     pub restart_count: u32,
+    pub phase: Phase,
     pub started: bool,
     pub ready: bool,
     /// A process was created at least once.
     pub ever_created: bool,
-    /// postStart has returned for the current run.
     pub post_start_done: bool,
+    /// Probe results (set by the prober): startup succeeded, readiness succeeded.
+    pub startup_ok: bool,
+    pub readiness_ok: bool,
     pub backoff: Backoff,
-    /// The stop signal was sent at this time (during termination or a kill).
-    pub stop_sent_at: Option<Millis>,
-    /// SIGKILL was sent.
-    pub killed: bool,
+    /// A restart is due at this time.
+    pub restart_at: Option<Millis>,
+    pub stopping: Option<Stopping>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -78,14 +108,44 @@ pub struct GateCondition {
     pub last_transition: Millis,
 }
 
+/// A condition as last computed (its transition time changes only with its status).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Condition {
+    pub type_: String,
+    pub status: bool,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    pub last_transition: Millis,
+}
+
 #[derive(Clone, Debug)]
 pub struct Termination {
     pub since: Millis,
     /// Grace period in ms (0 = forced).
-    pub grace_ms: u64,
-    /// Pod-level reason when the pod is being failed (e.g. `DeadlineExceeded`).
-    pub reason: Option<String>,
-    pub message: Option<String>,
+    pub grace_ms: Millis,
+}
+
+/// The pod's phase, as the API shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PodPhase {
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+}
+
+impl PodPhase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PodPhase::Pending => "Pending",
+            PodPhase::Running => "Running",
+            PodPhase::Succeeded => "Succeeded",
+            PodPhase::Failed => "Failed",
+        }
+    }
+    pub fn is_terminal(self) -> bool {
+        matches!(self, PodPhase::Succeeded | PodPhase::Failed)
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -94,5 +154,381 @@ pub struct PodState {
     pub sandbox_ready: bool,
     pub start_time: Option<Millis>,
     pub terminating: Option<Termination>,
+    /// Pod-level reason and message (e.g. `DeadlineExceeded`).
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    /// A terminal phase once reached (it never changes again).
+    pub terminal: Option<PodPhase>,
+    /// An app container has started at least once (plain init containers never run again).
+    pub app_started: bool,
     pub gates: BTreeMap<String, GateCondition>,
+    pub conditions: Vec<Condition>,
+    /// Events to hand out with the next `step`.
+    pub(super) events: Vec<EventSpec>,
+    /// The pod's identity, for messages.
+    pub(super) who: (String, String, String),
+}
+
+impl ContainerState {
+    fn new(default_reason: &str) -> ContainerState {
+        ContainerState {
+            state: State::Waiting {
+                reason: default_reason.into(),
+                message: None,
+            },
+            last_state: None,
+            restart_count: 0,
+            phase: Phase::Idle,
+            started: false,
+            ready: false,
+            ever_created: false,
+            post_start_done: false,
+            startup_ok: false,
+            readiness_ok: false,
+            backoff: Backoff::default(),
+            restart_at: None,
+            stopping: None,
+        }
+    }
+
+    /// The process exists (running, or being created).
+    pub fn is_active(&self) -> bool {
+        matches!(self.phase, Phase::Creating | Phase::Running)
+    }
+
+    /// The last termination: the current state if terminated, else `lastState`.
+    pub fn last_termination(&self) -> Option<&Terminated> {
+        match &self.state {
+            State::Terminated(t) => Some(t),
+            _ => self.last_state.as_ref(),
+        }
+    }
+}
+
+impl PodState {
+    pub fn new(plan: &PodPlan) -> PodState {
+        // kubelet shows containers not created yet as PodInitializing when the pod has
+        // init containers, else ContainerCreating.
+        let has_init = plan.containers.iter().any(|c| c.kind != Kind::App);
+        let default = if has_init {
+            "PodInitializing"
+        } else {
+            "ContainerCreating"
+        };
+        PodState {
+            containers: plan
+                .containers
+                .iter()
+                .map(|_| ContainerState::new(default))
+                .collect(),
+            sandbox_ready: false,
+            start_time: None,
+            terminating: None,
+            reason: None,
+            message: None,
+            terminal: None,
+            app_started: false,
+            gates: BTreeMap::new(),
+            conditions: Vec::new(),
+            events: Vec::new(),
+            who: (plan.name.clone(), plan.namespace.clone(), plan.uid.clone()),
+        }
+    }
+
+    fn event(&mut self, type_: &'static str, reason: &str, message: String, c: Option<usize>) {
+        self.events.push(EventSpec {
+            type_,
+            reason: reason.into(),
+            message,
+            container: c,
+        });
+    }
+
+    pub fn on_sandbox_ready(&mut self, now: Millis) {
+        self.sandbox_ready = true;
+        self.start_time.get_or_insert(now);
+    }
+
+    /// `step` decided to start container `i`.
+    pub(super) fn mark_creating(&mut self, plan: &PodPlan, i: usize) {
+        let c = &mut self.containers[i];
+        if c.ever_created {
+            c.restart_count += 1;
+        }
+        c.phase = Phase::Creating;
+        c.restart_at = None;
+        c.stopping = None;
+        c.started = false;
+        c.ready = false;
+        c.post_start_done = false;
+        c.startup_ok = false;
+        c.readiness_ok = false;
+        if let State::Terminated(t) = &c.state {
+            c.last_state = Some(t.clone());
+        }
+        c.state = State::Waiting {
+            reason: if plan.containers[i].kind == Kind::App {
+                "ContainerCreating".into()
+            } else {
+                "PodInitializing".into()
+            },
+            message: None,
+        };
+        if plan.containers[i].kind == Kind::App {
+            self.app_started = true;
+        }
+    }
+
+    /// The container's process runs (its postStart, if any, has not returned yet: until
+    /// then the API still shows it waiting).
+    pub fn on_started(&mut self, plan: &PodPlan, i: usize, now: Millis) {
+        let name = plan.containers[i].name.clone();
+        let c = &mut self.containers[i];
+        c.phase = Phase::Running;
+        c.ever_created = true;
+        c.state = State::Running { started_at: now };
+        self.event(
+            "Normal",
+            "Created",
+            format!("Created container {name}"),
+            Some(i),
+        );
+        self.event(
+            "Normal",
+            "Started",
+            format!("Started container {name}"),
+            Some(i),
+        );
+        self.refresh_container(plan, i);
+    }
+
+    /// postStart returned (call right after `on_started` when there is none).
+    pub fn on_post_start_done(&mut self, plan: &PodPlan, i: usize) {
+        self.containers[i].post_start_done = true;
+        self.refresh_container(plan, i);
+    }
+
+    /// The container could not be created or started. `reason`: `CreateContainerError`
+    /// (nothing ran: it stays waiting and is retried with back-off) or `StartError` (the
+    /// process existed but could not exec: it terminated with exit code 128).
+    pub fn on_start_failed(
+        &mut self,
+        plan: &PodPlan,
+        i: usize,
+        reason: &str,
+        msg: &str,
+        now: Millis,
+    ) {
+        self.event("Warning", "Failed", format!("Error: {msg}"), Some(i));
+        if reason == "StartError" {
+            self.containers[i].ever_created = true;
+            let t = Terminated {
+                exit_code: 128,
+                signal: None,
+                reason: "StartError".into(),
+                message: Some(msg.to_string()),
+                started_at: None,
+                finished_at: now,
+            };
+            self.exited(plan, i, t, now);
+        } else {
+            let c = &mut self.containers[i];
+            c.phase = Phase::Idle;
+            c.state = State::Waiting {
+                reason: reason.into(),
+                message: Some(msg.to_string()),
+            };
+            if self.terminating.is_none() {
+                let delay = c.backoff.on_exit(0, plan.max_backoff_ms);
+                c.restart_at = Some(now + delay);
+            }
+        }
+    }
+
+    /// The main process of container `i` ended.
+    pub fn on_exited(&mut self, plan: &PodPlan, i: usize, exit: Exit, now: Millis) {
+        let started_at = match self.containers[i].state {
+            State::Running { started_at } => Some(started_at),
+            _ => None,
+        };
+        let reason = if exit.oom_killed {
+            "OOMKilled"
+        } else if exit.exit_code == 0 {
+            "Completed"
+        } else {
+            "Error"
+        };
+        let t = Terminated {
+            exit_code: exit.exit_code,
+            signal: exit.signal,
+            reason: reason.into(),
+            message: exit.message,
+            started_at,
+            finished_at: now,
+        };
+        self.exited(plan, i, t, now);
+    }
+
+    fn exited(&mut self, plan: &PodPlan, i: usize, t: Terminated, now: Millis) {
+        let ran = t.started_at.map_or(0, |s| now.saturating_sub(s));
+        let failed = t.exit_code != 0 || t.reason == "OOMKilled";
+        let kind = plan.containers[i].kind;
+        let c = &mut self.containers[i];
+        c.phase = Phase::Exited;
+        c.started = false;
+        // A plain init container that completed stays Ready, as in kubelet.
+        c.ready = kind == Kind::Init && !failed;
+        let killed_alone = c.stopping.as_ref().is_some_and(|s| s.restart_after);
+        c.stopping = None;
+        c.state = State::Terminated(t);
+        let restart = self.terminating.is_none()
+            && self.terminal.is_none()
+            && (killed_alone || should_restart(plan, kind, failed));
+        if restart {
+            let c = &mut self.containers[i];
+            let delay = c.backoff.on_exit(ran, plan.max_backoff_ms);
+            c.restart_at = Some(now + delay);
+        }
+    }
+
+    /// Recompute `started` and `ready` of a running container.
+    pub(super) fn refresh_container(&mut self, plan: &PodPlan, i: usize) {
+        let p = &plan.containers[i];
+        let c = &mut self.containers[i];
+        let running = c.phase == Phase::Running;
+        c.started = running && c.post_start_done && (!p.has_startup_probe || c.startup_ok);
+        c.ready =
+            c.started && (!p.has_readiness_probe || c.readiness_ok) && self.terminating.is_none();
+        if p.kind == Kind::Init && c.phase == Phase::Exited {
+            c.ready = matches!(&c.state, State::Terminated(t) if t.exit_code == 0);
+        }
+    }
+
+    /// Probe results, from the prober: startup succeeded / readiness result.
+    pub fn on_probe_started(&mut self, plan: &PodPlan, i: usize, ok: bool) {
+        self.containers[i].startup_ok = ok;
+        self.refresh_container(plan, i);
+    }
+    pub fn on_probe_ready(&mut self, plan: &PodPlan, i: usize, ok: bool) {
+        self.containers[i].readiness_ok = ok;
+        self.refresh_container(plan, i);
+    }
+
+    /// A preStop hook returned.
+    pub fn on_pre_stop_done(&mut self, i: usize) {
+        if let Some(s) = &mut self.containers[i].stopping {
+            s.pre_stop = HookRun::Done;
+        }
+    }
+
+    /// Terminate the pod: SIGTERM/SIGINT, the API, `podinit stop`, the deadline, or its
+    /// natural completion. `grace_secs` overrides the pod's grace period but can only
+    /// shrink it; 0 forces (SIGKILL at once, no hooks).
+    pub fn request_termination(&mut self, plan: &PodPlan, now: Millis, grace_secs: Option<u64>) {
+        let grace_ms = grace_secs
+            .unwrap_or(plan.grace_seconds)
+            .saturating_mul(1000);
+        match &mut self.terminating {
+            Some(t) => {
+                // Only shrink: the new deadline replaces the old one if it is earlier.
+                let end = now + grace_ms;
+                if end < t.since + t.grace_ms {
+                    t.grace_ms = end - t.since;
+                    for c in &mut self.containers {
+                        if let Some(s) = &mut c.stopping {
+                            s.grace_ms = s.grace_ms.min(end.saturating_sub(s.since));
+                            if let Some(k) = s.kill_at {
+                                s.kill_at = Some(k.min(end.max(now)));
+                            }
+                        }
+                    }
+                }
+            }
+            None => {
+                self.terminating = Some(Termination {
+                    since: now,
+                    grace_ms,
+                });
+                for c in &mut self.containers {
+                    c.restart_at = None;
+                }
+            }
+        }
+        for i in 0..self.containers.len() {
+            self.refresh_container(plan, i);
+        }
+    }
+
+    /// Fail the pod with a reason (e.g. `DeadlineExceeded`) and terminate it.
+    pub fn fail(&mut self, plan: &PodPlan, reason: &str, message: &str, now: Millis) {
+        if self.terminal.is_none() {
+            self.terminal = Some(PodPhase::Failed);
+            self.reason = Some(reason.into());
+            self.message = Some(message.into());
+        }
+        self.request_termination(plan, now, None);
+    }
+
+    /// Kill container `i` alone (a failed liveness probe or postStart hook): preStop, stop
+    /// signal, SIGKILL after `grace_ms`; then the restart policy applies.
+    pub fn kill_container(&mut self, i: usize, grace_ms: Millis, now: Millis) {
+        let c = &mut self.containers[i];
+        if c.is_active() && c.stopping.is_none() {
+            c.stopping = Some(Stopping {
+                since: now,
+                grace_ms,
+                pre_stop: HookRun::None,
+                stop_sent_at: None,
+                kill_at: None,
+                killed: false,
+                restart_after: true,
+            });
+        }
+    }
+
+    /// Set a readiness gate's condition (`PUT /v1/pod/conditions/TYPE`).
+    pub fn set_gate(
+        &mut self,
+        type_: &str,
+        status: bool,
+        reason: Option<String>,
+        message: Option<String>,
+        now: Millis,
+    ) {
+        let last_transition = match self.gates.get(type_) {
+            Some(g) if g.status == status => g.last_transition,
+            _ => now,
+        };
+        self.gates.insert(
+            type_.to_string(),
+            GateCondition {
+                status,
+                reason,
+                message,
+                last_transition,
+            },
+        );
+    }
+
+    /// The back-off message for container `i` waiting `delay_ms`.
+    pub(super) fn backoff_message(&self, plan: &PodPlan, i: usize, delay_ms: Millis) -> String {
+        let (pod, ns, uid) = &self.who;
+        backoff::message(delay_ms, &plan.containers[i].name, pod, ns, uid)
+    }
+
+    pub(super) fn push_event(&mut self, e: EventSpec) {
+        self.events.push(e);
+    }
+}
+
+/// The restart rule: `Never` → no; `OnFailure` → only a failure; `Always` → yes. Plain init
+/// containers treat `Always` as `OnFailure`; sidecars always restart.
+pub fn should_restart(plan: &PodPlan, kind: Kind, failed: bool) -> bool {
+    use super::plan::RestartPolicy::*;
+    match (kind, plan.restart_policy) {
+        (Kind::Sidecar, _) => true,
+        (_, Never) => false,
+        (Kind::Init, _) | (Kind::App, OnFailure) => failed,
+        (Kind::App, Always) => true,
+    }
 }

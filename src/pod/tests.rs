@@ -1,0 +1,558 @@
+//! SEMANTICS.md's rules as tables and scenarios, with time as a parameter.
+
+use super::plan::{ContainerPlan, Kind, PodPlan, RestartPolicy};
+use super::state::{Exit, PodPhase, PodState, State};
+use super::step::{step, Action};
+use super::{phase, Millis};
+
+struct Sim {
+    plan: PodPlan,
+    st: PodState,
+    now: Millis,
+}
+
+fn cp(name: &str, kind: Kind) -> ContainerPlan {
+    ContainerPlan {
+        name: name.into(),
+        kind,
+        has_startup_probe: false,
+        has_readiness_probe: false,
+        has_liveness_probe: false,
+        has_post_start: false,
+        has_pre_stop: false,
+    }
+}
+
+impl Sim {
+    fn new(policy: RestartPolicy, cs: Vec<ContainerPlan>) -> Sim {
+        let plan = PodPlan {
+            name: "p".into(),
+            namespace: "default".into(),
+            uid: "u".into(),
+            restart_policy: policy,
+            containers: cs,
+            grace_seconds: 30,
+            active_deadline_seconds: None,
+            max_backoff_ms: 300_000,
+            readiness_gates: vec![],
+            qos_class: "BestEffort".into(),
+        };
+        let mut st = PodState::new(&plan);
+        st.on_sandbox_ready(0);
+        Sim { plan, st, now: 0 }
+    }
+    fn apps(policy: RestartPolicy, names: &[&str]) -> Sim {
+        Sim::new(policy, names.iter().map(|n| cp(n, Kind::App)).collect())
+    }
+    fn idx(&self, name: &str) -> usize {
+        self.plan
+            .containers
+            .iter()
+            .position(|c| c.name == name)
+            .unwrap()
+    }
+    fn step(&mut self) -> Vec<Action> {
+        step(&self.plan, &mut self.st, self.now)
+    }
+    /// Step and carry out starts as immediate successes; return the other actions.
+    fn settle(&mut self) -> Vec<Action> {
+        let mut rest = Vec::new();
+        for _ in 0..20 {
+            let acts = self.step();
+            if acts.is_empty() {
+                break;
+            }
+            let mut started = false;
+            for a in acts {
+                if let Action::Start(i) = a {
+                    self.st.on_started(&self.plan, i, self.now);
+                    self.st.on_post_start_done(&self.plan, i);
+                    started = true;
+                } else {
+                    rest.push(a);
+                }
+            }
+            if !started {
+                break;
+            }
+        }
+        rest
+    }
+    fn exit(&mut self, name: &str, code: i32) {
+        let i = self.idx(name);
+        let exit = Exit {
+            exit_code: code,
+            signal: None,
+            oom_killed: false,
+            message: None,
+        };
+        self.st.on_exited(&self.plan, i, exit, self.now);
+    }
+    fn oom(&mut self, name: &str) {
+        let i = self.idx(name);
+        let exit = Exit {
+            exit_code: 137,
+            signal: Some(9),
+            oom_killed: true,
+            message: None,
+        };
+        self.st.on_exited(&self.plan, i, exit, self.now);
+    }
+    fn phase(&self) -> PodPhase {
+        phase(&self.plan, &self.st)
+    }
+    fn running(&self, name: &str) -> bool {
+        matches!(
+            self.st.containers[self.idx(name)].state,
+            State::Running { .. }
+        )
+    }
+    fn state(&self, name: &str) -> &State {
+        &self.st.containers[self.idx(name)].state
+    }
+    fn waiting_reason(&self, name: &str) -> String {
+        match self.state(name) {
+            State::Waiting { reason, .. } => reason.clone(),
+            s => panic!("{name} is not waiting: {s:?}"),
+        }
+    }
+    fn condition(&self, t: &str) -> (bool, Option<String>, Option<String>) {
+        let c = self.st.conditions.iter().find(|c| c.type_ == t).unwrap();
+        (c.status, c.reason.clone(), c.message.clone())
+    }
+}
+
+fn stops(acts: &[Action]) -> Vec<usize> {
+    acts.iter()
+        .filter_map(|a| match a {
+            Action::Stop(i) => Some(*i),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The seed documents' table: what the pod does, per restart policy.
+#[test]
+fn seed_table() {
+    use RestartPolicy::*;
+    // (policy, expected: restarted?, phase) for "its one container exits 0".
+    for (policy, restart, ph) in [
+        (Always, true, PodPhase::Running),
+        (OnFailure, false, PodPhase::Succeeded),
+        (Never, false, PodPhase::Succeeded),
+    ] {
+        let mut s = Sim::apps(policy, &["c"]);
+        s.settle();
+        s.exit("c", 0);
+        let acts = s.settle();
+        assert_eq!(s.running("c"), restart, "{policy:?} exit 0");
+        assert_eq!(s.phase(), ph, "{policy:?} exit 0: {acts:?}");
+    }
+    // "its one container exits non-zero"
+    for (policy, restart, ph) in [
+        (Always, true, PodPhase::Running),
+        (OnFailure, true, PodPhase::Running),
+        (Never, false, PodPhase::Failed),
+    ] {
+        let mut s = Sim::apps(policy, &["c"]);
+        s.settle();
+        s.exit("c", 1);
+        s.settle();
+        assert_eq!(s.running("c"), restart, "{policy:?} exit 1");
+        assert_eq!(s.phase(), ph, "{policy:?} exit 1");
+    }
+    // "of two, container 1 fails" and "then container 2 exits too"
+    for (policy, ph1, ph2) in [
+        (Always, PodPhase::Running, PodPhase::Running),
+        (OnFailure, PodPhase::Running, PodPhase::Running),
+        (Never, PodPhase::Running, PodPhase::Failed),
+    ] {
+        let mut s = Sim::apps(policy, &["a", "b"]);
+        s.settle();
+        s.exit("a", 1);
+        s.settle();
+        assert_eq!(s.phase(), ph1, "{policy:?} one of two fails");
+        assert_eq!(s.running("a"), policy != Never);
+        s.exit("b", 0);
+        s.settle();
+        assert_eq!(s.phase(), ph2, "{policy:?} then the second exits");
+    }
+    // "its container is OOM-killed"
+    for (policy, restart, ph) in [
+        (Always, true, PodPhase::Running),
+        (OnFailure, true, PodPhase::Running),
+        (Never, false, PodPhase::Failed),
+    ] {
+        let mut s = Sim::apps(policy, &["c"]);
+        s.settle();
+        s.oom("c");
+        s.settle();
+        assert_eq!(s.running("c"), restart, "{policy:?} OOM");
+        assert_eq!(s.phase(), ph, "{policy:?} OOM");
+        let t = s.st.containers[0].last_termination().unwrap();
+        assert_eq!((t.reason.as_str(), t.exit_code), ("OOMKilled", 137));
+    }
+}
+
+#[test]
+fn backoff_is_immediate_then_10s_doubling_with_crashloop_status() {
+    let mut s = Sim::apps(RestartPolicy::Always, &["c"]);
+    s.settle();
+    assert_eq!(s.st.containers[0].restart_count, 0);
+    s.now = 1000;
+    s.exit("c", 1);
+    s.settle();
+    assert!(s.running("c"), "first restart is immediate");
+    assert_eq!(s.st.containers[0].restart_count, 1);
+    assert_eq!(s.st.containers[0].last_state.as_ref().unwrap().exit_code, 1);
+    s.now = 2000;
+    s.exit("c", 2);
+    let acts = s.settle();
+    assert_eq!(s.waiting_reason("c"), "CrashLoopBackOff");
+    match s.state("c") {
+        State::Waiting { message, .. } => assert_eq!(
+            message.as_deref(),
+            Some("back-off 10s restarting failed container=c pod=p_default(u)")
+        ),
+        _ => unreachable!(),
+    }
+    assert!(acts.contains(&Action::WakeAt(12_000)), "{acts:?}");
+    assert!(acts
+        .iter()
+        .any(|a| matches!(a, Action::Event(e) if e.reason == "BackOff" && e.type_ == "Warning")));
+    assert_eq!(s.st.containers[0].last_state.as_ref().unwrap().exit_code, 2);
+    assert_eq!(s.st.containers[0].restart_count, 1, "not restarted yet");
+    assert_eq!(s.phase(), PodPhase::Running);
+    s.now = 11_999;
+    assert!(!s.settle().iter().any(|a| matches!(a, Action::Start(_))));
+    s.now = 12_000;
+    s.settle();
+    assert!(s.running("c"));
+    assert_eq!(s.st.containers[0].restart_count, 2);
+    s.now = 13_000;
+    s.exit("c", 1);
+    let acts = s.settle();
+    assert!(
+        acts.contains(&Action::WakeAt(33_000)),
+        "then 20 s: {acts:?}"
+    );
+}
+
+#[test]
+fn init_containers_run_in_order_before_apps() {
+    let mut s = Sim::new(
+        RestartPolicy::Always,
+        vec![
+            cp("i1", Kind::Init),
+            cp("i2", Kind::Init),
+            cp("app", Kind::App),
+        ],
+    );
+    let acts = s.step();
+    assert_eq!(
+        acts.iter()
+            .filter(|a| matches!(a, Action::Start(_)))
+            .count(),
+        1
+    );
+    assert!(acts.contains(&Action::Start(0)));
+    s.st.on_started(&s.plan, 0, 0);
+    s.st.on_post_start_done(&s.plan, 0);
+    assert!(
+        !s.step().iter().any(|a| matches!(a, Action::Start(_))),
+        "i2 waits"
+    );
+    assert_eq!(s.phase(), PodPhase::Pending);
+    assert_eq!(s.waiting_reason("app"), "PodInitializing");
+    let (st, reason, msg) = s.condition("Initialized");
+    assert!(!st);
+    assert_eq!(reason.as_deref(), Some("ContainersNotInitialized"));
+    assert_eq!(
+        msg.as_deref(),
+        Some("containers with incomplete status: [i1 i2]")
+    );
+    s.exit("i1", 0);
+    assert!(s.step().contains(&Action::Start(1)));
+    s.st.on_started(&s.plan, 1, 0);
+    s.st.on_post_start_done(&s.plan, 1);
+    s.exit("i2", 0);
+    s.settle();
+    assert!(s.running("app"));
+    assert!(s.condition("Initialized").0);
+    assert_eq!(s.phase(), PodPhase::Running);
+    assert!(s.condition("Ready").0);
+}
+
+#[test]
+fn init_failure_under_never_fails_the_pod() {
+    let mut s = Sim::new(
+        RestartPolicy::Never,
+        vec![cp("i", Kind::Init), cp("app", Kind::App)],
+    );
+    s.settle();
+    s.exit("i", 1);
+    let acts = s.settle();
+    assert_eq!(s.phase(), PodPhase::Failed);
+    assert!(acts.contains(&Action::Finish), "{acts:?}");
+    assert_eq!(s.waiting_reason("app"), "PodInitializing");
+}
+
+#[test]
+fn init_failure_otherwise_retries_with_backoff_and_stays_pending() {
+    for policy in [RestartPolicy::OnFailure, RestartPolicy::Always] {
+        let mut s = Sim::new(policy, vec![cp("i", Kind::Init), cp("app", Kind::App)]);
+        s.settle();
+        s.exit("i", 1);
+        s.settle();
+        assert!(s.running("i"), "immediate retry");
+        s.exit("i", 1);
+        s.settle();
+        assert_eq!(s.waiting_reason("i"), "CrashLoopBackOff");
+        assert_eq!(s.phase(), PodPhase::Pending, "{policy:?}");
+        assert_eq!(s.waiting_reason("app"), "PodInitializing");
+    }
+}
+
+#[test]
+fn sidecars_start_in_order_and_stop_after_apps_in_reverse() {
+    let mut s = Sim::new(
+        RestartPolicy::Never,
+        vec![
+            cp("log", Kind::Sidecar),
+            cp("proxy", Kind::Sidecar),
+            cp("init", Kind::Init),
+            cp("app", Kind::App),
+        ],
+    );
+    // Not started yet → the next waits.
+    let acts = s.step();
+    assert_eq!(
+        acts.iter()
+            .filter(|a| matches!(a, Action::Start(_)))
+            .count(),
+        1
+    );
+    s.st.on_started(&s.plan, 0, 0);
+    assert!(
+        !s.step().iter().any(|a| matches!(a, Action::Start(_))),
+        "postStart pending"
+    );
+    s.st.on_post_start_done(&s.plan, 0);
+    assert!(s.step().contains(&Action::Start(1)));
+    s.st.on_started(&s.plan, 1, 0);
+    s.st.on_post_start_done(&s.plan, 1);
+    s.settle();
+    s.exit("init", 0);
+    s.settle();
+    assert!(s.running("app") && s.running("log") && s.running("proxy"));
+    // A sidecar restarts whatever the pod's policy.
+    s.exit("log", 1);
+    s.settle();
+    assert!(s.running("log"));
+    // The app completes: sidecars are stopped, later ones first.
+    s.now = 5000;
+    s.exit("app", 0);
+    let acts = s.settle();
+    assert_eq!(stops(&acts), vec![1], "proxy first: {acts:?}");
+    s.exit("proxy", 143);
+    let acts = s.settle();
+    assert_eq!(stops(&acts), vec![0], "then log: {acts:?}");
+    s.exit("log", 143);
+    let acts = s.settle();
+    assert!(acts.contains(&Action::Finish));
+    assert_eq!(s.phase(), PodPhase::Succeeded, "sidecars don't count");
+}
+
+#[test]
+fn termination_signals_apps_then_kills_at_the_end_of_grace() {
+    let mut s = Sim::apps(RestartPolicy::Always, &["a", "b"]);
+    s.plan.grace_seconds = 5;
+    s.settle();
+    s.now = 1000;
+    s.st.request_termination(&s.plan, s.now, None);
+    let acts = s.settle();
+    assert_eq!(stops(&acts), vec![0, 1]);
+    assert!(acts.contains(&Action::WakeAt(6000)), "{acts:?}");
+    assert!(!s.condition("Ready").0, "not Ready at once");
+    s.exit("a", 0);
+    s.now = 6000;
+    let acts = s.settle();
+    assert_eq!(
+        acts,
+        vec![Action::Kill(1)],
+        "b is killed at the end of grace"
+    );
+    s.st.on_exited(
+        &s.plan,
+        1,
+        Exit {
+            exit_code: 137,
+            signal: Some(9),
+            oom_killed: false,
+            message: None,
+        },
+        s.now,
+    );
+    let acts = s.settle();
+    assert_eq!(acts, vec![Action::Finish]);
+    assert_eq!(s.phase(), PodPhase::Failed, "b did not exit 0");
+    // No restart once terminating, whatever the policy.
+    assert!(!s.running("a"));
+}
+
+#[test]
+fn a_second_request_only_shrinks_and_zero_kills_at_once() {
+    let mut s = Sim::apps(RestartPolicy::Always, &["a"]);
+    s.settle();
+    s.st.request_termination(&s.plan, 0, Some(10));
+    let acts = s.settle();
+    assert!(acts.contains(&Action::WakeAt(10_000)));
+    s.st.request_termination(&s.plan, 1000, Some(60));
+    let acts = s.settle();
+    assert!(
+        acts.contains(&Action::WakeAt(10_000)),
+        "can't grow: {acts:?}"
+    );
+    s.st.request_termination(&s.plan, 1000, Some(0));
+    s.now = 1000;
+    let acts = s.settle();
+    assert!(acts.contains(&Action::Kill(0)), "{acts:?}");
+}
+
+#[test]
+fn pre_stop_runs_first_and_sidecars_wait_for_apps_within_grace() {
+    let mut cs = vec![cp("side", Kind::Sidecar), cp("app", Kind::App)];
+    cs[1].has_pre_stop = true;
+    cs[0].has_pre_stop = true;
+    let mut s = Sim::new(RestartPolicy::Always, cs);
+    s.plan.grace_seconds = 10;
+    s.settle();
+    s.st.request_termination(&s.plan, 0, None);
+    let acts = s.settle();
+    assert!(acts.contains(&Action::RunPreStop(0)) && acts.contains(&Action::RunPreStop(1)));
+    assert!(stops(&acts).is_empty(), "hooks first");
+    s.now = 3500;
+    s.st.on_pre_stop_done(1);
+    s.st.on_pre_stop_done(0);
+    let acts = s.settle();
+    assert_eq!(
+        stops(&acts),
+        vec![1],
+        "the app, not yet the sidecar: {acts:?}"
+    );
+    // remaining = 10 s - 3 whole seconds = 7 s from now.
+    assert!(acts.contains(&Action::WakeAt(10_500)), "{acts:?}");
+    s.now = 10_000;
+    let acts = s.settle();
+    assert_eq!(
+        stops(&acts),
+        vec![0],
+        "grace is up: the sidecar too: {acts:?}"
+    );
+    assert!(
+        acts.contains(&Action::WakeAt(12_000)),
+        "2 s minimum: {acts:?}"
+    );
+}
+
+#[test]
+fn deadline_fails_the_pod() {
+    let mut s = Sim::apps(RestartPolicy::Always, &["a"]);
+    s.plan.active_deadline_seconds = Some(5);
+    let acts = s.settle();
+    assert!(acts.contains(&Action::WakeAt(5000)));
+    s.now = 5000;
+    let acts = s.settle();
+    assert!(acts
+        .iter()
+        .any(|a| matches!(a, Action::Event(e) if e.reason == "DeadlineExceeded")));
+    assert_eq!(stops(&acts), vec![0]);
+    assert_eq!(s.phase(), PodPhase::Failed);
+    assert_eq!(s.st.reason.as_deref(), Some("DeadlineExceeded"));
+}
+
+#[test]
+fn conditions_and_readiness_gates() {
+    let mut s = Sim::apps(RestartPolicy::Always, &["a", "b"]);
+    s.plan.readiness_gates = vec!["example.com/gate".into()];
+    s.step();
+    assert!(s.condition("PodReadyToStartContainers").0);
+    let (ok, reason, msg) = s.condition("ContainersReady");
+    assert!(!ok);
+    assert_eq!(reason.as_deref(), Some("ContainersNotReady"));
+    assert_eq!(
+        msg.as_deref(),
+        Some("containers with unready status: [a b]")
+    );
+    s.st.on_started(&s.plan, 0, 0);
+    s.st.on_post_start_done(&s.plan, 0);
+    s.now = 100;
+    s.settle();
+    assert!(s.condition("ContainersReady").0);
+    let (ok, reason, msg) = s.condition("Ready");
+    assert!(!ok);
+    assert_eq!(reason.as_deref(), Some("ReadinessGatesNotReady"));
+    assert!(msg.unwrap().contains("does not exist"));
+    let t0 =
+        s.st.conditions
+            .iter()
+            .find(|c| c.type_ == "Ready")
+            .unwrap()
+            .last_transition;
+    s.now = 200;
+    s.st.set_gate("example.com/gate", true, None, None, s.now);
+    s.settle();
+    let ready = s.st.conditions.iter().find(|c| c.type_ == "Ready").unwrap();
+    assert!(ready.status);
+    assert_eq!(ready.last_transition, 200);
+    assert_ne!(t0, 200);
+    s.now = 300;
+    s.settle();
+    let ready = s.st.conditions.iter().find(|c| c.type_ == "Ready").unwrap();
+    assert_eq!(
+        ready.last_transition, 200,
+        "unchanged status keeps its time"
+    );
+}
+
+#[test]
+fn a_start_error_is_a_terminated_run_and_a_create_error_waits() {
+    let mut s = Sim::apps(RestartPolicy::Never, &["a"]);
+    let acts = s.step();
+    assert_eq!(acts[0], Action::Start(0));
+    s.st.on_start_failed(&s.plan, 0, "StartError", "exec: no such file", 0);
+    let acts = s.settle();
+    match s.state("a") {
+        State::Terminated(t) => {
+            assert_eq!((t.exit_code, t.reason.as_str()), (128, "StartError"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(acts.contains(&Action::Finish));
+    assert_eq!(s.phase(), PodPhase::Failed);
+
+    // A create error is retried with the same back-off (the first retry at once).
+    let mut s = Sim::apps(RestartPolicy::Always, &["a"]);
+    s.step();
+    s.st.on_start_failed(&s.plan, 0, "CreateContainerError", "bad mount", 0);
+    assert_eq!(s.waiting_reason("a"), "CreateContainerError");
+    assert_eq!(s.step()[0], Action::Start(0));
+    s.st.on_start_failed(&s.plan, 0, "CreateContainerError", "bad mount", 0);
+    let acts = s.step();
+    assert!(acts.contains(&Action::WakeAt(10_000)), "{acts:?}");
+    assert_eq!(s.waiting_reason("a"), "CreateContainerError");
+    assert_eq!(s.phase(), PodPhase::Pending);
+}
+
+#[test]
+fn default_waiting_reasons() {
+    let s = Sim::apps(RestartPolicy::Always, &["a"]);
+    assert_eq!(s.waiting_reason("a"), "ContainerCreating");
+    let s = Sim::new(
+        RestartPolicy::Always,
+        vec![cp("i", Kind::Init), cp("a", Kind::App)],
+    );
+    assert_eq!(s.waiting_reason("i"), "PodInitializing");
+    assert_eq!(s.waiting_reason("a"), "PodInitializing");
+    assert_eq!(s.phase(), PodPhase::Pending);
+}
