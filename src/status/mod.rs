@@ -2,5 +2,6 @@
 //! the pod's events.
 
 pub mod events;
+pub mod render;
 pub mod table;
 pub mod writer;

@@ -1,0 +1,261 @@
+//! The Pod status as the API shows it (`v1 PodStatus`), rendered from `pod`'s state.
+
+use k8s_openapi::api::core::v1::{
+    ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting,
+    ContainerStatus, PodCondition, PodIP, PodStatus,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use crate::pod::state::{Condition, Terminated};
+use crate::pod::{self, Kind, Millis, PodPlan, PodState, State};
+
+/// Turns the pod's monotonic milliseconds into wall-clock times.
+#[derive(Clone, Copy, Debug)]
+pub struct WallClock {
+    /// Wall time (Unix ms) at monotonic millisecond 0.
+    pub epoch_unix_ms: i64,
+}
+
+impl WallClock {
+    pub fn at(&self, m: Millis) -> Time {
+        let ms = self.epoch_unix_ms.saturating_add(m as i64);
+        Time(
+            k8s_openapi::jiff::Timestamp::from_millisecond(ms)
+                .unwrap_or(k8s_openapi::jiff::Timestamp::UNIX_EPOCH),
+        )
+    }
+}
+
+/// What the status shows of a container beyond its state.
+#[derive(Clone, Debug, Default)]
+pub struct ContainerMeta {
+    pub image: String,
+    /// The bundle's absolute path.
+    pub image_id: String,
+    /// `podinit://<64 hex>` of the current or last run.
+    pub container_id: Option<String>,
+}
+
+pub fn pod_status(
+    plan: &PodPlan,
+    st: &PodState,
+    meta: &[ContainerMeta],
+    clock: &WallClock,
+    pod_ips: &[String],
+) -> PodStatus {
+    let mut init = Vec::new();
+    let mut apps = Vec::new();
+    for (i, p) in plan.containers.iter().enumerate() {
+        let cs = container_status(&p.name, &st.containers[i], &meta[i], clock);
+        if p.kind == Kind::App {
+            apps.push(cs);
+        } else {
+            init.push(cs);
+        }
+    }
+    let mut conditions: Vec<PodCondition> =
+        st.conditions.iter().map(|c| condition(c, clock)).collect();
+    for (t, g) in &st.gates {
+        conditions.push(PodCondition {
+            type_: t.clone(),
+            status: bool_str(g.status),
+            reason: g.reason.clone(),
+            message: g.message.clone(),
+            last_transition_time: Some(clock.at(g.last_transition)),
+            ..Default::default()
+        });
+    }
+    PodStatus {
+        phase: Some(pod::phase(plan, st).as_str().into()),
+        conditions: Some(conditions),
+        start_time: st.start_time.map(|t| clock.at(t)),
+        reason: st.reason.clone(),
+        message: st.message.clone(),
+        pod_ip: pod_ips.first().cloned(),
+        pod_ips: (!pod_ips.is_empty())
+            .then(|| pod_ips.iter().map(|ip| PodIP { ip: ip.clone() }).collect()),
+        qos_class: Some(plan.qos_class.clone()),
+        init_container_statuses: (!init.is_empty()).then_some(init),
+        container_statuses: Some(apps),
+        ..Default::default()
+    }
+}
+
+fn bool_str(b: bool) -> String {
+    if b { "True" } else { "False" }.into()
+}
+
+fn condition(c: &Condition, clock: &WallClock) -> PodCondition {
+    PodCondition {
+        type_: c.type_.clone(),
+        status: bool_str(c.status),
+        reason: c.reason.clone(),
+        message: c.message.clone(),
+        last_transition_time: Some(clock.at(c.last_transition)),
+        ..Default::default()
+    }
+}
+
+fn terminated(t: &Terminated, id: Option<&String>, clock: &WallClock) -> ContainerStateTerminated {
+    ContainerStateTerminated {
+        exit_code: t.exit_code,
+        signal: t.signal,
+        reason: Some(t.reason.clone()),
+        message: t.message.clone(),
+        started_at: t.started_at.map(|s| clock.at(s)),
+        finished_at: Some(clock.at(t.finished_at)),
+        container_id: id.cloned(),
+    }
+}
+
+fn container_status(
+    name: &str,
+    c: &pod::ContainerState,
+    meta: &ContainerMeta,
+    clock: &WallClock,
+) -> ContainerStatus {
+    let id = meta.container_id.as_ref();
+    let state = match &c.state {
+        State::Waiting { reason, message } => ContainerState {
+            waiting: Some(ContainerStateWaiting {
+                reason: Some(reason.clone()),
+                message: message.clone(),
+            }),
+            ..Default::default()
+        },
+        // Until postStart returns, the API does not show the container Running.
+        State::Running { .. } if !c.post_start_done => ContainerState {
+            waiting: Some(ContainerStateWaiting {
+                reason: Some("ContainerCreating".into()),
+                message: None,
+            }),
+            ..Default::default()
+        },
+        State::Running { started_at } => ContainerState {
+            running: Some(ContainerStateRunning {
+                started_at: Some(clock.at(*started_at)),
+            }),
+            ..Default::default()
+        },
+        State::Terminated(t) => ContainerState {
+            terminated: Some(terminated(t, id, clock)),
+            ..Default::default()
+        },
+    };
+    let last_state = c.last_state.as_ref().map(|t| ContainerState {
+        terminated: Some(terminated(t, None, clock)),
+        ..Default::default()
+    });
+    ContainerStatus {
+        name: name.into(),
+        image: meta.image.clone(),
+        image_id: meta.image_id.clone(),
+        container_id: id.cloned(),
+        state: Some(state),
+        last_state: Some(last_state.unwrap_or_default()),
+        ready: c.ready,
+        started: Some(c.started),
+        restart_count: c.restart_count as i32,
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pod::{ContainerPlan, Exit, RestartPolicy};
+
+    fn plan() -> PodPlan {
+        let c = |n: &str, kind| ContainerPlan {
+            name: n.into(),
+            kind,
+            has_startup_probe: false,
+            has_readiness_probe: false,
+            has_liveness_probe: false,
+            has_post_start: false,
+            has_pre_stop: false,
+        };
+        PodPlan {
+            name: "p".into(),
+            namespace: "default".into(),
+            uid: "u".into(),
+            restart_policy: RestartPolicy::Never,
+            containers: vec![c("init", Kind::Init), c("web", Kind::App)],
+            grace_seconds: 30,
+            active_deadline_seconds: None,
+            max_backoff_ms: 300_000,
+            readiness_gates: vec![],
+            qos_class: "BestEffort".into(),
+        }
+    }
+
+    #[test]
+    fn renders_kubernetes_shapes() {
+        let plan = plan();
+        let mut st = PodState::new(&plan);
+        st.on_sandbox_ready(0);
+        let meta = vec![
+            ContainerMeta {
+                image: "busybox".into(),
+                image_id: "/b/busybox".into(),
+                container_id: Some("podinit://aa".into()),
+            };
+            2
+        ];
+        let clock = WallClock {
+            epoch_unix_ms: 1_767_225_600_000,
+        };
+        let _ = pod::step(&plan, &mut st, 0);
+        st.on_started(&plan, 0, 0);
+        st.on_post_start_done(&plan, 0);
+        st.on_exited(
+            &plan,
+            0,
+            Exit {
+                exit_code: 0,
+                signal: None,
+                oom_killed: false,
+                message: Some("done".into()),
+            },
+            1500,
+        );
+        let _ = pod::step(&plan, &mut st, 1500);
+        let v = serde_json::to_value(pod_status(&plan, &st, &meta, &clock, &["10.1.0.2".into()]))
+            .unwrap();
+        assert_eq!(v["phase"], "Pending");
+        assert_eq!(v["startTime"], "2026-01-01T00:00:00Z");
+        assert_eq!(v["podIP"], "10.1.0.2");
+        assert_eq!(v["podIPs"][0]["ip"], "10.1.0.2");
+        assert_eq!(v["qosClass"], "BestEffort");
+        let init = &v["initContainerStatuses"][0];
+        assert_eq!(init["name"], "init");
+        assert_eq!(init["ready"], true);
+        let t = &init["state"]["terminated"];
+        assert_eq!(t["exitCode"], 0);
+        assert_eq!(t["reason"], "Completed");
+        assert_eq!(t["message"], "done");
+        assert_eq!(t["finishedAt"], "2026-01-01T00:00:01Z");
+        assert_eq!(t["containerID"], "podinit://aa");
+        let web = &v["containerStatuses"][0];
+        assert_eq!(web["state"]["waiting"]["reason"], "ContainerCreating");
+        assert_eq!(web["restartCount"], 0);
+        assert_eq!(web["imageID"], "/b/busybox");
+        let types: Vec<&str> = v["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            types,
+            vec![
+                "PodReadyToStartContainers",
+                "Initialized",
+                "ContainersReady",
+                "Ready"
+            ]
+        );
+        assert_eq!(v["conditions"][1]["status"], "True");
+        assert!(v["conditions"][0]["lastTransitionTime"].is_string());
+    }
+}
