@@ -1,0 +1,218 @@
+//! OCI bundles: resolve an image name to a bundle, load its `config.json`, and lay a
+//! Kubernetes container over it the way a CRI runtime lays a container over an image.
+//!
+//! # How a container is laid over its bundle
+//!
+//! The bundle's `config.json` is the base. Then, from the pod's container:
+//! - **command / args** (the bundle's `process.args[0]` plays the image ENTRYPOINT, the rest
+//!   its CMD): neither → the bundle's args; `command` only → `command`; `args` only →
+//!   `process.args[0]` followed by `args`; both → `command` + `args`. `$(VAR)` references
+//!   to the container's env are expanded (`$$` escapes, unknown references stay as written).
+//! - **env**: the bundle's env, then the container's `env` in order, each replacing a
+//!   variable of the same name; values expand `$(VAR)` of variables defined before them in
+//!   the container's env. `HOSTNAME` is the pod's hostname unless the container sets it;
+//!   `PATH` defaults to the usual one when the bundle has none.
+//! - **workingDir** replaces `process.cwd`.
+//! - **securityContext** (container over pod): `runAsUser`/`runAsGroup` set the user (a uid
+//!   alone takes its primary group and groups from the rootfs' `/etc/passwd` and
+//!   `/etc/group`), `supplementalGroups` and `fsGroup` are added; `runAsNonRoot` refuses a
+//!   uid 0; `capabilities.add`/`drop` change the bounding, effective and permitted sets
+//!   (`ALL` allowed, names with or without `CAP_`); `readOnlyRootFilesystem` sets
+//!   `root.readonly`; `allowPrivilegeEscalation` sets `noNewPrivileges` to its opposite.
+//! - **resources**: `limits.cpu` → CFS quota over a 100 ms period (at least 1 ms),
+//!   `requests.cpu` → shares (kubelet's `MilliCPUToShares`, at least 2), `limits.memory`
+//!   → memory limit, `limits.hugepages-<size>` → hugepage limits.
+//! - **volumeMounts** are bind mounts (`rbind`, `rprivate`, `nosuid`, `nodev`, `ro` when
+//!   `readOnly`) appended to the bundle's mounts, replacing one at the same destination;
+//!   `subPath` is created inside the volume when missing. The termination-message file is
+//!   bind-mounted at `terminationMessagePath`.
+//! - **namespaces**: network, ipc and uts are the pod's (removed from the spec; the
+//!   container process inherits them), so is pid with `shareProcessNamespace`; otherwise
+//!   the container gets its own pid namespace. A user namespace, or a namespace `path`,
+//!   is refused. `hostname` and `linux.cgroupsPath` are dropped (the pod's UTS namespace
+//!   and podinit's cgroups apply).
+
+mod merge;
+pub mod signal;
+
+pub use merge::merge;
+
+use k8s_openapi::api::core::v1::Container;
+use oci_spec::runtime::Spec;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// A loaded bundle.
+#[derive(Clone, Debug)]
+pub struct Bundle {
+    /// Absolute path of the bundle directory.
+    pub dir: PathBuf,
+    /// Absolute path of its root filesystem.
+    pub rootfs: PathBuf,
+    pub spec: Spec,
+}
+
+/// A volume as the sandbox made it available on the host.
+#[derive(Clone, Debug)]
+pub struct HostVolume {
+    pub host_path: PathBuf,
+    /// The volume itself is read-only (every mount of it is).
+    pub read_only: bool,
+}
+
+/// What the pod gives every container's merge.
+pub struct MergeContext<'a> {
+    /// Volume name → where it is on the host.
+    pub volumes: &'a BTreeMap<String, HostVolume>,
+    /// Host file bind-mounted at the container's `terminationMessagePath`.
+    pub termination_log: Option<&'a Path>,
+    pub share_process_namespace: bool,
+    /// The pod's hostname (`HOSTNAME`).
+    pub hostname: &'a str,
+}
+
+/// CONTRACT.md §1: (1) a path (contains `/`) is the bundle; (2) `BUNDLES/<image>`;
+/// (3) `BUNDLES/<image without :tag or @digest>`.
+pub fn resolve(image: &str, bundles_dir: &Path) -> Result<PathBuf, String> {
+    if image.is_empty() {
+        return Err("Required value".into());
+    }
+    let mut tried = Vec::new();
+    let mut candidates = Vec::new();
+    if image.contains('/') {
+        candidates.push(PathBuf::from(image));
+    } else {
+        candidates.push(bundles_dir.join(image));
+        let bare = strip_tag(image);
+        if bare != image {
+            candidates.push(bundles_dir.join(bare));
+        }
+    }
+    for c in candidates {
+        if c.join("config.json").is_file() {
+            return Ok(c);
+        }
+        tried.push(c.display().to_string());
+    }
+    Err(format!(
+        "image {image:?} not found: no OCI bundle (config.json) at {}",
+        tried.join(" or ")
+    ))
+}
+
+/// `name:tag` or `name@sha256:…` → `name`.
+fn strip_tag(image: &str) -> &str {
+    let no_digest = image.split('@').next().unwrap_or(image);
+    match no_digest.rfind(':') {
+        Some(i) => &no_digest[..i],
+        None => no_digest,
+    }
+}
+
+/// Load a bundle: its `config.json` and root filesystem must be there.
+pub fn load(dir: &Path) -> Result<Bundle, String> {
+    let dir = dir
+        .canonicalize()
+        .map_err(|e| format!("bundle {}: {e}", dir.display()))?;
+    let cfg = dir.join("config.json");
+    let text = std::fs::read(&cfg).map_err(|e| format!("reading {}: {e}", cfg.display()))?;
+    let spec: Spec =
+        serde_json::from_slice(&text).map_err(|e| format!("parsing {}: {e}", cfg.display()))?;
+    let root = spec
+        .root()
+        .as_ref()
+        .ok_or_else(|| format!("{}: root: Required value", cfg.display()))?;
+    let rootfs = dir.join(root.path());
+    match std::fs::metadata(&rootfs) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(format!(
+                "bundle {}: rootfs {} is not a directory",
+                dir.display(),
+                rootfs.display()
+            ))
+        }
+        Err(e) => {
+            return Err(format!(
+                "bundle {}: rootfs {}: {e}",
+                dir.display(),
+                rootfs.display()
+            ))
+        }
+    }
+    if spec.process().is_none() {
+        return Err(format!("{}: process: Required value", cfg.display()));
+    }
+    Ok(Bundle { dir, rootfs, spec })
+}
+
+/// The container's stop signal: `lifecycle.stopSignal`, else the bundle's
+/// `org.opencontainers.image.stopSignal` annotation, else SIGTERM.
+pub fn stop_signal(bundle: &Bundle, c: &Container) -> Result<i32, String> {
+    if let Some(s) = c.lifecycle.as_ref().and_then(|l| l.stop_signal.as_deref()) {
+        return signal::parse(s);
+    }
+    if let Some(s) = bundle
+        .spec
+        .annotations()
+        .as_ref()
+        .and_then(|a| a.get("org.opencontainers.image.stopSignal"))
+    {
+        return signal::parse(s).map_err(|e| {
+            format!(
+                "bundle {}: annotation org.opencontainers.image.stopSignal: {e}",
+                bundle.dir.display()
+            )
+        });
+    }
+    Ok(libc::SIGTERM)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_and_digests() {
+        assert_eq!(strip_tag("busybox:1.36"), "busybox");
+        assert_eq!(strip_tag("busybox@sha256:abc"), "busybox");
+        assert_eq!(strip_tag("busybox"), "busybox");
+    }
+
+    #[test]
+    fn resolution_order_and_errors() {
+        let d = std::env::temp_dir().join(format!("podinit-bres-{}", crate::util::random_hex(4)));
+        std::fs::create_dir_all(d.join("busybox")).unwrap();
+        std::fs::write(d.join("busybox/config.json"), "{}").unwrap();
+        assert_eq!(resolve("busybox", &d).unwrap(), d.join("busybox"));
+        assert_eq!(resolve("busybox:latest", &d).unwrap(), d.join("busybox"));
+        let p = d.join("busybox").display().to_string();
+        assert_eq!(resolve(&p, &d).unwrap(), d.join("busybox"));
+        let e = resolve("nginx:1", &d).unwrap_err();
+        assert!(e.contains("image \"nginx:1\" not found"), "{e}");
+        assert!(
+            e.contains("nginx:1") && e.contains(&d.join("nginx").display().to_string()),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn load_checks_rootfs_and_json() {
+        let d = std::env::temp_dir().join(format!("podinit-bload-{}", crate::util::random_hex(4)));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("config.json"), "{not json").unwrap();
+        assert!(load(&d).unwrap_err().contains("parsing"));
+        std::fs::write(
+            d.join("config.json"),
+            r#"{"ociVersion":"1.0.2","root":{"path":"rootfs"},"process":{"cwd":"/","args":["sh"],"user":{"uid":0,"gid":0}}}"#,
+        )
+        .unwrap();
+        let e = load(&d).unwrap_err();
+        assert!(e.contains("rootfs") && e.contains("No such file"), "{e}");
+        std::fs::create_dir_all(d.join("rootfs")).unwrap();
+        let b = load(&d).unwrap();
+        assert!(b.rootfs.is_absolute() && b.rootfs.ends_with("rootfs"));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}
