@@ -1,1 +1,147 @@
-//! manifest
+//! Admission: load a manifest (YAML or JSON, one or more documents), check it strictly,
+//! apply Kubernetes' defaults and validate it. Every error is one line that names the
+//! field (`spec.containers[1].name: Duplicate value: "web"`).
+
+mod defaults;
+mod load;
+mod strict;
+mod validate;
+
+pub use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
+
+use std::path::Path;
+
+/// One admitted manifest: the Pod with Kubernetes' defaults, and the ConfigMaps and Secrets
+/// of the same file.
+#[derive(Clone, Debug)]
+pub struct Admitted {
+    pub pod: Pod,
+    pub config_maps: Vec<ConfigMap>,
+    pub secrets: Vec<Secret>,
+}
+
+/// An admission error: the field path (or the document / file position) and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    pub field: String,
+    pub message: String,
+}
+
+impl Error {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Error {
+        Error {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let one_line = |s: &str| s.replace('\n', " ");
+        write!(f, "{}: {}", one_line(&self.field), one_line(&self.message))
+    }
+}
+
+impl std::error::Error for Error {}
+
+pub fn load_file(path: &Path) -> Result<Admitted, Error> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::new(path.display().to_string(), e.to_string()))?;
+    load_str(&text)
+}
+
+pub fn load_str(text: &str) -> Result<Admitted, Error> {
+    let docs = load::documents(text)?;
+    admit(docs, &|| {
+        uuid_v4(&crate::util::random_bytes(16).unwrap_or_else(|_| vec![0; 16]))
+    })
+}
+
+/// Admit parsed documents; `new_uid` makes `metadata.uid` when the Pod has none.
+pub fn admit(
+    docs: Vec<serde_json::Value>,
+    new_uid: &dyn Fn() -> String,
+) -> Result<Admitted, Error> {
+    let mut pod = None;
+    let mut config_maps = Vec::new();
+    let mut secrets = Vec::new();
+    for (n, mut doc) in docs.into_iter().enumerate() {
+        let at = format!("document {}", n + 1);
+        let api = doc["apiVersion"].as_str().unwrap_or_default().to_string();
+        let kind = doc["kind"].as_str().unwrap_or_default().to_string();
+        if api.is_empty() {
+            return Err(Error::new(format!("{at}: apiVersion"), "Required value"));
+        }
+        if kind.is_empty() {
+            return Err(Error::new(format!("{at}: kind"), "Required value"));
+        }
+        match (api.as_str(), kind.as_str()) {
+            ("v1", "Pod") => {
+                if pod.is_some() {
+                    let name = doc["metadata"]["name"].as_str().unwrap_or("").to_string();
+                    return Err(Error::new(
+                        at,
+                        format!("a second Pod ({name:?}): a manifest holds exactly one Pod"),
+                    ));
+                }
+                strict::normalize_quantities(&mut doc);
+                let p: Pod = strict::typed(&doc)?;
+                strict::unknown_fields(&doc, &p)?;
+                pod = Some(p);
+            }
+            ("v1", "ConfigMap") => {
+                let c: ConfigMap = strict::typed(&doc).map_err(|e| Error::new(format!("{at} (ConfigMap): {}", e.field), e.message))?;
+                config_maps.push(c);
+            }
+            ("v1", "Secret") => {
+                let s: Secret = strict::typed(&doc).map_err(|e| Error::new(format!("{at} (Secret): {}", e.field), e.message))?;
+                secrets.push(defaults::secret(s));
+            }
+            ("settings.k8s.io/v1alpha1", "PodPreset") => {
+                let name = doc["metadata"]["name"].as_str().unwrap_or("");
+                return Err(Error::new(format!("{at} (PodPreset {name:?})"), "not supported"));
+            }
+            _ => {
+                return Err(Error::new(
+                    at,
+                    format!("apiVersion {api:?}, kind {kind:?}: not supported (a manifest holds one v1 Pod, v1 ConfigMaps and v1 Secrets)"),
+                ))
+            }
+        }
+    }
+    let mut pod =
+        pod.ok_or_else(|| Error::new("manifest", "no Pod (apiVersion: v1, kind: Pod) in it"))?;
+    defaults::pod(&mut pod, new_uid);
+    validate::pod(&pod)?;
+    strict::unsupported(&pod)?;
+    Ok(Admitted {
+        pod,
+        config_maps,
+        secrets,
+    })
+}
+
+/// The effective Pod as YAML (`podinit validate`).
+pub fn effective_yaml(pod: &Pod) -> String {
+    serde_yaml_ng::to_string(pod).unwrap_or_default()
+}
+
+/// RFC 4122 version-4 UUID text from 16 random bytes.
+pub fn uuid_v4(b: &[u8]) -> String {
+    let mut b: [u8; 16] = b.try_into().unwrap_or([0; 16]);
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
+#[cfg(test)]
+mod tests;

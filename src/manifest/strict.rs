@@ -1,0 +1,269 @@
+//! Strictness: a field podinit does not know is an error (like `kubectl --validate=strict`),
+//! and so is a known field that the pod uses and podinit does not support yet. Purely
+//! informational fields (`ports`, `nodeName`, `tolerations`, …) are accepted and ignored.
+
+use super::Error;
+use k8s_openapi::api::core::v1::{Container, Pod, SecurityContext};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// Deserialize with the failing field's path in the error.
+pub fn typed<T: DeserializeOwned>(doc: &Value) -> Result<T, Error> {
+    serde_path_to_error::deserialize(doc).map_err(|e| {
+        let path = e.path().to_string();
+        Error::new(
+            if path == "." { "document".into() } else { path },
+            e.inner().to_string(),
+        )
+    })
+}
+
+/// Kubernetes accepts plain numbers for quantities (`cpu: 1`); the typed form wants text.
+pub fn normalize_quantities(doc: &mut Value) {
+    fn walk(v: &mut Value, key: &str) {
+        match v {
+            Value::Object(m) => {
+                for (k, child) in m.iter_mut() {
+                    walk(child, k);
+                }
+            }
+            Value::Array(a) => a.iter_mut().for_each(|c| walk(c, key)),
+            Value::Number(n) if matches!(key, "sizeLimit") => *v = Value::String(n.to_string()),
+            _ => {}
+        }
+    }
+    fn quantities(v: &mut Value) {
+        if let Value::Object(m) = v {
+            for q in m.values_mut() {
+                if let Value::Number(n) = q {
+                    *q = Value::String(n.to_string());
+                }
+            }
+        }
+    }
+    walk(doc, "");
+    let spec = &mut doc["spec"];
+    for list in ["containers", "initContainers", "ephemeralContainers"] {
+        if let Some(cs) = spec.get_mut(list).and_then(Value::as_array_mut) {
+            for c in cs {
+                if let Some(r) = c.get_mut("resources") {
+                    quantities(r.get_mut("limits").unwrap_or(&mut Value::Null));
+                    quantities(r.get_mut("requests").unwrap_or(&mut Value::Null));
+                }
+            }
+        }
+    }
+}
+
+/// Every field of the raw document must survive a round trip through the typed Pod; one
+/// that does not is unknown.
+pub fn unknown_fields(raw: &Value, pod: &Pod) -> Result<(), Error> {
+    let typed = serde_json::to_value(pod).map_err(|e| Error::new("document", e.to_string()))?;
+    let mut raw = raw.clone();
+    if let Some(o) = raw.as_object_mut() {
+        // The status of a manifest is ignored, as the API server does on create.
+        o.remove("status");
+    }
+    compare(&raw, &typed, "")
+}
+
+fn compare(raw: &Value, typed: &Value, path: &str) -> Result<(), Error> {
+    match (raw, typed) {
+        (Value::Object(r), Value::Object(t)) => {
+            for (k, rv) in r {
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                match t.get(k) {
+                    Some(tv) => compare(rv, tv, &p)?,
+                    None if rv.is_null() => {}
+                    None => return Err(Error::new(p, format!("unknown field {k:?}"))),
+                }
+            }
+        }
+        (Value::Array(r), Value::Array(t)) => {
+            for (i, (rv, tv)) in r.iter().zip(t).enumerate() {
+                compare(rv, tv, &format!("{path}[{i}]"))?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn unsupported_err(path: String) -> Result<(), Error> {
+    Err(Error::new(path, "not supported"))
+}
+
+/// The one table of what podinit does not support yet; shrink it as features land.
+pub fn unsupported(pod: &Pod) -> Result<(), Error> {
+    let spec = pod.spec.as_ref().expect("validated");
+    let t = Some(true);
+    for (f, on) in [
+        ("hostNetwork", spec.host_network == t),
+        ("hostPID", spec.host_pid == t),
+        ("hostIPC", spec.host_ipc == t),
+        ("hostUsers", spec.host_users == Some(false)),
+        ("subdomain", spec.subdomain.is_some()),
+        ("setHostnameAsFQDN", spec.set_hostname_as_fqdn == t),
+        (
+            "hostAliases",
+            spec.host_aliases.as_ref().is_some_and(|v| !v.is_empty()),
+        ),
+        ("dnsConfig", spec.dns_config.is_some()),
+        (
+            "ephemeralContainers",
+            spec.ephemeral_containers
+                .as_ref()
+                .is_some_and(|v| !v.is_empty()),
+        ),
+        (
+            "resourceClaims",
+            spec.resource_claims.as_ref().is_some_and(|v| !v.is_empty()),
+        ),
+        ("resources", spec.resources.is_some()),
+        ("overhead", spec.overhead.is_some()),
+    ] {
+        if on {
+            return unsupported_err(format!("spec.{f}"));
+        }
+    }
+    if let Some(sc) = &spec.security_context {
+        for (f, on) in [
+            (
+                "sysctls",
+                sc.sysctls.as_ref().is_some_and(|v| !v.is_empty()),
+            ),
+            ("seLinuxOptions", sc.se_linux_options.is_some()),
+            ("seccompProfile", sc.seccomp_profile.is_some()),
+            ("appArmorProfile", sc.app_armor_profile.is_some()),
+            ("windowsOptions", sc.windows_options.is_some()),
+            ("fsGroupChangePolicy", sc.fs_group_change_policy.is_some()),
+            (
+                "supplementalGroupsPolicy",
+                sc.supplemental_groups_policy
+                    .as_deref()
+                    .is_some_and(|p| p != "Merge"),
+            ),
+            ("seLinuxChangePolicy", sc.se_linux_change_policy.is_some()),
+        ] {
+            if on {
+                return unsupported_err(format!("spec.securityContext.{f}"));
+            }
+        }
+    }
+    for (i, v) in spec.volumes.iter().flatten().enumerate() {
+        if v.empty_dir.is_none() && v.host_path.is_none() {
+            let source = serde_json::to_value(v)
+                .ok()
+                .and_then(|o| {
+                    o.as_object()
+                        .and_then(|m| m.keys().find(|k| *k != "name").cloned())
+                })
+                .unwrap_or_else(|| "source".into());
+            return unsupported_err(format!("spec.volumes[{i}].{source}"));
+        }
+    }
+    let lists = [
+        (
+            "initContainers",
+            spec.init_containers.as_deref().unwrap_or_default(),
+        ),
+        ("containers", &spec.containers[..]),
+    ];
+    for (list, cs) in lists {
+        for (i, c) in cs.iter().enumerate() {
+            container(c, &format!("spec.{list}[{i}]"))?;
+        }
+    }
+    Ok(())
+}
+
+fn container(c: &Container, p: &str) -> Result<(), Error> {
+    let t = Some(true);
+    let lc = c.lifecycle.as_ref();
+    for (f, on) in [
+        (
+            "lifecycle.postStart",
+            lc.is_some_and(|l| l.post_start.is_some()),
+        ),
+        (
+            "lifecycle.preStop",
+            lc.is_some_and(|l| l.pre_stop.is_some()),
+        ),
+        ("livenessProbe", c.liveness_probe.is_some()),
+        ("readinessProbe", c.readiness_probe.is_some()),
+        ("startupProbe", c.startup_probe.is_some()),
+        ("stdin", c.stdin == t),
+        ("stdinOnce", c.stdin_once == t),
+        ("tty", c.tty == t),
+        (
+            "volumeDevices",
+            c.volume_devices.as_ref().is_some_and(|v| !v.is_empty()),
+        ),
+        (
+            "restartPolicyRules",
+            c.restart_policy_rules
+                .as_ref()
+                .is_some_and(|v| !v.is_empty()),
+        ),
+        (
+            "envFrom",
+            c.env_from.as_ref().is_some_and(|v| !v.is_empty()),
+        ),
+        (
+            "resources.claims",
+            c.resources
+                .as_ref()
+                .is_some_and(|r| r.claims.as_ref().is_some_and(|v| !v.is_empty())),
+        ),
+    ] {
+        if on {
+            return unsupported_err(format!("{p}.{f}"));
+        }
+    }
+    for (i, e) in c.env.iter().flatten().enumerate() {
+        if e.value_from.is_some() {
+            return unsupported_err(format!("{p}.env[{i}].valueFrom"));
+        }
+    }
+    for (i, m) in c.volume_mounts.iter().flatten().enumerate() {
+        if m.mount_propagation.as_deref().is_some_and(|v| v != "None") {
+            return unsupported_err(format!("{p}.volumeMounts[{i}].mountPropagation"));
+        }
+        if m.sub_path_expr.is_some() {
+            return unsupported_err(format!("{p}.volumeMounts[{i}].subPathExpr"));
+        }
+        if m.recursive_read_only
+            .as_deref()
+            .is_some_and(|v| v != "Disabled")
+        {
+            return unsupported_err(format!("{p}.volumeMounts[{i}].recursiveReadOnly"));
+        }
+    }
+    if let Some(sc) = &c.security_context {
+        security(sc, &format!("{p}.securityContext"))?;
+    }
+    Ok(())
+}
+
+fn security(sc: &SecurityContext, p: &str) -> Result<(), Error> {
+    for (f, on) in [
+        ("privileged", sc.privileged == Some(true)),
+        ("seLinuxOptions", sc.se_linux_options.is_some()),
+        ("seccompProfile", sc.seccomp_profile.is_some()),
+        ("appArmorProfile", sc.app_armor_profile.is_some()),
+        ("windowsOptions", sc.windows_options.is_some()),
+        (
+            "procMount",
+            sc.proc_mount.as_deref().is_some_and(|m| m != "Default"),
+        ),
+    ] {
+        if on {
+            return unsupported_err(format!("{p}.{f}"));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,194 @@
+use super::*;
+
+fn admit_str(text: &str) -> Result<Admitted, Error> {
+    let docs = load::documents(text)?;
+    admit(docs, &|| "uid-1".into())
+}
+
+fn err_of(text: &str) -> String {
+    admit_str(text).unwrap_err().to_string()
+}
+
+const POD: &str = "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n  - {name: c, image: busybox}\n";
+
+fn pod_with(spec: &str) -> String {
+    format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: web}}\nspec:\n{spec}")
+}
+
+#[test]
+fn defaults_are_kubernetes() {
+    let a = admit_str(POD).unwrap();
+    let p = &a.pod;
+    assert_eq!(p.metadata.namespace.as_deref(), Some("default"));
+    assert_eq!(p.metadata.uid.as_deref(), Some("uid-1"));
+    let s = p.spec.as_ref().unwrap();
+    assert_eq!(s.restart_policy.as_deref(), Some("Always"));
+    assert_eq!(s.termination_grace_period_seconds, Some(30));
+    assert_eq!(s.dns_policy.as_deref(), Some("ClusterFirst"));
+    assert_eq!(s.scheduler_name.as_deref(), Some("default-scheduler"));
+    assert_eq!(s.enable_service_links, Some(true));
+    let c = &s.containers[0];
+    assert_eq!(
+        c.termination_message_path.as_deref(),
+        Some("/dev/termination-log")
+    );
+    assert_eq!(c.termination_message_policy.as_deref(), Some("File"));
+    assert_eq!(
+        c.image_pull_policy.as_deref(),
+        Some("Always"),
+        "untagged = latest"
+    );
+    let a = admit_str(&pod_with(
+        "  containers:\n  - name: c\n    image: busybox:1.36\n    ports: [{containerPort: 80}]\n    resources: {limits: {cpu: 1, memory: 64Mi}}\n",
+    ))
+    .unwrap();
+    let c = &a.pod.spec.as_ref().unwrap().containers[0];
+    assert_eq!(c.image_pull_policy.as_deref(), Some("IfNotPresent"));
+    assert_eq!(
+        c.ports.as_ref().unwrap()[0].protocol.as_deref(),
+        Some("TCP")
+    );
+    let req = c.resources.as_ref().unwrap().requests.as_ref().unwrap();
+    assert_eq!(
+        req["cpu"].0, "1",
+        "requests default to limits; numbers become quantities"
+    );
+    assert_eq!(req["memory"].0, "64Mi");
+}
+
+#[test]
+fn multi_document_yaml_json_and_lists() {
+    let text = format!("---\n{POD}---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: cm}}\ndata: {{k: v}}\n---\napiVersion: v1\nkind: Secret\nmetadata: {{name: s}}\nstringData: {{pw: hunter2}}\n---\n");
+    let a = admit_str(&text).unwrap();
+    assert_eq!(a.config_maps.len(), 1);
+    assert_eq!(a.secrets[0].data.as_ref().unwrap()["pw"].0, b"hunter2");
+    let json = r#"{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"j"},"spec":{"containers":[{"name":"c","image":"busybox"}]}}]}"#;
+    assert_eq!(
+        admit_str(json).unwrap().pod.metadata.name.as_deref(),
+        Some("j")
+    );
+}
+
+#[test]
+fn syntax_errors_say_where() {
+    let e = err_of("apiVersion: v1\nkind: Pod\nmetadata: {name: [\n");
+    assert!(e.starts_with("line "), "{e}");
+    assert!(e.contains("invalid YAML"), "{e}");
+    let e = err_of("{\"apiVersion\": ");
+    assert!(e.contains("invalid JSON"), "{e}");
+    assert!(!e.contains('\n'));
+}
+
+#[test]
+fn document_level_errors() {
+    assert_eq!(
+        err_of("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"),
+        "manifest: no Pod (apiVersion: v1, kind: Pod) in it"
+    );
+    assert!(err_of(&format!("{POD}---\n{POD}")).contains("document 2: a second Pod"));
+    assert!(err_of("apiVersion: apps/v1\nkind: Deployment\n").contains("not supported"));
+    assert!(err_of("kind: Pod\n").contains("apiVersion: Required value"));
+    assert!(
+        err_of("apiVersion: settings.k8s.io/v1alpha1\nkind: PodPreset\nmetadata: {name: p}\n")
+            .contains("PodPreset \"p\"")
+    );
+}
+
+#[test]
+fn unknown_fields_are_named() {
+    let e = err_of(&pod_with(
+        "  containers:\n  - {name: c, image: busybox, imagee: x}\n",
+    ));
+    assert_eq!(e, "spec.containers[0].imagee: unknown field \"imagee\"");
+    let e = err_of(&pod_with(
+        "  containers:\n  - {name: c, image: busybox}\n  restartpolicy: Never\n",
+    ));
+    assert_eq!(e, "spec.restartpolicy: unknown field \"restartpolicy\"");
+    let e = err_of(&pod_with("  containers:\n  - {name: c, image: busybox, ports: [{containerPort: 80, hostPorts: 1}]}\n"));
+    assert_eq!(
+        e,
+        "spec.containers[0].ports[0].hostPorts: unknown field \"hostPorts\""
+    );
+    // Type errors carry the path too.
+    let e = err_of(&pod_with(
+        "  containers:\n  - {name: c, image: busybox, ports: [{containerPort: eighty}]}\n",
+    ));
+    assert!(
+        e.starts_with("spec.containers[0].ports[0].containerPort:"),
+        "{e}"
+    );
+    // A status and null fields are fine.
+    admit_str(&format!("{POD}status: {{phase: Running}}\n")).unwrap();
+    admit_str(&pod_with(
+        "  containers:\n  - {name: c, image: busybox}\n  nodeName: null\n",
+    ))
+    .unwrap();
+}
+
+#[test]
+fn unsupported_fields_are_named() {
+    for (spec, field) in [
+        ("  hostNetwork: true\n  containers:\n  - {name: c, image: busybox}\n", "spec.hostNetwork"),
+        ("  containers:\n  - {name: c, image: busybox, tty: true}\n", "spec.containers[0].tty"),
+        ("  containers:\n  - name: c\n    image: busybox\n    livenessProbe: {exec: {command: ['true']}}\n", "spec.containers[0].livenessProbe"),
+        ("  containers:\n  - name: c\n    image: busybox\n    env: [{name: A, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]\n", "spec.containers[0].env[0].valueFrom"),
+        ("  containers:\n  - name: c\n    image: busybox\n    volumeMounts: [{name: v, mountPath: /v, mountPropagation: Bidirectional}]\n  volumes: [{name: v, emptyDir: {}}]\n", "spec.containers[0].volumeMounts[0].mountPropagation"),
+        ("  containers:\n  - {name: c, image: busybox}\n  volumes: [{name: v, configMap: {name: cm}}]\n", "spec.volumes[0].configMap"),
+        ("  containers:\n  - {name: c, image: busybox, securityContext: {privileged: true}}\n", "spec.containers[0].securityContext.privileged"),
+    ] {
+        assert_eq!(err_of(&pod_with(spec)), format!("{field}: not supported"));
+    }
+    // Informational fields are accepted.
+    admit_str(&pod_with(
+        "  nodeName: n1\n  tolerations: [{key: k, operator: Exists}]\n  serviceAccountName: sa\n  containers:\n  - {name: c, image: busybox, ports: [{containerPort: 80, name: http}], lifecycle: {stopSignal: SIGUSR1}}\n",
+    ))
+    .unwrap();
+}
+
+#[test]
+fn validation_messages() {
+    let cases = [
+        ("  containers: []\n", "spec.containers: Required value"),
+        ("  containers:\n  - {name: c, image: busybox}\n  - {name: c, image: busybox}\n", "spec.containers[1].name: Duplicate value: \"c\""),
+        ("  initContainers:\n  - {name: c, image: busybox}\n  containers:\n  - {name: c, image: busybox}\n", "spec.containers[0].name: Duplicate value: \"c\""),
+        ("  containers:\n  - {name: C_1, image: busybox}\n", "spec.containers[0].name: Invalid value: \"C_1\""),
+        ("  containers:\n  - {name: c}\n", "spec.containers[0].image: Required value"),
+        ("  restartPolicy: Sometimes\n  containers:\n  - {name: c, image: busybox}\n", "spec.restartPolicy: Unsupported value: \"Sometimes\""),
+        ("  os: {name: windows}\n  containers:\n  - {name: c, image: busybox}\n", "spec.os.name: Unsupported value: \"windows\""),
+        ("  initContainers:\n  - {name: i, image: busybox, restartPolicy: Never}\n  containers:\n  - {name: c, image: busybox}\n", "spec.initContainers[0].restartPolicy: Unsupported value: \"Never\""),
+        ("  containers:\n  - {name: c, image: busybox, restartPolicy: Always}\n", "spec.containers[0].restartPolicy: Forbidden"),
+        ("  initContainers:\n  - name: i\n    image: busybox\n    readinessProbe: {exec: {command: ['true']}}\n  containers:\n  - {name: c, image: busybox}\n", "spec.initContainers[0].readinessProbe: Forbidden: may not be set for init containers without restartPolicy=Always"),
+        ("  containers:\n  - name: c\n    image: busybox\n    volumeMounts: [{name: data, mountPath: /d}]\n", "spec.containers[0].volumeMounts[0].name: Not found: \"data\""),
+        ("  containers:\n  - {name: c, image: busybox}\n  volumes: [{name: v, emptyDir: {}}, {name: v, emptyDir: {}}]\n", "spec.volumes[1].name: Duplicate value: \"v\""),
+        ("  containers:\n  - {name: c, image: busybox, resources: {limits: {cpu: lots}}}\n", "spec.containers[0].resources.limits[cpu]: Invalid value"),
+        ("  containers:\n  - {name: c, image: busybox, resources: {limits: {gpus: 1}}}\n", "spec.containers[0].resources.limits[gpus]: Invalid value"),
+        ("  containers:\n  - {name: c, image: busybox, resources: {limits: {cpu: 1}, requests: {cpu: 2}}}\n", "spec.containers[0].resources.requests: Invalid value: \"2\": must be less than or equal to cpu limit of 1"),
+        ("  activeDeadlineSeconds: 0\n  containers:\n  - {name: c, image: busybox}\n", "spec.activeDeadlineSeconds: Invalid value: 0"),
+        ("  containers:\n  - {name: c, image: busybox, lifecycle: {stopSignal: SIGNOPE}}\n", "spec.containers[0].lifecycle.stopSignal: Unsupported value"),
+        ("  containers:\n  - {name: c, image: busybox, env: [{name: 'A=B', value: x}]}\n", "spec.containers[0].env[0].name: Invalid value"),
+    ];
+    for (spec, want) in cases {
+        let e = err_of(&pod_with(spec));
+        assert!(e.starts_with(want), "got {e:?}, want {want:?}");
+        assert!(!e.contains('\n'));
+    }
+    let e = err_of("apiVersion: v1\nkind: Pod\nmetadata: {}\nspec:\n  containers:\n  - {name: c, image: busybox}\n");
+    assert!(e.starts_with("metadata.name: Required value"), "{e}");
+}
+
+#[test]
+fn sidecars_may_have_probes_in_validation() {
+    // A sidecar's probes pass validation (and are then refused as not supported yet).
+    let e = err_of(&pod_with(
+        "  initContainers:\n  - name: s\n    image: busybox\n    restartPolicy: Always\n    readinessProbe: {exec: {command: ['true']}}\n  containers:\n  - {name: c, image: busybox}\n",
+    ));
+    assert_eq!(e, "spec.initContainers[0].readinessProbe: not supported");
+}
+
+#[test]
+fn uuids_are_version_4() {
+    let u = uuid_v4(&[0xff; 16]);
+    assert_eq!(u.len(), 36);
+    assert_eq!(&u[14..15], "4");
+    assert!(matches!(&u[19..20], "8" | "9" | "a" | "b"));
+}

@@ -1,0 +1,355 @@
+//! Validation, in the spirit and wording of Kubernetes' `ValidatePod`. The first error
+//! found is returned, in a fixed order.
+
+use super::Error;
+use k8s_openapi::api::core::v1::{Container, Pod};
+use std::collections::BTreeSet;
+
+type R = Result<(), Error>;
+
+fn err(field: impl Into<String>, msg: impl Into<String>) -> R {
+    Err(Error::new(field, msg))
+}
+
+pub fn is_dns1123_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+pub fn is_dns1123_subdomain(s: &str) -> bool {
+    s.len() <= 253 && s.split('.').all(is_dns1123_label)
+}
+
+const LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+const SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+
+pub fn pod(pod: &Pod) -> R {
+    let name = pod.metadata.name.as_deref().unwrap_or("");
+    if name.is_empty() {
+        return err(
+            "metadata.name",
+            "Required value: name or generateName is required",
+        );
+    }
+    if !is_dns1123_subdomain(name) {
+        return err(
+            "metadata.name",
+            format!("Invalid value: {name:?}: {SUBDOMAIN_MSG}"),
+        );
+    }
+    let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+    if !is_dns1123_label(ns) {
+        return err(
+            "metadata.namespace",
+            format!("Invalid value: {ns:?}: {LABEL_MSG}"),
+        );
+    }
+    let Some(spec) = &pod.spec else {
+        return err("spec", "Required value");
+    };
+    if let Some(os) = &spec.os {
+        if os.name != "linux" {
+            return err(
+                "spec.os.name",
+                format!("Unsupported value: {:?}: supported values: \"linux\" (podinit runs Linux containers)", os.name),
+            );
+        }
+    }
+    let rp = spec.restart_policy.as_deref().unwrap_or("Always");
+    if !["Always", "OnFailure", "Never"].contains(&rp) {
+        return err(
+            "spec.restartPolicy",
+            format!(
+                "Unsupported value: {rp:?}: supported values: \"Always\", \"OnFailure\", \"Never\""
+            ),
+        );
+    }
+    if spec.termination_grace_period_seconds.is_some_and(|g| g < 0) {
+        return err(
+            "spec.terminationGracePeriodSeconds",
+            "Invalid value: must be >= 0",
+        );
+    }
+    if let Some(d) = spec.active_deadline_seconds {
+        if d < 1 {
+            return err(
+                "spec.activeDeadlineSeconds",
+                format!("Invalid value: {d}: must be between 1 and 2147483647, inclusive"),
+            );
+        }
+    }
+    if let Some(h) = &spec.hostname {
+        if !is_dns1123_label(h) {
+            return err(
+                "spec.hostname",
+                format!("Invalid value: {h:?}: {LABEL_MSG}"),
+            );
+        }
+    }
+    // Volumes.
+    let mut vols = BTreeSet::new();
+    for (i, v) in spec.volumes.iter().flatten().enumerate() {
+        let p = format!("spec.volumes[{i}]");
+        if !is_dns1123_label(&v.name) {
+            return err(
+                format!("{p}.name"),
+                format!("Invalid value: {:?}: {LABEL_MSG}", v.name),
+            );
+        }
+        if !vols.insert(v.name.clone()) {
+            return err(
+                format!("{p}.name"),
+                format!("Duplicate value: {:?}", v.name),
+            );
+        }
+        let sources = serde_json::to_value(v)
+            .ok()
+            .and_then(|o| {
+                o.as_object()
+                    .map(|m| m.keys().filter(|k| *k != "name").count())
+            })
+            .unwrap_or(0);
+        if sources == 0 {
+            return err(&p, "Required value: must specify a volume type");
+        }
+        if sources > 1 {
+            return err(&p, "Forbidden: may not specify more than 1 volume type");
+        }
+        if let Some(hp) = &v.host_path {
+            if hp.path.is_empty() {
+                return err(format!("{p}.hostPath.path"), "Required value");
+            }
+            let ty = hp.type_.as_deref().unwrap_or("");
+            let ok = [
+                "",
+                "DirectoryOrCreate",
+                "Directory",
+                "FileOrCreate",
+                "File",
+                "Socket",
+                "CharDevice",
+                "BlockDevice",
+            ];
+            if !ok.contains(&ty) {
+                return err(
+                    format!("{p}.hostPath.type"),
+                    format!("Unsupported value: {ty:?}"),
+                );
+            }
+        }
+        if let Some(ed) = &v.empty_dir {
+            if let Some(m) = ed.medium.as_deref() {
+                if !["", "Memory"].contains(&m) {
+                    return err(
+                        format!("{p}.emptyDir.medium"),
+                        format!("Unsupported value: {m:?}: supported values: \"\", \"Memory\""),
+                    );
+                }
+            }
+            if let Some(q) = &ed.size_limit {
+                crate::quantity::parse(&q.0).map_err(|e| {
+                    Error::new(
+                        format!("{p}.emptyDir.sizeLimit"),
+                        format!("Invalid value: {e}"),
+                    )
+                })?;
+            }
+        }
+    }
+    // Containers.
+    if spec.containers.is_empty() {
+        return err("spec.containers", "Required value");
+    }
+    let mut names = BTreeSet::new();
+    for (i, c) in spec.init_containers.iter().flatten().enumerate() {
+        container(
+            c,
+            &format!("spec.initContainers[{i}]"),
+            true,
+            &vols,
+            &mut names,
+        )?;
+    }
+    for (i, c) in spec.containers.iter().enumerate() {
+        container(
+            c,
+            &format!("spec.containers[{i}]"),
+            false,
+            &vols,
+            &mut names,
+        )?;
+    }
+    for (i, g) in spec.readiness_gates.iter().flatten().enumerate() {
+        if g.condition_type.is_empty() {
+            return err(
+                format!("spec.readinessGates[{i}].conditionType"),
+                "Required value",
+            );
+        }
+    }
+    Ok(())
+}
+
+fn container(
+    c: &Container,
+    p: &str,
+    init: bool,
+    vols: &BTreeSet<String>,
+    names: &mut BTreeSet<String>,
+) -> R {
+    if c.name.is_empty() {
+        return err(format!("{p}.name"), "Required value");
+    }
+    if !is_dns1123_label(&c.name) {
+        return err(
+            format!("{p}.name"),
+            format!("Invalid value: {:?}: {LABEL_MSG}", c.name),
+        );
+    }
+    if !names.insert(c.name.clone()) {
+        return err(
+            format!("{p}.name"),
+            format!("Duplicate value: {:?}", c.name),
+        );
+    }
+    if c.image.as_deref().unwrap_or("").trim().is_empty() {
+        return err(format!("{p}.image"), "Required value");
+    }
+    let sidecar = match c.restart_policy.as_deref() {
+        None => false,
+        Some("Always") if init => true,
+        Some(v) if init => {
+            return err(
+                format!("{p}.restartPolicy"),
+                format!("Unsupported value: {v:?}: supported values: \"Always\""),
+            );
+        }
+        Some(_) => {
+            return err(
+                format!("{p}.restartPolicy"),
+                "Forbidden: may not be set for non-init containers",
+            )
+        }
+    };
+    if init && !sidecar {
+        for (f, set) in [
+            (
+                "lifecycle",
+                c.lifecycle
+                    .as_ref()
+                    .is_some_and(|l| l.post_start.is_some() || l.pre_stop.is_some()),
+            ),
+            ("livenessProbe", c.liveness_probe.is_some()),
+            ("readinessProbe", c.readiness_probe.is_some()),
+            ("startupProbe", c.startup_probe.is_some()),
+        ] {
+            if set {
+                return err(
+                    format!("{p}.{f}"),
+                    "Forbidden: may not be set for init containers without restartPolicy=Always",
+                );
+            }
+        }
+    }
+    for (f, probe) in [
+        ("livenessProbe", &c.liveness_probe),
+        ("startupProbe", &c.startup_probe),
+    ] {
+        if probe
+            .as_ref()
+            .and_then(|pr| pr.success_threshold)
+            .is_some_and(|s| s != 1)
+        {
+            return err(
+                format!("{p}.{f}.successThreshold"),
+                "Invalid value: must be 1",
+            );
+        }
+    }
+    if let Some(sig) = c.lifecycle.as_ref().and_then(|l| l.stop_signal.as_deref()) {
+        crate::bundle::signal::parse(sig).map_err(|e| {
+            Error::new(
+                format!("{p}.lifecycle.stopSignal"),
+                format!("Unsupported value: {e}"),
+            )
+        })?;
+    }
+    for (i, e) in c.env.iter().flatten().enumerate() {
+        if e.name.is_empty() || e.name.contains('=') {
+            return err(format!("{p}.env[{i}].name"), format!("Invalid value: {:?}: a valid environment variable name must consist only of printable ASCII characters other than '='", e.name));
+        }
+    }
+    let mut paths = BTreeSet::new();
+    for (i, m) in c.volume_mounts.iter().flatten().enumerate() {
+        let mp = format!("{p}.volumeMounts[{i}]");
+        if !vols.contains(&m.name) {
+            return err(format!("{mp}.name"), format!("Not found: {:?}", m.name));
+        }
+        if m.mount_path.is_empty() {
+            return err(format!("{mp}.mountPath"), "Required value");
+        }
+        if !paths.insert(m.mount_path.clone()) {
+            return err(
+                format!("{mp}.mountPath"),
+                format!("Invalid value: {:?}: must be unique", m.mount_path),
+            );
+        }
+        if let Some(sp) = m.sub_path.as_deref() {
+            let path = std::path::Path::new(sp);
+            if path.is_absolute()
+                || path
+                    .components()
+                    .any(|c| c == std::path::Component::ParentDir)
+            {
+                return err(
+                    format!("{mp}.subPath"),
+                    format!("Invalid value: {sp:?}: must be a relative path without '..'"),
+                );
+            }
+        }
+    }
+    if let Some(r) = &c.resources {
+        for (which, map) in [("limits", &r.limits), ("requests", &r.requests)] {
+            for (k, q) in map.iter().flatten() {
+                let standard = ["cpu", "memory", "ephemeral-storage"].contains(&k.as_str())
+                    || k.starts_with("hugepages-");
+                if !standard {
+                    return err(format!("{p}.resources.{which}[{k}]"), format!("Invalid value: {k:?}: must be a standard resource type or fully qualified"));
+                }
+                let v = crate::quantity::parse(&q.0).map_err(|e| {
+                    Error::new(
+                        format!("{p}.resources.{which}[{k}]"),
+                        format!("Invalid value: {e}"),
+                    )
+                })?;
+                if v.milli() < 0 {
+                    return err(
+                        format!("{p}.resources.{which}[{k}]"),
+                        format!(
+                            "Invalid value: {:?}: must be greater than or equal to 0",
+                            q.0
+                        ),
+                    );
+                }
+            }
+        }
+        for (k, req) in r.requests.iter().flatten() {
+            if let Some(lim) = r.limits.as_ref().and_then(|l| l.get(k)) {
+                let (rq, lq) = (
+                    crate::quantity::parse(&req.0),
+                    crate::quantity::parse(&lim.0),
+                );
+                if let (Ok(rq), Ok(lq)) = (rq, lq) {
+                    if rq > lq {
+                        return err(format!("{p}.resources.requests"), format!("Invalid value: {:?}: must be less than or equal to {k} limit of {}", req.0, lim.0));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
