@@ -35,6 +35,9 @@ enum Cmd {
         /// Parent cgroup of the pod's [default: the cgroup podinit was started in]
         #[arg(long)]
         cgroup_parent: Option<String>,
+        /// The status socket [default: <state dir>/pod.sock]
+        #[arg(long)]
+        socket: Option<PathBuf>,
         #[arg(long, value_enum, default_value = "text")]
         log_format: LogFormat,
         /// The CrashLoopBackOff cap, in seconds (kubelet's maxContainerRestartPeriod).
@@ -47,8 +50,64 @@ enum Cmd {
         #[arg(long)]
         bundles: Option<PathBuf>,
     },
+    /// Show the pod like `kubectl get pod`.
+    Status {
+        #[arg(long)]
+        socket: Option<PathBuf>,
+        #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
+        output: Output,
+    },
+    /// Show the pod's events.
+    Events {
+        #[arg(long)]
+        socket: Option<PathBuf>,
+        #[arg(short = 'w', long)]
+        watch: bool,
+    },
+    /// Print a container's log.
+    Logs {
+        container: String,
+        #[arg(long)]
+        socket: Option<PathBuf>,
+        #[arg(short = 'f', long)]
+        follow: bool,
+        #[arg(short = 'p', long)]
+        previous: bool,
+        #[arg(long)]
+        tail: Option<usize>,
+        #[arg(long)]
+        timestamps: bool,
+    },
+    /// Set a readiness-gate condition.
+    Condition {
+        #[arg(value_name = "TYPE")]
+        type_: String,
+        #[arg(value_parser = ["True", "False"])]
+        status: String,
+        #[arg(long)]
+        reason: Option<String>,
+        #[arg(long)]
+        message: Option<String>,
+        #[arg(long)]
+        socket: Option<PathBuf>,
+    },
+    /// Terminate the pod (grace period 0 forces).
+    Stop {
+        #[arg(long)]
+        socket: Option<PathBuf>,
+        #[arg(long)]
+        grace_period: Option<u64>,
+    },
     /// Print podinit's version.
     Version,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Output {
+    Table,
+    Wide,
+    Json,
+    Yaml,
 }
 
 fn main() {
@@ -70,6 +129,7 @@ fn main() {
             bundles,
             state_dir,
             cgroup_parent,
+            socket,
             log_format,
             max_restart_backoff,
         } => {
@@ -79,6 +139,7 @@ fn main() {
                 bundles,
                 state_dir,
                 cgroup_parent,
+                socket,
                 max_restart_backoff,
             })
         }
@@ -86,7 +147,7 @@ fn main() {
             let dir = podinit::run::bundles_dir(bundles.as_deref());
             match podinit::run::admit(&manifest, &dir, 300) {
                 Ok(a) => {
-                    print!("{}", podinit::manifest::effective_yaml_of(&a.pod));
+                    print!("{}", podinit::manifest::effective_yaml(&a.pod));
                     0
                 }
                 Err(e) => {
@@ -95,10 +156,170 @@ fn main() {
                 }
             }
         }
+        Cmd::Status { socket, output } => client::status(socket, output),
+        Cmd::Events { socket, watch } => client::events(socket, watch),
+        Cmd::Logs {
+            container,
+            socket,
+            follow,
+            previous,
+            tail,
+            timestamps,
+        } => client::logs(socket, &container, follow, previous, tail, timestamps),
+        Cmd::Condition {
+            type_,
+            status,
+            reason,
+            message,
+            socket,
+        } => client::condition(socket, &type_, &status, reason, message),
+        Cmd::Stop {
+            socket,
+            grace_period,
+        } => client::stop(socket, grace_period),
         Cmd::Version => {
             println!("podinit {}", env!("CARGO_PKG_VERSION"));
             0
         }
     };
     std::process::exit(code);
+}
+
+/// The client commands: one request each over the status socket.
+mod client {
+    use super::Output;
+    use podinit::api::client::{self, Response};
+    use std::io::Write;
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    const TIMEOUT: Duration = Duration::from_secs(10);
+
+    fn sock(s: Option<PathBuf>) -> Result<PathBuf, String> {
+        client::socket_path(s.as_deref())
+            .ok_or_else(|| "no socket: give --socket PATH or set $PODINIT_SOCKET".to_string())
+    }
+
+    /// Run `f`, print its error as one line; the exit status.
+    fn run(f: impl FnOnce() -> Result<i32, String>) -> i32 {
+        match f() {
+            Ok(code) => code,
+            Err(e) => {
+                podinit::log::error(&e);
+                1
+            }
+        }
+    }
+
+    fn ok(r: Response) -> Result<Response, String> {
+        if (200..300).contains(&r.code) {
+            Ok(r)
+        } else {
+            Err(r.error_message())
+        }
+    }
+
+    fn get(s: &PathBuf, path: &str) -> Result<Response, String> {
+        ok(client::request(s, "GET", path, None, TIMEOUT).map_err(|e| e.to_string())?)
+    }
+
+    pub fn status(s: Option<PathBuf>, o: Output) -> i32 {
+        run(|| {
+            let s = sock(s)?;
+            let r = get(&s, "/v1/pod")?;
+            let pod: serde_json::Value = serde_json::from_slice(&r.body).map_err(|e| e.to_string())?;
+            let now = (podinit::util::now_unix_nanos() / 1_000_000_000) as i64;
+            let text = match o {
+                Output::Table => podinit::status::table::render(&pod, false, now),
+                Output::Wide => podinit::status::table::render(&pod, true, now),
+                Output::Json => serde_json::to_string_pretty(&pod).unwrap_or_default() + "\n",
+                Output::Yaml => serde_yaml_ng::to_string(&pod).unwrap_or_default(),
+            };
+            print!("{text}");
+            Ok(0)
+        })
+    }
+
+    fn print_event(e: &serde_json::Value) {
+        println!(
+            "{}\t{}\t{}\t{}\t{}",
+            e["lastTimestamp"].as_str().unwrap_or(""),
+            e["type"].as_str().unwrap_or(""),
+            e["reason"].as_str().unwrap_or(""),
+            e["involvedObject"]["fieldPath"].as_str().unwrap_or("pod"),
+            e["message"].as_str().unwrap_or("")
+        );
+    }
+
+    pub fn events(s: Option<PathBuf>, watch: bool) -> i32 {
+        run(|| {
+            let s = sock(s)?;
+            if watch {
+                let mut buf = Vec::new();
+                let r = client::stream(&s, "/v1/events?watch=true", &mut |d| {
+                    buf.extend_from_slice(d);
+                    while let Some(n) = buf.iter().position(|&b| b == b'\n') {
+                        if let Ok(e) = serde_json::from_slice::<serde_json::Value>(&buf[..n]) {
+                            print_event(&e);
+                        }
+                        buf.drain(..=n);
+                    }
+                })
+                .map_err(|e| e.to_string())?;
+                ok(r)?;
+                return Ok(0);
+            }
+            let r = get(&s, "/v1/events")?;
+            let v: serde_json::Value = serde_json::from_slice(&r.body).map_err(|e| e.to_string())?;
+            println!("LAST SEEN\tTYPE\tREASON\tOBJECT\tMESSAGE");
+            for e in v["items"].as_array().into_iter().flatten() {
+                print_event(e);
+            }
+            Ok(0)
+        })
+    }
+
+    pub fn logs(s: Option<PathBuf>, c: &str, follow: bool, previous: bool, tail: Option<usize>, ts: bool) -> i32 {
+        run(|| {
+            let s = sock(s)?;
+            let mut q = format!("/v1/containers/{c}/log?follow={follow}&previous={previous}&timestamps={ts}");
+            if let Some(n) = tail {
+                q.push_str(&format!("&tailLines={n}"));
+            }
+            let mut out = std::io::stdout();
+            let r = client::stream(&s, &q, &mut |d| {
+                let _ = out.write_all(d);
+                let _ = out.flush();
+            })
+            .map_err(|e| e.to_string())?;
+            let r = ok(r)?;
+            let _ = out.write_all(&r.body);
+            Ok(0)
+        })
+    }
+
+    pub fn condition(s: Option<PathBuf>, t: &str, status: &str, reason: Option<String>, message: Option<String>) -> i32 {
+        run(|| {
+            let s = sock(s)?;
+            let body = serde_json::json!({"status": status, "reason": reason, "message": message}).to_string();
+            let r = client::request(&s, "PUT", &format!("/v1/pod/conditions/{t}"), Some(body.as_bytes()), TIMEOUT)
+                .map_err(|e| e.to_string())?;
+            ok(r)?;
+            Ok(0)
+        })
+    }
+
+    pub fn stop(s: Option<PathBuf>, grace: Option<u64>) -> i32 {
+        run(|| {
+            let s = sock(s)?;
+            let body = match grace {
+                Some(g) => serde_json::json!({"gracePeriodSeconds": g}).to_string(),
+                None => String::new(),
+            };
+            let r = client::request(&s, "POST", "/v1/pod/terminate", Some(body.as_bytes()), TIMEOUT)
+                .map_err(|e| e.to_string())?;
+            ok(r)?;
+            Ok(0)
+        })
+    }
 }

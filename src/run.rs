@@ -321,7 +321,7 @@ fn supervise(
         }
     }
     let spec = pod.spec.clone().unwrap_or_default();
-    let size = |q: &str| crate::manifest::quantity::parse_bytes(q);
+    let size = |q: &str| crate::quantity::parse(q).map(|v| v.value().max(0) as u64);
     let volumes = match crate::sandbox::volumes::prepare(&spec, sd, &size) {
         Ok(v) => v,
         Err(e) => {

@@ -326,7 +326,7 @@ fn hugepage_size(size: &str) -> Result<String, String> {
 
 fn mounts(v: &mut Value, c: &Container, cx: &MergeContext) -> Result<(), String> {
     let mut list: Vec<Value> = v["mounts"].as_array().cloned().unwrap_or_default();
-    let mut add = |m: Value, list: &mut Vec<Value>| {
+    let add = |m: Value, list: &mut Vec<Value>| {
         list.retain(|x| x["destination"] != m["destination"]);
         list.push(m);
     };

@@ -1,1 +1,110 @@
-//! runtime
+//! podinit's own low-level runtime: create a container process from an OCI spec.
+//!
+//! The supervisor calls [`spawn`]: everything the child needs is computed first
+//! ([`prepare::Prepared`]), then one `clone3` makes the child directly in a new mount (and
+//! pid) namespace — it is PID 1 of its own pid namespace and the supervisor's direct
+//! child, with no intermediate process. The parent puts it in its cgroup, then releases it;
+//! the child sets up its root filesystem and credentials ([`init`]) and execs. Its start
+//! result comes back on a CLOEXEC SOCK_SEQPACKET pair: EOF means exec succeeded, a message
+//! is the error. `spawn` never waits for the child: the supervisor polls `start_fd`.
+
+mod caps_set;
+mod init;
+pub mod mounts;
+mod prepare;
+
+use oci_spec::runtime::Spec;
+use std::io::Read;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::path::PathBuf;
+
+pub struct Launch<'a> {
+    /// For error messages.
+    pub container_id: &'a str,
+    /// The merged spec: `root.path` absolute; network, ipc and uts namespaces removed (the
+    /// child inherits the pod's from the supervisor).
+    pub spec: &'a Spec,
+    /// The supervisor's fds that become the container's 0, 1 and 2.
+    pub stdio: [RawFd; 3],
+    /// `cgroup.procs` files the process is written to before it runs anything of its own.
+    pub cgroup_procs: &'a [PathBuf],
+}
+
+pub struct Spawned {
+    pub pid: nix::unistd::Pid,
+    pub pidfd: OwnedFd,
+    /// Readable once the start is decided: EOF = exec succeeded, else the error.
+    pub start_fd: OwnedFd,
+}
+
+#[derive(Debug)]
+pub enum SpawnError {
+    /// Nothing runs (the spec could not be prepared, clone failed, or the process could not
+    /// be placed in its cgroup and was killed: the caller reaps it as usual).
+    Create(String),
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum StartResult {
+    Started,
+    /// Setup or exec failed in the child, which exits with 128 after writing this.
+    Failed(String),
+}
+
+/// Create the container's process and release it once it is in its cgroups.
+pub fn spawn(l: &Launch) -> Result<Spawned, SpawnError> {
+    let prepared = prepare::Prepared::from_spec(l.spec, l.stdio)
+        .map_err(|e| SpawnError::Create(format!("container {}: {e}", short(l.container_id))))?;
+    let (parent_end, child_end) = nix::sys::socket::socketpair(
+        nix::sys::socket::AddressFamily::Unix,
+        nix::sys::socket::SockType::SeqPacket,
+        None,
+        nix::sys::socket::SockFlag::SOCK_CLOEXEC,
+    )
+    .map_err(|e| SpawnError::Create(format!("socketpair: {e}")))?;
+    let mut flags = libc::CLONE_NEWNS as u64;
+    if prepared.new_pid_ns {
+        flags |= libc::CLONE_NEWPID as u64;
+    }
+    // SAFETY: the supervisor is single-threaded; the child only runs `init::run`, which
+    // ends in exec or _exit.
+    let cloned = unsafe { crate::util::clone3(flags) }
+        .map_err(|e| SpawnError::Create(format!("clone3: {e}")))?;
+    let Some(child) = cloned else {
+        drop(parent_end);
+        init::run(&prepared, child_end);
+    };
+    drop(child_end);
+    for f in l.cgroup_procs {
+        if let Err(e) = std::fs::write(f, child.pid.to_string()) {
+            let _ = crate::util::pidfd_signal(&child.pidfd, libc::SIGKILL);
+            return Err(SpawnError::Create(format!(
+                "adding the container's process to {}: {e}",
+                f.display()
+            )));
+        }
+    }
+    // Release the child; if it died already, its start result says why.
+    let _ = nix::unistd::write(&parent_end, b"g");
+    Ok(Spawned {
+        pid: nix::unistd::Pid::from_raw(child.pid),
+        pidfd: child.pidfd,
+        start_fd: parent_end,
+    })
+}
+
+/// Read the start result once `start_fd` is readable.
+pub fn read_start_result(fd: &OwnedFd) -> StartResult {
+    let mut buf = [0u8; 4096];
+    // SAFETY: borrowing the fd for one read; `File` is forgotten so the fd stays owned.
+    let mut f = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd.as_raw_fd()) });
+    match f.read(&mut buf) {
+        Ok(0) => StartResult::Started,
+        Ok(n) => StartResult::Failed(String::from_utf8_lossy(&buf[..n]).into_owned()),
+        Err(e) => StartResult::Failed(format!("reading the start result: {e}")),
+    }
+}
+
+fn short(id: &str) -> &str {
+    &id[..id.len().min(12)]
+}

@@ -175,7 +175,7 @@ impl Supervisor<'_> {
             }
         };
         let now = self.now();
-        self.st.request_termination(now, grace, None);
+        self.st.request_termination(&self.cfg.plan, now, grace);
         success(202, "termination started")
     }
 
@@ -200,9 +200,7 @@ impl Supervisor<'_> {
         };
         let text = |k: &str| v[k].as_str().map(str::to_string);
         let now = self.now();
-        self.st.set_gate(
-            &self.cfg.plan,
-            type_,
+        self.st.set_gate(type_,
             status,
             text("reason"),
             text("message"),

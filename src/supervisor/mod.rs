@@ -143,8 +143,8 @@ impl Supervisor<'_> {
         loop {
             if self.decide() {
                 self.write_status();
-                return match self.st.phase() {
-                    pod::phase::Phase::Succeeded => 0,
+                return match pod::phase(&self.cfg.plan, &self.st) {
+                    pod::PodPhase::Succeeded => 0,
                     _ => 1,
                 };
             }
@@ -173,7 +173,7 @@ impl Supervisor<'_> {
                     }
                     Action::RunPreStop(i) => {
                         // Hooks are not supported yet (admission rejects them): done at once.
-                        self.st.on_pre_stop_done(i, now);
+                        self.st.on_pre_stop_done(i);
                         changed = true;
                     }
                     Action::Stop(i) => {
@@ -227,7 +227,7 @@ impl Supervisor<'_> {
                 let name = &self.cfg.containers[i].name;
                 crate::log::warn(&format!("container {name}: {msg}"));
                 self.st
-                    .on_start_failed(i, "CreateContainerError", &msg, now);
+                    .on_start_failed(&self.cfg.plan, i, "CreateContainerError", &msg, now);
             }
         }
     }
@@ -363,9 +363,9 @@ impl Supervisor<'_> {
         match crate::runtime::read_start_result(fd) {
             crate::runtime::StartResult::Started => {
                 run.start_fd = None;
-                self.st.on_started(i, now);
+                self.st.on_started(&self.cfg.plan, i, now);
                 // postStart hooks are not supported yet (admission rejects them).
-                self.st.on_post_start_done(i, now);
+                self.st.on_post_start_done(&self.cfg.plan, i);
             }
             // Keep the fd: the exit handler reads the message again and reports StartError.
             crate::runtime::StartResult::Failed(_) => {}
@@ -386,7 +386,7 @@ impl Supervisor<'_> {
             }
         ));
         self.st
-            .request_termination(now, if force { Some(0) } else { None }, None);
+            .request_termination(&self.cfg.plan, now, if force { Some(0) } else { None });
     }
 
     /// Reap every exited child: container main processes become observations, anything
@@ -423,11 +423,12 @@ impl Supervisor<'_> {
                             wall,
                         );
                     }
-                    self.st.on_exited(i, exit, now);
+                    self.st.on_exited(&self.cfg.plan, i, exit, now);
                 }
                 Err(msg) => {
                     crate::log::warn(&format!("container {name}: {msg}"));
-                    self.st.on_start_failed(i, "StartError", &msg, now);
+                    self.st
+                        .on_start_failed(&self.cfg.plan, i, "StartError", &msg, now);
                 }
             }
         }

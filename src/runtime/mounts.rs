@@ -1,0 +1,211 @@
+//! OCI mount options → mount(2) flags and data, and path resolution that never leaves the
+//! container's root (the `securejoin` idea: every symlink is resolved inside the rootfs).
+
+use std::path::{Component, Path, PathBuf};
+
+/// What one OCI mount becomes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MountPlan {
+    pub kind: MountKind,
+    /// Destination inside the container (absolute, as written).
+    pub destination: PathBuf,
+    pub source: Option<PathBuf>,
+    pub fstype: Option<String>,
+    /// Flags for the mount itself.
+    pub flags: libc::c_ulong,
+    /// Propagation flags applied afterwards (MS_PRIVATE, MS_SLAVE… possibly with MS_REC).
+    pub propagation: libc::c_ulong,
+    /// Comma-separated fs-specific options (`mode=755,size=65536k`).
+    pub data: String,
+    /// A bind mount with read-only or other per-mount flags needs a remount.
+    pub remount: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MountKind {
+    Bind,
+    /// `cgroup`/`cgroup2`: only a cgroup2 mount is made (on a v1 host it is skipped).
+    Cgroup,
+    Other,
+}
+
+/// Parse OCI mount options (runc's table).
+pub fn plan(destination: &Path, fstype: Option<&str>, source: Option<&Path>, options: &[String]) -> MountPlan {
+    let mut flags: libc::c_ulong = 0;
+    let mut propagation: libc::c_ulong = 0;
+    let mut data = Vec::new();
+    let mut bind = fstype == Some("bind");
+    for o in options {
+        let (set, clear): (libc::c_ulong, libc::c_ulong) = match o.as_str() {
+            "ro" => (libc::MS_RDONLY, 0),
+            "rw" => (0, libc::MS_RDONLY),
+            "nosuid" => (libc::MS_NOSUID, 0),
+            "suid" => (0, libc::MS_NOSUID),
+            "nodev" => (libc::MS_NODEV, 0),
+            "dev" => (0, libc::MS_NODEV),
+            "noexec" => (libc::MS_NOEXEC, 0),
+            "exec" => (0, libc::MS_NOEXEC),
+            "sync" => (libc::MS_SYNCHRONOUS, 0),
+            "async" => (0, libc::MS_SYNCHRONOUS),
+            "dirsync" => (libc::MS_DIRSYNC, 0),
+            "remount" => (libc::MS_REMOUNT, 0),
+            "mand" => (libc::MS_MANDLOCK, 0),
+            "nomand" => (0, libc::MS_MANDLOCK),
+            "atime" => (0, libc::MS_NOATIME),
+            "noatime" => (libc::MS_NOATIME, 0),
+            "diratime" => (0, libc::MS_NODIRATIME),
+            "nodiratime" => (libc::MS_NODIRATIME, 0),
+            "relatime" => (libc::MS_RELATIME, 0),
+            "norelatime" => (0, libc::MS_RELATIME),
+            "strictatime" => (libc::MS_STRICTATIME, 0),
+            "nostrictatime" => (0, libc::MS_STRICTATIME),
+            "bind" => {
+                bind = true;
+                (libc::MS_BIND, 0)
+            }
+            "rbind" => {
+                bind = true;
+                (libc::MS_BIND | libc::MS_REC, 0)
+            }
+            "private" | "rprivate" | "shared" | "rshared" | "slave" | "rslave" | "unbindable"
+            | "runbindable" => {
+                propagation |= match o.trim_start_matches('r') {
+                    "private" => libc::MS_PRIVATE,
+                    "shared" => libc::MS_SHARED,
+                    "slave" => libc::MS_SLAVE,
+                    _ => libc::MS_UNBINDABLE,
+                };
+                if o.starts_with('r') {
+                    propagation |= libc::MS_REC;
+                }
+                (0, 0)
+            }
+            _ => {
+                data.push(o.as_str());
+                (0, 0)
+            }
+        };
+        flags = (flags | set) & !clear;
+    }
+    let kind = if bind {
+        MountKind::Bind
+    } else if matches!(fstype, Some("cgroup") | Some("cgroup2")) {
+        MountKind::Cgroup
+    } else {
+        MountKind::Other
+    };
+    if bind {
+        flags |= libc::MS_BIND;
+    }
+    let per_mount = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC
+        | libc::MS_NOATIME | libc::MS_NODIRATIME | libc::MS_RELATIME | libc::MS_STRICTATIME;
+    MountPlan {
+        kind,
+        destination: destination.to_path_buf(),
+        source: source.map(Path::to_path_buf),
+        fstype: fstype.map(str::to_string),
+        remount: bind && flags & per_mount != 0,
+        flags,
+        propagation,
+        data: data.join(","),
+    }
+}
+
+/// Join `unsafe_path` to `root` resolving every symlink as if `root` were `/`, so that the
+/// result never escapes `root`. `lookup` returns a path's symlink target, if it is one
+/// (a parameter so that the rule is testable without a filesystem).
+pub fn secure_join(root: &Path, unsafe_path: &Path, lookup: &dyn Fn(&Path) -> Option<PathBuf>) -> Result<PathBuf, String> {
+    use std::ffi::OsString;
+    // Components still to walk, next one last.
+    fn push_rev(stack: &mut Vec<OsString>, p: &Path) {
+        let comps: Vec<OsString> = p
+            .components()
+            .filter_map(|c| match c {
+                Component::Normal(n) => Some(n.to_os_string()),
+                Component::ParentDir => Some(OsString::from("..")),
+                _ => None,
+            })
+            .collect();
+        stack.extend(comps.into_iter().rev());
+    }
+    let mut stack = Vec::new();
+    push_rev(&mut stack, unsafe_path);
+    let mut out = PathBuf::new();
+    let mut links = 0;
+    while let Some(c) = stack.pop() {
+        if c == ".." {
+            out.pop();
+            continue;
+        }
+        let candidate = out.join(&c);
+        match lookup(&root.join(&candidate)) {
+            Some(target) => {
+                links += 1;
+                if links > 255 {
+                    return Err(format!("{}: too many levels of symbolic links", unsafe_path.display()));
+                }
+                if target.is_absolute() {
+                    out = PathBuf::new();
+                }
+                push_rev(&mut stack, &target);
+            }
+            None => out = candidate,
+        }
+    }
+    Ok(root.join(out))
+}
+
+/// The real filesystem's answer for `secure_join`.
+pub fn fs_symlink(p: &Path) -> Option<PathBuf> {
+    std::fs::symlink_metadata(p)
+        .ok()
+        .filter(|m| m.file_type().is_symlink())
+        .and_then(|_| std::fs::read_link(p).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn options_become_flags() {
+        let opts = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let m = plan(Path::new("/dev"), Some("tmpfs"), Some(Path::new("tmpfs")), &opts(&["nosuid", "strictatime", "mode=755", "size=65536k"]));
+        assert_eq!(m.kind, MountKind::Other);
+        assert_eq!(m.flags, libc::MS_NOSUID | libc::MS_STRICTATIME);
+        assert_eq!(m.data, "mode=755,size=65536k");
+        assert!(!m.remount);
+        let m = plan(Path::new("/data"), Some("bind"), Some(Path::new("/h")), &opts(&["rbind", "rprivate", "ro", "nosuid"]));
+        assert_eq!(m.kind, MountKind::Bind);
+        assert_eq!(m.flags, libc::MS_BIND | libc::MS_REC | libc::MS_RDONLY | libc::MS_NOSUID);
+        assert_eq!(m.propagation, libc::MS_PRIVATE | libc::MS_REC);
+        assert!(m.remount);
+        let m = plan(Path::new("/x"), None, Some(Path::new("/h")), &opts(&["bind", "rw", "ro", "rw"]));
+        assert_eq!(m.flags, libc::MS_BIND, "later options win");
+        assert!(!m.remount);
+        let m = plan(Path::new("/sys/fs/cgroup"), Some("cgroup"), None, &opts(&["ro"]));
+        assert_eq!(m.kind, MountKind::Cgroup);
+    }
+
+    #[test]
+    fn secure_join_stays_inside() {
+        let links: HashMap<PathBuf, PathBuf> = [
+            ("/r/etc/evil", "/../../../host"),
+            ("/r/rel", "../../x"),
+            ("/r/a", "b/c"),
+            ("/r/loop", "loop"),
+        ]
+        .iter()
+        .map(|(a, b)| (PathBuf::from(a), PathBuf::from(b)))
+        .collect();
+        let lookup = |p: &Path| links.get(p).cloned();
+        let root = Path::new("/r");
+        assert_eq!(secure_join(root, Path::new("/proc"), &lookup).unwrap(), PathBuf::from("/r/proc"));
+        assert_eq!(secure_join(root, Path::new("/etc/evil/y"), &lookup).unwrap(), PathBuf::from("/r/host/y"));
+        assert_eq!(secure_join(root, Path::new("/rel"), &lookup).unwrap(), PathBuf::from("/r/x"));
+        assert_eq!(secure_join(root, Path::new("/a/d"), &lookup).unwrap(), PathBuf::from("/r/b/c/d"));
+        assert_eq!(secure_join(root, Path::new("/../../etc"), &lookup).unwrap(), PathBuf::from("/r/etc"));
+        assert!(secure_join(root, Path::new("/loop"), &lookup).is_err());
+    }
+}

@@ -1,0 +1,262 @@
+//! Everything the container's child process needs, computed in the supervisor before the
+//! clone: the child then mostly makes system calls.
+
+use oci_spec::runtime::{LinuxNamespaceType, Spec};
+use std::ffi::CString;
+use std::os::fd::RawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use super::mounts::{self, MountPlan};
+
+pub struct Device {
+    pub path: PathBuf,
+    pub kind: libc::mode_t,
+    pub major: u64,
+    pub minor: u64,
+    pub mode: libc::mode_t,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+pub struct Prepared {
+    pub stdio: [RawFd; 3],
+    pub new_pid_ns: bool,
+    pub new_cgroup_ns: bool,
+    pub root: PathBuf,
+    pub root_readonly: bool,
+    pub root_propagation: libc::c_ulong,
+    pub mounts: Vec<MountPlan>,
+    /// /dev is a tmpfs of the spec: it gets the default device nodes and links.
+    pub dev_is_tmpfs: bool,
+    pub devices: Vec<Device>,
+    pub masked: Vec<PathBuf>,
+    pub readonly: Vec<PathBuf>,
+    pub sysctl: Vec<(PathBuf, String)>,
+    pub oom_score_adj: Option<i32>,
+    pub rlimits: Vec<(libc::__rlimit_resource_t, u64, u64)>,
+    pub uid: u32,
+    pub gid: u32,
+    pub groups: Vec<libc::gid_t>,
+    pub umask: Option<u32>,
+    pub caps: super::caps_set::Caps,
+    pub no_new_privs: bool,
+    pub cwd: PathBuf,
+    pub argv: Vec<CString>,
+    pub env: Vec<CString>,
+    /// Candidates for `argv[0]` in PATH order (just argv[0] when it has a '/').
+    pub exe_candidates: Vec<CString>,
+    pub argv0: String,
+    /// On a pure cgroup v2 host a `cgroup` mount is a cgroup2 mount; on v1 it is skipped.
+    pub cgroup2_host: bool,
+}
+
+fn cstr(s: impl AsRef<[u8]>) -> Result<CString, String> {
+    CString::new(s.as_ref()).map_err(|_| format!("{:?} contains a NUL byte", String::from_utf8_lossy(s.as_ref())))
+}
+
+impl Prepared {
+    pub fn from_spec(spec: &Spec, stdio: [RawFd; 3]) -> Result<Prepared, String> {
+        let process = spec.process().as_ref().ok_or("config.json: process: Required value")?;
+        let root = spec.root().as_ref().ok_or("config.json: root: Required value")?;
+        let linux = spec.linux().clone().unwrap_or_default();
+        if linux.seccomp().is_some() {
+            return Err("seccomp profiles are not supported yet".into());
+        }
+        if process.apparmor_profile().as_deref().is_some_and(|p| !p.is_empty())
+            || process.selinux_label().as_deref().is_some_and(|p| !p.is_empty())
+        {
+            return Err("AppArmor and SELinux labels are not supported".into());
+        }
+        let mut new_pid_ns = false;
+        let mut new_cgroup_ns = false;
+        for ns in linux.namespaces().iter().flatten() {
+            match ns.typ() {
+                LinuxNamespaceType::Pid => new_pid_ns = true,
+                LinuxNamespaceType::Cgroup => new_cgroup_ns = true,
+                LinuxNamespaceType::Mount => {}
+                t => return Err(format!("namespace {t:?} must be the pod's (removed from the spec)")),
+            }
+        }
+        let mut mounts_out = Vec::new();
+        let mut dev_is_tmpfs = false;
+        for m in spec.mounts().iter().flatten() {
+            if !m.destination().is_absolute() {
+                return Err(format!("mount destination {} is not absolute", m.destination().display()));
+            }
+            let opts = m.options().clone().unwrap_or_default();
+            let p = mounts::plan(m.destination(), m.typ().as_deref(), m.source().as_deref(), &opts);
+            if m.destination() == Path::new("/dev") && m.typ().as_deref() == Some("tmpfs") {
+                dev_is_tmpfs = true;
+            }
+            mounts_out.push(p);
+        }
+        let devices = linux
+            .devices()
+            .iter()
+            .flatten()
+            .map(|d| {
+                use oci_spec::runtime::LinuxDeviceType::*;
+                let kind = match d.typ() {
+                    C | U => libc::S_IFCHR,
+                    B => libc::S_IFBLK,
+                    P => libc::S_IFIFO,
+                    A => libc::S_IFCHR,
+                };
+                Device {
+                    path: d.path().clone(),
+                    kind,
+                    major: d.major() as u64,
+                    minor: d.minor() as u64,
+                    mode: d.file_mode().unwrap_or(0o666),
+                    uid: d.uid().unwrap_or(0),
+                    gid: d.gid().unwrap_or(0),
+                }
+            })
+            .collect();
+        let sysctl = linux
+            .sysctl()
+            .iter()
+            .flatten()
+            .map(|(k, v)| (PathBuf::from("/proc/sys").join(k.replace('.', "/")), v.clone()))
+            .collect();
+        let mut rlimits = Vec::new();
+        for r in process.rlimits().iter().flatten() {
+            let res = rlimit_resource(&format!("{:?}", r.typ()))
+                .ok_or_else(|| format!("rlimit {:?} is not known", r.typ()))?;
+            rlimits.push((res, r.soft(), r.hard()));
+        }
+        let user = process.user();
+        let mut groups: Vec<libc::gid_t> = user.additional_gids().clone().unwrap_or_default();
+        if !groups.contains(&user.gid()) {
+            groups.insert(0, user.gid());
+        }
+        let env: Vec<String> = process.env().clone().unwrap_or_default();
+        let args = process.args().clone().unwrap_or_default();
+        let argv0 = args.first().cloned().ok_or("process.args: Required value")?;
+        let exe_candidates = if argv0.contains('/') {
+            vec![cstr(&argv0)?]
+        } else {
+            let path = env
+                .iter()
+                .find_map(|e| e.strip_prefix("PATH="))
+                .unwrap_or("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+            path.split(':')
+                .filter(|d| !d.is_empty())
+                .map(|d| cstr(format!("{d}/{argv0}")))
+                .collect::<Result<_, _>>()?
+        };
+        Ok(Prepared {
+            stdio,
+            new_pid_ns,
+            new_cgroup_ns,
+            root: root.path().clone(),
+            root_readonly: root.readonly().unwrap_or(false),
+            root_propagation: match linux.rootfs_propagation().as_deref() {
+                Some("private") => libc::MS_PRIVATE,
+                Some("rprivate") => libc::MS_PRIVATE | libc::MS_REC,
+                Some("shared") => libc::MS_SHARED,
+                Some("rshared") => libc::MS_SHARED | libc::MS_REC,
+                Some("slave") => libc::MS_SLAVE,
+                _ => libc::MS_SLAVE | libc::MS_REC,
+            },
+            mounts: mounts_out,
+            dev_is_tmpfs,
+            devices,
+            masked: linux.masked_paths().clone().unwrap_or_default().into_iter().map(PathBuf::from).collect(),
+            readonly: linux.readonly_paths().clone().unwrap_or_default().into_iter().map(PathBuf::from).collect(),
+            sysctl,
+            oom_score_adj: process.oom_score_adj(),
+            rlimits,
+            uid: user.uid(),
+            gid: user.gid(),
+            groups,
+            umask: user.umask(),
+            caps: super::caps_set::Caps::from_spec(process.capabilities().as_ref())?,
+            no_new_privs: process.no_new_privileges().unwrap_or(false),
+            cwd: process.cwd().clone(),
+            argv: args.iter().map(cstr).collect::<Result<_, _>>()?,
+            env: env.iter().map(cstr).collect::<Result<_, _>>()?,
+            exe_candidates,
+            argv0,
+            cgroup2_host: cgroups_rs::fs::hierarchies::is_cgroup2_unified_mode(),
+        })
+    }
+}
+
+/// `RLIMIT_NOFILE` (as oci-spec prints its enum: `RlimitNofile`) → the resource number.
+fn rlimit_resource(name: &str) -> Option<libc::__rlimit_resource_t> {
+    let n = name.to_ascii_uppercase().replace("RLIMIT_", "").replace("RLIMIT", "");
+    Some(match n.as_str() {
+        "CPU" => libc::RLIMIT_CPU,
+        "FSIZE" => libc::RLIMIT_FSIZE,
+        "DATA" => libc::RLIMIT_DATA,
+        "STACK" => libc::RLIMIT_STACK,
+        "CORE" => libc::RLIMIT_CORE,
+        "RSS" => libc::RLIMIT_RSS,
+        "NPROC" => libc::RLIMIT_NPROC,
+        "NOFILE" => libc::RLIMIT_NOFILE,
+        "MEMLOCK" => libc::RLIMIT_MEMLOCK,
+        "AS" => libc::RLIMIT_AS,
+        "LOCKS" => libc::RLIMIT_LOCKS,
+        "SIGPENDING" => libc::RLIMIT_SIGPENDING,
+        "MSGQUEUE" => libc::RLIMIT_MSGQUEUE,
+        "NICE" => libc::RLIMIT_NICE,
+        "RTPRIO" => libc::RLIMIT_RTPRIO,
+        "RTTIME" => libc::RLIMIT_RTTIME,
+        _ => return None,
+    })
+}
+
+/// Paths as C strings for the child.
+pub fn c_path(p: &Path) -> Result<CString, String> {
+    cstr(p.as_os_str().as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rlimit_names() {
+        assert_eq!(rlimit_resource("RlimitNofile"), Some(libc::RLIMIT_NOFILE));
+        assert_eq!(rlimit_resource("RLIMIT_NPROC"), Some(libc::RLIMIT_NPROC));
+        assert_eq!(rlimit_resource("Nope"), None);
+    }
+
+    #[test]
+    fn prepares_a_spec() {
+        let spec: Spec = serde_json::from_value(serde_json::json!({
+            "ociVersion": "1.0.2",
+            "process": {"args": ["sh", "-c", "true"], "cwd": "/", "env": ["PATH=/bin:/usr/bin"],
+                        "user": {"uid": 1000, "gid": 1000, "additionalGids": [5]},
+                        "rlimits": [{"type": "RLIMIT_NOFILE", "hard": 1024, "soft": 512}],
+                        "capabilities": {"bounding": ["CAP_KILL"]}},
+            "root": {"path": "/r", "readonly": true},
+            "mounts": [{"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["mode=755"]}],
+            "linux": {"namespaces": [{"type": "pid"}, {"type": "mount"}], "maskedPaths": ["/proc/kcore"]}
+        }))
+        .unwrap();
+        let p = Prepared::from_spec(&spec, [0, 1, 2]).unwrap();
+        assert!(p.new_pid_ns && !p.new_cgroup_ns && p.dev_is_tmpfs && p.root_readonly);
+        assert_eq!(p.groups, vec![1000, 5]);
+        assert_eq!(p.rlimits, vec![(libc::RLIMIT_NOFILE, 512, 1024)]);
+        assert_eq!(p.exe_candidates, vec![cstr("/bin/sh").unwrap(), cstr("/usr/bin/sh").unwrap()]);
+        assert_eq!(p.masked, vec![PathBuf::from("/proc/kcore")]);
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_do() {
+        let mut v = serde_json::json!({
+            "ociVersion": "1.0.2",
+            "process": {"args": ["sh"], "cwd": "/", "user": {"uid": 0, "gid": 0}},
+            "root": {"path": "/r"},
+            "linux": {"namespaces": [{"type": "network"}]}
+        });
+        let spec: Spec = serde_json::from_value(v.clone()).unwrap();
+        assert!(Prepared::from_spec(&spec, [0, 1, 2]).unwrap_err().contains("pod's"));
+        v["linux"] = serde_json::json!({"seccomp": {"defaultAction": "SCMP_ACT_ALLOW"}});
+        let spec: Spec = serde_json::from_value(v).unwrap();
+        assert!(Prepared::from_spec(&spec, [0, 1, 2]).unwrap_err().contains("seccomp"));
+    }
+}
