@@ -227,7 +227,8 @@ mod client {
         run(|| {
             let s = sock(s)?;
             let r = get(&s, "/v1/pod")?;
-            let pod: serde_json::Value = serde_json::from_slice(&r.body).map_err(|e| e.to_string())?;
+            let pod: serde_json::Value =
+                serde_json::from_slice(&r.body).map_err(|e| e.to_string())?;
             let now = (podinit::util::now_unix_nanos() / 1_000_000_000) as i64;
             let text = match o {
                 Output::Table => podinit::status::table::render(&pod, false, now),
@@ -270,7 +271,8 @@ mod client {
                 return Ok(0);
             }
             let r = get(&s, "/v1/events")?;
-            let v: serde_json::Value = serde_json::from_slice(&r.body).map_err(|e| e.to_string())?;
+            let v: serde_json::Value =
+                serde_json::from_slice(&r.body).map_err(|e| e.to_string())?;
             println!("LAST SEEN\tTYPE\tREASON\tOBJECT\tMESSAGE");
             for e in v["items"].as_array().into_iter().flatten() {
                 print_event(e);
@@ -279,10 +281,19 @@ mod client {
         })
     }
 
-    pub fn logs(s: Option<PathBuf>, c: &str, follow: bool, previous: bool, tail: Option<usize>, ts: bool) -> i32 {
+    pub fn logs(
+        s: Option<PathBuf>,
+        c: &str,
+        follow: bool,
+        previous: bool,
+        tail: Option<usize>,
+        ts: bool,
+    ) -> i32 {
         run(|| {
             let s = sock(s)?;
-            let mut q = format!("/v1/containers/{c}/log?follow={follow}&previous={previous}&timestamps={ts}");
+            let mut q = format!(
+                "/v1/containers/{c}/log?follow={follow}&previous={previous}&timestamps={ts}"
+            );
             if let Some(n) = tail {
                 q.push_str(&format!("&tailLines={n}"));
             }
@@ -298,12 +309,25 @@ mod client {
         })
     }
 
-    pub fn condition(s: Option<PathBuf>, t: &str, status: &str, reason: Option<String>, message: Option<String>) -> i32 {
+    pub fn condition(
+        s: Option<PathBuf>,
+        t: &str,
+        status: &str,
+        reason: Option<String>,
+        message: Option<String>,
+    ) -> i32 {
         run(|| {
             let s = sock(s)?;
-            let body = serde_json::json!({"status": status, "reason": reason, "message": message}).to_string();
-            let r = client::request(&s, "PUT", &format!("/v1/pod/conditions/{t}"), Some(body.as_bytes()), TIMEOUT)
-                .map_err(|e| e.to_string())?;
+            let body = serde_json::json!({"status": status, "reason": reason, "message": message})
+                .to_string();
+            let r = client::request(
+                &s,
+                "PUT",
+                &format!("/v1/pod/conditions/{t}"),
+                Some(body.as_bytes()),
+                TIMEOUT,
+            )
+            .map_err(|e| e.to_string())?;
             ok(r)?;
             Ok(0)
         })
@@ -316,8 +340,14 @@ mod client {
                 Some(g) => serde_json::json!({"gracePeriodSeconds": g}).to_string(),
                 None => String::new(),
             };
-            let r = client::request(&s, "POST", "/v1/pod/terminate", Some(body.as_bytes()), TIMEOUT)
-                .map_err(|e| e.to_string())?;
+            let r = client::request(
+                &s,
+                "POST",
+                "/v1/pod/terminate",
+                Some(body.as_bytes()),
+                TIMEOUT,
+            )
+            .map_err(|e| e.to_string())?;
             ok(r)?;
             Ok(0)
         })

@@ -78,7 +78,10 @@ fn a_signal_exit_is_128_plus_the_signal() {
     if !require_root() {
         return;
     }
-    let mut p = one_container("sig", "kill -KILL $$", "");
+    // PID 1 of a pid namespace cannot be killed from inside it: share the pod's, where the
+    // container's shell is not PID 1 (podinit is). `$$$$` is `$$` after Kubernetes' `$$`
+    // escape.
+    let mut p = one_container("sig", "kill -KILL $$$$", "  shareProcessNamespace: true\n");
     let out = p.run(LIMIT);
     assert_eq!(out.code, 1);
     let t = &container_status(&out.status, "c")["state"]["terminated"];

@@ -58,12 +58,14 @@ impl Caps {
 
     /// Set the effective, permitted, inheritable and ambient sets exactly.
     pub fn apply_rest(&self) -> Result<(), String> {
-        let ctx = |set: &str, e: caps::errors::CapsError| format!("setting the {set} capabilities: {e}");
+        let ctx =
+            |set: &str, e: caps::errors::CapsError| format!("setting the {set} capabilities: {e}");
         // Each set is bounded by the current permitted set: effective and inheritable are
         // set while the permitted set is still root's, then permitted is narrowed (it keeps
         // the effective ones), then ambient (which needs permitted and inheritable).
         caps::set(None, CapSet::Effective, &self.effective).map_err(|e| ctx("effective", e))?;
-        caps::set(None, CapSet::Inheritable, &self.inheritable).map_err(|e| ctx("inheritable", e))?;
+        caps::set(None, CapSet::Inheritable, &self.inheritable)
+            .map_err(|e| ctx("inheritable", e))?;
         let mut permitted = self.permitted.clone();
         permitted.extend(self.effective.iter().copied());
         caps::set(None, CapSet::Permitted, &permitted).map_err(|e| ctx("permitted", e))?;

@@ -23,7 +23,13 @@ fn check(rc: libc::c_int, what: impl FnOnce() -> String) -> R {
     }
 }
 
-fn sys_mount(src: Option<&Path>, target: &Path, fstype: Option<&str>, flags: libc::c_ulong, data: &str) -> std::io::Result<()> {
+fn sys_mount(
+    src: Option<&Path>,
+    target: &Path,
+    fstype: Option<&str>,
+    flags: libc::c_ulong,
+    data: &str,
+) -> std::io::Result<()> {
     let src_c = src.map(c_path).transpose().map_err(std::io::Error::other)?;
     let target_c = c_path(target).map_err(std::io::Error::other)?;
     let fs_c = fstype.map(|f| CString::new(f).unwrap_or_default());
@@ -35,7 +41,11 @@ fn sys_mount(src: Option<&Path>, target: &Path, fstype: Option<&str>, flags: lib
             target_c.as_ptr(),
             fs_c.as_ref().map_or(std::ptr::null(), |s| s.as_ptr()),
             flags,
-            if data.is_empty() { std::ptr::null() } else { data_c.as_ptr().cast() },
+            if data.is_empty() {
+                std::ptr::null()
+            } else {
+                data_c.as_ptr().cast()
+            },
         )
     };
     if rc < 0 {
@@ -72,7 +82,9 @@ fn setup(p: &Prepared, sock: &OwnedFd) -> Result<Never, String> {
     }
     if p.new_cgroup_ns {
         // SAFETY: unshare with a flag.
-        check(unsafe { libc::unshare(libc::CLONE_NEWCGROUP) }, || "unshare(CLONE_NEWCGROUP)".into())?;
+        check(unsafe { libc::unshare(libc::CLONE_NEWCGROUP) }, || {
+            "unshare(CLONE_NEWCGROUP)".into()
+        })?;
     }
     // SAFETY: setsid has no memory effects.
     unsafe { libc::setsid() };
@@ -83,7 +95,9 @@ fn setup(p: &Prepared, sock: &OwnedFd) -> Result<Never, String> {
             unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
         } else {
             // SAFETY: dup2 onto 0..2.
-            check(unsafe { libc::dup2(fd, target) }, || format!("dup2 fd {fd} to {target}"))?;
+            check(unsafe { libc::dup2(fd, target) }, || {
+                format!("dup2 fd {fd} to {target}")
+            })?;
         }
     }
     rootfs(p)?;
@@ -91,12 +105,18 @@ fn setup(p: &Prepared, sock: &OwnedFd) -> Result<Never, String> {
         std::fs::write(path, value).map_err(|e| format!("sysctl {}: {e}", path.display()))?;
     }
     if let Some(adj) = p.oom_score_adj {
-        std::fs::write("/proc/self/oom_score_adj", adj.to_string()).map_err(|e| format!("oom_score_adj: {e}"))?;
+        std::fs::write("/proc/self/oom_score_adj", adj.to_string())
+            .map_err(|e| format!("oom_score_adj: {e}"))?;
     }
     for &(res, soft, hard) in &p.rlimits {
-        let lim = libc::rlimit { rlim_cur: soft, rlim_max: hard };
+        let lim = libc::rlimit {
+            rlim_cur: soft,
+            rlim_max: hard,
+        };
         // SAFETY: setrlimit with a valid struct.
-        check(unsafe { libc::setrlimit(res, &lim) }, || format!("setrlimit {res}"))?;
+        check(unsafe { libc::setrlimit(res, &lim) }, || {
+            format!("setrlimit {res}")
+        })?;
     }
     credentials(p)?;
     if let Some(m) = p.umask {
@@ -106,35 +126,69 @@ fn setup(p: &Prepared, sock: &OwnedFd) -> Result<Never, String> {
     let cwd = c_path(&p.cwd)?;
     // SAFETY: chdir with a valid C string.
     check(unsafe { libc::chdir(cwd.as_ptr()) }, || {
-        format!("chdir to cwd ({:?}) set in config.json failed", p.cwd.display().to_string())
+        format!(
+            "chdir to cwd ({:?}) set in config.json failed",
+            p.cwd.display().to_string()
+        )
     })?;
     // Everything but 0–2 closes at exec (the start socket is CLOEXEC already): no fd leaks
     // into the container.
     // SAFETY: close_range with the CLOEXEC flag only marks fds.
-    unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC) };
+    unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
     exec(p)
 }
 
 fn reset_signals() {
-    // SAFETY: plain signal-mask and disposition calls on this (only) thread.
+    // SAFETY: plain signal-mask and disposition syscalls on this (only) thread. The raw
+    // rt_sigaction also resets 32 and 33, which glibc's wrappers refuse to touch and which a
+    // caller may have left ignored.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
         libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
-        for sig in 1..=libc::SIGRTMAX() {
+        let mut act: libc::sigaction = std::mem::zeroed();
+        act.sa_sigaction = libc::SIG_DFL;
+        for sig in 1..=64 {
             if sig != libc::SIGKILL && sig != libc::SIGSTOP {
-                libc::signal(sig, libc::SIG_DFL);
+                libc::syscall(
+                    libc::SYS_rt_sigaction,
+                    sig,
+                    &act as *const libc::sigaction,
+                    std::ptr::null_mut::<libc::sigaction>(),
+                    8usize,
+                );
             }
         }
     }
 }
 
 fn rootfs(p: &Prepared) -> R {
-    sys_mount(None, Path::new("/"), None, p.root_propagation, "")
-        .map_err(|e| format!("making / {}: {e}", if p.root_propagation & libc::MS_SLAVE != 0 { "rslave" } else { "private" }))?;
+    sys_mount(None, Path::new("/"), None, p.root_propagation, "").map_err(|e| {
+        format!(
+            "making / {}: {e}",
+            if p.root_propagation & libc::MS_SLAVE != 0 {
+                "rslave"
+            } else {
+                "private"
+            }
+        )
+    })?;
     // pivot_root needs the root to be a mount point.
-    sys_mount(Some(&p.root), &p.root, None, libc::MS_BIND | libc::MS_REC, "")
-        .map_err(|e| format!("bind-mounting the rootfs {}: {e}", p.root.display()))?;
+    sys_mount(
+        Some(&p.root),
+        &p.root,
+        None,
+        libc::MS_BIND | libc::MS_REC,
+        "",
+    )
+    .map_err(|e| format!("bind-mounting the rootfs {}: {e}", p.root.display()))?;
     for m in &p.mounts {
         mount_one(p, m)?;
     }
@@ -144,10 +198,17 @@ fn rootfs(p: &Prepared) -> R {
     let root = c_path(&p.root)?;
     // SAFETY: chdir/pivot_root/umount2 with valid C strings.
     unsafe {
-        check(libc::chdir(root.as_ptr()), || format!("chdir {}", p.root.display()))?;
+        check(libc::chdir(root.as_ptr()), || {
+            format!("chdir {}", p.root.display())
+        })?;
         let dot = c".";
-        check(libc::syscall(libc::SYS_pivot_root, dot.as_ptr(), dot.as_ptr()) as libc::c_int, || "pivot_root".into())?;
-        check(libc::umount2(dot.as_ptr(), libc::MNT_DETACH), || "detaching the old root".into())?;
+        check(
+            libc::syscall(libc::SYS_pivot_root, dot.as_ptr(), dot.as_ptr()) as libc::c_int,
+            || "pivot_root".into(),
+        )?;
+        check(libc::umount2(dot.as_ptr(), libc::MNT_DETACH), || {
+            "detaching the old root".into()
+        })?;
         check(libc::chdir(c"/".as_ptr()), || "chdir /".into())?;
     }
     for path in &p.masked {
@@ -157,18 +218,31 @@ fn rootfs(p: &Prepared) -> R {
         readonly(path)?;
     }
     if p.root_readonly {
-        sys_mount(None, Path::new("/"), None, libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY, "")
-            .map_err(|e| format!("making the root filesystem read-only: {e}"))?;
+        sys_mount(
+            None,
+            Path::new("/"),
+            None,
+            libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY,
+            "",
+        )
+        .map_err(|e| format!("making the root filesystem read-only: {e}"))?;
     }
     Ok(())
 }
 
 fn mount_one(p: &Prepared, m: &mounts::MountPlan) -> R {
     let dest = m.destination.display().to_string();
-    let raw_target = p.root.join(m.destination.strip_prefix("/").unwrap_or(&m.destination));
+    let raw_target = p
+        .root
+        .join(m.destination.strip_prefix("/").unwrap_or(&m.destination));
     let is_proc_like = matches!(m.fstype.as_deref(), Some("proc") | Some("sysfs"));
-    if is_proc_like && std::fs::symlink_metadata(&raw_target).is_ok_and(|md| md.file_type().is_symlink()) {
-        return Err(format!("mount {}: target {dest} is a symlink", m.fstype.as_deref().unwrap_or("")));
+    if is_proc_like
+        && std::fs::symlink_metadata(&raw_target).is_ok_and(|md| md.file_type().is_symlink())
+    {
+        return Err(format!(
+            "mount {}: target {dest} is a symlink",
+            m.fstype.as_deref().unwrap_or("")
+        ));
     }
     let target = mounts::secure_join(&p.root, &m.destination, &mounts::fs_symlink)?;
     if m.kind == MountKind::Cgroup && !p.cgroup2_host {
@@ -177,39 +251,78 @@ fn mount_one(p: &Prepared, m: &mounts::MountPlan) -> R {
         return Ok(());
     }
     let src_is_file = m.kind == MountKind::Bind
-        && m.source.as_ref().is_some_and(|s| std::fs::metadata(s).is_ok_and(|md| !md.is_dir()));
+        && m.source
+            .as_ref()
+            .is_some_and(|s| std::fs::metadata(s).is_ok_and(|md| !md.is_dir()));
     if src_is_file {
         if let Some(parent) = target.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| format!("mount {dest}: creating {}: {e}", parent.display()))?;
+            std::fs::create_dir_all(parent)
+                .map_err(|e| format!("mount {dest}: creating {}: {e}", parent.display()))?;
         }
         if std::fs::symlink_metadata(&target).is_err() {
-            std::fs::write(&target, b"").map_err(|e| format!("mount {dest}: creating {}: {e}", target.display()))?;
+            std::fs::write(&target, b"")
+                .map_err(|e| format!("mount {dest}: creating {}: {e}", target.display()))?;
         }
     } else {
-        std::fs::create_dir_all(&target).map_err(|e| format!("mount {dest}: creating {}: {e}", target.display()))?;
+        std::fs::create_dir_all(&target)
+            .map_err(|e| format!("mount {dest}: creating {}: {e}", target.display()))?;
     }
     let res = match m.kind {
-        MountKind::Bind => sys_mount(m.source.as_deref(), &target, None, m.flags & (libc::MS_BIND | libc::MS_REC), ""),
-        MountKind::Cgroup => sys_mount(Some(Path::new("cgroup2")), &target, Some("cgroup2"), m.flags, &m.data),
-        MountKind::Other => sys_mount(m.source.as_deref(), &target, m.fstype.as_deref(), m.flags, &m.data),
+        MountKind::Bind => sys_mount(
+            m.source.as_deref(),
+            &target,
+            None,
+            m.flags & (libc::MS_BIND | libc::MS_REC),
+            "",
+        ),
+        MountKind::Cgroup => sys_mount(
+            Some(Path::new("cgroup2")),
+            &target,
+            Some("cgroup2"),
+            m.flags,
+            &m.data,
+        ),
+        MountKind::Other => sys_mount(
+            m.source.as_deref(),
+            &target,
+            m.fstype.as_deref(),
+            m.flags,
+            &m.data,
+        ),
     };
     res.map_err(|e| {
-        let src = m.source.as_ref().map(|s| s.display().to_string()).unwrap_or_default();
-        format!("mount {src} on {dest} ({}): {e}", m.fstype.as_deref().unwrap_or("bind"))
+        let src = m
+            .source
+            .as_ref()
+            .map(|s| s.display().to_string())
+            .unwrap_or_default();
+        format!(
+            "mount {src} on {dest} ({}): {e}",
+            m.fstype.as_deref().unwrap_or("bind")
+        )
     })?;
     if m.remount {
-        sys_mount(None, &target, None, m.flags | libc::MS_REMOUNT | libc::MS_BIND, "")
-            .map_err(|e| format!("remounting {dest} with its options: {e}"))?;
+        sys_mount(
+            None,
+            &target,
+            None,
+            m.flags | libc::MS_REMOUNT | libc::MS_BIND,
+            "",
+        )
+        .map_err(|e| format!("remounting {dest} with its options: {e}"))?;
     }
     if m.propagation != 0 {
-        sys_mount(None, &target, None, m.propagation, "").map_err(|e| format!("setting propagation of {dest}: {e}"))?;
+        sys_mount(None, &target, None, m.propagation, "")
+            .map_err(|e| format!("setting propagation of {dest}: {e}"))?;
     }
     if m.fstype.as_deref() == Some("proc") {
         // The mount must really be procfs before anything is written under it.
         let c = c_path(&target)?;
         // SAFETY: statfs into a zeroed struct.
         let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-        check(unsafe { libc::statfs(c.as_ptr(), &mut st) }, || format!("statfs {dest}"))?;
+        check(unsafe { libc::statfs(c.as_ptr(), &mut st) }, || {
+            format!("statfs {dest}")
+        })?;
         if st.f_type != libc::PROC_SUPER_MAGIC {
             return Err(format!("{dest} is not procfs after mounting it"));
         }
@@ -220,43 +333,86 @@ fn mount_one(p: &Prepared, m: &mounts::MountPlan) -> R {
 /// The default devices of an OCI container, the spec's own, and /dev's links.
 fn dev(p: &Prepared) -> R {
     let dev = p.root.join("dev");
-    let defaults: [(&str, u64, u64); 6] = [("null", 1, 3), ("zero", 1, 5), ("full", 1, 7), ("random", 1, 8), ("urandom", 1, 9), ("tty", 5, 0)];
+    let defaults: [(&str, u64, u64); 6] = [
+        ("null", 1, 3),
+        ("zero", 1, 5),
+        ("full", 1, 7),
+        ("random", 1, 8),
+        ("urandom", 1, 9),
+        ("tty", 5, 0),
+    ];
     // SAFETY: umask has no failure mode; restored below.
     let old = unsafe { libc::umask(0) };
     let mut res = Ok(());
     for (name, major, minor) in defaults {
-        res = res.and(mknod(&dev.join(name), libc::S_IFCHR, major, minor, 0o666, 0, 0));
+        res = res.and(mknod(
+            &dev.join(name),
+            libc::S_IFCHR,
+            major,
+            minor,
+            0o666,
+            0,
+            0,
+        ));
     }
     for d in &p.devices {
         let target = mounts::secure_join(&p.root, &d.path, &mounts::fs_symlink)?;
-        res = res.and(mknod(&target, d.kind, d.major, d.minor, d.mode, d.uid, d.gid));
+        res = res.and(mknod(
+            &target, d.kind, d.major, d.minor, d.mode, d.uid, d.gid,
+        ));
     }
     // SAFETY: as above.
     unsafe { libc::umask(old) };
     res?;
-    for (link, target) in [("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2"), ("core", "/proc/kcore")] {
+    for (link, target) in [
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+        ("core", "/proc/kcore"),
+    ] {
         let l = dev.join(link);
         if std::fs::symlink_metadata(&l).is_err() {
-            std::os::unix::fs::symlink(target, &l).map_err(|e| format!("creating /dev/{link}: {e}"))?;
+            std::os::unix::fs::symlink(target, &l)
+                .map_err(|e| format!("creating /dev/{link}: {e}"))?;
         }
     }
     let ptmx = dev.join("ptmx");
     if std::fs::symlink_metadata(&ptmx).is_err() && dev.join("pts").is_dir() {
-        std::os::unix::fs::symlink("pts/ptmx", &ptmx).map_err(|e| format!("creating /dev/ptmx: {e}"))?;
+        std::os::unix::fs::symlink("pts/ptmx", &ptmx)
+            .map_err(|e| format!("creating /dev/ptmx: {e}"))?;
     }
     Ok(())
 }
 
-fn mknod(path: &Path, kind: libc::mode_t, major: u64, minor: u64, mode: libc::mode_t, uid: u32, gid: u32) -> R {
+fn mknod(
+    path: &Path,
+    kind: libc::mode_t,
+    major: u64,
+    minor: u64,
+    mode: libc::mode_t,
+    uid: u32,
+    gid: u32,
+) -> R {
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| format!("creating {}: {e}", parent.display()))?;
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("creating {}: {e}", parent.display()))?;
     }
     let _ = std::fs::remove_file(path);
     let c = c_path(path)?;
     // SAFETY: mknod/chown with a valid path.
     unsafe {
-        check(libc::mknod(c.as_ptr(), kind | mode, libc::makedev(major as u32, minor as u32)), || format!("mknod {}", path.display()))?;
-        check(libc::chown(c.as_ptr(), uid, gid), || format!("chown {}", path.display()))?;
+        check(
+            libc::mknod(
+                c.as_ptr(),
+                kind | mode,
+                libc::makedev(major as u32, minor as u32),
+            ),
+            || format!("mknod {}", path.display()),
+        )?;
+        check(libc::chown(c.as_ptr(), uid, gid), || {
+            format!("chown {}", path.display())
+        })?;
     }
     Ok(())
 }
@@ -267,7 +423,13 @@ fn mask(path: &Path) -> R {
         Err(_) => return Ok(()),
     };
     let res = if md.is_dir() {
-        sys_mount(Some(Path::new("tmpfs")), path, Some("tmpfs"), libc::MS_RDONLY, "size=0")
+        sys_mount(
+            Some(Path::new("tmpfs")),
+            path,
+            Some("tmpfs"),
+            libc::MS_RDONLY,
+            "size=0",
+        )
     } else {
         sys_mount(Some(Path::new("/dev/null")), path, None, libc::MS_BIND, "")
     };
@@ -279,10 +441,24 @@ fn readonly(path: &Path) -> R {
         return Ok(());
     }
     let p = PathBuf::from(path);
-    sys_mount(Some(&p), &p, None, libc::MS_BIND | libc::MS_REC, "").map_err(|e| format!("read-only {}: {e}", path.display()))?;
-    let flags = libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+    sys_mount(Some(&p), &p, None, libc::MS_BIND | libc::MS_REC, "")
+        .map_err(|e| format!("read-only {}: {e}", path.display()))?;
+    let flags = libc::MS_BIND
+        | libc::MS_REMOUNT
+        | libc::MS_RDONLY
+        | libc::MS_NOSUID
+        | libc::MS_NODEV
+        | libc::MS_NOEXEC;
     sys_mount(None, &p, None, flags, "")
-        .or_else(|_| sys_mount(None, &p, None, libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY, ""))
+        .or_else(|_| {
+            sys_mount(
+                None,
+                &p,
+                None,
+                libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY,
+                "",
+            )
+        })
         .map_err(|e| format!("read-only {}: {e}", path.display()))
 }
 
@@ -290,16 +466,29 @@ fn credentials(p: &Prepared) -> R {
     p.caps.apply_bounding()?;
     // SAFETY: credential syscalls with plain values.
     unsafe {
-        check(libc::setgroups(p.groups.len(), p.groups.as_ptr()), || "setgroups".into())?;
-        check(libc::prctl(libc::PR_SET_KEEPCAPS, 1, 0, 0, 0), || "PR_SET_KEEPCAPS".into())?;
-        check(libc::setresgid(p.gid, p.gid, p.gid), || format!("setresgid {}", p.gid))?;
-        check(libc::setresuid(p.uid, p.uid, p.uid), || format!("setresuid {}", p.uid))?;
-        check(libc::prctl(libc::PR_SET_KEEPCAPS, 0, 0, 0, 0), || "PR_SET_KEEPCAPS".into())?;
+        check(libc::setgroups(p.groups.len(), p.groups.as_ptr()), || {
+            "setgroups".into()
+        })?;
+        check(libc::prctl(libc::PR_SET_KEEPCAPS, 1, 0, 0, 0), || {
+            "PR_SET_KEEPCAPS".into()
+        })?;
+        check(libc::setresgid(p.gid, p.gid, p.gid), || {
+            format!("setresgid {}", p.gid)
+        })?;
+        check(libc::setresuid(p.uid, p.uid, p.uid), || {
+            format!("setresuid {}", p.uid)
+        })?;
+        check(libc::prctl(libc::PR_SET_KEEPCAPS, 0, 0, 0, 0), || {
+            "PR_SET_KEEPCAPS".into()
+        })?;
     }
     p.caps.apply_rest()?;
     if p.no_new_privs {
         // SAFETY: prctl with integer arguments.
-        check(unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) }, || "PR_SET_NO_NEW_PRIVS".into())?;
+        check(
+            unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) },
+            || "PR_SET_NO_NEW_PRIVS".into(),
+        )?;
     }
     Ok(())
 }
@@ -322,5 +511,8 @@ fn exec(p: &Prepared) -> Result<Never, String> {
         last = Some(e);
     }
     let _ = last;
-    Err(format!("exec: {:?}: executable file not found in $PATH", p.argv0))
+    Err(format!(
+        "exec: {:?}: executable file not found in $PATH",
+        p.argv0
+    ))
 }

@@ -30,7 +30,12 @@ pub enum MountKind {
 }
 
 /// Parse OCI mount options (runc's table).
-pub fn plan(destination: &Path, fstype: Option<&str>, source: Option<&Path>, options: &[String]) -> MountPlan {
+pub fn plan(
+    destination: &Path,
+    fstype: Option<&str>,
+    source: Option<&Path>,
+    options: &[String],
+) -> MountPlan {
     let mut flags: libc::c_ulong = 0;
     let mut propagation: libc::c_ulong = 0;
     let mut data = Vec::new();
@@ -97,8 +102,14 @@ pub fn plan(destination: &Path, fstype: Option<&str>, source: Option<&Path>, opt
     if bind {
         flags |= libc::MS_BIND;
     }
-    let per_mount = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC
-        | libc::MS_NOATIME | libc::MS_NODIRATIME | libc::MS_RELATIME | libc::MS_STRICTATIME;
+    let per_mount = libc::MS_RDONLY
+        | libc::MS_NOSUID
+        | libc::MS_NODEV
+        | libc::MS_NOEXEC
+        | libc::MS_NOATIME
+        | libc::MS_NODIRATIME
+        | libc::MS_RELATIME
+        | libc::MS_STRICTATIME;
     MountPlan {
         kind,
         destination: destination.to_path_buf(),
@@ -114,7 +125,11 @@ pub fn plan(destination: &Path, fstype: Option<&str>, source: Option<&Path>, opt
 /// Join `unsafe_path` to `root` resolving every symlink as if `root` were `/`, so that the
 /// result never escapes `root`. `lookup` returns a path's symlink target, if it is one
 /// (a parameter so that the rule is testable without a filesystem).
-pub fn secure_join(root: &Path, unsafe_path: &Path, lookup: &dyn Fn(&Path) -> Option<PathBuf>) -> Result<PathBuf, String> {
+pub fn secure_join(
+    root: &Path,
+    unsafe_path: &Path,
+    lookup: &dyn Fn(&Path) -> Option<PathBuf>,
+) -> Result<PathBuf, String> {
     use std::ffi::OsString;
     // Components still to walk, next one last.
     fn push_rev(stack: &mut Vec<OsString>, p: &Path) {
@@ -142,7 +157,10 @@ pub fn secure_join(root: &Path, unsafe_path: &Path, lookup: &dyn Fn(&Path) -> Op
             Some(target) => {
                 links += 1;
                 if links > 255 {
-                    return Err(format!("{}: too many levels of symbolic links", unsafe_path.display()));
+                    return Err(format!(
+                        "{}: too many levels of symbolic links",
+                        unsafe_path.display()
+                    ));
                 }
                 if target.is_absolute() {
                     out = PathBuf::new();
@@ -171,20 +189,43 @@ mod tests {
     #[test]
     fn options_become_flags() {
         let opts = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let m = plan(Path::new("/dev"), Some("tmpfs"), Some(Path::new("tmpfs")), &opts(&["nosuid", "strictatime", "mode=755", "size=65536k"]));
+        let m = plan(
+            Path::new("/dev"),
+            Some("tmpfs"),
+            Some(Path::new("tmpfs")),
+            &opts(&["nosuid", "strictatime", "mode=755", "size=65536k"]),
+        );
         assert_eq!(m.kind, MountKind::Other);
         assert_eq!(m.flags, libc::MS_NOSUID | libc::MS_STRICTATIME);
         assert_eq!(m.data, "mode=755,size=65536k");
         assert!(!m.remount);
-        let m = plan(Path::new("/data"), Some("bind"), Some(Path::new("/h")), &opts(&["rbind", "rprivate", "ro", "nosuid"]));
+        let m = plan(
+            Path::new("/data"),
+            Some("bind"),
+            Some(Path::new("/h")),
+            &opts(&["rbind", "rprivate", "ro", "nosuid"]),
+        );
         assert_eq!(m.kind, MountKind::Bind);
-        assert_eq!(m.flags, libc::MS_BIND | libc::MS_REC | libc::MS_RDONLY | libc::MS_NOSUID);
+        assert_eq!(
+            m.flags,
+            libc::MS_BIND | libc::MS_REC | libc::MS_RDONLY | libc::MS_NOSUID
+        );
         assert_eq!(m.propagation, libc::MS_PRIVATE | libc::MS_REC);
         assert!(m.remount);
-        let m = plan(Path::new("/x"), None, Some(Path::new("/h")), &opts(&["bind", "rw", "ro", "rw"]));
+        let m = plan(
+            Path::new("/x"),
+            None,
+            Some(Path::new("/h")),
+            &opts(&["bind", "rw", "ro", "rw"]),
+        );
         assert_eq!(m.flags, libc::MS_BIND, "later options win");
         assert!(!m.remount);
-        let m = plan(Path::new("/sys/fs/cgroup"), Some("cgroup"), None, &opts(&["ro"]));
+        let m = plan(
+            Path::new("/sys/fs/cgroup"),
+            Some("cgroup"),
+            None,
+            &opts(&["ro"]),
+        );
         assert_eq!(m.kind, MountKind::Cgroup);
     }
 
@@ -201,11 +242,26 @@ mod tests {
         .collect();
         let lookup = |p: &Path| links.get(p).cloned();
         let root = Path::new("/r");
-        assert_eq!(secure_join(root, Path::new("/proc"), &lookup).unwrap(), PathBuf::from("/r/proc"));
-        assert_eq!(secure_join(root, Path::new("/etc/evil/y"), &lookup).unwrap(), PathBuf::from("/r/host/y"));
-        assert_eq!(secure_join(root, Path::new("/rel"), &lookup).unwrap(), PathBuf::from("/r/x"));
-        assert_eq!(secure_join(root, Path::new("/a/d"), &lookup).unwrap(), PathBuf::from("/r/b/c/d"));
-        assert_eq!(secure_join(root, Path::new("/../../etc"), &lookup).unwrap(), PathBuf::from("/r/etc"));
+        assert_eq!(
+            secure_join(root, Path::new("/proc"), &lookup).unwrap(),
+            PathBuf::from("/r/proc")
+        );
+        assert_eq!(
+            secure_join(root, Path::new("/etc/evil/y"), &lookup).unwrap(),
+            PathBuf::from("/r/host/y")
+        );
+        assert_eq!(
+            secure_join(root, Path::new("/rel"), &lookup).unwrap(),
+            PathBuf::from("/r/x")
+        );
+        assert_eq!(
+            secure_join(root, Path::new("/a/d"), &lookup).unwrap(),
+            PathBuf::from("/r/b/c/d")
+        );
+        assert_eq!(
+            secure_join(root, Path::new("/../../etc"), &lookup).unwrap(),
+            PathBuf::from("/r/etc")
+        );
         assert!(secure_join(root, Path::new("/loop"), &lookup).is_err());
     }
 }

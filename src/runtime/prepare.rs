@@ -52,19 +52,36 @@ pub struct Prepared {
 }
 
 fn cstr(s: impl AsRef<[u8]>) -> Result<CString, String> {
-    CString::new(s.as_ref()).map_err(|_| format!("{:?} contains a NUL byte", String::from_utf8_lossy(s.as_ref())))
+    CString::new(s.as_ref()).map_err(|_| {
+        format!(
+            "{:?} contains a NUL byte",
+            String::from_utf8_lossy(s.as_ref())
+        )
+    })
 }
 
 impl Prepared {
     pub fn from_spec(spec: &Spec, stdio: [RawFd; 3]) -> Result<Prepared, String> {
-        let process = spec.process().as_ref().ok_or("config.json: process: Required value")?;
-        let root = spec.root().as_ref().ok_or("config.json: root: Required value")?;
+        let process = spec
+            .process()
+            .as_ref()
+            .ok_or("config.json: process: Required value")?;
+        let root = spec
+            .root()
+            .as_ref()
+            .ok_or("config.json: root: Required value")?;
         let linux = spec.linux().clone().unwrap_or_default();
         if linux.seccomp().is_some() {
             return Err("seccomp profiles are not supported yet".into());
         }
-        if process.apparmor_profile().as_deref().is_some_and(|p| !p.is_empty())
-            || process.selinux_label().as_deref().is_some_and(|p| !p.is_empty())
+        if process
+            .apparmor_profile()
+            .as_deref()
+            .is_some_and(|p| !p.is_empty())
+            || process
+                .selinux_label()
+                .as_deref()
+                .is_some_and(|p| !p.is_empty())
         {
             return Err("AppArmor and SELinux labels are not supported".into());
         }
@@ -75,17 +92,29 @@ impl Prepared {
                 LinuxNamespaceType::Pid => new_pid_ns = true,
                 LinuxNamespaceType::Cgroup => new_cgroup_ns = true,
                 LinuxNamespaceType::Mount => {}
-                t => return Err(format!("namespace {t:?} must be the pod's (removed from the spec)")),
+                t => {
+                    return Err(format!(
+                        "namespace {t:?} must be the pod's (removed from the spec)"
+                    ))
+                }
             }
         }
         let mut mounts_out = Vec::new();
         let mut dev_is_tmpfs = false;
         for m in spec.mounts().iter().flatten() {
             if !m.destination().is_absolute() {
-                return Err(format!("mount destination {} is not absolute", m.destination().display()));
+                return Err(format!(
+                    "mount destination {} is not absolute",
+                    m.destination().display()
+                ));
             }
             let opts = m.options().clone().unwrap_or_default();
-            let p = mounts::plan(m.destination(), m.typ().as_deref(), m.source().as_deref(), &opts);
+            let p = mounts::plan(
+                m.destination(),
+                m.typ().as_deref(),
+                m.source().as_deref(),
+                &opts,
+            );
             if m.destination() == Path::new("/dev") && m.typ().as_deref() == Some("tmpfs") {
                 dev_is_tmpfs = true;
             }
@@ -118,7 +147,12 @@ impl Prepared {
             .sysctl()
             .iter()
             .flatten()
-            .map(|(k, v)| (PathBuf::from("/proc/sys").join(k.replace('.', "/")), v.clone()))
+            .map(|(k, v)| {
+                (
+                    PathBuf::from("/proc/sys").join(k.replace('.', "/")),
+                    v.clone(),
+                )
+            })
             .collect();
         let mut rlimits = Vec::new();
         for r in process.rlimits().iter().flatten() {
@@ -133,7 +167,10 @@ impl Prepared {
         }
         let env: Vec<String> = process.env().clone().unwrap_or_default();
         let args = process.args().clone().unwrap_or_default();
-        let argv0 = args.first().cloned().ok_or("process.args: Required value")?;
+        let argv0 = args
+            .first()
+            .cloned()
+            .ok_or("process.args: Required value")?;
         let exe_candidates = if argv0.contains('/') {
             vec![cstr(&argv0)?]
         } else {
@@ -163,8 +200,20 @@ impl Prepared {
             mounts: mounts_out,
             dev_is_tmpfs,
             devices,
-            masked: linux.masked_paths().clone().unwrap_or_default().into_iter().map(PathBuf::from).collect(),
-            readonly: linux.readonly_paths().clone().unwrap_or_default().into_iter().map(PathBuf::from).collect(),
+            masked: linux
+                .masked_paths()
+                .clone()
+                .unwrap_or_default()
+                .into_iter()
+                .map(PathBuf::from)
+                .collect(),
+            readonly: linux
+                .readonly_paths()
+                .clone()
+                .unwrap_or_default()
+                .into_iter()
+                .map(PathBuf::from)
+                .collect(),
             sysctl,
             oom_score_adj: process.oom_score_adj(),
             rlimits,
@@ -186,7 +235,10 @@ impl Prepared {
 
 /// `RLIMIT_NOFILE` (as oci-spec prints its enum: `RlimitNofile`) → the resource number.
 fn rlimit_resource(name: &str) -> Option<libc::__rlimit_resource_t> {
-    let n = name.to_ascii_uppercase().replace("RLIMIT_", "").replace("RLIMIT", "");
+    let n = name
+        .to_ascii_uppercase()
+        .replace("RLIMIT_", "")
+        .replace("RLIMIT", "");
     Some(match n.as_str() {
         "CPU" => libc::RLIMIT_CPU,
         "FSIZE" => libc::RLIMIT_FSIZE,
@@ -241,7 +293,10 @@ mod tests {
         assert!(p.new_pid_ns && !p.new_cgroup_ns && p.dev_is_tmpfs && p.root_readonly);
         assert_eq!(p.groups, vec![1000, 5]);
         assert_eq!(p.rlimits, vec![(libc::RLIMIT_NOFILE, 512, 1024)]);
-        assert_eq!(p.exe_candidates, vec![cstr("/bin/sh").unwrap(), cstr("/usr/bin/sh").unwrap()]);
+        assert_eq!(
+            p.exe_candidates,
+            vec![cstr("/bin/sh").unwrap(), cstr("/usr/bin/sh").unwrap()]
+        );
         assert_eq!(p.masked, vec![PathBuf::from("/proc/kcore")]);
     }
 
@@ -254,9 +309,13 @@ mod tests {
             "linux": {"namespaces": [{"type": "network"}]}
         });
         let spec: Spec = serde_json::from_value(v.clone()).unwrap();
-        assert!(Prepared::from_spec(&spec, [0, 1, 2]).unwrap_err().contains("pod's"));
+        assert!(Prepared::from_spec(&spec, [0, 1, 2])
+            .unwrap_err()
+            .contains("pod's"));
         v["linux"] = serde_json::json!({"seccomp": {"defaultAction": "SCMP_ACT_ALLOW"}});
         let spec: Spec = serde_json::from_value(v).unwrap();
-        assert!(Prepared::from_spec(&spec, [0, 1, 2]).unwrap_err().contains("seccomp"));
+        assert!(Prepared::from_spec(&spec, [0, 1, 2])
+            .unwrap_err()
+            .contains("seccomp"));
     }
 }

@@ -200,12 +200,8 @@ impl Supervisor<'_> {
         };
         let text = |k: &str| v[k].as_str().map(str::to_string);
         let now = self.now();
-        self.st.set_gate(type_,
-            status,
-            text("reason"),
-            text("message"),
-            now,
-        );
+        self.st
+            .set_gate(type_, status, text("reason"), text("message"), now);
         success(200, "condition set")
     }
 

@@ -49,6 +49,8 @@ pub struct Run {
     pub pidfd: OwnedFd,
     /// Until the start result is read: EOF = exec succeeded, else the error.
     pub start_fd: Option<OwnedFd>,
+    /// The start failed with this error (read from `start_fd`); the exit reports it.
+    pub start_error: Option<String>,
     pub oom_before: u64,
     pub log: Rc<RefCell<LogFile>>,
 }
@@ -179,6 +181,7 @@ impl Ctr {
             pid: spawned.pid.as_raw(),
             pidfd: spawned.pidfd,
             start_fd: Some(spawned.start_fd),
+            start_error: None,
             oom_before: self.cgroup.oom_kills(),
             log: log.clone(),
         });
@@ -222,13 +225,14 @@ impl Ctr {
         let Some(mut run) = self.run.take() else {
             return Err("no run".into());
         };
-        let start = run
-            .start_fd
-            .take()
-            .map(|fd| runtime::read_start_result(&fd));
+        if let Some(fd) = run.start_fd.take() {
+            if let runtime::StartResult::Failed(msg) = runtime::read_start_result(&fd) {
+                run.start_error = Some(msg);
+            }
+        }
         self.cgroup.kill_all();
         rootfs::release(&self.dir);
-        if let Some(runtime::StartResult::Failed(msg)) = start {
+        if let Some(msg) = run.start_error.take() {
             return Err(msg);
         }
         let (exit_code, signal) = decode_wait_status(status);

@@ -360,15 +360,16 @@ impl Supervisor<'_> {
         let Some(fd) = run.start_fd.as_ref() else {
             return;
         };
-        match crate::runtime::read_start_result(fd) {
+        let result = crate::runtime::read_start_result(fd);
+        run.start_fd = None;
+        match result {
             crate::runtime::StartResult::Started => {
-                run.start_fd = None;
                 self.st.on_started(&self.cfg.plan, i, now);
                 // postStart hooks are not supported yet (admission rejects them).
                 self.st.on_post_start_done(&self.cfg.plan, i);
             }
-            // Keep the fd: the exit handler reads the message again and reports StartError.
-            crate::runtime::StartResult::Failed(_) => {}
+            // The process exits next; its exit reports the start error.
+            crate::runtime::StartResult::Failed(msg) => run.start_error = Some(msg),
         }
     }
 
