@@ -219,7 +219,7 @@ mod client {
         }
     }
 
-    fn get(s: &PathBuf, path: &str) -> Result<Response, String> {
+    fn get(s: &std::path::Path, path: &str) -> Result<Response, String> {
         ok(client::request(s, "GET", path, None, TIMEOUT).map_err(|e| e.to_string())?)
     }
 

@@ -223,6 +223,8 @@ fn security(v: &mut Value, b: &Bundle, pod: &PodSpec, c: &Container) -> Result<(
                 }
             }
             cur.retain(|x| !drops.contains(x));
+            // The bundle's sets are unordered; a stable order keeps the spec reproducible.
+            cur.sort();
             pcaps[set] = json!(cur);
         }
         for set in ["inheritable", "ambient"] {

@@ -309,13 +309,10 @@ mod tests {
             "linux": {"namespaces": [{"type": "network"}]}
         });
         let spec: Spec = serde_json::from_value(v.clone()).unwrap();
-        assert!(Prepared::from_spec(&spec, [0, 1, 2])
-            .unwrap_err()
-            .contains("pod's"));
+        let err = |s: &Spec| Prepared::from_spec(s, [0, 1, 2]).err().unwrap();
+        assert!(err(&spec).contains("pod's"));
         v["linux"] = serde_json::json!({"seccomp": {"defaultAction": "SCMP_ACT_ALLOW"}});
         let spec: Spec = serde_json::from_value(v).unwrap();
-        assert!(Prepared::from_spec(&spec, [0, 1, 2])
-            .unwrap_err()
-            .contains("seccomp"));
+        assert!(err(&spec).contains("seccomp"));
     }
 }
