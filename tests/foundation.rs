@@ -248,11 +248,14 @@ spec:
   containers:
   - name: server
     image: busybox
-    command: ["sh", "-c", "cat /work/seed; nc -l -p 8089 > /work/got; cat /work/got"]
+    command: ["sh", "-c", "cat /work/seed; until grep -q over-loopback /work/got 2>/dev/null; do nc -l -p 8089 >> /work/got; done; touch /work/ack; grep -m1 over-loopback /work/got"]
     volumeMounts: [{name: work, mountPath: /work}]
   - name: client
     image: busybox
-    command: ["sh", "-c", "for i in $(seq 100); do echo over-loopback | nc 127.0.0.1 8089 && exit 0; sleep 0.05; done; exit 1"]
+    # busybox nc may close a connection before its data is read: send until acknowledged
+    # (the data itself only ever crosses the shared loopback).
+    command: ["sh", "-c", "for i in $(seq 200); do [ -e /work/ack ] && exit 0; echo over-loopback | nc 127.0.0.1 8089; sleep 0.05; done; exit 1"]
+    volumeMounts: [{name: work, mountPath: /work}]
   volumes: [{name: work, emptyDir: {}}]
 "#,
     );
@@ -382,4 +385,57 @@ spec:
     assert_eq!(polite["exitCode"], 0, "{polite}");
     assert_eq!(p.log("polite", 0), "ready\nbye");
     p.assert_nothing_left();
+}
+
+#[test]
+fn sandbox_failures_exit_3_and_leave_nothing() {
+    if !require_root() {
+        return;
+    }
+    // A second run of a running pod (same state dir) is refused; the first is untouched.
+    let mut first = one_container("busy", "sleep 30", "");
+    first.start();
+    first.wait_status(LIMIT, |v| {
+        container_status(v, "c")["state"]["running"].is_object()
+    });
+    let second = std::process::Command::new(bin())
+        .arg("run")
+        .arg(&first.manifest)
+        .arg("--bundles")
+        .arg(bundles())
+        .arg("--state-dir")
+        .arg(&first.state)
+        .output()
+        .unwrap();
+    assert_eq!(second.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(err.contains("already running"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    let still = first.wait_status(LIMIT, |v| {
+        container_status(v, "c")["state"]["running"].is_object()
+    });
+    assert_eq!(still["status"]["phase"], "Running");
+    first.signal(libc::SIGINT);
+    first.signal(libc::SIGINT);
+    let out = first.wait(LIMIT);
+    assert_eq!(out.code, 1, "forced stop fails the pod: {}", out.stderr);
+    first.assert_nothing_left();
+
+    // A cgroup parent that does not exist.
+    let mut p = one_container("nocg", "true", "");
+    let out = p
+        .command()
+        .arg("--cgroup-parent")
+        .arg("/no/such/parent")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--cgroup-parent") && err.contains("does not exist"),
+        "{err}"
+    );
+    assert!(!std::path::Path::new("/sys/fs/cgroup/memory/no").exists());
+    p.assert_nothing_left();
+    assert!(!p.state.join("status.json").exists());
 }

@@ -66,6 +66,18 @@ impl CgroupRoot {
             for v in parents.values_mut() {
                 *v = p.to_string();
             }
+            let root = CgroupRoot { v2, parents };
+            // The parent is the caller's to make (as kubelet's cgroupfs driver expects):
+            // creating it here would leave it behind.
+            let probe = root.group("probe");
+            let parents: Vec<&Path> = probe.dirs().iter().filter_map(|d| d.parent()).collect();
+            if let Some(missing) = parents.into_iter().find(|d| !d.is_dir()) {
+                return Err(err(
+                    "--cgroup-parent",
+                    format!("{p:?} does not exist ({} is missing)", missing.display()),
+                ));
+            }
+            return Ok(root);
         }
         Ok(CgroupRoot { v2, parents })
     }

@@ -97,6 +97,8 @@ impl StateDir {
         let _ = fs::remove_file(self.root.join("pod.sock"));
         let _ = fs::remove_file(self.root.join(".lock"));
         drop(self.lock);
+        // A run that failed before writing anything leaves no empty directory behind.
+        let _ = fs::remove_dir(&self.root);
         Ok(())
     }
 }
@@ -181,6 +183,6 @@ mod tests {
         let sd = StateDir::open(&dir).unwrap();
         assert!(!sd.status_file().exists());
         sd.finish().unwrap();
-        fs::remove_dir_all(&dir).unwrap();
+        assert!(!dir.exists(), "an empty state dir is removed");
     }
 }
