@@ -422,7 +422,7 @@ fn sandbox_failures_exit_3_and_leave_nothing() {
     first.assert_nothing_left();
 
     // A cgroup parent that does not exist.
-    let mut p = one_container("nocg", "true", "");
+    let p = one_container("nocg", "true", "");
     let out = p
         .command()
         .arg("--cgroup-parent")
