@@ -102,6 +102,17 @@ pub fn parse(s: &str) -> Result<Quantity, String> {
     })
 }
 
+/// `hugepages-2Mi`'s size as the cgroup files name it (`2MB`).
+pub fn hugepage_size(size: &str) -> Result<String, String> {
+    let bytes = parse(size)?.value();
+    for (u, name) in [(1i128 << 30, "GB"), (1 << 20, "MB"), (1 << 10, "KB")] {
+        if bytes >= u && bytes % u == 0 {
+            return Ok(format!("{}{name}", bytes / u));
+        }
+    }
+    Err(format!("hugepages-{size}: not a supported page size"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,6 +138,13 @@ mod tests {
             assert!(parse(s).is_err(), "{s}");
         }
         assert!(parse("1e100").is_err());
+    }
+
+    #[test]
+    fn hugepage_sizes() {
+        assert_eq!(hugepage_size("2Mi").unwrap(), "2MB");
+        assert_eq!(hugepage_size("1Gi").unwrap(), "1GB");
+        assert!(hugepage_size("3").is_err());
     }
 
     #[test]

@@ -172,6 +172,13 @@ impl Sandbox {
         cgroups.delegate_controllers();
         pod_cg.create().map_err(|e| e.to_string())?;
         self.pod_cgroup = Some(pod_cg);
+        let pod_spec = adm.pod.spec.as_ref().expect("admitted pod has a spec");
+        let limits = pod_cgroup_resources(&crate::pod::resources::pod_limits(pod_spec))?;
+        self.pod_cgroup
+            .as_ref()
+            .expect("just set")
+            .set(&limits)
+            .map_err(|e| e.to_string())?;
         let leaf = cgroups.group(&format!("{pod_cg_name}/supervisor"));
         leaf.create().map_err(|e| e.to_string())?;
 
@@ -253,6 +260,32 @@ impl Sandbox {
             Err(errs.join("; "))
         }
     }
+}
+
+/// The pod cgroup's limits as OCI resources (CFS quota over kubelet's 100 ms period).
+fn pod_cgroup_resources(
+    l: &crate::pod::resources::Limits,
+) -> Result<oci_spec::runtime::LinuxResources, String> {
+    let mut v = serde_json::json!({});
+    if let Some(Some(milli)) = l.get("cpu") {
+        let quota = ((milli * 100_000) / 1000).max(1000) as i64;
+        v["cpu"] = serde_json::json!({"quota": quota, "period": 100_000u64});
+    }
+    if let Some(Some(bytes)) = l.get("memory") {
+        v["memory"] = serde_json::json!({"limit": *bytes as i64});
+    }
+    let huge: Vec<serde_json::Value> = l
+        .iter()
+        .filter_map(|(k, v)| {
+            let size = k.strip_prefix("hugepages-")?;
+            let page = crate::quantity::hugepage_size(size).ok()?;
+            v.map(|lim| serde_json::json!({"pageSize": page, "limit": lim as i64}))
+        })
+        .collect();
+    if !huge.is_empty() {
+        v["hugepageLimits"] = serde_json::json!(huge);
+    }
+    serde_json::from_value(v).map_err(|e| format!("pod cgroup limits: {e}"))
 }
 
 /// Forward SIGTERM/SIGINT to the supervisor until it exits; returns its exit status.

@@ -303,25 +303,15 @@ fn resources(v: &mut Value, c: &Container) -> Result<(), String> {
     for (k, _) in res.limits.iter().flatten() {
         if let Some(size) = k.strip_prefix("hugepages-") {
             let q = get(&res.limits, k)?.unwrap();
-            huge.push(json!({"pageSize": hugepage_size(size)?, "limit": q.value() as i64}));
+            huge.push(
+                json!({"pageSize": quantity::hugepage_size(size)?, "limit": q.value() as i64}),
+            );
         }
     }
     if !huge.is_empty() {
         lr["hugepageLimits"] = json!(huge);
     }
     Ok(())
-}
-
-/// `2Mi` → `2MB`, the cgroup file naming (`hugetlb.2MB.limit_in_bytes`).
-fn hugepage_size(size: &str) -> Result<String, String> {
-    let bytes = quantity::parse(size)?.value();
-    let units = [(1i128 << 30, "GB"), (1 << 20, "MB"), (1 << 10, "KB")];
-    for (u, name) in units {
-        if bytes >= u && bytes % u == 0 {
-            return Ok(format!("{}{name}", bytes / u));
-        }
-    }
-    Err(format!("hugepages-{size}: not a supported page size"))
 }
 
 fn mounts(v: &mut Value, c: &Container, cx: &MergeContext) -> Result<(), String> {

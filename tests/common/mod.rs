@@ -95,7 +95,12 @@ impl TestPod {
     }
 
     pub fn start(&mut self) {
-        self.child = Some(self.command().spawn().expect("spawn podinit"));
+        self.start_with(self.command());
+    }
+
+    /// Start with a command made by `command()` and given more options.
+    pub fn start_with(&mut self, mut cmd: Command) {
+        self.child = Some(cmd.spawn().expect("spawn podinit"));
     }
 
     pub fn pid(&self) -> i32 {
