@@ -345,7 +345,7 @@ spec:
   containers:
   - name: orphans
     image: busybox
-    command: ["sh", "-c", "for i in $(seq 50); do (true &); done; sleep 0.5; echo zombies=$(grep -l '^State:.Z' /proc/[0-9]*/status 2>/dev/null | wc -l); echo pid1=$(cat /proc/1/cmdline | tr '\\0' ' ' | cut -d' ' -f2); cat /proc/1/exe >/dev/null 2>&1 && echo exe=open || echo exe=denied"]
+    command: ["sh", "-c", "for i in $(seq 50); do (true &); done; for i in $(seq 100); do z=$(grep -l '^State:.Z' /proc/[0-9]*/status 2>/dev/null | wc -l); [ $z = 0 ] && break; sleep 0.05; done; echo zombies=$z; echo pid1=$(cat /proc/1/cmdline | tr '\\0' ' ' | cut -d' ' -f2); cat /proc/1/exe >/dev/null 2>&1 && echo exe=open || echo exe=denied"]
   - name: leaver
     image: busybox
     command: ["sh", "-c", "sleep 1000 & echo left-behind"]
@@ -365,4 +365,261 @@ spec:
     );
     assert_eq!(p.log("leaver", 0), "left-behind");
     p.assert_nothing_left();
+}
+
+/// The seed documents' table (SEMANTICS.md §Phase), one pod per cell.
+#[test]
+fn seed_table_rows_on_the_real_binary() {
+    if !require_root() {
+        return;
+    }
+    // (row, script of container 1, script of container 2 if any, oom?)
+    let rows: [(&str, &str, Option<&str>, bool); 5] = [
+        ("exits 0", "exit 0", None, false),
+        ("exits 1", "exit 1", None, false),
+        ("of two, one fails", "exit 1", Some("sleep 30"), false),
+        (
+            "then the second exits",
+            "exit 1",
+            Some("sleep 1; exit 0"),
+            false,
+        ),
+        (
+            "OOM-killed",
+            "x=$(head -c 200000000 /dev/zero | tr '\\0' a)",
+            None,
+            true,
+        ),
+    ];
+    // Expected (restarted?, phase) per policy, in the order Always, OnFailure, Never.
+    let expect: [[(bool, &str); 3]; 5] = [
+        [
+            (true, "Running"),
+            (false, "Succeeded"),
+            (false, "Succeeded"),
+        ],
+        [(true, "Running"), (true, "Running"), (false, "Failed")],
+        [(true, "Running"), (true, "Running"), (false, "Running")],
+        [(true, "Running"), (true, "Running"), (false, "Failed")],
+        [(true, "Running"), (true, "Running"), (false, "Failed")],
+    ];
+    for (r, (row, one, two, oom)) in rows.iter().enumerate() {
+        for (k, policy) in ["Always", "OnFailure", "Never"].iter().enumerate() {
+            let (restarted, phase) = expect[r][k];
+            let mut yaml = format!(
+                "apiVersion: v1\nkind: Pod\nmetadata: {{name: NAME}}\nspec:\n  restartPolicy: {policy}\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: one\n    image: busybox\n    command: [\"sh\", \"-c\", {one:?}]\n"
+            );
+            if *oom {
+                yaml.push_str("    resources: {limits: {memory: 32Mi}}\n");
+            }
+            if let Some(two) = two {
+                yaml.push_str(&format!(
+                    "  - name: two\n    image: busybox\n    command: [\"sh\", \"-c\", {two:?}]\n"
+                ));
+            }
+            let mut p = TestPod::new("seed", &yaml);
+            let mut cmd = p.command();
+            cmd.arg("--max-restart-backoff").arg("1");
+            p.start_with(cmd);
+            let what = format!("{row} under {policy}");
+            // Wait until the row's outcome is visible: a restart, or the end of container one
+            // (and two, for the row that needs it).
+            let v = p.wait_status(LIMIT, |v| {
+                let one = container_status(v, "one");
+                let done = |c: &serde_json::Value| c["state"]["terminated"].is_object();
+                // A container still being created is waiting, which makes the pod Pending:
+                // wait for the second one to have run.
+                let two_ran = two.is_none() || {
+                    let t = container_status(v, "two");
+                    t["state"]["running"].is_object() || t["state"]["terminated"].is_object()
+                };
+                if !two_ran {
+                    false
+                } else if restarted {
+                    one["restartCount"].as_i64().unwrap_or(0) >= 1
+                } else if *row == "then the second exits" {
+                    done(one) && done(container_status(v, "two"))
+                } else {
+                    done(one)
+                }
+            });
+            if *row == "then the second exits" && restarted {
+                // Under Always/OnFailure the pod stays Running once the second has exited too.
+                p.wait_status(LIMIT, |v| {
+                    container_status(v, "two")["state"]["terminated"].is_object()
+                        || container_status(v, "two")["restartCount"]
+                            .as_i64()
+                            .unwrap_or(0)
+                            > 0
+                });
+            }
+            let v = if phase == "Running" {
+                v
+            } else {
+                p.wait_status(LIMIT, |v| v["status"]["phase"] == phase)
+            };
+            assert_eq!(v["status"]["phase"], phase, "{what}");
+            let one = container_status(&v, "one");
+            let last = if restarted {
+                &one["lastState"]["terminated"]
+            } else {
+                &one["state"]["terminated"]
+            };
+            if *oom {
+                assert_eq!(last["reason"], "OOMKilled", "{what}: {last}");
+            }
+            p.signal(libc::SIGTERM);
+            let out = p.wait(LIMIT);
+            // A pod that ended on its own exits with its phase; one that we stopped ends as
+            // its containers' last states say, which depends on the moment of the stop.
+            if phase != "Running" {
+                let want_code = if phase == "Succeeded" { 0 } else { 1 };
+                assert_eq!(out.code, want_code, "{what}: {}", out.stderr);
+            }
+            p.assert_nothing_left();
+        }
+    }
+}
+
+#[test]
+fn a_failed_init_container_is_retried_under_always() {
+    if !require_root() {
+        return;
+    }
+    let mut p = TestPod::new(
+        "initretry",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  terminationGracePeriodSeconds: 1
+  initContainers:
+  - {name: i, image: busybox, command: ["sh", "-c", "exit 1"]}
+  containers:
+  - {name: app, image: busybox, command: ["sleep", "30"]}
+"#,
+    );
+    let mut cmd = p.command();
+    cmd.arg("--max-restart-backoff").arg("1");
+    p.start_with(cmd);
+    let v = p.wait_status(LIMIT, |v| {
+        container_status(v, "i")["restartCount"]
+            .as_i64()
+            .unwrap_or(0)
+            >= 2
+    });
+    assert_eq!(v["status"]["phase"], "Pending");
+    assert_eq!(
+        container_status(&v, "app")["state"]["waiting"]["reason"],
+        "PodInitializing"
+    );
+    p.signal(libc::SIGTERM);
+    assert_eq!(p.wait(LIMIT).code, 1);
+    p.assert_nothing_left();
+}
+
+#[test]
+fn hundreds_of_orphans_are_reaped() {
+    if !require_root() {
+        return;
+    }
+    let mut p = TestPod::new(
+        "reap",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  restartPolicy: Never
+  shareProcessNamespace: true
+  containers:
+  - name: c
+    image: busybox
+    command: ["sh", "-c", "for i in $(seq 300); do (sleep 0.01 &); done; sleep 0.5; for i in $(seq 100); do z=$(grep -l '^State:.Z' /proc/[0-9]*/status 2>/dev/null | wc -l); [ $z = 0 ] && break; sleep 0.05; done; echo zombies=$z"]
+"#,
+    );
+    let out = p.run(LIMIT);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(p.log("c", 0), "zombies=0");
+    p.assert_nothing_left();
+}
+
+#[test]
+fn termination_messages() {
+    if !require_root() {
+        return;
+    }
+    let mut p = TestPod::new(
+        "msg",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: file
+    image: busybox
+    command: ["sh", "-c", "echo -n all done > /dev/termination-log"]
+    securityContext: {runAsUser: 1000}
+  - name: custom
+    image: busybox
+    command: ["sh", "-c", "echo -n custom > /tmp/msg; exit 2"]
+    terminationMessagePath: /tmp/msg
+  - name: fallback
+    image: busybox
+    command: ["sh", "-c", "for i in $(seq 100); do echo line $i; done; exit 3"]
+    terminationMessagePolicy: FallbackToLogsOnError
+"#,
+    );
+    let out = p.run(LIMIT);
+    assert_eq!(out.code, 1);
+    let msg = |c: &str| {
+        container_status(&out.status, c)["state"]["terminated"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_eq!(msg("file"), "all done", "a non-root user can write it");
+    assert_eq!(msg("custom"), "custom");
+    let fb = msg("fallback");
+    assert!(
+        fb.starts_with("line 21\n") && fb.ends_with("line 100\n"),
+        "the last 80 lines: {fb:?}"
+    );
+    p.assert_nothing_left();
+}
+
+#[test]
+fn host_path_volumes() {
+    if !require_root() {
+        return;
+    }
+    let host = std::env::temp_dir().join(format!("podinit-hostpath-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&host);
+    let mut p = TestPod::new(
+        "hostpath",
+        &format!(
+            r#"apiVersion: v1
+kind: Pod
+metadata: {{name: NAME}}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: c
+    image: busybox
+    command: ["sh", "-c", "echo from-pod > /h/file; touch /ro/x 2>/dev/null && echo ro=writable || echo ro=readonly"]
+    volumeMounts: [{{name: h, mountPath: /h}}, {{name: h, mountPath: /ro, readOnly: true}}]
+  volumes: [{{name: h, hostPath: {{path: {}, type: DirectoryOrCreate}}}}]
+"#,
+            host.display()
+        ),
+    );
+    let out = p.run(LIMIT);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        std::fs::read_to_string(host.join("file")).unwrap(),
+        "from-pod\n"
+    );
+    assert_eq!(p.log("c", 0), "ro=readonly");
+    p.assert_nothing_left();
+    std::fs::remove_dir_all(&host).unwrap();
 }

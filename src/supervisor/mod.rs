@@ -341,6 +341,8 @@ impl Supervisor<'_> {
         for i in start_ready {
             self.observe_start(i);
         }
+        // Output before exits: reaping drops a run's pipes and so moves the indices.
+        self.read_pipes(&pipe_ready);
         if sig_ready {
             for s in sig.drain() {
                 match s {
@@ -350,7 +352,6 @@ impl Supervisor<'_> {
                 }
             }
         }
-        self.read_pipes(&pipe_ready);
     }
 
     fn observe_start(&mut self, i: usize) {
@@ -411,6 +412,12 @@ impl Supervisor<'_> {
             };
             let now = self.now();
             let name = self.cfg.containers[i].name.clone();
+            // Everything the process wrote is in its pipes now: log it before the exit is
+            // judged (FallbackToLogsOnError reads the log).
+            let own: Vec<usize> = (0..self.pipes.len())
+                .filter(|&k| self.pipes[k].ctr == i)
+                .collect();
+            self.read_pipes(&own);
             match self.cfg.containers[i].exited(status) {
                 Ok(exit) => {
                     if exit.oom_killed {
