@@ -10,6 +10,7 @@ pub mod log;
 pub mod logs;
 pub mod manifest;
 pub mod pod;
+pub mod probe;
 pub mod quantity;
 pub mod run;
 pub mod runtime;

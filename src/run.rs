@@ -170,7 +170,7 @@ impl Sandbox {
                 .map_err(|e| format!("removing stale pod cgroup: {e}"))?;
         }
         cgroups.delegate_controllers();
-        pod_cg.create().map_err(|e| e.to_string())?;
+        pod_cg.create_parent().map_err(|e| e.to_string())?;
         self.pod_cgroup = Some(pod_cg);
         let pod_spec = adm.pod.spec.as_ref().expect("admitted pod has a spec");
         let limits = pod_cgroup_resources(&crate::pod::resources::pod_limits(pod_spec))?;

@@ -16,7 +16,9 @@ fn running(p: &TestPod, names: &[&str]) -> serde_json::Value {
 }
 
 fn trap(sig: &str, name: &str) -> String {
-    format!("trap 'echo {name} got {sig}; exit 0' {sig}; echo ready; while true; do sleep 0.05; done")
+    format!(
+        "trap 'echo {name} got {sig}; exit 0' {sig}; echo ready; while true; do sleep 0.05; done"
+    )
 }
 
 #[test]
@@ -116,7 +118,11 @@ spec:
     std::thread::sleep(Duration::from_millis(300));
     p.signal(libc::SIGTERM);
     let out = p.wait(LIMIT);
-    assert!(t0.elapsed() < Duration::from_secs(3), "took {:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        t0.elapsed()
+    );
     assert_eq!(out.code, 1);
     let t = &container_status(&out.status, "deaf")["state"]["terminated"];
     assert_eq!(t["exitCode"], 137, "{t}");
@@ -151,7 +157,10 @@ spec:
         .unwrap();
     let table = String::from_utf8_lossy(&st.stdout);
     assert!(table.starts_with("NAME"), "{table}");
-    assert!(table.contains(&p.name) && table.contains("1/1") && table.contains("Running"), "{table}");
+    assert!(
+        table.contains(&p.name) && table.contains("1/1") && table.contains("Running"),
+        "{table}"
+    );
     let stop = std::process::Command::new(bin())
         .args(["stop", "--socket"])
         .arg(&sock)
@@ -176,7 +185,10 @@ spec:
     assert!(stop.success());
     let out = p.wait(LIMIT);
     assert_eq!(out.code, 1);
-    assert_eq!(container_status(&out.status, "a")["state"]["terminated"]["exitCode"], 137);
+    assert_eq!(
+        container_status(&out.status, "a")["state"]["terminated"]["exitCode"],
+        137
+    );
     assert_eq!(p.log("a", 0), "ready");
     p.assert_nothing_left();
 
@@ -187,7 +199,10 @@ spec:
         .unwrap();
     assert_eq!(gone.status.code(), Some(1));
     let err = String::from_utf8_lossy(&gone.stderr);
-    assert!(err.contains("/nonexistent/pod.sock") && err.contains("is the pod running"), "{err}");
+    assert!(
+        err.contains("/nonexistent/pod.sock") && err.contains("is the pod running"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -209,12 +224,19 @@ spec:
     );
     let t0 = Instant::now();
     let out = p.run(LIMIT);
-    assert!(t0.elapsed() < Duration::from_secs(6), "took {:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() < Duration::from_secs(6),
+        "took {:?}",
+        t0.elapsed()
+    );
     assert_eq!(out.code, 1);
     let st = &out.status["status"];
     assert_eq!(st["phase"], "Failed");
     assert_eq!(st["reason"], "DeadlineExceeded");
-    assert_eq!(st["message"], "Pod was active on the node longer than the specified deadline");
+    assert_eq!(
+        st["message"],
+        "Pod was active on the node longer than the specified deadline"
+    );
     let events = std::fs::read_to_string(p.state.join("events.jsonl")).unwrap();
     assert!(events.contains("\"reason\":\"DeadlineExceeded\""));
     p.assert_nothing_left();
@@ -248,22 +270,44 @@ spec:
     let deadline = Instant::now() + Duration::from_secs(5);
     let cg_dir = || {
         let found = std::process::Command::new("find")
-            .args(["/sys/fs/cgroup", "-maxdepth", "5", "-name", &format!("podinit_default_{}", p.name)])
+            .args([
+                "/sys/fs/cgroup",
+                "-maxdepth",
+                "5",
+                "-name",
+                &format!("podinit_default_{}", p.name),
+            ])
             .output()
             .unwrap();
-        String::from_utf8_lossy(&found.stdout).lines().next().map(str::to_string)
+        String::from_utf8_lossy(&found.stdout)
+            .lines()
+            .next()
+            .map(str::to_string)
     };
     let leftover = cg_dir().expect("a killed podinit leaves its cgroups");
     loop {
-        let procs = std::fs::read_to_string(format!("{leftover}/c_a/cgroup.procs")).unwrap_or_default();
+        let procs =
+            std::fs::read_to_string(format!("{leftover}/c_a/cgroup.procs")).unwrap_or_default();
         if procs.trim().is_empty() {
             break;
         }
-        assert!(Instant::now() < deadline, "container processes outlived podinit: {procs}");
+        assert!(
+            Instant::now() < deadline,
+            "container processes outlived podinit: {procs}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     // The next run with the same state dir removes the leftovers first, then runs.
-    std::fs::write(&p.manifest, yaml.replace("NAME", &p.name).replace("[\"sleep\", \"60\"]", "[\"true\"]").replace("terminationGracePeriodSeconds: 1", "terminationGracePeriodSeconds: 1\n  restartPolicy: Never")).unwrap();
+    std::fs::write(
+        &p.manifest,
+        yaml.replace("NAME", &p.name)
+            .replace("[\"sleep\", \"60\"]", "[\"true\"]")
+            .replace(
+                "terminationGracePeriodSeconds: 1",
+                "terminationGracePeriodSeconds: 1\n  restartPolicy: Never",
+            ),
+    )
+    .unwrap();
     let out = p.run(LIMIT);
     assert_eq!(out.code, 0, "{}", out.stderr);
     p.assert_nothing_left();

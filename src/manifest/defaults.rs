@@ -68,10 +68,17 @@ fn container(c: &mut Container) {
 }
 
 fn probe(p: &mut Probe) {
-    p.timeout_seconds.get_or_insert(1);
-    p.period_seconds.get_or_insert(10);
-    p.success_threshold.get_or_insert(1);
-    p.failure_threshold.get_or_insert(3);
+    // As `SetDefaults_Probe`: zero means unset.
+    for (v, d) in [
+        (&mut p.timeout_seconds, 1),
+        (&mut p.period_seconds, 10),
+        (&mut p.success_threshold, 1),
+        (&mut p.failure_threshold, 3),
+    ] {
+        if v.unwrap_or(0) == 0 {
+            *v = Some(d);
+        }
+    }
     if let Some(h) = p.http_get.as_mut() {
         h.path.get_or_insert_with(|| "/".into());
         h.scheme.get_or_insert_with(|| "HTTP".into());

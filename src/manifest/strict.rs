@@ -183,19 +183,7 @@ pub fn unsupported(pod: &Pod) -> Result<(), Error> {
 
 fn container(c: &Container, p: &str) -> Result<(), Error> {
     let t = Some(true);
-    let lc = c.lifecycle.as_ref();
     for (f, on) in [
-        (
-            "lifecycle.postStart",
-            lc.is_some_and(|l| l.post_start.is_some()),
-        ),
-        (
-            "lifecycle.preStop",
-            lc.is_some_and(|l| l.pre_stop.is_some()),
-        ),
-        ("livenessProbe", c.liveness_probe.is_some()),
-        ("readinessProbe", c.readiness_probe.is_some()),
-        ("startupProbe", c.startup_probe.is_some()),
         ("stdin", c.stdin == t),
         ("stdinOnce", c.stdin_once == t),
         ("tty", c.tty == t),

@@ -130,7 +130,6 @@ fn unsupported_fields_are_named() {
     for (spec, field) in [
         ("  hostNetwork: true\n  containers:\n  - {name: c, image: busybox}\n", "spec.hostNetwork"),
         ("  containers:\n  - {name: c, image: busybox, tty: true}\n", "spec.containers[0].tty"),
-        ("  containers:\n  - name: c\n    image: busybox\n    livenessProbe: {exec: {command: ['true']}}\n", "spec.containers[0].livenessProbe"),
         ("  containers:\n  - name: c\n    image: busybox\n    env: [{name: A, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]\n", "spec.containers[0].env[0].valueFrom"),
         ("  containers:\n  - name: c\n    image: busybox\n    volumeMounts: [{name: v, mountPath: /v, mountPropagation: Bidirectional}]\n  volumes: [{name: v, emptyDir: {}}]\n", "spec.containers[0].volumeMounts[0].mountPropagation"),
         ("  containers:\n  - {name: c, image: busybox}\n  volumes: [{name: v, configMap: {name: cm}}]\n", "spec.volumes[0].configMap"),
@@ -177,12 +176,47 @@ fn validation_messages() {
 }
 
 #[test]
-fn sidecars_may_have_probes_in_validation() {
-    // A sidecar's probes pass validation (and are then refused as not supported yet).
-    let e = err_of(&pod_with(
+fn sidecars_may_have_probes() {
+    admit_str(&pod_with(
         "  initContainers:\n  - name: s\n    image: busybox\n    restartPolicy: Always\n    readinessProbe: {exec: {command: ['true']}}\n  containers:\n  - {name: c, image: busybox}\n",
-    ));
-    assert_eq!(e, "spec.initContainers[0].readinessProbe: not supported");
+    ))
+    .unwrap();
+}
+
+#[test]
+fn probe_and_hook_handlers_are_validated() {
+    let cases = [
+        ("livenessProbe: {periodSeconds: 3}", "spec.containers[0].livenessProbe: Required value: must specify a handler type"),
+        ("livenessProbe: {exec: {command: ['true']}, tcpSocket: {port: 80}}", "spec.containers[0].livenessProbe.tcpSocket: Forbidden: may not specify more than 1 handler type"),
+        ("readinessProbe: {exec: {}}", "spec.containers[0].readinessProbe.exec.command: Required value"),
+        ("readinessProbe: {httpGet: {port: 0}}", "spec.containers[0].readinessProbe.httpGet.port: Invalid value: 0: must be between 1 and 65535, inclusive"),
+        ("readinessProbe: {httpGet: {port: Web_1}}", "spec.containers[0].readinessProbe.httpGet.port: Invalid value: \"Web_1\""),
+        ("readinessProbe: {httpGet: {port: 80, scheme: FTP}}", "spec.containers[0].readinessProbe.httpGet.scheme: Unsupported value: \"FTP\""),
+        ("startupProbe: {grpc: {port: 70000}}", "spec.containers[0].startupProbe.grpc.port: Invalid value: 70000"),
+        ("livenessProbe: {exec: {command: ['true']}, successThreshold: 2}", "spec.containers[0].livenessProbe.successThreshold: Invalid value: must be 1"),
+        ("livenessProbe: {exec: {command: ['true']}, periodSeconds: -1}", "spec.containers[0].livenessProbe.periodSeconds: Invalid value: -1: must be greater than or equal to 0"),
+        ("lifecycle: {preStop: {}}", "spec.containers[0].lifecycle.preStop: Required value: must specify a handler type"),
+        ("lifecycle: {postStart: {sleep: {seconds: -1}}}", "spec.containers[0].lifecycle.postStart.sleep.seconds: Invalid value: -1: must be non-negative"),
+    ];
+    for (field, want) in cases {
+        let e = err_of(&pod_with(&format!(
+            "  containers:\n  - name: c\n    image: busybox\n    {field}\n"
+        )));
+        assert!(e.starts_with(want), "got {e:?}, want {want:?}");
+    }
+    // Zero means the default, as in SetDefaults_Probe.
+    let a = admit_str(&pod_with(
+        "  containers:\n  - name: c\n    image: busybox\n    readinessProbe: {tcpSocket: {port: 80}, periodSeconds: 0, timeoutSeconds: 0}\n",
+    ))
+    .unwrap();
+    let p = a.pod.spec.unwrap().containers[0]
+        .readiness_probe
+        .clone()
+        .unwrap();
+    assert_eq!(
+        (p.period_seconds, p.timeout_seconds, p.failure_threshold),
+        (Some(10), Some(1), Some(3))
+    );
 }
 
 #[test]

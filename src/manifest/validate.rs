@@ -2,7 +2,10 @@
 //! found is returned, in a fixed order.
 
 use super::Error;
-use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::api::core::v1::{
+    Container, ExecAction, HTTPGetAction, LifecycleHandler, Pod, Probe,
+};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use std::collections::BTreeSet;
 
 type R = Result<(), Error>;
@@ -270,6 +273,22 @@ fn container(
             );
         }
     }
+    for (f, probe) in [
+        ("livenessProbe", &c.liveness_probe),
+        ("readinessProbe", &c.readiness_probe),
+        ("startupProbe", &c.startup_probe),
+    ] {
+        if let Some(pr) = probe {
+            probe_handler(pr, &format!("{p}.{f}"))?;
+        }
+    }
+    if let Some(lc) = &c.lifecycle {
+        for (f, h) in [("postStart", &lc.post_start), ("preStop", &lc.pre_stop)] {
+            if let Some(h) = h {
+                hook_handler(h, &format!("{p}.lifecycle.{f}"))?;
+            }
+        }
+    }
     if let Some(sig) = c.lifecycle.as_ref().and_then(|l| l.stop_signal.as_deref()) {
         crate::bundle::signal::parse(sig).map_err(|e| {
             Error::new(
@@ -350,6 +369,152 @@ fn container(
                 }
             }
         }
+    }
+    Ok(())
+}
+
+/// Exactly one handler, as `validateHandler` wants it.
+fn one_handler(p: &str, set: &[(&str, bool)]) -> R {
+    let mut on = set.iter().filter(|(_, on)| *on);
+    match (on.next(), on.next()) {
+        (None, _) => err(p.to_string(), "Required value: must specify a handler type"),
+        (Some(_), Some((f, _))) => err(
+            format!("{p}.{f}"),
+            "Forbidden: may not specify more than 1 handler type",
+        ),
+        _ => Ok(()),
+    }
+}
+
+fn port_value(v: &IntOrString, p: &str) -> R {
+    match v {
+        IntOrString::Int(n) if !(1..=65535).contains(n) => err(
+            p.to_string(),
+            format!("Invalid value: {n}: must be between 1 and 65535, inclusive"),
+        ),
+        IntOrString::String(s) if !is_port_name(s) => err(
+            p.to_string(),
+            format!("Invalid value: {s:?}: must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-), at most 15 characters, and at least one letter"),
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// IANA_SVC_NAME: 1–15 of [a-z0-9-], a letter among them, no leading, trailing or double
+/// hyphen.
+fn is_port_name(s: &str) -> bool {
+    (1..=15).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && s.bytes().any(|b| b.is_ascii_lowercase())
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+        && !s.contains("--")
+}
+
+fn http_get(h: &HTTPGetAction, p: &str) -> R {
+    port_value(&h.port, &format!("{p}.port"))?;
+    match h.scheme.as_deref() {
+        None | Some("HTTP") | Some("HTTPS") => {}
+        Some(s) => {
+            return err(
+                format!("{p}.scheme"),
+                format!("Unsupported value: {s:?}: supported values: \"HTTP\", \"HTTPS\""),
+            )
+        }
+    }
+    for (i, hd) in h.http_headers.iter().flatten().enumerate() {
+        let ok = !hd.name.is_empty()
+            && hd
+                .name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+        if !ok {
+            return err(
+                format!("{p}.httpHeaders[{i}].name"),
+                format!("Invalid value: {:?}: a valid HTTP header must consist of alphanumeric characters or '-'", hd.name),
+            );
+        }
+    }
+    Ok(())
+}
+
+fn exec_command(e: &ExecAction, p: &str) -> R {
+    if e.command.as_ref().is_none_or(|c| c.is_empty()) {
+        return err(format!("{p}.command"), "Required value");
+    }
+    Ok(())
+}
+
+fn probe_handler(pr: &Probe, p: &str) -> R {
+    one_handler(
+        p,
+        &[
+            ("exec", pr.exec.is_some()),
+            ("httpGet", pr.http_get.is_some()),
+            ("tcpSocket", pr.tcp_socket.is_some()),
+            ("grpc", pr.grpc.is_some()),
+        ],
+    )?;
+    for (f, v) in [
+        ("initialDelaySeconds", pr.initial_delay_seconds),
+        ("timeoutSeconds", pr.timeout_seconds),
+        ("periodSeconds", pr.period_seconds),
+        ("successThreshold", pr.success_threshold),
+        ("failureThreshold", pr.failure_threshold),
+    ] {
+        if let Some(v) = v.filter(|v| *v < 0) {
+            return err(
+                format!("{p}.{f}"),
+                format!("Invalid value: {v}: must be greater than or equal to 0"),
+            );
+        }
+    }
+    if let Some(g) = pr.termination_grace_period_seconds.filter(|g| *g <= 0) {
+        return err(
+            format!("{p}.terminationGracePeriodSeconds"),
+            format!("Invalid value: {g}: must be greater than 0"),
+        );
+    }
+    if let Some(e) = &pr.exec {
+        exec_command(e, &format!("{p}.exec"))?;
+    }
+    if let Some(h) = &pr.http_get {
+        http_get(h, &format!("{p}.httpGet"))?;
+    }
+    if let Some(t) = &pr.tcp_socket {
+        port_value(&t.port, &format!("{p}.tcpSocket.port"))?;
+    }
+    if let Some(g) = &pr.grpc {
+        port_value(&IntOrString::Int(g.port), &format!("{p}.grpc.port"))?;
+    }
+    Ok(())
+}
+
+fn hook_handler(h: &LifecycleHandler, p: &str) -> R {
+    one_handler(
+        p,
+        &[
+            ("exec", h.exec.is_some()),
+            ("httpGet", h.http_get.is_some()),
+            ("tcpSocket", h.tcp_socket.is_some()),
+            ("sleep", h.sleep.is_some()),
+        ],
+    )?;
+    if let Some(e) = &h.exec {
+        exec_command(e, &format!("{p}.exec"))?;
+    }
+    if let Some(g) = &h.http_get {
+        http_get(g, &format!("{p}.httpGet"))?;
+    }
+    if let Some(t) = &h.tcp_socket {
+        port_value(&t.port, &format!("{p}.tcpSocket.port"))?;
+    }
+    if let Some(s) = h.sleep.as_ref().filter(|s| s.seconds < 0) {
+        return err(
+            format!("{p}.sleep.seconds"),
+            format!("Invalid value: {}: must be non-negative", s.seconds),
+        );
     }
     Ok(())
 }

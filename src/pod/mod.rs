@@ -9,6 +9,7 @@ pub mod backoff;
 pub mod conditions;
 pub mod phase;
 pub mod plan;
+pub mod probes;
 pub mod resources;
 pub mod state;
 pub mod step;

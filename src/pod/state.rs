@@ -76,6 +76,8 @@ pub struct Stopping {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HookRun {
     None,
+    /// To be started by the next `step` (a kill of this container alone).
+    Pending,
     Running,
     Done,
 }
@@ -91,6 +93,9 @@ pub struct ContainerState {
     /// A process was created at least once.
     pub ever_created: bool,
     pub post_start_done: bool,
+    /// The postStart hook failed with this message: once the process is gone the
+    /// container shows `waiting: PostStartHookError`.
+    pub post_start_error: Option<String>,
     /// Probe results (set by the prober): startup succeeded, readiness succeeded.
     pub startup_ok: bool,
     pub readiness_ok: bool,
@@ -183,6 +188,7 @@ impl ContainerState {
             ready: false,
             ever_created: false,
             post_start_done: false,
+            post_start_error: None,
             startup_ok: false,
             readiness_ok: false,
             backoff: Backoff::default(),
@@ -261,6 +267,7 @@ impl PodState {
         c.started = false;
         c.ready = false;
         c.post_start_done = false;
+        c.post_start_error = None;
         c.startup_ok = false;
         c.readiness_ok = false;
         if let State::Terminated(t) = &c.state {
@@ -380,10 +387,27 @@ impl PodState {
         c.ready = kind == Kind::Init && !failed;
         let killed_alone = c.stopping.as_ref().is_some_and(|s| s.restart_after);
         c.stopping = None;
-        c.state = State::Terminated(t);
+        // A container killed for a failed probe or hook restarts unless the policy is
+        // Never, whatever its exit code (kubelet's `shouldRestartOnFailure`).
         let restart = self.terminating.is_none()
             && self.terminal.is_none()
-            && (killed_alone || should_restart(plan, kind, failed));
+            && if killed_alone {
+                restarts_after_kill(plan, kind)
+            } else {
+                should_restart(plan, kind, failed)
+            };
+        let c = &mut self.containers[i];
+        // kubelet shows a failed start's reason as waiting only when it will restart.
+        match c.post_start_error.take().filter(|_| restart) {
+            Some(msg) => {
+                c.last_state = Some(t);
+                c.state = State::Waiting {
+                    reason: "PostStartHookError".into(),
+                    message: Some(msg),
+                };
+            }
+            None => c.state = State::Terminated(t),
+        }
         if restart {
             let c = &mut self.containers[i];
             let delay = c.backoff.on_exit(ran, plan.max_backoff_ms);
@@ -469,15 +493,31 @@ impl PodState {
         self.request_termination(plan, now, None);
     }
 
-    /// Kill container `i` alone (a failed liveness probe or postStart hook): preStop, stop
-    /// signal, SIGKILL after `grace_ms`; then the restart policy applies.
-    pub fn kill_container(&mut self, i: usize, grace_ms: Millis, now: Millis) {
+    /// The postStart hook of container `i` failed: it is killed (preStop runs, with the
+    /// pod's grace period) and then shows `waiting: PostStartHookError` until restarted.
+    pub fn on_post_start_failed(&mut self, plan: &PodPlan, i: usize, msg: &str, now: Millis) {
+        self.event("Warning", "FailedPostStartHook", msg.to_string(), Some(i));
+        // kubelet's kill message for this cause is just the reason.
+        self.event("Normal", "Killing", "FailedPostStartHook".into(), Some(i));
+        self.containers[i].post_start_error = Some(msg.to_string());
+        self.kill_container(plan, i, plan.grace_seconds.saturating_mul(1000), now);
+    }
+
+    /// Kill container `i` alone (a failed liveness/startup probe or postStart hook):
+    /// preStop, stop signal, SIGKILL after `grace_ms`; then the restart policy applies.
+    pub fn kill_container(&mut self, plan: &PodPlan, i: usize, grace_ms: Millis, now: Millis) {
         let c = &mut self.containers[i];
         if c.is_active() && c.stopping.is_none() {
+            let pre_stop =
+                if plan.containers[i].has_pre_stop && c.phase == Phase::Running && grace_ms > 0 {
+                    HookRun::Pending
+                } else {
+                    HookRun::None
+                };
             c.stopping = Some(Stopping {
                 since: now,
                 grace_ms,
-                pre_stop: HookRun::None,
+                pre_stop,
                 stop_sent_at: None,
                 kill_at: None,
                 killed: false,
@@ -519,6 +559,12 @@ impl PodState {
     pub(super) fn push_event(&mut self, e: EventSpec) {
         self.events.push(e);
     }
+}
+
+/// After a kill for a failed probe or hook: restarted unless the pod's policy is Never
+/// (sidecars always).
+pub fn restarts_after_kill(plan: &PodPlan, kind: Kind) -> bool {
+    kind == Kind::Sidecar || plan.restart_policy != super::plan::RestartPolicy::Never
 }
 
 /// The restart rule: `Never` → no; `OnFailure` → only a failure; `Always` → yes. Plain init

@@ -251,6 +251,10 @@ fn stops(plan: &PodPlan, st: &mut PodState, now: Millis, acts: &mut Vec<Action>)
         if !active || s.killed {
             continue;
         }
+        if s.pre_stop == HookRun::Pending {
+            s.pre_stop = HookRun::Running;
+            acts.push(Action::RunPreStop(i));
+        }
         let end = s.since + s.grace_ms;
         if s.grace_ms == 0 {
             s.killed = true;
@@ -286,12 +290,15 @@ fn stops(plan: &PodPlan, st: &mut PodState, now: Millis, acts: &mut Vec<Action>)
             s.stop_sent_at = Some(now);
             s.kill_at = Some(now + remaining);
             acts.push(Action::Stop(i));
-            st.push_event(EventSpec {
-                type_: "Normal",
-                reason: "Killing".into(),
-                message: format!("Stopping container {}", plan.containers[i].name),
-                container: Some(i),
-            });
+            // A kill of one container was announced with its cause already.
+            if !s.restart_after {
+                st.push_event(EventSpec {
+                    type_: "Normal",
+                    reason: "Killing".into(),
+                    message: format!("Stopping container {}", plan.containers[i].name),
+                    container: Some(i),
+                });
+            }
         }
         match s.kill_at {
             Some(k) if now >= k => {

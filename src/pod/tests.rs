@@ -1,7 +1,9 @@
 //! SEMANTICS.md's rules as tables and scenarios, with time as a parameter.
 
 use super::plan::{ContainerPlan, Kind, PodPlan, RestartPolicy};
+use super::probes::{ProbeKind, Probes, Timing};
 use super::state::{Exit, PodPhase, PodState, State};
+use super::step::EventSpec;
 use super::step::{step, Action};
 use super::{phase, Millis};
 
@@ -555,4 +557,226 @@ fn default_waiting_reasons() {
     assert_eq!(s.waiting_reason("i"), "PodInitializing");
     assert_eq!(s.waiting_reason("a"), "PodInitializing");
     assert_eq!(s.phase(), PodPhase::Pending);
+}
+
+fn timing(period_s: u64, success: u32, failure: u32) -> Timing {
+    Timing {
+        initial_delay_ms: 0,
+        period_ms: period_s * 1000,
+        timeout_ms: 1000,
+        success_threshold: success,
+        failure_threshold: failure,
+        grace_ms: None,
+    }
+}
+
+/// Run every due probe of the pod with `ok` at the current time; return the events.
+fn probe_all(s: &mut Sim, pr: &mut Probes, ok: impl Fn(ProbeKind) -> bool) -> Vec<EventSpec> {
+    let (due, _) = pr.due(&s.st, s.now);
+    let mut ev = Vec::new();
+    for d in due {
+        ev.extend(pr.record(&s.plan, &mut s.st, d, ok(d.kind), "out", s.now));
+    }
+    ev
+}
+
+#[test]
+fn probes_start_with_kubelets_initial_results_and_honour_the_delay() {
+    let mut cs = vec![cp("web", Kind::App)];
+    cs[0].has_readiness_probe = true;
+    cs[0].has_liveness_probe = true;
+    let mut s = Sim::new(RestartPolicy::Always, cs);
+    let mut t = timing(10, 1, 3);
+    t.initial_delay_ms = 5000;
+    let mut pr = Probes::new(&[vec![(ProbeKind::Liveness, t), (ProbeKind::Readiness, t)]]);
+    s.settle();
+    pr.container_started(0, 0, s.now);
+    // Readiness starts as Failure, liveness as Success.
+    assert!(!s.st.containers[0].ready && s.st.containers[0].started);
+    let (due, next) = pr.due(&s.st, 1000);
+    assert!(due.is_empty());
+    assert_eq!(next, Some(5000), "first probe after initialDelaySeconds");
+    s.now = 5000;
+    probe_all(&mut s, &mut pr, |_| true);
+    assert!(s.st.containers[0].ready);
+    // The next one a period later.
+    let (due, next) = pr.due(&s.st, 6000);
+    assert!(due.is_empty());
+    assert_eq!(next, Some(15_000));
+}
+
+#[test]
+fn thresholds_count_consecutive_results() {
+    let mut cs = vec![cp("web", Kind::App)];
+    cs[0].has_readiness_probe = true;
+    let mut s = Sim::new(RestartPolicy::Always, cs);
+    let mut pr = Probes::new(&[vec![(ProbeKind::Readiness, timing(1, 2, 3))]]);
+    s.settle();
+    pr.container_started(0, 0, 0);
+    let at = |s: &mut Sim, pr: &mut Probes, ms: u64, ok: bool| {
+        s.now = ms;
+        probe_all(s, pr, |_| ok)
+    };
+    at(&mut s, &mut pr, 0, true);
+    assert!(!s.st.containers[0].ready, "one success of two");
+    at(&mut s, &mut pr, 1000, true);
+    assert!(s.st.containers[0].ready, "two in a row");
+    let ev = at(&mut s, &mut pr, 2000, false);
+    assert_eq!(ev[0].reason, "Unhealthy");
+    assert_eq!(ev[0].message, "Readiness probe failed: out");
+    at(&mut s, &mut pr, 3000, false);
+    assert!(s.st.containers[0].ready, "two failures of three");
+    at(&mut s, &mut pr, 4000, true);
+    at(&mut s, &mut pr, 5000, false);
+    at(&mut s, &mut pr, 6000, false);
+    assert!(s.st.containers[0].ready, "the run was broken by a success");
+    at(&mut s, &mut pr, 7000, false);
+    assert!(!s.st.containers[0].ready);
+    assert_eq!(
+        s.phase(),
+        PodPhase::Running,
+        "readiness never restarts anything"
+    );
+    assert!(s.st.containers[0].stopping.is_none());
+}
+
+#[test]
+fn liveness_failure_kills_with_the_probe_grace_and_restarts_by_policy() {
+    for (policy, restarts) in [
+        (RestartPolicy::Always, true),
+        (RestartPolicy::OnFailure, true),
+        (RestartPolicy::Never, false),
+    ] {
+        let mut cs = vec![cp("web", Kind::App)];
+        cs[0].has_liveness_probe = true;
+        let mut s = Sim::new(policy, cs);
+        let mut t = timing(1, 1, 2);
+        t.grace_ms = Some(4000);
+        let mut pr = Probes::new(&[vec![(ProbeKind::Liveness, t)]]);
+        s.settle();
+        pr.container_started(0, 0, 0);
+        probe_all(&mut s, &mut pr, |_| false);
+        s.now = 1000;
+        let ev = probe_all(&mut s, &mut pr, |_| false);
+        let kill = ev.iter().find(|e| e.reason == "Killing").unwrap();
+        let want = if restarts {
+            "Container web failed liveness probe, will be restarted"
+        } else {
+            "Container web failed liveness probe"
+        };
+        assert_eq!(kill.message, want);
+        let acts = s.settle();
+        assert_eq!(stops(&acts), vec![0]);
+        assert!(
+            acts.contains(&Action::WakeAt(5000)),
+            "probe grace 4 s: {acts:?}"
+        );
+        // On hold until the next instance.
+        s.now = 2000;
+        assert!(pr.due(&s.st, s.now).0.is_empty());
+        // The container exits 0 on SIGTERM: still restarted unless Never.
+        s.exit("web", 0);
+        s.settle();
+        assert_eq!(s.running("web"), restarts, "{policy:?}");
+        if restarts {
+            assert_eq!(s.st.containers[0].restart_count, 1);
+            pr.container_started(0, 1, s.now);
+            assert_eq!(pr.due(&s.st, s.now).0.len(), 1, "probing again");
+        } else {
+            assert_eq!(s.phase(), PodPhase::Succeeded);
+        }
+    }
+}
+
+#[test]
+fn the_startup_probe_holds_the_others_back_and_stops_once_started() {
+    let mut cs = vec![cp("web", Kind::App)];
+    cs[0].has_startup_probe = true;
+    cs[0].has_liveness_probe = true;
+    cs[0].has_readiness_probe = true;
+    let mut s = Sim::new(RestartPolicy::Always, cs);
+    let t = timing(1, 1, 3);
+    let mut pr = Probes::new(&[vec![
+        (ProbeKind::Startup, t),
+        (ProbeKind::Liveness, t),
+        (ProbeKind::Readiness, t),
+    ]]);
+    s.settle();
+    pr.container_started(0, 0, 0);
+    assert!(!s.st.containers[0].started);
+    // What would run now (on a copy: looking must not put probes in flight).
+    let kinds = |pr: &mut Probes, s: &Sim| {
+        let (due, _) = pr.clone().due(&s.st, s.now);
+        due.iter().map(|d| d.kind).collect::<Vec<ProbeKind>>()
+    };
+    assert_eq!(kinds(&mut pr, &s), vec![ProbeKind::Startup]);
+    s.now = 1000;
+    probe_all(&mut s, &mut pr, |_| true);
+    assert!(s.st.containers[0].started);
+    s.now = 2000;
+    assert_eq!(
+        kinds(&mut pr, &s),
+        vec![ProbeKind::Liveness, ProbeKind::Readiness]
+    );
+}
+
+#[test]
+fn terminating_stops_liveness_but_not_readiness() {
+    let mut cs = vec![cp("web", Kind::App)];
+    cs[0].has_liveness_probe = true;
+    cs[0].has_readiness_probe = true;
+    let mut s = Sim::new(RestartPolicy::Always, cs);
+    let t = timing(1, 1, 3);
+    let mut pr = Probes::new(&[vec![(ProbeKind::Liveness, t), (ProbeKind::Readiness, t)]]);
+    s.settle();
+    pr.container_started(0, 0, 0);
+    s.st.request_termination(&s.plan, 0, None);
+    s.settle();
+    let (due, _) = pr.due(&s.st, 0);
+    assert_eq!(
+        due.iter().map(|d| d.kind).collect::<Vec<_>>(),
+        vec![ProbeKind::Readiness]
+    );
+}
+
+#[test]
+fn a_failed_post_start_kills_and_shows_post_start_hook_error() {
+    let mut cs = vec![cp("web", Kind::App), cp("next", Kind::App)];
+    cs[0].has_post_start = true;
+    cs[0].has_pre_stop = true;
+    let mut s = Sim::new(RestartPolicy::Always, cs);
+    let acts = s.step();
+    assert_eq!(acts, vec![Action::Start(0)]);
+    s.st.on_started(&s.plan, 0, 0);
+    // postStart pending: the next container waits, the API still shows it waiting.
+    assert!(s.step().iter().all(|a| !matches!(a, Action::Start(_))));
+    assert!(!s.st.containers[0].started);
+    s.now = 500;
+    s.st.on_post_start_failed(&s.plan, 0, "hook failed", s.now);
+    let acts = s.step();
+    assert!(
+        acts.contains(&Action::RunPreStop(0)),
+        "preStop runs: {acts:?}"
+    );
+    let reasons: Vec<&str> = acts
+        .iter()
+        .filter_map(|a| match a {
+            Action::Event(e) => Some(e.reason.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reasons, vec!["FailedPostStartHook", "Killing"]);
+    s.st.on_pre_stop_done(0);
+    let acts = s.step();
+    assert_eq!(stops(&acts), vec![0]);
+    s.now = 600;
+    s.exit("web", 137);
+    assert_eq!(s.waiting_reason("web"), "PostStartHookError");
+    match s.state("web") {
+        State::Waiting { message, .. } => assert_eq!(message.as_deref(), Some("hook failed")),
+        _ => unreachable!(),
+    }
+    assert!(s.st.containers[0].last_state.is_some());
+    // Restarted by policy (the first restart at once).
+    assert!(s.step().contains(&Action::Start(0)));
 }

@@ -80,7 +80,7 @@ fn setup(p: &Prepared, sock: &OwnedFd) -> Result<Never, String> {
         // SAFETY: the supervisor is gone or gave up on us: exit quietly.
         unsafe { libc::_exit(128) };
     }
-    if p.new_cgroup_ns {
+    if p.new_cgroup_ns && p.join.is_none() {
         // SAFETY: unshare with a flag.
         check(unsafe { libc::unshare(libc::CLONE_NEWCGROUP) }, || {
             "unshare(CLONE_NEWCGROUP)".into()
@@ -100,10 +100,29 @@ fn setup(p: &Prepared, sock: &OwnedFd) -> Result<Never, String> {
             })?;
         }
     }
+    if let Some(target) = p.join {
+        // Into the running container: its mount namespace (root and cwd become its root,
+        // which pivot_root made the container's rootfs) and cgroup namespace. The pid
+        // namespace was joined at clone time; sysctls and mounts are already in place.
+        let mut ns = libc::CLONE_NEWNS;
+        if p.new_cgroup_ns {
+            ns |= libc::CLONE_NEWCGROUP;
+        }
+        // SAFETY: setns with a pidfd we were given and namespace flags.
+        check(unsafe { libc::setns(target, ns) }, || {
+            "joining the container's namespaces".into()
+        })?;
+        return finish(p);
+    }
     rootfs(p)?;
     for (path, value) in &p.sysctl {
         std::fs::write(path, value).map_err(|e| format!("sysctl {}: {e}", path.display()))?;
     }
+    finish(p)
+}
+
+/// The process part of the spec, common to a container's main process and an exec into it.
+fn finish(p: &Prepared) -> Result<Never, String> {
     if let Some(adj) = p.oom_score_adj {
         std::fs::write("/proc/self/oom_score_adj", adj.to_string())
             .map_err(|e| format!("oom_score_adj: {e}"))?;

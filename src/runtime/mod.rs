@@ -53,8 +53,22 @@ pub enum StartResult {
 
 /// Create the container's process and release it once it is in its cgroups.
 pub fn spawn(l: &Launch) -> Result<Spawned, SpawnError> {
-    let prepared = prepare::Prepared::from_spec(l.spec, l.stdio)
+    start(l, None)
+}
+
+/// Start `l.spec.process` inside the running container whose main process `target` (a
+/// pidfd) is: exec hooks and probes, `podinit exec`. It joins the container's pid, mount
+/// and cgroup namespaces (the pod's net, ipc and uts it shares already) and is written to
+/// `l.cgroup_procs` (the container's cgroup) before it runs. Like [`spawn`], it is the
+/// supervisor's direct child and reports its start on `start_fd`.
+pub fn spawn_in(target: &OwnedFd, l: &Launch) -> Result<Spawned, SpawnError> {
+    start(l, Some(target))
+}
+
+fn start(l: &Launch, join: Option<&OwnedFd>) -> Result<Spawned, SpawnError> {
+    let mut prepared = prepare::Prepared::from_spec(l.spec, l.stdio)
         .map_err(|e| SpawnError::Create(format!("container {}: {e}", short(l.container_id))))?;
+    prepared.join = join.map(|fd| fd.as_raw_fd());
     let (parent_end, child_end) = nix::sys::socket::socketpair(
         nix::sys::socket::AddressFamily::Unix,
         nix::sys::socket::SockType::SeqPacket,
@@ -62,14 +76,47 @@ pub fn spawn(l: &Launch) -> Result<Spawned, SpawnError> {
         nix::sys::socket::SockFlag::SOCK_CLOEXEC,
     )
     .map_err(|e| SpawnError::Create(format!("socketpair: {e}")))?;
-    let mut flags = libc::CLONE_NEWNS as u64;
-    if prepared.new_pid_ns {
-        flags |= libc::CLONE_NEWPID as u64;
+    let mut flags = 0;
+    // Joining: the container's pid namespace becomes ours for children just for this
+    // clone (setns to a descendant pid namespace and back is allowed; only
+    // pid_for_children changes).
+    let mut restore_pid_ns = None;
+    match join {
+        None => {
+            flags |= libc::CLONE_NEWNS as u64;
+            if prepared.new_pid_ns {
+                flags |= libc::CLONE_NEWPID as u64;
+            }
+        }
+        Some(target) if prepared.new_pid_ns => {
+            let own = std::fs::File::open("/proc/self/ns/pid")
+                .map_err(|e| SpawnError::Create(format!("opening /proc/self/ns/pid: {e}")))?;
+            // SAFETY: setns with a pidfd and one namespace flag.
+            if unsafe { libc::setns(target.as_raw_fd(), libc::CLONE_NEWPID) } != 0 {
+                let e = std::io::Error::last_os_error();
+                return Err(SpawnError::Create(format!(
+                    "joining the pid namespace of container {}: {e}",
+                    short(l.container_id)
+                )));
+            }
+            restore_pid_ns = Some(own);
+        }
+        Some(_) => {}
     }
     // SAFETY: the supervisor is single-threaded; the child only runs `init::run`, which
     // ends in exec or _exit.
-    let cloned = unsafe { crate::util::clone3(flags) }
-        .map_err(|e| SpawnError::Create(format!("clone3: {e}")))?;
+    let cloned = unsafe { crate::util::clone3(flags) };
+    let in_parent = !matches!(cloned, Ok(None));
+    if let Some(own) = restore_pid_ns.filter(|_| in_parent) {
+        // SAFETY: back to our own pid namespace for later children.
+        if unsafe { libc::setns(own.as_raw_fd(), libc::CLONE_NEWPID) } != 0 {
+            crate::log::warn(&format!(
+                "restoring the supervisor's pid namespace: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+    }
+    let cloned = cloned.map_err(|e| SpawnError::Create(format!("clone3: {e}")))?;
     let Some(child) = cloned else {
         drop(parent_end);
         init::run(&prepared, child_end);

@@ -21,6 +21,9 @@ pub struct Device {
 
 pub struct Prepared {
     pub stdio: [RawFd; 3],
+    /// Exec into a running container: the pidfd of its main process, whose mount (and
+    /// cgroup) namespaces the child joins instead of building a root filesystem.
+    pub join: Option<RawFd>,
     pub new_pid_ns: bool,
     pub new_cgroup_ns: bool,
     pub root: PathBuf,
@@ -185,6 +188,7 @@ impl Prepared {
         };
         Ok(Prepared {
             stdio,
+            join: None,
             new_pid_ns,
             new_cgroup_ns,
             root: root.path().clone(),

@@ -160,13 +160,20 @@ pub fn parse_proc_cgroup(text: &str, v2: bool) -> HashMap<String, String> {
 }
 
 impl Group {
+    /// Create a leaf cgroup (processes go here). cgroups-rs enables the controllers in
+    /// its ancestors' `subtree_control`, never in the leaf: on v2 a cgroup with
+    /// controllers enabled for children cannot hold processes.
     pub fn create(&self) -> io::Result<()> {
         self.cg
             .create()
-            .map_err(|e| err(&format!("creating cgroup {}", self.describe()), e))?;
+            .map_err(|e| err(&format!("creating cgroup {}", self.describe()), e))
+    }
+
+    /// Create a cgroup that only has children (the pod cgroup): on v2 its controllers are
+    /// passed down to them.
+    pub fn create_parent(&self) -> io::Result<()> {
+        self.create()?;
         if self.v2 {
-            // Containers and the supervisor's leaf live below the pod cgroup: pass the
-            // controllers down (a no-op on a leaf that never gets children).
             if let Some(d) = self.dirs.first() {
                 enable_subtree_controllers(d);
             }

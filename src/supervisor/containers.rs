@@ -15,6 +15,7 @@ use std::rc::Rc;
 use crate::bundle::{self, Bundle, HostVolume, MergeContext};
 use crate::logs::{LogFile, Stream};
 use crate::pod::{Exit, Kind};
+use crate::probe::exec::ExecCheck;
 use crate::runtime;
 use crate::sandbox::cgroup::{CgroupRoot, Group};
 use crate::sandbox::rootfs;
@@ -53,6 +54,8 @@ pub struct Run {
     pub start_error: Option<String>,
     pub oom_before: u64,
     pub log: Rc<RefCell<LogFile>>,
+    /// The merged OCI spec it runs: processes exec'd into it use its process settings.
+    pub spec: oci_spec::runtime::Spec,
 }
 
 /// Output pipe of a run, read by the event loop until EOF.
@@ -184,6 +187,7 @@ impl Ctr {
             start_error: None,
             oom_before: self.cgroup.oom_kills(),
             log: log.clone(),
+            spec,
         });
         Ok(vec![
             OutPipe {
@@ -201,6 +205,41 @@ impl Ctr {
                 log,
             },
         ])
+    }
+
+    /// Start `command` inside the running container (exec probes and hooks): the
+    /// container's user, capabilities, environment and cwd, its namespaces and cgroup;
+    /// stdout and stderr both into one pipe, stdin from /dev/null.
+    pub fn exec(&self, command: &[String]) -> Result<ExecCheck, String> {
+        let run = self
+            .run
+            .as_ref()
+            .ok_or_else(|| format!("container {} is not running", self.name))?;
+        if command.is_empty() {
+            return Err("exec: no command".into());
+        }
+        let mut spec = run.spec.clone();
+        if let Some(p) = spec.process_mut() {
+            p.set_args(Some(command.to_vec()));
+            p.set_terminal(Some(false));
+        }
+        let devnull = fs::File::open("/dev/null").map_err(|e| format!("opening /dev/null: {e}"))?;
+        let (out_r, out_w) =
+            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
+        set_nonblocking(&out_r);
+        let procs = self.cgroup.procs_files();
+        let spawned = runtime::spawn_in(
+            &run.pidfd,
+            &runtime::Launch {
+                container_id: &self.name,
+                spec: &spec,
+                stdio: [devnull.as_raw_fd(), out_w.as_raw_fd(), out_w.as_raw_fd()],
+                cgroup_procs: &procs,
+            },
+        )
+        .map_err(|runtime::SpawnError::Create(m)| m)?;
+        drop((out_w, devnull));
+        Ok(ExecCheck::new(spawned, out_r, command))
     }
 
     /// Send `sig` to the run's main process (through its pidfd: immune to pid reuse).

@@ -5,6 +5,7 @@
 //! This is the only place that calls `waitpid`.
 
 mod api;
+mod checks;
 pub mod containers;
 pub mod signals;
 
@@ -66,6 +67,11 @@ struct Supervisor<'a> {
     server: Option<Server>,
     /// Processes reaped so far (containers and orphans).
     reaped: u64,
+    /// Each container's hook and probe handlers (plan order).
+    handlers: Vec<checks::Handlers>,
+    probes: pod::probes::Probes,
+    /// Hooks and probes in flight.
+    checks: Vec<checks::InFlight>,
 }
 
 /// Run the pod to its end; returns the exit status of `podinit run` (0 Succeeded,
@@ -105,6 +111,21 @@ pub fn run(cfg: Config, sd: &StateDir) -> i32 {
         }
     };
     let st = PodState::new(&cfg.plan);
+    let pod_ips = crate::sandbox::net::pod_ips();
+    // Probes and hooks go to the pod's IP, or loopback where the pod has none.
+    let host = pod_ips
+        .first()
+        .cloned()
+        .unwrap_or_else(|| "127.0.0.1".into());
+    let handlers = cfg
+        .containers
+        .iter()
+        .map(|c| checks::Handlers::of(&c.spec, c.kind, &host))
+        .collect();
+    let probes = checks::probes_of(
+        &cfg.containers.iter().map(|c| &c.spec).collect::<Vec<_>>(),
+        &cfg.containers.iter().map(|c| c.kind).collect::<Vec<_>>(),
+    );
     let status = StatusWriter::new(sd.status_file(), cfg.pod.clone());
     let mut s = Supervisor {
         cfg,
@@ -119,9 +140,12 @@ pub fn run(cfg: Config, sd: &StateDir) -> i32 {
         pipes: Vec::new(),
         wake: BTreeSet::new(),
         terminate_requests: 0,
-        pod_ips: crate::sandbox::net::pod_ips(),
+        pod_ips,
         server: Some(server),
         reaped: 0,
+        handlers,
+        probes,
+        checks: Vec::new(),
     };
     let now = s.now();
     s.st.on_sandbox_ready(now);
@@ -148,6 +172,7 @@ impl Supervisor<'_> {
                     _ => 1,
                 };
             }
+            self.run_probes();
             self.write_status();
             self.wait_and_observe(sig);
         }
@@ -172,8 +197,7 @@ impl Supervisor<'_> {
                         changed = true;
                     }
                     Action::RunPreStop(i) => {
-                        // Hooks are not supported yet (admission rejects them): done at once.
-                        self.st.on_pre_stop_done(i);
+                        self.pre_stop(i);
                         changed = true;
                     }
                     Action::Stop(i) => {
@@ -280,7 +304,8 @@ impl Supervisor<'_> {
             })
             .collect();
         let mut server = self.server.take();
-        let (sig_ready, start_ready, pipe_ready, api_ready) = {
+        let check_set = self.check_fds();
+        let (sig_ready, start_ready, pipe_ready, check_ready, api_ready) = {
             let mut fds = vec![PollFd::new(sig.fd(), PollFlags::POLLIN)];
             for &i in &starting {
                 let fd = self.cfg.containers[i]
@@ -294,6 +319,14 @@ impl Supervisor<'_> {
             }
             for p in &self.pipes {
                 fds.push(PollFd::new(p.fd.as_fd(), PollFlags::POLLIN));
+            }
+            let check_base = fds.len();
+            for &(fd, f, _) in &check_set {
+                // SAFETY: the checks own these fds and outlive this poll.
+                fds.push(PollFd::new(
+                    unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) },
+                    f,
+                ));
             }
             let api_base = fds.len();
             let api_set = server.as_ref().map(Server::poll_set).unwrap_or_default();
@@ -323,13 +356,20 @@ impl Supervisor<'_> {
             let pipe_ready: Vec<usize> = (0..self.pipes.len())
                 .filter(|k| ready(&fds[1 + starting.len() + k]))
                 .collect();
+            let mut check_ready: Vec<usize> = check_set
+                .iter()
+                .enumerate()
+                .filter(|(k, _)| ready(&fds[check_base + k]))
+                .map(|(_, &(_, _, c))| c)
+                .collect();
+            check_ready.dedup();
             let api_ready: Vec<Slot> = api_set
                 .iter()
                 .enumerate()
                 .filter(|(k, _)| ready(&fds[api_base + k]))
                 .map(|(_, (_, _, slot))| *slot)
                 .collect();
-            (sig_ready, start_ready, pipe_ready, api_ready)
+            (sig_ready, start_ready, pipe_ready, check_ready, api_ready)
         };
         if let Some(srv) = &mut server {
             srv.service(&api_ready, &mut |req| self.handle(req));
@@ -343,6 +383,9 @@ impl Supervisor<'_> {
         }
         // Output before exits: reaping drops a run's pipes and so moves the indices.
         self.read_pipes(&pipe_ready);
+        // Checks before exits too: an exec handler's exit ends its check.
+        self.checks_ready(&check_ready);
+        self.checks_expired();
         if sig_ready {
             for s in sig.drain() {
                 match s {
@@ -366,8 +409,7 @@ impl Supervisor<'_> {
         match result {
             crate::runtime::StartResult::Started => {
                 self.st.on_started(&self.cfg.plan, i, now);
-                // postStart hooks are not supported yet (admission rejects them).
-                self.st.on_post_start_done(&self.cfg.plan, i);
+                self.post_start(i);
             }
             // The process exits next; its exit reports the start error.
             crate::runtime::StartResult::Failed(msg) => run.start_error = Some(msg),
@@ -402,6 +444,9 @@ impl Supervisor<'_> {
                 return;
             }
             self.reaped += 1;
+            if self.check_exited(pid, status) {
+                continue;
+            }
             let Some(i) = self
                 .cfg
                 .containers
@@ -418,6 +463,7 @@ impl Supervisor<'_> {
                 .filter(|&k| self.pipes[k].ctr == i)
                 .collect();
             self.read_pipes(&own);
+            self.drop_checks(i);
             match self.cfg.containers[i].exited(status) {
                 Ok(exit) => {
                     if exit.oom_killed {
@@ -499,6 +545,9 @@ impl Supervisor<'_> {
     /// After the pod has ended: kill anything left, drain and close output, remove every
     /// container's cgroup and private files.
     fn teardown(&mut self) {
+        for i in 0..self.cfg.containers.len() {
+            self.drop_checks(i);
+        }
         for c in &self.cfg.containers {
             c.kill();
         }

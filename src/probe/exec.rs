@@ -1,0 +1,119 @@
+//! An exec handler in flight: a process started inside the container by
+//! `runtime::spawn_in`, its output collected (at most 10 KiB kept) from one pipe that is
+//! both its stdout and stderr. It ends when the process is reaped, or at its deadline
+//! (then it is SIGKILLed).
+
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+use super::Outcome;
+use crate::runtime::{self, Spawned, StartResult};
+
+/// Output kept for the event message (kubelet's limit).
+pub const MAX_OUTPUT: usize = 10 << 10;
+
+pub struct ExecCheck {
+    pub pid: i32,
+    pidfd: OwnedFd,
+    start_fd: Option<OwnedFd>,
+    out: Option<OwnedFd>,
+    output: Vec<u8>,
+    start_error: Option<String>,
+    /// The command, for messages.
+    command: String,
+}
+
+impl ExecCheck {
+    /// `out`: the read end of the output pipe (non-blocking).
+    pub fn new(sp: Spawned, out: OwnedFd, command: &[String]) -> ExecCheck {
+        ExecCheck {
+            pid: sp.pid.as_raw(),
+            pidfd: sp.pidfd,
+            start_fd: Some(sp.start_fd),
+            out: Some(out),
+            output: Vec::new(),
+            start_error: None,
+            command: command.join(" "),
+        }
+    }
+
+    pub fn fds(&self) -> Vec<BorrowedFd<'_>> {
+        self.start_fd
+            .iter()
+            .chain(self.out.iter())
+            .map(|f| f.as_fd())
+            .collect()
+    }
+
+    /// Read what is there: the start result and output. Never ends the check (the exit
+    /// does).
+    pub fn on_ready(&mut self) -> Option<super::Outcome> {
+        if let Some(fd) = &self.start_fd {
+            match runtime::read_start_result(fd) {
+                StartResult::Started => {}
+                StartResult::Failed(m) => self.start_error = Some(m),
+            }
+            self.start_fd = None;
+        }
+        self.drain();
+        None
+    }
+
+    fn drain(&mut self) {
+        let Some(fd) = &self.out else { return };
+        let mut buf = [0u8; 8192];
+        loop {
+            match nix::unistd::read(fd, &mut buf) {
+                Ok(0) => {
+                    self.out = None;
+                    return;
+                }
+                Ok(n) => {
+                    let room = MAX_OUTPUT.saturating_sub(self.output.len());
+                    self.output.extend_from_slice(&buf[..n.min(room)]);
+                }
+                Err(nix::errno::Errno::EINTR) => {}
+                Err(_) => return,
+            }
+        }
+    }
+
+    /// The process was reaped with wait status `status`.
+    pub fn on_exit(&mut self, status: i32) -> Outcome {
+        if let Some(fd) = &self.start_fd {
+            if let StartResult::Failed(m) = runtime::read_start_result(fd) {
+                self.start_error = Some(m);
+            }
+            self.start_fd = None;
+        }
+        self.drain();
+        if let Some(e) = self.start_error.take() {
+            return Outcome::fail(e);
+        }
+        let out = String::from_utf8_lossy(&self.output).into_owned();
+        if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+            Outcome::ok(out)
+        } else {
+            Outcome::fail(out)
+        }
+    }
+
+    /// The exit code of a failed run, for hook messages.
+    pub fn describe_exit(status: i32) -> String {
+        if libc::WIFEXITED(status) {
+            format!("exited with {}", libc::WEXITSTATUS(status))
+        } else {
+            format!("was killed by signal {}", libc::WTERMSIG(status))
+        }
+    }
+
+    /// The deadline passed: kill it (reaped later like any child) and fail.
+    pub fn timed_out(&mut self) -> Outcome {
+        let _ = crate::util::pidfd_signal(&self.pidfd, libc::SIGKILL);
+        Outcome::fail(format!("command {:?} timed out", self.command))
+    }
+
+    /// Stop it without a result (its container went away).
+    pub fn kill(&self) {
+        let _ = crate::util::pidfd_signal(&self.pidfd, libc::SIGKILL);
+    }
+}

@@ -1,0 +1,293 @@
+//! Network checks (tcpSocket, httpGet, grpc) as non-blocking state machines: the
+//! supervisor polls [`NetCheck::fd`] for [`NetCheck::interest`] and calls
+//! [`NetCheck::advance`] when it is ready; nothing here ever blocks. The supervisor is in
+//! the pod's network namespace, so connections go where the containers listen.
+
+use std::io::{Read, Write};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+
+use nix::poll::PollFlags;
+
+use super::handler::{HttpGet, Use};
+use super::{grpc, http, Outcome};
+
+enum Stage {
+    Connecting,
+    Writing(usize),
+    Reading,
+}
+
+enum Proto {
+    Tcp,
+    Http {
+        get: HttpGet,
+        /// The host of the first request: redirects elsewhere end the probe.
+        first_host: String,
+        redirects: u32,
+        use_: Use,
+    },
+    Grpc(grpc::Session),
+}
+
+pub struct NetCheck {
+    sock: TcpStream,
+    addr: SocketAddr,
+    stage: Stage,
+    proto: Proto,
+    req: Vec<u8>,
+    buf: Vec<u8>,
+}
+
+pub enum Progress {
+    Pending,
+    Done(Outcome),
+}
+
+/// Resolve a probe's host: IP literals and `localhost` (the pod has no resolver of its
+/// own that podinit could ask without blocking).
+fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
+    if host.eq_ignore_ascii_case("localhost") {
+        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
+    }
+    host.parse::<IpAddr>()
+        .map(|ip| SocketAddr::new(ip, port))
+        .map_err(|_| format!("dial tcp: lookup {host}: no such host"))
+}
+
+/// Start a non-blocking connect.
+fn connect(addr: SocketAddr) -> Result<TcpStream, String> {
+    use nix::sys::socket::{self, AddressFamily, SockFlag, SockType, SockaddrStorage};
+    let family = match addr {
+        SocketAddr::V4(_) => AddressFamily::Inet,
+        SocketAddr::V6(_) => AddressFamily::Inet6,
+    };
+    let fd = socket::socket(
+        family,
+        SockType::Stream,
+        SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC,
+        None,
+    )
+    .map_err(|e| format!("dial tcp {addr}: socket: {}", e.desc()))?;
+    match socket::connect(fd.as_raw_fd(), &SockaddrStorage::from(addr)) {
+        Ok(()) | Err(nix::errno::Errno::EINPROGRESS) => Ok(TcpStream::from(fd)),
+        Err(e) => Err(format!(
+            "dial tcp {addr}: connect: {}",
+            e.desc().to_lowercase()
+        )),
+    }
+}
+
+impl NetCheck {
+    pub fn tcp(host: &str, port: u16) -> Result<NetCheck, String> {
+        Self::open(resolve(host, port)?, Proto::Tcp, Vec::new())
+    }
+
+    pub fn http(get: HttpGet, use_: Use) -> Result<NetCheck, String> {
+        let addr = resolve(&get.host, get.port).map_err(|e| http_err(&get, &e))?;
+        if get.https {
+            return Err(http_err(
+                &get,
+                "HTTPS is not supported by this build of podinit",
+            ));
+        }
+        let req = http::request(&get);
+        let first_host = get.host.clone();
+        Self::open(
+            addr,
+            Proto::Http {
+                get,
+                first_host,
+                redirects: 0,
+                use_,
+            },
+            req,
+        )
+    }
+
+    pub fn grpc(host: &str, port: u16, service: &str) -> Result<NetCheck, String> {
+        Self::open(
+            resolve(host, port)?,
+            Proto::Grpc(grpc::Session::default()),
+            grpc::request(service),
+        )
+    }
+
+    fn open(addr: SocketAddr, proto: Proto, req: Vec<u8>) -> Result<NetCheck, String> {
+        let sock = connect(addr).map_err(|e| match &proto {
+            Proto::Http { get, .. } => http_err(get, &e),
+            _ => e,
+        })?;
+        Ok(NetCheck {
+            sock,
+            addr,
+            stage: Stage::Connecting,
+            proto,
+            req,
+            buf: Vec::new(),
+        })
+    }
+
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.sock.as_fd()
+    }
+
+    pub fn interest(&self) -> PollFlags {
+        match self.stage {
+            Stage::Connecting | Stage::Writing(_) => PollFlags::POLLOUT,
+            Stage::Reading => PollFlags::POLLIN,
+        }
+    }
+
+    /// What a timeout means at this point, in Go's words.
+    pub fn timeout(&self) -> Outcome {
+        match (&self.proto, &self.stage) {
+            (Proto::Http { get, .. }, _) => Outcome::fail(http_err(
+                get,
+                "context deadline exceeded (Client.Timeout exceeded while awaiting headers)",
+            )),
+            (Proto::Grpc(_), _) => Outcome::fail(format!(
+                "timeout: health rpc did not complete within the timeout to {}",
+                self.addr
+            )),
+            (Proto::Tcp, _) => Outcome::fail(format!("dial tcp {}: i/o timeout", self.addr)),
+        }
+    }
+
+    /// Make progress after poll said the socket is ready.
+    pub fn advance(&mut self) -> Progress {
+        match self.step() {
+            Ok(p) => p,
+            Err(msg) => Progress::Done(Outcome::fail(match &self.proto {
+                Proto::Http { get, .. } => http_err(get, &msg),
+                _ => msg,
+            })),
+        }
+    }
+
+    fn step(&mut self) -> Result<Progress, String> {
+        if let Stage::Connecting = self.stage {
+            let err =
+                nix::sys::socket::getsockopt(&self.sock, nix::sys::socket::sockopt::SocketError)
+                    .map_err(|e| format!("dial tcp {}: {}", self.addr, e.desc()))?;
+            if err != 0 {
+                let e = nix::errno::Errno::from_raw(err);
+                return Err(format!(
+                    "dial tcp {}: connect: {}",
+                    self.addr,
+                    e.desc().to_lowercase()
+                ));
+            }
+            if let Proto::Tcp = self.proto {
+                return Ok(Progress::Done(Outcome::ok(String::new())));
+            }
+            self.stage = Stage::Writing(0);
+        }
+        if let Stage::Writing(mut off) = self.stage {
+            while off < self.req.len() {
+                match self.sock.write(&self.req[off..]) {
+                    Ok(n) => off += n,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        self.stage = Stage::Writing(off);
+                        return Ok(Progress::Pending);
+                    }
+                    Err(e) => return Err(format!("write tcp {}: {e}", self.addr)),
+                }
+            }
+            self.stage = Stage::Reading;
+        }
+        let mut chunk = [0u8; 8192];
+        loop {
+            match self.sock.read(&mut chunk) {
+                Ok(0) => return self.on_data(true),
+                Ok(n) => {
+                    self.buf.extend_from_slice(&chunk[..n]);
+                    if let Progress::Done(o) = self.on_data(false)? {
+                        return Ok(Progress::Done(o));
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    return Ok(Progress::Pending)
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(format!("read tcp {}: {e}", self.addr)),
+            }
+        }
+    }
+
+    /// Judge what arrived so far (`eof`: nothing more will).
+    fn on_data(&mut self, eof: bool) -> Result<Progress, String> {
+        match &mut self.proto {
+            Proto::Tcp => Ok(Progress::Pending),
+            Proto::Grpc(session) => {
+                let (reply, outcome) = session.read(&self.buf, eof);
+                if !reply.is_empty() {
+                    // SETTINGS and PING acknowledgements: a few bytes the socket buffer
+                    // always takes.
+                    let _ = self.sock.write_all(&reply);
+                }
+                Ok(match outcome {
+                    Some(o) => Progress::Done(o),
+                    None => Progress::Pending,
+                })
+            }
+            Proto::Http {
+                get,
+                first_host,
+                redirects,
+                use_,
+            } => {
+                let Some(head) = http::parse_head(&self.buf)? else {
+                    return if eof {
+                        Err("EOF".into())
+                    } else {
+                        Ok(Progress::Pending)
+                    };
+                };
+                let body = &self.buf[head.body_at..];
+                if *use_ == Use::Hook {
+                    // Any response completes a hook.
+                    return Ok(Progress::Done(Outcome::ok(String::new())));
+                }
+                let location = head
+                    .location
+                    .clone()
+                    .filter(|_| http::is_redirect(head.code));
+                let Some(loc) = location else {
+                    return Ok(Progress::Done(match http::probe_result(head.code, body) {
+                        Ok(b) => Outcome::ok(b),
+                        Err(m) => Outcome::fail(m),
+                    }));
+                };
+                let next = http::follow(get, &loc)?;
+                if next.host != *first_host {
+                    // kubelet stops at a redirect to another host: a success with a warning.
+                    let b = String::from_utf8_lossy(&body[..body.len().min(http::MAX_BODY)]);
+                    let mut o = Outcome::ok(String::new());
+                    o.warning = Some(format!("Probe terminated redirects, Response body: {b}"));
+                    return Ok(Progress::Done(o));
+                }
+                if *redirects >= http::MAX_REDIRECTS {
+                    return Err("stopped after 10 redirects".into());
+                }
+                if next.https {
+                    return Err("HTTPS is not supported by this build of podinit".into());
+                }
+                let addr = resolve(&next.host, next.port)?;
+                *redirects += 1;
+                self.req = http::request(&next);
+                *get = next;
+                self.sock = connect(addr)?;
+                self.addr = addr;
+                self.buf.clear();
+                self.stage = Stage::Connecting;
+                Ok(Progress::Pending)
+            }
+        }
+    }
+}
+
+/// Go's `Get "URL": …` error wording.
+fn http_err(get: &HttpGet, msg: &str) -> String {
+    format!("Get {:?}: {msg}", http::url(get))
+}

@@ -1,0 +1,361 @@
+//! Hooks and probes in flight: the supervisor starts them when `pod` says so, polls them
+//! with everything else, and turns their outcomes into observations. A check belongs to
+//! one run of one container; when that run ends, its checks are dropped.
+
+use super::Supervisor;
+use crate::pod::probes::{Due, ProbeKind, Probes, Timing};
+use crate::pod::{self, Kind, Millis};
+use crate::probe::{Check, Handler, Outcome, Use};
+use k8s_openapi::api::core::v1::Container;
+
+/// What a check is for.
+#[derive(Clone, Copy, Debug)]
+pub enum Owner {
+    Probe(Due),
+    PostStart { ctr: usize, instance: u32 },
+    PreStop { ctr: usize, instance: u32 },
+}
+
+impl Owner {
+    fn ctr(&self) -> usize {
+        match *self {
+            Owner::Probe(d) => d.ctr,
+            Owner::PostStart { ctr, .. } | Owner::PreStop { ctr, .. } => ctr,
+        }
+    }
+}
+
+pub struct InFlight {
+    pub owner: Owner,
+    pub check: Check,
+    pub deadline: Option<Millis>,
+    /// The command or URL, for hook messages.
+    what: String,
+}
+
+/// A container's handlers, resolved once from its spec.
+#[derive(Default)]
+pub struct Handlers {
+    pub post_start: Option<Result<Handler, String>>,
+    pub pre_stop: Option<Result<Handler, String>>,
+    pub probes: Vec<(ProbeKind, Result<Handler, String>)>,
+}
+
+impl Handlers {
+    pub fn of(c: &Container, kind: Kind, host: &str) -> Handlers {
+        let lc = c.lifecycle.as_ref();
+        let hook = |h: Option<&k8s_openapi::api::core::v1::LifecycleHandler>| {
+            h.map(|h| Handler::from_hook(h, c, host))
+        };
+        let mut probes = Vec::new();
+        if kind != Kind::Init {
+            for (k, p) in [
+                (ProbeKind::Startup, &c.startup_probe),
+                (ProbeKind::Liveness, &c.liveness_probe),
+                (ProbeKind::Readiness, &c.readiness_probe),
+            ] {
+                if let Some(p) = p {
+                    probes.push((k, Handler::from_probe(p, c, host)));
+                }
+            }
+        }
+        Handlers {
+            post_start: hook(lc.and_then(|l| l.post_start.as_ref())),
+            pre_stop: hook(lc.and_then(|l| l.pre_stop.as_ref())),
+            probes,
+        }
+    }
+}
+
+/// The probes' bookkeeping for the pod's containers (plan order).
+pub fn probes_of(containers: &[&Container], kinds: &[Kind]) -> Probes {
+    let lists: Vec<Vec<(ProbeKind, Timing)>> = containers
+        .iter()
+        .zip(kinds)
+        .map(|(c, &kind)| {
+            if kind == Kind::Init {
+                return Vec::new();
+            }
+            [
+                (ProbeKind::Startup, &c.startup_probe),
+                (ProbeKind::Liveness, &c.liveness_probe),
+                (ProbeKind::Readiness, &c.readiness_probe),
+            ]
+            .into_iter()
+            .filter_map(|(k, p)| p.as_ref().map(|p| (k, Timing::from_probe(p))))
+            .collect()
+        })
+        .collect();
+    Probes::new(&lists)
+}
+
+fn describe(h: &Handler) -> String {
+    match h {
+        Handler::Exec(cmd) => format!("{cmd:?}"),
+        Handler::Http(g) => g.path.clone(),
+        Handler::Tcp { host, port } => format!("{host}:{port}"),
+        Handler::Grpc { port, .. } => format!(":{port}"),
+        Handler::Sleep { ms } => format!("{}s", ms / 1000),
+    }
+}
+
+impl Supervisor<'_> {
+    fn instance(&self, i: usize) -> u32 {
+        self.st.containers[i].restart_count
+    }
+
+    /// Start a handler for `owner`; an error that prevents it from running at all is its
+    /// failed outcome.
+    fn launch(&mut self, owner: Owner, h: &Handler, use_: Use, timeout: Option<Millis>) {
+        let now = self.now();
+        let what = describe(h);
+        let started = match h {
+            Handler::Exec(cmd) => self.cfg.containers[owner.ctr()].exec(cmd).map(Check::Exec),
+            Handler::Sleep { ms } => {
+                // A sleep is a deadline of its own.
+                self.checks.push(InFlight {
+                    owner,
+                    check: Check::Sleep,
+                    deadline: Some(now + ms),
+                    what,
+                });
+                self.wake.insert(now + ms);
+                return;
+            }
+            h => Check::start_net(h, use_),
+        };
+        match started {
+            Ok(check) => {
+                let deadline = timeout.map(|t| now + t);
+                if let Some(d) = deadline {
+                    self.wake.insert(d);
+                }
+                self.checks.push(InFlight {
+                    owner,
+                    check,
+                    deadline,
+                    what,
+                });
+            }
+            Err(msg) => self.check_done(owner, &what, Outcome::fail(msg), None),
+        }
+    }
+
+    /// Container `i`'s process runs: its postStart, else it is started at once.
+    pub(super) fn post_start(&mut self, i: usize) {
+        match self.handlers[i].post_start.clone() {
+            None => self.post_start_done(i),
+            Some(Ok(h)) => {
+                let instance = self.instance(i);
+                self.launch(Owner::PostStart { ctr: i, instance }, &h, Use::Hook, None);
+            }
+            Some(Err(msg)) => {
+                let instance = self.instance(i);
+                self.check_done(
+                    Owner::PostStart { ctr: i, instance },
+                    "",
+                    Outcome::fail(msg),
+                    None,
+                );
+            }
+        }
+    }
+
+    fn post_start_done(&mut self, i: usize) {
+        let now = self.now();
+        self.st.on_post_start_done(&self.cfg.plan, i);
+        let instance = self.instance(i);
+        self.probes.container_started(i, instance, now);
+    }
+
+    /// `pod` asked for container `i`'s preStop.
+    pub(super) fn pre_stop(&mut self, i: usize) {
+        let instance = self.instance(i);
+        let owner = Owner::PreStop { ctr: i, instance };
+        match self.handlers[i].pre_stop.clone() {
+            Some(Ok(h)) => self.launch(owner, &h, Use::Hook, None),
+            Some(Err(msg)) => self.check_done(owner, "", Outcome::fail(msg), None),
+            None => self.st.on_pre_stop_done(i),
+        }
+    }
+
+    /// Start the probes that are due; remember when the next one is.
+    pub(super) fn run_probes(&mut self) {
+        let now = self.now();
+        let (due, next) = self.probes.due(&self.st, now);
+        if let Some(t) = next {
+            self.wake.insert(t);
+        }
+        for d in due {
+            let h = self.handlers[d.ctr]
+                .probes
+                .iter()
+                .find(|(k, _)| *k == d.kind)
+                .map(|(_, h)| h.clone());
+            match h {
+                Some(Ok(h)) => self.launch(Owner::Probe(d), &h, Use::Probe, Some(d.timeout_ms)),
+                Some(Err(msg)) => self.check_done(Owner::Probe(d), "", Outcome::fail(msg), None),
+                None => {}
+            }
+        }
+    }
+
+    /// A check ended. `exit`: the wait status of an exec handler's process.
+    fn check_done(&mut self, owner: Owner, what: &str, o: Outcome, exit: Option<i32>) {
+        let now = self.now();
+        match owner {
+            Owner::Probe(d) => {
+                if let Some(w) = &o.warning {
+                    let e = pod::EventSpec {
+                        type_: "Warning",
+                        reason: "ProbeWarning".into(),
+                        message: format!("{} probe warning: {w}", d.kind.title()),
+                        container: Some(d.ctr),
+                    };
+                    self.event(e);
+                }
+                let output = o.output.trim_end().to_string();
+                for e in self
+                    .probes
+                    .record(&self.cfg.plan, &mut self.st, d, o.ok, &output, now)
+                {
+                    self.event(e);
+                }
+            }
+            Owner::PostStart { ctr, instance } | Owner::PreStop { ctr, instance } => {
+                if self.instance(ctr) != instance || !self.st.containers[ctr].is_active() {
+                    return;
+                }
+                let post = matches!(owner, Owner::PostStart { .. });
+                if o.ok {
+                    if post {
+                        self.post_start_done(ctr);
+                    } else {
+                        self.st.on_pre_stop_done(ctr);
+                    }
+                    return;
+                }
+                let msg = self.hook_message(ctr, what, &o, exit);
+                crate::log::warn(&msg);
+                if post {
+                    self.st.on_post_start_failed(&self.cfg.plan, ctr, &msg, now);
+                } else {
+                    self.event(pod::EventSpec {
+                        type_: "Warning",
+                        reason: "FailedPreStopHook".into(),
+                        message: msg,
+                        container: Some(ctr),
+                    });
+                    self.st.on_pre_stop_done(ctr);
+                }
+            }
+        }
+    }
+
+    /// kubelet's wording of a failed hook.
+    fn hook_message(&self, ctr: usize, what: &str, o: &Outcome, exit: Option<i32>) -> String {
+        let c = &self.cfg.containers[ctr];
+        let meta = &self.cfg.pod.metadata;
+        let pod = format!(
+            "{}_{}({})",
+            meta.name.as_deref().unwrap_or_default(),
+            meta.namespace.as_deref().unwrap_or("default"),
+            meta.uid.as_deref().unwrap_or_default()
+        );
+        let kind = if what.starts_with('[') {
+            "Exec"
+        } else {
+            "HTTP"
+        };
+        let detail = match exit {
+            Some(status) => format!(
+                "command '{}' {}: {}, message: {:?}",
+                what.trim_matches(|ch| ch == '[' || ch == ']')
+                    .replace("\", \"", " ")
+                    .trim_matches('"'),
+                crate::probe::exec::ExecCheck::describe_exit(status),
+                o.output,
+                o.output
+            ),
+            None => o.output.clone(),
+        };
+        format!(
+            "{kind} lifecycle hook ({what}) for Container {:?} in Pod {pod:?} failed - error: {detail}",
+            c.name
+        )
+    }
+
+    /// Poll set of the checks: (fd, flags, index of the check).
+    pub(super) fn check_fds(&self) -> Vec<(std::os::fd::RawFd, nix::poll::PollFlags, usize)> {
+        use std::os::fd::AsRawFd;
+        let mut v = Vec::new();
+        for (k, c) in self.checks.iter().enumerate() {
+            for (fd, f) in c.check.interest() {
+                v.push((fd.as_raw_fd(), f, k));
+            }
+        }
+        v
+    }
+
+    /// Checks with a ready fd make progress; finished ones report.
+    pub(super) fn checks_ready(&mut self, ready: &[usize]) {
+        let mut done = Vec::new();
+        for &k in ready {
+            if let Some(o) = self.checks[k].check.on_ready() {
+                done.push((k, o, None));
+            }
+        }
+        self.finish_checks(done);
+    }
+
+    /// Checks past their deadline end (a sleep succeeds, anything else times out).
+    pub(super) fn checks_expired(&mut self) {
+        let now = self.now();
+        let mut done = Vec::new();
+        for (k, c) in self.checks.iter_mut().enumerate() {
+            if c.deadline.is_some_and(|d| d <= now) {
+                done.push((k, c.check.on_deadline(), None));
+            }
+        }
+        self.finish_checks(done);
+    }
+
+    /// A reaped pid: if it is an exec handler's, that check ends. Returns whether it was.
+    pub(super) fn check_exited(&mut self, pid: i32, status: i32) -> bool {
+        let Some(k) = self.checks.iter().position(|c| c.check.pid() == Some(pid)) else {
+            return false;
+        };
+        let o = match &mut self.checks[k].check {
+            Check::Exec(e) => e.on_exit(status),
+            _ => return false,
+        };
+        self.finish_checks(vec![(k, o, Some(status))]);
+        true
+    }
+
+    fn finish_checks(&mut self, mut done: Vec<(usize, Outcome, Option<i32>)>) {
+        done.sort_by_key(|d| std::cmp::Reverse(d.0));
+        let mut finished = Vec::new();
+        for (k, o, exit) in done {
+            let c = self.checks.swap_remove(k);
+            finished.push((c, o, exit));
+        }
+        for (c, o, exit) in finished.into_iter().rev() {
+            self.check_done(c.owner, &c.what, o, exit);
+        }
+    }
+
+    /// Container `i`'s run ended: its checks go (exec ones are killed; the kernel would
+    /// have taken them with the cgroup anyway).
+    pub(super) fn drop_checks(&mut self, i: usize) {
+        self.checks.retain(|c| {
+            let mine = c.owner.ctr() == i;
+            if mine {
+                if let Check::Exec(e) = &c.check {
+                    e.kill();
+                }
+            }
+            !mine
+        });
+    }
+}
