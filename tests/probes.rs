@@ -1,0 +1,349 @@
+//! Probes and lifecycle hooks (issue 5) on the real binary, with busybox servers in the
+//! pod: readiness over HTTP (200, 404, redirects) and TCP, liveness restarts, the startup
+//! probe holding liveness back, exec timeouts, postStart order and failure, readiness
+//! gates.
+
+mod common;
+use common::*;
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn events(p: &TestPod) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(p.state.join("events.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn has_event(p: &TestPod, reason: &str, msg: &str) -> bool {
+    events(p)
+        .iter()
+        .any(|e| e["reason"] == reason && e["message"].as_str().unwrap_or("").contains(msg))
+}
+
+fn wait_event(p: &TestPod, reason: &str, msg: &str) {
+    let deadline = std::time::Instant::now() + LIMIT;
+    while !has_event(p, reason, msg) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no event {reason} with {msg:?}; events: {:#?}",
+            events(p)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn cond(v: &serde_json::Value, t: &str) -> String {
+    v["status"]["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == t))
+        .map(|c| c["status"].as_str().unwrap_or("").to_string())
+        .unwrap_or_default()
+}
+
+fn stop(mut p: TestPod) {
+    p.signal(libc::SIGTERM);
+    p.wait(LIMIT);
+    p.assert_nothing_left();
+}
+
+/// A web root with a page, a CGI redirect chain and a redirect to another host.
+const WEB: &str = "mkdir -p /www/cgi-bin; echo fine > /www/ok.txt; \
+printf '#!/bin/sh\\necho Status: 302 Found\\necho Location: /cgi-bin/b\\necho\\n' > /www/cgi-bin/a; \
+printf '#!/bin/sh\\necho Status: 301 Moved\\necho Location: /ok.txt\\necho\\n' > /www/cgi-bin/b; \
+printf '#!/bin/sh\\necho Status: 302 Found\\necho Location: http://192.0.2.1/\\necho\\n' > /www/cgi-bin/away; \
+chmod +x /www/cgi-bin/*; exec httpd -f -p 8080 -h /www";
+
+#[test]
+fn http_readiness_follows_the_page_and_same_host_redirects() {
+    if !require_root() {
+        return;
+    }
+    let mut p = TestPod::new(
+        "httpready",
+        &format!(
+            r#"apiVersion: v1
+kind: Pod
+metadata: {{name: NAME}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: web
+    image: busybox
+    command: ["sh", "-c", "{WEB}"]
+    ports: [{{name: http, containerPort: 8080}}]
+    readinessProbe: {{httpGet: {{port: http, path: /ok.txt}}, periodSeconds: 1}}
+  - name: chain
+    image: busybox
+    command: ["sleep", "1000"]
+    readinessProbe: {{httpGet: {{port: 8080, path: /cgi-bin/a}}, periodSeconds: 1}}
+  - name: away
+    image: busybox
+    command: ["sleep", "1000"]
+    readinessProbe: {{httpGet: {{port: 8080, path: /cgi-bin/away}}, periodSeconds: 1}}
+  - name: missing
+    image: busybox
+    command: ["sleep", "1000"]
+    readinessProbe: {{httpGet: {{port: 8080, path: /nope}}, periodSeconds: 1}}
+"#
+        ),
+    );
+    p.start();
+    let v = p.wait_status(LIMIT, |v| {
+        ["web", "chain", "away"]
+            .iter()
+            .all(|n| container_status(v, n)["ready"] == true)
+    });
+    assert_eq!(container_status(&v, "missing")["ready"], false);
+    assert_eq!(cond(&v, "ContainersReady"), "False");
+    assert_eq!(cond(&v, "Ready"), "False");
+    wait_event(
+        &p,
+        "Unhealthy",
+        "Readiness probe failed: HTTP probe failed with statuscode: 404",
+    );
+    wait_event(
+        &p,
+        "ProbeWarning",
+        "Readiness probe warning: Probe terminated redirects",
+    );
+    stop(p);
+}
+
+#[test]
+fn readiness_flips_ready_both_ways_and_tcp_probes_connect() {
+    if !require_root() {
+        return;
+    }
+    let mut p = TestPod::new(
+        "flip",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: web
+    image: busybox
+    command: ["sh", "-c", "mkdir /www; httpd -p 8080 -h /www; while true; do echo ok > /www/ok; sleep 2; rm /www/ok; sleep 2; done"]
+    readinessProbe: {httpGet: {port: 8080, path: /ok}, periodSeconds: 1, failureThreshold: 1}
+  - name: tcp
+    image: busybox
+    command: ["sh", "-c", "sleep 2; exec nc -ll -p 9090 -e true"]
+    readinessProbe: {tcpSocket: {port: 9090}, periodSeconds: 1}
+"#,
+    );
+    p.start();
+    let v = p.wait_status(LIMIT, |v| cond(v, "Ready") == "True");
+    assert_eq!(container_status(&v, "tcp")["ready"], true);
+    let v = p.wait_status(LIMIT, |v| cond(v, "Ready") == "False");
+    assert_eq!(container_status(&v, "web")["ready"], false);
+    assert_eq!(
+        container_status(&v, "web")["restartCount"],
+        0,
+        "readiness restarts nothing"
+    );
+    p.wait_status(LIMIT, |v| cond(v, "Ready") == "True");
+    stop(p);
+}
+
+#[test]
+fn a_failing_liveness_probe_restarts_the_container() {
+    if !require_root() {
+        return;
+    }
+    let mut p = TestPod::new(
+        "live",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: busybox
+    command: ["sh", "-c", "touch /tmp/alive; sleep 1; rm /tmp/alive; echo dead; sleep 1000"]
+    livenessProbe:
+      exec: {command: ["cat", "/tmp/alive"]}
+      periodSeconds: 1
+      failureThreshold: 2
+      terminationGracePeriodSeconds: 1
+"#,
+    );
+    p.start();
+    let v = p.wait_status(LIMIT, |v| container_status(v, "c")["restartCount"] == 1);
+    let last = &container_status(&v, "c")["lastState"]["terminated"];
+    assert_eq!(last["exitCode"], 137, "sh as PID 1 ignores SIGTERM: {last}");
+    assert!(has_event(
+        &p,
+        "Unhealthy",
+        "Liveness probe failed: cat: can't open '/tmp/alive'"
+    ));
+    assert!(has_event(
+        &p,
+        "Killing",
+        "Container c failed liveness probe, will be restarted"
+    ));
+    assert_eq!(p.log("c", 0), "dead");
+    stop(p);
+}
+
+#[test]
+fn the_startup_probe_holds_liveness_back() {
+    if !require_root() {
+        return;
+    }
+    let mut p = TestPod::new(
+        "startup",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: slow
+    image: busybox
+    command: ["sh", "-c", "sleep 2; touch /tmp/up; sleep 1000"]
+    startupProbe: {exec: {command: ["test", "-f", "/tmp/up"]}, periodSeconds: 1, failureThreshold: 20}
+    livenessProbe: {exec: {command: ["test", "-f", "/tmp/up"]}, periodSeconds: 1, failureThreshold: 1}
+"#,
+    );
+    p.start();
+    let v = p.wait_status(LIMIT, |v| container_status(v, "slow")["started"] == true);
+    let c = container_status(&v, "slow");
+    assert_eq!(
+        c["restartCount"], 0,
+        "liveness never ran before startup succeeded"
+    );
+    assert_eq!(c["ready"], true);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(!has_event(&p, "Unhealthy", "Liveness probe failed"));
+    assert!(has_event(&p, "Unhealthy", "Startup probe failed"));
+    stop(p);
+}
+
+#[test]
+fn an_exec_probe_that_overruns_its_timeout_fails() {
+    if !require_root() {
+        return;
+    }
+    let mut p = TestPod::new(
+        "timeout",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: busybox
+    command: ["sleep", "1000"]
+    readinessProbe: {exec: {command: ["sleep", "30"]}, timeoutSeconds: 1, periodSeconds: 2}
+"#,
+    );
+    p.start();
+    wait_event(
+        &p,
+        "Unhealthy",
+        "Readiness probe failed: command \"sleep 30\" timed out",
+    );
+    let v = p.wait_status(LIMIT, |_| true);
+    assert_eq!(container_status(&v, "c")["ready"], false);
+    stop(p);
+}
+
+#[test]
+fn post_start_runs_before_the_next_container_and_its_failure_restarts() {
+    if !require_root() {
+        return;
+    }
+    let mut p = TestPod::new(
+        "poststart",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  terminationGracePeriodSeconds: 1
+  volumes: [{name: h, hostPath: {path: /tmp/podinit-it-NAME-h, type: DirectoryOrCreate}}]
+  containers:
+  - name: first
+    image: busybox
+    command: ["sh", "-c", "echo main >> /h/order; sleep 1000"]
+    volumeMounts: [{name: h, mountPath: /h}]
+    lifecycle:
+      postStart: {exec: {command: ["sh", "-c", "sleep 0.5; echo post >> /h/order"]}}
+  - name: second
+    image: busybox
+    command: ["sh", "-c", "echo second >> /h/order; sleep 1000"]
+    volumeMounts: [{name: h, mountPath: /h}]
+  - name: broken
+    image: busybox
+    command: ["sleep", "1000"]
+    lifecycle:
+      postStart: {exec: {command: ["sh", "-c", "echo oops; exit 3"]}}
+"#,
+    );
+    let host = std::path::PathBuf::from(format!("/tmp/podinit-it-{}-h", p.name));
+    p.start();
+    p.wait_status(LIMIT, |v| {
+        container_status(v, "broken")["restartCount"].as_u64() >= Some(1)
+    });
+    wait_event(&p, "FailedPostStartHook", "exited with 3");
+    assert!(has_event(&p, "Killing", "FailedPostStartHook"));
+    p.wait_status(LIMIT, |v| {
+        container_status(v, "broken")["state"]["waiting"]["reason"] == "PostStartHookError"
+    });
+    let order = std::fs::read_to_string(host.join("order")).unwrap();
+    let lines: Vec<&str> = order.lines().collect();
+    let pos = |s: &str| lines.iter().position(|l| *l == s).unwrap_or(usize::MAX);
+    assert!(
+        pos("main") < pos("post") && pos("post") < pos("second"),
+        "{order}"
+    );
+    stop(p);
+    std::fs::remove_dir_all(&host).unwrap();
+}
+
+#[test]
+fn readiness_gates_hold_ready_until_set_through_the_socket() {
+    if !require_root() {
+        return;
+    }
+    let mut p = TestPod::new(
+        "gates",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  terminationGracePeriodSeconds: 1
+  readinessGates: [{conditionType: example.com/warm}]
+  containers:
+  - {name: c, image: busybox, command: ["sleep", "1000"]}
+"#,
+    );
+    p.start();
+    let v = p.wait_status(LIMIT, |v| cond(v, "ContainersReady") == "True");
+    assert_eq!(cond(&v, "Ready"), "False");
+    let sock = p.state.join("pod.sock");
+    let set = |status: &str| {
+        let out = std::process::Command::new(bin())
+            .args(["condition", "--socket"])
+            .arg(&sock)
+            .args(["example.com/warm", status, "--reason", "Warmed"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    set("True");
+    let v = p.wait_status(LIMIT, |v| cond(v, "Ready") == "True");
+    assert_eq!(cond(&v, "example.com/warm"), "True");
+    set("False");
+    p.wait_status(LIMIT, |v| cond(v, "Ready") == "False");
+    stop(p);
+}
