@@ -312,3 +312,147 @@ spec:
     assert_eq!(out.code, 0, "{}", out.stderr);
     p.assert_nothing_left();
 }
+
+#[test]
+fn pid_1_without_a_handler_ignores_sigterm_and_is_killed_when_grace_ends() {
+    if !require_root() {
+        return;
+    }
+    let mut p = TestPod::new(
+        "deafpid1",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - {name: sleeper, image: busybox, command: ["sleep", "1000"]}
+"#,
+    );
+    p.start();
+    running(&p, &["sleeper"]);
+    let t0 = Instant::now();
+    p.signal(libc::SIGTERM);
+    let out = p.wait(LIMIT);
+    let took = t0.elapsed();
+    // The kernel drops SIGTERM for a PID 1 without a handler: only SIGKILL at the end of
+    // the grace period ends it.
+    assert!(took >= Duration::from_millis(1900), "took {took:?}");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    let t = &container_status(&out.status, "sleeper")["state"]["terminated"];
+    assert_eq!(t["exitCode"], 137, "{t}");
+    assert_eq!(t["signal"], 9, "{t}");
+    assert_eq!(out.code, 1);
+    p.assert_nothing_left();
+}
+
+#[test]
+fn pre_stop_hooks_run_together_before_each_stop_signal() {
+    if !require_root() {
+        return;
+    }
+    let mut p = TestPod::new(
+        "prestop",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  terminationGracePeriodSeconds: 20
+  volumes: [{name: h, hostPath: {path: /tmp/podinit-it-NAME-h, type: DirectoryOrCreate}}]
+  containers:
+  - name: web
+    image: busybox
+    command: ["sh", "-c", "mkdir /www; httpd -p 8080 -h /www; trap 'echo web-term >> /h/order; exit 0' TERM; echo ready; while true; do sleep 0.05; done"]
+    volumeMounts: [{name: h, mountPath: /h}]
+    lifecycle:
+      preStop: {exec: {command: ["sh", "-c", "echo web-prestop >> /h/order; sleep 1; echo web-prestop-done >> /h/order"]}}
+  - name: sleepy
+    image: busybox
+    command: ["sh", "-c", "trap 'echo sleepy-term >> /h/order; exit 0' TERM; echo ready; while true; do sleep 0.05; done"]
+    volumeMounts: [{name: h, mountPath: /h}]
+    lifecycle:
+      preStop: {sleep: {seconds: 2}}
+  - name: http
+    image: busybox
+    command: ["sh", "-c", "trap 'echo http-term >> /h/order; exit 0' TERM; echo ready; while true; do sleep 0.05; done"]
+    volumeMounts: [{name: h, mountPath: /h}]
+    lifecycle:
+      preStop: {httpGet: {port: 8080, path: /anything}}
+  - name: failing
+    image: busybox
+    command: ["sh", "-c", "trap 'exit 0' TERM; echo ready; while true; do sleep 0.05; done"]
+    lifecycle:
+      preStop: {exec: {command: ["sh", "-c", "echo no; exit 2"]}}
+"#,
+    );
+    let host = std::path::PathBuf::from(format!("/tmp/podinit-it-{}-h", p.name));
+    p.start();
+    running(&p, &["web", "sleepy", "http", "failing"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let t0 = Instant::now();
+    p.signal(libc::SIGTERM);
+    let out = p.wait(LIMIT);
+    let took = t0.elapsed();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        took >= Duration::from_millis(1900),
+        "the sleep hook held its container: {took:?}"
+    );
+    assert!(took < Duration::from_secs(15), "took {took:?}");
+    let order = std::fs::read_to_string(host.join("order")).unwrap();
+    let lines: Vec<&str> = order.lines().collect();
+    let pos = |s: &str| {
+        lines
+            .iter()
+            .position(|l| *l == s)
+            .unwrap_or_else(|| panic!("{s} missing from {order}"))
+    };
+    assert!(pos("web-prestop") < pos("web-prestop-done"), "{order}");
+    assert!(pos("web-prestop-done") < pos("web-term"), "{order}");
+    // The quick hooks did not wait for the slow ones.
+    assert!(pos("http-term") < pos("web-term"), "{order}");
+    assert!(pos("web-term") < pos("sleepy-term"), "{order}");
+    let ev = std::fs::read_to_string(p.state.join("events.jsonl")).unwrap();
+    assert!(
+        ev.lines()
+            .any(|l| l.contains("FailedPreStopHook") && l.contains("exited with 2")),
+        "{ev}"
+    );
+    p.assert_nothing_left();
+    std::fs::remove_dir_all(&host).unwrap();
+}
+
+#[test]
+fn a_pre_stop_hook_that_overruns_the_grace_period_is_abandoned() {
+    if !require_root() {
+        return;
+    }
+    let mut p = TestPod::new(
+        "overrun",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: c
+    image: busybox
+    command: ["sh", "-c", "trap 'echo got TERM; exit 0' TERM; echo ready; while true; do sleep 0.05; done"]
+    lifecycle:
+      preStop: {exec: {command: ["sleep", "100"]}}
+"#,
+    );
+    p.start();
+    running(&p, &["c"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let t0 = Instant::now();
+    p.signal(libc::SIGTERM);
+    let out = p.wait(LIMIT);
+    let took = t0.elapsed();
+    // Abandoned at 2 s, then the stop signal (with the 2-second minimum to SIGKILL).
+    assert!(took >= Duration::from_millis(1900), "took {took:?}");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(p.log("c", 0), "ready\ngot TERM");
+    p.assert_nothing_left();
+}
