@@ -347,3 +347,149 @@ spec:
     p.wait_status(LIMIT, |v| cond(v, "Ready") == "False");
     stop(p);
 }
+
+/// The pod's supervisor: the `podinit run` process's only child.
+fn supervisor_pid(p: &TestPod) -> i32 {
+    let pid = p.pid();
+    let children =
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+    children
+        .split_whitespace()
+        .next()
+        .and_then(|c| c.parse().ok())
+        .expect("podinit run has its supervisor as child")
+}
+
+/// A gRPC health server (the h2 crate, as a real peer) listening on 127.0.0.1:`port` in
+/// the network namespace of the pod: this thread enters it before binding. Service ""
+/// is SERVING, "down" NOT_SERVING, anything else is NotFound.
+fn grpc_health_server(netns: std::fs::File, port: u16) {
+    use std::os::fd::AsRawFd;
+    std::thread::spawn(move || {
+        // SAFETY: setns on this thread only, with a namespace fd we own.
+        let rc = unsafe { libc::setns(netns.as_raw_fd(), libc::CLONE_NEWNET) };
+        assert_eq!(rc, 0, "entering the pod's network namespace");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let l = tokio::net::TcpListener::bind(("127.0.0.1", port))
+                .await
+                .unwrap();
+            loop {
+                let Ok((sock, _)) = l.accept().await else {
+                    return;
+                };
+                tokio::spawn(serve(sock));
+            }
+        });
+    });
+}
+
+async fn serve(sock: tokio::net::TcpStream) {
+    let Ok(mut conn) = h2::server::handshake(sock).await else {
+        return;
+    };
+    while let Some(Ok((req, mut respond))) = conn.accept().await {
+        let mut body = req.into_body();
+        let mut msg = Vec::new();
+        while let Some(Ok(chunk)) = body.data().await {
+            let _ = body.flow_control().release_capacity(chunk.len());
+            msg.extend_from_slice(&chunk);
+        }
+        // HealthCheckRequest{service = 1}: after the 5-byte frame header, tag 0x0a, length.
+        let service = if msg.len() > 7 {
+            String::from_utf8_lossy(&msg[7..]).into_owned()
+        } else {
+            String::new()
+        };
+        let grpc = || {
+            http::Response::builder()
+                .status(200)
+                .header("content-type", "application/grpc")
+                .body(())
+                .unwrap()
+        };
+        let status = match service.as_str() {
+            "" => Some(1u8),
+            "down" => Some(2),
+            _ => None,
+        };
+        match status {
+            Some(s) => {
+                let mut stream = respond.send_response(grpc(), false).unwrap();
+                let _ = stream.send_data(bytes::Bytes::from(vec![0, 0, 0, 0, 2, 0x08, s]), false);
+                let mut trailers = http::HeaderMap::new();
+                trailers.insert("grpc-status", "0".parse().unwrap());
+                let _ = stream.send_trailers(trailers);
+            }
+            None => {
+                let mut r = grpc();
+                r.headers_mut().insert("grpc-status", "5".parse().unwrap());
+                r.headers_mut()
+                    .insert("grpc-message", "unknown%20service".parse().unwrap());
+                let _ = respond.send_response(r, true);
+            }
+        }
+    }
+}
+
+#[test]
+fn grpc_health_probes() {
+    if !require_root() {
+        return;
+    }
+    let mut p = TestPod::new(
+        "grpc",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: serving
+    image: busybox
+    command: ["sleep", "1000"]
+    readinessProbe: {grpc: {port: 50051}, periodSeconds: 1}
+  - name: down
+    image: busybox
+    command: ["sleep", "1000"]
+    readinessProbe: {grpc: {port: 50051, service: down}, periodSeconds: 1}
+  - name: unknown
+    image: busybox
+    command: ["sleep", "1000"]
+    readinessProbe: {grpc: {port: 50051, service: nope}, periodSeconds: 1}
+  - name: closed
+    image: busybox
+    command: ["sleep", "1000"]
+    readinessProbe: {grpc: {port: 50052}, periodSeconds: 1}
+"#,
+    );
+    p.start();
+    p.wait_status(LIMIT, |v| {
+        container_status(v, "serving")["state"]["running"].is_object()
+    });
+    let netns = std::fs::File::open(format!("/proc/{}/ns/net", supervisor_pid(&p))).unwrap();
+    grpc_health_server(netns, 50051);
+    let v = p.wait_status(LIMIT, |v| container_status(v, "serving")["ready"] == true);
+    for n in ["down", "unknown", "closed"] {
+        assert_eq!(container_status(&v, n)["ready"], false, "{n}");
+    }
+    wait_event(
+        &p,
+        "Unhealthy",
+        "Readiness probe failed: service unhealthy (responded with \"NOT_SERVING\")",
+    );
+    wait_event(
+        &p,
+        "Unhealthy",
+        "Readiness probe failed: error: health rpc probe failed: rpc error: code = NotFound desc = unknown service",
+    );
+    wait_event(
+        &p,
+        "Unhealthy",
+        "Readiness probe failed: timeout: failed to connect service",
+    );
+    stop(p);
+}

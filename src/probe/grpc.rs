@@ -1,64 +1,24 @@
-//! The gRPC health check (`grpc.health.v1.Health/Check`) over plaintext HTTP/2 with prior
-//! knowledge: the one unary call kubelet's gRPC probe makes, spoken directly (frames,
-//! HPACK literals, protobuf) so that it runs inside the event loop like every other
-//! check. Only what the call needs is implemented: the request is sent in one write,
-//! the answer is the `status` field of the first response message; a stream that ends
-//! without one (an error status in trailers) fails.
+//! The gRPC health check (`grpc.health.v1.Health/Check`, plaintext), as kubelet's gRPC
+//! probe makes it. HTTP/2 is the `h2` crate's; its futures are driven right here, inside
+//! the supervisor's event loop, with a no-op waker: the socket is non-blocking, `poll`
+//! says when it is ready, and [`Call::advance`] polls the connection and the call again.
+//! No async runtime, no thread. The gRPC framing and the two protobuf messages (one field
+//! each) are encoded by hand.
 
-use super::handler::KUBE_VERSION;
 use super::Outcome;
 
-const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-const DATA: u8 = 0;
-const HEADERS: u8 = 1;
-const RST_STREAM: u8 = 3;
-const SETTINGS: u8 = 4;
-const PING: u8 = 6;
-const GOAWAY: u8 = 7;
-const END_STREAM: u8 = 0x1;
-const ACK: u8 = 0x1;
-const END_HEADERS: u8 = 0x4;
-const PADDED: u8 = 0x8;
-/// Frames larger than this are not expected from a health service.
-const MAX_FRAME: usize = 1 << 16;
-
-fn frame(out: &mut Vec<u8>, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
-    let n = payload.len() as u32;
-    out.extend_from_slice(&n.to_be_bytes()[1..]);
-    out.push(kind);
-    out.push(flags);
-    out.extend_from_slice(&stream.to_be_bytes());
-    out.extend_from_slice(payload);
-}
-
-/// An HPACK integer with an `n`-bit prefix (RFC 7541 §5.1).
-fn hpack_int(out: &mut Vec<u8>, first: u8, n: u32, mut v: usize) {
-    let max = (1usize << n) - 1;
-    if v < max {
-        out.push(first | v as u8);
-        return;
+/// The request message: `HealthCheckRequest{service}` in a gRPC frame.
+pub fn request_message(service: &str) -> Vec<u8> {
+    let mut msg = Vec::new();
+    if !service.is_empty() {
+        msg.push(0x0a); // field 1, length-delimited
+        varint(&mut msg, service.len() as u64);
+        msg.extend_from_slice(service.as_bytes());
     }
-    out.push(first | max as u8);
-    v -= max;
-    while v >= 128 {
-        out.push((v % 128 + 128) as u8);
-        v /= 128;
-    }
-    out.push(v as u8);
-}
-
-fn hpack_str(out: &mut Vec<u8>, s: &str) {
-    hpack_int(out, 0, 7, s.len());
-    out.extend_from_slice(s.as_bytes());
-}
-
-/// A header "without indexing" whose name is static-table entry `index` (0: a new name).
-fn hpack_header(out: &mut Vec<u8>, index: usize, name: &str, value: &str) {
-    hpack_int(out, 0, 4, index);
-    if index == 0 {
-        hpack_str(out, name);
-    }
-    hpack_str(out, value);
+    let mut frame = vec![0];
+    frame.extend_from_slice(&(msg.len() as u32).to_be_bytes());
+    frame.extend_from_slice(&msg);
+    frame
 }
 
 fn varint(out: &mut Vec<u8>, mut v: u64) {
@@ -69,46 +29,44 @@ fn varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
-/// Everything the client sends: preface, SETTINGS, the call's HEADERS and its one DATA
-/// frame with `HealthCheckRequest{service}`.
-pub fn request(service: &str) -> Vec<u8> {
-    let mut out = PREFACE.to_vec();
-    frame(&mut out, SETTINGS, 0, 0, &[]);
-    let mut h = vec![0x83, 0x86]; // :method POST, :scheme http (static table)
-    hpack_header(&mut h, 4, ":path", "/grpc.health.v1.Health/Check");
-    hpack_header(&mut h, 1, ":authority", "localhost");
-    hpack_header(&mut h, 31, "content-type", "application/grpc");
-    hpack_header(&mut h, 0, "te", "trailers");
-    hpack_header(
-        &mut h,
-        58,
-        "user-agent",
-        &format!("kube-probe/{KUBE_VERSION}"),
-    );
-    frame(&mut out, HEADERS, END_HEADERS, 1, &h);
-    let mut msg = Vec::new();
-    if !service.is_empty() {
-        msg.push(0x0a); // field 1, length-delimited
-        varint(&mut msg, service.len() as u64);
-        msg.extend_from_slice(service.as_bytes());
+/// The `status` (field 1, varint) of a `HealthCheckResponse`; absent means UNKNOWN.
+pub fn decode_status(mut b: &[u8]) -> Option<u64> {
+    fn read_varint(b: &mut &[u8]) -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let (&x, rest) = b.split_first()?;
+            *b = rest;
+            v |= ((x & 0x7f) as u64) << shift;
+            if x & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+        None
     }
-    let mut data = vec![0];
-    data.extend_from_slice(&(msg.len() as u32).to_be_bytes());
-    data.extend_from_slice(&msg);
-    frame(&mut out, DATA, END_STREAM, 1, &data);
-    out
+    let mut status = 0;
+    while let Some((&tag, rest)) = b.split_first() {
+        b = rest;
+        match tag & 7 {
+            0 => {
+                let v = read_varint(&mut b)?;
+                if tag >> 3 == 1 {
+                    status = v;
+                }
+            }
+            2 => {
+                let n = read_varint(&mut b)?;
+                b = b.get(n as usize..)?;
+            }
+            5 => b = b.get(4..)?,
+            1 => b = b.get(8..)?,
+            _ => return None,
+        }
+    }
+    Some(status)
 }
 
-/// The client's view of the connection: how far the server's bytes were read, and the
-/// response message collected so far.
-#[derive(Default)]
-pub struct Session {
-    pos: usize,
-    message: Vec<u8>,
-}
-
-/// `grpc.health.v1.HealthCheckResponse.ServingStatus` names.
-fn status_name(v: u64) -> String {
+/// `ServingStatus` names, as grpc-go prints them.
+pub fn status_name(v: u64) -> String {
     match v {
         0 => "UNKNOWN".into(),
         1 => "SERVING".into(),
@@ -118,126 +76,297 @@ fn status_name(v: u64) -> String {
     }
 }
 
-/// The `status` (field 1, varint) of a HealthCheckResponse; absent means UNKNOWN.
-fn decode_status(mut b: &[u8]) -> Option<u64> {
-    let mut status = 0;
-    while let Some((&tag, rest)) = b.split_first() {
-        b = rest;
-        let mut v = 0u64;
-        let read_varint = |b: &mut &[u8], v: &mut u64| -> Option<()> {
-            for shift in (0..64).step_by(7) {
-                let (&x, rest) = b.split_first()?;
-                *b = rest;
-                *v |= ((x & 0x7f) as u64) << shift;
-                if x & 0x80 == 0 {
-                    return Some(());
+/// gRPC status code names (grpc-go's `codes.Code.String`).
+pub fn code_name(code: u32) -> String {
+    const NAMES: [&str; 17] = [
+        "OK",
+        "Canceled",
+        "Unknown",
+        "InvalidArgument",
+        "DeadlineExceeded",
+        "NotFound",
+        "AlreadyExists",
+        "PermissionDenied",
+        "ResourceExhausted",
+        "FailedPrecondition",
+        "Aborted",
+        "OutOfRange",
+        "Unimplemented",
+        "Internal",
+        "Unavailable",
+        "DataLoss",
+        "Unauthenticated",
+    ];
+    NAMES
+        .get(code as usize)
+        .map(|s| s.to_string())
+        .unwrap_or_else(|| format!("Code({code})"))
+}
+
+/// `grpc-message` is percent-encoded.
+#[cfg_attr(not(feature = "grpc"), allow(dead_code))]
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// What a finished call means, in kubelet's words: the response message (if any) and
+/// the gRPC status from the headers or trailers.
+pub fn judge(message: Option<&[u8]>, grpc_status: Option<(u32, String)>) -> Outcome {
+    match grpc_status {
+        Some((0, _)) | None if message.is_some() => {
+            match decode_status(message.unwrap_or_default()) {
+                Some(1) => Outcome::ok("service is healthy".into()),
+                Some(s) => Outcome::fail(format!(
+                    "service unhealthy (responded with {:?})",
+                    status_name(s)
+                )),
+                None => Outcome::fail(
+                    "error: health rpc probe failed: malformed HealthCheckResponse".into(),
+                ),
+            }
+        }
+        Some((12, msg)) => Outcome::fail(format!(
+            "this server doesn't implement the grpc health protocol (grpc.health.v1.Health): {msg}"
+        )),
+        Some((code, msg)) => Outcome::fail(format!(
+            "error: health rpc probe failed: rpc error: code = {} desc = {msg}",
+            code_name(code)
+        )),
+        None => Outcome::fail(
+            "error: health rpc probe failed: the call ended without a response".into(),
+        ),
+    }
+}
+
+#[cfg(feature = "grpc")]
+pub use call::Call;
+
+#[cfg(feature = "grpc")]
+mod call {
+    use super::*;
+    use crate::probe::handler::KUBE_VERSION;
+    use bytes::Bytes;
+    use std::cell::Cell;
+    use std::future::Future;
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    use std::pin::Pin;
+    use std::rc::Rc;
+    use std::task::{Context, Poll, Waker};
+    use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+    /// The socket as h2 sees it: never blocks; `WouldBlock` is `Pending`, and the event
+    /// loop polls again when the fd is ready (so no waker is ever needed).
+    struct Io {
+        sock: TcpStream,
+        /// A write could not complete: poll for POLLOUT too.
+        blocked_write: Rc<Cell<bool>>,
+    }
+
+    impl AsyncRead for Io {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            _cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<std::io::Result<()>> {
+            match self.sock.read(buf.initialize_unfilled()) {
+                Ok(n) => {
+                    buf.advance(n);
+                    Poll::Ready(Ok(()))
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Poll::Pending,
+                Err(e) => Poll::Ready(Err(e)),
+            }
+        }
+    }
+
+    impl AsyncWrite for Io {
+        fn poll_write(
+            mut self: Pin<&mut Self>,
+            _cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<std::io::Result<usize>> {
+            match self.sock.write(buf) {
+                Ok(n) => {
+                    self.blocked_write.set(false);
+                    Poll::Ready(Ok(n))
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    self.blocked_write.set(true);
+                    Poll::Pending
+                }
+                Err(e) => Poll::Ready(Err(e)),
+            }
+        }
+        fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            let _ = self.sock.shutdown(std::net::Shutdown::Write);
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    type Conn = h2::client::Connection<Io, Bytes>;
+    type BoxFut<T> = Pin<Box<dyn Future<Output = T>>>;
+    type Handshake = BoxFut<Result<(h2::client::SendRequest<Bytes>, Conn), h2::Error>>;
+
+    /// One health check call on a connected socket.
+    pub struct Call {
+        blocked_write: Rc<Cell<bool>>,
+        handshake: Option<Handshake>,
+        conn: Option<Pin<Box<Conn>>>,
+        call: Option<BoxFut<Outcome>>,
+        authority: String,
+        service: String,
+    }
+
+    fn h2_err(e: h2::Error) -> Outcome {
+        Outcome::fail(format!("error: health rpc probe failed: {e}"))
+    }
+
+    impl Call {
+        /// Start the HTTP/2 handshake on `sock` (connected, non-blocking).
+        pub fn start(sock: TcpStream, authority: String, service: &str) -> Call {
+            let blocked_write = Rc::new(Cell::new(false));
+            let io = Io {
+                sock,
+                blocked_write: blocked_write.clone(),
+            };
+            Call {
+                blocked_write,
+                handshake: Some(Box::pin(h2::client::handshake(io))),
+                conn: None,
+                call: None,
+                authority,
+                service: service.to_string(),
+            }
+        }
+
+        /// The call is waiting to write (poll for POLLOUT as well as POLLIN).
+        pub fn wants_write(&self) -> bool {
+            self.blocked_write.get()
+        }
+
+        /// Make all the progress possible now.
+        pub fn advance(&mut self) -> Option<Outcome> {
+            let mut cx = Context::from_waker(Waker::noop());
+            if let Some(h) = &mut self.handshake {
+                match h.as_mut().poll(&mut cx) {
+                    Poll::Pending => return None,
+                    Poll::Ready(Err(e)) => return Some(h2_err(e)),
+                    Poll::Ready(Ok((send, conn))) => {
+                        self.handshake = None;
+                        self.conn = Some(Box::pin(conn));
+                        self.call = Some(Box::pin(check(
+                            send,
+                            self.authority.clone(),
+                            self.service.clone(),
+                        )));
+                    }
+                }
+            }
+            // The call queues frames and waits for answers; the connection moves them.
+            // Alternate until neither makes progress.
+            for _ in 0..64 {
+                if let Some(c) = &mut self.call {
+                    if let Poll::Ready(o) = c.as_mut().poll(&mut cx) {
+                        return Some(o);
+                    }
+                }
+                let Some(conn) = &mut self.conn else {
+                    return None;
+                };
+                match conn.as_mut().poll(&mut cx) {
+                    Poll::Pending => {
+                        // One more look at the call: the connection may have delivered
+                        // what it waits for.
+                        if let Some(c) = &mut self.call {
+                            if let Poll::Ready(o) = c.as_mut().poll(&mut cx) {
+                                return Some(o);
+                            }
+                        }
+                        return None;
+                    }
+                    Poll::Ready(Err(e)) => return Some(h2_err(e)),
+                    Poll::Ready(Ok(())) => self.conn = None,
                 }
             }
             None
-        };
-        match tag & 7 {
-            0 => {
-                read_varint(&mut b, &mut v)?;
-                if tag >> 3 == 1 {
-                    status = v;
-                }
-            }
-            2 => {
-                read_varint(&mut b, &mut v)?;
-                b = b.get(v as usize..)?;
-            }
-            _ => return None,
         }
     }
-    Some(status)
-}
 
-impl Session {
-    /// Read the frames that arrived (`buf` holds everything so far). Returns bytes to
-    /// send back (acknowledgements) and the outcome once known.
-    pub fn read(&mut self, buf: &[u8], eof: bool) -> (Vec<u8>, Option<Outcome>) {
-        let mut reply = Vec::new();
-        while buf.len() >= self.pos + 9 {
-            let h = &buf[self.pos..self.pos + 9];
-            let len = u32::from_be_bytes([0, h[0], h[1], h[2]]) as usize;
-            let (kind, flags) = (h[3], h[4]);
-            let stream = u32::from_be_bytes([h[5], h[6], h[7], h[8]]) & 0x7fff_ffff;
-            if len > MAX_FRAME {
-                return (
-                    reply,
-                    Some(Outcome::fail("health rpc failed: frame too large".into())),
-                );
+    async fn check(
+        mut send: h2::client::SendRequest<Bytes>,
+        authority: String,
+        service: String,
+    ) -> Outcome {
+        let run = async {
+            send = send.ready().await?;
+            let req = http::Request::builder()
+                .method("POST")
+                .uri(format!("http://{authority}/grpc.health.v1.Health/Check"))
+                .header("content-type", "application/grpc")
+                .header("te", "trailers")
+                .header("user-agent", format!("kube-probe/{KUBE_VERSION}"))
+                .body(())
+                .expect("a valid request");
+            let (resp, mut stream) = send.send_request(req, false)?;
+            stream.send_data(Bytes::from(request_message(&service)), true)?;
+            let resp = resp.await?;
+            let status_of = |h: &http::HeaderMap| {
+                let code = h.get("grpc-status")?.to_str().ok()?.parse::<u32>().ok()?;
+                let msg = h
+                    .get("grpc-message")
+                    .and_then(|m| m.to_str().ok())
+                    .map(percent_decode)
+                    .unwrap_or_default();
+                Some((code, msg))
+            };
+            if resp.status() != http::StatusCode::OK {
+                return Ok::<_, h2::Error>(Outcome::fail(format!(
+                    "error: health rpc probe failed: rpc error: code = Unknown desc = unexpected HTTP status code received from server: {}",
+                    resp.status().as_u16()
+                )));
             }
-            if buf.len() < self.pos + 9 + len {
-                break;
+            // Trailers-only: the status is in the headers.
+            if let Some(st) = status_of(resp.headers()) {
+                return Ok(judge(None, Some(st)));
             }
-            let payload = &buf[self.pos + 9..self.pos + 9 + len];
-            self.pos += 9 + len;
-            match kind {
-                SETTINGS if flags & ACK == 0 => frame(&mut reply, SETTINGS, ACK, 0, &[]),
-                PING if flags & ACK == 0 => frame(&mut reply, PING, ACK, 0, payload),
-                GOAWAY => {
-                    return (
-                        reply,
-                        Some(Outcome::fail(
-                            "health rpc failed: the server sent GOAWAY".into(),
-                        )),
-                    )
+            let mut body = resp.into_body();
+            let mut message = Vec::new();
+            while let Some(chunk) = body.data().await {
+                let chunk = chunk?;
+                let _ = body.flow_control().release_capacity(chunk.len());
+                message.extend_from_slice(&chunk);
+                if message.len() > 1 << 16 {
+                    break;
                 }
-                RST_STREAM if stream == 1 => {
-                    return (
-                        reply,
-                        Some(Outcome::fail(
-                            "health rpc failed: the server reset the stream".into(),
-                        )),
-                    )
-                }
-                DATA if stream == 1 => {
-                    let mut p = payload;
-                    if flags & PADDED != 0 {
-                        let Some((&pad, rest)) = p.split_first() else {
-                            break;
-                        };
-                        p = &rest[..rest.len().saturating_sub(pad as usize)];
-                    }
-                    self.message.extend_from_slice(p);
-                    if self.message.len() >= 5 {
-                        let n = u32::from_be_bytes([
-                            self.message[1],
-                            self.message[2],
-                            self.message[3],
-                            self.message[4],
-                        ]) as usize;
-                        if self.message.len() >= 5 + n {
-                            let o = match decode_status(&self.message[5..5 + n]) {
-                                Some(1) => Outcome::ok(String::new()),
-                                Some(s) => Outcome::fail(format!(
-                                    "service unhealthy (responded with {:?})",
-                                    status_name(s)
-                                )),
-                                None => {
-                                    Outcome::fail("health rpc failed: malformed response".into())
-                                }
-                            };
-                            return (reply, Some(o));
-                        }
-                    }
-                }
-                HEADERS if stream == 1 && flags & END_STREAM != 0 => {
-                    // Trailers without a message: the call failed (e.g. NotFound for an
-                    // unknown service, Unimplemented without a health service).
-                    return (
-                        reply,
-                        Some(Outcome::fail(
-                            "health rpc failed: the call ended with an error status and no response".into(),
-                        )),
-                    );
-                }
-                _ => {}
             }
-        }
-        let o = eof.then(|| Outcome::fail("health rpc failed: connection closed".into()));
-        (reply, o)
+            let trailers = body.trailers().await?;
+            let st = trailers.as_ref().and_then(status_of);
+            let payload = (message.len() >= 5).then(|| {
+                let n = u32::from_be_bytes([message[1], message[2], message[3], message[4]]);
+                &message[5..message.len().min(5 + n as usize)]
+            });
+            Ok(judge(payload, st))
+        };
+        run.await.unwrap_or_else(h2_err)
     }
 }
 
@@ -245,60 +374,47 @@ impl Session {
 mod tests {
     use super::*;
 
-    fn message(status: u8) -> Vec<u8> {
-        let mut f = Vec::new();
-        frame(&mut f, DATA, 0, 1, &[0, 0, 0, 0, 2, 0x08, status]);
-        f
-    }
-
     #[test]
-    fn the_request_is_one_unary_call() {
-        let r = request("svc");
-        assert!(r.starts_with(PREFACE));
-        let tail = &r[r.len() - 19..];
-        // DATA frame header: length 10, type 0, END_STREAM, stream 1; then the message:
-        // uncompressed, 5 bytes, field 1 = "svc".
-        assert_eq!(&tail[..9], &[0, 0, 10, 0, 1, 0, 0, 0, 1]);
-        assert_eq!(&tail[9..], &[0, 0, 0, 0, 5, 0x0a, 3, b's', b'v', b'c'][..]);
-        assert!(r.windows(28).any(|w| w == b"/grpc.health.v1.Health/Check"));
+    fn the_request_message_carries_the_service() {
+        assert_eq!(request_message(""), vec![0, 0, 0, 0, 0]);
+        assert_eq!(
+            request_message("svc"),
+            vec![0, 0, 0, 0, 5, 0x0a, 3, b's', b'v', b'c']
+        );
     }
 
     #[test]
     fn serving_is_success_and_anything_else_failure() {
-        let mut settings = Vec::new();
-        frame(&mut settings, SETTINGS, 0, 0, &[0, 3, 0, 0, 0, 100]);
-        let mut s = Session::default();
-        let (reply, o) = s.read(&settings, false);
-        assert_eq!(reply, [0, 0, 0, SETTINGS, ACK, 0, 0, 0, 0]);
-        assert!(o.is_none());
-        let mut all = settings.clone();
-        all.extend(message(1));
-        let (_, o) = s.read(&all, false);
-        assert!(o.unwrap().ok);
-
-        let mut s = Session::default();
-        let (_, o) = s.read(&message(2), false);
-        let o = o.unwrap();
+        assert_eq!(
+            judge(Some(&[0x08, 1]), Some((0, String::new()))),
+            Outcome::ok("service is healthy".into())
+        );
+        let o = judge(Some(&[0x08, 2]), Some((0, String::new())));
         assert!(!o.ok);
         assert_eq!(
             o.output,
             "service unhealthy (responded with \"NOT_SERVING\")"
         );
-
-        let mut trailers = Vec::new();
-        frame(&mut trailers, HEADERS, END_STREAM | END_HEADERS, 1, &[0x88]);
-        assert!(!Session::default().read(&trailers, false).1.unwrap().ok);
-        assert!(!Session::default().read(&[], true).1.unwrap().ok);
-        assert!(Session::default()
-            .read(&message(1)[..10], false)
-            .1
-            .is_none());
+        // An empty message is UNKNOWN.
+        assert!(!judge(Some(&[]), None).ok);
+        let o = judge(None, Some((5, "unknown service".into())));
+        assert_eq!(
+            o.output,
+            "error: health rpc probe failed: rpc error: code = NotFound desc = unknown service"
+        );
+        let o = judge(None, Some((12, "x".into())));
+        assert!(o
+            .output
+            .starts_with("this server doesn't implement the grpc health protocol"));
+        assert!(!judge(None, None).ok);
     }
 
     #[test]
-    fn hpack_integers() {
-        let mut v = Vec::new();
-        hpack_int(&mut v, 0, 5, 1337);
-        assert_eq!(v, [31, 154, 10]);
+    fn protobuf_and_percent_decoding() {
+        assert_eq!(decode_status(&[0x08, 0x01]), Some(1));
+        assert_eq!(decode_status(&[0x12, 0x01, b'x', 0x08, 0x02]), Some(2));
+        assert_eq!(decode_status(&[0x08]), None);
+        assert_eq!(percent_decode("a%20b%"), "a b%");
+        assert_eq!(code_name(14), "Unavailable");
     }
 }

@@ -9,13 +9,18 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
 use nix::poll::PollFlags;
 
+#[cfg(feature = "grpc")]
+use super::grpc;
 use super::handler::{HttpGet, Use};
-use super::{grpc, http, Outcome};
+use super::{http, Outcome};
 
 enum Stage {
     Connecting,
     Writing(usize),
     Reading,
+    /// Connected; the gRPC call does the rest.
+    #[cfg(feature = "grpc")]
+    Grpc(Box<grpc::Call>),
 }
 
 enum Proto {
@@ -27,7 +32,10 @@ enum Proto {
         redirects: u32,
         use_: Use,
     },
-    Grpc(grpc::Session),
+    Grpc {
+        #[cfg_attr(not(feature = "grpc"), allow(dead_code))]
+        service: String,
+    },
 }
 
 pub struct NetCheck {
@@ -106,11 +114,23 @@ impl NetCheck {
     }
 
     pub fn grpc(host: &str, port: u16, service: &str) -> Result<NetCheck, String> {
+        if !cfg!(feature = "grpc") {
+            return Err("gRPC probes need podinit built with the \"grpc\" feature".into());
+        }
+        let addr = resolve(host, port)?;
         Self::open(
-            resolve(host, port)?,
-            Proto::Grpc(grpc::Session::default()),
-            grpc::request(service),
+            addr,
+            Proto::Grpc {
+                service: service.to_string(),
+            },
+            Vec::new(),
         )
+        .map_err(|e| {
+            format!(
+                "timeout: failed to connect service {:?}: {e}",
+                addr.to_string()
+            )
+        })
     }
 
     fn open(addr: SocketAddr, proto: Proto, req: Vec<u8>) -> Result<NetCheck, String> {
@@ -133,9 +153,13 @@ impl NetCheck {
     }
 
     pub fn interest(&self) -> PollFlags {
-        match self.stage {
+        match &self.stage {
             Stage::Connecting | Stage::Writing(_) => PollFlags::POLLOUT,
             Stage::Reading => PollFlags::POLLIN,
+            #[cfg(feature = "grpc")]
+            Stage::Grpc(c) if c.wants_write() => PollFlags::POLLIN | PollFlags::POLLOUT,
+            #[cfg(feature = "grpc")]
+            Stage::Grpc(_) => PollFlags::POLLIN,
         }
     }
 
@@ -146,10 +170,13 @@ impl NetCheck {
                 get,
                 "context deadline exceeded (Client.Timeout exceeded while awaiting headers)",
             )),
-            (Proto::Grpc(_), _) => Outcome::fail(format!(
-                "timeout: health rpc did not complete within the timeout to {}",
+            (Proto::Grpc { .. }, Stage::Connecting) => Outcome::fail(format!(
+                "timeout: failed to connect service \"{}\": context deadline exceeded",
                 self.addr
             )),
+            (Proto::Grpc { .. }, _) => {
+                Outcome::fail("timeout: health rpc did not complete within the timeout".into())
+            }
             (Proto::Tcp, _) => Outcome::fail(format!("dial tcp {}: i/o timeout", self.addr)),
         }
     }
@@ -160,6 +187,11 @@ impl NetCheck {
             Ok(p) => p,
             Err(msg) => Progress::Done(Outcome::fail(match &self.proto {
                 Proto::Http { get, .. } => http_err(get, &msg),
+                // grpc-go's dial, as kubelet reports it.
+                Proto::Grpc { .. } if matches!(self.stage, Stage::Connecting) => format!(
+                    "timeout: failed to connect service {:?}: {msg}",
+                    self.addr.to_string()
+                ),
                 _ => msg,
             })),
         }
@@ -178,10 +210,26 @@ impl NetCheck {
                     e.desc().to_lowercase()
                 ));
             }
-            if let Proto::Tcp = self.proto {
-                return Ok(Progress::Done(Outcome::ok(String::new())));
+            match &self.proto {
+                Proto::Tcp => return Ok(Progress::Done(Outcome::ok(String::new()))),
+                #[cfg(feature = "grpc")]
+                Proto::Grpc { service } => {
+                    let io = self
+                        .sock
+                        .try_clone()
+                        .map_err(|e| format!("dup socket: {e}"))?;
+                    let call = grpc::Call::start(io, self.addr.to_string(), service);
+                    self.stage = Stage::Grpc(Box::new(call));
+                }
+                _ => self.stage = Stage::Writing(0),
             }
-            self.stage = Stage::Writing(0);
+        }
+        #[cfg(feature = "grpc")]
+        if let Stage::Grpc(call) = &mut self.stage {
+            return Ok(match call.advance() {
+                Some(o) => Progress::Done(o),
+                None => Progress::Pending,
+            });
         }
         if let Stage::Writing(mut off) = self.stage {
             while off < self.req.len() {
@@ -219,18 +267,7 @@ impl NetCheck {
     fn on_data(&mut self, eof: bool) -> Result<Progress, String> {
         match &mut self.proto {
             Proto::Tcp => Ok(Progress::Pending),
-            Proto::Grpc(session) => {
-                let (reply, outcome) = session.read(&self.buf, eof);
-                if !reply.is_empty() {
-                    // SETTINGS and PING acknowledgements: a few bytes the socket buffer
-                    // always takes.
-                    let _ = self.sock.write_all(&reply);
-                }
-                Ok(match outcome {
-                    Some(o) => Progress::Done(o),
-                    None => Progress::Pending,
-                })
-            }
+            Proto::Grpc { .. } => Ok(Progress::Pending),
             Proto::Http {
                 get,
                 first_host,
