@@ -493,3 +493,112 @@ spec:
     );
     stop(p);
 }
+
+/// An HTTPS server (rustls, a self-signed certificate) on 127.0.0.1:`port` in the pod's
+/// network namespace. Each request's head goes to `heads`; `/ok` answers 200, anything
+/// else 404.
+fn https_server(netns: std::fs::File, port: u16, heads: std::sync::mpsc::Sender<String>) {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    use std::io::{Read, Write};
+    use std::os::fd::AsRawFd;
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let certs = vec![CertificateDer::from_pem_file(dir.join("tls.crt")).unwrap()];
+    let key = PrivateKeyDer::from_pem_file(dir.join("tls.key")).unwrap();
+    let cfg = std::sync::Arc::new(
+        rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap(),
+    );
+    std::thread::spawn(move || {
+        // SAFETY: setns on this thread only, with a namespace fd we own.
+        let rc = unsafe { libc::setns(netns.as_raw_fd(), libc::CLONE_NEWNET) };
+        assert_eq!(rc, 0, "entering the pod's network namespace");
+        let l = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+        for sock in l.incoming() {
+            let Ok(sock) = sock else { return };
+            let conn = rustls::ServerConnection::new(cfg.clone()).unwrap();
+            let mut tls = rustls::StreamOwned::new(conn, sock);
+            let mut head = Vec::new();
+            let mut b = [0u8; 1024];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                match tls.read(&mut b) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => head.extend_from_slice(&b[..n]),
+                }
+            }
+            let head = String::from_utf8_lossy(&head).into_owned();
+            let ok = head.starts_with("GET /ok ");
+            let _ = heads.send(head);
+            let resp: &[u8] = if ok {
+                b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+            } else {
+                b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            };
+            let _ = tls.write_all(resp);
+            tls.conn.send_close_notify();
+            let _ = tls.flush();
+        }
+    });
+}
+
+#[test]
+fn https_probes_do_not_verify_certificates() {
+    if !require_root() {
+        return;
+    }
+    let mut p = TestPod::new(
+        "https",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: good
+    image: busybox
+    command: ["sleep", "1000"]
+    readinessProbe:
+      httpGet: {port: 8443, path: /ok, scheme: HTTPS, httpHeaders: [{name: X-Probe, value: yes}]}
+      periodSeconds: 1
+  - name: bad
+    image: busybox
+    command: ["sleep", "1000"]
+    readinessProbe: {httpGet: {port: 8443, path: /missing, scheme: HTTPS}, periodSeconds: 1}
+"#,
+    );
+    p.start();
+    p.wait_status(LIMIT, |v| {
+        container_status(v, "good")["state"]["running"].is_object()
+    });
+    let netns = std::fs::File::open(format!("/proc/{}/ns/net", supervisor_pid(&p))).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    https_server(netns, 8443, tx);
+    let v = p.wait_status(LIMIT, |v| container_status(v, "good")["ready"] == true);
+    assert_eq!(container_status(&v, "bad")["ready"], false);
+    wait_event(
+        &p,
+        "Unhealthy",
+        "Readiness probe failed: HTTP probe failed with statuscode: 404",
+    );
+    let head = rx
+        .iter()
+        .find(|h| h.starts_with("GET /ok "))
+        .expect("a probe request");
+    for line in [
+        "GET /ok HTTP/1.1\r\n",
+        "Host: 127.0.0.1:8443\r\n",
+        "User-Agent: kube-probe/1.34\r\n",
+        "Accept: */*\r\n",
+        "X-Probe: yes\r\n",
+        "Connection: close\r\n",
+    ] {
+        assert!(head.contains(line), "{line:?} missing from {head:?}");
+    }
+    stop(p);
+}

@@ -9,6 +9,8 @@ pub mod grpc;
 pub mod handler;
 pub mod http;
 pub mod net;
+#[cfg(feature = "tls")]
+pub mod tls;
 
 use nix::poll::PollFlags;
 use std::os::fd::BorrowedFd;

@@ -40,6 +40,9 @@ enum Proto {
 
 pub struct NetCheck {
     sock: TcpStream,
+    /// The TLS session of an HTTPS request.
+    #[cfg(feature = "tls")]
+    tls: Option<Box<rustls::ClientConnection>>,
     addr: SocketAddr,
     stage: Stage,
     proto: Proto,
@@ -93,15 +96,10 @@ impl NetCheck {
 
     pub fn http(get: HttpGet, use_: Use) -> Result<NetCheck, String> {
         let addr = resolve(&get.host, get.port).map_err(|e| http_err(&get, &e))?;
-        if get.https {
-            return Err(http_err(
-                &get,
-                "HTTPS is not supported by this build of podinit",
-            ));
-        }
         let req = http::request(&get);
         let first_host = get.host.clone();
-        Self::open(
+        let https = get.https;
+        let mut check = Self::open(
             addr,
             Proto::Http {
                 get,
@@ -110,7 +108,50 @@ impl NetCheck {
                 use_,
             },
             req,
-        )
+        )?;
+        check.start_tls(https)?;
+        Ok(check)
+    }
+
+    /// Speak TLS on this connection (HTTPS), or refuse when the build has no TLS.
+    fn start_tls(&mut self, https: bool) -> Result<(), String> {
+        #[cfg(feature = "tls")]
+        {
+            self.tls = None;
+            if let (true, Proto::Http { get, .. }) = (https, &self.proto) {
+                let c = super::tls::client(&get.host).map_err(|e| http_err(get, &e))?;
+                self.tls = Some(Box::new(c));
+            }
+            Ok(())
+        }
+        #[cfg(not(feature = "tls"))]
+        match (https, &self.proto) {
+            (true, Proto::Http { get, .. }) => Err(http_err(
+                get,
+                "HTTPS needs podinit built with the \"tls\" feature",
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    fn write_some(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        #[cfg(feature = "tls")]
+        if let Some(c) = &mut self.tls {
+            return rustls::Stream::new(c.as_mut(), &mut self.sock).write(buf);
+        }
+        self.sock.write(buf)
+    }
+
+    fn read_some(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        #[cfg(feature = "tls")]
+        if let Some(c) = &mut self.tls {
+            return match rustls::Stream::new(c.as_mut(), &mut self.sock).read(buf) {
+                // A peer that closes without close_notify has still said everything.
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(0),
+                r => r,
+            };
+        }
+        self.sock.read(buf)
     }
 
     pub fn grpc(host: &str, port: u16, service: &str) -> Result<NetCheck, String> {
@@ -140,6 +181,8 @@ impl NetCheck {
         })?;
         Ok(NetCheck {
             sock,
+            #[cfg(feature = "tls")]
+            tls: None,
             addr,
             stage: Stage::Connecting,
             proto,
@@ -155,6 +198,10 @@ impl NetCheck {
     pub fn interest(&self) -> PollFlags {
         match &self.stage {
             Stage::Connecting | Stage::Writing(_) => PollFlags::POLLOUT,
+            #[cfg(feature = "tls")]
+            Stage::Reading if self.tls.as_ref().is_some_and(|c| c.wants_write()) => {
+                PollFlags::POLLIN | PollFlags::POLLOUT
+            }
             Stage::Reading => PollFlags::POLLIN,
             #[cfg(feature = "grpc")]
             Stage::Grpc(c) if c.wants_write() => PollFlags::POLLIN | PollFlags::POLLOUT,
@@ -231,9 +278,20 @@ impl NetCheck {
                 None => Progress::Pending,
             });
         }
+        #[cfg(feature = "tls")]
+        if let (Stage::Writing(0), Some(c)) = (&self.stage, &mut self.tls) {
+            // rustls keeps the request until the handshake is done; reading drives both.
+            c.writer()
+                .write_all(&self.req)
+                .map_err(|e| format!("tls: {e}"))?;
+            self.stage = Stage::Reading;
+        }
         if let Stage::Writing(mut off) = self.stage {
             while off < self.req.len() {
-                match self.sock.write(&self.req[off..]) {
+                let req = std::mem::take(&mut self.req);
+                let r = self.write_some(&req[off..]);
+                self.req = req;
+                match r {
                     Ok(n) => off += n,
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                         self.stage = Stage::Writing(off);
@@ -246,7 +304,7 @@ impl NetCheck {
         }
         let mut chunk = [0u8; 8192];
         loop {
-            match self.sock.read(&mut chunk) {
+            match self.read_some(&mut chunk) {
                 Ok(0) => return self.on_data(true),
                 Ok(n) => {
                     self.buf.extend_from_slice(&chunk[..n]);
@@ -307,17 +365,16 @@ impl NetCheck {
                 if *redirects >= http::MAX_REDIRECTS {
                     return Err("stopped after 10 redirects".into());
                 }
-                if next.https {
-                    return Err("HTTPS is not supported by this build of podinit".into());
-                }
                 let addr = resolve(&next.host, next.port)?;
                 *redirects += 1;
                 self.req = http::request(&next);
                 *get = next;
+                let https = get.https;
                 self.sock = connect(addr)?;
                 self.addr = addr;
                 self.buf.clear();
                 self.stage = Stage::Connecting;
+                self.start_tls(https)?;
                 Ok(Progress::Pending)
             }
         }
