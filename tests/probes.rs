@@ -602,3 +602,36 @@ spec:
     }
     stop(p);
 }
+
+#[test]
+fn exec_probes_and_hooks_run_inside_the_container() {
+    if !require_root() {
+        return;
+    }
+    // Both with a pid namespace of the container's own and with the pod's shared one.
+    for share in [false, true] {
+        let mut p = TestPod::new(
+            "inside",
+            &format!(
+                r#"apiVersion: v1
+kind: Pod
+metadata: {{name: NAME}}
+spec:
+  shareProcessNamespace: {share}
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: busybox
+    command: ["sh", "-c", "echo marker > /tmp/only-here; exec sleep 1000"]
+    securityContext: {{runAsUser: 1234}}
+    readinessProbe:
+      exec: {{command: ["sh", "-c", "test $(id -u) = 1234 && test -f /tmp/only-here && ps | grep -q 'sleep 1000'"]}}
+      periodSeconds: 1
+"#
+            ),
+        );
+        p.start();
+        p.wait_status(LIMIT, |v| container_status(v, "c")["ready"] == true);
+        stop(p);
+    }
+}

@@ -91,7 +91,8 @@ pub fn probes_of(containers: &[&Container], kinds: &[Kind]) -> Probes {
 
 fn describe(h: &Handler) -> String {
     match h {
-        Handler::Exec(cmd) => format!("{cmd:?}"),
+        // Go's %v of a []string, as kubelet prints the command.
+        Handler::Exec(cmd) => format!("[{}]", cmd.join(" ")),
         Handler::Http(g) => g.path.clone(),
         Handler::Tcp { host, port } => format!("{host}:{port}"),
         Handler::Grpc { port, .. } => format!(":{port}"),
@@ -270,9 +271,9 @@ impl Supervisor<'_> {
         let detail = match exit {
             Some(status) => format!(
                 "command '{}' {}: {}, message: {:?}",
-                what.trim_matches(|ch| ch == '[' || ch == ']')
-                    .replace("\", \"", " ")
-                    .trim_matches('"'),
+                what.strip_prefix('[')
+                    .and_then(|w| w.strip_suffix(']'))
+                    .unwrap_or(what),
                 crate::probe::exec::ExecCheck::describe_exit(status),
                 o.output,
                 o.output
