@@ -78,6 +78,17 @@ enum Cmd {
         #[arg(long)]
         timestamps: bool,
     },
+    /// Run a command in a running container; exits with its exit code.
+    Exec {
+        container: String,
+        #[arg(long)]
+        socket: Option<PathBuf>,
+        /// Give up (and kill the command) after this many seconds; 0 waits for ever.
+        #[arg(long, default_value_t = 0)]
+        timeout: u64,
+        #[arg(last = true, required = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
     /// Set a readiness-gate condition.
     Condition {
         #[arg(value_name = "TYPE")]
@@ -166,6 +177,12 @@ fn main() {
             tail,
             timestamps,
         } => client::logs(socket, &container, follow, previous, tail, timestamps),
+        Cmd::Exec {
+            container,
+            socket,
+            timeout,
+            command,
+        } => client::exec(socket, &container, timeout, command),
         Cmd::Condition {
             type_,
             status,
@@ -330,6 +347,34 @@ mod client {
             .map_err(|e| e.to_string())?;
             ok(r)?;
             Ok(0)
+        })
+    }
+
+    pub fn exec(s: Option<PathBuf>, container: &str, timeout: u64, command: Vec<String>) -> i32 {
+        run(|| {
+            let s = sock(s)?;
+            let body =
+                serde_json::json!({"command": command, "timeoutSeconds": timeout}).to_string();
+            // The answer comes when the command exits.
+            let wait = if timeout > 0 {
+                Duration::from_secs(timeout + 10)
+            } else {
+                Duration::from_secs(u32::MAX as u64)
+            };
+            let r = client::request(
+                &s,
+                "POST",
+                &format!("/v1/containers/{container}/exec"),
+                Some(body.as_bytes()),
+                wait,
+            )
+            .map_err(|e| e.to_string())?;
+            let r = ok(r)?;
+            let v: serde_json::Value = serde_json::from_slice(&r.body)
+                .map_err(|e| format!("bad answer from the pod: {e}"))?;
+            let _ = std::io::stdout().write_all(v["stdout"].as_str().unwrap_or("").as_bytes());
+            let _ = std::io::stderr().write_all(v["stderr"].as_str().unwrap_or("").as_bytes());
+            Ok(v["exitCode"].as_i64().unwrap_or(1) as i32)
         })
     }
 

@@ -42,6 +42,9 @@ pub enum Reply {
         content_type: &'static str,
         initial: Vec<Vec<u8>>,
     },
+    /// The answer comes later, through [`Server::complete`] with this token (an exec that
+    /// runs until its command exits). The client is not timed out meanwhile.
+    Deferred(u64),
 }
 
 struct Conn {
@@ -52,6 +55,8 @@ struct Conn {
     last_active: Instant,
     watch: Option<Stream>,
     close_after_write: bool,
+    /// Waiting for a deferred answer: its token, and whether to close after it.
+    deferred: Option<(u64, bool)>,
 }
 
 pub struct Server {
@@ -99,6 +104,11 @@ impl Server {
     pub fn poll_set(&self) -> Vec<(BorrowedFd<'_>, bool, Slot)> {
         let mut v = vec![(self.listener.as_fd(), false, Slot::Listener)];
         for (i, c) in self.conns.iter().enumerate() {
+            // A client that half-closed while its answer is deferred stays readable (EOF)
+            // and has nothing to say: leave it out until the answer is there.
+            if c.deferred.is_some() && c.close_after_write {
+                continue;
+            }
             v.push((c.sock.as_fd(), c.sent < c.out.len(), Slot::Conn(i)));
         }
         v
@@ -108,7 +118,7 @@ impl Server {
     pub fn next_deadline(&self) -> Option<Instant> {
         self.conns
             .iter()
-            .filter(|c| c.watch.is_none())
+            .filter(|c| c.watch.is_none() && c.deferred.is_none())
             .map(|c| c.last_active + IDLE_TIMEOUT)
             .min()
     }
@@ -139,6 +149,7 @@ impl Server {
                 last_active: Instant::now(),
                 watch: None,
                 close_after_write: false,
+                deferred: None,
             };
             if !self.peer_allowed(&c.sock) {
                 c.queue_error(403, "Forbidden", "peer is neither root nor podinit's user");
@@ -193,7 +204,7 @@ impl Server {
             }
         }
         // Answer every complete request (pipelining), in order.
-        while c.watch.is_none() && !c.inbuf.is_empty() {
+        while c.watch.is_none() && c.deferred.is_none() && !c.inbuf.is_empty() {
             match http::parse(&c.inbuf) {
                 Ok(None) => break,
                 Ok(Some((req, used))) => {
@@ -222,6 +233,7 @@ impl Server {
                             }
                             c.watch = Some(stream);
                         }
+                        Reply::Deferred(token) => c.deferred = Some((token, req.close)),
                     }
                 }
                 Err(e) => {
@@ -301,10 +313,30 @@ impl Server {
     fn reap(&mut self) {
         let now = Instant::now();
         self.conns.retain(|c| {
-            let done = c.close_after_write && c.sent >= c.out.len();
-            let idle = c.watch.is_none() && now >= c.last_active + IDLE_TIMEOUT;
+            let done = c.close_after_write && c.sent >= c.out.len() && c.deferred.is_none();
+            let idle =
+                c.watch.is_none() && c.deferred.is_none() && now >= c.last_active + IDLE_TIMEOUT;
             !(done || idle)
         });
+    }
+
+    /// Send the answer of a [`Reply::Deferred`] (a no-op if its client has gone).
+    pub fn complete(&mut self, token: u64, code: u16, content_type: &str, body: &[u8]) {
+        let Some(i) = self
+            .conns
+            .iter()
+            .position(|c| c.deferred.is_some_and(|(t, _)| t == token))
+        else {
+            return;
+        };
+        let c = &mut self.conns[i];
+        let close = c.deferred.take().is_some_and(|(_, close)| close);
+        c.out
+            .extend(http::response(code, content_type, body, close));
+        c.close_after_write |= close;
+        c.last_active = Instant::now();
+        self.flush(i);
+        self.reap();
     }
 
     /// Drop clients idle past the timeout (call when `next_deadline` passes).

@@ -8,8 +8,29 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use super::Outcome;
 use crate::runtime::{self, Spawned, StartResult};
 
-/// Output kept for the event message (kubelet's limit).
+/// Output kept for the event message of a probe or hook (kubelet's limit).
 pub const MAX_OUTPUT: usize = 10 << 10;
+
+/// Read a non-blocking pipe until it would block, keeping at most `limit` bytes; at EOF
+/// the pipe is closed.
+fn drain_into(fd: &mut Option<OwnedFd>, into: &mut Vec<u8>, limit: usize) {
+    let Some(f) = fd else { return };
+    let mut buf = [0u8; 8192];
+    loop {
+        match nix::unistd::read(&*f, &mut buf) {
+            Ok(0) => {
+                *fd = None;
+                return;
+            }
+            Ok(n) => {
+                let room = limit.saturating_sub(into.len());
+                into.extend_from_slice(&buf[..n.min(room)]);
+            }
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(_) => return,
+        }
+    }
+}
 
 pub struct ExecCheck {
     pub pid: i32,
@@ -17,20 +38,35 @@ pub struct ExecCheck {
     start_fd: Option<OwnedFd>,
     out: Option<OwnedFd>,
     output: Vec<u8>,
+    /// A separate stderr (`podinit exec`), else stderr goes to `out` too.
+    err: Option<OwnedFd>,
+    err_output: Vec<u8>,
+    /// Output kept per stream.
+    limit: usize,
     start_error: Option<String>,
     /// The command, for messages.
     command: String,
 }
 
 impl ExecCheck {
-    /// `out`: the read end of the output pipe (non-blocking).
-    pub fn new(sp: Spawned, out: OwnedFd, command: &[String]) -> ExecCheck {
+    /// `out`: the read end of the output pipe (non-blocking); `err`: a separate one for
+    /// stderr; at most `limit` bytes of each are kept.
+    pub fn new(
+        sp: Spawned,
+        out: OwnedFd,
+        err: Option<OwnedFd>,
+        limit: usize,
+        command: &[String],
+    ) -> ExecCheck {
         ExecCheck {
             pid: sp.pid.as_raw(),
             pidfd: sp.pidfd,
             start_fd: Some(sp.start_fd),
             out: Some(out),
             output: Vec::new(),
+            err,
+            err_output: Vec::new(),
+            limit,
             start_error: None,
             command: command.join(" "),
         }
@@ -40,6 +76,7 @@ impl ExecCheck {
         self.start_fd
             .iter()
             .chain(self.out.iter())
+            .chain(self.err.iter())
             .map(|f| f.as_fd())
             .collect()
     }
@@ -59,33 +96,13 @@ impl ExecCheck {
     }
 
     fn drain(&mut self) {
-        let Some(fd) = &self.out else { return };
-        let mut buf = [0u8; 8192];
-        loop {
-            match nix::unistd::read(fd, &mut buf) {
-                Ok(0) => {
-                    self.out = None;
-                    return;
-                }
-                Ok(n) => {
-                    let room = MAX_OUTPUT.saturating_sub(self.output.len());
-                    self.output.extend_from_slice(&buf[..n.min(room)]);
-                }
-                Err(nix::errno::Errno::EINTR) => {}
-                Err(_) => return,
-            }
-        }
+        drain_into(&mut self.out, &mut self.output, self.limit);
+        drain_into(&mut self.err, &mut self.err_output, self.limit);
     }
 
     /// The process was reaped with wait status `status`.
     pub fn on_exit(&mut self, status: i32) -> Outcome {
-        if let Some(fd) = &self.start_fd {
-            if let StartResult::Failed(m) = runtime::read_start_result(fd) {
-                self.start_error = Some(m);
-            }
-            self.start_fd = None;
-        }
-        self.drain();
+        self.finish();
         if let Some(e) = self.start_error.take() {
             return Outcome::fail(e);
         }
@@ -95,6 +112,28 @@ impl ExecCheck {
         } else {
             Outcome::fail(out)
         }
+    }
+
+    /// After the exit: stdout (or all output), stderr, and the start error if the command
+    /// could not be started at all.
+    pub fn take_output(&mut self) -> (Vec<u8>, Vec<u8>, Option<String>) {
+        (
+            std::mem::take(&mut self.output),
+            std::mem::take(&mut self.err_output),
+            self.start_error.take(),
+        )
+    }
+
+    /// Read the exit's loose ends without judging it (for callers that want the raw
+    /// output): the start result and what is left in the pipes.
+    pub fn finish(&mut self) {
+        if let Some(fd) = &self.start_fd {
+            if let StartResult::Failed(m) = runtime::read_start_result(fd) {
+                self.start_error = Some(m);
+            }
+            self.start_fd = None;
+        }
+        self.drain();
     }
 
     /// The exit code of a failed run, for hook messages.

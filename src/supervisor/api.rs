@@ -87,10 +87,58 @@ impl Supervisor<'_> {
                 content_type: "text/plain; version=0.0.4",
                 body: self.metrics().into_bytes(),
             },
-            Route::Exec { .. } | Route::EphemeralContainers => error(
+            Route::Exec { container } => self.exec_route(&container, &req.body),
+            Route::EphemeralContainers => error(
                 501,
                 "NotImplemented",
-                "exec and ephemeral containers are not supported yet",
+                "ephemeral containers are not supported yet",
+            ),
+        }
+    }
+
+    /// `POST /v1/containers/NAME/exec`: `{"command":[…],"timeoutSeconds":N}`; answered
+    /// when the command exits with `{"exitCode","stdout","stderr"}`.
+    fn exec_route(&mut self, name: &str, body: &[u8]) -> Reply {
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields, rename_all = "camelCase")]
+        struct ExecRequest {
+            command: Vec<String>,
+            #[serde(default)]
+            timeout_seconds: u64,
+        }
+        let r: ExecRequest = match serde_json::from_slice(body) {
+            Ok(r) => r,
+            Err(e) => return error(400, "BadRequest", &format!("exec request body: {e}")),
+        };
+        if r.command.is_empty() {
+            return error(
+                400,
+                "BadRequest",
+                "exec request body: command: Required value",
+            );
+        }
+        let Some(i) = self.cfg.containers.iter().position(|c| c.name == name) else {
+            return error(
+                404,
+                "NotFound",
+                &format!("container {name:?} not found in the pod"),
+            );
+        };
+        if self.cfg.containers[i].run.is_none()
+            || self.st.containers[i].phase != crate::pod::state::Phase::Running
+        {
+            return error(
+                409,
+                "Conflict",
+                &format!("container {name:?} is not running"),
+            );
+        }
+        match self.api_exec(i, &r.command, r.timeout_seconds) {
+            Ok(token) => Reply::Deferred(token),
+            Err(msg) => error(
+                500,
+                "InternalError",
+                &format!("exec in container {name:?}: {msg}"),
             ),
         }
     }

@@ -8,19 +8,36 @@ use crate::pod::{self, Kind, Millis};
 use crate::probe::{Check, Handler, Outcome, Use};
 use k8s_openapi::api::core::v1::Container;
 
+/// Output kept per stream of an API exec.
+const API_EXEC_OUTPUT: usize = 1 << 20;
+
 /// What a check is for.
 #[derive(Clone, Copy, Debug)]
 pub enum Owner {
     Probe(Due),
-    PostStart { ctr: usize, instance: u32 },
-    PreStop { ctr: usize, instance: u32 },
+    PostStart {
+        ctr: usize,
+        instance: u32,
+    },
+    PreStop {
+        ctr: usize,
+        instance: u32,
+    },
+    /// `POST /v1/containers/NAME/exec`: the answer goes to the deferred request `token`.
+    ApiExec {
+        ctr: usize,
+        token: u64,
+        timeout_s: u64,
+    },
 }
 
 impl Owner {
     fn ctr(&self) -> usize {
         match *self {
             Owner::Probe(d) => d.ctr,
-            Owner::PostStart { ctr, .. } | Owner::PreStop { ctr, .. } => ctr,
+            Owner::PostStart { ctr, .. }
+            | Owner::PreStop { ctr, .. }
+            | Owner::ApiExec { ctr, .. } => ctr,
         }
     }
 }
@@ -201,10 +218,79 @@ impl Supervisor<'_> {
         }
     }
 
+    /// Run `command` in container `i` for the API; the reply is deferred until it exits.
+    pub(super) fn api_exec(
+        &mut self,
+        i: usize,
+        command: &[String],
+        timeout_s: u64,
+    ) -> Result<u64, String> {
+        let check = self.cfg.containers[i].exec_with(command, true, API_EXEC_OUTPUT)?;
+        self.next_token += 1;
+        let token = self.next_token;
+        let deadline = (timeout_s > 0).then(|| self.now() + timeout_s * 1000);
+        if let Some(d) = deadline {
+            self.wake.insert(d);
+        }
+        self.checks.push(InFlight {
+            owner: Owner::ApiExec {
+                ctr: i,
+                token,
+                timeout_s,
+            },
+            check: Check::Exec(check),
+            deadline,
+            what: command.join(" "),
+        });
+        Ok(token)
+    }
+
+    /// Answer an API exec: its exit, or its timeout (`status` None).
+    fn api_exec_done(
+        &mut self,
+        token: u64,
+        timeout_s: u64,
+        what: &str,
+        check: &mut Check,
+        status: Option<i32>,
+    ) {
+        let Check::Exec(e) = check else { return };
+        let (code, body) = match status {
+            Some(st) => {
+                e.finish();
+                let (out, err, start_error) = e.take_output();
+                let (exit_code, stderr) = match start_error {
+                    // The command could not be started (kubectl shows 126 for this).
+                    Some(msg) => (126, format!("{}{msg}\n", String::from_utf8_lossy(&err))),
+                    None => (
+                        super::containers::decode_wait_status(st).0,
+                        String::from_utf8_lossy(&err).into_owned(),
+                    ),
+                };
+                let v = serde_json::json!({
+                    "exitCode": exit_code,
+                    "stdout": String::from_utf8_lossy(&out),
+                    "stderr": stderr,
+                });
+                (200, serde_json::to_vec(&v).unwrap_or_default())
+            }
+            None => {
+                e.kill();
+                let msg = format!("command {what:?} timed out after {timeout_s}s");
+                (504, crate::api::status_error(504, "Timeout", &msg))
+            }
+        };
+        if let Some(srv) = &mut self.server {
+            srv.complete(token, code, "application/json", &body);
+        }
+    }
+
     /// A check ended. `exit`: the wait status of an exec handler's process.
     fn check_done(&mut self, owner: Owner, what: &str, o: Outcome, exit: Option<i32>) {
         let now = self.now();
         match owner {
+            // Answered where the check ends (it needs the check's output).
+            Owner::ApiExec { .. } => {}
             Owner::Probe(d) => {
                 if let Some(w) = &o.warning {
                     let e = pod::EventSpec {
@@ -309,12 +395,27 @@ impl Supervisor<'_> {
         self.finish_checks(done);
     }
 
-    /// Checks past their deadline end (a sleep succeeds, anything else times out).
+    /// Checks past their deadline end (a sleep succeeds, an API exec is answered with a
+    /// timeout, anything else times out).
     pub(super) fn checks_expired(&mut self) {
         let now = self.now();
+        let expired = |c: &InFlight| c.deadline.is_some_and(|d| d <= now);
+        let (api, rest): (Vec<InFlight>, Vec<InFlight>) = std::mem::take(&mut self.checks)
+            .into_iter()
+            .partition(|c| matches!(c.owner, Owner::ApiExec { .. }) && expired(c));
+        self.checks = rest;
+        for mut c in api {
+            if let Owner::ApiExec {
+                token, timeout_s, ..
+            } = c.owner
+            {
+                // Killed here; its process is reaped later like any orphan.
+                self.api_exec_done(token, timeout_s, &c.what, &mut c.check, None);
+            }
+        }
         let mut done = Vec::new();
         for (k, c) in self.checks.iter_mut().enumerate() {
-            if c.deadline.is_some_and(|d| d <= now) {
+            if expired(c) {
                 done.push((k, c.check.on_deadline(), None));
             }
         }
@@ -326,6 +427,14 @@ impl Supervisor<'_> {
         let Some(k) = self.checks.iter().position(|c| c.check.pid() == Some(pid)) else {
             return false;
         };
+        if let Owner::ApiExec {
+            token, timeout_s, ..
+        } = self.checks[k].owner
+        {
+            let mut c = self.checks.swap_remove(k);
+            self.api_exec_done(token, timeout_s, &c.what, &mut c.check, Some(status));
+            return true;
+        }
         let o = match &mut self.checks[k].check {
             Check::Exec(e) => e.on_exit(status),
             _ => return false,
@@ -350,7 +459,9 @@ impl Supervisor<'_> {
     /// have taken them with the cgroup anyway).
     pub(super) fn drop_checks(&mut self, i: usize) {
         self.checks.retain(|c| {
-            let mine = c.owner.ctr() == i;
+            // An API exec ends with its process, which the container's cgroup kill takes
+            // down: its answer comes from that exit.
+            let mine = c.owner.ctr() == i && !matches!(c.owner, Owner::ApiExec { .. });
             if mine {
                 if let Check::Exec(e) = &c.check {
                     e.kill();

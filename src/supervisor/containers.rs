@@ -211,6 +211,17 @@ impl Ctr {
     /// container's user, capabilities, environment and cwd, its namespaces and cgroup;
     /// stdout and stderr both into one pipe, stdin from /dev/null.
     pub fn exec(&self, command: &[String]) -> Result<ExecCheck, String> {
+        self.exec_with(command, false, crate::probe::exec::MAX_OUTPUT)
+    }
+
+    /// [`Ctr::exec`] with stderr on a pipe of its own when `split`, keeping `limit` bytes
+    /// of each stream (`podinit exec`).
+    pub fn exec_with(
+        &self,
+        command: &[String],
+        split: bool,
+        limit: usize,
+    ) -> Result<ExecCheck, String> {
         let run = self
             .run
             .as_ref()
@@ -227,19 +238,28 @@ impl Ctr {
         let (out_r, out_w) =
             nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
         set_nonblocking(&out_r);
+        let (err_r, err_w) = if split {
+            let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+                .map_err(|e| format!("pipe: {e}"))?;
+            set_nonblocking(&r);
+            (Some(r), Some(w))
+        } else {
+            (None, None)
+        };
+        let err_fd = err_w.as_ref().map_or(out_w.as_raw_fd(), |w| w.as_raw_fd());
         let procs = self.cgroup.procs_files();
         let spawned = runtime::spawn_in(
             &run.pidfd,
             &runtime::Launch {
                 container_id: &self.name,
                 spec: &spec,
-                stdio: [devnull.as_raw_fd(), out_w.as_raw_fd(), out_w.as_raw_fd()],
+                stdio: [devnull.as_raw_fd(), out_w.as_raw_fd(), err_fd],
                 cgroup_procs: &procs,
             },
         )
         .map_err(|runtime::SpawnError::Create(m)| m)?;
-        drop((out_w, devnull));
-        Ok(ExecCheck::new(spawned, out_r, command))
+        drop((out_w, err_w, devnull));
+        Ok(ExecCheck::new(spawned, out_r, err_r, limit, command))
     }
 
     /// Send `sig` to the run's main process (through its pidfd: immune to pid reuse).

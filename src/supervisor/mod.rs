@@ -70,8 +70,10 @@ struct Supervisor<'a> {
     /// Each container's hook and probe handlers (plan order).
     handlers: Vec<checks::Handlers>,
     probes: pod::probes::Probes,
-    /// Hooks and probes in flight.
+    /// Hooks, probes and API execs in flight.
     checks: Vec<checks::InFlight>,
+    /// The last token handed to a deferred API answer.
+    next_token: u64,
 }
 
 /// Run the pod to its end; returns the exit status of `podinit run` (0 Succeeded,
@@ -146,6 +148,7 @@ pub fn run(cfg: Config, sd: &StateDir) -> i32 {
         handlers,
         probes,
         checks: Vec::new(),
+        next_token: 0,
     };
     let now = s.now();
     s.st.on_sandbox_ready(now);
