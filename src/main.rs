@@ -38,6 +38,12 @@ enum Cmd {
         /// The status socket [default: <state dir>/pod.sock]
         #[arg(long)]
         socket: Option<PathBuf>,
+        /// Join this network namespace instead of creating one
+        #[arg(long)]
+        netns: Option<PathBuf>,
+        /// Push the Pod object as a JSON line on every status change to this Unix socket
+        #[arg(long)]
+        notify_socket: Option<PathBuf>,
         #[arg(long, value_enum, default_value = "text")]
         log_format: LogFormat,
         /// The CrashLoopBackOff cap, in seconds (kubelet's maxContainerRestartPeriod).
@@ -141,6 +147,8 @@ fn main() {
             state_dir,
             cgroup_parent,
             socket,
+            netns,
+            notify_socket,
             log_format,
             max_restart_backoff,
         } => {
@@ -151,6 +159,8 @@ fn main() {
                 state_dir,
                 cgroup_parent,
                 socket,
+                netns,
+                notify_socket,
                 max_restart_backoff,
             })
         }

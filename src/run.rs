@@ -28,6 +28,10 @@ pub struct RunOptions {
     pub cgroup_parent: Option<String>,
     /// The status socket [default: <state dir>/pod.sock].
     pub socket: Option<PathBuf>,
+    /// A network namespace to join instead of creating one (`--netns`).
+    pub netns: Option<PathBuf>,
+    /// `--notify-socket`.
+    pub notify_socket: Option<PathBuf>,
     /// CrashLoopBackOff cap in seconds (kubelet's maxContainerRestartPeriod).
     pub max_restart_backoff: u64,
 }
@@ -206,11 +210,27 @@ impl Sandbox {
         let _ = relay.thread_block();
         let (rel_r, rel_w) =
             nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
-        let flags = (libc::CLONE_NEWPID
-            | libc::CLONE_NEWNET
-            | libc::CLONE_NEWIPC
-            | libc::CLONE_NEWUTS
-            | libc::CLONE_NEWNS) as u64;
+        let netns = match &opts.netns {
+            Some(p) => Some(
+                std::fs::File::open(p)
+                    .map_err(|e| format!("opening network namespace {}: {e}", p.display()))?,
+            ),
+            None => None,
+        };
+        let mut flags =
+            (libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS | libc::CLONE_NEWNS)
+                as u64;
+        if netns.is_none() {
+            flags |= libc::CLONE_NEWNET as u64;
+        }
+        // Made here, in podinit's own network namespace: an abstract $NOTIFY_SOCKET is
+        // only reachable from there.
+        let notifier = crate::status::notify::Notifier::new(
+            opts.notify_socket.clone(),
+            std::env::var("NOTIFY_SOCKET")
+                .ok()
+                .filter(|s| !s.is_empty()),
+        );
         // SAFETY: podinit run is single-threaded here.
         let cloned = unsafe { crate::util::clone3(flags) }
             .map_err(|e| format!("creating the pod namespaces (clone3): {e}"))?;
@@ -225,7 +245,19 @@ impl Sandbox {
                 .socket
                 .clone()
                 .unwrap_or_else(|| sd.root.join("pod.sock"));
-            let code = supervise(adm.pod, adm.plan, ctrs, hostname, socket, sd);
+            if let Some(ns) = &netns {
+                use std::os::fd::AsRawFd;
+                // SAFETY: setns with an fd we own.
+                if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+                    crate::log::error(&format!(
+                        "setting up the sandbox: joining network namespace {}: {}",
+                        opts.netns.as_deref().unwrap_or(Path::new("")).display(),
+                        std::io::Error::last_os_error()
+                    ));
+                    std::process::exit(EXIT_SANDBOX);
+                }
+            }
+            let code = supervise(adm.pod, adm.plan, ctrs, hostname, socket, notifier, sd);
             std::process::exit(code);
         };
         drop(rel_r);
@@ -344,6 +376,7 @@ fn supervise(
     ctrs: Vec<Ctr>,
     hostname: String,
     socket: PathBuf,
+    notifier: crate::status::notify::Notifier,
     sd: &StateDir,
 ) -> i32 {
     match setup_namespaces(&hostname) {
@@ -382,6 +415,7 @@ fn supervise(
             volumes,
             hostname,
             socket,
+            notifier,
         },
         sd,
     )

@@ -2,6 +2,7 @@
 //! the pod's events.
 
 pub mod events;
+pub mod notify;
 pub mod render;
 pub mod table;
 pub mod writer;

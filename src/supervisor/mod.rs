@@ -38,6 +38,8 @@ pub struct Config {
     pub hostname: String,
     /// The status socket's path.
     pub socket: std::path::PathBuf,
+    /// `--notify-socket` and `$NOTIFY_SOCKET`.
+    pub notifier: crate::status::notify::Notifier,
 }
 
 /// Signals the supervisor handles. As PID 1 it would not even see the others.
@@ -278,6 +280,13 @@ impl Supervisor<'_> {
                 if let Some(srv) = &mut self.server {
                     srv.broadcast(&Stream::Pod, &line);
                 }
+                let phase = status.phase.clone().unwrap_or_default();
+                let ready = status
+                    .conditions
+                    .iter()
+                    .flatten()
+                    .any(|c| c.type_ == "Ready" && c.status == "True");
+                self.cfg.notifier.status(&line, &phase, ready);
             }
             Ok(false) => {}
             Err(e) => crate::log::warn(&e.to_string()),
@@ -308,7 +317,7 @@ impl Supervisor<'_> {
             .collect();
         let mut server = self.server.take();
         let check_set = self.check_fds();
-        let (sig_ready, start_ready, pipe_ready, check_ready, api_ready) = {
+        let (sig_ready, start_ready, pipe_ready, check_ready, notify_ready, api_ready) = {
             let mut fds = vec![PollFd::new(sig.fd(), PollFlags::POLLIN)];
             for &i in &starting {
                 let fd = self.cfg.containers[i]
@@ -330,6 +339,10 @@ impl Supervisor<'_> {
                     unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) },
                     f,
                 ));
+            }
+            let notify_at = fds.len();
+            if let Some(fd) = self.cfg.notifier.pending_fd() {
+                fds.push(PollFd::new(fd, PollFlags::POLLOUT));
             }
             let api_base = fds.len();
             let api_set = server.as_ref().map(Server::poll_set).unwrap_or_default();
@@ -372,8 +385,19 @@ impl Supervisor<'_> {
                 .filter(|(k, _)| ready(&fds[api_base + k]))
                 .map(|(_, (_, _, slot))| *slot)
                 .collect();
-            (sig_ready, start_ready, pipe_ready, check_ready, api_ready)
+            let notify_ready = api_base > notify_at && ready(&fds[notify_at]);
+            (
+                sig_ready,
+                start_ready,
+                pipe_ready,
+                check_ready,
+                notify_ready,
+                api_ready,
+            )
         };
+        if notify_ready {
+            self.cfg.notifier.writable();
+        }
         if let Some(srv) = &mut server {
             srv.service(&api_ready, &mut |req| self.handle(req));
         }

@@ -1,0 +1,358 @@
+//! The status socket with a real client (`curl --unix-socket`), its limits and errors,
+//! `--notify-socket`, `$NOTIFY_SOCKET` and `--netns` (issue 6) on the real binary.
+
+mod common;
+use common::*;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::{UnixDatagram, UnixListener, UnixStream};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const LIMIT: Duration = Duration::from_secs(40);
+
+/// `curl --unix-socket SOCK http://pod<path>` with extra arguments: (HTTP code, body).
+fn curl(p: &TestPod, args: &[&str], path: &str) -> (u16, String) {
+    let out = Command::new("curl")
+        .args([
+            "-s",
+            "--max-time",
+            "10",
+            "-w",
+            "\n%{http_code}",
+            "--unix-socket",
+        ])
+        .arg(p.state.join("pod.sock"))
+        .args(args)
+        .arg(format!("http://pod{path}"))
+        .output()
+        .expect("curl");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+    (code.trim().parse().unwrap_or(0), body.to_string())
+}
+
+fn json(body: &str) -> serde_json::Value {
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
+}
+
+const SLEEPER: &str = r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  terminationGracePeriodSeconds: 1
+  readinessGates: [{conditionType: example.com/gate}]
+  containers:
+  - {name: c, image: busybox, command: ["sh", "-c", "echo one; echo two; exec sleep 1000"]}
+"#;
+
+#[test]
+fn every_route_answers_through_curl() {
+    if !require_root() {
+        return;
+    }
+    let mut p = TestPod::new("routes", SLEEPER);
+    p.start();
+    p.wait_status(LIMIT, |v| {
+        container_status(v, "c")["state"]["running"].is_object()
+    });
+
+    let (code, body) = curl(&p, &[], "/v1/pod");
+    assert_eq!(code, 200);
+    let pod = json(&body);
+    assert_eq!(pod["kind"], "Pod");
+    assert_eq!(pod["metadata"]["name"], p.name.as_str());
+    assert_eq!(pod["status"]["phase"], "Running");
+
+    let (code, body) = curl(&p, &[], "/v1/events");
+    assert_eq!(code, 200);
+    assert!(json(&body)["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["reason"] == "Started"));
+
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let (code, body) = curl(&p, &[], "/v1/containers/c/log?tailLines=1");
+        assert_eq!(code, 200);
+        if body == "two\n" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "log: {body:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    let (code, body) = curl(
+        &p,
+        &[
+            "-X",
+            "POST",
+            "-d",
+            r#"{"command":["sh","-c","echo hi; exit 3"]}"#,
+        ],
+        "/v1/containers/c/exec",
+    );
+    assert_eq!(code, 200, "{body}");
+    let r = json(&body);
+    assert_eq!(
+        (r["exitCode"].as_i64(), r["stdout"].as_str()),
+        (Some(3), Some("hi\n"))
+    );
+
+    let (code, body) = curl(
+        &p,
+        &["-X", "PUT", "-d", r#"{"status":"True","reason":"Warm"}"#],
+        "/v1/pod/conditions/example.com/gate",
+    );
+    assert_eq!(code, 200, "{body}");
+    p.wait_status(LIMIT, |v| {
+        v["status"]["conditions"].as_array().is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True")
+        })
+    });
+    let (code, body) = curl(&p, &[], "/healthz");
+    assert_eq!((code, body.as_str()), (200, "ok"));
+    let (code, body) = curl(&p, &[], "/metrics");
+    assert_eq!(code, 200);
+    assert!(body.contains("podinit_"), "{body}");
+
+    // Errors are Kubernetes Status objects.
+    for (args, path, want) in [
+        (vec![], "/v1/containers/nope/log", 404),
+        (
+            vec!["-X", "POST", "-d", "{not json"],
+            "/v1/containers/c/exec",
+            400,
+        ),
+        (
+            vec!["-X", "POST", "-d", r#"{"command":[]}"#],
+            "/v1/containers/c/exec",
+            400,
+        ),
+        (
+            vec!["-X", "POST", "-d", r#"{"command":["true"]}"#],
+            "/v1/containers/nope/exec",
+            404,
+        ),
+        (
+            vec!["--path-as-is"],
+            "/v1/containers/../../etc/passwd/log",
+            404,
+        ),
+        (vec![], "/v1/nothing", 404),
+        (vec!["-X", "DELETE"], "/v1/pod", 405),
+    ] {
+        let (code, body) = curl(&p, &args, path);
+        assert_eq!(code, want, "{path}: {body}");
+        let s = json(&body);
+        assert_eq!(s["kind"], "Status", "{body}");
+        assert_eq!(s["code"], want);
+    }
+    let big = p.dir.join("big");
+    std::fs::write(&big, vec![b'x'; 2 << 20]).unwrap();
+    let at = format!("@{}", big.display());
+    let (code, _) = curl(
+        &p,
+        &["-X", "POST", "--data-binary", &at],
+        "/v1/pod/terminate",
+    );
+    // 413, or the connection is closed while curl still sends.
+    assert!(code == 413 || code == 0, "oversized body: {code}");
+
+    let (code, _) = curl(
+        &p,
+        &["-X", "POST", "-d", r#"{"gracePeriodSeconds":0}"#],
+        "/v1/pod/terminate",
+    );
+    assert_eq!(code, 202);
+    let out = p.wait(LIMIT);
+    assert_eq!(out.code, 1);
+    p.assert_nothing_left();
+}
+
+#[test]
+fn fifty_clients_are_served_while_one_never_finishes_its_request() {
+    if !require_root() {
+        return;
+    }
+    let mut p = TestPod::new("busy", SLEEPER);
+    p.start();
+    p.wait_status(LIMIT, |v| {
+        container_status(v, "c")["state"]["running"].is_object()
+    });
+    let sock = p.state.join("pod.sock");
+    // Half a request, never finished.
+    let mut slow = UnixStream::connect(&sock).unwrap();
+    slow.write_all(b"GET /v1/pod HTTP/1.1\r\nHost: pod\r\nX-Slow: ")
+        .unwrap();
+    let t0 = Instant::now();
+    let threads: Vec<_> = (0..50)
+        .map(|_| {
+            let sock = sock.clone();
+            std::thread::spawn(move || {
+                let mut s = UnixStream::connect(&sock).unwrap();
+                s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                s.write_all(b"GET /healthz HTTP/1.1\r\nHost: pod\r\nConnection: close\r\n\r\n")
+                    .unwrap();
+                let mut out = String::new();
+                s.read_to_string(&mut out).unwrap();
+                out
+            })
+        })
+        .collect();
+    for t in threads {
+        let out = t.join().unwrap();
+        assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+        assert!(out.ends_with("ok"), "{out}");
+    }
+    assert!(t0.elapsed() < Duration::from_secs(10));
+    drop(slow);
+    p.signal(libc::SIGTERM);
+    p.wait(LIMIT);
+    p.assert_nothing_left();
+}
+
+#[test]
+fn a_watch_sees_the_phases_and_the_shim_gets_every_status() {
+    if !require_root() {
+        return;
+    }
+    let mut p = TestPod::new(
+        "notify",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  restartPolicy: Never
+  containers:
+  - {name: c, image: busybox, command: ["sh", "-c", "sleep 1; exit 0"]}
+"#,
+    );
+    let shim_path = p.dir.join("shim.sock");
+    let shim = UnixListener::bind(&shim_path).unwrap();
+    let sd_path = p.dir.join("systemd.sock");
+    let sd = UnixDatagram::bind(&sd_path).unwrap();
+    sd.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut cmd = p.command();
+    cmd.arg("--notify-socket")
+        .arg(&shim_path)
+        .env("NOTIFY_SOCKET", &sd_path);
+    p.start_with(cmd);
+    let (conn, _) = shim.accept().unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let reader = std::thread::spawn(move || {
+        BufReader::new(conn)
+            .lines()
+            .map_while(Result::ok)
+            .collect::<Vec<String>>()
+    });
+    // A watch through curl, from while the pod runs to its end.
+    p.wait_status(LIMIT, |v| v["status"]["phase"] == "Running");
+    let sock = p.state.join("pod.sock");
+    let watch = std::thread::spawn(move || {
+        let out = Command::new("curl")
+            .args(["-sN", "--max-time", "30", "--unix-socket"])
+            .arg(sock)
+            .arg("http://pod/v1/pod?watch=true")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    });
+    let out = p.wait(LIMIT);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let lines = reader.join().unwrap();
+    let phases: Vec<String> = lines
+        .iter()
+        .map(|l| {
+            json(l)["status"]["phase"]
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect();
+    let mut distinct = phases.clone();
+    distinct.dedup();
+    assert_eq!(distinct, ["Pending", "Running", "Succeeded"], "{phases:?}");
+    let watched: Vec<String> = watch
+        .join()
+        .unwrap()
+        .lines()
+        .map(|l| {
+            json(l)["status"]["phase"]
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        watched.first().map(String::as_str),
+        Some("Running"),
+        "{watched:?}"
+    );
+    assert_eq!(
+        watched.last().map(String::as_str),
+        Some("Succeeded"),
+        "{watched:?}"
+    );
+    let mut got = Vec::new();
+    let mut buf = [0u8; 256];
+    sd.set_nonblocking(true).unwrap();
+    while let Ok(n) = sd.recv(&mut buf) {
+        got.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+    }
+    assert!(got.contains(&"READY=1".to_string()), "{got:?}");
+    assert!(got.contains(&"STATUS=Running".to_string()), "{got:?}");
+    assert_eq!(
+        got.last().map(String::as_str),
+        Some("STATUS=Succeeded"),
+        "{got:?}"
+    );
+    p.assert_nothing_left();
+}
+
+#[test]
+fn netns_joins_a_given_network_namespace() {
+    if !require_root() {
+        return;
+    }
+    // A namespace made by someone else (as a shim with CNI would), held by a process.
+    let mut holder = Command::new("unshare")
+        .args(["--net", "sleep", "60"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let ns = format!("/proc/{}/ns/net", holder.id());
+    let want = std::fs::read_link(&ns).unwrap();
+    let mut p = TestPod::new(
+        "netns",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  restartPolicy: Never
+  containers:
+  - {name: c, image: busybox, command: ["readlink", "/proc/self/ns/net"]}
+"#,
+    );
+    let mut cmd = p.command();
+    cmd.arg("--netns").arg(&ns);
+    p.start_with(cmd);
+    let out = p.wait(LIMIT);
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(p.log("c", 0), want.display().to_string());
+    p.assert_nothing_left();
+
+    // A namespace that is not there: exit 3, nothing left.
+    let mut q = TestPod::new("nonetns", "apiVersion: v1\nkind: Pod\nmetadata: {name: NAME}\nspec:\n  containers:\n  - {name: c, image: busybox}\n");
+    let mut cmd = q.command();
+    cmd.arg("--netns").arg("/nonexistent/netns");
+    q.start_with(cmd);
+    let out = q.wait(LIMIT);
+    assert_eq!(out.code, 3);
+    assert!(out.stderr.contains("/nonexistent/netns"), "{}", out.stderr);
+    q.assert_nothing_left();
+}
