@@ -117,6 +117,11 @@ enum Cmd {
     },
     /// Print podinit's version.
     Version,
+    /// Print a completion script for SHELL (e.g. `podinit completions bash > /etc/bash_completion.d/podinit`).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -204,6 +209,16 @@ fn main() {
             socket,
             grace_period,
         } => client::stop(socket, grace_period),
+        Cmd::Completions { shell } => {
+            use clap::CommandFactory;
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "podinit",
+                &mut std::io::stdout(),
+            );
+            0
+        }
         Cmd::Version => {
             println!("podinit {}", env!("CARGO_PKG_VERSION"));
             0

@@ -31,3 +31,18 @@ fn podinit_is_static() {
     }
     eprintln!("{}: {} bytes", path.display(), b.len());
 }
+
+#[test]
+fn shell_completions_cover_the_commands() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_podinit"))
+            .args(["completions", shell])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{shell}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        for cmd in ["run", "status", "exec", "logs", "stop"] {
+            assert!(text.contains(cmd), "{shell} completion lacks {cmd}");
+        }
+    }
+}
