@@ -95,6 +95,21 @@ enum Cmd {
         #[arg(last = true, required = true, value_name = "COMMAND")]
         command: Vec<String>,
     },
+    /// Add an ephemeral debug container, show its output, exit with its exit code.
+    Debug {
+        #[arg(long)]
+        socket: Option<PathBuf>,
+        #[arg(long)]
+        image: String,
+        /// Share this container's process namespace
+        #[arg(long)]
+        target: Option<String>,
+        /// [default: debugger-<random>]
+        #[arg(long)]
+        name: Option<String>,
+        #[arg(last = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
     /// Set a readiness-gate condition.
     Condition {
         #[arg(value_name = "TYPE")]
@@ -198,6 +213,13 @@ fn main() {
             timeout,
             command,
         } => client::exec(socket, &container, timeout, command),
+        Cmd::Debug {
+            socket,
+            image,
+            target,
+            name,
+            command,
+        } => client::debug(socket, image, target, name, command),
         Cmd::Condition {
             type_,
             status,
@@ -348,6 +370,83 @@ mod client {
             let r = ok(r)?;
             let _ = out.write_all(&r.body);
             Ok(0)
+        })
+    }
+
+    /// The state of container `name` in `ephemeralContainerStatuses`.
+    fn ephemeral_state(s: &std::path::Path, name: &str) -> Result<serde_json::Value, String> {
+        let pod: serde_json::Value = serde_json::from_slice(&get(s, "/v1/pod")?.body)
+            .map_err(|e| format!("bad answer from the pod: {e}"))?;
+        Ok(pod["status"]["ephemeralContainerStatuses"]
+            .as_array()
+            .and_then(|v| v.iter().find(|c| c["name"] == name))
+            .map(|c| c["state"].clone())
+            .unwrap_or_default())
+    }
+
+    pub fn debug(
+        s: Option<PathBuf>,
+        image: String,
+        target: Option<String>,
+        name: Option<String>,
+        command: Vec<String>,
+    ) -> i32 {
+        run(|| {
+            let s = sock(s)?;
+            let name = name.unwrap_or_else(|| format!("debugger-{}", podinit::util::random_hex(3)));
+            let mut ec = serde_json::json!({"name": name, "image": image});
+            if !command.is_empty() {
+                ec["command"] = serde_json::json!(command);
+            }
+            if let Some(t) = target {
+                ec["targetContainerName"] = serde_json::json!(t);
+            }
+            let body = ec.to_string();
+            ok(client::request(
+                &s,
+                "POST",
+                "/v1/ephemeralcontainers",
+                Some(body.as_bytes()),
+                TIMEOUT,
+            )
+            .map_err(|e| e.to_string())?)?;
+            eprintln!("Defaulting debug container name to {name}.");
+            // Its output from the start, once it runs, then its exit code.
+            loop {
+                let st = ephemeral_state(&s, &name)?;
+                if st.get("running").is_some() || st.get("terminated").is_some() {
+                    break;
+                }
+                if let Some(w) = st
+                    .get("waiting")
+                    .filter(|w| w["reason"] != "ContainerCreating")
+                {
+                    return Err(format!(
+                        "container {name}: {}: {}",
+                        w["reason"].as_str().unwrap_or(""),
+                        w["message"].as_str().unwrap_or("")
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let mut out = std::io::stdout();
+            let r = client::stream(
+                &s,
+                &format!("/v1/containers/{name}/log?follow=true"),
+                &mut |d| {
+                    let _ = out.write_all(d);
+                    let _ = out.flush();
+                },
+            )
+            .map_err(|e| e.to_string())?;
+            let _ = out.write_all(&ok(r)?.body);
+            loop {
+                let st = ephemeral_state(&s, &name)?;
+                if let Some(t) = st.get("terminated") {
+                    return Ok(t["exitCode"].as_i64().unwrap_or(1) as i32);
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
         })
     }
 

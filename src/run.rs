@@ -257,7 +257,19 @@ impl Sandbox {
                     std::process::exit(EXIT_SANDBOX);
                 }
             }
-            let code = supervise(adm.pod, adm.plan, ctrs, hostname, socket, notifier, sd);
+            let cfg = supervisor::Config {
+                pod: adm.pod,
+                plan: adm.plan,
+                containers: ctrs,
+                volumes: BTreeMap::new(),
+                hostname,
+                socket,
+                notifier,
+                bundles: bundles_dir(opts.bundles.as_deref()),
+                cgroups: cgroups.clone(),
+                pod_cgroup: pod_cg_name.clone(),
+            };
+            let code = supervise(cfg, sd);
             std::process::exit(code);
         };
         drop(rel_r);
@@ -370,23 +382,16 @@ fn wait_for(pid: i32) -> i32 {
 }
 
 /// In the new namespaces, as PID 1: finish the sandbox, then run the pod.
-fn supervise(
-    pod: Pod,
-    plan: PodPlan,
-    ctrs: Vec<Ctr>,
-    hostname: String,
-    socket: PathBuf,
-    notifier: crate::status::notify::Notifier,
-    sd: &StateDir,
-) -> i32 {
-    match setup_namespaces(&hostname) {
+/// `cfg.volumes` is filled here, once the mount namespace is the pod's.
+fn supervise(mut cfg: supervisor::Config, sd: &StateDir) -> i32 {
+    match setup_namespaces(&cfg.hostname) {
         Ok(()) => {}
         Err(e) => {
             crate::log::error(&format!("setting up the sandbox: {e}"));
             return EXIT_SANDBOX;
         }
     }
-    let spec = pod.spec.clone().unwrap_or_default();
+    let spec = cfg.pod.spec.clone().unwrap_or_default();
     let size = |q: &str| crate::quantity::parse(q).map(|v| v.value().max(0) as u64);
     let volumes = match crate::sandbox::volumes::prepare(&spec, sd, &size) {
         Ok(v) => v,
@@ -407,18 +412,8 @@ fn supervise(
             )
         })
         .collect();
-    supervisor::run(
-        supervisor::Config {
-            pod,
-            plan,
-            containers: ctrs,
-            volumes,
-            hostname,
-            socket,
-            notifier,
-        },
-        sd,
-    )
+    cfg.volumes = volumes;
+    supervisor::run(cfg, sd)
 }
 
 /// The supervisor's own view: private mount propagation, a /proc of the pod's pid

@@ -81,3 +81,115 @@ spec:
     p.wait(LIMIT);
     p.assert_nothing_left();
 }
+
+fn debug(p: &TestPod, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(bin())
+        .arg("debug")
+        .args(args)
+        .env("PODINIT_SOCKET", p.state.join("pod.sock"))
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn an_ephemeral_debug_container_sees_its_targets_processes() {
+    if !require_root() {
+        return;
+    }
+    let mut p = TestPod::new(
+        "debug",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: web, image: busybox, command: ["sleep", "1000"]}
+"#,
+    );
+    p.start();
+    p.wait_status(LIMIT, |v| {
+        container_status(v, "web")["state"]["running"].is_object()
+    });
+    let (code, out, err) = debug(
+        &p,
+        &[
+            "--image", "busybox", "--target", "web", "--name", "dbg", "--", "ps", "-o", "pid,args",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("sleep 1000"), "the target's processes: {out}");
+    let v = p.wait_status(LIMIT, |v| {
+        v["status"]["ephemeralContainerStatuses"][0]["state"]["terminated"].is_object()
+    });
+    let e = &v["status"]["ephemeralContainerStatuses"][0];
+    assert_eq!(e["name"], "dbg");
+    assert_eq!(e["state"]["terminated"]["exitCode"], 0);
+    assert_eq!(
+        v["spec"]["ephemeralContainers"][0]["targetContainerName"],
+        "web"
+    );
+    assert_eq!(v["status"]["phase"], "Running", "no part of the phase");
+    assert_eq!(container_status(&v, "web")["restartCount"], 0);
+
+    // Without a target: its own pid namespace; its exit code is debug's.
+    let (code, out, _) = debug(
+        &p,
+        &[
+            "--image",
+            "busybox",
+            "--",
+            "sh",
+            "-c",
+            "head -c 2 /proc/1/cmdline; exit 3",
+        ],
+    );
+    assert_eq!(
+        (code, out.as_str()),
+        (3, "sh\n"),
+        "PID 1 of its own namespace is itself"
+    );
+    // A name in use, a forbidden field, an unknown image.
+    let (code, _, err) = debug(&p, &["--image", "busybox", "--name", "dbg", "--", "true"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("already exists"), "{err}");
+    let (code, _, err) = debug(&p, &["--image", "busybox", "--name", "web", "--", "true"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("spec.ephemeralContainers[2].name: Duplicate value"),
+        "{err}"
+    );
+    let (code, _, err) = debug(&p, &["--image", "nope", "--", "true"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("image"), "{err}");
+    let out = Command::new("curl")
+        .args(["-s", "--unix-socket"])
+        .arg(p.state.join("pod.sock"))
+        .args([
+            "-d",
+            r#"{"name":"x","image":"busybox","ports":[{"containerPort":80}]}"#,
+        ])
+        .arg("http://pod/v1/ephemeralcontainers")
+        .output()
+        .unwrap();
+    let body = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        body.contains("spec.ephemeralContainers[2].ports: Forbidden"),
+        "{body}"
+    );
+
+    p.signal(libc::SIGTERM);
+    let out = p.wait(LIMIT);
+    assert_eq!(
+        out.status["status"]["ephemeralContainerStatuses"]
+            .as_array()
+            .map(Vec::len),
+        Some(2)
+    );
+    p.assert_nothing_left();
+}

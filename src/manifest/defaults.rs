@@ -29,7 +29,7 @@ pub fn pod(pod: &mut Pod, new_uid: &dyn Fn() -> String) {
     }
 }
 
-fn container(c: &mut Container) {
+pub(super) fn container(c: &mut Container) {
     c.termination_message_path
         .get_or_insert_with(|| "/dev/termination-log".into());
     c.termination_message_policy

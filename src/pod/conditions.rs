@@ -79,7 +79,7 @@ fn initialized(plan: &PodPlan, st: &PodState) -> Computed {
                         && matches!(&c.state, State::Terminated(t) if t.exit_code == 0))
                 }
                 Kind::Sidecar => !c.started,
-                Kind::App => false,
+                Kind::App | Kind::Ephemeral => false,
             }
         })
         .collect();
@@ -106,7 +106,9 @@ fn containers_ready(plan: &PodPlan, st: &PodState) -> Computed {
         _ => {}
     }
     let unready: Vec<usize> = (0..plan.containers.len())
-        .filter(|&i| plan.containers[i].kind != Kind::Init && !st.containers[i].ready)
+        .filter(|&i| {
+            matches!(plan.containers[i].kind, Kind::Sidecar | Kind::App) && !st.containers[i].ready
+        })
         .collect();
     if unready.is_empty() {
         (true, None, None)

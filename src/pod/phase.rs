@@ -56,7 +56,7 @@ pub fn phase(plan: &PodPlan, st: &PodState) -> PodPhase {
                     waiting += 1;
                 }
             }
-            (_, State::Running { .. }) => {}
+            (Kind::Ephemeral, _) | (_, State::Running { .. }) => {}
         }
     }
     let policy = plan.restart_policy;

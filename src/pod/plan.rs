@@ -17,6 +17,9 @@ pub enum Kind {
     Sidecar,
     /// An entry of `spec.containers`.
     App,
+    /// Added to the running pod (`POST /v1/ephemeralcontainers`): started once, never
+    /// restarted, no part of the pod's phase or readiness.
+    Ephemeral,
 }
 
 #[derive(Clone, Debug)]
@@ -94,6 +97,20 @@ impl PodPlan {
                 .collect(),
             qos_class: qos_class(&spec),
         }
+    }
+
+    /// Add an ephemeral container (at the end: indices of the others do not move).
+    pub fn add_ephemeral(&mut self, name: &str) -> usize {
+        self.containers.push(ContainerPlan {
+            name: name.to_string(),
+            kind: Kind::Ephemeral,
+            has_startup_probe: false,
+            has_readiness_probe: false,
+            has_liveness_probe: false,
+            has_post_start: false,
+            has_pre_stop: false,
+        });
+        self.containers.len() - 1
     }
 
     /// Indices of the app containers.

@@ -215,7 +215,10 @@ impl PodState {
     pub fn new(plan: &PodPlan) -> PodState {
         // kubelet shows containers not created yet as PodInitializing when the pod has
         // init containers, else ContainerCreating.
-        let has_init = plan.containers.iter().any(|c| c.kind != Kind::App);
+        let has_init = plan
+            .containers
+            .iter()
+            .any(|c| matches!(c.kind, Kind::Init | Kind::Sidecar));
         let default = if has_init {
             "PodInitializing"
         } else {
@@ -274,7 +277,7 @@ impl PodState {
             c.last_state = Some(t.clone());
         }
         c.state = State::Waiting {
-            reason: if plan.containers[i].kind == Kind::App {
+            reason: if matches!(plan.containers[i].kind, Kind::App | Kind::Ephemeral) {
                 "ContainerCreating".into()
             } else {
                 "PodInitializing".into()
@@ -526,6 +529,13 @@ impl PodState {
         }
     }
 
+    /// An ephemeral container was added to the plan (`PodPlan::add_ephemeral`): it waits
+    /// to be started by the next `step`.
+    pub fn add_ephemeral(&mut self) {
+        self.containers
+            .push(ContainerState::new("ContainerCreating"));
+    }
+
     /// Set a readiness gate's condition (`PUT /v1/pod/conditions/TYPE`).
     pub fn set_gate(
         &mut self,
@@ -564,7 +574,11 @@ impl PodState {
 /// After a kill for a failed probe or hook: restarted unless the pod's policy is Never
 /// (sidecars always).
 pub fn restarts_after_kill(plan: &PodPlan, kind: Kind) -> bool {
-    kind == Kind::Sidecar || plan.restart_policy != super::plan::RestartPolicy::Never
+    match kind {
+        Kind::Sidecar => true,
+        Kind::Ephemeral => false,
+        _ => plan.restart_policy != super::plan::RestartPolicy::Never,
+    }
 }
 
 /// The restart rule: `Never` → no; `OnFailure` → only a failure; `Always` → yes. Plain init
@@ -573,6 +587,7 @@ pub fn should_restart(plan: &PodPlan, kind: Kind, failed: bool) -> bool {
     use super::plan::RestartPolicy::*;
     match (kind, plan.restart_policy) {
         (Kind::Sidecar, _) => true,
+        (Kind::Ephemeral, _) => false,
         (_, Never) => false,
         (Kind::Init, _) | (Kind::App, OnFailure) => failed,
         (Kind::App, Always) => true,

@@ -168,6 +168,13 @@ fn starts(plan: &PodPlan, st: &mut PodState, acts: &mut Vec<Action>) {
         let c = &st.containers[i];
         c.phase == Phase::Idle && !c.ever_created && c.restart_at.is_none()
     };
+    // Ephemeral containers start as soon as they are added, outside the ordering.
+    for i in 0..plan.containers.len() {
+        if plan.containers[i].kind == Kind::Ephemeral && fresh(st, i) {
+            st.mark_creating(plan, i);
+            acts.push(Action::Start(i));
+        }
+    }
     for i in 0..plan.containers.len() {
         let c = &st.containers[i];
         match plan.containers[i].kind {
@@ -199,6 +206,7 @@ fn starts(plan: &PodPlan, st: &mut PodState, acts: &mut Vec<Action>) {
                     return;
                 }
             }
+            Kind::Ephemeral => {}
             Kind::App => {
                 let busy =
                     c.phase == Phase::Creating || (c.phase == Phase::Running && !c.post_start_done);
@@ -275,7 +283,8 @@ fn stops(plan: &PodPlan, st: &mut PodState, now: Millis, acts: &mut Vec<Action>)
             let waits_for_others = plan.containers[i].kind == Kind::Sidecar
                 && !s.restart_after
                 && (0..plan.containers.len()).any(|j| {
-                    (plan.containers[j].kind == Kind::App || j > i)
+                    (plan.containers[j].kind == Kind::App
+                        || (j > i && plan.containers[j].kind != Kind::Ephemeral))
                         && j != i
                         && st.containers[j].is_active()
                 });

@@ -28,6 +28,9 @@ pub struct Launch<'a> {
     pub stdio: [RawFd; 3],
     /// `cgroup.procs` files the process is written to before it runs anything of its own.
     pub cgroup_procs: &'a [PathBuf],
+    /// Instead of a new pid namespace, join the one of this process (a pidfd): an
+    /// ephemeral container with a `targetContainerName`.
+    pub pid_ns_of: Option<&'a OwnedFd>,
 }
 
 pub struct Spawned {
@@ -81,7 +84,7 @@ fn start(l: &Launch, join: Option<&OwnedFd>) -> Result<Spawned, SpawnError> {
     // clone (setns to a descendant pid namespace and back is allowed; only
     // pid_for_children changes).
     let mut restore_pid_ns = None;
-    match join {
+    match join.or(l.pid_ns_of) {
         None => {
             flags |= libc::CLONE_NEWNS as u64;
             if prepared.new_pid_ns {
@@ -89,6 +92,10 @@ fn start(l: &Launch, join: Option<&OwnedFd>) -> Result<Spawned, SpawnError> {
             }
         }
         Some(target) if prepared.new_pid_ns => {
+            if join.is_none() {
+                // A new container in another one's pid namespace: its own mounts.
+                flags |= libc::CLONE_NEWNS as u64;
+            }
             let own = std::fs::File::open("/proc/self/ns/pid")
                 .map_err(|e| SpawnError::Create(format!("opening /proc/self/ns/pid: {e}")))?;
             // SAFETY: setns with a pidfd and one namespace flag.
@@ -101,7 +108,11 @@ fn start(l: &Launch, join: Option<&OwnedFd>) -> Result<Spawned, SpawnError> {
             }
             restore_pid_ns = Some(own);
         }
-        Some(_) => {}
+        Some(_) => {
+            if join.is_none() {
+                flags |= libc::CLONE_NEWNS as u64;
+            }
+        }
     }
     // SAFETY: the supervisor is single-threaded; the child only runs `init::run`, which
     // ends in exec or _exit.

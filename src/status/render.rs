@@ -45,12 +45,13 @@ pub fn pod_status(
 ) -> PodStatus {
     let mut init = Vec::new();
     let mut apps = Vec::new();
+    let mut ephemeral = Vec::new();
     for (i, p) in plan.containers.iter().enumerate() {
         let cs = container_status(&p.name, &st.containers[i], &meta[i], clock);
-        if p.kind == Kind::App {
-            apps.push(cs);
-        } else {
-            init.push(cs);
+        match p.kind {
+            Kind::App => apps.push(cs),
+            Kind::Ephemeral => ephemeral.push(cs),
+            Kind::Init | Kind::Sidecar => init.push(cs),
         }
     }
     let mut conditions: Vec<PodCondition> =
@@ -77,6 +78,7 @@ pub fn pod_status(
         qos_class: Some(plan.qos_class.clone()),
         init_container_statuses: (!init.is_empty()).then_some(init),
         container_statuses: Some(apps),
+        ephemeral_container_statuses: (!ephemeral.is_empty()).then_some(ephemeral),
         ..Default::default()
     }
 }

@@ -23,6 +23,11 @@ impl StatusWriter {
         }
     }
 
+    /// The pod's spec changed (an ephemeral container was added).
+    pub fn set_spec(&mut self, spec: k8s_openapi::api::core::v1::PodSpec) {
+        self.pod.spec = Some(spec);
+    }
+
     /// The Pod object as last written, as one line of JSON (API and watch streams).
     pub fn compact(&self) -> Vec<u8> {
         self.compact.clone()

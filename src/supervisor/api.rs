@@ -88,11 +88,7 @@ impl Supervisor<'_> {
                 body: self.metrics().into_bytes(),
             },
             Route::Exec { container } => self.exec_route(&container, &req.body),
-            Route::EphemeralContainers => error(
-                501,
-                "NotImplemented",
-                "ephemeral containers are not supported yet",
-            ),
+            Route::EphemeralContainers => self.ephemeral_route(&req.body),
         }
     }
 
@@ -141,6 +137,78 @@ impl Supervisor<'_> {
                 &format!("exec in container {name:?}: {msg}"),
             ),
         }
+    }
+
+    /// `POST /v1/ephemeralcontainers`: admit an EphemeralContainer and start it.
+    fn ephemeral_route(&mut self, body: &[u8]) -> Reply {
+        use k8s_openapi::api::core::v1::EphemeralContainer;
+        let ec: EphemeralContainer = match serde_json::from_slice(body) {
+            Ok(ec) => ec,
+            Err(e) => return error(400, "BadRequest", &format!("ephemeral container: {e}")),
+        };
+        if self.st.terminating.is_some() {
+            return error(409, "Conflict", "the pod is terminating");
+        }
+        let mut spec = self.cfg.pod.spec.clone().unwrap_or_default();
+        if spec
+            .ephemeral_containers
+            .iter()
+            .flatten()
+            .any(|c| c.name == ec.name)
+        {
+            return error(
+                409,
+                "AlreadyExists",
+                &format!("ephemeral container {:?} already exists", ec.name),
+            );
+        }
+        let index = spec.ephemeral_containers.as_ref().map_or(0, Vec::len);
+        let c = match crate::manifest::ephemeral::admit(&ec, &spec, index) {
+            Ok(c) => c,
+            Err(e) => return error(422, "Invalid", &format!("{}: {}", e.field, e.message)),
+        };
+        let field = format!("spec.ephemeralContainers[{index}].image");
+        let image = c.image.clone().unwrap_or_default();
+        let bundle = match crate::bundle::resolve(&image, &self.cfg.bundles)
+            .and_then(|d| crate::bundle::load(&d))
+        {
+            Ok(b) => b,
+            Err(e) => return error(422, "Invalid", &format!("{field}: {e}")),
+        };
+        let ctr = match super::containers::Ctr::new(
+            c.name.clone(),
+            crate::pod::Kind::Ephemeral,
+            c,
+            bundle,
+            self.sd.container_dir(&ec.name),
+            &self.cfg.cgroups,
+            &self.cfg.pod_cgroup,
+        ) {
+            Ok(mut ctr) => {
+                ctr.target = ec
+                    .target_container_name
+                    .as_ref()
+                    .and_then(|t| self.cfg.containers.iter().position(|c| c.name == *t));
+                ctr
+            }
+            Err(e) => {
+                return error(
+                    422,
+                    "Invalid",
+                    &format!("spec.ephemeralContainers[{index}]: {e}"),
+                )
+            }
+        };
+        self.cfg.containers.push(ctr);
+        self.cfg.plan.add_ephemeral(&ec.name);
+        self.st.add_ephemeral();
+        self.handlers.push(Default::default());
+        spec.ephemeral_containers
+            .get_or_insert_with(Vec::new)
+            .push(ec.clone());
+        self.status.set_spec(spec.clone());
+        self.cfg.pod.spec = Some(spec);
+        json(201, &serde_json::to_value(&ec).unwrap_or_default())
     }
 
     /// The Pod object as one JSON line (the `GET /v1/pod` body and each watch line).

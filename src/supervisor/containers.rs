@@ -42,6 +42,9 @@ pub struct Ctr {
     pub run: Option<Run>,
     /// `podinit://<64 hex>` of the current or last run.
     pub container_id: Option<String>,
+    /// An ephemeral container's `targetContainerName`, as an index: it joins that one's
+    /// pid namespace.
+    pub target: Option<usize>,
 }
 
 /// One run of a container: its main process and where its output goes.
@@ -74,6 +77,8 @@ pub struct StartContext<'a> {
     pub volumes: &'a BTreeMap<String, HostVolume>,
     pub hostname: &'a str,
     pub logs_dir: &'a Path,
+    /// Join this process's pid namespace instead of making one (see `target`).
+    pub pid_ns_of: Option<&'a OwnedFd>,
 }
 
 impl Ctr {
@@ -100,6 +105,7 @@ impl Ctr {
             runs: 0,
             run: None,
             container_id: None,
+            target: None,
         })
     }
 
@@ -108,6 +114,7 @@ impl Ctr {
         match self.kind {
             Kind::App => format!("spec.containers{{{}}}", self.name),
             Kind::Init | Kind::Sidecar => format!("spec.initContainers{{{}}}", self.name),
+            Kind::Ephemeral => format!("spec.ephemeralContainers{{{}}}", self.name),
         }
     }
 
@@ -173,6 +180,7 @@ impl Ctr {
             spec: &spec,
             stdio: [devnull.as_raw_fd(), out_w.as_raw_fd(), err_w.as_raw_fd()],
             cgroup_procs: &procs,
+            pid_ns_of: cx.pid_ns_of,
         })
         .map_err(|runtime::SpawnError::Create(m)| m)?;
         // Our copies of the write ends must go, or the pipes never reach EOF.
@@ -255,6 +263,7 @@ impl Ctr {
                 spec: &spec,
                 stdio: [devnull.as_raw_fd(), out_w.as_raw_fd(), err_fd],
                 cgroup_procs: &procs,
+                pid_ns_of: None,
             },
         )
         .map_err(|runtime::SpawnError::Create(m)| m)?;

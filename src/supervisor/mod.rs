@@ -40,6 +40,11 @@ pub struct Config {
     pub socket: std::path::PathBuf,
     /// `--notify-socket` and `$NOTIFY_SOCKET`.
     pub notifier: crate::status::notify::Notifier,
+    /// For containers added later (ephemeral): where images are, the cgroup tree and the
+    /// pod cgroup's name in it.
+    pub bundles: std::path::PathBuf,
+    pub cgroups: crate::sandbox::cgroup::CgroupRoot,
+    pub pod_cgroup: String,
 }
 
 /// Signals the supervisor handles. As PID 1 it would not even see the others.
@@ -241,11 +246,28 @@ impl Supervisor<'_> {
 
     fn start(&mut self, i: usize) {
         let now = self.now();
+        // An ephemeral container with a target joins the target's pid namespace.
+        let target_pidfd = match self.cfg.containers[i].target {
+            Some(t) => match self.cfg.containers[t].run.as_ref() {
+                Some(r) => r.pidfd.try_clone().ok(),
+                None => {
+                    let msg = format!(
+                        "target container {:?} is not running",
+                        self.cfg.containers[t].name
+                    );
+                    self.st
+                        .on_start_failed(&self.cfg.plan, i, "CreateContainerError", &msg, now);
+                    return;
+                }
+            },
+            None => None,
+        };
         let cx = StartContext {
             pod_spec: self.cfg.pod.spec.as_ref().expect("admitted pod has a spec"),
             volumes: &self.cfg.volumes,
             hostname: &self.cfg.hostname,
             logs_dir: &self.sd.logs(),
+            pid_ns_of: target_pidfd.as_ref(),
         };
         match self.cfg.containers[i].start(&cx) {
             Ok(pipes) => self.pipes.extend(pipes.into_iter().map(|mut p| {
