@@ -42,7 +42,10 @@ spec:
   terminationGracePeriodSeconds: 1
   readinessGates: [{conditionType: example.com/gate}]
   containers:
-  - {name: c, image: busybox, command: ["sh", "-c", "echo one; echo two; exec sleep 1000"]}
+  - name: c
+    image: busybox
+    command: ["sh", "-c", "echo one; echo two; exec sleep 1000"]
+    readinessProbe: {exec: {command: ["true"]}, periodSeconds: 1}
 "#;
 
 #[test]
@@ -115,7 +118,15 @@ fn every_route_answers_through_curl() {
     assert_eq!((code, body.as_str()), (200, "ok"));
     let (code, body) = curl(&p, &[], "/metrics");
     assert_eq!(code, 200);
-    assert!(body.contains("podinit_"), "{body}");
+    for want in [
+        "podinit_container_restarts_total{container=\"c\"} 0",
+        "podinit_probe_results_total{container=\"c\",probe=\"readiness\",result=\"success\"} ",
+        "podinit_probe_duration_seconds_count{container=\"c\",probe=\"readiness\"} ",
+        "podinit_container_start_seconds_count{container=\"c\"} 1",
+        "podinit_reaped_processes_total ",
+    ] {
+        assert!(body.contains(want), "{want} missing from {body}");
+    }
 
     // Errors are Kubernetes Status objects.
     for (args, path, want) in [

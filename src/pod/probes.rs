@@ -32,7 +32,8 @@ impl ProbeKind {
             ProbeKind::Readiness => "Readiness",
         }
     }
-    fn lower(self) -> &'static str {
+    /// As in "failed liveness probe" and metric labels.
+    pub fn lower(self) -> &'static str {
         match self {
             ProbeKind::Startup => "startup",
             ProbeKind::Liveness => "liveness",

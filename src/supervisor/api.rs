@@ -322,20 +322,14 @@ impl Supervisor<'_> {
     }
 
     fn metrics(&self) -> String {
-        let mut out = String::new();
-        out.push_str("# HELP podinit_container_restarts_total Restarts of each container.\n");
-        out.push_str("# TYPE podinit_container_restarts_total counter\n");
-        for c in &self.cfg.containers {
-            out.push_str(&format!(
-                "podinit_container_restarts_total{{container=\"{}\"}} {}\n",
-                c.name,
-                c.runs.saturating_sub(1)
-            ));
-        }
-        out.push_str("# HELP podinit_reaped_processes_total Processes reaped by the supervisor.\n");
-        out.push_str("# TYPE podinit_reaped_processes_total counter\n");
-        out.push_str(&format!("podinit_reaped_processes_total {}\n", self.reaped));
-        out
+        let restarts: Vec<(String, u32)> = self
+            .cfg
+            .containers
+            .iter()
+            .zip(&self.st.containers)
+            .map(|(c, s)| (c.name.clone(), s.restart_count))
+            .collect();
+        self.metrics.render(&restarts, self.reaped)
     }
 
     fn pod_name(&self) -> String {

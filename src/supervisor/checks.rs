@@ -46,6 +46,8 @@ pub struct InFlight {
     pub owner: Owner,
     pub check: Check,
     pub deadline: Option<Millis>,
+    /// When it started (probe durations).
+    started: Millis,
     /// The command or URL, for hook messages.
     what: String,
 }
@@ -135,6 +137,7 @@ impl Supervisor<'_> {
                     owner,
                     check: Check::Sleep,
                     deadline: Some(now + ms),
+                    started: now,
                     what,
                 });
                 self.wake.insert(now + ms);
@@ -152,6 +155,7 @@ impl Supervisor<'_> {
                     owner,
                     check,
                     deadline,
+                    started: now,
                     what,
                 });
             }
@@ -240,6 +244,7 @@ impl Supervisor<'_> {
             },
             check: Check::Exec(check),
             deadline,
+            started: self.now(),
             what: command.join(" "),
         });
         Ok(token)
@@ -451,6 +456,11 @@ impl Supervisor<'_> {
             finished.push((c, o, exit));
         }
         for (c, o, exit) in finished.into_iter().rev() {
+            if let Owner::Probe(d) = c.owner {
+                let secs = self.now().saturating_sub(c.started) as f64 / 1000.0;
+                let name = self.cfg.containers[d.ctr].name.clone();
+                self.metrics.probe(&name, d.kind.lower(), o.ok, secs);
+            }
             self.check_done(c.owner, &c.what, o, exit);
         }
     }

@@ -7,6 +7,7 @@
 mod api;
 mod checks;
 pub mod containers;
+mod metrics;
 pub mod signals;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -81,6 +82,9 @@ struct Supervisor<'a> {
     checks: Vec<checks::InFlight>,
     /// The last token handed to a deferred API answer.
     next_token: u64,
+    metrics: metrics::Metrics,
+    /// When each container's current start was decided (for the start latency).
+    start_requested: BTreeMap<usize, pod::Millis>,
 }
 
 /// Run the pod to its end; returns the exit status of `podinit run` (0 Succeeded,
@@ -156,6 +160,8 @@ pub fn run(cfg: Config, sd: &StateDir) -> i32 {
         probes,
         checks: Vec::new(),
         next_token: 0,
+        metrics: Default::default(),
+        start_requested: BTreeMap::new(),
     };
     let now = s.now();
     s.st.on_sandbox_ready(now);
@@ -246,6 +252,7 @@ impl Supervisor<'_> {
 
     fn start(&mut self, i: usize) {
         let now = self.now();
+        self.start_requested.insert(i, now);
         // An ephemeral container with a target joins the target's pid namespace.
         let target_pidfd = match self.cfg.containers[i].target {
             Some(t) => match self.cfg.containers[t].run.as_ref() {
@@ -457,6 +464,11 @@ impl Supervisor<'_> {
         run.start_fd = None;
         match result {
             crate::runtime::StartResult::Started => {
+                if let Some(t) = self.start_requested.remove(&i) {
+                    let name = self.cfg.containers[i].name.clone();
+                    self.metrics
+                        .started(&name, now.saturating_sub(t) as f64 / 1000.0);
+                }
                 self.st.on_started(&self.cfg.plan, i, now);
                 self.post_start(i);
             }
