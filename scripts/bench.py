@@ -1,0 +1,303 @@
+#!/usr/bin/env python3
+"""podinit's benchmarks side by side with runc (issue 10). Run through scripts/bench.
+
+Every row: podinit and, where there is one, its anchor, measured in the same run on the
+same busybox bundle. Writes BENCHMARKS.md-ready tables to stdout and to bench/latest.md,
+and the raw figures to bench/latest.json.
+"""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, "target/x86_64-unknown-linux-gnu/release/podinit")
+BUNDLES = os.path.join(ROOT, "oci-bundles")
+RUNC = shutil.which("runc") or "/usr/sbin/runc"
+WORK = tempfile.mkdtemp(prefix="podinit-bench.")
+rows = []
+
+
+def q(xs, p):
+    xs = sorted(xs)
+    k = min(len(xs) - 1, max(0, round(p * (len(xs) - 1))))
+    return xs[k]
+
+
+def row(what, unit, podinit, anchor=None, anchor_name="", goal=""):
+    """podinit/anchor: lists of samples (or one number)."""
+    def stats(v):
+        if v is None:
+            return None
+        v = v if isinstance(v, list) else [v]
+        return {"median": statistics.median(v), "p90": q(v, 0.9), "n": len(v)}
+    r = {"what": what, "unit": unit, "podinit": stats(podinit), "anchor": stats(anchor),
+         "anchor_name": anchor_name, "goal": goal}
+    if r["anchor"] and r["anchor"]["median"]:
+        r["ratio"] = r["podinit"]["median"] / r["anchor"]["median"]
+    rows.append(r)
+    a = r["anchor"]
+    print(f"  {what}: podinit {r['podinit']['median']:.3f} {unit} (p90 {r['podinit']['p90']:.3f})"
+          + (f", {anchor_name} {a['median']:.3f} (p90 {a['p90']:.3f}), ratio {r['ratio']:.2f}" if a else "")
+          + (f"  [goal {goal}]" if goal else ""), flush=True)
+
+
+def pod_yaml(name, containers, share=False, extra=""):
+    lines = ["apiVersion: v1", "kind: Pod", f"metadata: {{name: {name}}}", "spec:",
+             "  restartPolicy: Never", "  terminationGracePeriodSeconds: 5"]
+    if share:
+        lines.append("  shareProcessNamespace: true")
+    lines.append("  containers:")
+    for c in containers:
+        lines.append("  - " + c)
+    return "\n".join(lines) + "\n" + extra
+
+
+def write(name, text):
+    p = os.path.join(WORK, name)
+    with open(p, "w") as f:
+        f.write(text)
+    return p
+
+
+def hyperfine(cmds, runs=30):
+    out = os.path.join(WORK, "hf.json")
+    subprocess.run(["hyperfine", "-N", "--warmup", "3", "--runs", str(runs), "--export-json", out,
+                    "--style", "none"] + cmds, check=True, stdout=subprocess.DEVNULL)
+    with open(out) as f:
+        return [[t * 1000 for t in r["times"]] for r in json.load(f)["results"]]
+
+
+def runc_bundle(args):
+    d = tempfile.mkdtemp(prefix="runc-bundle.", dir=WORK)
+    with open(os.path.join(BUNDLES, "busybox/config.json")) as f:
+        cfg = json.load(f)
+    cfg["process"]["args"] = args
+    cfg["root"]["path"] = os.path.join(BUNDLES, "busybox/rootfs")
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    return d
+
+
+def run_cmd(manifest, state):
+    return f"{BIN} run {manifest} --bundles {BUNDLES} --state-dir {state}"
+
+
+def start_pod(manifest, state, *extra):
+    return subprocess.Popen([BIN, "run", manifest, "--bundles", BUNDLES, "--state-dir", state, *extra],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def wait_for(pred, limit=60):
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.005)
+    raise SystemExit("bench: timed out waiting")
+
+
+def status(state):
+    try:
+        with open(os.path.join(state, "status.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def all_running(state, n):
+    cs = status(state).get("status", {}).get("containerStatuses", [])
+    return len(cs) == n and all("running" in c.get("state", {}) for c in cs)
+
+
+def supervisor_pid(outer):
+    with open(f"/proc/{outer}/task/{outer}/children") as f:
+        return int(f.read().split()[0])
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def cpu_ticks(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        parts = f.read().rsplit(")", 1)[1].split()
+    return int(parts[11]) + int(parts[12])
+
+
+def http_get(sock_path, path, conn=None):
+    s = conn or socket.socket(socket.AF_UNIX)
+    if conn is None:
+        s.connect(sock_path)
+    s.sendall(f"GET {path} HTTP/1.1\r\nHost: pod\r\n\r\n".encode())
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        buf += s.recv(65536)
+    head, body = buf.split(b"\r\n\r\n", 1)
+    n = int([l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0])
+    while len(body) < n:
+        body += s.recv(65536)
+    return s, body
+
+
+def main():
+    print(f"machine: {os.cpu_count()} cores, kernel {os.uname().release}", flush=True)
+
+    # 1. One container, `true`, Never: podinit run vs runc run.
+    one = write("one.yaml", pod_yaml("bench-one", ['{name: c, image: busybox, command: ["true"]}']))
+    b = runc_bundle(["true"])
+    p, r = hyperfine([run_cmd(one, os.path.join(WORK, "s-one")), f"{RUNC} run --bundle {b} bench-one"])
+    row("one-container pod, `true`: wall time", "ms", p, r, "runc run", "≤ 0.2 × runc")
+
+    # 2. Each extra container: slope between 1 and 10 containers.
+    ten = write("ten.yaml", pod_yaml("bench-ten", [f'{{name: c{i}, image: busybox, command: ["true"]}}' for i in range(10)]))
+    t1, t10 = hyperfine([run_cmd(one, os.path.join(WORK, "s-one")), run_cmd(ten, os.path.join(WORK, "s-ten"))], runs=20)
+    per = [(b10 - b1) / 9 for b1, b10 in zip(sorted(t1), sorted(t10))]
+    row("each extra container in the pod", "ms", per, r, "runc run per container", "≤ 1.5 ms")
+
+    # 3. SIGTERM → exit, 10 containers that exit on TERM.
+    stop = write("stop.yaml", pod_yaml("bench-stop", [f'{{name: c{i}, image: busybox, command: ["sh", "-c", "trap \'exit 0\' TERM; sleep 1000 & wait"]}}' for i in range(10)]))
+    samples = []
+    for k in range(10):
+        st = os.path.join(WORK, f"s-stop{k}")
+        pr = start_pod(stop, st)
+        wait_for(lambda: all_running(st, 10))
+        time.sleep(0.2)
+        t0 = time.monotonic()
+        pr.send_signal(signal.SIGTERM)
+        pr.wait()
+        samples.append((time.monotonic() - t0) * 1000)
+    anchor = []
+    tb = runc_bundle(["sh", "-c", "trap 'exit 0' TERM; sleep 1000 & wait"])
+    for k in range(5):
+        ids = [f"bench-stop-{k}-{i}" for i in range(10)]
+        for i in ids:
+            subprocess.run([RUNC, "run", "-d", "--bundle", tb, i], check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+        time.sleep(0.2)
+        t0 = time.monotonic()
+        for i in ids:
+            subprocess.run([RUNC, "kill", i, "TERM"], check=True)
+        for i in ids:
+            while subprocess.run([RUNC, "delete", i], stderr=subprocess.DEVNULL).returncode != 0:
+                time.sleep(0.001)
+        anchor.append((time.monotonic() - t0) * 1000)
+    row("SIGTERM → exit, 10 containers exiting on TERM", "ms", samples, anchor, "10 × runc kill + delete", "≤ 20 ms")
+
+    # 4. Supervisor memory with 10 running containers; 5. binary size.
+    run10 = write("run10.yaml", pod_yaml("bench-rss", [f'{{name: c{i}, image: busybox, command: ["sleep", "1000"]}}' for i in range(10)]))
+    st = os.path.join(WORK, "s-rss")
+    pr = start_pod(run10, st)
+    wait_for(lambda: all_running(st, 10))
+    time.sleep(0.5)
+    sup = supervisor_pid(pr.pid)
+    row("supervisor RSS, 10 running containers", "MiB", rss_kib(sup) / 1024, None, "", "≤ 2 MiB")
+    row("outer `podinit run` process RSS", "MiB", rss_kib(pr.pid) / 1024)
+    pr.send_signal(signal.SIGTERM)
+    pr.wait()
+    row("stripped static binary", "MiB", os.path.getsize(BIN) / 2**20, os.path.getsize(RUNC) / 2**20,
+        "runc binary", "≤ 4 MiB")
+
+    # 6. 10,000 short-lived orphans in a shared pid namespace.
+    orph = write("orphans.yaml", pod_yaml("bench-orphans", [
+        '{name: c, image: busybox, command: ["sh", "-c", "i=0; while [ $i -lt 10000 ]; do (sleep 0 &); i=$((i+1)); done; echo done; exec sleep 1000"]}'],
+        share=True))
+    st = os.path.join(WORK, "s-orph")
+    pr = start_pod(orph, st)
+    sock = os.path.join(st, "pod.sock")
+    log = os.path.join(st, "logs/c/0.log")
+    wait_for(lambda: os.path.exists(log) and b"done" in open(log, "rb").read(), limit=300)
+    t_done = time.monotonic()
+
+    def reaped():
+        _, body = http_get(sock, "/metrics")
+        for line in body.decode().splitlines():
+            if line.startswith("podinit_reaped_processes_total "):
+                return int(line.split()[1])
+        return 0
+    wait_for(lambda: reaped() >= 10000, limit=60)
+    lag = (time.monotonic() - t_done) * 1000
+    row("10,000 orphans: all reaped after the last one exits", "ms", lag, None, "", "≤ 1000 ms")
+    pr.send_signal(signal.SIGTERM)
+    pr.wait()
+
+    # 7. Exec probe cost: 50 containers, 1 s exec probes.
+    probes = write("probes.yaml", pod_yaml("bench-probes", [
+        f'{{name: c{i}, image: busybox, command: ["sleep", "1000"], readinessProbe: {{exec: {{command: ["true"]}}, periodSeconds: 1}}}}'
+        for i in range(50)]))
+    st = os.path.join(WORK, "s-probes")
+    pr = start_pod(probes, st)
+    wait_for(lambda: all_running(st, 50), limit=120)
+    time.sleep(2)
+    sup = supervisor_pid(pr.pid)
+    c0, t0 = cpu_ticks(sup), time.monotonic()
+    time.sleep(10)
+    c1, t1 = cpu_ticks(sup), time.monotonic()
+    hz = os.sysconf("SC_CLK_TCK")
+    row("exec probes, 50 containers at 1 s: supervisor CPU", "% of a core",
+        100 * (c1 - c0) / hz / (t1 - t0), None, "", "≤ 5 %")
+    pr.send_signal(signal.SIGTERM)
+    pr.wait()
+
+    # 8. GET /v1/pod, sequential.
+    st = os.path.join(WORK, "s-api")
+    pr = start_pod(run10, st)
+    wait_for(lambda: all_running(st, 10))
+    sock = os.path.join(st, "pod.sock")
+    rates = []
+    for _ in range(3):
+        conn, _ = http_get(sock, "/v1/pod")
+        n, t0 = 0, time.monotonic()
+        while time.monotonic() - t0 < 2:
+            http_get(sock, "/v1/pod", conn)
+            n += 1
+        rates.append(n / (time.monotonic() - t0))
+        conn.close()
+    row("GET /v1/pod, sequential (one connection)", "requests/s", rates, None, "", "≥ 5,000/s")
+    rates = []
+    for _ in range(3):
+        n, t0 = 0, time.monotonic()
+        while time.monotonic() - t0 < 2:
+            c, _ = http_get(sock, "/v1/pod")
+            c.close()
+            n += 1
+        rates.append(n / (time.monotonic() - t0))
+    row("GET /v1/pod, sequential (a connection each)", "requests/s", rates)
+    pr.send_signal(signal.SIGTERM)
+    pr.wait()
+
+    os.makedirs(os.path.join(ROOT, "bench"), exist_ok=True)
+    with open(os.path.join(ROOT, "bench/latest.json"), "w") as f:
+        json.dump({"machine": {"cores": os.cpu_count(), "kernel": os.uname().release},
+                   "rows": rows}, f, indent=2)
+    md = ["| what | podinit median (p90) | anchor median (p90) | podinit/anchor | goal |",
+          "| --- | --- | --- | --- | --- |"]
+    for r in rows:
+        p, a = r["podinit"], r["anchor"]
+        fmt = lambda s: f"{s['median']:.2f} ({s['p90']:.2f}) {r['unit']}"
+        md.append(f"| {r['what']} | {fmt(p)} | "
+                  + (f"{r['anchor_name']}: {fmt(a)}" if a else "—") + " | "
+                  + (f"{r['ratio']:.2f}" if "ratio" in r else "—") + f" | {r['goal'] or '—'} |")
+    text = "\n".join(md) + "\n"
+    with open(os.path.join(ROOT, "bench/latest.md"), "w") as f:
+        f.write(text)
+    print()
+    print(text)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    finally:
+        shutil.rmtree(WORK, ignore_errors=True)
