@@ -159,6 +159,15 @@ struct Sandbox {
     sd: Option<StateDir>,
 }
 
+/// PID-1 mode (CONTRACT.md §2): a runtime made the sandbox and runs `podinit run` as its
+/// process. No namespaces, no outer process: podinit moves itself to `<cgroup>/supervisor`
+/// and builds the pod's tree beside it, at `<cgroup>/podinit_<ns>_<name>`, so that the pod
+/// tree can be removed whole at the end while podinit itself is still running.
+pub fn pid1_mode() -> bool {
+    // SAFETY: getpid has no failure mode.
+    unsafe { libc::getpid() == 1 }
+}
+
 impl Sandbox {
     fn launch(&mut self, adm: Admission, opts: &RunOptions) -> Result<i32, String> {
         let sd = self.sd.as_ref().expect("state dir is open");
@@ -173,6 +182,16 @@ impl Sandbox {
                 .destroy()
                 .map_err(|e| format!("removing stale pod cgroup: {e}"))?;
         }
+        let pid1 = pid1_mode();
+        if pid1 {
+            // Out of the cgroup we were started in first: on v2 it can pass controllers
+            // down to the pod's tree only once no process is left in it.
+            let leaf = cgroups.group("supervisor");
+            leaf.create().map_err(|e| e.to_string())?;
+            // SAFETY: getpid has no failure mode.
+            leaf.add(unsafe { libc::getpid() })
+                .map_err(|e| format!("moving podinit to its leaf cgroup: {e}"))?;
+        }
         cgroups.delegate_controllers();
         pod_cg.create_parent().map_err(|e| e.to_string())?;
         self.pod_cgroup = Some(pod_cg);
@@ -184,7 +203,9 @@ impl Sandbox {
             .set(&limits)
             .map_err(|e| e.to_string())?;
         let leaf = cgroups.group(&format!("{pod_cg_name}/supervisor"));
-        leaf.create().map_err(|e| e.to_string())?;
+        if !pid1 {
+            leaf.create().map_err(|e| e.to_string())?;
+        }
 
         let hostname = hostname(&adm.pod);
         let mut ctrs = Vec::new();
@@ -199,6 +220,33 @@ impl Sandbox {
                 &cgroups,
                 &pod_cg_name,
             )?);
+        }
+
+        if pid1 {
+            if opts.netns.is_some() {
+                return Err("--netns cannot be used in PID-1 mode: podinit uses the namespaces it was started in".into());
+            }
+            let cfg = supervisor::Config {
+                pod: adm.pod,
+                plan: adm.plan,
+                containers: ctrs,
+                volumes: BTreeMap::new(),
+                hostname,
+                socket: opts
+                    .socket
+                    .clone()
+                    .unwrap_or_else(|| sd.root.join("pod.sock")),
+                notifier: crate::status::notify::Notifier::new(
+                    opts.notify_socket.clone(),
+                    std::env::var("NOTIFY_SOCKET")
+                        .ok()
+                        .filter(|s| !s.is_empty()),
+                ),
+                bundles: bundles_dir(opts.bundles.as_deref()),
+                cgroups: cgroups.clone(),
+                pod_cgroup: pod_cg_name.clone(),
+            };
+            return Ok(supervise(cfg, sd, true));
         }
 
         // Block the signals we relay until the relay is in place; the supervisor inherits
@@ -269,7 +317,7 @@ impl Sandbox {
                 cgroups: cgroups.clone(),
                 pod_cgroup: pod_cg_name.clone(),
             };
-            let code = supervise(cfg, sd);
+            let code = supervise(cfg, sd, false);
             std::process::exit(code);
         };
         drop(rel_r);
@@ -382,9 +430,15 @@ fn wait_for(pid: i32) -> i32 {
 }
 
 /// In the new namespaces, as PID 1: finish the sandbox, then run the pod.
-/// `cfg.volumes` is filled here, once the mount namespace is the pod's.
-fn supervise(mut cfg: supervisor::Config, sd: &StateDir) -> i32 {
-    match setup_namespaces(&cfg.hostname) {
+/// `cfg.volumes` is filled here, once the mount namespace is the pod's. `pid1`: the
+/// namespaces are the runtime's (PID-1 mode).
+fn supervise(mut cfg: supervisor::Config, sd: &StateDir, pid1: bool) -> i32 {
+    let setup = if pid1 {
+        given_namespaces(&cfg.hostname)
+    } else {
+        setup_namespaces(&cfg.hostname)
+    };
+    match setup {
         Ok(()) => {}
         Err(e) => {
             crate::log::error(&format!("setting up the sandbox: {e}"));
@@ -414,6 +468,21 @@ fn supervise(mut cfg: supervisor::Config, sd: &StateDir) -> i32 {
         .collect();
     cfg.volumes = volumes;
     supervisor::run(cfg, sd)
+}
+
+/// PID-1 mode: the runtime made the namespaces and mounted /proc. The hostname is set when
+/// the UTS namespace lets us (it is the sandbox's own); loopback is brought up.
+fn given_namespaces(hostname: &str) -> Result<(), String> {
+    // SAFETY: prctl with integer arguments.
+    unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
+    let current = nix::unistd::gethostname().ok();
+    if current.as_ref().and_then(|h| h.to_str()) != Some(hostname) {
+        match nix::unistd::sethostname(hostname) {
+            Ok(()) | Err(nix::errno::Errno::EPERM) => {}
+            Err(e) => return Err(format!("setting hostname {hostname:?}: {e}")),
+        }
+    }
+    crate::sandbox::net::loopback_up().map_err(|e| e.to_string())
 }
 
 /// The supervisor's own view: private mount propagation, a /proc of the pod's pid
