@@ -217,3 +217,174 @@ spec:
     no_cgroups_named(&format!("podinit_default_{}", p.name));
     no_cgroups_named(&id);
 }
+
+/// A containerd of the test's own: private socket, root and state directories.
+struct Containerd {
+    dir: PathBuf,
+    daemon: std::process::Child,
+}
+
+impl Containerd {
+    fn start(dir: &Path) -> Containerd {
+        if Command::new("containerd")
+            .arg("--version")
+            .output()
+            .is_err()
+        {
+            let ok = Command::new("apt-get")
+                .args(["install", "-y", "--no-install-recommends", "containerd"])
+                .env("DEBIAN_FRONTEND", "noninteractive")
+                .status()
+                .is_ok_and(|s| s.success());
+            assert!(ok, "installing containerd");
+        }
+        let dir = dir.join("containerd");
+        std::fs::create_dir_all(&dir).unwrap();
+        let d = dir.display();
+        let cfg = format!(
+            "version = 2\nroot = \"{d}/root\"\nstate = \"{d}/state\"\n[grpc]\n  address = \"{d}/c.sock\"\n[ttrpc]\n  address = \"{d}/c.sock.ttrpc\"\n[debug]\n  address = \"\"\n[metrics]\n  address = \"\"\n"
+        );
+        std::fs::write(dir.join("config.toml"), cfg).unwrap();
+        let daemon = Command::new("containerd")
+            .arg("--config")
+            .arg(dir.join("config.toml"))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("log")).unwrap())
+            .spawn()
+            .unwrap();
+        let c = Containerd { dir, daemon };
+        let deadline = Instant::now() + LIMIT;
+        while !c.ctr(&["version"]).status.success() {
+            assert!(Instant::now() < deadline, "containerd did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        c
+    }
+
+    fn ctr(&self, args: &[&str]) -> std::process::Output {
+        Command::new("ctr")
+            .arg("--address")
+            .arg(self.dir.join("c.sock"))
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    fn task_status(&self, id: &str) -> String {
+        let out = self.ctr(&["task", "ls"]);
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(id))
+            .and_then(|l| l.split_whitespace().nth(2).map(str::to_string))
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Containerd {
+    fn drop(&mut self) {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(self.daemon.id() as i32, libc::SIGTERM) };
+        let _ = self.daemon.wait();
+    }
+}
+
+#[test]
+fn containerd_runs_the_sandbox_and_ctr_task_kill_stops_it() {
+    if !require_root() {
+        return;
+    }
+    let p = TestPod::new(
+        "ctrd",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  terminationGracePeriodSeconds: 5
+  containers:
+  - {name: web, image: busybox, command: ["sh", "-c", "trap 'exit 0' TERM; sleep 1000 & wait"]}
+"#,
+    );
+    let state = p.dir.join("run");
+    let bundle = sandbox_bundle(&p, &state);
+    let c = Containerd::start(&p.dir);
+    let id = format!("it-{}", p.name);
+    let mount = |src: &Path, dst: &str, opts: &str| {
+        format!("type=bind,src={},dst={dst},options={opts}", src.display())
+    };
+    let oci = Path::new(env!("CARGO_MANIFEST_DIR")).join("oci-bundles");
+    let mounts = [
+        mount(Path::new("/sys/fs/cgroup"), "/sys/fs/cgroup", "rbind:rw"),
+        mount(&bin(), "/podinit", "bind:ro"),
+        mount(&p.manifest, "/etc/podinit/pod.yaml", "bind:ro"),
+        mount(&oci, "/oci-bundles", "rbind:ro"),
+        mount(&state, "/run/podinit", "rbind:rw"),
+    ];
+    let mut args: Vec<String> = ["run", "-d", "--rootfs", "--privileged"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    for m in &mounts {
+        args.push("--mount".into());
+        args.push(m.clone());
+    }
+    args.push(bundle.join("rootfs").display().to_string());
+    args.push(id.clone());
+    for a in [
+        "/podinit",
+        "run",
+        "/etc/podinit/pod.yaml",
+        "--bundles",
+        "/oci-bundles",
+    ] {
+        args.push(a.into());
+    }
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = c.ctr(&argv);
+    assert!(
+        out.status.success(),
+        "ctr run: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sd = state.join(format!("default_{}", p.name));
+    let sock = sd.join("pod.sock");
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let out = Command::new(bin())
+            .args(["status", "-o", "json", "--socket"])
+            .arg(&sock)
+            .output()
+            .unwrap();
+        if out.status.success() {
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            if container_status(&v, "web")["state"]["running"].is_object() {
+                break;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the pod never ran under containerd"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let t0 = Instant::now();
+    assert!(c.ctr(&["task", "kill", &id]).status.success());
+    while c.task_status(&id) != "STOPPED" {
+        assert!(t0.elapsed() < LIMIT, "ctr task kill did not stop the pod");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "graceful: {:?}",
+        t0.elapsed()
+    );
+    assert!(c.ctr(&["task", "delete", &id]).status.success());
+    assert!(c.ctr(&["container", "delete", &id]).status.success());
+    assert_eq!(c.task_status(&id), "", "containerd's task is gone");
+    let status: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(sd.join("status.json")).unwrap()).unwrap();
+    assert_eq!(status["status"]["phase"], "Succeeded");
+    assert!(!sock.exists());
+    no_cgroups_named(&format!("podinit_default_{}", p.name));
+    no_cgroups_named(&id);
+}
