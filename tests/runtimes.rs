@@ -388,3 +388,77 @@ spec:
     no_cgroups_named(&format!("podinit_default_{}", p.name));
     no_cgroups_named(&id);
 }
+
+#[test]
+fn runc_kill_sigkill_takes_the_whole_pod_down() {
+    if !require_root() {
+        return;
+    }
+    let runc = runc();
+    let p = TestPod::new(
+        "runckill9",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  containers:
+  - {name: a, image: busybox, command: ["sleep", "1000"]}
+  - {name: b, image: busybox, command: ["sleep", "1000"]}
+"#,
+    );
+    let state = p.dir.join("run");
+    let bundle = sandbox_bundle(&p, &state);
+    let id = format!("podinit-it-{}", p.name);
+    let _guard = RuncContainer(id.clone());
+    assert!(Command::new(&runc)
+        .args(["run", "-d", "--bundle"])
+        .arg(&bundle)
+        .arg(&id)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap()
+        .success());
+    let status_file = state.join(format!("default_{}/status.json", p.name));
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let v: serde_json::Value = std::fs::read(&status_file)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        if ["a", "b"]
+            .iter()
+            .all(|n| container_status(&v, n)["state"]["running"].is_object())
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the pod never ran");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(Command::new(&runc)
+        .args(["kill", &id, "KILL"])
+        .status()
+        .unwrap()
+        .success());
+    let t0 = Instant::now();
+    loop {
+        let out = Command::new(&runc).args(["state", &id]).output().unwrap();
+        if serde_json::from_slice::<serde_json::Value>(&out.stdout)
+            .is_ok_and(|v| v["status"] == "stopped")
+        {
+            break;
+        }
+        assert!(t0.elapsed() < LIMIT);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(Command::new(&runc)
+        .args(["delete", &id])
+        .status()
+        .unwrap()
+        .success());
+    // The kernel took the pid namespace down; runc removed the sandbox's cgroup with the
+    // pod's tree inside it.
+    no_cgroups_named(&format!("podinit_default_{}", p.name));
+    no_cgroups_named(&id);
+}
