@@ -222,30 +222,35 @@ impl Sandbox {
             )?);
         }
 
+        if pid1 && opts.netns.is_some() {
+            return Err(
+                "--netns cannot be used in PID-1 mode: podinit uses the namespaces it was started in"
+                    .into(),
+            );
+        }
+        let cfg = supervisor::Config {
+            pod: adm.pod,
+            plan: adm.plan,
+            containers: ctrs,
+            volumes: BTreeMap::new(),
+            hostname,
+            socket: opts
+                .socket
+                .clone()
+                .unwrap_or_else(|| sd.root.join("pod.sock")),
+            // Made here, in podinit's own network namespace: an abstract $NOTIFY_SOCKET is
+            // only reachable from there.
+            notifier: crate::status::notify::Notifier::new(
+                opts.notify_socket.clone(),
+                std::env::var("NOTIFY_SOCKET")
+                    .ok()
+                    .filter(|s| !s.is_empty()),
+            ),
+            bundles: bundles_dir(opts.bundles.as_deref()),
+            cgroups: cgroups.clone(),
+            pod_cgroup: pod_cg_name.clone(),
+        };
         if pid1 {
-            if opts.netns.is_some() {
-                return Err("--netns cannot be used in PID-1 mode: podinit uses the namespaces it was started in".into());
-            }
-            let cfg = supervisor::Config {
-                pod: adm.pod,
-                plan: adm.plan,
-                containers: ctrs,
-                volumes: BTreeMap::new(),
-                hostname,
-                socket: opts
-                    .socket
-                    .clone()
-                    .unwrap_or_else(|| sd.root.join("pod.sock")),
-                notifier: crate::status::notify::Notifier::new(
-                    opts.notify_socket.clone(),
-                    std::env::var("NOTIFY_SOCKET")
-                        .ok()
-                        .filter(|s| !s.is_empty()),
-                ),
-                bundles: bundles_dir(opts.bundles.as_deref()),
-                cgroups: cgroups.clone(),
-                pod_cgroup: pod_cg_name.clone(),
-            };
             return Ok(supervise(cfg, sd, true));
         }
 
@@ -271,14 +276,6 @@ impl Sandbox {
         if netns.is_none() {
             flags |= libc::CLONE_NEWNET as u64;
         }
-        // Made here, in podinit's own network namespace: an abstract $NOTIFY_SOCKET is
-        // only reachable from there.
-        let notifier = crate::status::notify::Notifier::new(
-            opts.notify_socket.clone(),
-            std::env::var("NOTIFY_SOCKET")
-                .ok()
-                .filter(|s| !s.is_empty()),
-        );
         // SAFETY: podinit run is single-threaded here.
         let cloned = unsafe { crate::util::clone3(flags) }
             .map_err(|e| format!("creating the pod namespaces (clone3): {e}"))?;
@@ -289,10 +286,6 @@ impl Sandbox {
             if !matches!(std::fs::File::from(rel_r).read(&mut b), Ok(1)) {
                 std::process::exit(EXIT_SANDBOX);
             }
-            let socket = opts
-                .socket
-                .clone()
-                .unwrap_or_else(|| sd.root.join("pod.sock"));
             if let Some(ns) = &netns {
                 use std::os::fd::AsRawFd;
                 // SAFETY: setns with an fd we own.
@@ -305,18 +298,6 @@ impl Sandbox {
                     std::process::exit(EXIT_SANDBOX);
                 }
             }
-            let cfg = supervisor::Config {
-                pod: adm.pod,
-                plan: adm.plan,
-                containers: ctrs,
-                volumes: BTreeMap::new(),
-                hostname,
-                socket,
-                notifier,
-                bundles: bundles_dir(opts.bundles.as_deref()),
-                cgroups: cgroups.clone(),
-                pod_cgroup: pod_cg_name.clone(),
-            };
             let code = supervise(cfg, sd, false);
             std::process::exit(code);
         };

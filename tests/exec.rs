@@ -7,9 +7,10 @@ use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(40);
 
-fn exec(p: &TestPod, args: &[&str]) -> (i32, String, String) {
+/// `podinit SUB ARGS…` against the pod's socket: (exit code, stdout, stderr).
+fn client(p: &TestPod, sub: &str, args: &[&str]) -> (i32, String, String) {
     let out = Command::new(bin())
-        .arg("exec")
+        .arg(sub)
         .args(args)
         .env("PODINIT_SOCKET", p.state.join("pod.sock"))
         .output()
@@ -19,6 +20,14 @@ fn exec(p: &TestPod, args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+fn exec(p: &TestPod, args: &[&str]) -> (i32, String, String) {
+    client(p, "exec", args)
+}
+
+fn debug(p: &TestPod, args: &[&str]) -> (i32, String, String) {
+    client(p, "debug", args)
 }
 
 #[test]
@@ -80,20 +89,6 @@ spec:
     p.signal(libc::SIGTERM);
     p.wait(LIMIT);
     p.assert_nothing_left();
-}
-
-fn debug(p: &TestPod, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(bin())
-        .arg("debug")
-        .args(args)
-        .env("PODINIT_SOCKET", p.state.join("pod.sock"))
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[test]

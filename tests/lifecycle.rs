@@ -7,14 +7,6 @@ use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(40);
 
-fn events(p: &TestPod) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(p.state.join("events.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
-}
-
 fn condition<'a>(status: &'a serde_json::Value, t: &str) -> &'a serde_json::Value {
     status["status"]["conditions"]
         .as_array()

@@ -9,32 +9,6 @@ use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(60);
 
-fn events(p: &TestPod) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(p.state.join("events.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
-}
-
-fn has_event(p: &TestPod, reason: &str, msg: &str) -> bool {
-    events(p)
-        .iter()
-        .any(|e| e["reason"] == reason && e["message"].as_str().unwrap_or("").contains(msg))
-}
-
-fn wait_event(p: &TestPod, reason: &str, msg: &str) {
-    let deadline = std::time::Instant::now() + LIMIT;
-    while !has_event(p, reason, msg) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no event {reason} with {msg:?}; events: {:#?}",
-            events(p)
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 fn cond(v: &serde_json::Value, t: &str) -> String {
     v["status"]["conditions"]
         .as_array()

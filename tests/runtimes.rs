@@ -65,6 +65,36 @@ fn no_cgroups_named(name: &str) {
     assert!(found.is_empty(), "cgroups left: {found:?}");
 }
 
+/// `runc run -d` of the bundle, stdio detached.
+fn runc_detached(runc: &Path, bundle: &Path, id: &str) {
+    let st = Command::new(runc)
+        .args(["run", "-d", "--bundle"])
+        .arg(bundle)
+        .arg(id)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success(), "runc run -d");
+}
+
+/// Wait (bounded) until runc says the container stopped.
+fn runc_wait_stopped(runc: &Path, id: &str) {
+    let t0 = Instant::now();
+    loop {
+        let out = Command::new(runc).args(["state", id]).output().unwrap();
+        let stopped = !out.status.success()
+            || serde_json::from_slice::<serde_json::Value>(&out.stdout)
+                .is_ok_and(|v| v["status"] == "stopped");
+        if stopped {
+            return;
+        }
+        assert!(t0.elapsed() < LIMIT, "{id} did not stop");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 struct RuncContainer(String);
 
 impl Drop for RuncContainer {
@@ -148,16 +178,7 @@ spec:
     let bundle = sandbox_bundle(&p, &state);
     let id = format!("podinit-it-{}", p.name);
     let _guard = RuncContainer(id.clone());
-    let st = Command::new(&runc)
-        .args(["run", "-d", "--bundle"])
-        .arg(&bundle)
-        .arg(&id)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(st.success(), "runc run -d");
+    runc_detached(&runc, &bundle, &id);
     let sd = state.join(format!("default_{}", p.name));
     let sock = sd.join("pod.sock");
     // From the host, through the socket.
@@ -187,17 +208,7 @@ spec:
         .status()
         .unwrap();
     assert!(st.success());
-    loop {
-        let out = Command::new(&runc).args(["state", &id]).output().unwrap();
-        let stopped = !out.status.success()
-            || serde_json::from_slice::<serde_json::Value>(&out.stdout)
-                .is_ok_and(|v| v["status"] == "stopped");
-        if stopped {
-            break;
-        }
-        assert!(t0.elapsed() < LIMIT, "runc kill TERM did not stop the pod");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    runc_wait_stopped(&runc, &id);
     let took = t0.elapsed();
     // `deaf` (PID 1 of its namespace, no handler) is SIGKILLed at the end of the grace.
     assert!(took >= Duration::from_secs(9), "took {took:?}");
@@ -410,16 +421,7 @@ spec:
     let bundle = sandbox_bundle(&p, &state);
     let id = format!("podinit-it-{}", p.name);
     let _guard = RuncContainer(id.clone());
-    assert!(Command::new(&runc)
-        .args(["run", "-d", "--bundle"])
-        .arg(&bundle)
-        .arg(&id)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .unwrap()
-        .success());
+    runc_detached(&runc, &bundle, &id);
     let status_file = state.join(format!("default_{}/status.json", p.name));
     let deadline = Instant::now() + LIMIT;
     loop {
@@ -427,10 +429,11 @@ spec:
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or_default();
-        if ["a", "b"]
-            .iter()
-            .all(|n| container_status(&v, n)["state"]["running"].is_object())
-        {
+        let cs = v["status"]["containerStatuses"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if cs.len() == 2 && cs.iter().all(|c| c["state"]["running"].is_object()) {
             break;
         }
         assert!(Instant::now() < deadline, "the pod never ran");
@@ -441,17 +444,7 @@ spec:
         .status()
         .unwrap()
         .success());
-    let t0 = Instant::now();
-    loop {
-        let out = Command::new(&runc).args(["state", &id]).output().unwrap();
-        if serde_json::from_slice::<serde_json::Value>(&out.stdout)
-            .is_ok_and(|v| v["status"] == "stopped")
-        {
-            break;
-        }
-        assert!(t0.elapsed() < LIMIT);
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    runc_wait_stopped(&runc, &id);
     assert!(Command::new(&runc)
         .args(["delete", &id])
         .status()

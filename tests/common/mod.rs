@@ -291,3 +291,30 @@ pub fn container_status<'a>(status: &'a serde_json::Value, name: &str) -> &'a se
     }
     panic!("no status for container {name} in {status}");
 }
+
+/// The pod's events as recorded in `events.jsonl`.
+pub fn events(p: &TestPod) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(p.state.join("events.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+pub fn has_event(p: &TestPod, reason: &str, msg: &str) -> bool {
+    events(p)
+        .iter()
+        .any(|e| e["reason"] == reason && e["message"].as_str().unwrap_or("").contains(msg))
+}
+
+pub fn wait_event(p: &TestPod, reason: &str, msg: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !has_event(p, reason, msg) {
+        assert!(
+            Instant::now() < deadline,
+            "no event {reason} with {msg:?}; events: {:#?}",
+            events(p)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
