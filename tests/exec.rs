@@ -162,17 +162,22 @@ spec:
     let (code, _, err) = debug(&p, &["--image", "nope", "--", "true"]);
     assert_eq!(code, 1);
     assert!(err.contains("image"), "{err}");
-    let out = Command::new("curl")
-        .args(["-s", "--unix-socket"])
-        .arg(p.state.join("pod.sock"))
-        .args([
-            "-d",
-            r#"{"name":"x","image":"busybox","ports":[{"containerPort":80}]}"#,
-        ])
-        .arg("http://pod/v1/ephemeralcontainers")
-        .output()
+    // The raw API (no curl needed, so that this runs in the pure-v2 VM too).
+    let body = {
+        use std::io::{Read, Write};
+        let json = r#"{"name":"x","image":"busybox","ports":[{"containerPort":80}]}"#;
+        let mut s = std::os::unix::net::UnixStream::connect(p.state.join("pod.sock")).unwrap();
+        write!(
+            s,
+            "POST /v1/ephemeralcontainers HTTP/1.1\r\nHost: pod\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{json}",
+            json.len()
+        )
         .unwrap();
-    let body = String::from_utf8_lossy(&out.stdout);
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        out
+    };
+    assert!(body.starts_with("HTTP/1.1 422"), "{body}");
     assert!(
         body.contains("spec.ephemeralContainers[2].ports: Forbidden"),
         "{body}"
