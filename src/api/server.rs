@@ -409,6 +409,28 @@ mod tests {
     }
 
     #[test]
+    fn deferred_answers_wait_for_complete_even_after_a_half_close() {
+        let p = tmp_sock();
+        let mut s = Server::bind(&p).unwrap();
+        let mut c = UnixStream::connect(&p).unwrap();
+        c.write_all(b"POST /v1/containers/c/exec HTTP/1.1\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}")
+            .unwrap();
+        c.shutdown(std::net::Shutdown::Write).unwrap();
+        pump(&mut s, &mut |_| Reply::Deferred(7), 5);
+        assert_eq!(s.connections(), 1, "kept while its answer is pending");
+        assert!(s.next_deadline().is_none(), "not timed out as idle");
+        // The half-closed client is out of the poll set: it would spin on EOF.
+        assert_eq!(s.poll_set().len(), 1);
+        s.complete(7, 200, "application/json", b"{\"exitCode\":0}");
+        let mut out = String::new();
+        c.read_to_string(&mut out).unwrap();
+        assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+        assert!(out.ends_with("{\"exitCode\":0}"), "{out}");
+        assert_eq!(s.connections(), 0);
+        s.complete(7, 200, "text/plain", b"late");
+    }
+
+    #[test]
     fn oversized_bodies_are_refused_with_a_status() {
         let p = tmp_sock();
         let mut s = Server::bind(&p).unwrap();
