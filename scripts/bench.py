@@ -151,6 +151,12 @@ def http_get(sock_path, path, conn=None):
     return s, body
 
 
+def cgroup_mode():
+    if os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
+        return "v2"
+    return "hybrid" if os.path.exists("/sys/fs/cgroup/unified") else "v1"
+
+
 def main():
     print(f"machine: {os.cpu_count()} cores, kernel {os.uname().release}", flush=True)
 
@@ -292,6 +298,14 @@ def main():
     text = "\n".join(md) + "\n"
     with open(os.path.join(ROOT, "bench/latest.md"), "w") as f:
         f.write(text)
+    rev = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                         capture_output=True, text=True).stdout.strip()
+    with open(os.path.join(ROOT, "BENCHMARKS.md"), "w") as f:
+        f.write("# Benchmarks\n\n"
+                f"`scripts/bench` (as root), commit {rev}, on {os.cpu_count()} cores, kernel "
+                f"{os.uname().release}, {cgroup_mode()} cgroups; podinit and its anchor in the same run, "
+                "on the same busybox bundle. Median and p90 of the samples; the ratio is "
+                "podinit/anchor. Raw figures: `bench/latest.json`.\n\n" + text)
     print()
     print(text)
 
