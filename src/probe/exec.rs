@@ -72,25 +72,18 @@ impl ExecCheck {
         }
     }
 
+    /// The output pipes (the start result is read at the exit: one wake-up fewer per
+    /// run, which adds up for exec probes).
     pub fn fds(&self) -> Vec<BorrowedFd<'_>> {
-        self.start_fd
+        self.out
             .iter()
-            .chain(self.out.iter())
             .chain(self.err.iter())
             .map(|f| f.as_fd())
             .collect()
     }
 
-    /// Read what is there: the start result and output. Never ends the check (the exit
-    /// does).
+    /// Read the output that is there. Never ends the check (the exit does).
     pub fn on_ready(&mut self) -> Option<super::Outcome> {
-        if let Some(fd) = &self.start_fd {
-            match runtime::read_start_result(fd) {
-                StartResult::Started => {}
-                StartResult::Failed(m) => self.start_error = Some(m),
-            }
-            self.start_fd = None;
-        }
         self.drain();
         None
     }
