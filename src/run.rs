@@ -42,6 +42,9 @@ pub struct Admission {
     pub plan: PodPlan,
     /// In plan order (init containers, then app containers).
     pub containers: Vec<(Kind, Container, Bundle)>,
+    /// The manifest's ConfigMaps and Secrets (sources of env and volumes).
+    pub config_maps: Vec<k8s_openapi::api::core::v1::ConfigMap>,
+    pub secrets: Vec<k8s_openapi::api::core::v1::Secret>,
 }
 
 /// `--bundles`, else `$PODINIT_BUNDLES`, else `./oci-bundles`.
@@ -78,6 +81,8 @@ pub fn admit(manifest: &Path, bundles: &Path, max_backoff_secs: u64) -> Result<A
         pod,
         plan,
         containers,
+        config_maps: a.config_maps,
+        secrets: a.secrets,
     })
 }
 
@@ -249,6 +254,8 @@ impl Sandbox {
             bundles: bundles_dir(opts.bundles.as_deref()),
             cgroups: cgroups.clone(),
             pod_cgroup: pod_cg_name.clone(),
+            config_maps: adm.config_maps,
+            secrets: adm.secrets,
         };
         if pid1 {
             return Ok(supervise(cfg, sd, true));

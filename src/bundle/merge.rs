@@ -32,10 +32,20 @@ pub fn merge(b: &Bundle, pod: &PodSpec, c: &Container, cx: &MergeContext) -> Res
         })
         .collect();
     let mut own: BTreeMap<String, String> = BTreeMap::new();
-    for e in c.env.iter().flatten() {
-        let value = expand(e.value.as_deref().unwrap_or(""), &own);
-        own.insert(e.name.clone(), value.clone());
-        set_env(&mut env, &e.name, value);
+    match cx.env {
+        Some(resolved) => {
+            for (k, v) in resolved {
+                own.insert(k.clone(), v.clone());
+                set_env(&mut env, k, v.clone());
+            }
+        }
+        None => {
+            for e in c.env.iter().flatten() {
+                let value = expand(e.value.as_deref().unwrap_or(""), &own);
+                own.insert(e.name.clone(), value.clone());
+                set_env(&mut env, &e.name, value);
+            }
+        }
     }
     if !own.contains_key("HOSTNAME") {
         set_env(&mut env, "HOSTNAME", cx.hostname.to_string());
@@ -444,6 +454,7 @@ mod tests {
                 termination_log: Some(Path::new("/state/tl")),
                 share_process_namespace: share,
                 hostname: "mypod",
+                env: None,
             },
         )
     }

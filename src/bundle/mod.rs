@@ -35,7 +35,7 @@
 mod merge;
 pub mod signal;
 
-pub use merge::merge;
+pub use merge::{expand, merge};
 
 use k8s_openapi::api::core::v1::Container;
 use oci_spec::runtime::Spec;
@@ -69,6 +69,9 @@ pub struct MergeContext<'a> {
     pub share_process_namespace: bool,
     /// The pod's hostname (`HOSTNAME`).
     pub hostname: &'a str,
+    /// The container's environment already resolved and expanded (`manifest::env`);
+    /// `None`: only literal `env` values, expanded here.
+    pub env: Option<&'a [(String, String)]>,
 }
 
 /// CONTRACT.md §1: (1) a path (contains `/`) is the bundle; (2) `BUNDLES/<image>`;

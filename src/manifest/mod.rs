@@ -3,6 +3,7 @@
 //! field (`spec.containers[1].name: Duplicate value: "web"`).
 
 mod defaults;
+pub mod env;
 pub mod ephemeral;
 mod load;
 mod strict;

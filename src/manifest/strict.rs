@@ -198,10 +198,6 @@ fn container(c: &Container, p: &str) -> Result<(), Error> {
                 .is_some_and(|v| !v.is_empty()),
         ),
         (
-            "envFrom",
-            c.env_from.as_ref().is_some_and(|v| !v.is_empty()),
-        ),
-        (
             "resources.claims",
             c.resources
                 .as_ref()
@@ -210,11 +206,6 @@ fn container(c: &Container, p: &str) -> Result<(), Error> {
     ] {
         if on {
             return unsupported_err(format!("{p}.{f}"));
-        }
-    }
-    for (i, e) in c.env.iter().flatten().enumerate() {
-        if e.value_from.is_some() {
-            return unsupported_err(format!("{p}.env[{i}].valueFrom"));
         }
     }
     for (i, m) in c.volume_mounts.iter().flatten().enumerate() {

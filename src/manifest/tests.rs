@@ -130,7 +130,6 @@ fn unsupported_fields_are_named() {
     for (spec, field) in [
         ("  hostNetwork: true\n  containers:\n  - {name: c, image: busybox}\n", "spec.hostNetwork"),
         ("  containers:\n  - {name: c, image: busybox, tty: true}\n", "spec.containers[0].tty"),
-        ("  containers:\n  - name: c\n    image: busybox\n    env: [{name: A, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]\n", "spec.containers[0].env[0].valueFrom"),
         ("  containers:\n  - name: c\n    image: busybox\n    volumeMounts: [{name: v, mountPath: /v, mountPropagation: Bidirectional}]\n  volumes: [{name: v, emptyDir: {}}]\n", "spec.containers[0].volumeMounts[0].mountPropagation"),
         ("  containers:\n  - {name: c, image: busybox}\n  volumes: [{name: v, configMap: {name: cm}}]\n", "spec.volumes[0].configMap"),
         ("  containers:\n  - {name: c, image: busybox, securityContext: {privileged: true}}\n", "spec.containers[0].securityContext.privileged"),
@@ -165,6 +164,11 @@ fn validation_messages() {
         ("  activeDeadlineSeconds: 0\n  containers:\n  - {name: c, image: busybox}\n", "spec.activeDeadlineSeconds: Invalid value: 0"),
         ("  containers:\n  - {name: c, image: busybox, lifecycle: {stopSignal: SIGNOPE}}\n", "spec.containers[0].lifecycle.stopSignal: Unsupported value"),
         ("  containers:\n  - {name: c, image: busybox, env: [{name: 'A=B', value: x}]}\n", "spec.containers[0].env[0].name: Invalid value"),
+        ("  containers:\n  - {name: c, image: busybox, env: [{name: A, valueFrom: {fieldRef: {fieldPath: spec.hostname}}}]}\n", "spec.containers[0].env[0].valueFrom.fieldRef.fieldPath: Unsupported value: \"spec.hostname\""),
+        ("  containers:\n  - {name: c, image: busybox, env: [{name: A, value: x, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]}\n", "spec.containers[0].env[0].valueFrom: Invalid value: \"\": may not be specified when `value` is not empty"),
+        ("  containers:\n  - {name: c, image: busybox, env: [{name: A, valueFrom: {configMapKeyRef: {name: cm, key: ''}}}]}\n", "spec.containers[0].env[0].valueFrom.configMapKeyRef.key: Required value"),
+        ("  containers:\n  - {name: c, image: busybox, env: [{name: A, valueFrom: {resourceFieldRef: {resource: limits.gpu}}}]}\n", "spec.containers[0].env[0].valueFrom.resourceFieldRef.resource: Unsupported value"),
+        ("  containers:\n  - {name: c, image: busybox, envFrom: [{prefix: X_}]}\n", "spec.containers[0].envFrom[0]: Required value"),
     ];
     for (spec, want) in cases {
         let e = err_of(&pod_with(spec));

@@ -79,6 +79,8 @@ pub struct StartContext<'a> {
     pub logs_dir: &'a Path,
     /// Join this process's pid namespace instead of making one (see `target`).
     pub pid_ns_of: Option<&'a OwnedFd>,
+    /// The container's environment, resolved (`manifest::env`).
+    pub env: &'a [(String, String)],
 }
 
 impl Ctr {
@@ -146,6 +148,7 @@ impl Ctr {
                 termination_log: Some(&term_log),
                 share_process_namespace: cx.pod_spec.share_process_namespace.unwrap_or(false),
                 hostname: cx.hostname,
+                env: Some(cx.env),
             },
         )?;
         let rootfs = rootfs::prepare(&self.bundle.rootfs, &self.dir).map_err(|e| e.to_string())?;

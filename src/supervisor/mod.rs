@@ -46,6 +46,21 @@ pub struct Config {
     pub bundles: std::path::PathBuf,
     pub cgroups: crate::sandbox::cgroup::CgroupRoot,
     pub pod_cgroup: String,
+    /// Sources of `env.valueFrom` and `envFrom`.
+    pub config_maps: Vec<k8s_openapi::api::core::v1::ConfigMap>,
+    pub secrets: Vec<k8s_openapi::api::core::v1::Secret>,
+}
+
+/// The node's allocatable CPU (millicores) and memory (bytes), for `resourceFieldRef`
+/// of a resource without a limit.
+fn node_allocatable() -> (i64, i64) {
+    // SAFETY: sysconf has no memory effects.
+    let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as i64;
+    // SAFETY: as above.
+    let pages = unsafe { libc::sysconf(libc::_SC_PHYS_PAGES) }.max(0) as i64;
+    // SAFETY: as above.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(0) as i64;
+    (cpus * 1000, pages * page)
 }
 
 /// Signals the supervisor handles. As PID 1 it would not even see the others.
@@ -269,12 +284,45 @@ impl Supervisor<'_> {
             },
             None => None,
         };
+        // The environment, resolved at each start as kubelet does: a missing key keeps the
+        // container waiting in CreateContainerConfigError.
+        let env = {
+            let (cpus, mem) = node_allocatable();
+            let sources = crate::manifest::env::Sources {
+                pod: &self.cfg.pod,
+                config_maps: &self.cfg.config_maps,
+                secrets: &self.cfg.secrets,
+                pod_ips: &self.pod_ips,
+                host_ips: &self.pod_ips,
+                node_cpu_milli: cpus,
+                node_memory: mem,
+            };
+            match crate::manifest::env::resolve(&self.cfg.containers[i].spec, &sources) {
+                Ok(r) => r,
+                Err(crate::manifest::env::ConfigError(msg)) => {
+                    self.st.on_start_failed(
+                        &self.cfg.plan,
+                        i,
+                        "CreateContainerConfigError",
+                        &msg,
+                        now,
+                    );
+                    return;
+                }
+            }
+        };
+        for w in &env.warnings {
+            let fp = Some(self.cfg.containers[i].field_path());
+            let wall = self.wall();
+            self.record_event("Warning", "InvalidEnvironmentVariableNames", w, fp, wall);
+        }
         let cx = StartContext {
             pod_spec: self.cfg.pod.spec.as_ref().expect("admitted pod has a spec"),
             volumes: &self.cfg.volumes,
             hostname: &self.cfg.hostname,
             logs_dir: &self.sd.logs(),
             pid_ns_of: target_pidfd.as_ref(),
+            env: &env.env,
         };
         match self.cfg.containers[i].start(&cx) {
             Ok(pipes) => self.pipes.extend(pipes.into_iter().map(|mut p| {
