@@ -435,7 +435,20 @@ fn supervise(mut cfg: supervisor::Config, sd: &StateDir, pid1: bool) -> i32 {
     }
     let spec = cfg.pod.spec.clone().unwrap_or_default();
     let size = |q: &str| crate::quantity::parse(q).map(|v| v.value().max(0) as u64);
-    let volumes = match crate::sandbox::volumes::prepare(&spec, sd, &size) {
+    let pod_ips = crate::sandbox::net::pod_ips();
+    let (cpu, mem) = crate::supervisor::node_allocatable();
+    let sources = crate::manifest::env::Sources {
+        pod: &cfg.pod,
+        config_maps: &cfg.config_maps,
+        secrets: &cfg.secrets,
+        pod_ips: &pod_ips,
+        host_ips: &pod_ips,
+        node_cpu_milli: cpu,
+        node_memory: mem,
+    };
+    let files_of =
+        |v: &k8s_openapi::api::core::v1::Volume| crate::manifest::files::of_volume(v, &sources);
+    let volumes = match crate::sandbox::volumes::prepare(&spec, sd, &size, &files_of) {
         Ok(v) => v,
         Err(e) => {
             crate::log::error(&format!("setting up the sandbox: {e}"));
@@ -444,12 +457,12 @@ fn supervise(mut cfg: supervisor::Config, sd: &StateDir, pid1: bool) -> i32 {
     };
     let volumes: BTreeMap<String, HostVolume> = volumes
         .into_iter()
-        .map(|(k, p)| {
+        .map(|(k, (p, read_only))| {
             (
                 k,
                 HostVolume {
                     host_path: p,
-                    read_only: false,
+                    read_only,
                 },
             )
         })

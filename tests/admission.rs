@@ -95,3 +95,88 @@ spec:
     p.wait(LIMIT);
     p.assert_nothing_left();
 }
+
+#[test]
+fn config_map_secret_and_downward_api_volumes_are_read_only_files() {
+    if !require_root() {
+        return;
+    }
+    let mut p = TestPod::new(
+        "volfiles",
+        r#"apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data: {app.conf: "mode=fast", other: "o"}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: creds}
+stringData: {token: s3cret}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: NAME, labels: {tier: web}}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: c
+    image: busybox
+    command: ["sh", "-c", "cat /cfg/app.conf /cfg/other; echo; cat /sec/key; echo; stat -c %a /sec/key; cat /info/name; echo; cat /info/labels; echo; cat /all/conf/app; echo; touch /cfg/x 2>/dev/null && echo writable || echo read-only"]
+    volumeMounts:
+    - {name: cfg, mountPath: /cfg}
+    - {name: sec, mountPath: /sec}
+    - {name: info, mountPath: /info}
+    - {name: all, mountPath: /all}
+  volumes:
+  - {name: cfg, configMap: {name: settings}}
+  - {name: sec, secret: {secretName: creds, defaultMode: 0400, items: [{key: token, path: key}]}}
+  - name: info
+    downwardAPI:
+      items:
+      - {path: name, fieldRef: {fieldPath: metadata.name}}
+      - {path: labels, fieldRef: {fieldPath: metadata.labels}}
+  - name: all
+    projected:
+      sources:
+      - configMap: {name: settings, items: [{key: app.conf, path: conf/app}]}
+      - secret: {name: creds, optional: true}
+"#,
+    );
+    let out = p.run(LIMIT);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        p.log("c", 0),
+        format!(
+            "mode=fasto\ns3cret\n400\n{}\ntier=\"web\"\nmode=fast\nread-only",
+            p.name
+        )
+    );
+    p.assert_nothing_left();
+}
+
+#[test]
+fn a_missing_config_map_volume_is_a_sandbox_error() {
+    if !require_root() {
+        return;
+    }
+    let mut p = TestPod::new(
+        "volmissing",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  containers:
+  - {name: c, image: busybox, command: ["true"], volumeMounts: [{name: v, mountPath: /v}]}
+  volumes: [{name: v, configMap: {name: absent}}]
+"#,
+    );
+    let out = p.run(LIMIT);
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("spec.volumes[0] (v): configmap \"absent\" not found"),
+        "{}",
+        out.stderr
+    );
+    p.assert_nothing_left();
+}

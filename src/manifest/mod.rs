@@ -5,6 +5,7 @@
 mod defaults;
 pub mod env;
 pub mod ephemeral;
+pub mod files;
 mod load;
 mod strict;
 mod validate;

@@ -29,6 +29,14 @@ pub fn normalize_quantities(doc: &mut Value) {
             }
             Value::Array(a) => a.iter_mut().for_each(|c| walk(c, key)),
             Value::Number(n) if matches!(key, "sizeLimit") => *v = Value::String(n.to_string()),
+            // YAML 1.1 (Kubernetes' parser) reads `mode: 0644` as octal; YAML 1.2 leaves
+            // a string. File modes are the only octal numbers in a Pod.
+            Value::String(t) if matches!(key, "mode" | "defaultMode") => {
+                let octal = t.strip_prefix("0o").or_else(|| t.strip_prefix('0'));
+                if let Some(n) = octal.and_then(|o| i64::from_str_radix(o, 8).ok()) {
+                    *v = Value::from(n);
+                }
+            }
             _ => {}
         }
     }
@@ -155,7 +163,11 @@ pub fn unsupported(pod: &Pod) -> Result<(), Error> {
         }
     }
     for (i, v) in spec.volumes.iter().flatten().enumerate() {
-        if v.empty_dir.is_none() && v.host_path.is_none() {
+        let files = v.config_map.is_some()
+            || v.secret.is_some()
+            || v.downward_api.is_some()
+            || v.projected.is_some();
+        if v.empty_dir.is_none() && v.host_path.is_none() && !files {
             let source = serde_json::to_value(v)
                 .ok()
                 .and_then(|o| {

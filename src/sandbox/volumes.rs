@@ -10,22 +10,65 @@ use std::os::unix::fs::{DirBuilderExt, FileTypeExt, OpenOptionsExt, PermissionsE
 use std::path::PathBuf;
 
 use super::statedir::StateDir;
+use crate::manifest::files::File;
 
-/// Make every volume of the pod available on the host; returns volume name → host path.
-/// `size_bytes` converts a Kubernetes quantity (`sizeLimit`) to bytes.
+/// The files of a volume of files (`configMap`, `secret`, `downwardAPI`, `projected`), or
+/// `None` for another kind (`manifest::files`).
+pub type FilesOf<'a> = &'a dyn Fn(&Volume) -> Result<Option<Vec<File>>, String>;
+
+/// Make every volume of the pod available on the host; returns volume name → (host path,
+/// read-only: volumes of files are). `size_bytes` converts a Kubernetes quantity
+/// (`sizeLimit`) to bytes.
 pub fn prepare(
     spec: &PodSpec,
     sd: &StateDir,
     size_bytes: &dyn Fn(&str) -> Result<u64, String>,
-) -> io::Result<BTreeMap<String, PathBuf>> {
+    files_of: FilesOf,
+) -> io::Result<BTreeMap<String, (PathBuf, bool)>> {
     let mut out = BTreeMap::new();
     for (i, v) in spec.volumes.iter().flatten().enumerate() {
-        let path = prepare_one(v, sd, size_bytes).map_err(|e| {
-            io::Error::new(e.kind(), format!("spec.volumes[{i}] ({}): {e}", v.name))
-        })?;
-        out.insert(v.name.clone(), path);
+        let err =
+            |e: io::Error| io::Error::new(e.kind(), format!("spec.volumes[{i}] ({}): {e}", v.name));
+        let files = files_of(v).map_err(io::Error::other).map_err(err)?;
+        let entry = match files {
+            Some(files) => (
+                write_files(&sd.volume_dir(&v.name), &files).map_err(err)?,
+                true,
+            ),
+            None => (prepare_one(v, sd, size_bytes).map_err(err)?, false),
+        };
+        out.insert(v.name.clone(), entry);
     }
     Ok(out)
+}
+
+/// A volume of files: written once, before any container starts, mounted read-only.
+fn write_files(dir: &std::path::Path, files: &[File]) -> io::Result<PathBuf> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o755)
+        .create(dir)?;
+    for f in files {
+        let rel = std::path::Path::new(&f.path);
+        if rel.is_absolute()
+            || rel
+                .components()
+                .any(|c| matches!(c, std::path::Component::ParentDir))
+        {
+            return Err(io::Error::other(format!("invalid file path {:?}", f.path)));
+        }
+        let p = dir.join(rel);
+        if let Some(parent) = p.parent() {
+            fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o755)
+                .create(parent)?;
+        }
+        fs::write(&p, &f.data)
+            .map_err(|e| io::Error::new(e.kind(), format!("writing {}: {e}", p.display())))?;
+        fs::set_permissions(&p, fs::Permissions::from_mode(f.mode))?;
+    }
+    Ok(dir.to_path_buf())
 }
 
 fn prepare_one(

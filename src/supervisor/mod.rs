@@ -53,7 +53,7 @@ pub struct Config {
 
 /// The node's allocatable CPU (millicores) and memory (bytes), for `resourceFieldRef`
 /// of a resource without a limit.
-fn node_allocatable() -> (i64, i64) {
+pub fn node_allocatable() -> (i64, i64) {
     // SAFETY: sysconf has no memory effects.
     let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as i64;
     // SAFETY: as above.

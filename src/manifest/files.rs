@@ -1,0 +1,315 @@
+//! The files of `configMap`, `secret`, `downwardAPI` and `projected` volumes, as kubelet
+//! writes them: every key (or the listed `items`, at their `path`), with the item's `mode`
+//! or the volume's `defaultMode` (0644). An object or key that is missing and not
+//! `optional` is an error with kubelet's words. Pure: the sandbox writes the files.
+
+use k8s_openapi::api::core::v1::{
+    ConfigMapProjection, DownwardAPIVolumeFile, KeyToPath, SecretProjection, Volume,
+};
+use std::collections::BTreeMap;
+
+use super::env::{field, Sources};
+
+/// One file: its path inside the volume, content and mode.
+#[derive(Debug, PartialEq, Eq)]
+pub struct File {
+    pub path: String,
+    pub data: Vec<u8>,
+    pub mode: u32,
+}
+
+const DEFAULT_MODE: u32 = 0o644;
+
+/// The files of `v`, or `None` when it is not a volume of files.
+pub fn of_volume(v: &Volume, s: &Sources) -> Result<Option<Vec<File>>, String> {
+    let mode = |m: Option<i32>| m.map_or(DEFAULT_MODE, |m| m as u32 & 0o777);
+    let mut files = Vec::new();
+    if let Some(c) = &v.config_map {
+        let proj = ConfigMapProjection {
+            name: c.name.clone(),
+            items: c.items.clone(),
+            optional: c.optional,
+        };
+        config_map(&proj, mode(c.default_mode), s, &mut files)?;
+    } else if let Some(c) = &v.secret {
+        let proj = SecretProjection {
+            name: c.secret_name.clone().unwrap_or_default(),
+            items: c.items.clone(),
+            optional: c.optional,
+        };
+        secret(&proj, mode(c.default_mode), s, &mut files)?;
+    } else if let Some(d) = &v.downward_api {
+        downward(
+            d.items.as_deref().unwrap_or_default(),
+            mode(d.default_mode),
+            s,
+            &mut files,
+        )?;
+    } else if let Some(p) = &v.projected {
+        let m = mode(p.default_mode);
+        for src in p.sources.iter().flatten() {
+            if let Some(c) = &src.config_map {
+                config_map(c, m, s, &mut files)?;
+            } else if let Some(c) = &src.secret {
+                secret(c, m, s, &mut files)?;
+            } else if let Some(d) = &src.downward_api {
+                downward(d.items.as_deref().unwrap_or_default(), m, s, &mut files)?;
+            } else {
+                return Err(
+                    "projected source not supported (only configMap, secret, downwardAPI)".into(),
+                );
+            }
+        }
+    } else {
+        return Ok(None);
+    }
+    Ok(Some(files))
+}
+
+/// Keys (or `items`) of one object's data.
+fn keys(
+    data: BTreeMap<String, Vec<u8>>,
+    items: &Option<Vec<KeyToPath>>,
+    optional: bool,
+    mode: u32,
+    missing_key: &dyn Fn(&str) -> String,
+    out: &mut Vec<File>,
+) -> Result<(), String> {
+    match items {
+        None => {
+            for (k, d) in data {
+                out.push(File {
+                    path: k,
+                    data: d,
+                    mode,
+                });
+            }
+        }
+        Some(items) => {
+            for it in items {
+                match data.get(&it.key) {
+                    Some(d) => out.push(File {
+                        path: it.path.clone(),
+                        data: d.clone(),
+                        mode: it.mode.map_or(mode, |m| m as u32 & 0o777),
+                    }),
+                    None if optional => {}
+                    None => return Err(missing_key(&it.key)),
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn config_map(
+    c: &ConfigMapProjection,
+    mode: u32,
+    s: &Sources,
+    out: &mut Vec<File>,
+) -> Result<(), String> {
+    let optional = c.optional == Some(true);
+    let Some(cm) = s
+        .config_maps
+        .iter()
+        .find(|m| m.metadata.name.as_deref() == Some(&c.name))
+    else {
+        return if optional {
+            Ok(())
+        } else {
+            Err(format!("configmap {:?} not found", c.name))
+        };
+    };
+    let mut data: BTreeMap<String, Vec<u8>> = cm
+        .data
+        .iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.clone().into_bytes()))
+        .collect();
+    for (k, v) in cm.binary_data.iter().flatten() {
+        data.insert(k.clone(), v.0.clone());
+    }
+    keys(
+        data,
+        &c.items,
+        optional,
+        mode,
+        &|k| format!("configmap references non-existent config key: {k}"),
+        out,
+    )
+}
+
+fn secret(c: &SecretProjection, mode: u32, s: &Sources, out: &mut Vec<File>) -> Result<(), String> {
+    let optional = c.optional == Some(true);
+    let Some(sec) = s
+        .secrets
+        .iter()
+        .find(|m| m.metadata.name.as_deref() == Some(&c.name))
+    else {
+        return if optional {
+            Ok(())
+        } else {
+            Err(format!("secret {:?} not found", c.name))
+        };
+    };
+    let data: BTreeMap<String, Vec<u8>> = sec
+        .data
+        .iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.0.clone()))
+        .collect();
+    keys(
+        data,
+        &c.items,
+        optional,
+        mode,
+        &|k| format!("references non-existent secret key: {k}"),
+        out,
+    )
+}
+
+/// `metadata.labels` and `metadata.annotations` as whole files: `key="value"` lines, sorted.
+fn map_file(m: &Option<BTreeMap<String, String>>) -> String {
+    m.iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}={v:?}\n"))
+        .collect::<String>()
+        .trim_end()
+        .to_string()
+}
+
+fn downward(
+    items: &[DownwardAPIVolumeFile],
+    mode: u32,
+    s: &Sources,
+    out: &mut Vec<File>,
+) -> Result<(), String> {
+    for it in items {
+        let data = if let Some(f) = &it.field_ref {
+            match f.field_path.as_str() {
+                "metadata.labels" => map_file(&s.pod.metadata.labels),
+                "metadata.annotations" => map_file(&s.pod.metadata.annotations),
+                p => field(p, s).ok_or_else(|| format!("unsupported fieldPath: {p}"))?,
+            }
+        } else if let Some(r) = &it.resource_field_ref {
+            let spec = s.pod.spec.as_ref();
+            let name = r.container_name.as_deref().unwrap_or("");
+            let c = spec
+                .into_iter()
+                .flat_map(|sp| sp.init_containers.iter().flatten().chain(&sp.containers))
+                .find(|c| c.name == name)
+                .ok_or_else(|| format!("container {name:?} not found in the pod"))?;
+            let src = k8s_openapi::api::core::v1::EnvVarSource {
+                resource_field_ref: Some(r.clone()),
+                ..Default::default()
+            };
+            let var = k8s_openapi::api::core::v1::EnvVar {
+                name: "V".into(),
+                value_from: Some(src),
+                ..Default::default()
+            };
+            let probe = k8s_openapi::api::core::v1::Container {
+                env: Some(vec![var]),
+                ..c.clone()
+            };
+            let r = super::env::resolve(&probe, s).map_err(|e| e.0)?;
+            r.env
+                .into_iter()
+                .find(|(k, _)| k == "V")
+                .map(|(_, v)| v)
+                .unwrap_or_default()
+        } else {
+            continue;
+        };
+        out.push(File {
+            path: it.path.clone(),
+            data: data.into_bytes(),
+            mode: it.mode.map_or(mode, |m| m as u32 & 0o777),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
+
+    fn with(v: &str, f: impl FnOnce(Result<Option<Vec<File>>, String>)) {
+        let pod: Pod = serde_yaml_ng::from_str(
+            "metadata: {name: web, labels: {b: '2', a: '1'}}\nspec:\n  containers:\n  - {name: c, resources: {limits: {memory: 32Mi}}}",
+        )
+        .unwrap();
+        let cms: Vec<ConfigMap> =
+            vec![
+                serde_yaml_ng::from_str("metadata: {name: cfg}\ndata: {a.conf: x, b.conf: y}")
+                    .unwrap(),
+            ];
+        let secrets: Vec<Secret> =
+            vec![serde_yaml_ng::from_str("metadata: {name: s}\ndata: {token: c2VjcmV0}").unwrap()];
+        let s = Sources {
+            pod: &pod,
+            config_maps: &cms,
+            secrets: &secrets,
+            pod_ips: &[],
+            host_ips: &[],
+            node_cpu_milli: 1000,
+            node_memory: 1 << 30,
+        };
+        let v: Volume = serde_yaml_ng::from_str(v).unwrap();
+        f(of_volume(&v, &s));
+    }
+
+    fn file(path: &str, data: &str, mode: u32) -> File {
+        File {
+            path: path.into(),
+            data: data.as_bytes().to_vec(),
+            mode,
+        }
+    }
+
+    #[test]
+    fn config_maps_and_secrets_become_files() {
+        with("{name: v, configMap: {name: cfg}}", |r| {
+            assert_eq!(
+                r.unwrap().unwrap(),
+                vec![file("a.conf", "x", 0o644), file("b.conf", "y", 0o644)]
+            )
+        });
+        with("{name: v, configMap: {name: cfg, defaultMode: 384, items: [{key: b.conf, path: dir/b}, {key: a.conf, path: a, mode: 256}]}}", |r| {
+            assert_eq!(r.unwrap().unwrap(), vec![file("dir/b", "y", 0o600), file("a", "x", 0o400)])
+        });
+        with("{name: v, secret: {secretName: s}}", |r| {
+            assert_eq!(r.unwrap().unwrap(), vec![file("token", "secret", 0o644)])
+        });
+        with("{name: v, configMap: {name: nope}}", |r| {
+            assert_eq!(r.unwrap_err(), "configmap \"nope\" not found")
+        });
+        with("{name: v, configMap: {name: nope, optional: true}}", |r| {
+            assert_eq!(r.unwrap().unwrap(), vec![])
+        });
+        with(
+            "{name: v, configMap: {name: cfg, items: [{key: c.conf, path: c}]}}",
+            |r| {
+                assert_eq!(
+                    r.unwrap_err(),
+                    "configmap references non-existent config key: c.conf"
+                )
+            },
+        );
+        with("{name: v, emptyDir: {}}", |r| assert_eq!(r.unwrap(), None));
+    }
+
+    #[test]
+    fn downward_api_and_projected() {
+        with("{name: v, downwardAPI: {items: [{path: name, fieldRef: {fieldPath: metadata.name}}, {path: labels, fieldRef: {fieldPath: metadata.labels}}, {path: mem, resourceFieldRef: {containerName: c, resource: limits.memory, divisor: 1Mi}}]}}", |r| {
+            assert_eq!(
+                r.unwrap().unwrap(),
+                vec![file("name", "web", 0o644), file("labels", "a=\"1\"\nb=\"2\"", 0o644), file("mem", "32", 0o644)]
+            )
+        });
+        with("{name: v, projected: {defaultMode: 288, sources: [{configMap: {name: cfg, items: [{key: a.conf, path: a}]}}, {secret: {name: s}}]}}", |r| {
+            assert_eq!(r.unwrap().unwrap(), vec![file("a", "x", 0o440), file("token", "secret", 0o440)])
+        });
+    }
+}
