@@ -131,7 +131,7 @@ fn unsupported_fields_are_named() {
         ("  hostNetwork: true\n  containers:\n  - {name: c, image: busybox}\n", "spec.hostNetwork"),
         ("  containers:\n  - {name: c, image: busybox, tty: true}\n", "spec.containers[0].tty"),
         ("  containers:\n  - name: c\n    image: busybox\n    volumeMounts: [{name: v, mountPath: /v, mountPropagation: Bidirectional}]\n  volumes: [{name: v, emptyDir: {}}]\n", "spec.containers[0].volumeMounts[0].mountPropagation"),
-        ("  containers:\n  - {name: c, image: busybox}\n  volumes: [{name: v, configMap: {name: cm}}]\n", "spec.volumes[0].configMap"),
+        ("  containers:\n  - {name: c, image: busybox}\n  volumes: [{name: v, nfs: {server: s, path: /x}}]\n", "spec.volumes[0].nfs"),
         ("  containers:\n  - {name: c, image: busybox, securityContext: {privileged: true}}\n", "spec.containers[0].securityContext.privileged"),
     ] {
         assert_eq!(err_of(&pod_with(spec)), format!("{field}: not supported"));
