@@ -99,6 +99,31 @@ pub fn hostname(pod: &Pod) -> String {
     name[..63].trim_end_matches(['-', '.']).to_string()
 }
 
+/// The UTS hostname: with `setHostnameAsFQDN` and a `subdomain`, the pod's FQDN (at most
+/// 64 characters, as kubelet allows).
+pub fn uts_hostname(pod: &Pod) -> Result<String, String> {
+    let short = hostname(pod);
+    let spec = pod.spec.clone().unwrap_or_default();
+    let Some(sub) = spec.subdomain.filter(|s| !s.is_empty()) else {
+        return Ok(short);
+    };
+    if spec.set_hostname_as_fqdn != Some(true) {
+        return Ok(short);
+    }
+    let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+    let fqdn = format!(
+        "{short}.{sub}.{ns}.svc.{}",
+        crate::sandbox::etc_files::CLUSTER_DOMAIN
+    );
+    if fqdn.len() > 64 {
+        return Err(format!(
+            "failed to construct FQDN from pod hostname and cluster domain, FQDN {fqdn} is too long (64 characters is the max, {} characters requested)",
+            fqdn.len()
+        ));
+    }
+    Ok(fqdn)
+}
+
 /// `/run/podinit/<namespace>_<name>`.
 pub fn default_state_dir(pod: &Pod) -> PathBuf {
     PathBuf::from(format!(
@@ -212,7 +237,7 @@ impl Sandbox {
             leaf.create().map_err(|e| e.to_string())?;
         }
 
-        let hostname = hostname(&adm.pod);
+        let hostname = uts_hostname(&adm.pod)?;
         let mut ctrs = Vec::new();
         for (kind, c, b) in adm.containers {
             let dir = sd.container_dir(&c.name);
@@ -254,6 +279,8 @@ impl Sandbox {
             bundles: bundles_dir(opts.bundles.as_deref()),
             cgroups: cgroups.clone(),
             pod_cgroup: pod_cg_name.clone(),
+            pod_files: Vec::new(),
+            missing_cluster_dns: false,
             config_maps: adm.config_maps,
             secrets: adm.secrets,
         };
@@ -468,7 +495,49 @@ fn supervise(mut cfg: supervisor::Config, sd: &StateDir, pid1: bool) -> i32 {
         })
         .collect();
     cfg.volumes = volumes;
+    match pod_files(&cfg.pod, &pod_ips, &cfg.hostname, sd) {
+        Ok((files, missing_dns)) => {
+            cfg.pod_files = files;
+            cfg.missing_cluster_dns = missing_dns;
+        }
+        Err(e) => {
+            crate::log::error(&format!("setting up the sandbox: {e}"));
+            return EXIT_SANDBOX;
+        }
+    }
     supervisor::run(cfg, sd)
+}
+
+/// Write the pod's /etc/hosts and /etc/resolv.conf into the state dir; returns them with
+/// their destinations, and whether `ClusterFirst` fell back to the node's DNS.
+fn pod_files(
+    pod: &Pod,
+    pod_ips: &[String],
+    hostname: &str,
+    sd: &StateDir,
+) -> Result<(Vec<(PathBuf, &'static str)>, bool), String> {
+    use crate::sandbox::etc_files;
+    let dir = sd.work().join("etc");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let host_resolv = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
+    let (resolv, missing_dns) = etc_files::resolv_conf(pod, &host_resolv);
+    let mut out = Vec::new();
+    for (name, text, dest) in [
+        (
+            "hosts",
+            etc_files::hosts(pod, pod_ips, &self::hostname(pod)),
+            "/etc/hosts",
+        ),
+        ("resolv.conf", resolv, "/etc/resolv.conf"),
+        ("hostname", format!("{hostname}\n"), "/etc/hostname"),
+    ] {
+        let p = dir.join(name);
+        std::fs::write(&p, text).map_err(|e| format!("writing {}: {e}", p.display()))?;
+        // Readable by every container user, as kubelet's are.
+        let _ = std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o644));
+        out.push((p, dest));
+    }
+    Ok((out, missing_dns))
 }
 
 /// PID-1 mode: the runtime made the namespaces and mounted /proc. The hostname is set when

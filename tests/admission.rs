@@ -180,3 +180,35 @@ spec:
     );
     p.assert_nothing_left();
 }
+
+#[test]
+fn hosts_resolv_conf_and_fqdn_hostname() {
+    if !require_root() {
+        return;
+    }
+    let mut p = TestPod::new(
+        "dns",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  restartPolicy: Never
+  hostname: web
+  subdomain: api
+  setHostnameAsFQDN: true
+  dnsPolicy: None
+  dnsConfig: {nameservers: [10.9.9.9], searches: [corp.example], options: [{name: ndots, value: "2"}]}
+  hostAliases: [{ip: 10.1.1.1, hostnames: [db.local, cache.local]}]
+  containers:
+  - {name: c, image: busybox, command: ["sh", "-c", "hostname; cat /etc/hostname; cat /etc/resolv.conf; tail -n 2 /etc/hosts"]}
+"#,
+    );
+    let out = p.run(LIMIT);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let fqdn = "web.api.default.svc.cluster.local";
+    assert_eq!(
+        p.log("c", 0),
+        format!("{fqdn}\n{fqdn}\nsearch corp.example\nnameserver 10.9.9.9\noptions ndots:2\n# Entries added by HostAliases.\n10.1.1.1\tdb.local\tcache.local")
+    );
+    p.assert_nothing_left();
+}

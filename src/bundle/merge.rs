@@ -370,6 +370,15 @@ fn mounts(v: &mut Value, c: &Container, cx: &MergeContext) -> Result<(), String>
             );
         }
     }
+    for (src, dest) in cx.pod_files {
+        if !list.iter().any(|m| m["destination"] == *dest) {
+            add(
+                json!({"destination": dest, "type": "bind", "source": src,
+                       "options": ["bind", "rprivate", "nosuid", "nodev", "noexec", "rw"]}),
+                &mut list,
+            );
+        }
+    }
     v["mounts"] = json!(list);
     Ok(())
 }
@@ -455,6 +464,7 @@ mod tests {
                 share_process_namespace: share,
                 hostname: "mypod",
                 env: None,
+                pod_files: &[],
             },
         )
     }

@@ -72,6 +72,9 @@ pub struct MergeContext<'a> {
     /// The container's environment already resolved and expanded (`manifest::env`);
     /// `None`: only literal `env` values, expanded here.
     pub env: Option<&'a [(String, String)]>,
+    /// The pod's files bind-mounted at these destinations (`/etc/hosts`,
+    /// `/etc/resolv.conf`) unless the container mounts something there itself.
+    pub pod_files: &'a [(PathBuf, &'static str)],
 }
 
 /// CONTRACT.md §1: (1) a path (contains `/`) is the bundle; (2) `BUNDLES/<image>`;

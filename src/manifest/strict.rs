@@ -114,13 +114,6 @@ pub fn unsupported(pod: &Pod) -> Result<(), Error> {
         ("hostPID", spec.host_pid == t),
         ("hostIPC", spec.host_ipc == t),
         ("hostUsers", spec.host_users == Some(false)),
-        ("subdomain", spec.subdomain.is_some()),
-        ("setHostnameAsFQDN", spec.set_hostname_as_fqdn == t),
-        (
-            "hostAliases",
-            spec.host_aliases.as_ref().is_some_and(|v| !v.is_empty()),
-        ),
-        ("dnsConfig", spec.dns_config.is_some()),
         (
             "ephemeralContainers",
             spec.ephemeral_containers

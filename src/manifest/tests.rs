@@ -169,6 +169,10 @@ fn validation_messages() {
         ("  containers:\n  - {name: c, image: busybox, env: [{name: A, valueFrom: {configMapKeyRef: {name: cm, key: ''}}}]}\n", "spec.containers[0].env[0].valueFrom.configMapKeyRef.key: Required value"),
         ("  containers:\n  - {name: c, image: busybox, env: [{name: A, valueFrom: {resourceFieldRef: {resource: limits.gpu}}}]}\n", "spec.containers[0].env[0].valueFrom.resourceFieldRef.resource: Unsupported value"),
         ("  containers:\n  - {name: c, image: busybox, envFrom: [{prefix: X_}]}\n", "spec.containers[0].envFrom[0]: Required value"),
+        ("  dnsPolicy: None\n  containers:\n  - {name: c, image: busybox}\n", "spec.dnsConfig: Required value"),
+        ("  dnsPolicy: Sometimes\n  containers:\n  - {name: c, image: busybox}\n", "spec.dnsPolicy: Unsupported value"),
+        ("  dnsConfig: {nameservers: [not-an-ip]}\n  containers:\n  - {name: c, image: busybox}\n", "spec.dnsConfig.nameservers[0]: Invalid value"),
+        ("  hostAliases: [{ip: 1.2.3, hostnames: [a]}]\n  containers:\n  - {name: c, image: busybox}\n", "spec.hostAliases[0].ip: Invalid value"),
     ];
     for (spec, want) in cases {
         let e = err_of(&pod_with(spec));

@@ -81,6 +81,8 @@ pub struct StartContext<'a> {
     pub pid_ns_of: Option<&'a OwnedFd>,
     /// The container's environment, resolved (`manifest::env`).
     pub env: &'a [(String, String)],
+    /// `/etc/hosts` and `/etc/resolv.conf` of the pod.
+    pub pod_files: &'a [(PathBuf, &'static str)],
 }
 
 impl Ctr {
@@ -149,6 +151,7 @@ impl Ctr {
                 share_process_namespace: cx.pod_spec.share_process_namespace.unwrap_or(false),
                 hostname: cx.hostname,
                 env: Some(cx.env),
+                pod_files: cx.pod_files,
             },
         )?;
         let rootfs = rootfs::prepare(&self.bundle.rootfs, &self.dir).map_err(|e| e.to_string())?;

@@ -46,6 +46,10 @@ pub struct Config {
     pub bundles: std::path::PathBuf,
     pub cgroups: crate::sandbox::cgroup::CgroupRoot,
     pub pod_cgroup: String,
+    /// `/etc/hosts` and `/etc/resolv.conf` of the pod, and where they go.
+    pub pod_files: Vec<(std::path::PathBuf, &'static str)>,
+    /// `dnsPolicy: ClusterFirst` fell back to the node's resolv.conf.
+    pub missing_cluster_dns: bool,
     /// Sources of `env.valueFrom` and `envFrom`.
     pub config_maps: Vec<k8s_openapi::api::core::v1::ConfigMap>,
     pub secrets: Vec<k8s_openapi::api::core::v1::Secret>,
@@ -180,6 +184,17 @@ pub fn run(cfg: Config, sd: &StateDir) -> i32 {
     };
     let now = s.now();
     s.st.on_sandbox_ready(now);
+    if s.cfg.missing_cluster_dns {
+        let m = &s.cfg.pod.metadata;
+        let msg = format!(
+            "pod: \"{}_{}({})\". kubelet does not have ClusterDNS IP configured and cannot create Pod using \"ClusterFirst\" policy. Falling back to \"Default\" policy.",
+            m.name.as_deref().unwrap_or_default(),
+            m.namespace.as_deref().unwrap_or("default"),
+            m.uid.as_deref().unwrap_or_default()
+        );
+        let wall = s.wall();
+        s.record_event("Warning", "MissingClusterDNS", &msg, None, wall);
+    }
     let code = s.run_loop(&sig);
     s.teardown();
     code
@@ -323,6 +338,7 @@ impl Supervisor<'_> {
             logs_dir: &self.sd.logs(),
             pid_ns_of: target_pidfd.as_ref(),
             env: &env.env,
+            pod_files: &self.cfg.pod_files,
         };
         match self.cfg.containers[i].start(&cx) {
             Ok(pipes) => self.pipes.extend(pipes.into_iter().map(|mut p| {
