@@ -515,7 +515,7 @@ fn pod_files(
     pod_ips: &[String],
     hostname: &str,
     sd: &StateDir,
-) -> Result<(Vec<(PathBuf, &'static str)>, bool), String> {
+) -> Result<(crate::sandbox::etc_files::PodFiles, bool), String> {
     use crate::sandbox::etc_files;
     let dir = sd.work().join("etc");
     std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;

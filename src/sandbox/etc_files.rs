@@ -5,6 +5,9 @@
 
 use k8s_openapi::api::core::v1::Pod;
 
+/// The pod's files and where each is mounted in a container.
+pub type PodFiles = Vec<(std::path::PathBuf, &'static str)>;
+
 /// kubelet's default `--cluster-domain`.
 pub const CLUSTER_DOMAIN: &str = "cluster.local";
 /// resolv.conf limits kubelet applies.
