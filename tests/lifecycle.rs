@@ -414,6 +414,7 @@ fn seed_table_rows_on_the_real_binary() {
             cmd.arg("--max-restart-backoff").arg("1");
             p.start_with(cmd);
             let what = format!("{row} under {policy}");
+            eprintln!("seed table: {what}");
             // Wait until the row's outcome is visible: a restart, or the end of container one
             // (and two, for the row that needs it).
             let v = p.wait_status(LIMIT, |v| {
