@@ -144,7 +144,7 @@ fn sidecars_outlive_the_app_and_stop_in_reverse_order() {
     }
     let sidecar = |n: &str| {
         format!(
-            "  - name: {n}\n    image: busybox\n    restartPolicy: Always\n    command: [\"sh\", \"-c\", \"trap 'echo {n} >> /d/stopped; exit 0' TERM; echo {n} >> /d/started; while true; do sleep 0.05; done\"]\n    volumeMounts: [{{name: d, mountPath: /d}}]\n"
+            "  - name: {n}\n    image: busybox\n    restartPolicy: Always\n    command: [\"sh\", \"-c\", \"trap 'echo {n} >> /d/stopped; exit 0' TERM; echo {n} >> /d/started; while true; do sleep 0.05; done\"]\n    startupProbe: {{exec: {{command: [\"grep\", \"-q\", \"{n}\", \"/d/started\"]}}, periodSeconds: 1}}\n    volumeMounts: [{{name: d, mountPath: /d}}]\n"
         )
     };
     let yaml = format!(
@@ -167,7 +167,9 @@ spec:
     );
     let mut p = TestPod::new("sidecar", &yaml);
     p.start();
-    // The sidecars run before the app, in order.
+    // The sidecars run before the app, in order: each is Started once its startup probe
+    // has seen it write (without a probe, Started is just "running", and the next one
+    // could write first).
     let v = p.wait_status(LIMIT, |v| {
         container_status(v, "app")["state"]["running"].is_object()
             || container_status(v, "app")["state"]["terminated"].is_object()
