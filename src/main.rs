@@ -29,6 +29,9 @@ enum Cmd {
         /// Where images are resolved to OCI bundles [default: $PODINIT_BUNDLES, else ./oci-bundles]
         #[arg(long)]
         bundles: Option<PathBuf>,
+        /// Apply the PodPresets of every manifest in DIR too
+        #[arg(long)]
+        presets: Option<PathBuf>,
         /// [default: /run/podinit/<namespace>_<name>]
         #[arg(long)]
         state_dir: Option<PathBuf>,
@@ -55,6 +58,9 @@ enum Cmd {
         manifest: PathBuf,
         #[arg(long)]
         bundles: Option<PathBuf>,
+        /// Apply the PodPresets of every manifest in DIR too
+        #[arg(long)]
+        presets: Option<PathBuf>,
     },
     /// Show the pod like `kubectl get pod`.
     Status {
@@ -164,6 +170,7 @@ fn main() {
         Cmd::Run {
             manifest,
             bundles,
+            presets,
             state_dir,
             cgroup_parent,
             socket,
@@ -176,6 +183,7 @@ fn main() {
             podinit::run::run(&podinit::run::RunOptions {
                 manifest,
                 bundles,
+                presets,
                 state_dir,
                 cgroup_parent,
                 socket,
@@ -184,10 +192,17 @@ fn main() {
                 max_restart_backoff,
             })
         }
-        Cmd::Validate { manifest, bundles } => {
+        Cmd::Validate {
+            manifest,
+            bundles,
+            presets,
+        } => {
             let dir = podinit::run::bundles_dir(bundles.as_deref());
-            match podinit::run::admit(&manifest, &dir, 300) {
+            match podinit::run::admit(&manifest, &dir, presets.as_deref(), 300) {
                 Ok(a) => {
+                    if let Some(c) = &a.preset_conflict {
+                        podinit::log::warn(c);
+                    }
                     print!("{}", podinit::manifest::effective_yaml(&a.pod));
                     0
                 }

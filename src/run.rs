@@ -24,6 +24,8 @@ pub const EXIT_INVALID: i32 = 2;
 pub struct RunOptions {
     pub manifest: PathBuf,
     pub bundles: Option<PathBuf>,
+    /// `--presets DIR`.
+    pub presets: Option<PathBuf>,
     pub state_dir: Option<PathBuf>,
     pub cgroup_parent: Option<String>,
     /// The status socket [default: <state dir>/pod.sock].
@@ -45,6 +47,8 @@ pub struct Admission {
     /// The manifest's ConfigMaps and Secrets (sources of env and volumes).
     pub config_maps: Vec<k8s_openapi::api::core::v1::ConfigMap>,
     pub secrets: Vec<k8s_openapi::api::core::v1::Secret>,
+    /// Why no PodPreset was applied, when matching ones conflicted (a Warning event).
+    pub preset_conflict: Option<String>,
 }
 
 /// `--bundles`, else `$PODINIT_BUNDLES`, else `./oci-bundles`.
@@ -56,8 +60,13 @@ pub fn bundles_dir(opt: Option<&Path>) -> PathBuf {
 
 /// Load, default and validate the manifest and resolve every image. The error is the one
 /// line to print (the field path first).
-pub fn admit(manifest: &Path, bundles: &Path, max_backoff_secs: u64) -> Result<Admission, String> {
-    let a = crate::manifest::load_file(manifest).map_err(|e| e.to_string())?;
+pub fn admit(
+    manifest: &Path,
+    bundles: &Path,
+    presets: Option<&Path>,
+    max_backoff_secs: u64,
+) -> Result<Admission, String> {
+    let a = crate::manifest::load_with_presets(manifest, presets).map_err(|e| e.to_string())?;
     let pod = a.pod;
     let spec = pod.spec.as_ref().ok_or("spec: Required value")?;
     let plan = PodPlan::from_pod(&pod, max_backoff_secs.saturating_mul(1000));
@@ -83,6 +92,7 @@ pub fn admit(manifest: &Path, bundles: &Path, max_backoff_secs: u64) -> Result<A
         containers,
         config_maps: a.config_maps,
         secrets: a.secrets,
+        preset_conflict: a.presets.conflict,
     })
 }
 
@@ -145,7 +155,12 @@ fn pod_cgroup_name(pod: &Pod) -> String {
 /// `podinit run`: returns the process exit status.
 pub fn run(opts: &RunOptions) -> i32 {
     let bundles = bundles_dir(opts.bundles.as_deref());
-    let adm = match admit(&opts.manifest, &bundles, opts.max_restart_backoff) {
+    let adm = match admit(
+        &opts.manifest,
+        &bundles,
+        opts.presets.as_deref(),
+        opts.max_restart_backoff,
+    ) {
         Ok(a) => a,
         Err(e) => {
             crate::log::error(&format!("{}: {e}", opts.manifest.display()));
@@ -281,6 +296,7 @@ impl Sandbox {
             pod_cgroup: pod_cg_name.clone(),
             pod_files: Vec::new(),
             missing_cluster_dns: false,
+            preset_conflict: adm.preset_conflict,
             config_maps: adm.config_maps,
             secrets: adm.secrets,
         };

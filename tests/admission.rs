@@ -212,3 +212,86 @@ spec:
     );
     p.assert_nothing_left();
 }
+
+const PRESET: &str = r#"apiVersion: settings.k8s.io/v1alpha1
+kind: PodPreset
+metadata: {name: cache, resourceVersion: "3"}
+spec:
+  selector: {matchExpressions: [{key: role, operator: In, values: [web]}]}
+  env: [{name: CACHE_HOST, value: redis.local}]
+  volumeMounts: [{name: scratch, mountPath: /scratch}]
+  volumes: [{name: scratch, emptyDir: {}}]
+"#;
+
+#[test]
+fn pod_presets_inject_exclude_and_conflict() {
+    if !require_root() {
+        return;
+    }
+    // Injected from --presets DIR.
+    let presets = std::env::temp_dir().join(format!("podinit-it-presets-{}", std::process::id()));
+    std::fs::create_dir_all(&presets).unwrap();
+    std::fs::write(presets.join("cache.yaml"), PRESET).unwrap();
+    let pod = |extra: &str| {
+        format!(
+            r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: NAME
+  labels: {{role: web}}
+{extra}spec:
+  restartPolicy: Never
+  initContainers:
+  - {{name: init, image: busybox, command: ["sh", "-c", "echo init=${{CACHE_HOST:-none}}"]}}
+  containers:
+  - {{name: c, image: busybox, command: ["sh", "-c", "echo $CACHE_HOST; test -d /scratch && echo mounted"], env: [{{name: MODE, value: x}}]}}
+"#
+        )
+    };
+    let mut p = TestPod::new("preset", &pod(""));
+    let mut cmd = p.command();
+    cmd.arg("--presets").arg(&presets);
+    p.start_with(cmd);
+    let out = p.wait(LIMIT);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(p.log("c", 0), "redis.local\nmounted");
+    assert_eq!(p.log("init", 0), "init=none", "never into init containers");
+    assert_eq!(
+        out.status["metadata"]["annotations"]["podpreset.admission.kubernetes.io/podpreset-cache"],
+        "3"
+    );
+    p.assert_nothing_left();
+
+    // Excluded by annotation.
+    let mut p = TestPod::new(
+        "presetx",
+        &format!(
+            "{PRESET}---\n{}",
+            pod("  annotations: {podpreset.admission.kubernetes.io/exclude: \"true\"}\n")
+        ),
+    );
+    let out = p.run(LIMIT);
+    assert_eq!(out.code, 1, "no /scratch: the test fails in the container");
+    assert_eq!(p.log("c", 0), "");
+    p.assert_nothing_left();
+
+    // A conflict (the pod sets CACHE_HOST itself): nothing injected, a Warning event.
+    let conflicting = format!(
+        "{PRESET}---\n{}",
+        pod("").replace(
+            "env: [{name: MODE, value: x}]",
+            "env: [{name: CACHE_HOST, value: mine}]"
+        )
+    );
+    let mut p = TestPod::new("presetc", &conflicting);
+    let out = p.run(LIMIT);
+    assert_eq!(out.code, 1);
+    assert_eq!(p.log("c", 0), "mine");
+    assert!(has_event(
+        &p,
+        "PodPresetConflict",
+        "PodPreset \"cache\": env: \"CACHE_HOST\" conflicts with container \"c\""
+    ));
+    p.assert_nothing_left();
+    std::fs::remove_dir_all(&presets).unwrap();
+}

@@ -7,6 +7,7 @@ pub mod env;
 pub mod ephemeral;
 pub mod files;
 mod load;
+pub mod preset;
 mod strict;
 mod validate;
 
@@ -21,6 +22,8 @@ pub struct Admitted {
     pub pod: Pod,
     pub config_maps: Vec<ConfigMap>,
     pub secrets: Vec<Secret>,
+    /// The PodPresets applied, or the conflict that stopped them.
+    pub presets: preset::Outcome,
 }
 
 /// An admission error: the field path (or the document / file position) and what is wrong.
@@ -49,9 +52,47 @@ impl std::fmt::Display for Error {
 impl std::error::Error for Error {}
 
 pub fn load_file(path: &Path) -> Result<Admitted, Error> {
+    load_with_presets(path, None)
+}
+
+/// The manifest, plus every PodPreset in the manifests of `presets_dir` (`--presets`).
+pub fn load_with_presets(path: &Path, presets_dir: Option<&Path>) -> Result<Admitted, Error> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::new(path.display().to_string(), e.to_string()))?;
-    load_str(&text)
+    let mut docs = load::documents(&text)?;
+    if let Some(dir) = presets_dir {
+        let err =
+            |e: std::io::Error| Error::new(format!("--presets {}", dir.display()), e.to_string());
+        let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+            .map_err(err)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.extension()
+                    .is_some_and(|x| x == "yaml" || x == "yml" || x == "json")
+            })
+            .collect();
+        files.sort();
+        for f in files {
+            let t = std::fs::read_to_string(&f).map_err(err)?;
+            for d in load::documents(&t)
+                .map_err(|e| Error::new(format!("{}: {}", f.display(), e.field), e.message))?
+            {
+                if d["kind"] != "PodPreset" {
+                    return Err(Error::new(
+                        f.display().to_string(),
+                        format!(
+                            "kind {:?}: a presets directory holds PodPresets only",
+                            d["kind"].as_str().unwrap_or("")
+                        ),
+                    ));
+                }
+                docs.push(d);
+            }
+        }
+    }
+    admit(docs, &|| {
+        uuid_v4(&crate::util::random_bytes(16).unwrap_or_else(|_| vec![0; 16]))
+    })
 }
 
 pub fn load_str(text: &str) -> Result<Admitted, Error> {
@@ -69,6 +110,7 @@ pub fn admit(
     let mut pod = None;
     let mut config_maps = Vec::new();
     let mut secrets = Vec::new();
+    let mut presets = Vec::new();
     for (n, mut doc) in docs.into_iter().enumerate() {
         let at = format!("document {}", n + 1);
         let api = doc["apiVersion"].as_str().unwrap_or_default().to_string();
@@ -101,9 +143,11 @@ pub fn admit(
                 let s: Secret = strict::typed(&doc).map_err(|e| Error::new(format!("{at} (Secret): {}", e.field), e.message))?;
                 secrets.push(defaults::secret(s));
             }
-            ("settings.k8s.io/v1alpha1", "PodPreset") => {
-                let name = doc["metadata"]["name"].as_str().unwrap_or("");
-                return Err(Error::new(format!("{at} (PodPreset {name:?})"), "not supported"));
+            (preset::API_VERSION, "PodPreset") => {
+                let p: preset::PodPreset = strict::typed(&doc).map_err(|e| {
+                    Error::new(format!("{at} (PodPreset): {}", e.field), e.message)
+                })?;
+                presets.push(p);
             }
             _ => {
                 return Err(Error::new(
@@ -116,12 +160,14 @@ pub fn admit(
     let mut pod =
         pod.ok_or_else(|| Error::new("manifest", "no Pod (apiVersion: v1, kind: Pod) in it"))?;
     defaults::pod(&mut pod, new_uid);
+    let presets = preset::apply(&mut pod, &presets).map_err(|e| Error::new("PodPreset", e))?;
     validate::pod(&pod)?;
     strict::unsupported(&pod)?;
     Ok(Admitted {
         pod,
         config_maps,
         secrets,
+        presets,
     })
 }
 

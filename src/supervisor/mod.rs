@@ -50,6 +50,8 @@ pub struct Config {
     pub pod_files: Vec<(std::path::PathBuf, &'static str)>,
     /// `dnsPolicy: ClusterFirst` fell back to the node's resolv.conf.
     pub missing_cluster_dns: bool,
+    /// Matching PodPresets conflicted: none was applied, and this says why.
+    pub preset_conflict: Option<String>,
     /// Sources of `env.valueFrom` and `envFrom`.
     pub config_maps: Vec<k8s_openapi::api::core::v1::ConfigMap>,
     pub secrets: Vec<k8s_openapi::api::core::v1::Secret>,
@@ -184,6 +186,10 @@ pub fn run(cfg: Config, sd: &StateDir) -> i32 {
     };
     let now = s.now();
     s.st.on_sandbox_ready(now);
+    if let Some(c) = s.cfg.preset_conflict.clone() {
+        let wall = s.wall();
+        s.record_event("Warning", "PodPresetConflict", &c, None, wall);
+    }
     if s.cfg.missing_cluster_dns {
         let m = &s.cfg.pod.metadata;
         let msg = format!(
