@@ -48,28 +48,21 @@ pub fn resolve(c: &Container, s: &Sources) -> Result<Resolved, ConfigError> {
     };
     for from in c.env_from.iter().flatten() {
         let prefix = from.prefix.clone().unwrap_or_default();
-        let (kind, name, data) = if let Some(r) = &from.config_map_ref {
-            let cm = s
-                .config_maps
-                .iter()
-                .find(|m| m.metadata.name.as_deref() == Some(&r.name));
-            match cm {
-                Some(cm) => ("configMap", &r.name, config_map_data(cm)),
-                None if r.optional == Some(true) => continue,
-                None => return Err(ConfigError(format!("configmap {:?} not found", r.name))),
-            }
+        let (kind, name, optional) = if let Some(r) = &from.config_map_ref {
+            (ObjectKind::ConfigMap, &r.name, r.optional == Some(true))
         } else if let Some(r) = &from.secret_ref {
-            let sec = s
-                .secrets
-                .iter()
-                .find(|m| m.metadata.name.as_deref() == Some(&r.name));
-            match sec {
-                Some(sec) => ("secret", &r.name, secret_data(sec)),
-                None if r.optional == Some(true) => continue,
-                None => return Err(ConfigError(format!("secret {:?} not found", r.name))),
-            }
+            (ObjectKind::Secret, &r.name, r.optional == Some(true))
         } else {
             continue;
+        };
+        let data = match object_data(s, kind, name) {
+            Some(d) => text(d),
+            None if optional => continue,
+            None => return Err(ConfigError(format!("{} {name:?} not found", kind.lower()))),
+        };
+        let kind = match kind {
+            ObjectKind::ConfigMap => "configMap",
+            ObjectKind::Secret => "secret",
         };
         let mut invalid = Vec::new();
         for (k, v) in data {
@@ -103,20 +96,87 @@ pub fn resolve(c: &Container, s: &Sources) -> Result<Resolved, ConfigError> {
     Ok(Resolved { env, warnings })
 }
 
-fn config_map_data(cm: &ConfigMap) -> BTreeMap<String, String> {
-    let mut d = cm.data.clone().unwrap_or_default();
-    for (k, v) in cm.binary_data.iter().flatten() {
-        d.insert(k.clone(), String::from_utf8_lossy(&v.0).into_owned());
+/// A ConfigMap's or a Secret's data by name (ConfigMap `binaryData` included), or `None`
+/// when the pod's manifest has no such object.
+pub fn object_data(s: &Sources, kind: ObjectKind, name: &str) -> Option<BTreeMap<String, Vec<u8>>> {
+    let named = |m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+        m.name.as_deref() == Some(name)
+    };
+    match kind {
+        ObjectKind::ConfigMap => s.config_maps.iter().find(|m| named(&m.metadata)).map(|cm| {
+            let mut d: BTreeMap<String, Vec<u8>> = cm
+                .data
+                .iter()
+                .flatten()
+                .map(|(k, v)| (k.clone(), v.clone().into_bytes()))
+                .collect();
+            for (k, v) in cm.binary_data.iter().flatten() {
+                d.insert(k.clone(), v.0.clone());
+            }
+            d
+        }),
+        ObjectKind::Secret => s.secrets.iter().find(|m| named(&m.metadata)).map(|sec| {
+            sec.data
+                .iter()
+                .flatten()
+                .map(|(k, v)| (k.clone(), v.0.clone()))
+                .collect()
+        }),
     }
-    d
 }
 
-fn secret_data(s: &Secret) -> BTreeMap<String, String> {
-    s.data
-        .iter()
-        .flatten()
-        .map(|(k, v)| (k.clone(), String::from_utf8_lossy(&v.0).into_owned()))
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ObjectKind {
+    ConfigMap,
+    Secret,
+}
+
+impl ObjectKind {
+    /// As kubelet's "not found" errors name it.
+    pub fn lower(self) -> &'static str {
+        match self {
+            ObjectKind::ConfigMap => "configmap",
+            ObjectKind::Secret => "secret",
+        }
+    }
+    fn title(self) -> &'static str {
+        match self {
+            ObjectKind::ConfigMap => "ConfigMap",
+            ObjectKind::Secret => "Secret",
+        }
+    }
+}
+
+fn text(d: BTreeMap<String, Vec<u8>>) -> BTreeMap<String, String> {
+    d.into_iter()
+        .map(|(k, v)| (k, String::from_utf8_lossy(&v).into_owned()))
         .collect()
+}
+
+/// `configMapKeyRef` / `secretKeyRef`.
+fn key_ref(
+    s: &Sources,
+    kind: ObjectKind,
+    name: &str,
+    key: &str,
+    optional: bool,
+    ns: &str,
+) -> Result<Option<String>, ConfigError> {
+    let Some(data) = object_data(s, kind, name) else {
+        return if optional {
+            Ok(None)
+        } else {
+            Err(ConfigError(format!("{} {name:?} not found", kind.lower())))
+        };
+    };
+    match text(data).remove(key) {
+        Some(v) => Ok(Some(v)),
+        None if optional => Ok(None),
+        None => Err(ConfigError(format!(
+            "couldn't find key {key} in {} {ns}/{name}",
+            kind.title()
+        ))),
+    }
 }
 
 fn value_from(
@@ -127,47 +187,11 @@ fn value_from(
 ) -> Result<Option<String>, ConfigError> {
     if let Some(r) = &src.config_map_key_ref {
         let optional = r.optional == Some(true);
-        let Some(cm) = s
-            .config_maps
-            .iter()
-            .find(|m| m.metadata.name.as_deref() == Some(&r.name))
-        else {
-            return if optional {
-                Ok(None)
-            } else {
-                Err(ConfigError(format!("configmap {:?} not found", r.name)))
-            };
-        };
-        return match config_map_data(cm).remove(&r.key) {
-            Some(v) => Ok(Some(v)),
-            None if optional => Ok(None),
-            None => Err(ConfigError(format!(
-                "couldn't find key {} in ConfigMap {ns}/{}",
-                r.key, r.name
-            ))),
-        };
+        return key_ref(s, ObjectKind::ConfigMap, &r.name, &r.key, optional, ns);
     }
     if let Some(r) = &src.secret_key_ref {
         let optional = r.optional == Some(true);
-        let Some(sec) = s
-            .secrets
-            .iter()
-            .find(|m| m.metadata.name.as_deref() == Some(&r.name))
-        else {
-            return if optional {
-                Ok(None)
-            } else {
-                Err(ConfigError(format!("secret {:?} not found", r.name)))
-            };
-        };
-        return match secret_data(sec).remove(&r.key) {
-            Some(v) => Ok(Some(v)),
-            None if optional => Ok(None),
-            None => Err(ConfigError(format!(
-                "couldn't find key {} in Secret {ns}/{}",
-                r.key, r.name
-            ))),
-        };
+        return key_ref(s, ObjectKind::Secret, &r.name, &r.key, optional, ns);
     }
     if let Some(f) = &src.field_ref {
         return field(&f.field_path, s)

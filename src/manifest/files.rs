@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::{
 };
 use std::collections::BTreeMap;
 
-use super::env::{field, Sources};
+use super::env::{field, object_data, ObjectKind, Sources};
 
 /// One file: its path inside the volume, content and mode.
 #[derive(Debug, PartialEq, Eq)]
@@ -102,68 +102,56 @@ fn keys(
     Ok(())
 }
 
+/// The files of one ConfigMap or Secret source.
+fn object(
+    kind: ObjectKind,
+    name: &str,
+    items: &Option<Vec<KeyToPath>>,
+    optional: Option<bool>,
+    mode: u32,
+    s: &Sources,
+    out: &mut Vec<File>,
+) -> Result<(), String> {
+    let optional = optional == Some(true);
+    let Some(data) = object_data(s, kind, name) else {
+        return if optional {
+            Ok(())
+        } else {
+            Err(format!("{} {name:?} not found", kind.lower()))
+        };
+    };
+    let missing = |k: &str| match kind {
+        ObjectKind::ConfigMap => format!("configmap references non-existent config key: {k}"),
+        ObjectKind::Secret => format!("references non-existent secret key: {k}"),
+    };
+    keys(data, items, optional, mode, &missing, out)
+}
+
 fn config_map(
     c: &ConfigMapProjection,
     mode: u32,
     s: &Sources,
     out: &mut Vec<File>,
 ) -> Result<(), String> {
-    let optional = c.optional == Some(true);
-    let Some(cm) = s
-        .config_maps
-        .iter()
-        .find(|m| m.metadata.name.as_deref() == Some(&c.name))
-    else {
-        return if optional {
-            Ok(())
-        } else {
-            Err(format!("configmap {:?} not found", c.name))
-        };
-    };
-    let mut data: BTreeMap<String, Vec<u8>> = cm
-        .data
-        .iter()
-        .flatten()
-        .map(|(k, v)| (k.clone(), v.clone().into_bytes()))
-        .collect();
-    for (k, v) in cm.binary_data.iter().flatten() {
-        data.insert(k.clone(), v.0.clone());
-    }
-    keys(
-        data,
+    object(
+        ObjectKind::ConfigMap,
+        &c.name,
         &c.items,
-        optional,
+        c.optional,
         mode,
-        &|k| format!("configmap references non-existent config key: {k}"),
+        s,
         out,
     )
 }
 
 fn secret(c: &SecretProjection, mode: u32, s: &Sources, out: &mut Vec<File>) -> Result<(), String> {
-    let optional = c.optional == Some(true);
-    let Some(sec) = s
-        .secrets
-        .iter()
-        .find(|m| m.metadata.name.as_deref() == Some(&c.name))
-    else {
-        return if optional {
-            Ok(())
-        } else {
-            Err(format!("secret {:?} not found", c.name))
-        };
-    };
-    let data: BTreeMap<String, Vec<u8>> = sec
-        .data
-        .iter()
-        .flatten()
-        .map(|(k, v)| (k.clone(), v.0.clone()))
-        .collect();
-    keys(
-        data,
+    object(
+        ObjectKind::Secret,
+        &c.name,
         &c.items,
-        optional,
+        c.optional,
         mode,
-        &|k| format!("references non-existent secret key: {k}"),
+        s,
         out,
     )
 }
