@@ -464,6 +464,17 @@ fn wait_for(pid: i32) -> i32 {
 /// `cfg.volumes` is filled here, once the mount namespace is the pod's. `pid1`: the
 /// namespaces are the runtime's (PID-1 mode).
 fn supervise(mut cfg: supervisor::Config, sd: &StateDir, pid1: bool) -> i32 {
+    // The pause container's rank: the OOM killer takes any container before the supervisor.
+    // Containers and execs set their own score as they start.
+    if let Err(e) = std::fs::write(
+        "/proc/self/oom_score_adj",
+        crate::pod::oom_score::SANDBOX.to_string(),
+    ) {
+        crate::log::warn(&format!(
+            "the supervisor keeps its OOM score: writing {} to /proc/self/oom_score_adj: {e}",
+            crate::pod::oom_score::SANDBOX
+        ));
+    }
     let setup = if pid1 {
         given_namespaces(&cfg.hostname)
     } else {
@@ -511,6 +522,16 @@ fn supervise(mut cfg: supervisor::Config, sd: &StateDir, pid1: bool) -> i32 {
         })
         .collect();
     cfg.volumes = volumes;
+    let sysctls: Vec<(String, String)> = spec
+        .security_context
+        .iter()
+        .flat_map(|s| s.sysctls.iter().flatten())
+        .map(|s| (s.name.clone(), s.value.clone()))
+        .collect();
+    if let Err(e) = crate::sandbox::sysctls::apply(&sysctls) {
+        crate::log::error(&format!("setting up the sandbox: {e}"));
+        return EXIT_SANDBOX;
+    }
     match pod_files(&cfg.pod, &pod_ips, &cfg.hostname, sd) {
         Ok((files, missing_dns)) => {
             cfg.pod_files = files;

@@ -295,3 +295,48 @@ metadata:
     p.assert_nothing_left();
     std::fs::remove_dir_all(&presets).unwrap();
 }
+
+#[test]
+fn safe_pod_sysctls_are_set_in_the_pods_namespaces_and_others_refused() {
+    if !require_root() {
+        return;
+    }
+    let mut p = TestPod::new(
+        "sysctl",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  restartPolicy: Never
+  securityContext:
+    sysctls: [{name: net.ipv4.ip_local_port_range, value: "20000 30000"}, {name: net/ipv4/tcp_syncookies, value: "0"}]
+  containers:
+  - {name: c, image: busybox, command: ["sh", "-c", "cat /proc/sys/net/ipv4/ip_local_port_range /proc/sys/net/ipv4/tcp_syncookies"]}
+"#,
+    );
+    let host = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").unwrap();
+    let out = p.run(LIMIT);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(p.log("c", 0), "20000\t30000\n0");
+    assert_eq!(
+        std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").unwrap(),
+        host,
+        "the host's own namespace is untouched"
+    );
+    p.assert_nothing_left();
+
+    let mut q = TestPod::new(
+        "sysctlbad",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: NAME}\nspec:\n  securityContext: {sysctls: [{name: kernel.msgmax, value: '1'}]}\n  containers:\n  - {name: c, image: busybox}\n",
+    );
+    let out = q.run(LIMIT);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains(
+            "spec.securityContext.sysctls[0].name: Forbidden: forbidden sysctl: \"kernel.msgmax\""
+        ),
+        "{}",
+        out.stderr
+    );
+    q.assert_nothing_left();
+}

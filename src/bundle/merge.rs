@@ -80,6 +80,9 @@ pub fn merge(b: &Bundle, pod: &PodSpec, c: &Container, cx: &MergeContext) -> Res
     if let Some(wd) = &c.working_dir {
         process["cwd"] = json!(wd);
     }
+    if let Some(adj) = cx.oom_score_adj {
+        process["oomScoreAdj"] = json!(adj);
+    }
 
     security(&mut v, b, pod, c).map_err(|e| who("securityContext", e))?;
     resources(&mut v, c).map_err(|e| who("resources", e))?;
@@ -465,6 +468,7 @@ mod tests {
                 hostname: "mypod",
                 env: None,
                 pod_files: &[],
+                oom_score_adj: None,
             },
         )
     }

@@ -75,6 +75,8 @@ pub struct MergeContext<'a> {
     /// The pod's files bind-mounted at these destinations (`/etc/hosts`,
     /// `/etc/resolv.conf`) unless the container mounts something there itself.
     pub pod_files: &'a [(PathBuf, &'static str)],
+    /// kubelet's OOM score for the container (`pod::oom_score`), over the bundle's.
+    pub oom_score_adj: Option<i32>,
 }
 
 /// CONTRACT.md §1: (1) a path (contains `/`) is the bundle; (2) `BUNDLES/<image>`;

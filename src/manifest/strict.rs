@@ -133,10 +133,6 @@ pub fn unsupported(pod: &Pod) -> Result<(), Error> {
     }
     if let Some(sc) = &spec.security_context {
         for (f, on) in [
-            (
-                "sysctls",
-                sc.sysctls.as_ref().is_some_and(|v| !v.is_empty()),
-            ),
             ("seLinuxOptions", sc.se_linux_options.is_some()),
             ("seccompProfile", sc.seccomp_profile.is_some()),
             ("appArmorProfile", sc.app_armor_profile.is_some()),

@@ -63,6 +63,19 @@ pub fn pod(pod: &Pod) -> R {
         }
     }
     dns(spec)?;
+    for (i, sc) in spec
+        .security_context
+        .iter()
+        .flat_map(|s| s.sysctls.iter().flatten())
+        .enumerate()
+    {
+        if let Some(why) = crate::sandbox::sysctls::refusal(&sc.name) {
+            return err(
+                format!("spec.securityContext.sysctls[{i}].name"),
+                format!("Forbidden: {why}"),
+            );
+        }
+    }
     let rp = spec.restart_policy.as_deref().unwrap_or("Always");
     if !["Always", "OnFailure", "Never"].contains(&rp) {
         return err(

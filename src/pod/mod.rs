@@ -7,6 +7,7 @@
 
 pub mod backoff;
 pub mod conditions;
+pub mod oom_score;
 pub mod phase;
 pub mod plan;
 pub mod probes;

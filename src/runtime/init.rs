@@ -124,8 +124,12 @@ fn setup(p: &Prepared, sock: &OwnedFd) -> Result<Never, String> {
 /// The process part of the spec, common to a container's main process and an exec into it.
 fn finish(p: &Prepared) -> Result<Never, String> {
     if let Some(adj) = p.oom_score_adj {
-        std::fs::write("/proc/self/oom_score_adj", adj.to_string())
-            .map_err(|e| format!("oom_score_adj: {e}"))?;
+        match std::fs::write("/proc/self/oom_score_adj", adj.to_string()) {
+            // Lowering the score needs CAP_SYS_RESOURCE: without it the process keeps the
+            // lowest score it may have (containerd's `restrict_oom_score_adj`).
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {}
+            r => r.map_err(|e| format!("oom_score_adj {adj}: {e}"))?,
+        }
     }
     for &(res, soft, hard) in &p.rlimits {
         let lim = libc::rlimit {

@@ -6,4 +6,5 @@ pub mod etc_files;
 pub mod net;
 pub mod rootfs;
 pub mod statedir;
+pub mod sysctls;
 pub mod volumes;

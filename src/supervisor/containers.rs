@@ -152,6 +152,12 @@ impl Ctr {
                 hostname: cx.hostname,
                 env: Some(cx.env),
                 pod_files: cx.pod_files,
+                oom_score_adj: Some(crate::pod::oom_score::container(
+                    cx.pod_spec,
+                    &self.spec,
+                    self.kind == Kind::Sidecar,
+                    super::node_allocatable().1,
+                )),
             },
         )?;
         let rootfs = rootfs::prepare(&self.bundle.rootfs, &self.dir).map_err(|e| e.to_string())?;

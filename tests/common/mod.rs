@@ -158,6 +158,7 @@ impl TestPod {
         pred: impl Fn(&serde_json::Value) -> bool,
     ) -> serde_json::Value {
         let deadline = Instant::now() + limit;
+        let mut last = serde_json::Value::Null;
         loop {
             if let Some(v) = std::fs::read(self.state.join("status.json"))
                 .ok()
@@ -166,11 +167,13 @@ impl TestPod {
                 if pred(&v) {
                     return v;
                 }
+                last = v;
             }
             assert!(
                 Instant::now() < deadline,
-                "status of {} never matched",
-                self.name
+                "status of {} never matched; last seen: {last}\nevents: {}",
+                self.name,
+                std::fs::read_to_string(self.state.join("events.jsonl")).unwrap_or_default()
             );
             std::thread::sleep(Duration::from_millis(20));
         }

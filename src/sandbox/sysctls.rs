@@ -1,0 +1,66 @@
+//! Pod sysctls (`spec.securityContext.sysctls`): kubelet allows the "safe" set by default
+//! (others need `--allowed-unsafe-sysctls`, which podinit does not offer: they are refused
+//! at admission). All of them are namespaced (net: the pod's network namespace; ipc:
+//! its IPC namespace), so the supervisor, which lives in both, sets them once for every
+//! container.
+
+/// kubelet's safe sysctls (`SafeSysctlAllowlist`, Kubernetes 1.34).
+pub const SAFE: &[&str] = &[
+    "kernel.shm_rmid_forced",
+    "net.ipv4.ip_local_port_range",
+    "net.ipv4.tcp_syncookies",
+    "net.ipv4.ping_group_range",
+    "net.ipv4.ip_unprivileged_port_start",
+    "net.ipv4.ip_local_reserved_ports",
+    "net.ipv4.tcp_keepalive_time",
+    "net.ipv4.tcp_fin_timeout",
+    "net.ipv4.tcp_keepalive_intvl",
+    "net.ipv4.tcp_keepalive_probes",
+    "net.ipv4.tcp_rmem",
+    "net.ipv4.tcp_wmem",
+];
+
+/// A sysctl name with `/` separators written the dotted way (both are accepted).
+pub fn normalize(name: &str) -> String {
+    if name.contains('/') {
+        name.replace('/', ".")
+    } else {
+        name.to_string()
+    }
+}
+
+/// Why `name` may not be set, or `None`.
+pub fn refusal(name: &str) -> Option<String> {
+    let n = normalize(name);
+    if SAFE.contains(&n.as_str()) {
+        None
+    } else {
+        Some(format!(
+            "forbidden sysctl: {n:?} not allowlisted (podinit allows kubelet's safe sysctls only)"
+        ))
+    }
+}
+
+/// Set them through /proc/sys (the supervisor's view of its namespaces).
+pub fn apply(sysctls: &[(String, String)]) -> Result<(), String> {
+    for (name, value) in sysctls {
+        let path = std::path::Path::new("/proc/sys").join(normalize(name).replace('.', "/"));
+        std::fs::write(&path, value).map_err(|e| format!("setting sysctl {name}={value}: {e}"))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_safe_set_and_slash_names() {
+        assert_eq!(refusal("net.ipv4.ip_local_port_range"), None);
+        assert_eq!(refusal("net/ipv4/tcp_syncookies"), None);
+        assert!(refusal("kernel.msgmax")
+            .unwrap()
+            .starts_with("forbidden sysctl: \"kernel.msgmax\""));
+        assert_eq!(normalize("net/ipv4/tcp_rmem"), "net.ipv4.tcp_rmem");
+    }
+}
