@@ -112,8 +112,14 @@ pub fn hostname(pod: &Pod) -> String {
 /// The UTS hostname: with `setHostnameAsFQDN` and a `subdomain`, the pod's FQDN (at most
 /// 64 characters, as kubelet allows).
 pub fn uts_hostname(pod: &Pod) -> Result<String, String> {
-    let short = hostname(pod);
     let spec = pod.spec.clone().unwrap_or_default();
+    if spec.host_network == Some(true) {
+        // The node's UTS namespace comes with its network: the node's name.
+        return nix::unistd::gethostname()
+            .map(|h| h.to_string_lossy().into_owned())
+            .map_err(|e| format!("reading the node's hostname: {e}"));
+    }
+    let short = hostname(pod);
     let Some(sub) = spec.subdomain.filter(|s| !s.is_empty()) else {
         return Ok(short);
     };
@@ -313,6 +319,10 @@ impl Sandbox {
         let _ = relay.thread_block();
         let (rel_r, rel_w) =
             nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
+        let host = HostNamespaces::of(cfg.pod.spec.as_ref().expect("admitted pod has a spec"));
+        if host.network && opts.netns.is_some() {
+            return Err("--netns cannot be used with spec.hostNetwork: true".into());
+        }
         let netns = match &opts.netns {
             Some(p) => Some(
                 std::fs::File::open(p)
@@ -320,11 +330,18 @@ impl Sandbox {
             ),
             None => None,
         };
-        let mut flags =
-            (libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS | libc::CLONE_NEWNS)
-                as u64;
-        if netns.is_none() {
-            flags |= libc::CLONE_NEWNET as u64;
+        let mut flags = libc::CLONE_NEWNS as u64;
+        if !host.pid {
+            flags |= libc::CLONE_NEWPID as u64;
+        }
+        if !host.ipc {
+            flags |= libc::CLONE_NEWIPC as u64;
+        }
+        if !host.network {
+            flags |= libc::CLONE_NEWUTS as u64;
+            if netns.is_none() {
+                flags |= libc::CLONE_NEWNET as u64;
+            }
         }
         // SAFETY: podinit run is single-threaded here.
         let cloned = unsafe { crate::util::clone3(flags) }
@@ -475,10 +492,11 @@ fn supervise(mut cfg: supervisor::Config, sd: &StateDir, pid1: bool) -> i32 {
             crate::pod::oom_score::SANDBOX
         ));
     }
+    let host = HostNamespaces::of(cfg.pod.spec.as_ref().expect("admitted pod has a spec"));
     let setup = if pid1 {
-        given_namespaces(&cfg.hostname)
+        given_namespaces(&cfg.hostname, host)
     } else {
-        setup_namespaces(&cfg.hostname)
+        setup_namespaces(&cfg.hostname, host)
     };
     match setup {
         Ok(()) => {}
@@ -562,7 +580,12 @@ fn pod_files(
     for (name, text, dest) in [
         (
             "hosts",
-            etc_files::hosts(pod, pod_ips, &self::hostname(pod)),
+            etc_files::hosts(
+                pod,
+                pod_ips,
+                &self::hostname(pod),
+                &std::fs::read_to_string("/etc/hosts").unwrap_or_default(),
+            ),
             "/etc/hosts",
         ),
         ("resolv.conf", resolv, "/etc/resolv.conf"),
@@ -577,11 +600,33 @@ fn pod_files(
     Ok((out, missing_dns))
 }
 
+/// Which of the caller's namespaces the pod uses instead of its own (`hostNetwork`, which
+/// brings the node's UTS namespace with it, `hostPID`, `hostIPC`).
+#[derive(Clone, Copy)]
+struct HostNamespaces {
+    network: bool,
+    pid: bool,
+    ipc: bool,
+}
+
+impl HostNamespaces {
+    fn of(spec: &k8s_openapi::api::core::v1::PodSpec) -> HostNamespaces {
+        HostNamespaces {
+            network: spec.host_network == Some(true),
+            pid: spec.host_pid == Some(true),
+            ipc: spec.host_ipc == Some(true),
+        }
+    }
+}
+
 /// PID-1 mode: the runtime made the namespaces and mounted /proc. The hostname is set when
 /// the UTS namespace lets us (it is the sandbox's own); loopback is brought up.
-fn given_namespaces(hostname: &str) -> Result<(), String> {
+fn given_namespaces(hostname: &str, host: HostNamespaces) -> Result<(), String> {
     // SAFETY: prctl with integer arguments.
     unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
+    if host.network {
+        return Ok(());
+    }
     let current = nix::unistd::gethostname().ok();
     if current.as_ref().and_then(|h| h.to_str()) != Some(hostname) {
         match nix::unistd::sethostname(hostname) {
@@ -595,12 +640,16 @@ fn given_namespaces(hostname: &str) -> Result<(), String> {
 /// The supervisor's own view: private mount propagation, a /proc of the pod's pid
 /// namespace, the hostname, loopback up; it is not dumpable (CVE-2019-5736 class) and dies
 /// with the outer process.
-fn setup_namespaces(hostname: &str) -> Result<(), String> {
+fn setup_namespaces(hostname: &str, host: HostNamespaces) -> Result<(), String> {
     use nix::mount::{mount, MsFlags};
     // SAFETY: prctl with integer arguments.
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
         libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+        if host.pid {
+            // Not PID 1 of anything: the containers' orphans still come to us to reap.
+            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        }
     }
     mount(
         None::<&str>,
@@ -618,6 +667,9 @@ fn setup_namespaces(hostname: &str) -> Result<(), String> {
         None::<&str>,
     )
     .map_err(|e| format!("mounting /proc for the pod's pid namespace: {e}"))?;
+    if host.network {
+        return Ok(());
+    }
     nix::unistd::sethostname(hostname)
         .map_err(|e| format!("setting hostname {hostname:?}: {e}"))?;
     crate::sandbox::net::loopback_up().map_err(|e| e.to_string())

@@ -340,3 +340,41 @@ spec:
     );
     q.assert_nothing_left();
 }
+
+/// `hostNetwork`, `hostPID`, `hostIPC`: the containers are in the caller's namespaces (and,
+/// with the network, its UTS namespace and hostname); /etc/hosts is the node's.
+#[test]
+fn host_namespaces_are_the_callers() {
+    if !require_root() {
+        return;
+    }
+    let mut p = TestPod::new(
+        "hostns",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  restartPolicy: Never
+  hostNetwork: true
+  hostPID: true
+  hostIPC: true
+  containers:
+  - name: host
+    image: busybox
+    command: ["sh", "-c", "for n in net pid ipc uts; do readlink /proc/self/ns/$n; done; hostname; head -1 /etc/hosts; (sleep 0.2 &) ; env | grep ^HOSTN | cut -d= -f2"]
+"#,
+    );
+    let out = p.run(LIMIT);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let log = p.log("host", 0);
+    let lines: Vec<&str> = log.lines().collect();
+    for (i, n) in ["net", "pid", "ipc", "uts"].iter().enumerate() {
+        let ours = std::fs::read_link(format!("/proc/self/ns/{n}")).unwrap();
+        assert_eq!(lines[i], ours.to_str().unwrap(), "{n}: {log}");
+    }
+    let node = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    assert_eq!(lines[4], node.trim(), "{log}");
+    assert_eq!(lines[5], "# Kubernetes-managed hosts file (host network).");
+    assert_eq!(lines[6], node.trim());
+    p.assert_nothing_left();
+}

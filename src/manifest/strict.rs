@@ -110,9 +110,6 @@ pub fn unsupported(pod: &Pod) -> Result<(), Error> {
     let spec = pod.spec.as_ref().expect("validated");
     let t = Some(true);
     for (f, on) in [
-        ("hostNetwork", spec.host_network == t),
-        ("hostPID", spec.host_pid == t),
-        ("hostIPC", spec.host_ipc == t),
         ("hostUsers", spec.host_users == Some(false)),
         (
             "ephemeralContainers",

@@ -129,7 +129,7 @@ fn unknown_fields_are_named() {
 #[test]
 fn unsupported_fields_are_named() {
     for (spec, field) in [
-        ("  hostNetwork: true\n  containers:\n  - {name: c, image: busybox}\n", "spec.hostNetwork"),
+        ("  hostUsers: false\n  containers:\n  - {name: c, image: busybox}\n", "spec.hostUsers"),
         ("  containers:\n  - {name: c, image: busybox, tty: true}\n", "spec.containers[0].tty"),
         ("  containers:\n  - name: c\n    image: busybox\n    volumeMounts: [{name: v, mountPath: /v, mountPropagation: Bidirectional}]\n  volumes: [{name: v, emptyDir: {}}]\n", "spec.containers[0].volumeMounts[0].mountPropagation"),
         ("  containers:\n  - {name: c, image: busybox}\n  volumes: [{name: v, nfs: {server: s, path: /x}}]\n", "spec.volumes[0].nfs"),
@@ -234,4 +234,22 @@ fn uuids_are_version_4() {
     assert_eq!(u.len(), 36);
     assert_eq!(&u[14..15], "4");
     assert!(matches!(&u[19..20], "8" | "9" | "a" | "b"));
+}
+
+#[test]
+fn host_namespaces_and_what_they_rule_out() {
+    let c = "  containers:\n  - {name: c, image: busybox}\n";
+    for host in ["hostNetwork", "hostPID", "hostIPC"] {
+        admit_str(&pod_with(&format!("  {host}: true\n{c}"))).unwrap();
+    }
+    assert_eq!(
+        err_of(&pod_with(&format!("  hostPID: true\n  shareProcessNamespace: true\n{c}"))),
+        "spec.shareProcessNamespace: Invalid value: true: ShareProcessNamespace and HostPID cannot both be enabled"
+    );
+    assert_eq!(
+        err_of(&pod_with(&format!(
+            "  hostNetwork: true\n  securityContext: {{sysctls: [{{name: net.ipv4.tcp_syncookies, value: '1'}}]}}\n{c}"
+        ))),
+        "spec.securityContext.sysctls[0].name: Forbidden: forbidden sysctl: \"net.ipv4.tcp_syncookies\" not allowed with host net enabled"
+    );
 }

@@ -63,13 +63,23 @@ pub fn pod(pod: &Pod) -> R {
         }
     }
     dns(spec)?;
+    if spec.share_process_namespace == Some(true) && spec.host_pid == Some(true) {
+        return err(
+            "spec.shareProcessNamespace",
+            "Invalid value: true: ShareProcessNamespace and HostPID cannot both be enabled",
+        );
+    }
     for (i, sc) in spec
         .security_context
         .iter()
         .flat_map(|s| s.sysctls.iter().flatten())
         .enumerate()
     {
-        if let Some(why) = crate::sandbox::sysctls::refusal(&sc.name) {
+        if let Some(why) = crate::sandbox::sysctls::refusal(
+            &sc.name,
+            spec.host_network == Some(true),
+            spec.host_ipc == Some(true),
+        ) {
             return err(
                 format!("spec.securityContext.sysctls[{i}].name"),
                 format!("Forbidden: {why}"),

@@ -14,13 +14,24 @@ pub const CLUSTER_DOMAIN: &str = "cluster.local";
 const MAX_NAMESERVERS: usize = 3;
 const MAX_SEARCHES: usize = 32;
 
-pub fn hosts(pod: &Pod, pod_ips: &[String], hostname: &str) -> String {
+/// `node_hosts`: the node's /etc/hosts, which a `hostNetwork` pod gets instead of its own
+/// entries (kubelet's `nodeHostsFileContent`).
+pub fn hosts(pod: &Pod, pod_ips: &[String], hostname: &str, node_hosts: &str) -> String {
     let spec = pod.spec.clone().unwrap_or_default();
     let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
-    let mut out = String::from(
-        "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\nfe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n",
-    );
-    for ip in pod_ips {
+    let host_network = spec.host_network == Some(true);
+    let mut out = if host_network {
+        let mut s = format!("# Kubernetes-managed hosts file (host network).\n{node_hosts}");
+        if !s.ends_with('\n') {
+            s.push('\n');
+        }
+        s
+    } else {
+        String::from(
+            "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\nfe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n",
+        )
+    };
+    for ip in pod_ips.iter().filter(|_| !host_network) {
         match spec.subdomain.as_deref().filter(|s| !s.is_empty()) {
             Some(sub) => out.push_str(&format!(
                 "{ip}\t{hostname}.{sub}.{ns}.svc.{CLUSTER_DOMAIN}\t{hostname}\n"
@@ -45,7 +56,11 @@ pub fn hosts(pod: &Pod, pod_ips: &[String], hostname: &str) -> String {
 /// DNS for `ClusterFirst` (it falls back to the node's resolv.conf: `MissingClusterDNS`).
 pub fn resolv_conf(pod: &Pod, host_resolv: &str) -> (String, bool) {
     let spec = pod.spec.clone().unwrap_or_default();
-    let policy = spec.dns_policy.as_deref().unwrap_or("ClusterFirst");
+    let mut policy = spec.dns_policy.as_deref().unwrap_or("ClusterFirst");
+    if policy == "ClusterFirst" && spec.host_network == Some(true) {
+        // A host-network pod uses the node's DNS unless it asks `ClusterFirstWithHostNet`.
+        policy = "Default";
+    }
     let (mut servers, mut searches, mut options) = (Vec::new(), Vec::new(), Vec::<String>::new());
     let mut missing_cluster_dns = false;
     if policy != "None" {
@@ -113,7 +128,7 @@ mod tests {
     #[test]
     fn hosts_as_kubelet_writes_it() {
         let p = pod("  subdomain: api\n  hostAliases: [{ip: 10.1.1.1, hostnames: [foo, bar]}]\n");
-        let h = hosts(&p, &["10.0.0.5".into()], "web");
+        let h = hosts(&p, &["10.0.0.5".into()], "web", "");
         assert!(
             h.starts_with("# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n"),
             "{h}"
@@ -126,11 +141,34 @@ mod tests {
             h.ends_with("\n# Entries added by HostAliases.\n10.1.1.1\tfoo\tbar\n"),
             "{h}"
         );
-        let h = hosts(&pod(""), &["10.0.0.5".into()], "web");
+        let h = hosts(&pod(""), &["10.0.0.5".into()], "web", "");
         assert!(
             h.ends_with("fe00::2\tip6-allrouters\n10.0.0.5\tweb\n"),
             "{h}"
         );
+    }
+
+    #[test]
+    fn a_host_network_pod_gets_the_nodes_hosts_and_dns() {
+        let p = pod("  hostNetwork: true\n  hostAliases: [{ip: 10.1.1.1, hostnames: [foo]}]\n");
+        let h = hosts(
+            &p,
+            &["192.168.1.9".into()],
+            "node1",
+            "127.0.0.1 localhost\n",
+        );
+        assert_eq!(
+            h,
+            "# Kubernetes-managed hosts file (host network).\n127.0.0.1 localhost\n\n# Entries added by HostAliases.\n10.1.1.1\tfoo\n"
+        );
+        let host = "nameserver 192.168.1.1\n";
+        assert_eq!(
+            resolv_conf(&p, host),
+            ("nameserver 192.168.1.1\n".to_string(), false),
+            "ClusterFirst is Default on the host network"
+        );
+        let with_net = pod("  hostNetwork: true\n  dnsPolicy: ClusterFirstWithHostNet\n");
+        assert!(resolv_conf(&with_net, host).1, "no cluster DNS to use");
     }
 
     #[test]

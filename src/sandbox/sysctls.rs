@@ -29,16 +29,22 @@ pub fn normalize(name: &str) -> String {
     }
 }
 
-/// Why `name` may not be set, or `None`.
-pub fn refusal(name: &str) -> Option<String> {
+/// Why `name` may not be set, or `None`; a pod on the host's network (IPC) namespace may not
+/// set that namespace's sysctls: they would change the node's.
+pub fn refusal(name: &str, host_network: bool, host_ipc: bool) -> Option<String> {
     let n = normalize(name);
-    if SAFE.contains(&n.as_str()) {
-        None
-    } else {
-        Some(format!(
+    if !SAFE.contains(&n.as_str()) {
+        return Some(format!(
             "forbidden sysctl: {n:?} not allowlisted (podinit allows kubelet's safe sysctls only)"
-        ))
+        ));
     }
+    let ns = if n.starts_with("net.") { "net" } else { "ipc" };
+    if (ns == "net" && host_network) || (ns == "ipc" && host_ipc) {
+        return Some(format!(
+            "forbidden sysctl: {n:?} not allowed with host {ns} enabled"
+        ));
+    }
+    None
 }
 
 /// Set them through /proc/sys (the supervisor's view of its namespaces).
@@ -56,11 +62,17 @@ mod tests {
 
     #[test]
     fn the_safe_set_and_slash_names() {
-        assert_eq!(refusal("net.ipv4.ip_local_port_range"), None);
-        assert_eq!(refusal("net/ipv4/tcp_syncookies"), None);
-        assert!(refusal("kernel.msgmax")
+        assert_eq!(refusal("net.ipv4.ip_local_port_range", false, false), None);
+        assert_eq!(refusal("net/ipv4/tcp_syncookies", false, false), None);
+        assert!(refusal("kernel.msgmax", false, false)
             .unwrap()
             .starts_with("forbidden sysctl: \"kernel.msgmax\""));
+        assert_eq!(
+            refusal("net.ipv4.tcp_syncookies", true, false).unwrap(),
+            "forbidden sysctl: \"net.ipv4.tcp_syncookies\" not allowed with host net enabled"
+        );
+        assert_eq!(refusal("net.ipv4.tcp_syncookies", false, true), None);
+        assert!(refusal("kernel.shm_rmid_forced", false, true).is_some());
         assert_eq!(normalize("net/ipv4/tcp_rmem"), "net.ipv4.tcp_rmem");
     }
 }

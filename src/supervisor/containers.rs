@@ -148,7 +148,9 @@ impl Ctr {
             &MergeContext {
                 volumes: cx.volumes,
                 termination_log: Some(&term_log),
-                share_process_namespace: cx.pod_spec.share_process_namespace.unwrap_or(false),
+                // hostPID: the container stays in the supervisor's pid namespace, the host's.
+                share_process_namespace: cx.pod_spec.share_process_namespace == Some(true)
+                    || cx.pod_spec.host_pid == Some(true),
                 hostname: cx.hostname,
                 env: Some(cx.env),
                 pod_files: cx.pod_files,
