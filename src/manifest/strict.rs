@@ -108,7 +108,6 @@ fn unsupported_err(path: String) -> Result<(), Error> {
 /// The one table of what podinit does not support yet; shrink it as features land.
 pub fn unsupported(pod: &Pod) -> Result<(), Error> {
     let spec = pod.spec.as_ref().expect("validated");
-    let t = Some(true);
     for (f, on) in [
         ("hostUsers", spec.host_users == Some(false)),
         (
