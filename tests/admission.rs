@@ -378,3 +378,104 @@ spec:
     assert_eq!(lines[6], node.trim());
     p.assert_nothing_left();
 }
+
+/// The device cgroup refuses what the spec does not create, even to a container holding
+/// CAP_MKNOD (it could otherwise read the node's disks), while the default nodes work.
+#[test]
+fn device_cgroup_confines_nodes() {
+    if !require_root() {
+        return;
+    }
+    let mut p = TestPod::new(
+        "devices",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: dev
+    image: busybox
+    securityContext: {capabilities: {add: [MKNOD]}}
+    command: ["sh", "-c", "mknod /tmp/mem c 1 1 && head -c1 /tmp/mem; echo mem=$?; echo hi >/dev/null && echo null-ok; head -c4 /dev/zero | wc -c"]
+"#,
+    );
+    let out = p.run(LIMIT);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let log = p.log("dev", 0);
+    assert!(log.contains("Operation not permitted"), "{log}");
+    assert!(log.contains("mem=1"), "{log}");
+    assert!(log.contains("null-ok"), "{log}");
+    assert!(log.lines().any(|l| l.trim() == "4"), "{log}");
+    p.assert_nothing_left();
+}
+
+/// `privileged: true` as containerd makes it: podinit's own capabilities, /sys writable,
+/// nothing masked, and the node's device nodes.
+#[test]
+fn privileged_container_sees_the_node() {
+    if !require_root() {
+        return;
+    }
+    let mut p = TestPod::new(
+        "privileged",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: priv
+    image: busybox
+    securityContext: {privileged: true}
+    command: ["sh", "-c", "grep CapEff /proc/self/status | cut -f2; grep ' /sys ' /proc/mounts | cut -d' ' -f4 | cut -d, -f1; head -c1 /proc/timer_list | wc -c; ls /dev"]
+  - name: plain
+    image: busybox
+    command: ["sh", "-c", "grep CapEff /proc/self/status | cut -f2; grep ' /sys ' /proc/mounts | cut -d' ' -f4 | cut -d, -f1; head -c1 /proc/timer_list | wc -c; ls /dev"]
+"#,
+    );
+    let out = p.run(LIMIT);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let ours = std::fs::read_to_string("/proc/self/status").unwrap();
+    let cap_eff = ours
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .unwrap()
+        .trim()
+        .to_string();
+    let log = p.log("priv", 0);
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines[0], cap_eff, "{log}");
+    assert_eq!(lines[1], "rw", "{log}");
+    assert_eq!(lines[2].trim(), "1", "/proc/timer_list is masked: {log}");
+    // Every character device of the node's /dev top level is there.
+    let host_chr: Vec<String> = std::fs::read_dir("/dev")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            use std::os::unix::fs::FileTypeExt;
+            e.file_type().map(|t| t.is_char_device()).unwrap_or(false)
+        })
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    for name in host_chr
+        .iter()
+        .filter(|n| n.starts_with("tty") || *n == "kmsg")
+    {
+        assert!(
+            lines.iter().any(|l| l == name),
+            "/dev/{name} missing: {log}"
+        );
+    }
+    let plain = p.log("plain", 0);
+    let plines: Vec<&str> = plain.lines().collect();
+    assert_ne!(plines[0], cap_eff, "{plain}");
+    assert_eq!(plines[1], "ro", "{plain}");
+    assert_eq!(
+        plines[2].trim(),
+        "0",
+        "/proc/timer_list is not masked: {plain}"
+    );
+    assert!(!plines.contains(&"kmsg"), "{plain}");
+    p.assert_nothing_left();
+}

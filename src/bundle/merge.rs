@@ -86,6 +86,15 @@ pub fn merge(b: &Bundle, pod: &PodSpec, c: &Container, cx: &MergeContext) -> Res
 
     security(&mut v, b, pod, c).map_err(|e| who("securityContext", e))?;
     resources(&mut v, c).map_err(|e| who("resources", e))?;
+    let privileged = c
+        .security_context
+        .as_ref()
+        .and_then(|s| s.privileged)
+        .unwrap_or(false);
+    if privileged {
+        privileged_spec(&mut v);
+    }
+    devices(&mut v, privileged);
     mounts(&mut v, c, cx).map_err(|e| format!("container {}: {e}", c.name))?;
     namespaces(&mut v, cx.share_process_namespace)
         .map_err(|e| who("config.json: linux.namespaces", e))?;
@@ -218,7 +227,8 @@ fn security(v: &mut Value, b: &Bundle, pod: &PodSpec, c: &Container) -> Result<(
         return Err("container has runAsNonRoot and image will run as root".into());
     }
 
-    if let Some(caps) = &csc.capabilities {
+    let privileged = csc.privileged == Some(true);
+    if let Some(caps) = csc.capabilities.as_ref().filter(|_| !privileged) {
         let adds: Vec<String> = caps.add.iter().flatten().map(|s| cap_name(s)).collect();
         let drops: Vec<String> = caps.drop.iter().flatten().map(|s| cap_name(s)).collect();
         let pcaps = obj(obj(v, "process"), "capabilities");
@@ -254,6 +264,85 @@ fn security(v: &mut Value, b: &Bundle, pod: &PodSpec, c: &Container) -> Result<(
         obj(v, "process")["noNewPrivileges"] = json!(!ape);
     }
     Ok(())
+}
+
+/// `privileged: true`, as containerd's CRI makes it: every capability podinit itself holds
+/// (asking for more would fail capset where podinit runs with a narrowed bounding set),
+/// nothing masked or read-only in /proc, /sys and the cgroup filesystem writable, and the
+/// host's devices.
+fn privileged_spec(v: &mut Value) {
+    let held: Vec<String> = caps::read(None, caps::CapSet::Effective)
+        .map(|set| {
+            let names: std::collections::BTreeSet<String> =
+                set.iter().map(|c| c.to_string()).collect();
+            names.into_iter().collect()
+        })
+        .unwrap_or_else(|_| all_caps());
+    let pcaps = obj(obj(v, "process"), "capabilities");
+    for set in ["bounding", "effective", "permitted"] {
+        pcaps[set] = json!(held);
+    }
+    let linux = obj(v, "linux");
+    if let Some(l) = linux.as_object_mut() {
+        l.remove("maskedPaths");
+        l.remove("readonlyPaths");
+    }
+    let mut devices = linux["devices"].as_array().cloned().unwrap_or_default();
+    for n in crate::sandbox::devices::host_nodes() {
+        if !devices.iter().any(|d| d["path"] == json!(n.path)) {
+            devices.push(
+                json!({"path": n.path, "type": n.kind.to_string(), "major": n.major,
+                                "minor": n.minor, "fileMode": n.mode, "uid": 0, "gid": 0}),
+            );
+        }
+    }
+    linux["devices"] = json!(devices);
+    for m in v["mounts"].as_array_mut().into_iter().flatten() {
+        if matches!(m["type"].as_str(), Some("sysfs" | "cgroup" | "cgroup2")) {
+            if let Some(opts) = m["options"].as_array_mut() {
+                for o in opts.iter_mut() {
+                    if o == "ro" {
+                        *o = json!("rw");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The device cgroup rules: the runtime's defaults, then the bundle's own, then one for
+/// each node the spec creates; a privileged container may use every device.
+fn devices(v: &mut Value, privileged: bool) {
+    let linux = obj(v, "linux");
+    let mut rules: Vec<Value> = crate::sandbox::devices::defaults()
+        .iter()
+        .map(|r| {
+            let mut j = json!({"allow": r.allow, "type": r.kind.to_string(), "access": r.access});
+            if let Some(m) = r.major {
+                j["major"] = json!(m);
+            }
+            if let Some(m) = r.minor {
+                j["minor"] = json!(m);
+            }
+            j
+        })
+        .collect();
+    rules.extend(
+        linux["resources"]["devices"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default(),
+    );
+    for d in linux["devices"].as_array().into_iter().flatten() {
+        rules.push(
+            json!({"allow": true, "type": d["type"], "major": d["major"],
+                          "minor": d["minor"], "access": "rwm"}),
+        );
+    }
+    if privileged {
+        rules.push(json!({"allow": true, "type": "a", "access": "rwm"}));
+    }
+    obj(obj(v, "linux"), "resources")["devices"] = json!(rules);
 }
 
 /// The primary gid of `uid` and the groups it belongs to, from the rootfs' `/etc/passwd`
@@ -499,6 +588,43 @@ mod tests {
         let c = container("name: c\nworkingDir: /w");
         let s = run(&c, &PodSpec::default(), false).unwrap();
         assert_eq!(s.process().as_ref().unwrap().cwd(), &PathBuf::from("/w"));
+    }
+
+    #[test]
+    fn device_rules_and_privileged() {
+        let pod = PodSpec::default();
+        let s = serde_json::to_value(run(&container("name: c"), &pod, false).unwrap()).unwrap();
+        let rules = s["linux"]["resources"]["devices"]
+            .as_array()
+            .unwrap()
+            .clone();
+        assert_eq!(
+            rules[0],
+            json!({"allow": false, "type": "a", "access": "rwm"})
+        );
+        assert!(rules.contains(
+            &json!({"allow": true, "type": "c", "major": 1, "minor": 3, "access": "rwm"})
+        ));
+        assert!(!rules.iter().any(|r| r["allow"] == true && r["type"] == "a"));
+
+        let c =
+            container("name: c\nsecurityContext: {privileged: true, capabilities: {drop: [ALL]}}");
+        let s = serde_json::to_value(run(&c, &pod, false).unwrap()).unwrap();
+        let rules = s["linux"]["resources"]["devices"].as_array().unwrap();
+        assert_eq!(
+            rules.last().unwrap(),
+            &json!({"allow": true, "type": "a", "access": "rwm"})
+        );
+        let sorted = |mut v: Vec<String>| {
+            v.sort();
+            v
+        };
+        assert_eq!(
+            sorted(strings(&s["process"]["capabilities"]["bounding"])),
+            sorted(all_caps())
+        );
+        assert!(s["linux"].get("maskedPaths").is_none());
+        assert!(s["linux"].get("readonlyPaths").is_none());
     }
 
     #[test]

@@ -227,15 +227,10 @@ fn container(c: &Container, p: &str) -> Result<(), Error> {
 
 fn security(sc: &SecurityContext, p: &str) -> Result<(), Error> {
     for (f, on) in [
-        ("privileged", sc.privileged == Some(true)),
         ("seLinuxOptions", sc.se_linux_options.is_some()),
         ("seccompProfile", sc.seccomp_profile.is_some()),
         ("appArmorProfile", sc.app_armor_profile.is_some()),
         ("windowsOptions", sc.windows_options.is_some()),
-        (
-            "procMount",
-            sc.proc_mount.as_deref().is_some_and(|m| m != "Default"),
-        ),
     ] {
         if on {
             return unsupported_err(format!("{p}.{f}"));

@@ -133,7 +133,7 @@ fn unsupported_fields_are_named() {
         ("  containers:\n  - {name: c, image: busybox, tty: true}\n", "spec.containers[0].tty"),
         ("  containers:\n  - name: c\n    image: busybox\n    volumeMounts: [{name: v, mountPath: /v, mountPropagation: Bidirectional}]\n  volumes: [{name: v, emptyDir: {}}]\n", "spec.containers[0].volumeMounts[0].mountPropagation"),
         ("  containers:\n  - {name: c, image: busybox}\n  volumes: [{name: v, nfs: {server: s, path: /x}}]\n", "spec.volumes[0].nfs"),
-        ("  containers:\n  - {name: c, image: busybox, securityContext: {privileged: true}}\n", "spec.containers[0].securityContext.privileged"),
+        ("  containers:\n  - {name: c, image: busybox, securityContext: {seLinuxOptions: {level: s0}}}\n", "spec.containers[0].securityContext.seLinuxOptions"),
     ] {
         assert_eq!(err_of(&pod_with(spec)), format!("{field}: not supported"));
     }
@@ -251,5 +251,24 @@ fn host_namespaces_and_what_they_rule_out() {
             "  hostNetwork: true\n  securityContext: {{sysctls: [{{name: net.ipv4.tcp_syncookies, value: '1'}}]}}\n{c}"
         ))),
         "spec.securityContext.sysctls[0].name: Forbidden: forbidden sysctl: \"net.ipv4.tcp_syncookies\" not allowed with host net enabled"
+    );
+}
+
+#[test]
+fn privileged_and_proc_mount_rules() {
+    let c = |sc: &str| {
+        pod_with(&format!(
+            "  containers:\n  - {{name: c, image: busybox, securityContext: {sc}}}\n"
+        ))
+    };
+    admit_str(&c("{privileged: true}")).unwrap();
+    admit_str(&c("{procMount: Default}")).unwrap();
+    assert_eq!(
+        err_of(&c("{privileged: true, allowPrivilegeEscalation: false}")),
+        "spec.containers[0].securityContext: Invalid value: cannot set `allowPrivilegeEscalation` to false and `privileged` to true"
+    );
+    assert_eq!(
+        err_of(&c("{procMount: Unmasked}")),
+        "spec.containers[0].securityContext.procMount: Invalid value: \"Unmasked\": `hostUsers` must be false to use `Unmasked`"
     );
 }

@@ -246,6 +246,32 @@ fn container(
     if c.image.as_deref().unwrap_or("").trim().is_empty() {
         return err(format!("{p}.image"), "Required value");
     }
+    if let Some(sc) = &c.security_context {
+        if sc.privileged == Some(true) && sc.allow_privilege_escalation == Some(false) {
+            return err(
+                format!("{p}.securityContext"),
+                "Invalid value: cannot set `allowPrivilegeEscalation` to false and `privileged` to true",
+            );
+        }
+        match sc.proc_mount.as_deref() {
+            None | Some("Default") => {}
+            // Unmasked needs a user namespace (hostUsers: false), which podinit does not make.
+            Some("Unmasked") => {
+                return err(
+                    format!("{p}.securityContext.procMount"),
+                    "Invalid value: \"Unmasked\": `hostUsers` must be false to use `Unmasked`",
+                )
+            }
+            Some(v) => {
+                return err(
+                    format!("{p}.securityContext.procMount"),
+                    format!(
+                        "Unsupported value: {v:?}: supported values: \"Default\", \"Unmasked\""
+                    ),
+                )
+            }
+        }
+    }
     let sidecar = match c.restart_policy.as_deref() {
         None => false,
         Some("Always") if init => true,

@@ -237,6 +237,45 @@ impl Group {
             .map_err(|e| err(&format!("setting limits on cgroup {}", self.describe()), e))
     }
 
+    /// Limit the device nodes the cgroup's processes may use to `rules` (see `devices`):
+    /// v1 through `devices.deny`/`devices.allow`, v2 with a device program attached to the
+    /// cgroup (once: each call adds one). No rules: no limit, as the OCI spec says.
+    pub fn confine_devices(&self, rules: &[super::devices::Rule]) -> io::Result<()> {
+        if rules.is_empty() {
+            return Ok(());
+        }
+        let ctx =
+            |what: &str, e: io::Error| err(&format!("{what} for cgroup {}", self.describe()), e);
+        if self.v2 {
+            let dir = self
+                .dirs
+                .first()
+                .ok_or_else(|| err("devices", "no cgroup directory"))?;
+            return attach_device_program(dir, &super::devices::program(rules))
+                .map_err(|e| ctx("attaching the device program", e));
+        }
+        let Some(dir) = self.dirs.iter().find(|d| d.join("devices.allow").exists()) else {
+            return Err(err(
+                "devices",
+                format!("no devices controller for cgroup {}", self.describe()),
+            ));
+        };
+        for r in rules {
+            let file = if r.allow {
+                "devices.allow"
+            } else {
+                "devices.deny"
+            };
+            match fs::write(dir.join(file), r.v1_line()) {
+                Ok(()) => {}
+                // The parent cgroup does not allow it: it stays denied, which is stricter.
+                Err(e) if r.allow && e.raw_os_error() == Some(libc::EPERM) => {}
+                Err(e) => return Err(ctx(&format!("writing {:?} to {file}", r.v1_line()), e)),
+            }
+        }
+        Ok(())
+    }
+
     /// Number of OOM kills the kernel counted in this cgroup (v1 `memory.oom_control`,
     /// v2 `memory.events`).
     pub fn oom_kills(&self) -> u64 {
@@ -347,6 +386,96 @@ fn keyed_value(text: &str, key: &str) -> Option<u64> {
 }
 
 /// The part of the OCI resources podinit sets (what Kubernetes' limits map to).
+/// Load `prog` as a `BPF_PROG_TYPE_CGROUP_DEVICE` program and attach it to the cgroup
+/// directory `dir`, beside any the parent has (`BPF_F_ALLOW_MULTI`: all must allow).
+fn attach_device_program(dir: &Path, prog: &[super::devices::Insn]) -> io::Result<()> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    const BPF_PROG_LOAD: libc::c_long = 5;
+    const BPF_PROG_ATTACH: libc::c_long = 8;
+    const BPF_PROG_TYPE_CGROUP_DEVICE: u32 = 15;
+    const BPF_CGROUP_DEVICE: u32 = 6;
+    const BPF_F_ALLOW_MULTI: u32 = 2;
+    // The leading fields of `union bpf_attr` for each command; the kernel zero-fills the rest.
+    #[repr(C, align(8))]
+    struct ProgLoad {
+        prog_type: u32,
+        insn_cnt: u32,
+        insns: u64,
+        license: u64,
+        log_level: u32,
+        log_size: u32,
+        log_buf: u64,
+        kern_version: u32,
+        prog_flags: u32,
+        prog_name: [u8; 16],
+        prog_ifindex: u32,
+        expected_attach_type: u32,
+    }
+    #[repr(C, align(8))]
+    struct ProgAttach {
+        target_fd: u32,
+        attach_bpf_fd: u32,
+        attach_type: u32,
+        attach_flags: u32,
+    }
+    let license = c"Apache-2.0";
+    let mut name = [0u8; 16];
+    name[..7].copy_from_slice(b"podinit");
+    let load = ProgLoad {
+        prog_type: BPF_PROG_TYPE_CGROUP_DEVICE,
+        insn_cnt: prog.len() as u32,
+        insns: prog.as_ptr() as u64,
+        license: license.as_ptr() as u64,
+        log_level: 0,
+        log_size: 0,
+        log_buf: 0,
+        kern_version: 0,
+        prog_flags: 0,
+        prog_name: name,
+        prog_ifindex: 0,
+        expected_attach_type: BPF_CGROUP_DEVICE,
+    };
+    // SAFETY: bpf(2) with a fully initialised attribute struct that outlives the call and
+    // points at `prog` and `license`, both alive here.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_PROG_LOAD,
+            &load as *const ProgLoad,
+            std::mem::size_of::<ProgLoad>(),
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::other(format!(
+            "loading the device program: {}",
+            io::Error::last_os_error()
+        )));
+    }
+    // SAFETY: a new fd that only we own.
+    let prog_fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    let cg = fs::File::open(dir)?;
+    let attach = ProgAttach {
+        target_fd: cg.as_raw_fd() as u32,
+        attach_bpf_fd: prog_fd.as_raw_fd() as u32,
+        attach_type: BPF_CGROUP_DEVICE,
+        attach_flags: BPF_F_ALLOW_MULTI,
+    };
+    // SAFETY: as above; both fds are open for the call. The attachment keeps the program
+    // alive once our fd is closed, until the cgroup is removed.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_PROG_ATTACH,
+            &attach as *const ProgAttach,
+            std::mem::size_of::<ProgAttach>(),
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 fn to_cgroups_resources(r: &oci_spec::runtime::LinuxResources) -> Resources {
     let mut res = Resources::default();
     if let Some(m) = r.memory() {

@@ -2,6 +2,7 @@
 //! and volumes. Everything here touches the kernel; the decisions live in `pod`.
 
 pub mod cgroup;
+pub mod devices;
 pub mod etc_files;
 pub mod net;
 pub mod rootfs;

@@ -37,6 +37,8 @@ pub struct Ctr {
     pub dir: PathBuf,
     pub cgroup: Group,
     cgroup_created: bool,
+    /// The device rules are on the cgroup (v2 adds a program per call: once per cgroup).
+    devices_confined: bool,
     /// Runs started so far: the next run's log is `logs/<name>/<runs>.log` (= restartCount).
     pub runs: u32,
     pub run: Option<Run>,
@@ -106,6 +108,7 @@ impl Ctr {
             dir,
             cgroup,
             cgroup_created: false,
+            devices_confined: false,
             runs: 0,
             run: None,
             container_id: None,
@@ -173,6 +176,18 @@ impl Ctr {
         }
         if let Some(r) = spec.linux().as_ref().and_then(|l| l.resources().as_ref()) {
             self.cgroup.set(r).map_err(|e| e.to_string())?;
+            if !self.devices_confined {
+                let rules: Vec<_> = r
+                    .devices()
+                    .iter()
+                    .flatten()
+                    .filter_map(crate::sandbox::devices::Rule::from_oci)
+                    .collect();
+                self.cgroup
+                    .confine_devices(&rules)
+                    .map_err(|e| e.to_string())?;
+                self.devices_confined = true;
+            }
         }
 
         let log_path = LogFile::path_for(cx.logs_dir, &self.name, self.runs);
@@ -353,6 +368,7 @@ impl Ctr {
         if self.cgroup_created {
             self.cgroup.destroy()?;
             self.cgroup_created = false;
+            self.devices_confined = false;
         }
         Ok(())
     }
