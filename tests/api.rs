@@ -367,3 +367,147 @@ spec:
     assert!(out.stderr.contains("/nonexistent/netns"), "{}", out.stderr);
     q.assert_nothing_left();
 }
+
+/// A network namespace made with `ip netns add` and joined to the host by a veth pair, as
+/// a CNI plugin leaves it; removed on drop, so also when the test fails.
+struct VethNetns {
+    name: String,
+    host_ip: String,
+    pod_ip: String,
+}
+
+impl VethNetns {
+    fn new() -> VethNetns {
+        let tag = format!("{:06x}", std::process::id() & 0xff_ffff);
+        let octet = 1 + (std::process::id() % 250);
+        let v = VethNetns {
+            name: format!("podinit-test-{tag}"),
+            host_ip: format!("10.231.{octet}.1"),
+            pod_ip: format!("10.231.{octet}.2"),
+        };
+        let (host_if, pod_if) = (format!("pih{tag}"), format!("pip{tag}"));
+        let steps: Vec<Vec<String>> = vec![
+            vec!["netns".into(), "add".into(), v.name.clone()],
+            vec![
+                "link".into(),
+                "add".into(),
+                host_if.clone(),
+                "type".into(),
+                "veth".into(),
+                "peer".into(),
+                "name".into(),
+                pod_if.clone(),
+                "netns".into(),
+                v.name.clone(),
+            ],
+            vec![
+                "addr".into(),
+                "add".into(),
+                format!("{}/30", v.host_ip),
+                "dev".into(),
+                host_if.clone(),
+            ],
+            vec!["link".into(), "set".into(), host_if, "up".into()],
+            vec![
+                "-n".into(),
+                v.name.clone(),
+                "addr".into(),
+                "add".into(),
+                format!("{}/30", v.pod_ip),
+                "dev".into(),
+                pod_if.clone(),
+            ],
+            vec![
+                "-n".into(),
+                v.name.clone(),
+                "link".into(),
+                "set".into(),
+                pod_if,
+                "up".into(),
+            ],
+        ];
+        for args in steps {
+            let out = Command::new("ip").args(&args).output().expect("ip");
+            assert!(
+                out.status.success(),
+                "ip {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        v
+    }
+
+    fn path(&self) -> String {
+        format!("/run/netns/{}", self.name)
+    }
+}
+
+impl Drop for VethNetns {
+    fn drop(&mut self) {
+        // Deleting the namespace destroys the veth pair with it.
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .status();
+    }
+}
+
+/// `--netns` of a veth-connected namespace: podIP(s) are read from it, the httpGet
+/// readiness probe reaches the server on the pod's IP, and so does the host.
+#[test]
+fn netns_with_veth_reports_pod_ip_and_probes_reach_it() {
+    if !require_root() {
+        return;
+    }
+    let ns = VethNetns::new();
+    let mut p = TestPod::new(
+        "veth",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  containers:
+  - name: web
+    image: busybox
+    command: ["sh", "-c", "mkdir -p /tmp/www && echo hello >/tmp/www/index.html && httpd -p 8080 -h /tmp/www && trap 'exit 0' TERM && while :; do sleep 1; done"]
+    readinessProbe:
+      httpGet: {path: /index.html, port: 8080}
+      periodSeconds: 1
+"#,
+    );
+    let mut cmd = p.command();
+    cmd.arg("--netns").arg(ns.path());
+    p.start_with(cmd);
+    let st = p.wait_status(LIMIT, |s| {
+        s["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True")
+    });
+    assert_eq!(st["status"]["podIP"], ns.pod_ip.as_str(), "{st}");
+    assert_eq!(
+        st["status"]["podIPs"],
+        serde_json::json!([{"ip": ns.pod_ip}]),
+        "{st}"
+    );
+    // The server is on the pod's address, reached from the host over the veth pair.
+    let mut conn = std::net::TcpStream::connect_timeout(
+        &format!("{}:8080", ns.pod_ip).parse().unwrap(),
+        Duration::from_secs(5),
+    )
+    .expect("connecting to the pod from the host");
+    conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    conn.write_all(b"GET /index.html HTTP/1.0\r\n\r\n").unwrap();
+    let mut reply = String::new();
+    let _ = conn.read_to_string(&mut reply);
+    assert!(
+        reply.starts_with("HTTP/1.") && reply.contains(" 200 "),
+        "{reply}"
+    );
+    assert!(reply.ends_with("hello\n"), "{reply}");
+    p.signal(libc::SIGTERM);
+    let out = p.wait(LIMIT);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    p.assert_nothing_left();
+    assert!(ns.host_ip.starts_with("10.231."));
+}
