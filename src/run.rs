@@ -7,7 +7,6 @@
 
 use k8s_openapi::api::core::v1::{Container, Pod};
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
@@ -317,8 +316,11 @@ impl Sandbox {
             nix::sys::signal::Signal::SIGINT,
         ]);
         let _ = relay.thread_block();
-        let (rel_r, rel_w) =
+        // Held open by the outer process for as long as it lives: the supervisor checks it
+        // for a hangup once its parent-death signal is set, in case we died before that.
+        let (alive_r, alive_w) =
             nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
+        let placement = leaf.placement().map_err(|e| e.to_string())?;
         let host = HostNamespaces::of(cfg.pod.spec.as_ref().expect("admitted pod has a spec"));
         if host.network && opts.netns.is_some() {
             return Err("--netns cannot be used with spec.hostNetwork: true".into());
@@ -344,13 +346,20 @@ impl Sandbox {
             }
         }
         // SAFETY: podinit run is single-threaded here.
-        let cloned = unsafe { crate::util::clone3(flags) }
-            .map_err(|e| format!("creating the pod namespaces (clone3): {e}"))?;
+        let cloned = unsafe {
+            use std::os::fd::AsFd;
+            crate::util::clone3(flags, placement.dir.as_ref().map(|d| d.as_fd()))
+        }
+        .map_err(|e| format!("creating the pod namespaces (clone3): {e}"))?;
         let Some(child) = cloned else {
-            drop(rel_w);
-            let mut b = [0u8; 1];
-            // EOF: the outer process gave up (or died) before releasing us.
-            if !matches!(std::fs::File::from(rel_r).read(&mut b), Ok(1)) {
+            drop(alive_w);
+            if let Err(e) = crate::sandbox::cgroup::join_self(&placement.tasks) {
+                crate::log::error(&format!("setting up the sandbox: {e}"));
+                std::process::exit(EXIT_SANDBOX);
+            }
+            // SAFETY: prctl with integer arguments.
+            unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
+            if outer_is_gone(alive_r) {
                 std::process::exit(EXIT_SANDBOX);
             }
             if let Some(ns) = &netns {
@@ -368,15 +377,9 @@ impl Sandbox {
             let code = supervise(cfg, sd, false);
             std::process::exit(code);
         };
-        drop(rel_r);
-        if let Err(e) = leaf.add(child.pid) {
-            let _ = crate::util::pidfd_signal(&child.pidfd, libc::SIGKILL);
-            wait_for(child.pid);
-            let _ = relay.thread_unblock();
-            return Err(e.to_string());
-        }
-        let _ = std::fs::File::from(rel_w).write_all(b"g");
+        drop(alive_r);
         let code = relay_until_exit(&child, &relay);
+        drop(alive_w);
         Ok(code)
     }
 
@@ -429,6 +432,20 @@ fn pod_cgroup_resources(
 }
 
 /// Forward SIGTERM/SIGINT to the supervisor until it exits; returns its exit status.
+/// In the supervisor: whether the outer process died before our parent-death signal was
+/// set (its end of the pipe is then closed).
+fn outer_is_gone(alive: std::os::fd::OwnedFd) -> bool {
+    use std::os::fd::AsFd;
+    let mut fds = [nix::poll::PollFd::new(
+        alive.as_fd(),
+        nix::poll::PollFlags::POLLIN,
+    )];
+    let _ = nix::poll::poll(&mut fds, nix::poll::PollTimeout::ZERO);
+    fds[0]
+        .revents()
+        .is_some_and(|r| r.intersects(nix::poll::PollFlags::POLLHUP))
+}
+
 fn relay_until_exit(child: &crate::util::Cloned, relay: &nix::sys::signal::SigSet) -> i32 {
     let sig = SignalPipe::install(&[libc::SIGTERM, libc::SIGINT]);
     let _ = relay.thread_unblock();
@@ -638,13 +655,12 @@ fn given_namespaces(hostname: &str, host: HostNamespaces) -> Result<(), String> 
 }
 
 /// The supervisor's own view: private mount propagation, a /proc of the pod's pid
-/// namespace, the hostname, loopback up; it is not dumpable (CVE-2019-5736 class) and dies
-/// with the outer process.
+/// namespace, the hostname, loopback up; it is not dumpable (CVE-2019-5736 class). (Its
+/// parent-death signal is set right after the clone.)
 fn setup_namespaces(hostname: &str, host: HostNamespaces) -> Result<(), String> {
     use nix::mount::{mount, MsFlags};
     // SAFETY: prctl with integer arguments.
     unsafe {
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
         libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
         if host.pid {
             // Not PID 1 of anything: the containers' orphans still come to us to reap.

@@ -70,12 +70,17 @@ pub struct Cloned {
 }
 
 /// `clone3(2)` with `CLONE_PIDFD` and the given namespace flags, fork-like (no new stack):
-/// returns `Ok(None)` in the child and `Ok(Some(..))` in the parent.
+/// returns `Ok(None)` in the child and `Ok(Some(..))` in the parent. With `cgroup` (a v2
+/// cgroup directory), the child is born in that cgroup (`CLONE_INTO_CGROUP`).
 ///
 /// # Safety
 /// The caller must be single-threaded (as the supervisor and the outer process are), for
 /// the same reasons as `fork`: the child may only rely on state no other thread held.
-pub unsafe fn clone3(flags: u64) -> io::Result<Option<Cloned>> {
+pub unsafe fn clone3(
+    flags: u64,
+    cgroup: Option<std::os::fd::BorrowedFd>,
+) -> io::Result<Option<Cloned>> {
+    const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
     #[repr(C)]
     #[derive(Default)]
     struct CloneArgs {
@@ -98,6 +103,10 @@ pub unsafe fn clone3(flags: u64) -> io::Result<Option<Cloned>> {
         exit_signal: libc::SIGCHLD as u64,
         ..Default::default()
     };
+    if let Some(fd) = cgroup {
+        args.flags |= CLONE_INTO_CGROUP;
+        args.cgroup = std::os::fd::AsRawFd::as_raw_fd(&fd) as u64;
+    }
     let rc = libc::syscall(
         libc::SYS_clone3,
         &mut args as *mut CloneArgs,

@@ -56,8 +56,8 @@ fn sys_mount(
 }
 
 /// Run in the child; never returns.
-pub fn run(p: &Prepared, sock: OwnedFd) -> ! {
-    let err = match setup(p, &sock) {
+pub fn run(p: &Prepared, cgroup_tasks: &[PathBuf], sock: OwnedFd) -> ! {
+    let err = match setup(p, cgroup_tasks) {
         Ok(never) => match never {},
         Err(e) => e,
     };
@@ -71,15 +71,11 @@ pub fn run(p: &Prepared, sock: OwnedFd) -> ! {
 
 enum Never {}
 
-fn setup(p: &Prepared, sock: &OwnedFd) -> Result<Never, String> {
+fn setup(p: &Prepared, cgroup_tasks: &[PathBuf]) -> Result<Never, String> {
+    // Into our cgroups before anything else, so that all we do is accounted there and the
+    // cgroup namespace below is rooted in it.
+    crate::sandbox::cgroup::join_self(cgroup_tasks)?;
     reset_signals();
-    // Wait until the supervisor has put us in our cgroups.
-    let mut b = [0u8; 1];
-    // SAFETY: read into a local buffer.
-    if unsafe { libc::read(sock.as_raw_fd(), b.as_mut_ptr().cast(), 1) } != 1 {
-        // SAFETY: the supervisor is gone or gave up on us: exit quietly.
-        unsafe { libc::_exit(128) };
-    }
     if p.new_cgroup_ns && p.join.is_none() {
         // SAFETY: unshare with a flag.
         check(unsafe { libc::unshare(libc::CLONE_NEWCGROUP) }, || {

@@ -3,8 +3,9 @@
 //! The supervisor calls [`spawn`]: everything the child needs is computed first
 //! ([`prepare::Prepared`]), then one `clone3` makes the child directly in a new mount (and
 //! pid) namespace — it is PID 1 of its own pid namespace and the supervisor's direct
-//! child, with no intermediate process. The parent puts it in its cgroup, then releases it;
-//! the child sets up its root filesystem and credentials ([`init`]) and execs. Its start
+//! child, with no intermediate process. It is born in its cgroup (v2) or moves itself there
+//! first thing (v1): see [`Placement`](crate::sandbox::cgroup::Placement). The child sets
+//! up its root filesystem and credentials ([`init`]) and execs. Its start
 //! result comes back on a CLOEXEC SOCK_SEQPACKET pair: EOF means exec succeeded, a message
 //! is the error. `spawn` never waits for the child: the supervisor polls `start_fd`.
 
@@ -15,8 +16,7 @@ mod prepare;
 
 use oci_spec::runtime::Spec;
 use std::io::Read;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::path::PathBuf;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 pub struct Launch<'a> {
     /// For error messages.
@@ -26,8 +26,8 @@ pub struct Launch<'a> {
     pub spec: &'a Spec,
     /// The supervisor's fds that become the container's 0, 1 and 2.
     pub stdio: [RawFd; 3],
-    /// `cgroup.procs` files the process is written to before it runs anything of its own.
-    pub cgroup_procs: &'a [PathBuf],
+    /// Where the process goes before it runs anything of its own.
+    pub cgroup: &'a crate::sandbox::cgroup::Placement,
     /// Instead of a new pid namespace, join the one of this process (a pidfd): an
     /// ephemeral container with a `targetContainerName`.
     pub pid_ns_of: Option<&'a OwnedFd>,
@@ -62,7 +62,7 @@ pub fn spawn(l: &Launch) -> Result<Spawned, SpawnError> {
 /// Start `l.spec.process` inside the running container whose main process `target` (a
 /// pidfd) is: exec hooks and probes, `podinit exec`. It joins the container's pid, mount
 /// and cgroup namespaces (the pod's net, ipc and uts it shares already) and is written to
-/// `l.cgroup_procs` (the container's cgroup) before it runs. Like [`spawn`], it is the
+/// `l.cgroup` (the container's cgroup) before it runs. Like [`spawn`], it is the
 /// supervisor's direct child and reports its start on `start_fd`.
 pub fn spawn_in(target: &OwnedFd, l: &Launch) -> Result<Spawned, SpawnError> {
     start(l, Some(target))
@@ -116,7 +116,7 @@ fn start(l: &Launch, join: Option<&OwnedFd>) -> Result<Spawned, SpawnError> {
     }
     // SAFETY: the supervisor is single-threaded; the child only runs `init::run`, which
     // ends in exec or _exit.
-    let cloned = unsafe { crate::util::clone3(flags) };
+    let cloned = unsafe { crate::util::clone3(flags, l.cgroup.dir.as_ref().map(|d| d.as_fd())) };
     let in_parent = !matches!(cloned, Ok(None));
     if let Some(own) = restore_pid_ns.filter(|_| in_parent) {
         // SAFETY: back to our own pid namespace for later children.
@@ -130,20 +130,9 @@ fn start(l: &Launch, join: Option<&OwnedFd>) -> Result<Spawned, SpawnError> {
     let cloned = cloned.map_err(|e| SpawnError::Create(format!("clone3: {e}")))?;
     let Some(child) = cloned else {
         drop(parent_end);
-        init::run(&prepared, child_end);
+        init::run(&prepared, &l.cgroup.tasks, child_end);
     };
     drop(child_end);
-    for f in l.cgroup_procs {
-        if let Err(e) = std::fs::write(f, child.pid.to_string()) {
-            let _ = crate::util::pidfd_signal(&child.pidfd, libc::SIGKILL);
-            return Err(SpawnError::Create(format!(
-                "adding the container's process to {}: {e}",
-                f.display()
-            )));
-        }
-    }
-    // Release the child; if it died already, its start result says why.
-    let _ = nix::unistd::write(&parent_end, b"g");
     Ok(Spawned {
         pid: nix::unistd::Pid::from_raw(child.pid),
         pidfd: child.pidfd,

@@ -203,12 +203,12 @@ impl Ctr {
         }
 
         let id = crate::util::random_hex(32);
-        let procs = self.cgroup.procs_files();
+        let placement = self.cgroup.placement().map_err(|e| e.to_string())?;
         let spawned = runtime::spawn(&runtime::Launch {
             container_id: &id,
             spec: &spec,
             stdio: [devnull.as_raw_fd(), out_w.as_raw_fd(), err_w.as_raw_fd()],
-            cgroup_procs: &procs,
+            cgroup: &placement,
             pid_ns_of: cx.pid_ns_of,
         })
         .map_err(|runtime::SpawnError::Create(m)| m)?;
@@ -284,14 +284,14 @@ impl Ctr {
             (None, None)
         };
         let err_fd = err_w.as_ref().map_or(out_w.as_raw_fd(), |w| w.as_raw_fd());
-        let procs = self.cgroup.procs_files();
+        let placement = self.cgroup.placement().map_err(|e| e.to_string())?;
         let spawned = runtime::spawn_in(
             &run.pidfd,
             &runtime::Launch {
                 container_id: &self.name,
                 spec: &spec,
                 stdio: [devnull.as_raw_fd(), out_w.as_raw_fd(), err_fd],
-                cgroup_procs: &procs,
+                cgroup: &placement,
                 pid_ns_of: None,
             },
         )
