@@ -299,6 +299,7 @@ impl Sandbox {
             bundles: bundles_dir(opts.bundles.as_deref()),
             cgroups: cgroups.clone(),
             pod_cgroup: pod_cg_name.clone(),
+            private_mounts: !pid1,
             pod_files: Vec::new(),
             missing_cluster_dns: false,
             preset_conflict: adm.preset_conflict,

@@ -37,8 +37,6 @@ pub struct Ctr {
     pub dir: PathBuf,
     pub cgroup: Group,
     cgroup_created: bool,
-    /// The device rules are on the cgroup (v2 adds a program per call: once per cgroup).
-    devices_confined: bool,
     /// Runs started so far: the next run's log is `logs/<name>/<runs>.log` (= restartCount).
     pub runs: u32,
     pub run: Option<Run>,
@@ -108,7 +106,6 @@ impl Ctr {
             dir,
             cgroup,
             cgroup_created: false,
-            devices_confined: false,
             runs: 0,
             run: None,
             container_id: None,
@@ -170,24 +167,27 @@ impl Ctr {
             root.set_path(rootfs);
         }
 
-        if !self.cgroup_created {
-            self.cgroup.create().map_err(|e| e.to_string())?;
-            self.cgroup_created = true;
+        if self.cgroup_created {
+            // A fresh cgroup for every run, as containerd gives every container instance.
+            // It also matters on v2: some kernels (Debian's 6.1) SIGKILL every process born
+            // with CLONE_INTO_CGROUP into a cgroup that `cgroup.kill` was ever written to.
+            self.cgroup.destroy().map_err(|e| e.to_string())?;
+            self.cgroup_created = false;
         }
+        self.cgroup.create().map_err(|e| e.to_string())?;
+        self.cgroup_created = true;
         if let Some(r) = spec.linux().as_ref().and_then(|l| l.resources().as_ref()) {
             self.cgroup.set(r).map_err(|e| e.to_string())?;
-            if !self.devices_confined {
-                let rules: Vec<_> = r
-                    .devices()
-                    .iter()
-                    .flatten()
-                    .filter_map(crate::sandbox::devices::Rule::from_oci)
-                    .collect();
-                self.cgroup
-                    .confine_devices(&rules)
-                    .map_err(|e| e.to_string())?;
-                self.devices_confined = true;
-            }
+            // Once per cgroup: v2 would stack one more program for each call.
+            let rules: Vec<_> = r
+                .devices()
+                .iter()
+                .flatten()
+                .filter_map(crate::sandbox::devices::Rule::from_oci)
+                .collect();
+            self.cgroup
+                .confine_devices(&rules)
+                .map_err(|e| e.to_string())?;
         }
 
         let log_path = LogFile::path_for(cx.logs_dir, &self.name, self.runs);
@@ -317,7 +317,8 @@ impl Ctr {
 
     /// The main process was reaped with wait status `status`. Returns the start error if the
     /// process never got to exec the container's program, else how it exited. Kills what
-    /// the run left in the cgroup and releases its root filesystem.
+    /// the run left in the cgroup. Its root filesystem stays, as an exited container's does
+    /// under kubelet, until the next run replaces it or the pod ends.
     pub fn exited(&mut self, status: i32) -> Result<Exit, String> {
         let Some(mut run) = self.run.take() else {
             return Err("no run".into());
@@ -328,7 +329,6 @@ impl Ctr {
             }
         }
         self.cgroup.kill_all();
-        rootfs::release(&self.dir);
         if let Some(msg) = run.start_error.take() {
             return Err(msg);
         }
@@ -362,13 +362,17 @@ impl Ctr {
         None
     }
 
-    /// Remove the container's cgroup and private directory (pod teardown).
-    pub fn teardown(&mut self) -> io::Result<()> {
-        rootfs::release(&self.dir);
+    /// Remove the container's cgroup and private directory (pod teardown). `unmount`: the
+    /// root filesystem is in a mount namespace that outlives us (PID-1 mode); otherwise it
+    /// goes with the supervisor's namespace, all at once, and the outer process removes
+    /// the directories.
+    pub fn teardown(&mut self, unmount: bool) -> io::Result<()> {
+        if unmount {
+            rootfs::release(&self.dir);
+        }
         if self.cgroup_created {
             self.cgroup.destroy()?;
             self.cgroup_created = false;
-            self.devices_confined = false;
         }
         Ok(())
     }

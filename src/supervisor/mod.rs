@@ -46,6 +46,8 @@ pub struct Config {
     pub bundles: std::path::PathBuf,
     pub cgroups: crate::sandbox::cgroup::CgroupRoot,
     pub pod_cgroup: String,
+    /// The supervisor's mount namespace is its own (not PID-1 mode): its mounts end with it.
+    pub private_mounts: bool,
     /// `/etc/hosts` and `/etc/resolv.conf` of the pod, and where they go.
     pub pod_files: Vec<(std::path::PathBuf, &'static str)>,
     /// `dnsPolicy: ClusterFirst` fell back to the node's resolv.conf.
@@ -695,7 +697,7 @@ impl Supervisor<'_> {
             srv.end_streams(&Stream::Events);
         }
         for c in &mut self.cfg.containers {
-            if let Err(e) = c.teardown() {
+            if let Err(e) = c.teardown(!self.cfg.private_mounts) {
                 crate::log::warn(&format!("container {}: {e}", c.name));
             }
         }
