@@ -614,3 +614,44 @@ spec:
     assert_eq!(p.log("c", 0), "Seccomp:\t2");
     p.assert_nothing_left();
 }
+
+/// A process started in a running container (`podinit exec`, exec probes and hooks) gets
+/// the container's filter too, as `runc exec` does.
+#[test]
+fn exec_into_a_confined_container_is_confined() {
+    if !require_root() {
+        return;
+    }
+    let mut p = TestPod::new(
+        "seccompexec",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: busybox
+    securityContext: {seccompProfile: {type: RuntimeDefault}}
+    command: ["sleep", "1000"]
+"#,
+    );
+    p.start();
+    p.wait_status(LIMIT, |v| {
+        container_status(v, "c")["state"]["running"].is_object()
+    });
+    let out = std::process::Command::new(bin())
+        .args(["exec", "c", "--", "sh", "-c"])
+        .arg("grep Seccomp: /proc/self/status; unshare -U true")
+        .env("PODINIT_SOCKET", p.state.join("pod.sock"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert_eq!(stdout, "Seccomp:\t2\n");
+    assert!(stderr.contains("Operation not permitted"), "{stderr}");
+    p.signal(libc::SIGTERM);
+    p.wait(LIMIT);
+    p.assert_nothing_left();
+}
