@@ -136,7 +136,8 @@ fn comparisons_are_unsigned_64_bit() {
         v - (1 << 32),
         u64::MAX,
     ];
-    let ops: [(&str, fn(u64, u64) -> bool); 7] = [
+    type Reference = fn(u64, u64) -> bool;
+    let ops: [(&str, Reference); 7] = [
         ("SCMP_CMP_EQ", |a, b| a == b),
         ("SCMP_CMP_NE", |a, b| a != b),
         ("SCMP_CMP_LT", |a, b| a < b),
