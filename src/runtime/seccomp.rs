@@ -142,9 +142,10 @@ pub fn compile(s: &LinuxSeccomp) -> Result<Filter, String> {
         }
     }
 
-    // Per architecture: syscall number (x32 with its bit) → rules in profile order, and
-    // the largest number the profile names (for the -ENOSYS stub).
-    let mut rules: [BTreeMap<u32, Vec<Rule>>; 3] = Default::default();
+    // Per audit architecture (x86_64 and x32 share one, their numbers apart by the x32
+    // bit): syscall number → rules in profile order. Per architecture: the largest number
+    // the profile names (for the -ENOSYS stub).
+    let (mut rules64, mut rules32) = (BTreeMap::new(), BTreeMap::new());
     let mut last: [Option<u32>; 3] = [None; 3];
     for (i, sc) in s.syscalls().iter().flatten().enumerate() {
         let field = format!("linux.seccomp.syscalls[{i}]");
@@ -186,7 +187,12 @@ pub fn compile(s: &LinuxSeccomp) -> Result<Filter, String> {
                 if ret == default {
                     continue;
                 }
-                let list = rules[a].entry(nr).or_default();
+                let map = if arch == ArchKind::I386 {
+                    &mut rules32
+                } else {
+                    &mut rules64
+                };
+                let list: &mut Vec<Rule> = map.entry(nr).or_default();
                 for conds in &alternatives {
                     list.push(Rule {
                         conds: conds.clone(),
@@ -232,9 +238,7 @@ pub fn compile(s: &LinuxSeccomp) -> Result<Filter, String> {
     } else {
         fills.push((X32_SYSCALL_BIT, u32::MAX, RET_KILL_THREAD));
     }
-    let mut merged = rules[ArchKind::X86_64 as usize].clone();
-    merged.extend(rules[ArchKind::X32 as usize].clone());
-    g.dispatch(&intervals(&merged, &fills, default), true, default);
+    g.dispatch(&intervals(&rules64, &fills, default), true, default);
 
     if arches.contains(&ArchKind::I386) {
         g.place(l32);
@@ -243,11 +247,7 @@ pub fn compile(s: &LinuxSeccomp) -> Result<Filter, String> {
             .map(|(from, ret)| (from, u32::MAX, ret))
             .into_iter()
             .collect();
-        g.dispatch(
-            &intervals(&rules[ArchKind::I386 as usize], &fills, default),
-            false,
-            default,
-        );
+        g.dispatch(&intervals(&rules32, &fills, default), false, default);
     }
     let program = g.assemble();
     if program.len() > MAX_INSNS {
