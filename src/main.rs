@@ -52,6 +52,9 @@ enum Cmd {
         /// The CrashLoopBackOff cap, in seconds (kubelet's maxContainerRestartPeriod).
         #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
         max_restart_backoff: u64,
+        /// Where `Localhost` seccomp profiles are (kubelet's <root-dir>/seccomp)
+        #[arg(long, value_name = "DIR", default_value = podinit::run::DEFAULT_SECCOMP_ROOT)]
+        seccomp_root: PathBuf,
     },
     /// Admit POD.yaml and print the effective pod as YAML.
     Validate {
@@ -178,6 +181,7 @@ fn main() {
             notify_socket,
             log_format,
             max_restart_backoff,
+            seccomp_root,
         } => {
             podinit::log::set_json(matches!(log_format, LogFormat::Json));
             podinit::run::run(&podinit::run::RunOptions {
@@ -190,6 +194,7 @@ fn main() {
                 netns,
                 notify_socket,
                 max_restart_backoff,
+                seccomp_root: Some(seccomp_root),
             })
         }
         Cmd::Validate {

@@ -35,7 +35,12 @@ pub struct RunOptions {
     pub notify_socket: Option<PathBuf>,
     /// CrashLoopBackOff cap in seconds (kubelet's maxContainerRestartPeriod).
     pub max_restart_backoff: u64,
+    /// `--seccomp-root`: where `Localhost` seccomp profiles are.
+    pub seccomp_root: Option<PathBuf>,
 }
+
+/// kubelet's seccomp profile root (`<root-dir>/seccomp`, root-dir /var/lib/kubelet).
+pub const DEFAULT_SECCOMP_ROOT: &str = "/var/lib/kubelet/seccomp";
 
 /// A manifest that passed admission, with every image resolved to a loaded bundle.
 pub struct Admission {
@@ -297,6 +302,10 @@ impl Sandbox {
                     .filter(|s| !s.is_empty()),
             ),
             bundles: bundles_dir(opts.bundles.as_deref()),
+            seccomp_root: opts
+                .seccomp_root
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(DEFAULT_SECCOMP_ROOT)),
             cgroups: cgroups.clone(),
             pod_cgroup: pod_cg_name.clone(),
             private_mounts: !pid1,

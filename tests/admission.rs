@@ -479,3 +479,179 @@ spec:
     assert!(!plines.contains(&"kmsg"), "{plain}");
     p.assert_nothing_left();
 }
+
+/// `seccompProfile` as kubelet and containerd apply it: the pod's RuntimeDefault (with and
+/// without no_new_privs, as root and not), a container's Unconfined over it, a Localhost
+/// profile from `--seccomp-root`, and none for a privileged container.
+#[test]
+fn seccomp_profiles_confine_containers() {
+    if !require_root() {
+        return;
+    }
+    let mut p = TestPod::new(
+        "seccomp",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  restartPolicy: Never
+  securityContext: {seccompProfile: {type: RuntimeDefault}}
+  containers:
+  - name: default
+    image: busybox
+    command: ["sh", "-c", "grep Seccomp: /proc/self/status; unshare -U true; echo unshare=$?; mkdir /tmp/d && echo mkdir-ok"]
+  - name: nnp
+    image: busybox
+    securityContext: {allowPrivilegeEscalation: false, runAsUser: 1000}
+    command: ["sh", "-c", "grep -E 'Seccomp:|NoNewPrivs:' /proc/self/status; unshare -U true; echo unshare=$?"]
+  - name: unconfined
+    image: busybox
+    securityContext: {seccompProfile: {type: Unconfined}}
+    command: ["sh", "-c", "grep Seccomp: /proc/self/status; unshare -U true; echo unshare=$?"]
+  - name: localhost
+    image: busybox
+    securityContext: {seccompProfile: {type: Localhost, localhostProfile: profiles/no-mkdir.json}}
+    command: ["sh", "-c", "grep Seccomp: /proc/self/status; mkdir /tmp/d; echo mkdir=$?; touch /tmp/f && echo touch-ok"]
+  - name: privileged
+    image: busybox
+    securityContext: {privileged: true}
+    command: ["sh", "-c", "grep Seccomp: /proc/self/status"]
+"#,
+    );
+    let root = p.dir.join("seccomp");
+    std::fs::create_dir_all(root.join("profiles")).unwrap();
+    std::fs::write(
+        root.join("profiles/no-mkdir.json"),
+        r#"{"defaultAction": "SCMP_ACT_ALLOW", "architectures": ["SCMP_ARCH_X86_64"],
+            "syscalls": [{"names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO", "errnoRet": 13}]}"#,
+    )
+    .unwrap();
+    let mut cmd = p.command();
+    cmd.arg("--seccomp-root").arg(&root);
+    p.start_with(cmd);
+    let out = p.wait(LIMIT);
+    assert_eq!(out.code, 0, "{}\n{}", out.stderr, out.status);
+    let log = p.log("default", 0);
+    assert!(log.contains("Seccomp:\t2"), "{log}");
+    assert!(log.contains("Operation not permitted"), "{log}");
+    assert!(
+        log.contains("unshare=1") && log.contains("mkdir-ok"),
+        "{log}"
+    );
+    let log = p.log("nnp", 0);
+    assert!(
+        log.contains("Seccomp:\t2") && log.contains("NoNewPrivs:\t1"),
+        "{log}"
+    );
+    assert!(log.contains("unshare=1"), "{log}");
+    let log = p.log("unconfined", 0);
+    assert!(
+        log.contains("Seccomp:\t0") && log.contains("unshare=0"),
+        "{log}"
+    );
+    let log = p.log("localhost", 0);
+    assert!(log.contains("Seccomp:\t2"), "{log}");
+    assert!(
+        log.contains("Permission denied") && log.contains("mkdir=1"),
+        "{log}"
+    );
+    assert!(log.contains("touch-ok"), "{log}");
+    assert_eq!(p.log("privileged", 0), "Seccomp:\t0");
+    p.assert_nothing_left();
+}
+
+/// A Localhost profile that is not there keeps the container waiting in
+/// CreateContainerError, naming the file; the pod lives on, and the profile is read again
+/// at the next try.
+#[test]
+fn a_missing_seccomp_profile_is_create_container_error() {
+    if !require_root() {
+        return;
+    }
+    let mut p = TestPod::new(
+        "seccompmissing",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: c
+    image: busybox
+    securityContext: {seccompProfile: {type: Localhost, localhostProfile: late.json}}
+    command: ["sh", "-c", "grep Seccomp: /proc/self/status"]
+"#,
+    );
+    let root = p.dir.join("seccomp");
+    std::fs::create_dir_all(&root).unwrap();
+    let profile = root.join("late.json");
+    let mut cmd = p.command();
+    cmd.arg("--seccomp-root").arg(&root);
+    p.start_with(cmd);
+    let v = p.wait_status(LIMIT, |v| {
+        container_status(v, "c")["state"]["waiting"]["reason"] == "CreateContainerError"
+    });
+    let msg = container_status(&v, "c")["state"]["waiting"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        msg.starts_with(&format!(
+            "container c: cannot load seccomp profile \"{}\": No such file or directory",
+            profile.display()
+        )),
+        "{msg}"
+    );
+    assert_eq!(v["status"]["phase"], "Pending");
+    wait_event(
+        &p,
+        "Failed",
+        "Error: container c: cannot load seccomp profile",
+    );
+    std::fs::write(&profile, r#"{"defaultAction": "SCMP_ACT_ALLOW"}"#).unwrap();
+    let out = p.wait(LIMIT);
+    assert_eq!(out.code, 0, "{}\n{}", out.stderr, out.status);
+    assert_eq!(p.log("c", 0), "Seccomp:\t2");
+    p.assert_nothing_left();
+}
+
+/// A process started in a running container (`podinit exec`, exec probes and hooks) gets
+/// the container's filter too, as `runc exec` does.
+#[test]
+fn exec_into_a_confined_container_is_confined() {
+    if !require_root() {
+        return;
+    }
+    let mut p = TestPod::new(
+        "seccompexec",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: busybox
+    securityContext: {seccompProfile: {type: RuntimeDefault}}
+    command: ["sleep", "1000"]
+"#,
+    );
+    p.start();
+    p.wait_status(LIMIT, |v| {
+        container_status(v, "c")["state"]["running"].is_object()
+    });
+    let out = std::process::Command::new(bin())
+        .args(["exec", "c", "--", "sh", "-c"])
+        .arg("grep Seccomp: /proc/self/status; unshare -U true")
+        .env("PODINIT_SOCKET", p.state.join("pod.sock"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert_eq!(stdout, "Seccomp:\t2\n");
+    assert!(stderr.contains("Operation not permitted"), "{stderr}");
+    p.signal(libc::SIGTERM);
+    p.wait(LIMIT);
+    p.assert_nothing_left();
+}

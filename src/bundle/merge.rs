@@ -94,6 +94,9 @@ pub fn merge(b: &Bundle, pod: &PodSpec, c: &Container, cx: &MergeContext) -> Res
     if privileged {
         privileged_spec(&mut v);
     }
+    // After the capabilities: the default profile depends on the bounding set.
+    super::seccomp::apply(&mut v, pod, c, cx.seccomp_root)
+        .map_err(|e| format!("container {}: {e}", c.name))?;
     devices(&mut v, privileged);
     mounts(&mut v, c, cx).map_err(|e| format!("container {}: {e}", c.name))?;
     namespaces(&mut v, cx.share_process_namespace)
@@ -523,7 +526,7 @@ mod tests {
             "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"},
                        {"destination": "/data", "type": "tmpfs", "source": "tmpfs"}],
             "linux": {"namespaces": [{"type": "pid"}, {"type": "network"}, {"type": "ipc"}, {"type": "uts"}, {"type": "mount"}],
-                      "cgroupsPath": "/x"}
+                      "cgroupsPath": "/x", "seccomp": {"defaultAction": "SCMP_ACT_LOG"}}
         }))
         .unwrap();
         Bundle {
@@ -538,6 +541,10 @@ mod tests {
     }
 
     fn run(c: &Container, pod: &PodSpec, share: bool) -> Result<Spec, String> {
+        run_in(c, pod, share, Path::new("/nonexistent/seccomp"))
+    }
+
+    fn run_in(c: &Container, pod: &PodSpec, share: bool, root: &Path) -> Result<Spec, String> {
         let mut vols = BTreeMap::new();
         vols.insert(
             "data".to_string(),
@@ -558,6 +565,7 @@ mod tests {
                 env: None,
                 pod_files: &[],
                 oom_score_adj: None,
+                seccomp_root: root,
             },
         )
     }
@@ -741,5 +749,96 @@ mod tests {
         vars.insert("A".to_string(), "1".to_string());
         assert_eq!(expand("$(A)$(B)$$(A)$", &vars), "1$(B)$(A)$");
         assert_eq!(expand("é$(A", &vars), "é$(A");
+    }
+
+    #[test]
+    fn seccomp_profile_choice() {
+        let root =
+            std::env::temp_dir().join(format!("podinit-scroot-{}", crate::util::random_hex(4)));
+        std::fs::create_dir_all(root.join("profiles")).unwrap();
+        std::fs::write(
+            root.join("profiles/deny-mkdir.json"),
+            r#"{"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["mkdir"], "action": "SCMP_ACT_ERRNO", "errnoRet": 13}]}"#,
+        )
+        .unwrap();
+        std::fs::write(root.join("bad.json"), "{").unwrap();
+        std::fs::write(
+            root.join("notify.json"),
+            r#"{"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["mkdir"], "action": "SCMP_ACT_NOTIFY"}]}"#,
+        )
+        .unwrap();
+        let pod = |sp: &str| -> PodSpec {
+            serde_yaml_ng::from_str(&format!(
+                "containers: []\nsecurityContext: {{seccompProfile: {sp}}}"
+            ))
+            .unwrap()
+        };
+        let seccomp = |c: &str, p: &PodSpec| {
+            let s = run_in(&container(c), p, false, &root).unwrap();
+            serde_json::to_value(&s).unwrap()["linux"]["seccomp"].clone()
+        };
+        let allowed = |v: &Value, name: &str| {
+            v["syscalls"].as_array().unwrap().iter().any(|r| {
+                r["action"] == "SCMP_ACT_ALLOW"
+                    && r.get("args").is_none()
+                    && r["names"].as_array().unwrap().contains(&json!(name))
+            })
+        };
+        // Unset: Unconfined, the bundle's own filter is dropped too.
+        assert_eq!(seccomp("name: c", &PodSpec::default()), Value::Null);
+        let d = seccomp(
+            "name: c\nsecurityContext: {seccompProfile: {type: RuntimeDefault}}",
+            &PodSpec::default(),
+        );
+        assert_eq!(d["defaultAction"], "SCMP_ACT_ERRNO");
+        assert!(allowed(&d, "read") && !allowed(&d, "unshare") && !allowed(&d, "mount"));
+        // The profile follows the final bounding set.
+        let d = seccomp(
+            "name: c\nsecurityContext: {seccompProfile: {type: RuntimeDefault}, capabilities: {add: [SYS_ADMIN]}}",
+            &PodSpec::default(),
+        );
+        assert!(allowed(&d, "unshare") && allowed(&d, "mount"));
+        // The pod's applies unless the container has its own.
+        let rd = pod("{type: RuntimeDefault}");
+        assert_eq!(seccomp("name: c", &rd)["defaultAction"], "SCMP_ACT_ERRNO");
+        assert_eq!(
+            seccomp(
+                "name: c\nsecurityContext: {seccompProfile: {type: Unconfined}}",
+                &rd
+            ),
+            Value::Null
+        );
+        let lh = pod("{type: Localhost, localhostProfile: profiles/deny-mkdir.json}");
+        let l = seccomp("name: c", &lh);
+        assert_eq!(l["defaultAction"], "SCMP_ACT_ALLOW");
+        assert_eq!(l["syscalls"][0]["errnoRet"], 13);
+        // Privileged: no filter, whatever was asked (containerd).
+        assert_eq!(
+            seccomp("name: c\nsecurityContext: {privileged: true}", &rd),
+            Value::Null
+        );
+        // Localhost files are read at each start; what is wrong with one names it.
+        let err = |c: &str| run_in(&container(c), &PodSpec::default(), false, &root).unwrap_err();
+        let e = err("name: c\nsecurityContext: {seccompProfile: {type: Localhost, localhostProfile: missing.json}}");
+        assert!(
+            e.starts_with(&format!(
+                "container c: cannot load seccomp profile \"{}/missing.json\": No such file",
+                root.display()
+            )),
+            "{e}"
+        );
+        let e = err("name: c\nsecurityContext: {seccompProfile: {type: Localhost, localhostProfile: bad.json}}");
+        assert!(
+            e.starts_with("container c: decoding seccomp profile failed"),
+            "{e}"
+        );
+        let e = err("name: c\nsecurityContext: {seccompProfile: {type: Localhost, localhostProfile: notify.json}}");
+        assert!(
+            e.ends_with(
+                "notify.json\": linux.seccomp.syscalls[0].action: SCMP_ACT_NOTIFY is not supported"
+            ),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&root).unwrap();
     }
 }

@@ -18,7 +18,10 @@
 //!   `/etc/group`), `supplementalGroups` and `fsGroup` are added; `runAsNonRoot` refuses a
 //!   uid 0; `capabilities.add`/`drop` change the bounding, effective and permitted sets
 //!   (`ALL` allowed, names with or without `CAP_`); `readOnlyRootFilesystem` sets
-//!   `root.readonly`; `allowPrivilegeEscalation` sets `noNewPrivileges` to its opposite.
+//!   `root.readonly`; `allowPrivilegeEscalation` sets `noNewPrivileges` to its opposite;
+//!   `seccompProfile` replaces the bundle's `linux.seccomp`: none when `Unconfined`, unset
+//!   or privileged, containerd's default profile for `RuntimeDefault`, the JSON file
+//!   `<seccomp root>/<localhostProfile>` for `Localhost` (see `seccomp`).
 //! - **resources**: `limits.cpu` → CFS quota over a 100 ms period (at least 1 ms),
 //!   `requests.cpu` → shares (kubelet's `MilliCPUToShares`, at least 2), `limits.memory`
 //!   → memory limit, `limits.hugepages-<size>` → hugepage limits.
@@ -33,6 +36,8 @@
 //!   and podinit's cgroups apply).
 
 mod merge;
+mod seccomp;
+mod seccomp_default;
 pub mod signal;
 
 pub use merge::{expand, merge};
@@ -77,6 +82,9 @@ pub struct MergeContext<'a> {
     pub pod_files: &'a [(PathBuf, &'static str)],
     /// kubelet's OOM score for the container (`pod::oom_score`), over the bundle's.
     pub oom_score_adj: Option<i32>,
+    /// Where `Localhost` seccomp profiles are (`--seccomp-root`, kubelet's
+    /// `<root-dir>/seccomp`).
+    pub seccomp_root: &'a Path,
 }
 
 /// CONTRACT.md §1: (1) a path (contains `/`) is the bundle; (2) `BUNDLES/<image>`;

@@ -272,3 +272,68 @@ fn privileged_and_proc_mount_rules() {
         "spec.containers[0].securityContext.procMount: Invalid value: \"Unmasked\": `hostUsers` must be false to use `Unmasked`"
     );
 }
+
+#[test]
+fn seccomp_profile_rules() {
+    let c = |sp: &str| {
+        pod_with(&format!(
+            "  containers:\n  - {{name: c, image: busybox, securityContext: {{seccompProfile: {sp}}}}}\n"
+        ))
+    };
+    let pod = |sp: &str| {
+        pod_with(&format!(
+            "  securityContext: {{seccompProfile: {sp}}}\n  containers:\n  - {{name: c, image: busybox}}\n"
+        ))
+    };
+    for ok in [
+        "{type: RuntimeDefault}",
+        "{type: Unconfined}",
+        "{type: Localhost, localhostProfile: profiles/audit.json}",
+    ] {
+        admit_str(&c(ok)).unwrap();
+        admit_str(&pod(ok)).unwrap();
+    }
+    let f = "spec.containers[0].securityContext.seccompProfile";
+    for (sp, want) in [
+        (
+            "{type: Localhost}",
+            format!("{f}.localhostProfile: Required value: must be set when seccomp type is Localhost"),
+        ),
+        (
+            "{type: Localhost, localhostProfile: ''}",
+            format!("{f}.localhostProfile: Required value: must be set when seccomp type is Localhost"),
+        ),
+        (
+            "{type: Localhost, localhostProfile: /etc/x.json}",
+            format!("{f}.localhostProfile: Invalid value: \"/etc/x.json\": must be a relative path"),
+        ),
+        (
+            "{type: Localhost, localhostProfile: a/../../x.json}",
+            format!("{f}.localhostProfile: Invalid value: \"a/../../x.json\": must not contain '..'"),
+        ),
+        (
+            "{type: RuntimeDefault, localhostProfile: x.json}",
+            format!("{f}.localhostProfile: Invalid value: \"x.json\": can only be set when seccomp type is Localhost"),
+        ),
+        (
+            "{type: Default}",
+            format!("{f}.type: Unsupported value: \"Default\": supported values: \"Localhost\", \"RuntimeDefault\", \"Unconfined\""),
+        ),
+        (
+            "{type: ''}",
+            format!("{f}.type: Required value: type is required when seccompProfile is set"),
+        ),
+    ] {
+        assert_eq!(err_of(&c(sp)), want, "{sp}");
+    }
+    assert_eq!(
+        err_of(&pod("{type: Localhost}")),
+        "spec.securityContext.seccompProfile.localhostProfile: Required value: must be set when seccomp type is Localhost"
+    );
+    let init = pod_with(
+        "  initContainers:\n  - {name: i, image: busybox, securityContext: {seccompProfile: {type: Unconfined, localhostProfile: x}}}\n  containers:\n  - {name: c, image: busybox}\n",
+    );
+    assert!(err_of(&init).starts_with(
+        "spec.initContainers[0].securityContext.seccompProfile.localhostProfile: Invalid value"
+    ));
+}

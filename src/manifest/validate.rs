@@ -3,7 +3,7 @@
 
 use super::Error;
 use k8s_openapi::api::core::v1::{
-    Container, ExecAction, HTTPGetAction, LifecycleHandler, Pod, Probe,
+    Container, ExecAction, HTTPGetAction, LifecycleHandler, Pod, Probe, SeccompProfile,
 };
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use std::collections::BTreeSet;
@@ -68,6 +68,13 @@ pub fn pod(pod: &Pod) -> R {
             "spec.shareProcessNamespace",
             "Invalid value: true: ShareProcessNamespace and HostPID cannot both be enabled",
         );
+    }
+    if let Some(sp) = spec
+        .security_context
+        .as_ref()
+        .and_then(|s| s.seccomp_profile.as_ref())
+    {
+        seccomp_profile(sp, "spec.securityContext.seccompProfile")?;
     }
     for (i, sc) in spec
         .security_context
@@ -247,6 +254,9 @@ fn container(
         return err(format!("{p}.image"), "Required value");
     }
     if let Some(sc) = &c.security_context {
+        if let Some(sp) = &sc.seccomp_profile {
+            seccomp_profile(sp, &format!("{p}.securityContext.seccompProfile"))?;
+        }
         if sc.privileged == Some(true) && sc.allow_privilege_escalation == Some(false) {
             return err(
                 format!("{p}.securityContext"),
@@ -451,6 +461,44 @@ fn container(
 }
 
 /// Exactly one handler, as `validateHandler` wants it.
+/// `validateSeccompProfileField`. Where Kubernetes prints the whole profile struct (with a
+/// pointer address) as the invalid value of `localhostProfile`, this prints the field.
+/// An empty `localhostProfile` passes the API server but fails at kubelet's container
+/// creation ("localhostProfile must be set…"); podinit says so before anything starts.
+fn seccomp_profile(sp: &SeccompProfile, p: &str) -> R {
+    let lp = sp.localhost_profile.as_deref();
+    match sp.type_.as_str() {
+        "" => return err(format!("{p}.type"), "Required value: type is required when seccompProfile is set"),
+        "Localhost" => {
+            let field = format!("{p}.localhostProfile");
+            let Some(path) = lp.filter(|s| !s.is_empty()) else {
+                return err(field, "Required value: must be set when seccomp type is Localhost");
+            };
+            if path.starts_with('/') {
+                return err(field, format!("Invalid value: {path:?}: must be a relative path"));
+            }
+            if path.split('/').any(|c| c == "..") {
+                return err(field, format!("Invalid value: {path:?}: must not contain '..'"));
+            }
+        }
+        "RuntimeDefault" | "Unconfined" => {
+            if let Some(path) = lp {
+                return err(
+                    format!("{p}.localhostProfile"),
+                    format!("Invalid value: {path:?}: can only be set when seccomp type is Localhost"),
+                );
+            }
+        }
+        t => {
+            return err(
+                format!("{p}.type"),
+                format!("Unsupported value: {t:?}: supported values: \"Localhost\", \"RuntimeDefault\", \"Unconfined\""),
+            )
+        }
+    }
+    Ok(())
+}
+
 fn one_handler(p: &str, set: &[(&str, bool)]) -> R {
     let mut on = set.iter().filter(|(_, on)| *on);
     match (on.next(), on.next()) {

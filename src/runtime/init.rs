@@ -137,6 +137,23 @@ fn finish(p: &Prepared) -> Result<Never, String> {
             format!("setrlimit {res}")
         })?;
     }
+    // Everything but 0–2 closes at exec (the start socket is CLOEXEC already): no fd leaks
+    // into the container. Done before a seccomp filter could refuse close_range.
+    // SAFETY: close_range with the CLOEXEC flag only marks fds.
+    unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    // Installing a seccomp filter without no_new_privs needs CAP_SYS_ADMIN: then it comes
+    // before the capabilities are dropped, else as late as possible (runc's order), so
+    // that the profile has to allow as few of our own syscalls as possible.
+    if let Some(f) = p.seccomp.as_ref().filter(|_| !p.no_new_privs) {
+        super::seccomp::install(f)?;
+    }
     credentials(p)?;
     if let Some(m) = p.umask {
         // SAFETY: umask has no failure mode.
@@ -150,17 +167,9 @@ fn finish(p: &Prepared) -> Result<Never, String> {
             p.cwd.display().to_string()
         )
     })?;
-    // Everything but 0–2 closes at exec (the start socket is CLOEXEC already): no fd leaks
-    // into the container.
-    // SAFETY: close_range with the CLOEXEC flag only marks fds.
-    unsafe {
-        libc::syscall(
-            libc::SYS_close_range,
-            3u32,
-            u32::MAX,
-            libc::CLOSE_RANGE_CLOEXEC,
-        )
-    };
+    if let Some(f) = p.seccomp.as_ref().filter(|_| p.no_new_privs) {
+        super::seccomp::install(f)?;
+    }
     exec(p)
 }
 

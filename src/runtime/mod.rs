@@ -13,6 +13,8 @@ mod caps_set;
 mod init;
 pub mod mounts;
 mod prepare;
+pub mod seccomp;
+mod syscall_table;
 
 use oci_spec::runtime::Spec;
 use std::io::Read;

@@ -83,6 +83,8 @@ pub struct StartContext<'a> {
     pub env: &'a [(String, String)],
     /// `/etc/hosts` and `/etc/resolv.conf` of the pod.
     pub pod_files: &'a [(PathBuf, &'static str)],
+    /// Where `Localhost` seccomp profiles are.
+    pub seccomp_root: &'a Path,
 }
 
 impl Ctr {
@@ -154,6 +156,7 @@ impl Ctr {
                 hostname: cx.hostname,
                 env: Some(cx.env),
                 pod_files: cx.pod_files,
+                seccomp_root: cx.seccomp_root,
                 oom_score_adj: Some(crate::pod::oom_score::container(
                     cx.pod_spec,
                     &self.spec,

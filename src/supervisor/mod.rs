@@ -44,6 +44,8 @@ pub struct Config {
     /// For containers added later (ephemeral): where images are, the cgroup tree and the
     /// pod cgroup's name in it.
     pub bundles: std::path::PathBuf,
+    /// Where `Localhost` seccomp profiles are (`--seccomp-root`).
+    pub seccomp_root: std::path::PathBuf,
     pub cgroups: crate::sandbox::cgroup::CgroupRoot,
     pub pod_cgroup: String,
     /// The supervisor's mount namespace is its own (not PID-1 mode): its mounts end with it.
@@ -347,6 +349,7 @@ impl Supervisor<'_> {
             pid_ns_of: target_pidfd.as_ref(),
             env: &env.env,
             pod_files: &self.cfg.pod_files,
+            seccomp_root: &self.cfg.seccomp_root,
         };
         match self.cfg.containers[i].start(&cx) {
             Ok(pipes) => self.pipes.extend(pipes.into_iter().map(|mut p| {
