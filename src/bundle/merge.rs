@@ -269,18 +269,23 @@ fn security(v: &mut Value, b: &Bundle, pod: &PodSpec, c: &Container) -> Result<(
     Ok(())
 }
 
-/// `privileged: true`, as containerd's CRI makes it: every capability podinit itself holds
-/// (asking for more would fail capset where podinit runs with a narrowed bounding set),
-/// nothing masked or read-only in /proc, /sys and the cgroup filesystem writable, and the
-/// host's devices.
-fn privileged_spec(v: &mut Value) {
-    let held: Vec<String> = caps::read(None, caps::CapSet::Effective)
+/// The capabilities podinit holds (containerd's `cap.Current()`), sorted.
+fn held_caps() -> Vec<String> {
+    caps::read(None, caps::CapSet::Effective)
         .map(|set| {
             let names: std::collections::BTreeSet<String> =
                 set.iter().map(|c| c.to_string()).collect();
             names.into_iter().collect()
         })
-        .unwrap_or_else(|_| all_caps());
+        .unwrap_or_else(|_| all_caps())
+}
+
+/// `privileged: true`, as containerd's CRI makes it: every capability podinit itself holds
+/// (asking for more would fail capset where podinit runs with a narrowed bounding set),
+/// nothing masked or read-only in /proc, /sys and the cgroup filesystem writable, and the
+/// host's devices.
+fn privileged_spec(v: &mut Value) {
+    let held = held_caps();
     let pcaps = obj(obj(v, "process"), "capabilities");
     for set in ["bounding", "effective", "permitted"] {
         pcaps[set] = json!(held);
@@ -629,7 +634,7 @@ mod tests {
         };
         assert_eq!(
             sorted(strings(&s["process"]["capabilities"]["bounding"])),
-            sorted(all_caps())
+            held_caps()
         );
         assert!(s["linux"].get("maskedPaths").is_none());
         assert!(s["linux"].get("readonlyPaths").is_none());
