@@ -94,6 +94,27 @@ impl LogFile {
     }
 }
 
+/// Remove from a container's log directory the logs of runs before `first_kept`
+/// (`<run>.log` and its rotations). kubelet keeps a container's current and previous
+/// instance only (`--previous` reads the latter), so a crash loop does not fill the disk
+/// with a log per restart.
+pub fn prune_runs(container_dir: &Path, first_kept: u32) {
+    let Ok(rd) = fs::read_dir(container_dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name();
+        let run = name
+            .to_str()
+            .and_then(|n| n.split_once(".log"))
+            .filter(|(_, rest)| rest.is_empty() || rest.starts_with('.'))
+            .and_then(|(run, _)| run.parse::<u32>().ok());
+        if run.is_some_and(|r| r < first_kept) {
+            let _ = fs::remove_file(e.path());
+        }
+    }
+}
+
 /// Splits one stream's bytes into CRI records.
 #[derive(Default)]
 pub struct LineSplitter {
@@ -252,6 +273,26 @@ mod tests {
         let files = fs::read_dir(path.parent().unwrap()).unwrap().count();
         assert_eq!(files, KEEP_FILES);
         assert!(fs::metadata(&path).unwrap().len() <= ROTATE_BYTES);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn only_the_current_and_previous_runs_keep_their_logs() {
+        let dir =
+            std::env::temp_dir().join(format!("podinit-prune-{}", crate::util::random_hex(4)));
+        fs::create_dir_all(&dir).unwrap();
+        for f in [
+            "0.log", "1.log", "1.log.1", "1.log.4", "2.log", "3.log", "x.log", "1.logx",
+        ] {
+            fs::write(dir.join(f), "").unwrap();
+        }
+        prune_runs(&dir, 2);
+        let mut left: Vec<String> = fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["1.logx", "2.log", "3.log", "x.log"]);
         fs::remove_dir_all(&dir).unwrap();
     }
 }
