@@ -54,11 +54,24 @@ fn send(s: &mut UnixStream, method: &str, path: &str, body: Option<&[u8]>) -> io
         ));
     }
     req.push_str("\r\n");
-    s.write_all(req.as_bytes())?;
-    if let Some(b) = body {
-        s.write_all(b)?;
+    let sent = s.write_all(req.as_bytes()).and_then(|()| match body {
+        Some(b) => s.write_all(b),
+        None => Ok(()),
+    });
+    match sent {
+        // The server answers some connections as soon as it accepts them (403 to a peer it
+        // refuses, 503 when it is full) and closes without reading: its answer is waiting
+        // to be read, and says more than the broken pipe.
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
+            ) =>
+        {
+            Ok(())
+        }
+        other => other,
     }
-    Ok(())
 }
 
 /// Status line and headers: (code, chunked?, content-length).
@@ -146,4 +159,32 @@ pub fn stream(sock: &Path, path: &str, on_data: &mut dyn FnMut(&[u8])) -> io::Re
     let mut body = vec![0u8; len.unwrap_or(0)];
     r.read_exact(&mut body)?;
     Ok(Response { code, body })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::net::UnixListener;
+
+    #[test]
+    fn an_answer_sent_before_the_request_was_read_is_still_read() {
+        let dir =
+            std::env::temp_dir().join(format!("podinit-client-{}", crate::util::random_hex(4)));
+        std::fs::create_dir_all(&dir).unwrap();
+        let sock = dir.join("s");
+        let l = UnixListener::bind(&sock).unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut c, _) = l.accept().unwrap();
+            c.write_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 2\r\n\r\nno")
+                .unwrap();
+            // Closed without reading the request.
+        });
+        // More than the socket buffers hold: the write is still going on when the server
+        // closes, and fails with EPIPE.
+        let body = vec![b'x'; 4 << 20];
+        let r = request(&sock, "POST", "/x", Some(&body), Duration::from_secs(10)).unwrap();
+        server.join().unwrap();
+        assert_eq!((r.code, r.body.as_slice()), (403, &b"no"[..]));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
