@@ -321,3 +321,107 @@ pub fn wait_event(p: &TestPod, reason: &str, msg: &str) {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// The pod's supervisor: the `podinit run` process's only child.
+pub fn supervisor_pid(p: &TestPod) -> i32 {
+    let pid = p.pid();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let children =
+            std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+        if let Some(c) = children.split_whitespace().next() {
+            return c.parse().unwrap();
+        }
+        assert!(Instant::now() < deadline, "podinit run has no supervisor");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// What a process holds: open fds, resident memory, and its children that are zombies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Usage {
+    pub fds: usize,
+    pub rss_kib: u64,
+    pub zombies: usize,
+}
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} fds, VmRSS {} KiB, {} zombie children",
+            self.fds, self.rss_kib, self.zombies
+        )
+    }
+}
+
+pub fn usage(pid: i32) -> Usage {
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| d.count())
+        .unwrap_or_else(|e| panic!("/proc/{pid}/fd: {e}"));
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let rss_kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0);
+    Usage {
+        fds,
+        rss_kib,
+        zombies: zombie_children(pid),
+    }
+}
+
+/// Children of `pid` (as this pid namespace sees them) in state Z.
+pub fn zombie_children(pid: i32) -> usize {
+    let mut n = 0;
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{name}/stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid …: comm may hold spaces and parentheses.
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            continue;
+        };
+        let mut f = rest.split_whitespace();
+        let (state, ppid) = (f.next(), f.next().and_then(|p| p.parse::<i32>().ok()));
+        if state == Some("Z") && ppid == Some(pid) {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// One request to the pod's socket with podinit's own client: (HTTP code, body as JSON,
+/// or as a string when it is not JSON).
+pub fn api(p: &TestPod, method: &str, path: &str, body: Option<&str>) -> (u16, serde_json::Value) {
+    let r = podinit::api::client::request(
+        &p.state.join("pod.sock"),
+        method,
+        path,
+        body.map(str::as_bytes),
+        Duration::from_secs(30),
+    )
+    .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+    let v = serde_json::from_slice(&r.body)
+        .unwrap_or_else(|_| serde_json::Value::String(String::from_utf8_lossy(&r.body).into()));
+    (r.code, v)
+}
+
+/// A counter of `GET /metrics`, summed over its label sets.
+pub fn metric(p: &TestPod, name: &str, labels: &str) -> u64 {
+    let (code, text) = api(p, "GET", "/metrics", None);
+    assert_eq!(code, 200);
+    let text = text.as_str().unwrap_or_default().to_string();
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter(|l| l.starts_with(&format!("{name} ")) || l.starts_with(&format!("{name}{{")))
+        .filter(|l| l.contains(labels))
+        .filter_map(|l| l.rsplit_once(' ').and_then(|(_, v)| v.parse::<f64>().ok()))
+        .sum::<f64>() as u64
+}
