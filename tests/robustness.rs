@@ -255,6 +255,7 @@ kind: Pod
 metadata: {name: NAME}
 spec:
   restartPolicy: Never
+  terminationGracePeriodSeconds: 1
   containers:
   - name: flood
     image: busybox
