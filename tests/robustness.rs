@@ -435,6 +435,13 @@ spec:
     );
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(t0.elapsed() < Duration::from_secs(10));
+    // It says why: nobody could write the pod's final status.
+    assert!(
+        out.stderr
+            .contains("the pod's supervisor was killed by signal 9"),
+        "{}",
+        out.stderr
+    );
     // Containers, cgroups, mounts, socket and private files are all gone.
     p.assert_nothing_left();
     assert!(!p.state.join("pod.sock").exists());
