@@ -463,7 +463,7 @@ fn relay_until_exit(child: &crate::util::Cloned, relay: &nix::sys::signal::SigSe
         Ok(s) => s,
         Err(e) => {
             crate::log::warn(&format!("cannot relay signals to the pod: {e}"));
-            return wait_for(child.pid);
+            return wait_supervisor(child.pid);
         }
     };
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
@@ -479,7 +479,7 @@ fn relay_until_exit(child: &crate::util::Cloned, relay: &nix::sys::signal::SigSe
             let _ = crate::util::pidfd_signal(&child.pidfd, s);
         }
         if fds[1].revents().is_some_and(|r| !r.is_empty()) {
-            return wait_for(child.pid);
+            return wait_supervisor(child.pid);
         }
     }
 }
@@ -487,19 +487,40 @@ fn relay_until_exit(child: &crate::util::Cloned, relay: &nix::sys::signal::SigSe
 /// Wait for our direct child `pid`; its exit code, or 1 if a signal killed it (the pod
 /// cannot have succeeded then).
 fn wait_for(pid: i32) -> i32 {
+    exit_code(wait_raw(pid))
+}
+
+/// The supervisor's end, as `wait_for`. A supervisor killed by a signal (podinit never
+/// sends it one that kills) could not write the pod's final status: say so on stderr.
+fn wait_supervisor(pid: i32) -> i32 {
+    let status = wait_raw(pid);
+    if let Some(s) = status.filter(|&s| libc::WIFSIGNALED(s)) {
+        crate::log::error(&format!(
+            "the pod's supervisor was killed by signal {}: the pod is down, and status.json holds the last status it wrote",
+            libc::WTERMSIG(s)
+        ));
+    }
+    exit_code(status)
+}
+
+fn exit_code(status: Option<i32>) -> i32 {
+    match status {
+        Some(s) if libc::WIFEXITED(s) => libc::WEXITSTATUS(s),
+        _ => 1,
+    }
+}
+
+/// waitpid(2) for our direct child `pid`: its wait status.
+fn wait_raw(pid: i32) -> Option<i32> {
     loop {
         let mut status = 0;
         // SAFETY: waitpid on our own child with a valid pointer.
         let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
         if rc == pid {
-            return if libc::WIFEXITED(status) {
-                libc::WEXITSTATUS(status)
-            } else {
-                1
-            };
+            return Some(status);
         }
         if rc < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return 1;
+            return None;
         }
     }
 }

@@ -7,7 +7,7 @@
 //!
 //! Leak tolerance, for every load test: the supervisor's usage is taken once the pod is
 //! warm (after a first round of the same load), then again after the load when the pod is
-//! quiet. Open fds must be back to exactly the warm count and no zombie may remain: either
+//! quiet. Open fds must be back to at most the warm count and no zombie may remain: either
 //! is a real leak at any size. Resident memory may grow by at most `RSS_SLACK_KIB`: the
 //! allocator keeps freed pages and a status that grew (restart counts, events) is larger,
 //! while a per-request or per-process leak over 1,000 or 10,000 of them would be far larger
@@ -50,7 +50,7 @@ fn lowest_usage(pid: i32) -> Usage {
 fn assert_no_growth(what: &str, warm: Usage, after: Usage) {
     eprintln!("{what}: supervisor warm: {warm}; after: {after}");
     assert_eq!(after.zombies, 0, "{what}: zombies left: {after}");
-    assert_eq!(after.fds, warm.fds, "{what}: fds {warm} -> {after}");
+    assert!(after.fds <= warm.fds, "{what}: fds {warm} -> {after}");
     assert!(
         after.rss_kib <= warm.rss_kib + RSS_SLACK_KIB,
         "{what}: RSS grew by {} KiB: {warm} -> {after}",
@@ -435,6 +435,13 @@ spec:
     );
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(t0.elapsed() < Duration::from_secs(10));
+    // It says why: nobody could write the pod's final status.
+    assert!(
+        out.stderr
+            .contains("the pod's supervisor was killed by signal 9"),
+        "{}",
+        out.stderr
+    );
     // Containers, cgroups, mounts, socket and private files are all gone.
     p.assert_nothing_left();
     assert!(!p.state.join("pod.sock").exists());
@@ -750,12 +757,13 @@ fn a_thousand_exec_probes_leave_nothing_behind() {
         }
     };
     wait_probes(100);
-    let warm = settled(sup, usage(sup));
+    // Probes never stop: compare the lowest numbers over a second, when none is in flight.
+    let warm = lowest_usage(sup);
     let start = probes("success");
     let t0 = Instant::now();
     wait_probes(start + 1000);
     let took = t0.elapsed();
-    let after = settled(sup, warm);
+    let after = lowest_usage(sup);
     eprintln!("1,000 exec probes in {took:?}");
     assert_eq!(
         probes("failure"),
