@@ -94,11 +94,15 @@ impl LogFile {
     }
 }
 
+/// kubelet's container garbage collection runs once a minute: an older instance's log
+/// outlives the instance by up to this long.
+pub const GC_PERIOD: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Remove from a container's log directory the logs of runs before `first_kept`
-/// (`<run>.log` and its rotations). kubelet keeps a container's current and previous
-/// instance only (`--previous` reads the latter), so a crash loop does not fill the disk
-/// with a log per restart.
-pub fn prune_runs(container_dir: &Path, first_kept: u32) {
+/// (`<run>.log` and its rotations) not written to for `min_age`. kubelet keeps a
+/// container's current and previous instance only (`--previous` reads the latter), so a
+/// crash loop does not fill the disk with a log per restart.
+pub fn prune_runs(container_dir: &Path, first_kept: u32, min_age: std::time::Duration) {
     let Ok(rd) = fs::read_dir(container_dir) else {
         return;
     };
@@ -109,7 +113,13 @@ pub fn prune_runs(container_dir: &Path, first_kept: u32) {
             .and_then(|n| n.split_once(".log"))
             .filter(|(_, rest)| rest.is_empty() || rest.starts_with('.'))
             .and_then(|(run, _)| run.parse::<u32>().ok());
-        if run.is_some_and(|r| r < first_kept) {
+        let old_enough = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age >= min_age);
+        if run.is_some_and(|r| r < first_kept) && old_enough {
             let _ = fs::remove_file(e.path());
         }
     }
@@ -286,7 +296,9 @@ mod tests {
         ] {
             fs::write(dir.join(f), "").unwrap();
         }
-        prune_runs(&dir, 2);
+        prune_runs(&dir, 2, GC_PERIOD);
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 8, "too young to go");
+        prune_runs(&dir, 2, std::time::Duration::ZERO);
         let mut left: Vec<String> = fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

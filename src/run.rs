@@ -484,13 +484,8 @@ fn relay_until_exit(child: &crate::util::Cloned, relay: &nix::sys::signal::SigSe
     }
 }
 
-/// Wait for our direct child `pid`; its exit code, or 1 if a signal killed it (the pod
-/// cannot have succeeded then).
-fn wait_for(pid: i32) -> i32 {
-    exit_code(wait_raw(pid))
-}
-
-/// The supervisor's end, as `wait_for`. A supervisor killed by a signal (podinit never
+/// Wait for the supervisor: its exit code, or 1 if a signal killed it (the pod cannot have
+/// succeeded then). A supervisor killed by a signal (podinit never
 /// sends it one that kills) could not write the pod's final status: say so on stderr.
 fn wait_supervisor(pid: i32) -> i32 {
     let status = wait_raw(pid);

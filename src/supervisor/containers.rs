@@ -195,7 +195,7 @@ impl Ctr {
 
         let log_path = LogFile::path_for(cx.logs_dir, &self.name, self.runs);
         if let (Some(dir), Some(previous)) = (log_path.parent(), self.runs.checked_sub(1)) {
-            crate::logs::prune_runs(dir, previous);
+            crate::logs::prune_runs(dir, previous, crate::logs::GC_PERIOD);
         }
         let log = Rc::new(RefCell::new(
             LogFile::create(log_path).map_err(|e| e.to_string())?,
