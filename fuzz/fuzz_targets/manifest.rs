@@ -78,6 +78,8 @@ fuzz_target!(|data: &[u8]| {
             env: env.as_deref(),
             pod_files: &[],
             oom_score_adj: Some(1000),
+            // Nowhere: Localhost profiles fail to load, as on a node without them.
+            seccomp_root: std::path::Path::new("/nonexistent"),
         };
         let _ = podinit::bundle::merge(&bundle, &spec, c, &cx);
     }
