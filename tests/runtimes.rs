@@ -11,15 +11,32 @@ use std::time::{Duration, Instant};
 const LIMIT: Duration = Duration::from_secs(60);
 
 fn runc() -> PathBuf {
-    if Command::new("runc").arg("--version").output().is_err() {
-        let ok = Command::new("apt-get")
-            .args(["install", "-y", "--no-install-recommends", "runc"])
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(ok, "installing runc");
-    }
+    install("runc", "runc");
     PathBuf::from("runc")
+}
+
+/// Installs Debian's `package` when `command` is missing. The tests run in parallel and
+/// dpkg takes one installer at a time: one test installs while the others wait here, and
+/// apt waits for a lock another process holds.
+fn install(command: &str, package: &str) {
+    static APT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = APT.lock().unwrap_or_else(|e| e.into_inner());
+    if Command::new(command).arg("--version").output().is_ok() {
+        return;
+    }
+    let ok = Command::new("apt-get")
+        .args([
+            "install",
+            "-y",
+            "--no-install-recommends",
+            "-o",
+            "DPkg::Lock::Timeout=300",
+            package,
+        ])
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "installing {package}");
 }
 
 /// A sandbox bundle for `pod` (a manifest) with its state under `state`.
@@ -237,18 +254,7 @@ struct Containerd {
 
 impl Containerd {
     fn start(dir: &Path) -> Containerd {
-        if Command::new("containerd")
-            .arg("--version")
-            .output()
-            .is_err()
-        {
-            let ok = Command::new("apt-get")
-                .args(["install", "-y", "--no-install-recommends", "containerd"])
-                .env("DEBIAN_FRONTEND", "noninteractive")
-                .status()
-                .is_ok_and(|s| s.success());
-            assert!(ok, "installing containerd");
-        }
+        install("containerd", "containerd");
         let dir = dir.join("containerd");
         std::fs::create_dir_all(&dir).unwrap();
         let d = dir.display();
