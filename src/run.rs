@@ -467,6 +467,8 @@ fn relay_until_exit(child: &crate::util::Cloned, relay: &nix::sys::signal::SigSe
         }
     };
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    // From here on this process only relays signals and waits.
+    crate::util::release_startup_pages();
     loop {
         let mut fds = [
             PollFd::new(sig.fd(), PollFlags::POLLIN),

@@ -179,3 +179,50 @@ mod tests {
         fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+/// Give back the memory of start-up work: drop this process's mappings of the executable's
+/// read-only segments (code and constants) and return free heap to the kernel. Like the
+/// kernel freeing its init sections once booted: the manifest loader, validation and the
+/// container set-up code ran once; their pages stay in the page cache, shared with every
+/// podinit, and whatever runs again is mapped back from there by a minor fault. Writable
+/// and RELRO segments (relocated at start, so private copies) are not touched.
+pub fn release_startup_pages() {
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
+    unsafe extern "C" fn each(
+        info: *mut libc::dl_phdr_info,
+        _size: libc::size_t,
+        data: *mut libc::c_void,
+    ) -> libc::c_int {
+        // SAFETY: dl_iterate_phdr hands a valid info; `data` is the Vec below.
+        let (info, ranges) = unsafe { (&*info, &mut *(data as *mut Vec<(usize, usize)>)) };
+        // SAFETY: dlpi_phdr points at dlpi_phnum program headers.
+        let phdrs = unsafe { std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize) };
+        let page = 4096;
+        let relro = phdrs.iter().find(|p| p.p_type == libc::PT_GNU_RELRO);
+        for p in phdrs
+            .iter()
+            .filter(|p| p.p_type == libc::PT_LOAD && p.p_flags & libc::PF_W == 0)
+        {
+            let start = (p.p_vaddr as usize).div_ceil(page) * page;
+            let end = (p.p_vaddr + p.p_memsz) as usize / page * page;
+            let overlaps_relro = relro.is_some_and(|r| {
+                (r.p_vaddr as usize) < end && start < (r.p_vaddr + r.p_memsz) as usize
+            });
+            if start < end && !overlaps_relro {
+                ranges.push((info.dlpi_addr as usize + start, end - start));
+            }
+        }
+        1 // the executable comes first; what follows (the vDSO) is not ours
+    }
+    // SAFETY: the callback only reads the headers it is given.
+    unsafe { libc::dl_iterate_phdr(Some(each), &mut ranges as *mut _ as *mut libc::c_void) };
+    for (addr, len) in ranges {
+        // SAFETY: read-only, file-backed mappings of our own executable: dropping them
+        // loses nothing, the next access maps the same page again.
+        unsafe { libc::madvise(addr as *mut libc::c_void, len, libc::MADV_DONTNEED) };
+        // SAFETY: as above; a hint only.
+        unsafe { libc::madvise(addr as *mut libc::c_void, len, libc::MADV_RANDOM) };
+    }
+    // SAFETY: no other thread allocates during the call (glibc locks anyway).
+    unsafe { libc::malloc_trim(0) };
+}

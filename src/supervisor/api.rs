@@ -34,6 +34,7 @@ fn success(code: u16, message: &str) -> Reply {
 
 impl Supervisor<'_> {
     pub(super) fn handle(&mut self, req: &Request) -> Reply {
+        self.release_later();
         let route = match routes::route(req) {
             Ok(r) => r,
             Err(e) => return error(e.code, e.reason, &e.message),

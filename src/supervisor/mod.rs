@@ -110,6 +110,9 @@ struct Supervisor<'a> {
     metrics: metrics::Metrics,
     /// When each container's current start was decided (for the start latency).
     start_requested: BTreeMap<usize, pod::Millis>,
+    /// When to give back code pages that are not in the event loop's steady working set:
+    /// a second after a burst of container starts or API requests (`release_later`).
+    release_at: Option<pod::Millis>,
 }
 
 /// Run the pod to its end; returns the exit status of `podinit run` (0 Succeeded,
@@ -187,6 +190,7 @@ pub fn run(cfg: Config, sd: &StateDir) -> i32 {
         next_token: 0,
         metrics: Default::default(),
         start_requested: BTreeMap::new(),
+        release_at: None,
     };
     let now = s.now();
     s.st.on_sandbox_ready(now);
@@ -230,6 +234,10 @@ impl Supervisor<'_> {
             }
             self.run_probes();
             self.write_status();
+            if self.release_at.is_some_and(|t| t <= self.now()) {
+                self.release_at = None;
+                crate::util::release_startup_pages();
+            }
             self.wait_and_observe(sig);
         }
     }
@@ -290,7 +298,17 @@ impl Supervisor<'_> {
         }
     }
 
+    /// Give back code pages a second from now (`util::release_startup_pages`): after
+    /// container starts (the bulk of what runs once) and API requests (rendering, parsing),
+    /// not after probes, which run every period.
+    fn release_later(&mut self) {
+        let at = self.now() + 1000;
+        self.release_at = Some(at);
+        self.wake.insert(at);
+    }
+
     fn start(&mut self, i: usize) {
+        self.release_later();
         let now = self.now();
         self.start_requested.insert(i, now);
         // An ephemeral container with a target joins the target's pid namespace.
