@@ -142,44 +142,6 @@ pub fn pidfd_signal(pidfd: &std::os::fd::OwnedFd, sig: i32) -> io::Result<()> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hex_ids_have_the_asked_length_and_differ() {
-        let a = random_hex(32);
-        let b = random_hex(32);
-        assert_eq!(a.len(), 64);
-        assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
-        assert_ne!(a, b);
-    }
-
-    #[test]
-    fn rfc3339_has_nanoseconds_and_utc() {
-        assert_eq!(
-            rfc3339_nanos(1_500_000_000_123_456_789),
-            "2017-07-14T02:40:00.123456789Z"
-        );
-    }
-
-    #[test]
-    fn atomic_write_replaces_content() {
-        let dir = std::env::temp_dir().join(format!("podinit-util-{}", random_hex(4)));
-        fs::create_dir_all(&dir).unwrap();
-        let p = dir.join("status.json");
-        write_atomic(&p, b"one").unwrap();
-        write_atomic(&p, b"two").unwrap();
-        assert_eq!(fs::read(&p).unwrap(), b"two");
-        assert_eq!(
-            fs::read_dir(&dir).unwrap().count(),
-            1,
-            "no temporary file left"
-        );
-        fs::remove_dir_all(&dir).unwrap();
-    }
-}
-
 /// Give back the memory of start-up work: drop this process's mappings of the executable's
 /// read-only segments (code and constants) and return free heap to the kernel. Like the
 /// kernel freeing its init sections once booted: the manifest loader, validation and the
@@ -225,4 +187,42 @@ pub fn release_startup_pages() {
     }
     // SAFETY: no other thread allocates during the call (glibc locks anyway).
     unsafe { libc::malloc_trim(0) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_ids_have_the_asked_length_and_differ() {
+        let a = random_hex(32);
+        let b = random_hex(32);
+        assert_eq!(a.len(), 64);
+        assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn rfc3339_has_nanoseconds_and_utc() {
+        assert_eq!(
+            rfc3339_nanos(1_500_000_000_123_456_789),
+            "2017-07-14T02:40:00.123456789Z"
+        );
+    }
+
+    #[test]
+    fn atomic_write_replaces_content() {
+        let dir = std::env::temp_dir().join(format!("podinit-util-{}", random_hex(4)));
+        fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("status.json");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"two");
+        assert_eq!(
+            fs::read_dir(&dir).unwrap().count(),
+            1,
+            "no temporary file left"
+        );
+        fs::remove_dir_all(&dir).unwrap();
+    }
 }
