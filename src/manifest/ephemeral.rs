@@ -83,7 +83,7 @@ pub fn admit(ec: &EphemeralContainer, spec: &PodSpec, index: usize) -> Result<Co
     if let Some(o) = v.as_object_mut() {
         o.remove("targetContainerName");
     }
-    let mut c: Container = serde_json::from_value(v).map_err(|e| Error::new(&p, e.to_string()))?;
+    let mut c: Container = super::strict::typed(&v).map_err(|e| Error::new(&p, e.message))?;
     super::defaults::container(&mut c);
     let mut pod = k8s_openapi::api::core::v1::Pod {
         spec: Some(PodSpec {

@@ -8,7 +8,7 @@ pub mod ephemeral;
 pub mod files;
 mod load;
 pub mod preset;
-mod strict;
+pub mod strict;
 mod validate;
 
 pub use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
@@ -173,7 +173,12 @@ pub fn admit(
 
 /// The effective Pod as YAML (`podinit validate`).
 pub fn effective_yaml(pod: &Pod) -> String {
-    serde_yaml_ng::to_string(pod).unwrap_or_default()
+    // Through a Value: the Pod's serializers are instantiated once, for Value, not again
+    // for YAML (binary size).
+    serde_json::to_value(pod)
+        .ok()
+        .and_then(|v| serde_yaml_ng::to_string(&v).ok())
+        .unwrap_or_default()
 }
 
 /// RFC 4122 version-4 UUID text from 16 random bytes.

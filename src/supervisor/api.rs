@@ -143,7 +143,15 @@ impl Supervisor<'_> {
     /// `POST /v1/ephemeralcontainers`: admit an EphemeralContainer and start it.
     fn ephemeral_route(&mut self, body: &[u8]) -> Reply {
         use k8s_openapi::api::core::v1::EphemeralContainer;
-        let ec: EphemeralContainer = match serde_json::from_slice(body) {
+        // Through a Value and the manifest's typed reader: the failing field's path in
+        // the error, and the Kubernetes types' deserializers instantiated once.
+        let ec = serde_json::from_slice::<serde_json::Value>(body)
+            .map_err(|e| e.to_string())
+            .and_then(|v| {
+                crate::manifest::strict::typed::<EphemeralContainer>(&v)
+                    .map_err(|e| format!("{}: {}", e.field, e.message))
+            });
+        let ec = match ec {
             Ok(ec) => ec,
             Err(e) => return error(400, "BadRequest", &format!("ephemeral container: {e}")),
         };
