@@ -418,8 +418,15 @@ impl Supervisor<'_> {
     /// Block until something happens or the next timer is due, then record what happened.
     fn wait_and_observe(&mut self, sig: &signals::SignalPipe) {
         let now = self.now();
+        // A timer that came due since the loop last looked (an exec's deadline passed
+        // while start-up pages were given back) is handled after a poll that does not
+        // block; dropped without that, it would wait for some other event.
+        let overdue = self.wake.first().is_some_and(|&t| t <= now);
         self.wake = self.wake.split_off(&(now + 1));
-        let mut due = self.wake.first().map(|&t| t - now);
+        let mut due = match overdue {
+            true => Some(0),
+            false => self.wake.first().map(|&t| t - now),
+        };
         if let Some(d) = self.server.as_ref().and_then(Server::next_deadline) {
             let ms = d.saturating_duration_since(Instant::now()).as_millis() as u64 + 1;
             due = Some(due.map_or(ms, |t| t.min(ms)));
