@@ -188,6 +188,22 @@ pub fn stop_signal(bundle: &Bundle, c: &Container) -> Result<i32, String> {
 mod tests {
     use super::*;
 
+    /// oci-spec checks `execCPUAffinity` with a regular expression, which regex-lite
+    /// evaluates here (crates/regex).
+    #[test]
+    fn exec_cpu_affinity_is_checked() {
+        let spec = |list: &str| {
+            serde_json::from_value::<Spec>(serde_json::json!({
+                "ociVersion": "1.0.2",
+                "process": {"cwd": "/", "user": {"uid": 0, "gid": 0}, "execCPUAffinity": {"initial": list, "final": "0"}}
+            }))
+        };
+        assert!(spec("0-1,3").is_ok());
+        assert!(spec("7").is_ok());
+        assert!(spec("0-1,x").is_err());
+        assert!(spec("").is_err());
+    }
+
     #[test]
     fn tags_and_digests() {
         assert_eq!(strip_tag("busybox:1.36"), "busybox");
