@@ -61,12 +61,14 @@ pub fn run(p: &Prepared, cgroup_tasks: &[PathBuf], sock: OwnedFd) -> ! {
         Ok(never) => match never {},
         Err(e) => e,
     };
-    // SAFETY: writing a message to our socket and exiting without running destructors or
-    // atexit handlers of the supervisor we were copied from.
-    unsafe {
-        libc::write(sock.as_raw_fd(), err.as_ptr().cast(), err.len());
-        libc::_exit(128);
-    }
+    // SAFETY: writing a message to our socket.
+    unsafe { libc::write(sock.as_raw_fd(), err.as_ptr().cast(), err.len()) };
+    // A vfork-like child (`runtime::spawn_in`) allocates from the supervisor's own heap:
+    // what it does not free is lost to the supervisor for good.
+    drop(err);
+    // SAFETY: exiting without running destructors or atexit handlers of the supervisor
+    // we were copied from (or share memory with).
+    unsafe { libc::_exit(128) }
 }
 
 enum Never {}

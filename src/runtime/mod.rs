@@ -116,9 +116,33 @@ fn start(l: &Launch, join: Option<&OwnedFd>) -> Result<Spawned, SpawnError> {
             }
         }
     }
-    // SAFETY: the supervisor is single-threaded; the child only runs `init::run`, which
-    // ends in exec or _exit.
-    let cloned = unsafe { crate::util::clone3(flags, l.cgroup.dir.as_ref().map(|d| d.as_fd())) };
+    let cgroup = l.cgroup.dir.as_ref().map(|d| d.as_fd());
+    let cloned = if join.is_some() {
+        // Into a running container (probes, hooks, `podinit exec`): a short way to
+        // execve, taken often; vfork-like.
+        let mut args = VforkChild {
+            prepared: &prepared,
+            tasks: &l.cgroup.tasks,
+            sock: child_end.as_raw_fd(),
+            other: parent_end.as_raw_fd(),
+        };
+        // SAFETY: the supervisor is single-threaded; `vfork_child` only runs
+        // `init::run`, which ends in exec or _exit and frees nothing of ours; `args`
+        // outlives the call.
+        unsafe {
+            crate::util::clone3_vfork(
+                flags,
+                cgroup,
+                vfork_child,
+                &mut args as *mut VforkChild as *mut libc::c_void,
+            )
+        }
+        .map(Some)
+    } else {
+        // SAFETY: the supervisor is single-threaded; the child only runs `init::run`,
+        // which ends in exec or _exit.
+        unsafe { crate::util::clone3(flags, cgroup) }
+    };
     let in_parent = !matches!(cloned, Ok(None));
     if let Some(own) = restore_pid_ns.filter(|_| in_parent) {
         // SAFETY: back to our own pid namespace for later children.
@@ -140,6 +164,25 @@ fn start(l: &Launch, join: Option<&OwnedFd>) -> Result<Spawned, SpawnError> {
         pidfd: child.pidfd,
         start_fd: parent_end,
     })
+}
+
+/// What a vfork-like child of [`start`] needs, borrowed from the waiting parent.
+struct VforkChild<'a> {
+    prepared: &'a prepare::Prepared,
+    tasks: &'a [std::path::PathBuf],
+    /// The child's end of the start-result socket (the fd number is the same in the
+    /// child's copy of the fd table).
+    sock: std::os::fd::RawFd,
+    /// The parent's end, closed in the child.
+    other: std::os::fd::RawFd,
+}
+
+extern "C" fn vfork_child(arg: *mut libc::c_void) -> ! {
+    // SAFETY: `start` passes a live VforkChild and waits until we exec or exit.
+    let a = unsafe { &*(arg as *const VforkChild) };
+    // SAFETY: our copies of the fds; the parent's stay open in its own table.
+    unsafe { libc::close(a.other) };
+    init::run(a.prepared, a.tasks, unsafe { OwnedFd::from_raw_fd(a.sock) })
 }
 
 /// Read the start result once `start_fd` is readable.
