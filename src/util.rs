@@ -284,6 +284,56 @@ pub fn release_startup_pages() {
 mod tests {
     use super::*;
 
+    /// The code, constants and relocated data stay usable after the release.
+    #[test]
+    fn code_runs_on_after_its_pages_are_given_back() {
+        let before: Vec<String> = (0..100).map(|i| format!("{i:x}")).collect();
+        release_startup_pages();
+        let shown: Box<dyn std::fmt::Debug> = Box::new(before.clone());
+        assert_eq!(format!("{shown:?}").len(), format!("{before:?}").len());
+        assert_eq!(signal_name(libc::SIGTERM), "SIGTERM");
+    }
+
+    fn wait_status(c: &Cloned) -> i32 {
+        let mut status = 0;
+        // SAFETY: waiting for our own child.
+        assert_eq!(unsafe { libc::waitpid(c.pid, &mut status, 0) }, c.pid);
+        status
+    }
+
+    extern "C" fn exits_with(arg: *mut libc::c_void) -> ! {
+        // SAFETY: the test passes an i32 that outlives the call.
+        let code = unsafe { *(arg as *const i32) };
+        // SAFETY: ending the vfork child.
+        unsafe { libc::_exit(code) }
+    }
+
+    extern "C" fn execs_true(_: *mut libc::c_void) -> ! {
+        let argv = [c"/bin/true".as_ptr(), std::ptr::null()];
+        let envp = [std::ptr::null()];
+        // SAFETY: NUL-terminated arrays of C strings.
+        unsafe {
+            libc::execve(argv[0], argv.as_ptr(), envp.as_ptr());
+            libc::_exit(127)
+        }
+    }
+
+    /// The parent resumes when its vfork-like child exits or execs, with a pidfd for it.
+    #[test]
+    fn a_vfork_child_runs_on_its_own_stack() {
+        let mut code = 7i32;
+        // SAFETY: the child only reads `code` and exits.
+        let c =
+            unsafe { clone3_vfork(0, None, exits_with, &mut code as *mut i32 as *mut _) }.unwrap();
+        assert!(c.pid > 0);
+        let s = wait_status(&c);
+        assert!(libc::WIFEXITED(s) && libc::WEXITSTATUS(s) == 7, "{s:#x}");
+        // SAFETY: the child only execs.
+        let c = unsafe { clone3_vfork(0, None, execs_true, std::ptr::null_mut()) }.unwrap();
+        let s = wait_status(&c);
+        assert!(libc::WIFEXITED(s) && libc::WEXITSTATUS(s) == 0, "{s:#x}");
+    }
+
     #[test]
     fn hex_ids_have_the_asked_length_and_differ() {
         let a = random_hex(32);
