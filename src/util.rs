@@ -238,7 +238,8 @@ pub fn pidfd_signal(pidfd: &std::os::fd::OwnedFd, sig: i32) -> io::Result<()> {
 /// kernel freeing its init sections once booted: the manifest loader, validation and the
 /// container set-up code ran once; their pages stay in the page cache, shared with every
 /// podinit, and whatever runs again is mapped back from there by a minor fault. Writable
-/// and RELRO segments (relocated at start, so private copies) are not touched.
+/// and RELRO segments (relocated at start, so private copies) are not touched; the dead
+/// part of the stack is dropped too.
 pub fn release_startup_pages() {
     let mut ranges: Vec<(usize, usize)> = Vec::new();
     unsafe extern "C" fn each(
@@ -276,6 +277,21 @@ pub fn release_startup_pages() {
         // SAFETY: as above; a hint only.
         unsafe { libc::madvise(addr as *mut libc::c_void, len, libc::MADV_RANDOM) };
     }
+    // The stack below us is dead: start-up went deeper (parsing, validation) than the
+    // event loop does. 16 KiB are left for this call and any signal handler; below the
+    // stack lies the gap the kernel keeps free of mappings (at least 128 MiB), so the
+    // part of the range that is not stack is nothing (madvise then says ENOMEM).
+    let marker = 0u8;
+    let here = std::hint::black_box(&marker) as *const u8 as usize;
+    let top = (here - (16 << 10)) & !4095;
+    // SAFETY: dead stack pages, refilled with zeros if ever used again.
+    unsafe {
+        libc::madvise(
+            (top - (1 << 20)) as *mut libc::c_void,
+            1 << 20,
+            libc::MADV_DONTNEED,
+        )
+    };
     // SAFETY: no other thread allocates during the call (glibc locks anyway).
     unsafe { libc::malloc_trim(0) };
 }
