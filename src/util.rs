@@ -274,8 +274,6 @@ pub fn release_startup_pages() {
         // SAFETY: read-only, file-backed mappings of our own executable: dropping them
         // loses nothing, the next access maps the same page again.
         unsafe { libc::madvise(addr as *mut libc::c_void, len, libc::MADV_DONTNEED) };
-        // SAFETY: as above; a hint only.
-        unsafe { libc::madvise(addr as *mut libc::c_void, len, libc::MADV_RANDOM) };
     }
     // The stack below us is dead: start-up went deeper (parsing, validation) than the
     // event loop does. 16 KiB are left for this call and any signal handler; below the

@@ -182,7 +182,9 @@ extern "C" fn vfork_child(arg: *mut libc::c_void) -> ! {
     let a = unsafe { &*(arg as *const VforkChild) };
     // SAFETY: our copies of the fds; the parent's stay open in its own table.
     unsafe { libc::close(a.other) };
-    init::run(a.prepared, a.tasks, unsafe { OwnedFd::from_raw_fd(a.sock) })
+    // SAFETY: the child's copy of the fd is its own to own and close.
+    let sock = unsafe { OwnedFd::from_raw_fd(a.sock) };
+    init::run(a.prepared, a.tasks, sock)
 }
 
 /// Read the start result once `start_fd` is readable.
