@@ -275,21 +275,26 @@ pub fn release_startup_pages() {
         // loses nothing, the next access maps the same page again.
         unsafe { libc::madvise(addr as *mut libc::c_void, len, libc::MADV_DONTNEED) };
     }
-    // The stack below us is dead: start-up went deeper (parsing, validation) than the
-    // event loop does. 16 KiB are left for this call and any signal handler; below the
-    // stack lies the gap the kernel keeps free of mappings (at least 128 MiB), so the
-    // part of the range that is not stack is nothing (madvise then says ENOMEM).
-    let marker = 0u8;
-    let here = std::hint::black_box(&marker) as *const u8 as usize;
-    let top = (here - (16 << 10)) & !4095;
-    // SAFETY: dead stack pages, refilled with zeros if ever used again.
-    unsafe {
-        libc::madvise(
-            (top - (1 << 20)) as *mut libc::c_void,
-            1 << 20,
-            libc::MADV_DONTNEED,
-        )
-    };
+    // On the main thread (the supervisor's and the outer process's only one), the stack
+    // below us is dead: start-up went deeper (parsing, validation) than the event loop
+    // does. 16 KiB are left for this call and any signal handler; below the main stack
+    // lies the gap the kernel keeps free of mappings (at least 128 MiB), so the part of
+    // the range that is not stack is nothing (madvise then says ENOMEM). Another thread's
+    // stack may have neighbours: left alone.
+    // SAFETY: plain syscalls without arguments.
+    if unsafe { libc::gettid() == libc::getpid() } {
+        let marker = 0u8;
+        let here = std::hint::black_box(&marker) as *const u8 as usize;
+        let top = (here - (16 << 10)) & !4095;
+        // SAFETY: dead stack pages, refilled with zeros if ever used again.
+        unsafe {
+            libc::madvise(
+                (top - (1 << 20)) as *mut libc::c_void,
+                1 << 20,
+                libc::MADV_DONTNEED,
+            )
+        };
+    }
     // SAFETY: no other thread allocates during the call (glibc locks anyway).
     unsafe { libc::malloc_trim(0) };
 }
