@@ -24,9 +24,11 @@ WORK = tempfile.mkdtemp(prefix="podinit-bench.")
 # State on tmpfs for both, as /run is on a standard Debian (podinit's default state dir is
 # under /run/podinit, runc's under /run/runc); the disk here is ext4 with `discard`, where
 # each unlink costs up to a millisecond.
-subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0700", "podinit-bench", WORK], check=True)
+if subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0700", "podinit-bench", WORK]).returncode:
+    os.rmdir(WORK)
+    raise SystemExit("bench: cannot mount a tmpfs for the state directories")
 RUNC_BIN = shutil.which("runc") or "/usr/sbin/runc"
-RUNC = f"{RUNC_BIN} --root {WORK}/runc"
+RUNC = [RUNC_BIN, "--root", f"{WORK}/runc"]
 rows = []
 ANALYSIS = "## Where the time and memory go"
 
@@ -210,7 +212,7 @@ def main():
     # 1. One container, `true`, Never: podinit run vs runc run.
     one = write("one.yaml", pod_yaml("bench-one", ['{name: c, image: busybox, command: ["true"]}']))
     b = runc_bundle(["true"])
-    p, r = hyperfine([run_cmd(one, os.path.join(WORK, "s-one")), f"{RUNC} run --bundle {b} bench-one"])
+    p, r = hyperfine([run_cmd(one, os.path.join(WORK, "s-one")), " ".join(RUNC + ["run", "--bundle", b, "bench-one"])])
     row("one-container pod, `true`: wall time", "ms", p, r, "runc run", "≤ 0.2 × runc")
 
     # 2. Each extra container: slope between 1 and 10 containers.
@@ -236,14 +238,14 @@ def main():
     for k in range(5):
         ids = [f"bench-stop-{k}-{i}" for i in range(10)]
         for i in ids:
-            subprocess.run([*RUNC.split(), "run", "-d", "--bundle", tb, i], check=True,
+            subprocess.run(RUNC + ["run", "-d", "--bundle", tb, i], check=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
         time.sleep(0.2)
         t0 = time.monotonic()
         for i in ids:
-            subprocess.run([*RUNC.split(), "kill", i, "TERM"], check=True)
+            subprocess.run(RUNC + ["kill", i, "TERM"], check=True)
         for i in ids:
-            while subprocess.run([*RUNC.split(), "delete", i], stderr=subprocess.DEVNULL).returncode != 0:
+            while subprocess.run(RUNC + ["delete", i], stderr=subprocess.DEVNULL).returncode != 0:
                 time.sleep(0.001)
         anchor.append((time.monotonic() - t0) * 1000)
     row("SIGTERM → exit, 10 containers exiting on TERM", "ms", samples, anchor, "10 × runc kill + delete", "≤ 20 ms")
@@ -374,4 +376,4 @@ if __name__ == "__main__":
         main()
     finally:
         subprocess.run(["umount", "-l", WORK])
-    shutil.rmtree(WORK, ignore_errors=True)
+        shutil.rmtree(WORK, ignore_errors=True)
