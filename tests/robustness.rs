@@ -34,10 +34,13 @@ fn settled(pid: i32, warm: Usage) -> Usage {
     }
 }
 
-/// The lowest of each of `usage`'s numbers over one second (50 samples).
+/// The lowest of each of `usage`'s numbers over two seconds (100 samples): long enough to
+/// include the moment, a second after the test's last API request, when the supervisor
+/// gives back its code pages (`util::release_startup_pages`), so that two readings
+/// compare the supervisor at rest with itself at rest.
 fn lowest_usage(pid: i32) -> Usage {
     let mut low = usage(pid);
-    for _ in 0..50 {
+    for _ in 0..100 {
         std::thread::sleep(Duration::from_millis(20));
         let u = usage(pid);
         low.fds = low.fds.min(u.fds);
