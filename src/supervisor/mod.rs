@@ -111,7 +111,8 @@ struct Supervisor<'a> {
     /// When each container's current start was decided (for the start latency).
     start_requested: BTreeMap<usize, pod::Millis>,
     /// When to give back code pages that are not in the event loop's steady working set:
-    /// a second after a burst of container starts or API requests (`release_later`).
+    /// a second after the first of a burst of container starts or API requests
+    /// (`release_later`).
     release_at: Option<pod::Millis>,
 }
 
@@ -300,11 +301,15 @@ impl Supervisor<'_> {
 
     /// Give back code pages a second from now (`util::release_startup_pages`): after
     /// container starts (the bulk of what runs once) and API requests (rendering, parsing),
-    /// not after probes, which run every period.
+    /// not after probes, which run every period. A release already due stays due: under
+    /// steady requests or restarts the pages are still given back once a second, instead
+    /// of never (a few page faults a second is the price).
     fn release_later(&mut self) {
-        let at = self.now() + 1000;
-        self.release_at = Some(at);
-        self.wake.insert(at);
+        if self.release_at.is_none() {
+            let at = self.now() + 1000;
+            self.release_at = Some(at);
+            self.wake.insert(at);
+        }
     }
 
     fn start(&mut self, i: usize) {
