@@ -131,7 +131,7 @@ pub fn admit(
                     ));
                 }
                 strict::normalize_quantities(&mut doc);
-                let p: Pod = strict::typed(&doc)?;
+                let p = strict::pod(&doc)?;
                 strict::unknown_fields(&doc, &p)?;
                 pod = Some(p);
             }

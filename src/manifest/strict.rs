@@ -3,9 +3,30 @@
 //! informational fields (`ports`, `nodeName`, `tolerations`, …) are accepted and ignored.
 
 use super::Error;
-use k8s_openapi::api::core::v1::{Container, Pod, SecurityContext};
+use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, SecurityContext};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+
+/// What podinit reads of a Pod document: its metadata and spec (apiVersion and kind are
+/// checked by the caller). The status is ignored, as the API server ignores it on create;
+/// not reading it also leaves PodStatus's deserializer, ~45 KB, out of the binary.
+#[derive(serde::Deserialize)]
+struct PodDoc {
+    #[serde(default)]
+    metadata: ObjectMeta,
+    spec: Option<PodSpec>,
+}
+
+/// The typed Pod of a manifest document (`typed`'s errors).
+pub fn pod(doc: &Value) -> Result<Pod, Error> {
+    let d: PodDoc = typed(doc)?;
+    Ok(Pod {
+        metadata: d.metadata,
+        spec: d.spec,
+        status: None,
+    })
+}
 
 /// Deserialize with the failing field's path in the error.
 pub fn typed<T: DeserializeOwned>(doc: &Value) -> Result<T, Error> {
