@@ -57,8 +57,8 @@ pub fn load_file(path: &Path) -> Result<Admitted, Error> {
 
 /// The manifest, plus every PodPreset in the manifests of `presets_dir` (`--presets`).
 pub fn load_with_presets(path: &Path, presets_dir: Option<&Path>) -> Result<Admitted, Error> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::new(path.display().to_string(), e.to_string()))?;
+    // The caller names the file before the error.
+    let text = std::fs::read_to_string(path).map_err(|e| Error::new("reading", e.to_string()))?;
     let mut docs = load::documents(&text)?;
     if let Some(dir) = presets_dir {
         let err =
