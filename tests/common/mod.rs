@@ -341,6 +341,11 @@ pub fn supervisor_pid(p: &TestPod) -> i32 {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Usage {
     pub fds: usize,
+    /// Resident anonymous memory (heap, stacks): what a leak grows. The binary's own pages,
+    /// also resident, come and go with podinit's page release and with what code runs
+    /// (each vfork-like exec runs in the supervisor's memory), so they are shown, not
+    /// compared.
+    pub anon_kib: u64,
     pub rss_kib: u64,
     pub zombies: usize,
 }
@@ -349,8 +354,8 @@ impl std::fmt::Display for Usage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} fds, VmRSS {} KiB, {} zombie children",
-            self.fds, self.rss_kib, self.zombies
+            "{} fds, RssAnon {} KiB (VmRSS {} KiB), {} zombie children",
+            self.fds, self.anon_kib, self.rss_kib, self.zombies
         )
     }
 }
@@ -360,14 +365,17 @@ pub fn usage(pid: i32) -> Usage {
         .map(|d| d.count())
         .unwrap_or_else(|e| panic!("/proc/{pid}/fd: {e}"));
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let rss_kib = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0);
+    let kib = |key: &str| -> u64 {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    };
     Usage {
         fds,
-        rss_kib,
+        anon_kib: kib("RssAnon:"),
+        rss_kib: kib("VmRSS:"),
         zombies: zombie_children(pid),
     }
 }
