@@ -130,20 +130,17 @@ def supervisor_pid(outer):
         return int(f.read().split()[0])
 
 
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
-def rollup_kib(pid, key):
-    with open(f"/proc/{pid}/smaps_rollup") as f:
+def proc_kib(pid, name, key):
+    """A `Key: N kB` line of /proc/PID/NAME (status, smaps_rollup)."""
+    with open(f"/proc/{pid}/{name}") as f:
         for line in f:
             if line.startswith(key + ":"):
                 return int(line.split()[1])
     return 0
+
+
+def rss_kib(pid):
+    return proc_kib(pid, "status", "VmRSS")
 
 
 def cpu_ticks(pid):
@@ -255,13 +252,13 @@ def main():
     st = os.path.join(WORK, "s-rss")
     pr = start_pod(run10, st)
     wait_for(lambda: all_running(st, 10))
-    # At rest: podinit gives back its start-up code pages a second after the last start.
+    # At rest: podinit gives back its start-up code pages a second after the starts.
     time.sleep(2)
     sup = supervisor_pid(pr.pid)
     row("supervisor RSS, 10 running containers", "MiB", rss_kib(sup) / 1024, shim_rss_mib(),
         "containerd-shim-runc-v2 + pause", "≤ 2 MiB")
     row("supervisor anonymous (private) memory, the rest of its RSS being the binary's shared pages",
-        "MiB", rollup_kib(sup, "Anonymous") / 1024)
+        "MiB", proc_kib(sup, "smaps_rollup", "Anonymous") / 1024)
     row("outer `podinit run` process RSS", "MiB", rss_kib(pr.pid) / 1024)
     pr.send_signal(signal.SIGTERM)
     pr.wait()

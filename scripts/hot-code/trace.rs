@@ -103,13 +103,14 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let pid: i32 = args[1].parse().expect("PID");
     let secs: u64 = args[2].parse().expect("SECONDS");
-    let entries: Vec<usize> = std::io::stdin()
+    // Sorted, without duplicates: `on_stack` looks functions up by address.
+    let mut entries: Vec<usize> = std::io::stdin()
         .lock()
         .lines()
         .map(|l| usize::from_str_radix(l.unwrap().trim(), 16).expect("hex address"))
-        .collect::<HashSet<_>>()
-        .into_iter()
         .collect();
+    entries.sort_unstable();
+    entries.dedup();
     let opts = O_TRACESYSGOOD | O_TRACEFORK | O_TRACEVFORK | O_TRACECLONE | O_TRACEEXEC;
     let mut status = 0;
     // SAFETY: attaching to the pid we were given and waiting for it to stop.
@@ -120,9 +121,7 @@ fn main() {
     }
     // The functions under way when we attach (the event loop, its callers) are entered
     // before the trace and never again: take them from the stack's return addresses.
-    let mut sorted = entries.clone();
-    sorted.sort_unstable();
-    let mut hits: Vec<usize> = on_stack(pid, &sorted); // in the order of their first run
+    let mut hits: Vec<usize> = on_stack(pid, &entries); // in the order of their first run
     let mut hit: HashSet<usize> = hits.iter().copied().collect();
     let mut orig: HashMap<usize, u8> = HashMap::new();
     for &a in &entries {

@@ -428,9 +428,10 @@ impl Supervisor<'_> {
         // block; dropped without that, it would wait for some other event.
         let overdue = self.wake.first().is_some_and(|&t| t <= now);
         self.wake = self.wake.split_off(&(now + 1));
-        let mut due = match overdue {
-            true => Some(0),
-            false => self.wake.first().map(|&t| t - now),
+        let mut due = if overdue {
+            Some(0)
+        } else {
+            self.wake.first().map(|&t| t - now)
         };
         if let Some(d) = self.server.as_ref().and_then(Server::next_deadline) {
             let ms = d.saturating_duration_since(Instant::now()).as_millis() as u64 + 1;
