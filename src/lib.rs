@@ -6,6 +6,7 @@
 
 pub mod api;
 pub mod bundle;
+pub mod cli;
 pub mod log;
 pub mod logs;
 pub mod manifest;

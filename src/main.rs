@@ -1,209 +1,55 @@
-//! The command line (CONTRACT.md §2), and nothing else.
+//! The command line (CONTRACT.md §2; its grammar is `podinit::cli`), and nothing else.
 
-use clap::{Parser, Subcommand, ValueEnum};
+use podinit::cli::{self, Matches, Parsed};
 use std::path::PathBuf;
 
-#[derive(Parser)]
-#[command(
-    name = "podinit",
-    version,
-    about = "Run one Kubernetes pod on bare Linux"
-)]
-struct Cli {
-    #[command(subcommand)]
-    cmd: Cmd,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum LogFormat {
-    Text,
-    Json,
-}
-
-#[derive(Subcommand)]
-enum Cmd {
-    /// Run the pod in POD.yaml in the foreground until it has ended.
-    Run {
-        /// The manifest: one v1 Pod, plus ConfigMaps and Secrets (YAML or JSON).
-        manifest: PathBuf,
-        /// Where images are resolved to OCI bundles [default: $PODINIT_BUNDLES, else ./oci-bundles]
-        #[arg(long)]
-        bundles: Option<PathBuf>,
-        /// Apply the PodPresets of every manifest in DIR too
-        #[arg(long)]
-        presets: Option<PathBuf>,
-        /// [default: /run/podinit/<namespace>_<name>]
-        #[arg(long)]
-        state_dir: Option<PathBuf>,
-        /// Parent cgroup of the pod's [default: the cgroup podinit was started in]
-        #[arg(long)]
-        cgroup_parent: Option<String>,
-        /// The status socket [default: <state dir>/pod.sock]
-        #[arg(long)]
-        socket: Option<PathBuf>,
-        /// Join this network namespace instead of creating one
-        #[arg(long)]
-        netns: Option<PathBuf>,
-        /// Push the Pod object as a JSON line on every status change to this Unix socket
-        #[arg(long)]
-        notify_socket: Option<PathBuf>,
-        #[arg(long, value_enum, default_value = "text")]
-        log_format: LogFormat,
-        /// The CrashLoopBackOff cap, in seconds (kubelet's maxContainerRestartPeriod).
-        #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
-        max_restart_backoff: u64,
-        /// Where `Localhost` seccomp profiles are (kubelet's <root-dir>/seccomp)
-        #[arg(long, value_name = "DIR", default_value = podinit::run::DEFAULT_SECCOMP_ROOT)]
-        seccomp_root: PathBuf,
-    },
-    /// Admit POD.yaml and print the effective pod as YAML.
-    Validate {
-        manifest: PathBuf,
-        #[arg(long)]
-        bundles: Option<PathBuf>,
-        /// Apply the PodPresets of every manifest in DIR too
-        #[arg(long)]
-        presets: Option<PathBuf>,
-    },
-    /// Show the pod like `kubectl get pod`.
-    Status {
-        #[arg(long)]
-        socket: Option<PathBuf>,
-        #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
-        output: Output,
-    },
-    /// Show the pod's events.
-    Events {
-        #[arg(long)]
-        socket: Option<PathBuf>,
-        #[arg(short = 'w', long)]
-        watch: bool,
-    },
-    /// Print a container's log.
-    Logs {
-        container: String,
-        #[arg(long)]
-        socket: Option<PathBuf>,
-        #[arg(short = 'f', long)]
-        follow: bool,
-        #[arg(short = 'p', long)]
-        previous: bool,
-        #[arg(long)]
-        tail: Option<usize>,
-        #[arg(long)]
-        timestamps: bool,
-    },
-    /// Run a command in a running container; exits with its exit code.
-    Exec {
-        container: String,
-        #[arg(long)]
-        socket: Option<PathBuf>,
-        /// Give up (and kill the command) after this many seconds; 0 waits for ever.
-        #[arg(long, default_value_t = 0)]
-        timeout: u64,
-        #[arg(last = true, required = true, value_name = "COMMAND")]
-        command: Vec<String>,
-    },
-    /// Add an ephemeral debug container, show its output, exit with its exit code.
-    Debug {
-        #[arg(long)]
-        socket: Option<PathBuf>,
-        #[arg(long)]
-        image: String,
-        /// Share this container's process namespace
-        #[arg(long)]
-        target: Option<String>,
-        /// [default: debugger-<random>]
-        #[arg(long)]
-        name: Option<String>,
-        #[arg(last = true, value_name = "COMMAND")]
-        command: Vec<String>,
-    },
-    /// Set a readiness-gate condition.
-    Condition {
-        #[arg(value_name = "TYPE")]
-        type_: String,
-        #[arg(value_parser = ["True", "False"])]
-        status: String,
-        #[arg(long)]
-        reason: Option<String>,
-        #[arg(long)]
-        message: Option<String>,
-        #[arg(long)]
-        socket: Option<PathBuf>,
-    },
-    /// Terminate the pod (grace period 0 forces).
-    Stop {
-        #[arg(long)]
-        socket: Option<PathBuf>,
-        #[arg(long)]
-        grace_period: Option<u64>,
-    },
-    /// Print podinit's version.
-    Version,
-    /// Print a completion script for SHELL (e.g. `podinit completions bash > /etc/bash_completion.d/podinit`).
-    Completions {
-        #[arg(value_enum)]
-        shell: clap_complete::Shell,
-    },
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum Output {
-    Table,
-    Wide,
-    Json,
-    Yaml,
-}
-
 fn main() {
-    let cli = match Cli::try_parse() {
-        Ok(c) => c,
-        Err(e) => {
-            let code = if e.use_stderr() {
-                podinit::run::EXIT_INVALID
-            } else {
-                0
-            };
-            let _ = e.print();
-            std::process::exit(code);
+    let m = match cli::parse(std::env::args_os().skip(1)) {
+        Ok(Parsed::Command(m)) => m,
+        Ok(Parsed::Help(text)) => {
+            print!("{text}");
+            std::process::exit(0);
         }
+        Ok(Parsed::Version) => version(),
+        Err(e) => usage_error(e),
     };
-    let code = match cli.cmd {
-        Cmd::Run {
-            manifest,
-            bundles,
-            presets,
-            state_dir,
-            cgroup_parent,
-            socket,
-            netns,
-            notify_socket,
-            log_format,
-            max_restart_backoff,
-            seccomp_root,
-        } => {
-            podinit::log::set_json(matches!(log_format, LogFormat::Json));
+    let code = dispatch(&m).unwrap_or_else(|e| usage_error(e));
+    std::process::exit(code);
+}
+
+fn version() -> ! {
+    println!("podinit {}", env!("CARGO_PKG_VERSION"));
+    std::process::exit(0);
+}
+
+fn usage_error(e: cli::Error) -> ! {
+    podinit::log::error(&e.0);
+    std::process::exit(podinit::run::EXIT_INVALID);
+}
+
+/// Run the command; a value the grammar cannot check (a number, UTF-8) is a usage error.
+fn dispatch(m: &Matches) -> Result<i32, cli::Error> {
+    let socket = || m.path("socket");
+    Ok(match m.cmd.name {
+        "run" => {
+            podinit::log::set_json(m.string("log-format")?.as_deref() == Some("json"));
             podinit::run::run(&podinit::run::RunOptions {
-                manifest,
-                bundles,
-                presets,
-                state_dir,
-                cgroup_parent,
-                socket,
-                netns,
-                notify_socket,
-                max_restart_backoff,
-                seccomp_root: Some(seccomp_root),
+                manifest: PathBuf::from(m.arg(0)),
+                bundles: m.path("bundles"),
+                presets: m.path("presets"),
+                state_dir: m.path("state-dir"),
+                cgroup_parent: m.string("cgroup-parent")?,
+                socket: socket(),
+                netns: m.path("netns"),
+                notify_socket: m.path("notify-socket"),
+                max_restart_backoff: m.number("max-restart-backoff", 1)?.unwrap_or(300),
+                seccomp_root: m.path("seccomp-root"),
             })
         }
-        Cmd::Validate {
-            manifest,
-            bundles,
-            presets,
-        } => {
-            let dir = podinit::run::bundles_dir(bundles.as_deref());
-            match podinit::run::admit(&manifest, &dir, presets.as_deref(), 300) {
+        "validate" => {
+            let manifest = PathBuf::from(m.arg(0));
+            let dir = podinit::run::bundles_dir(m.path("bundles").as_deref());
+            match podinit::run::admit(&manifest, &dir, m.path("presets").as_deref(), 300) {
                 Ok(a) => {
                     if let Some(c) = &a.preset_conflict {
                         podinit::log::warn(c);
@@ -217,61 +63,52 @@ fn main() {
                 }
             }
         }
-        Cmd::Status { socket, output } => client::status(socket, output),
-        Cmd::Events { socket, watch } => client::events(socket, watch),
-        Cmd::Logs {
-            container,
-            socket,
-            follow,
-            previous,
-            tail,
-            timestamps,
-        } => client::logs(socket, &container, follow, previous, tail, timestamps),
-        Cmd::Exec {
-            container,
-            socket,
-            timeout,
-            command,
-        } => client::exec(socket, &container, timeout, command),
-        Cmd::Debug {
-            socket,
-            image,
-            target,
-            name,
-            command,
-        } => client::debug(socket, image, target, name, command),
-        Cmd::Condition {
-            type_,
-            status,
-            reason,
-            message,
-            socket,
-        } => client::condition(socket, &type_, &status, reason, message),
-        Cmd::Stop {
-            socket,
-            grace_period,
-        } => client::stop(socket, grace_period),
-        Cmd::Completions { shell } => {
-            use clap::CommandFactory;
-            clap_complete::generate(
-                shell,
-                &mut Cli::command(),
-                "podinit",
-                &mut std::io::stdout(),
+        "status" => client::status(socket(), &m.string("output")?.unwrap_or_default()),
+        "events" => client::events(socket(), m.flag("watch")),
+        "logs" => client::logs(
+            socket(),
+            &m.arg_string(0)?,
+            m.flag("follow"),
+            m.flag("previous"),
+            m.number("tail", 0)?,
+            m.flag("timestamps"),
+        ),
+        "exec" => client::exec(
+            socket(),
+            &m.arg_string(0)?,
+            m.number("timeout", 0)?.unwrap_or(0),
+            m.trailing.clone(),
+        ),
+        "debug" => client::debug(
+            socket(),
+            m.required("image")?,
+            m.string("target")?,
+            m.string("name")?,
+            m.trailing.clone(),
+        ),
+        "condition" => client::condition(
+            socket(),
+            &m.arg_string(0)?,
+            &m.arg_string(1)?,
+            m.string("reason")?,
+            m.string("message")?,
+        ),
+        "stop" => client::stop(socket(), m.number("grace-period", 0)?),
+        "completions" => {
+            let shell = m.arg_string(0)?;
+            print!(
+                "{}",
+                cli::completions::script(&shell).expect("a checked choice")
             );
             0
         }
-        Cmd::Version => {
-            println!("podinit {}", env!("CARGO_PKG_VERSION"));
-            0
-        }
-    };
-    std::process::exit(code);
+        "version" => version(),
+        other => unreachable!("command {other} is in the table but not dispatched"),
+    })
 }
 
 /// The client commands: one request each over the status socket.
 mod client {
-    use super::Output;
     use podinit::api::client::{self, Response};
     use std::io::Write;
     use std::path::PathBuf;
@@ -307,18 +144,17 @@ mod client {
         ok(client::request(s, "GET", path, None, TIMEOUT).map_err(|e| e.to_string())?)
     }
 
-    pub fn status(s: Option<PathBuf>, o: Output) -> i32 {
+    pub fn status(s: Option<PathBuf>, output: &str) -> i32 {
         run(|| {
             let s = sock(s)?;
             let r = get(&s, "/v1/pod")?;
             let pod: serde_json::Value =
                 serde_json::from_slice(&r.body).map_err(|e| e.to_string())?;
             let now = (podinit::util::now_unix_nanos() / 1_000_000_000) as i64;
-            let text = match o {
-                Output::Table => podinit::status::table::render(&pod, false, now),
-                Output::Wide => podinit::status::table::render(&pod, true, now),
-                Output::Json => serde_json::to_string_pretty(&pod).unwrap_or_default() + "\n",
-                Output::Yaml => serde_yaml_ng::to_string(&pod).unwrap_or_default(),
+            let text = match output {
+                "json" => serde_json::to_string_pretty(&pod).unwrap_or_default() + "\n",
+                "yaml" => serde_yaml_ng::to_string(&pod).unwrap_or_default(),
+                wide => podinit::status::table::render(&pod, wide == "wide", now),
             };
             print!("{text}");
             Ok(0)
@@ -370,7 +206,7 @@ mod client {
         c: &str,
         follow: bool,
         previous: bool,
-        tail: Option<usize>,
+        tail: Option<u64>,
         ts: bool,
     ) -> i32 {
         run(|| {

@@ -1,0 +1,238 @@
+//! podinit's commands and their options (CONTRACT.md §2).
+
+use super::{flag, opt, Cmd, Opt, Pos, Trailing};
+
+const SOCKET: Opt = opt(
+    "socket",
+    "PATH",
+    "The pod's status socket [default: $PODINIT_SOCKET]",
+)
+.path();
+const BUNDLES: Opt = opt(
+    "bundles",
+    "DIR",
+    "Where images are resolved to OCI bundles [default: $PODINIT_BUNDLES, else ./oci-bundles]",
+)
+.path();
+const PRESETS: Opt = opt(
+    "presets",
+    "DIR",
+    "Apply the PodPresets of every manifest in DIR too",
+)
+.path();
+const MANIFEST: Pos = Pos {
+    name: "POD.yaml",
+    help: "The manifest: one v1 Pod, plus ConfigMaps, Secrets and PodPresets (YAML or JSON)",
+    choices: &[],
+    path: true,
+};
+const CONTAINER: Pos = Pos {
+    name: "CONTAINER",
+    help: "The container's name",
+    choices: &[],
+    path: false,
+};
+
+pub static COMMANDS: &[Cmd] = &[
+    Cmd {
+        name: "run",
+        about: "Run the pod in POD.yaml in the foreground until it has ended",
+        opts: &[
+            BUNDLES,
+            PRESETS,
+            opt(
+                "state-dir",
+                "DIR",
+                "[default: /run/podinit/<namespace>_<name>]",
+            )
+            .path(),
+            opt(
+                "cgroup-parent",
+                "PATH",
+                "Parent cgroup of the pod's [default: the cgroup podinit was started in]",
+            ),
+            opt(
+                "socket",
+                "PATH",
+                "The status socket [default: <state dir>/pod.sock]",
+            )
+            .path(),
+            opt(
+                "netns",
+                "PATH",
+                "Join this network namespace instead of creating one",
+            )
+            .path(),
+            opt(
+                "notify-socket",
+                "PATH",
+                "Push the Pod object as a JSON line on every status change to this Unix socket",
+            )
+            .path(),
+            opt("log-format", "FORMAT", "How podinit writes its own log")
+                .choices(&["text", "json"])
+                .default("text"),
+            opt(
+                "max-restart-backoff",
+                "SECONDS",
+                "The CrashLoopBackOff cap (kubelet's maxContainerRestartPeriod)",
+            )
+            .default("300"),
+            opt(
+                "seccomp-root",
+                "DIR",
+                "Where `Localhost` seccomp profiles are (kubelet's <root-dir>/seccomp)",
+            )
+            .default(crate::run::DEFAULT_SECCOMP_ROOT)
+            .path(),
+        ],
+        args: &[MANIFEST],
+        trailing: None,
+    },
+    Cmd {
+        name: "validate",
+        about: "Admit POD.yaml and print the effective pod as YAML",
+        opts: &[BUNDLES, PRESETS],
+        args: &[MANIFEST],
+        trailing: None,
+    },
+    Cmd {
+        name: "status",
+        about: "Show the pod like `kubectl get pod`",
+        opts: &[
+            SOCKET,
+            opt("output", "FORMAT", "Output format")
+                .short('o')
+                .choices(&["table", "wide", "json", "yaml"])
+                .default("table"),
+        ],
+        args: &[],
+        trailing: None,
+    },
+    Cmd {
+        name: "events",
+        about: "Show the pod's events",
+        opts: &[
+            SOCKET,
+            flag("watch", Some('w'), "Keep printing events as they come"),
+        ],
+        args: &[],
+        trailing: None,
+    },
+    Cmd {
+        name: "logs",
+        about: "Print a container's log",
+        opts: &[
+            SOCKET,
+            flag("follow", Some('f'), "Keep printing the log as it grows"),
+            flag(
+                "previous",
+                Some('p'),
+                "The log of the container's previous run",
+            ),
+            opt("tail", "LINES", "Only the last LINES lines"),
+            flag("timestamps", None, "Each line with its time"),
+        ],
+        args: &[CONTAINER],
+        trailing: None,
+    },
+    Cmd {
+        name: "exec",
+        about: "Run a command in a running container; exits with its exit code",
+        opts: &[
+            SOCKET,
+            opt(
+                "timeout",
+                "SECONDS",
+                "Give up (and kill the command) after this many seconds; 0 waits for ever",
+            )
+            .default("0"),
+        ],
+        args: &[CONTAINER],
+        trailing: Some(Trailing {
+            name: "COMMAND",
+            required: true,
+        }),
+    },
+    Cmd {
+        name: "debug",
+        about: "Add an ephemeral debug container, show its output, exit with its exit code",
+        opts: &[
+            SOCKET,
+            opt(
+                "image",
+                "IMAGE",
+                "The debug container's image (an OCI bundle)",
+            ),
+            opt(
+                "target",
+                "CONTAINER",
+                "Share this container's process namespace",
+            ),
+            opt("name", "NAME", "[default: debugger-<random>]"),
+        ],
+        args: &[],
+        trailing: Some(Trailing {
+            name: "COMMAND",
+            required: false,
+        }),
+    },
+    Cmd {
+        name: "condition",
+        about: "Set a readiness-gate condition",
+        opts: &[
+            opt("reason", "REASON", "The condition's reason"),
+            opt("message", "MESSAGE", "The condition's message"),
+            SOCKET,
+        ],
+        args: &[
+            Pos {
+                name: "TYPE",
+                help: "The condition type, as in the pod's readinessGates",
+                choices: &[],
+                path: false,
+            },
+            Pos {
+                name: "STATUS",
+                help: "The condition's status",
+                choices: &["True", "False"],
+                path: false,
+            },
+        ],
+        trailing: None,
+    },
+    Cmd {
+        name: "stop",
+        about: "Terminate the pod (grace period 0 forces)",
+        opts: &[
+            SOCKET,
+            opt(
+                "grace-period",
+                "SECONDS",
+                "[default: the pod's terminationGracePeriodSeconds]",
+            ),
+        ],
+        args: &[],
+        trailing: None,
+    },
+    Cmd {
+        name: "version",
+        about: "Print podinit's version",
+        opts: &[],
+        args: &[],
+        trailing: None,
+    },
+    Cmd {
+        name: "completions",
+        about: "Print a completion script for SHELL: bash, zsh or fish \
+                (e.g. `podinit completions bash > /etc/bash_completion.d/podinit`)",
+        opts: &[],
+        args: &[Pos {
+            name: "SHELL",
+            help: "The shell",
+            choices: super::completions::SHELLS,
+            path: false,
+        }],
+        trailing: None,
+    },
+];
