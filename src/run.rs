@@ -190,6 +190,7 @@ pub fn run(opts: &RunOptions) -> i32 {
     };
     let mut sandbox = Sandbox {
         pod_cgroup: None,
+        supervisor_cgroup: None,
         sd: Some(sd),
     };
     let code = match sandbox.launch(adm, opts) {
@@ -211,6 +212,9 @@ pub fn run(opts: &RunOptions) -> i32 {
 /// What the outer process created, removed by `remove` whatever happened.
 struct Sandbox {
     pod_cgroup: Option<Group>,
+    /// The supervisor's leaf below it: removed first, so that the pod cgroup's own removal
+    /// is one rmdir per hierarchy when nothing else was left.
+    supervisor_cgroup: Option<Group>,
     sd: Option<StateDir>,
 }
 
@@ -260,6 +264,7 @@ impl Sandbox {
         let leaf = cgroups.group(&format!("{pod_cg_name}/supervisor"));
         if !pid1 {
             leaf.create().map_err(|e| e.to_string())?;
+            self.supervisor_cgroup = Some(cgroups.group(&format!("{pod_cg_name}/supervisor")));
         }
 
         let hostname = uts_hostname(&adm.pod)?;
@@ -397,6 +402,11 @@ impl Sandbox {
     /// left in it) and the private part of the state dir.
     fn remove(&mut self) -> Result<(), String> {
         let mut errs = Vec::new();
+        if let Some(cg) = self.supervisor_cgroup.take() {
+            if let Err(e) = cg.destroy() {
+                errs.push(e.to_string());
+            }
+        }
         if let Some(cg) = self.pod_cgroup.take() {
             if let Err(e) = cg.destroy() {
                 errs.push(e.to_string());

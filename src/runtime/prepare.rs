@@ -237,16 +237,9 @@ impl Prepared {
             env: env.iter().map(cstr).collect::<Result<_, _>>()?,
             exe_candidates,
             argv0,
-            cgroup2_host: cgroup2_host(),
+            cgroup2_host: crate::sandbox::cgroup::unified(),
         })
     }
-}
-
-/// Whether the host is pure cgroup v2: asked once (a statfs), not at every container or
-/// exec start.
-fn cgroup2_host() -> bool {
-    static V2: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *V2.get_or_init(cgroups_rs::fs::hierarchies::is_cgroup2_unified_mode)
 }
 
 /// `RLIMIT_NOFILE` (as oci-spec prints its enum: `RlimitNofile`) → the resource number.
