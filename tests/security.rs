@@ -594,3 +594,33 @@ fn a_proc_that_is_a_symlink_is_refused() {
     assert!(left.is_empty(), "written on the host: {left:?}");
     p.assert_nothing_left();
 }
+
+#[test]
+fn device_nodes_outside_the_allowed_list_cannot_be_opened() {
+    if !require_root() {
+        return;
+    }
+    // CAP_MKNOD is in the default set, so the container can make any node: the device
+    // cgroup is what stops it from using one. /dev/mem (c 1:1) and loop0 (b 7:0) are not
+    // in the list (deny all, then null, zero, full, random, urandom, tty, ptmx, pts); a
+    // node made for null (c 1:3) is, and the list's nodes in /dev work.
+    let script = "mknod /tmp/mem c 1 1 && mknod /tmp/loop b 7 0 && mknod /tmp/null c 1 3 && \
+        for d in /tmp/mem /tmp/loop /tmp/null /dev/null /dev/zero /dev/urandom; do \
+          head -c 1 $d > /dev/null 2>&1 && echo \"open $d ok\" || echo \"open $d refused\"; done";
+    let mut p = TestPod::new(
+        "devices",
+        &format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: NAME}}\nspec:\n  restartPolicy: Never\n  containers:\n  - {{name: c, image: busybox, command: [\"sh\", \"-c\", {script:?}]}}\n"
+        ),
+    );
+    let out = p.run(LIMIT);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let log = p.log("c", 0);
+    for d in ["/tmp/mem", "/tmp/loop"] {
+        assert!(log.contains(&format!("open {d} refused")), "{d}: {log}");
+    }
+    for d in ["/tmp/null", "/dev/null", "/dev/zero", "/dev/urandom"] {
+        assert!(log.contains(&format!("open {d} ok")), "{d}: {log}");
+    }
+    p.assert_nothing_left();
+}

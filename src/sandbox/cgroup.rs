@@ -326,13 +326,24 @@ impl Group {
                 format!("no devices controller for cgroup {}", self.describe()),
             ));
         };
+        // One rule per write(2), as the kernel parses them, through one open file each.
+        let mut files: [Option<fs::File>; 2] = [None, None];
         for r in rules {
             let file = if r.allow {
                 "devices.allow"
             } else {
                 "devices.deny"
             };
-            match fs::write(dir.join(file), r.v1_line()) {
+            let f = match &mut files[r.allow as usize] {
+                Some(f) => f,
+                slot => slot.insert(
+                    fs::OpenOptions::new()
+                        .write(true)
+                        .open(dir.join(file))
+                        .map_err(|e| ctx(&format!("opening {file}"), e))?,
+                ),
+            };
+            match io::Write::write_all(f, r.v1_line().as_bytes()) {
                 Ok(()) => {}
                 // The parent cgroup does not allow it: it stays denied, which is stricter.
                 Err(e) if r.allow && e.raw_os_error() == Some(libc::EPERM) => {}
