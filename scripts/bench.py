@@ -197,6 +197,64 @@ def shim_rss_mib():
         daemon.wait()
 
 
+PHASES = [
+    ("outer", "podinit starts, admits the pod, makes the pod's cgroups and state dir"),
+    ("sandbox", "clone3 of the sandbox: new pid, net, ipc, uts and mount namespaces"),
+    ("supervisor", "supervisor: sandbox mounts, /etc files, socket; the container's overlay, cgroups, log"),
+    ("container", "container process: mounts, pivot_root, credentials, exec"),
+    ("run", "busybox `true` starts and exits"),
+    ("teardown", "supervisor: reap, status, the container's cgroups and overlay removed"),
+    ("cleanup", "outer: the pod's cgroups and state removed"),
+]
+
+
+def timeline(manifest, state, runs=15):
+    """Where the wall time of `podinit run` goes, phase by phase (PHASES), from the
+    kernel's tracepoints on exec, clone3 and exit of the three processes (perf record on
+    the command only, a dozen events a run). None when perf cannot record them."""
+    perf = shutil.which("perf")
+    if not perf:
+        return None
+    data = os.path.join(WORK, "timeline.data")
+    events = ["sched:sched_process_exec", "sched:sched_process_exit",
+              "syscalls:sys_enter_clone3", "syscalls:sys_exit_clone3"]
+    samples = {k: [] for k, _ in PHASES}
+    for i in range(runs + 1):
+        cmd = [perf, "record", "-q", "-o", data] + sum((["-e", e] for e in events), []) + \
+              ["--", BIN, "run", manifest, "--bundles", BUNDLES, "--state-dir", state]
+        if subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode:
+            return None
+        out = subprocess.run([perf, "script", "-i", data, "-F", "pid,time,event,trace"],
+                             capture_output=True, text=True).stdout
+        ev = []
+        for line in out.splitlines():
+            f = line.split()
+            if len(f) >= 3:
+                ev.append((int(f[0]), float(f[1].rstrip(":")) * 1000, f[2].rstrip(":"), line))
+        try:
+            outer = next(p for p, _, e, _ in ev if e == "sched:sched_process_exec")
+            t = lambda pred: next(tm for p, tm, e, l in ev if pred(p, e, l))
+            born = [p for p, _, e, l in ev if e == "syscalls:sys_exit_clone3" and l.endswith("0x0")]
+            sup, ctr = born[0], born[1]
+            marks = [
+                t(lambda p, e, l: p == outer and e == "sched:sched_process_exec"),
+                t(lambda p, e, l: p == outer and e == "syscalls:sys_enter_clone3"),
+                t(lambda p, e, l: p == outer and e == "syscalls:sys_exit_clone3"),
+                t(lambda p, e, l: p == sup and e == "syscalls:sys_enter_clone3"),
+                t(lambda p, e, l: p == ctr and e == "sched:sched_process_exec"),
+                t(lambda p, e, l: p == ctr and e == "sched:sched_process_exit"),
+                t(lambda p, e, l: p == sup and e == "sched:sched_process_exit"),
+                t(lambda p, e, l: p == outer and e == "sched:sched_process_exit"),
+            ]
+        except (StopIteration, IndexError, ValueError):
+            return None
+        # The first run warms the caches.
+        for (k, _), a, b in zip(PHASES, marks, marks[1:]):
+            if i:
+                samples[k].append(b - a)
+    return samples
+
+
 def cgroup_mode():
     if os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
         return "v2"
@@ -211,6 +269,11 @@ def main():
     b = runc_bundle(["true"])
     p, r = hyperfine([run_cmd(one, os.path.join(WORK, "s-one")), " ".join(RUNC + ["run", "--bundle", b, "bench-one"])])
     row("one-container pod, `true`: wall time", "ms", p, r, "runc run", "≤ 0.2 × runc")
+
+    # 1b. Where the one-container pod's time goes.
+    phases = timeline(one, os.path.join(WORK, "s-timeline"))
+    if phases is None:
+        print("  timeline: perf cannot record the tracepoints here: skipped", flush=True)
 
     # 2. Each extra container: slope between 1 and 10 containers.
     ten = write("ten.yaml", pod_yaml("bench-ten", [f'{{name: c{i}, image: busybox, command: ["true"]}}' for i in range(10)]))
@@ -336,7 +399,7 @@ def main():
     os.makedirs(os.path.join(ROOT, "bench"), exist_ok=True)
     with open(os.path.join(ROOT, "bench/latest.json"), "w") as f:
         json.dump({"machine": {"cores": os.cpu_count(), "kernel": os.uname().release},
-                   "rows": rows}, f, indent=2)
+                   "rows": rows, "timeline_ms": phases}, f, indent=2)
     md = ["| what | podinit median (p90) | anchor median (p90) | podinit/anchor | goal |",
           "| --- | --- | --- | --- | --- |"]
     for r in rows:
@@ -346,6 +409,15 @@ def main():
                   + (f"{r['anchor_name']}: {fmt(a)}" if a else "—") + " | "
                   + (f"{r['ratio']:.2f}" if "ratio" in r else "—") + f" | {r['goal'] or '—'} |")
     text = "\n".join(md) + "\n"
+    if phases:
+        med = {k: statistics.median(v) for k, v in phases.items()}
+        text += ("\nWhere the wall time of the one-container pod goes: the kernel's exec, clone3 "
+                 "and exit events of podinit, its supervisor and the container (`perf record` on "
+                 f"the command), median of {len(phases['outer'])} runs.\n\n"
+                 "| phase | ms |\n| --- | --- |\n"
+                 + "".join(f"| {what} | {med[k]:.2f} |\n" for k, what in PHASES)
+                 + f"| all | {sum(med.values()):.2f} |\n")
+
     with open(os.path.join(ROOT, "bench/latest.md"), "w") as f:
         f.write(text)
     rev = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
