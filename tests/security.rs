@@ -74,6 +74,16 @@ fn exec(p: &TestPod, container: &str, script: &str) -> String {
     r["stdout"].as_str().unwrap().to_string()
 }
 
+/// A pod of one busybox container, `c`, that runs `script` once.
+fn script_pod(prefix: &str, script: &str) -> TestPod {
+    TestPod::new(
+        prefix,
+        &format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: NAME}}\nspec:\n  restartPolicy: Never\n  containers:\n  - {{name: c, image: busybox, command: [\"sh\", \"-c\", {script:?}]}}\n"
+        ),
+    )
+}
+
 fn running(p: &TestPod, n: usize) {
     p.wait_status(LIMIT, |v| {
         v["status"]["containerStatuses"]
@@ -241,12 +251,7 @@ fn masked_paths_are_empty_and_read_only_paths_refuse_writes() {
         masked = masked.join(" "),
         ro = readonly.join(" "),
     );
-    let mut p = TestPod::new(
-        "masked",
-        &format!(
-            "apiVersion: v1\nkind: Pod\nmetadata: {{name: NAME}}\nspec:\n  restartPolicy: Never\n  containers:\n  - {{name: c, image: busybox, command: [\"sh\", \"-c\", {script:?}]}}\n"
-        ),
-    );
+    let mut p = script_pod("masked", &script);
     let out = p.run(LIMIT);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let log = p.log("c", 0);
@@ -607,12 +612,7 @@ fn device_nodes_outside_the_allowed_list_cannot_be_opened() {
     let script = "mknod /tmp/mem c 1 1 && mknod /tmp/loop b 7 0 && mknod /tmp/null c 1 3 && \
         for d in /tmp/mem /tmp/loop /tmp/null /dev/null /dev/zero /dev/urandom; do \
           head -c 1 $d > /dev/null 2>&1 && echo \"open $d ok\" || echo \"open $d refused\"; done";
-    let mut p = TestPod::new(
-        "devices",
-        &format!(
-            "apiVersion: v1\nkind: Pod\nmetadata: {{name: NAME}}\nspec:\n  restartPolicy: Never\n  containers:\n  - {{name: c, image: busybox, command: [\"sh\", \"-c\", {script:?}]}}\n"
-        ),
-    );
+    let mut p = script_pod("devices", script);
     let out = p.run(LIMIT);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let log = p.log("c", 0);
