@@ -1,20 +1,34 @@
 //! Small helpers shared across modules: randomness, atomic files, wall-clock formatting.
 
 use std::fs;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::path::Path;
 
-/// `n` random bytes from the kernel (getrandom; never blocks after boot).
+/// `n` random bytes from the kernel: getrandom(2), one syscall and no file (a PID-1 podinit
+/// may run where /dev has no urandom); never blocks after boot.
 pub fn random_bytes(n: usize) -> io::Result<Vec<u8>> {
     let mut buf = vec![0u8; n];
-    fs::File::open("/dev/urandom")?.read_exact(&mut buf)?;
+    let mut done = 0;
+    while done < n {
+        let rest = &mut buf[done..];
+        // SAFETY: getrandom writes at most `rest.len()` bytes into `rest`.
+        let r = unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+            continue;
+        }
+        done += r as usize;
+    }
     Ok(buf)
 }
 
 /// Lower-case hex of random bytes: container IDs (`podinit://<64 hex>`).
 pub fn random_hex(bytes: usize) -> String {
-    // /dev/urandom can only be missing in a broken environment; fall back on time and pid so
-    // IDs stay unique rather than failing a container start over it.
+    // getrandom can only fail on a kernel without it (before 3.17); fall back on time and
+    // pid so IDs stay unique rather than failing a container start over it.
     let raw = random_bytes(bytes).unwrap_or_else(|_| {
         let seed = (std::process::id() as u128) << 64 | now_unix_nanos() as u128;
         (0..bytes)
