@@ -413,7 +413,8 @@ def main():
         med = {k: statistics.median(v) for k, v in phases.items()}
         text += ("\nWhere the wall time of the one-container pod goes: the kernel's exec, clone3 "
                  "and exit events of podinit, its supervisor and the container (`perf record` on "
-                 f"the command), median of {len(phases['outer'])} runs.\n\n"
+                 f"the command; its own cost makes the sum ≈ 1 ms more than the wall time above), median "
+                 f"of {len(phases['outer'])} runs.\n\n"
                  "| phase | ms |\n| --- | --- |\n"
                  + "".join(f"| {what} | {med[k]:.2f} |\n" for k, what in PHASES)
                  + f"| all | {sum(med.values()):.2f} |\n")
