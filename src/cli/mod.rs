@@ -202,9 +202,13 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, Error> 
             m.flags.push(o.long);
             continue;
         };
+        // A value may start with `-`, but not be one of the command's own options: in
+        // `--state-dir --bundles b` the state dir was forgotten.
         let v = p
             .value()
-            .map_err(|_| err(format!("--{} needs a value ({name})", o.long)))?;
+            .ok()
+            .filter(|v| !is_option_of(cmd, v))
+            .ok_or_else(|| err(format!("--{} needs a value ({name})", o.long)))?;
         if !o.choices.is_empty() && !o.choices.iter().any(|c| v == *c) {
             return Err(err(format!(
                 "--{}: {v:?} is not one of {}",
@@ -224,6 +228,15 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, Error> 
         }
     }
     Ok(Parsed::Command(m))
+}
+
+/// Whether `word` is `--NAME` or `--NAME=…` for an option of `cmd` (or `--help`).
+fn is_option_of(cmd: &Cmd, word: &std::ffi::OsStr) -> bool {
+    let Some(name) = word.to_str().and_then(|w| w.strip_prefix("--")) else {
+        return false;
+    };
+    let name = name.split('=').next().unwrap_or(name);
+    name == "help" || cmd.opts.iter().any(|o| o.long == name)
 }
 
 fn find(name: &std::ffi::OsStr) -> Result<&'static Cmd, String> {

@@ -43,6 +43,17 @@ fn defaults_come_from_the_table() {
 }
 
 #[test]
+fn a_value_may_start_with_a_dash_unless_it_is_an_option() {
+    let m = matches(&["exec", "web", "--socket", "-odd", "--", "true"]);
+    assert_eq!(m.path("socket"), Some(PathBuf::from("-odd")));
+    let m = matches(&["condition", "Ready", "True", "--message", "--not-an-option"]);
+    assert_eq!(
+        m.string("message").unwrap().as_deref(),
+        Some("--not-an-option")
+    );
+}
+
+#[test]
 fn the_last_of_a_repeated_option_wins() {
     let m = matches(&["status", "-o", "json", "--output=yaml"]);
     assert_eq!(m.string("output").unwrap().as_deref(), Some("yaml"));
@@ -85,6 +96,10 @@ fn wrong_command_lines_name_what_is_wrong() {
         (
             &["run", "a.yaml", "--bundles"],
             "--bundles needs a value (DIR)",
+        ),
+        (
+            &["run", "a.yaml", "--state-dir", "--bundles", "b"],
+            "--state-dir needs a value (DIR)",
         ),
         (
             &["status", "-o", "xml"],
