@@ -155,7 +155,8 @@ impl CloneArgs {
 /// the child runs `child(arg)` on a stack of its own, in our memory, while this thread
 /// waits; it resumes when the child has called execve or exited. No page tables are
 /// copied and no page is copied on write after: for exec probes, which start a process
-/// every period in every container, that was a third of the supervisor's CPU.
+/// every period in every container, that was a third of the supervisor's CPU; for a
+/// container start, 0.5 ms.
 ///
 /// # Safety
 /// Single-threaded caller. `child` must end in execve or `_exit` without returning, must

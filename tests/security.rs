@@ -125,7 +125,8 @@ spec:
     );
     p.start();
     running(&p, 1);
-    let main = p.log("c", 0);
+    // Running says the process started, not that its report is written yet.
+    let main = p.wait_log("c", 0, LIMIT, "fds=");
     assert_clean("main process", &main);
     assert_caps("main process", &main, [DEFAULT_CAPS; 3], "0000000000000000");
     assert_eq!(field(&main, "NoNewPrivs"), "0", "{main}");

@@ -189,6 +189,23 @@ impl TestPod {
             .join("\n")
     }
 
+    /// The log of a container run once it holds `needle` (bounded): a running container
+    /// may not have written all it will yet.
+    pub fn wait_log(&self, container: &str, run: u32, limit: Duration, needle: &str) -> String {
+        let deadline = Instant::now() + limit;
+        loop {
+            let log = self.log(container, run);
+            if log.contains(needle) {
+                return log;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the log of {container} (run {run}) never held {needle:?}: {log}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Nothing of the pod remains: no cgroup in any hierarchy, no mount below the state
     /// dir, no process in a pod cgroup, only the public files in the state dir.
     pub fn assert_nothing_left(&self) {
