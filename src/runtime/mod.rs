@@ -9,8 +9,11 @@
 //! (`util::clone3_vfork`): the child runs in the supervisor's memory on a stack of its own
 //! while the supervisor waits, about a millisecond, until it has exec'd or failed; copying
 //! the supervisor's address space for a process that replaces it at once cost 0.5 ms more
-//! per container. Its start result comes back on a CLOEXEC SOCK_SEQPACKET pair, readable
-//! by the time `spawn` returns: EOF means exec succeeded, a message is the error.
+//! per container. The wait adds no new way to hang: the filesystems the child's setup
+//! touches (the bundle's, under the overlay, and the volumes' host paths) the supervisor
+//! has just read, stat'ed or mounted itself. Its start result comes back on a CLOEXEC
+//! SOCK_SEQPACKET pair, readable by the time `spawn` returns: EOF means exec succeeded, a
+//! message is the error.
 
 mod caps_set;
 mod init;
