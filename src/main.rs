@@ -27,6 +27,9 @@ fn usage_error(e: cli::Error) -> ! {
     std::process::exit(podinit::run::EXIT_INVALID);
 }
 
+/// For an option whose default is in `cli::commands`, so that it is always there.
+const DEFAULTED: &str = "the command table gives it a default";
+
 /// Run the command; a value the grammar cannot check (a number, UTF-8) is a usage error.
 fn dispatch(m: &Matches) -> Result<i32, cli::Error> {
     let socket = || m.path("socket");
@@ -42,7 +45,7 @@ fn dispatch(m: &Matches) -> Result<i32, cli::Error> {
                 socket: socket(),
                 netns: m.path("netns"),
                 notify_socket: m.path("notify-socket"),
-                max_restart_backoff: m.number("max-restart-backoff", 1)?.unwrap_or(300),
+                max_restart_backoff: m.number("max-restart-backoff", 1)?.expect(DEFAULTED),
                 seccomp_root: m.path("seccomp-root"),
             })
         }
@@ -63,7 +66,7 @@ fn dispatch(m: &Matches) -> Result<i32, cli::Error> {
                 }
             }
         }
-        "status" => client::status(socket(), &m.string("output")?.unwrap_or_default()),
+        "status" => client::status(socket(), &m.string("output")?.expect(DEFAULTED)),
         "events" => client::events(socket(), m.flag("watch")),
         "logs" => client::logs(
             socket(),
@@ -76,7 +79,7 @@ fn dispatch(m: &Matches) -> Result<i32, cli::Error> {
         "exec" => client::exec(
             socket(),
             &m.arg_string(0)?,
-            m.number("timeout", 0)?.unwrap_or(0),
+            m.number("timeout", 0)?.expect(DEFAULTED),
             m.trailing.clone(),
         ),
         "debug" => client::debug(

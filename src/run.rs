@@ -261,10 +261,10 @@ impl Sandbox {
             .expect("just set")
             .set(&limits)
             .map_err(|e| e.to_string())?;
-        let leaf = cgroups.group(&format!("{pod_cg_name}/supervisor"));
         if !pid1 {
+            let leaf = cgroups.group(&format!("{pod_cg_name}/supervisor"));
             leaf.create().map_err(|e| e.to_string())?;
-            self.supervisor_cgroup = Some(cgroups.group(&format!("{pod_cg_name}/supervisor")));
+            self.supervisor_cgroup = Some(leaf);
         }
 
         let hostname = uts_hostname(&adm.pod)?;
@@ -335,7 +335,12 @@ impl Sandbox {
         // for a hangup once its parent-death signal is set, in case we died before that.
         let (alive_r, alive_w) =
             nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
-        let placement = leaf.placement().map_err(|e| e.to_string())?;
+        let placement = self
+            .supervisor_cgroup
+            .as_ref()
+            .expect("made above when not PID 1")
+            .placement()
+            .map_err(|e| e.to_string())?;
         let host = HostNamespaces::of(cfg.pod.spec.as_ref().expect("admitted pod has a spec"));
         if host.network && opts.netns.is_some() {
             return Err("--netns cannot be used with spec.hostNetwork: true".into());

@@ -179,13 +179,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, Error> 
                     return Err(err(format!("unexpected argument {v:?}{hint}")));
                 }
                 let pos = &cmd.args[m.args.len()];
-                if !pos.choices.is_empty() && !pos.choices.iter().any(|c| v == *c) {
-                    return Err(err(format!(
-                        "{}: {v:?} is not one of {}",
-                        pos.name,
-                        pos.choices.join(", ")
-                    )));
-                }
+                check_choice(pos.name, pos.choices, v).map_err(err)?;
                 m.args.push(v.clone());
                 continue;
             }
@@ -209,13 +203,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, Error> 
             .ok()
             .filter(|v| !is_option_of(cmd, v))
             .ok_or_else(|| err(format!("--{} needs a value ({name})", o.long)))?;
-        if !o.choices.is_empty() && !o.choices.iter().any(|c| v == *c) {
-            return Err(err(format!(
-                "--{}: {v:?} is not one of {}",
-                o.long,
-                o.choices.join(", ")
-            )));
-        }
+        check_choice(&format!("--{}", o.long), o.choices, &v).map_err(err)?;
         m.values.retain(|(k, _)| *k != o.long);
         m.values.push((o.long, v));
     }
@@ -228,6 +216,17 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, Error> 
         }
     }
     Ok(Parsed::Command(m))
+}
+
+/// `v` is one of `choices`, if there are any; else an error naming `what`.
+fn check_choice(what: &str, choices: &[&str], v: &std::ffi::OsStr) -> Result<(), String> {
+    if choices.is_empty() || choices.iter().any(|c| v == *c) {
+        return Ok(());
+    }
+    Err(format!(
+        "{what}: {v:?} is not one of {}",
+        choices.join(", ")
+    ))
 }
 
 /// Whether `word` is `--NAME` or `--NAME=…` for an option of `cmd` (or `--help`).
