@@ -265,16 +265,37 @@ fn mount_one(p: &Prepared, m: &mounts::MountPlan) -> R {
     let raw_target = p
         .root
         .join(m.destination.strip_prefix("/").unwrap_or(&m.destination));
+    // The walk below looks at every component once; what it saw of the last one (and of
+    // the destination as written) spares the stat calls each check below would make.
+    let seen = std::cell::RefCell::new(Vec::<(PathBuf, Option<std::fs::FileType>)>::new());
+    let lookup = |path: &Path| {
+        let md = std::fs::symlink_metadata(path).ok();
+        let link = md
+            .as_ref()
+            .filter(|md| md.file_type().is_symlink())
+            .and_then(|_| std::fs::read_link(path).ok());
+        seen.borrow_mut()
+            .push((path.to_path_buf(), md.map(|md| md.file_type())));
+        link
+    };
+    let target = mounts::secure_join(&p.root, &m.destination, &lookup)?;
+    let seen = seen.into_inner();
+    let kind_of = |path: &Path| seen.iter().rev().find(|(p, _)| p == path).map(|(_, t)| *t);
     let is_proc_like = matches!(m.fstype.as_deref(), Some("proc") | Some("sysfs"));
-    if is_proc_like
-        && std::fs::symlink_metadata(&raw_target).is_ok_and(|md| md.file_type().is_symlink())
-    {
-        return Err(format!(
-            "mount {}: target {dest} is a symlink",
-            m.fstype.as_deref().unwrap_or("")
-        ));
+    if is_proc_like {
+        let raw_is_link = match kind_of(&raw_target) {
+            Some(t) => t.is_some_and(|t| t.is_symlink()),
+            None => {
+                std::fs::symlink_metadata(&raw_target).is_ok_and(|md| md.file_type().is_symlink())
+            }
+        };
+        if raw_is_link {
+            return Err(format!(
+                "mount {}: target {dest} is a symlink",
+                m.fstype.as_deref().unwrap_or("")
+            ));
+        }
     }
-    let target = mounts::secure_join(&p.root, &m.destination, &mounts::fs_symlink)?;
     if m.kind == MountKind::Cgroup && !p.cgroup2_host {
         // A v1 cgroup mount needs one mount per hierarchy and a cgroup namespace to be
         // safe; podinit does not give containers a view of v1 cgroups.
@@ -284,17 +305,19 @@ fn mount_one(p: &Prepared, m: &mounts::MountPlan) -> R {
         && m.source
             .as_ref()
             .is_some_and(|s| std::fs::metadata(s).is_ok_and(|md| !md.is_dir()));
+    // Some(None): the walk saw that the target does not exist; None: it did not look.
+    let existing = kind_of(&target);
     if src_is_file {
-        if let Some(parent) = target.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| format!("mount {dest}: creating {}: {e}", parent.display()))?;
-        }
-        if std::fs::symlink_metadata(&target).is_err() {
-            std::fs::write(&target, b"")
+        let exists = match existing {
+            Some(t) => t.is_some(),
+            None => std::fs::symlink_metadata(&target).is_ok(),
+        };
+        if !exists {
+            create_file(&target)
                 .map_err(|e| format!("mount {dest}: creating {}: {e}", target.display()))?;
         }
-    } else {
-        std::fs::create_dir_all(&target)
+    } else if !existing.is_some_and(|t| t.is_some_and(|t| t.is_dir())) {
+        create_dir(&target)
             .map_err(|e| format!("mount {dest}: creating {}: {e}", target.display()))?;
     }
     let res = match m.kind {
@@ -360,6 +383,35 @@ fn mount_one(p: &Prepared, m: &mounts::MountPlan) -> R {
     Ok(())
 }
 
+/// mkdir, and its parents only when missing (usually they exist: one syscall).
+fn create_dir(path: &Path) -> std::io::Result<()> {
+    match std::fs::create_dir(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir_all(path),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && path.is_dir() => Ok(()),
+        r => r,
+    }
+}
+
+/// An empty file to bind-mount a file onto (an existing one is kept as it is).
+fn create_file(path: &Path) -> std::io::Result<()> {
+    let open = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+    };
+    match open() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            open().map(drop)
+        }
+        r => r.map(drop),
+    }
+}
+
 /// The default devices of an OCI container, the spec's own, and /dev's links.
 fn dev(p: &Prepared) -> R {
     let dev = p.root.join("dev");
@@ -374,16 +426,21 @@ fn dev(p: &Prepared) -> R {
     // SAFETY: umask has no failure mode; restored below.
     let old = unsafe { libc::umask(0) };
     let mut res = Ok(());
+    // SAFETY: geteuid/getegid have no failure mode.
+    let root_owned = unsafe { libc::geteuid() == 0 && libc::getegid() == 0 };
     for (name, major, minor) in defaults {
-        res = res.and(mknod(
-            &dev.join(name),
-            libc::S_IFCHR,
-            major,
-            minor,
-            0o666,
-            0,
-            0,
-        ));
+        // /dev is the tmpfs just mounted: one mknod each, owned by us (root) already.
+        // Anything in the way (a spec's bind mount) takes the careful way.
+        let path = dev.join(name);
+        let c = c_path(&path)?;
+        let mode = libc::S_IFCHR | 0o666;
+        // SAFETY: mknod with a valid path.
+        let quick = root_owned
+            && unsafe { libc::mknod(c.as_ptr(), mode, libc::makedev(major as u32, minor as u32)) }
+                == 0;
+        if !quick {
+            res = res.and(mknod(&path, libc::S_IFCHR, major, minor, 0o666, 0, 0));
+        }
     }
     for d in &p.devices {
         let target = mounts::secure_join(&p.root, &d.path, &mounts::fs_symlink)?;
@@ -401,18 +458,21 @@ fn dev(p: &Prepared) -> R {
         ("stderr", "/proc/self/fd/2"),
         ("core", "/proc/kcore"),
     ] {
-        let l = dev.join(link);
-        if std::fs::symlink_metadata(&l).is_err() {
-            std::os::unix::fs::symlink(target, &l)
-                .map_err(|e| format!("creating /dev/{link}: {e}"))?;
-        }
+        symlink_unless_present(target, &dev.join(link))
+            .map_err(|e| format!("creating /dev/{link}: {e}"))?;
     }
-    let ptmx = dev.join("ptmx");
-    if std::fs::symlink_metadata(&ptmx).is_err() && dev.join("pts").is_dir() {
-        std::os::unix::fs::symlink("pts/ptmx", &ptmx)
-            .map_err(|e| format!("creating /dev/ptmx: {e}"))?;
-    }
+    // Dangling without a devpts at /dev/pts, as runc's is.
+    symlink_unless_present("pts/ptmx", &dev.join("ptmx"))
+        .map_err(|e| format!("creating /dev/ptmx: {e}"))?;
     Ok(())
+}
+
+/// A link where nothing is (whatever is there already, a spec's device or mount, stays).
+fn symlink_unless_present(target: &str, link: &Path) -> std::io::Result<()> {
+    match std::os::unix::fs::symlink(target, link) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        r => r,
+    }
 }
 
 fn mknod(
@@ -447,32 +507,30 @@ fn mknod(
     Ok(())
 }
 
+/// /dev/null over a file, an empty read-only tmpfs over a directory (the bind refuses
+/// with ENOTDIR), nothing where nothing is: runc's order, one mount call for most paths.
 fn mask(path: &Path) -> R {
-    let md = match std::fs::metadata(path) {
-        Ok(md) => md,
-        Err(_) => return Ok(()),
-    };
-    let res = if md.is_dir() {
-        sys_mount(
+    let res = match sys_mount(Some(Path::new("/dev/null")), path, None, libc::MS_BIND, "") {
+        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => sys_mount(
             Some(Path::new("tmpfs")),
             path,
             Some("tmpfs"),
             libc::MS_RDONLY,
             "size=0",
-        )
-    } else {
-        sys_mount(Some(Path::new("/dev/null")), path, None, libc::MS_BIND, "")
+        ),
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(()),
+        r => r,
     };
     res.map_err(|e| format!("masking {}: {e}", path.display()))
 }
 
 fn readonly(path: &Path) -> R {
-    if std::fs::symlink_metadata(path).is_err() {
-        return Ok(());
-    }
     let p = PathBuf::from(path);
-    sys_mount(Some(&p), &p, None, libc::MS_BIND | libc::MS_REC, "")
-        .map_err(|e| format!("read-only {}: {e}", path.display()))?;
+    match sys_mount(Some(&p), &p, None, libc::MS_BIND | libc::MS_REC, "") {
+        // Nothing there: nothing to protect.
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(()),
+        r => r.map_err(|e| format!("read-only {}: {e}", path.display()))?,
+    }
     let flags = libc::MS_BIND
         | libc::MS_REMOUNT
         | libc::MS_RDONLY
@@ -530,6 +588,15 @@ fn exec(p: &Prepared) -> Result<Never, String> {
     envp.push(std::ptr::null());
     let mut last = None;
     for cand in &p.exe_candidates {
+        // A failed execve costs twice a failed access: look first along PATH.
+        // SAFETY: access with a valid C string.
+        if p.exe_candidates.len() > 1 && unsafe { libc::access(cand.as_ptr(), libc::F_OK) } != 0 {
+            let e = errno();
+            if matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENOTDIR)) {
+                last = Some(e);
+                continue;
+            }
+        }
         // SAFETY: NUL-terminated argv/envp arrays of valid C strings.
         unsafe { libc::execve(cand.as_ptr(), argv.as_ptr(), envp.as_ptr()) };
         let e = errno();

@@ -55,7 +55,6 @@ pub struct Run {
     pub start_fd: Option<OwnedFd>,
     /// The start failed with this error (read from `start_fd`); the exit reports it.
     pub start_error: Option<String>,
-    pub oom_before: u64,
     pub log: Rc<RefCell<LogFile>>,
     /// The merged OCI spec it runs: processes exec'd into it use its process settings.
     pub spec: oci_spec::runtime::Spec,
@@ -228,7 +227,6 @@ impl Ctr {
             pidfd: spawned.pidfd,
             start_fd: Some(spawned.start_fd),
             start_error: None,
-            oom_before: self.cgroup.oom_kills(),
             log: log.clone(),
             spec,
         });
@@ -339,7 +337,9 @@ impl Ctr {
             return Err(msg);
         }
         let (exit_code, signal) = decode_wait_status(status);
-        let oom_killed = self.cgroup.oom_kills() > run.oom_before;
+        // Every run has a cgroup of its own, made just before it: any OOM kill counted
+        // there is this run's.
+        let oom_killed = self.cgroup.oom_kills() > 0;
         let message = self.termination_message(exit_code, &run);
         Ok(Exit {
             exit_code,

@@ -64,13 +64,18 @@ pub struct Config {
 /// The node's allocatable CPU (millicores) and memory (bytes), for `resourceFieldRef`
 /// of a resource without a limit.
 pub fn node_allocatable() -> (i64, i64) {
-    // SAFETY: sysconf has no memory effects.
-    let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as i64;
-    // SAFETY: as above.
-    let pages = unsafe { libc::sysconf(libc::_SC_PHYS_PAGES) }.max(0) as i64;
-    // SAFETY: as above.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(0) as i64;
-    (cpus * 1000, pages * page)
+    // Asked for every container (its OOM score, its downward API defaults); read once, as
+    // kubelet reads the machine's capacity once.
+    static NODE: std::sync::OnceLock<(i64, i64)> = std::sync::OnceLock::new();
+    *NODE.get_or_init(|| {
+        // SAFETY: sysconf has no memory effects.
+        let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as i64;
+        // SAFETY: as above.
+        let pages = unsafe { libc::sysconf(libc::_SC_PHYS_PAGES) }.max(0) as i64;
+        // SAFETY: as above.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(0) as i64;
+        (cpus * 1000, pages * page)
+    })
 }
 
 /// Signals the supervisor handles. As PID 1 it would not even see the others.
