@@ -304,6 +304,57 @@ fn masked_paths_are_empty_and_read_only_paths_refuse_writes() {
 }
 
 #[test]
+fn dev_has_the_default_nodes_and_links_and_nothing_else() {
+    if !require_root() {
+        return;
+    }
+    // The OCI defaults on the spec's /dev tmpfs: six character devices, mode 0666 and owned
+    // by root, runc's links, and the spec's own mounts (pts, shm, mqueue, the termination
+    // log) — nothing from the host's /dev.
+    let script = "for d in null zero full random urandom tty; do stat -c '%n %F %t:%T %a %u:%g' /dev/$d; done; \
+        for l in fd stdin stdout stderr core ptmx; do echo \"/dev/$l -> $(readlink /dev/$l)\"; done; \
+        echo \"entries $(ls -A /dev | sort | tr '\\n' ' ')\"; \
+        echo hello > /dev/null && head -c 3 /dev/zero | wc -c";
+    let mut p = script_pod("devnodes", script);
+    let out = p.run(LIMIT);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let log = p.log("c", 0);
+    for (name, dev) in [
+        ("null", "1:3"),
+        ("zero", "1:5"),
+        ("full", "1:7"),
+        ("random", "1:8"),
+        ("urandom", "1:9"),
+        ("tty", "5:0"),
+    ] {
+        let want = format!("/dev/{name} character special file {dev} 666 0:0");
+        assert!(log.lines().any(|l| l == want), "{want}: {log}");
+    }
+    for (link, target) in [
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+        ("core", "/proc/kcore"),
+        ("ptmx", "pts/ptmx"),
+    ] {
+        let want = format!("/dev/{link} -> {target}");
+        assert!(log.lines().any(|l| l == want), "{want}: {log}");
+    }
+    let entries = log
+        .lines()
+        .find_map(|l| l.strip_prefix("entries "))
+        .unwrap_or_else(|| panic!("{log}"));
+    assert_eq!(
+        entries.trim(),
+        "core fd full mqueue null ptmx pts random shm stderr stdin stdout termination-log tty urandom zero",
+        "{log}"
+    );
+    assert!(log.lines().any(|l| l.trim() == "3"), "{log}");
+    p.assert_nothing_left();
+}
+
+#[test]
 fn the_supervisor_is_out_of_reach_in_a_shared_pid_namespace() {
     if !require_root() {
         return;
