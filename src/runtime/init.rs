@@ -426,8 +426,13 @@ fn dev(p: &Prepared) -> R {
     // SAFETY: umask has no failure mode; restored below.
     let old = unsafe { libc::umask(0) };
     let mut res = Ok(());
+    // New nodes are owned by our euid and egid, unless a setgid /dev gives them its group,
+    // which only a tmpfs `gid=` option can make other than root's: then each is chowned.
+    let gid_option = p.mounts.iter().any(|m| {
+        m.destination == Path::new("/dev") && m.data.split(',').any(|o| o.starts_with("gid="))
+    });
     // SAFETY: geteuid/getegid have no failure mode.
-    let root_owned = unsafe { libc::geteuid() == 0 && libc::getegid() == 0 };
+    let root_owned = !gid_option && unsafe { libc::geteuid() == 0 && libc::getegid() == 0 };
     for (name, major, minor) in defaults {
         // /dev is the tmpfs just mounted: one mknod each, owned by us (root) already.
         // Anything in the way (a spec's bind mount) takes the careful way.
