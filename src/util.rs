@@ -255,6 +255,16 @@ pub fn pidfd_signal(pidfd: &std::os::fd::OwnedFd, sig: i32) -> io::Result<()> {
     }
 }
 
+/// `create_dir_all` for the common case in one syscall: mkdir, the parents only when
+/// missing, an existing directory accepted (create_dir_all stats before every mkdir).
+pub fn ensure_dir(path: &Path) -> io::Result<()> {
+    match std::fs::create_dir(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => std::fs::create_dir_all(path),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && path.is_dir() => Ok(()),
+        r => r,
+    }
+}
+
 /// Give back the memory of start-up work: drop this process's mappings of the executable's
 /// read-only segments (code and constants) and return free heap to the kernel. Like the
 /// kernel freeing its init sections once booted: the manifest loader, validation and the

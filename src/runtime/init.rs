@@ -317,7 +317,7 @@ fn mount_one(p: &Prepared, m: &mounts::MountPlan) -> R {
                 .map_err(|e| format!("mount {dest}: creating {}: {e}", target.display()))?;
         }
     } else if !existing.is_some_and(|t| t.is_some_and(|t| t.is_dir())) {
-        create_dir(&target)
+        crate::util::ensure_dir(&target)
             .map_err(|e| format!("mount {dest}: creating {}: {e}", target.display()))?;
     }
     let res = match m.kind {
@@ -381,15 +381,6 @@ fn mount_one(p: &Prepared, m: &mounts::MountPlan) -> R {
         }
     }
     Ok(())
-}
-
-/// mkdir, and its parents only when missing (usually they exist: one syscall).
-fn create_dir(path: &Path) -> std::io::Result<()> {
-    match std::fs::create_dir(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir_all(path),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && path.is_dir() => Ok(()),
-        r => r,
-    }
 }
 
 /// An empty file to bind-mount a file onto (an existing one is kept as it is).

@@ -240,12 +240,7 @@ impl Group {
         // cgroups-rs would stat each directory before making it and copy the cpuset's
         // cpus and mems down with six reads and writes: 0.1 ms per container.
         for d in &self.dirs {
-            match fs::create_dir(d) {
-                Err(e) if e.kind() == io::ErrorKind::NotFound => fs::create_dir_all(d),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
-                r => r,
-            }
-            .map_err(|e| fail(&format!("{}: {e}", d.display())))?;
+            crate::util::ensure_dir(d).map_err(|e| fail(&format!("{}: {e}", d.display())))?;
         }
         if let Some(d) = &self.cpuset {
             inherit_cpuset(d).map_err(|e| fail(&e))?;
@@ -328,12 +323,8 @@ impl Group {
     /// Pids in the cgroup (from the hierarchy that lists the most: v1 hierarchies can
     /// disagree for a moment while a process moves).
     pub fn pids(&self) -> Vec<i32> {
-        self.pids_in(&self.dirs)
-    }
-
-    fn pids_in(&self, dirs: &[PathBuf]) -> Vec<i32> {
         let mut best: Vec<i32> = Vec::new();
-        for d in dirs {
+        for d in &self.dirs {
             let Ok(t) = fs::read_to_string(d.join("cgroup.procs")) else {
                 continue;
             };
@@ -447,11 +438,7 @@ impl Group {
             if self.cg.kill().is_ok() {
                 return;
             }
-        } else if if thorough {
-            self.pids().is_empty()
-        } else {
-            self.looks_empty()
-        } {
+        } else if (thorough && self.pids().is_empty()) || (!thorough && self.looks_empty()) {
             // Nothing can fork in an empty cgroup; and freezing is not free: the first
             // frozen cgroup of the system patches kernel text on every CPU.
             return;
