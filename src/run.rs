@@ -212,8 +212,7 @@ pub fn run(opts: &RunOptions) -> i32 {
 /// What the outer process created, removed by `remove` whatever happened.
 struct Sandbox {
     pod_cgroup: Option<Group>,
-    /// The supervisor's leaf below it: removed first, so that the pod cgroup's own removal
-    /// is one rmdir per hierarchy when nothing else was left.
+    /// The supervisor's leaf, `<pod cgroup>_supervisor` beside it.
     supervisor_cgroup: Option<Group>,
     sd: Option<StateDir>,
 }
@@ -234,14 +233,24 @@ impl Sandbox {
             CgroupRoot::detect(opts.cgroup_parent.as_deref()).map_err(|e| e.to_string())?;
         let pod_cg_name = pod_cgroup_name(&adm.pod);
         let pod_cg = cgroups.group(&pod_cg_name);
-        if pod_cg.exists() {
-            // Left by a run that was killed: nothing in it can still belong to a live pod,
-            // since the state dir lock is ours.
-            pod_cg
-                .destroy()
-                .map_err(|e| format!("removing stale pod cgroup: {e}"))?;
-        }
         let pid1 = pid1_mode();
+        // The supervisor's leaf is beside the pod cgroup, not in it: the supervisor is the
+        // shim as well as the pause process, and Kubernetes charges neither the shim's
+        // memory nor the container logs it writes (page cache, or RAM on a tmpfs state dir)
+        // to the pod. Inside, a container filling the pod's memory limit made the
+        // supervisor the OOM killer's next victim once the container's memory was reaped
+        // (-998 ranks last, not never), and a chatty container was OOM-killed for its logs;
+        // the pod's CPU quota would throttle its own probes. PID-1 mode is laid out alike.
+        let sup_cg = (!pid1).then(|| cgroups.group(&format!("{pod_cg_name}_supervisor")));
+        for stale in std::iter::once(&pod_cg).chain(&sup_cg) {
+            if stale.exists() {
+                // Left by a run that was killed: nothing in it can still belong to a live
+                // pod, since the state dir lock is ours.
+                stale
+                    .destroy()
+                    .map_err(|e| format!("removing stale pod cgroup: {e}"))?;
+            }
+        }
         if pid1 {
             // Out of the cgroup we were started in first: on v2 it can pass controllers
             // down to the pod's tree only once no process is left in it.
@@ -261,8 +270,7 @@ impl Sandbox {
             .expect("just set")
             .set(&limits)
             .map_err(|e| e.to_string())?;
-        if !pid1 {
-            let leaf = cgroups.group(&format!("{pod_cg_name}/supervisor"));
+        if let Some(leaf) = sup_cg {
             leaf.create().map_err(|e| e.to_string())?;
             self.supervisor_cgroup = Some(leaf);
         }

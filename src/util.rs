@@ -47,12 +47,14 @@ pub fn write_atomic(path: &Path, data: &[u8]) -> io::Result<()> {
         .map(|n| n.to_string_lossy())
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp"));
-    let mut f = fs::File::create(&tmp)?;
-    f.write_all(data)?;
-    drop(f);
-    fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = fs::remove_file(&tmp);
-    })
+    // A write can fail half-way (ENOSPC, ENOMEM on a full tmpfs or memory cgroup): no
+    // half-written file is left behind.
+    fs::File::create(&tmp)
+        .and_then(|mut f| f.write_all(data))
+        .and_then(|()| fs::rename(&tmp, path))
+        .inspect_err(|_| {
+            let _ = fs::remove_file(&tmp);
+        })
 }
 
 /// Wall-clock nanoseconds since the Unix epoch.

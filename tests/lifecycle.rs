@@ -236,6 +236,55 @@ spec:
     p.assert_nothing_left();
 }
 
+/// The supervisor is the shim as well as the pause process, and Kubernetes charges neither
+/// the shim nor the logs it writes to the pod: 32 MiB of output from a container limited to
+/// 16 MiB, with the logs on a tmpfs, is no OOM kill; and the supervisor sits beside the pod
+/// cgroup, so the pod filling its memory cannot make it the OOM killer's victim.
+#[test]
+fn the_supervisor_and_the_logs_it_writes_are_not_charged_to_the_pod() {
+    if !require_root() {
+        return;
+    }
+    let mut p = TestPod::new(
+        "charge",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: chatty
+    image: busybox
+    command: ["sh", "-c", "s=$(head -c 4000 /dev/zero | tr '\\0' x); yes $s | head -c 33554432; echo; echo done; exec sleep 60"]
+    resources: {limits: {memory: 16Mi}}
+"#,
+    );
+    p.state_on_tmpfs();
+    p.start();
+    let sup = supervisor_pid(&p);
+    let cgroups = std::fs::read_to_string(format!("/proc/{sup}/cgroup")).unwrap();
+    let [leaf, pod] = p.cgroup_names();
+    for line in cgroups.lines().filter(|l| !l.ends_with(":/")) {
+        assert!(
+            line.ends_with(&format!("/{leaf}")) || line.ends_with("/supervisor"),
+            "the supervisor is in its own leaf: {line}"
+        );
+        assert!(
+            !line.contains(&format!("/{pod}/")),
+            "not in the pod cgroup: {line}"
+        );
+    }
+    p.wait_log("chatty", 0, Duration::from_secs(120), "done");
+    let v = p.wait_status(LIMIT, |_| true);
+    let c = container_status(&v, "chatty");
+    assert!(c["state"]["running"].is_object(), "{c}");
+    assert_eq!(c["restartCount"], 0, "{c}");
+    p.signal(libc::SIGTERM);
+    p.wait(LIMIT);
+    p.assert_nothing_left();
+}
+
 /// kubelet's OOM scores: the sandbox at -998, a Burstable container by its memory request,
 /// one without a request just below BestEffort, an exec'd process as its container.
 #[test]

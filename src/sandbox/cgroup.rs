@@ -4,9 +4,10 @@
 //! was started in, per controller on v1):
 //! ```text
 //! <parent>/podinit_<ns>_<name>/            the pod cgroup (pod-level limits)
-//!                              supervisor/ the supervisor's leaf (v2: no internal processes)
 //!                              c_<name>/   one per container
+//! <parent>/podinit_<ns>_<name>_supervisor/ the supervisor's leaf (PID-1 mode: <parent>/supervisor)
 //! ```
+//! The supervisor is outside the pod's limits, as a shim is (see `run.rs`).
 //! Pitfall avoided (DESIGN.md §3): cgroups-rs places a cgroup at the root of every v1
 //! hierarchy unless it is given each controller's path, so every handle here is made with
 //! the per-controller parent paths read from `/proc/self/cgroup`.
@@ -257,7 +258,7 @@ impl Group {
                 enable_subtree_controllers(d);
             }
         } else if let Some(d) = &self.cpuset {
-            // Its children (the supervisor's leaf, the containers) are born with its cpus
+            // Its children (the containers) are born with its cpus
             // and mems instead of an empty set that no process may join.
             let _ = fs::write(d.join("cgroup.clone_children"), "1");
         }

@@ -28,6 +28,8 @@ use containers::{Ctr, OutPipe, StartContext};
 
 /// Exit status of `podinit run` when the sandbox could not be set up (CONTRACT.md §2).
 pub const EXIT_SANDBOX: i32 = 3;
+/// How soon a status.json that could not be written is tried again.
+const STATUS_RETRY_MS: pod::Millis = 1000;
 
 /// Everything the supervisor is given by `podinit run`.
 pub struct Config {
@@ -100,6 +102,8 @@ struct Supervisor<'a> {
     status: StatusWriter,
     pipes: Vec<OutPipe>,
     wake: BTreeSet<pod::Millis>,
+    /// status.json could not be written (a full disk): retried on a timer, warned once.
+    status_failing: bool,
     terminate_requests: u32,
     pod_ips: Vec<String>,
     server: Option<Server>,
@@ -186,6 +190,7 @@ pub fn run(cfg: Config, sd: &StateDir) -> i32 {
         status,
         pipes: Vec::new(),
         wake: BTreeSet::new(),
+        status_failing: false,
         terminate_requests: 0,
         pod_ips,
         server: Some(server),
@@ -406,7 +411,19 @@ impl Supervisor<'_> {
             .collect();
         let status =
             render::pod_status(&self.cfg.plan, &self.st, &meta, &self.clock, &self.pod_ips);
-        match self.status.update(&status) {
+        let written = self.status.update(&status);
+        match &written {
+            Err(e) if !self.status_failing => {
+                crate::log::warn(&format!("{e} (retrying every {} ms)", STATUS_RETRY_MS))
+            }
+            Ok(_) if self.status_failing => crate::log::info(&format!(
+                "{} written again",
+                self.sd.root.join("status.json").display()
+            )),
+            _ => {}
+        }
+        self.status_failing = written.is_err();
+        match written {
             Ok(true) => {
                 let line = self.pod_line();
                 if let Some(srv) = &mut self.server {
@@ -421,7 +438,10 @@ impl Supervisor<'_> {
                 self.cfg.notifier.status(&line, &phase, ready);
             }
             Ok(false) => {}
-            Err(e) => crate::log::warn(&e.to_string()),
+            // The loop sleeps until the next event otherwise, leaving the file stale.
+            Err(_) => {
+                self.wake.insert(self.now() + STATUS_RETRY_MS);
+            }
         }
     }
 

@@ -80,6 +80,21 @@ impl TestPod {
         }
     }
 
+    /// Keep the state dir on a tmpfs of its own, as the default `/run/podinit/…` is on most
+    /// machines: what podinit writes there (logs) is then memory.
+    pub fn state_on_tmpfs(&mut self) {
+        let mnt = self.dir.join("tmpfs");
+        std::fs::create_dir_all(&mnt).unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=512m", "tmpfs"])
+            .arg(&mnt)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "mounting a tmpfs at {}", mnt.display());
+        self.state = mnt.join("state");
+    }
+
     pub fn command(&self) -> Command {
         let mut c = Command::new(bin());
         c.arg("run")
@@ -206,11 +221,20 @@ impl TestPod {
         }
     }
 
+    /// The pod cgroup's name and the supervisor's leaf beside it.
+    pub fn cgroup_names(&self) -> [String; 2] {
+        let pod = format!("podinit_default_{}", self.name);
+        [format!("{pod}_supervisor"), pod]
+    }
+
     /// Nothing of the pod remains: no cgroup in any hierarchy, no mount below the state
     /// dir, no process in a pod cgroup, only the public files in the state dir.
     pub fn assert_nothing_left(&self) {
-        let cg = format!("podinit_default_{}", self.name);
-        let found = find_dirs(Path::new("/sys/fs/cgroup"), &cg, 6);
+        let found: Vec<PathBuf> = self
+            .cgroup_names()
+            .iter()
+            .flat_map(|cg| find_dirs(Path::new("/sys/fs/cgroup"), cg, 6))
+            .collect();
         assert!(found.is_empty(), "cgroups left behind: {found:?}");
         let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
         let st = self.state.to_string_lossy().to_string();
@@ -264,14 +288,20 @@ impl Drop for TestPod {
         }
         // Whatever a failed run left: cgroups (kill what is inside, then remove), mounts,
         // files.
-        let cg = format!("podinit_default_{}", self.name);
-        for d in find_dirs(Path::new("/sys/fs/cgroup"), &cg, 6) {
-            kill_and_remove(&d);
+        for cg in self.cgroup_names() {
+            for d in find_dirs(Path::new("/sys/fs/cgroup"), &cg, 6) {
+                kill_and_remove(&d);
+            }
         }
         let _ = Command::new("umount")
             .arg("-R")
             .arg("-l")
             .arg(&self.state)
+            .stderr(Stdio::null())
+            .status();
+        let _ = Command::new("umount")
+            .arg("-l")
+            .arg(self.dir.join("tmpfs"))
             .stderr(Stdio::null())
             .status();
         let _ = std::fs::remove_dir_all(&self.dir);
