@@ -260,7 +260,7 @@ spec:
     resources: {limits: {memory: 16Mi}}
 "#,
     );
-    p.state_on_tmpfs();
+    p.state_on_tmpfs("512m");
     p.start();
     let sup = supervisor_pid(&p);
     let cgroups = std::fs::read_to_string(format!("/proc/{sup}/cgroup")).unwrap();

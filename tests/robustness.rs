@@ -343,6 +343,92 @@ spec:
     p.assert_nothing_left();
 }
 
+/// A full state dir: status.json keeps its last whole version (no half-written
+/// `.status.json.tmp` beside it), and once there is room again the current status is
+/// written without waiting for the pod's next event.
+#[test]
+fn a_full_state_dir_delays_status_json_but_does_not_lose_it() {
+    if !require_root() {
+        return;
+    }
+    let mut p = TestPod::new(
+        "full",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: filler
+    image: busybox
+    command: ["sh", "-c", "sleep 1; head -c 2000000 /dev/zero | tr '\\0' x; exit 3"]
+  - name: idle
+    image: busybox
+    command: ["sleep", "60"]
+"#,
+    );
+    p.state_on_tmpfs("1m");
+    p.start();
+    p.wait_status(LIMIT, |v| all_running(v, 2));
+    // The filler's output fills the tmpfs; then it exits, and that is not written.
+    let procs = container_cgroup(&p, "filler", "cgroup.procs").join("cgroup.procs");
+    let deadline = Instant::now() + LIMIT;
+    while !std::fs::read_to_string(&procs)
+        .unwrap_or_default()
+        .trim()
+        .is_empty()
+    {
+        assert!(Instant::now() < deadline, "the filler never exited");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let stale = p.wait_status(LIMIT, |_| true);
+    assert!(
+        container_status(&stale, "filler")["state"]["running"].is_object(),
+        "the exit could be written on a full tmpfs? {stale}"
+    );
+    let names: Vec<String> = std::fs::read_dir(&p.state)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        !names.iter().any(|n| n.ends_with(".tmp")),
+        "a half-written file is left: {names:?}"
+    );
+    // The socket does not depend on the disk.
+    let (code, pod) = api(&p, "GET", "/v1/pod", None);
+    assert_eq!(code, 200);
+    assert_eq!(
+        container_status(&pod, "filler")["state"]["terminated"]["exitCode"],
+        3,
+        "{pod}"
+    );
+    // Room again (the log is still open: truncate, not unlink).
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(p.state.join("logs/filler/0.log"))
+        .unwrap()
+        .set_len(0)
+        .unwrap();
+    let v = p.wait_status(Duration::from_secs(10), |v| {
+        container_status(v, "filler")["state"]["terminated"].is_object()
+    });
+    assert_eq!(
+        container_status(&v, "filler")["state"]["terminated"]["exitCode"],
+        3
+    );
+    p.signal(libc::SIGTERM);
+    let out = p.wait(LIMIT);
+    assert!(
+        out.stderr.contains("status.json") && out.stderr.contains("retrying"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("written again"), "{}", out.stderr);
+    p.assert_nothing_left();
+}
+
 #[test]
 fn a_hanging_post_start_hook_and_a_silent_http_server_are_bounded() {
     if !require_root() {

@@ -12,6 +12,8 @@ pub struct StatusWriter {
     /// The status last written: most loop turns change nothing, and comparing is far
     /// cheaper than serializing the Pod.
     last_status: Option<PodStatus>,
+    /// `last` is not in the file yet.
+    unwritten: bool,
 }
 
 impl StatusWriter {
@@ -24,6 +26,7 @@ impl StatusWriter {
             last: Vec::new(),
             compact: b"{}".to_vec(),
             last_status: None,
+            unwritten: false,
         }
     }
 
@@ -38,32 +41,44 @@ impl StatusWriter {
         self.compact.clone()
     }
 
-    /// Write the file if the object changed; returns whether it did.
-    pub fn update(&mut self, status: &PodStatus) -> io::Result<bool> {
-        if self.last_status.as_ref() == Some(status) {
-            return Ok(false);
-        }
-        // Borrowed, not a cloned Pod; and the line is the file minified, not a third
-        // serialization. Through a serde_json::Value still: the typed objects' serializers
-        // are then linked once, for Value (straight to the pretty writer: 48 KB more).
-        let view = PodView {
-            pod: &self.pod,
-            status,
-        };
-        let value = serde_json::to_value(&view).map_err(io::Error::other)?;
-        let mut pretty = serde_json::to_vec_pretty(&value).map_err(io::Error::other)?;
-        pretty.push(b'\n');
-        if pretty == self.last {
+    /// Take the pod's current status: whether the object changed (for the API and the
+    /// watchers, which see it either way), and how writing the file went. A file that
+    /// could not be written (a full disk) is written on the next call, changed or not.
+    pub fn update(&mut self, status: &PodStatus) -> (bool, io::Result<()>) {
+        let mut changed = false;
+        if self.last_status.as_ref() != Some(status) {
+            // Borrowed, not a cloned Pod; and the line is the file minified, not a third
+            // serialization. Through a serde_json::Value still: the typed objects'
+            // serializers are then linked once, for Value (straight to the pretty writer:
+            // 48 KB more).
+            let view = PodView {
+                pod: &self.pod,
+                status,
+            };
+            let pretty = serde_json::to_value(&view).and_then(|v| serde_json::to_vec_pretty(&v));
+            let mut pretty = match pretty {
+                Ok(p) => p,
+                Err(e) => return (false, Err(io::Error::other(e))),
+            };
+            pretty.push(b'\n');
+            if pretty != self.last {
+                self.compact = minify(&pretty);
+                self.last = pretty;
+                self.unwritten = true;
+                changed = true;
+            }
             self.last_status = Some(status.clone());
-            return Ok(false);
         }
-        crate::util::write_atomic(&self.path, &pretty).map_err(|e| {
-            io::Error::new(e.kind(), format!("writing {}: {e}", self.path.display()))
-        })?;
-        self.last = pretty;
-        self.last_status = Some(status.clone());
-        self.compact = minify(&self.last);
-        Ok(true)
+        let file = if self.unwritten {
+            crate::util::write_atomic(&self.path, &self.last)
+                .map(|()| self.unwritten = false)
+                .map_err(|e| {
+                    io::Error::new(e.kind(), format!("writing {}: {e}", self.path.display()))
+                })
+        } else {
+            Ok(())
+        };
+        (changed, file)
     }
 }
 
@@ -135,8 +150,10 @@ mod tests {
             message: Some("two  spaces, a \"quote\" and a \\".into()),
             ..Default::default()
         };
-        assert!(w.update(&status).unwrap());
-        assert!(!w.update(&status).unwrap(), "unchanged: not written again");
+        let (changed, file) = w.update(&status);
+        assert!(changed && file.is_ok());
+        let (changed, file) = w.update(&status);
+        assert!(!changed && file.is_ok(), "unchanged: not written again");
         let mut want = pod();
         want.status = Some(status);
         let file: Pod =
@@ -145,6 +162,36 @@ mod tests {
         let line = w.compact();
         assert!(!line.contains(&b'\n'));
         assert_eq!(line, serde_json::to_vec(&want).unwrap());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_file_that_could_not_be_written_is_written_at_the_next_update() {
+        let dir = std::env::temp_dir().join(format!("podinit-sw-{}", crate::util::random_hex(4)));
+        let mut w = StatusWriter::new(dir.join("status.json"), pod());
+        let status = PodStatus {
+            phase: Some("Pending".into()),
+            ..Default::default()
+        };
+        // No directory yet: the write fails, the line has the new status all the same.
+        let (changed, file) = w.update(&status);
+        assert!(changed);
+        let e = file.unwrap_err();
+        assert!(e.to_string().contains("status.json"), "{e}");
+        let line: Pod = serde_json::from_slice(&w.compact()).unwrap();
+        assert_eq!(line.status, Some(status.clone()));
+        assert!(w.update(&status).1.is_err(), "still no directory");
+        std::fs::create_dir_all(&dir).unwrap();
+        let (changed, file) = w.update(&status);
+        assert!(!changed && file.is_ok(), "unchanged, but written now");
+        let on_disk: Pod =
+            serde_json::from_slice(&std::fs::read(dir.join("status.json")).unwrap()).unwrap();
+        assert_eq!(on_disk.status, Some(status));
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            1,
+            "no temporary file left"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

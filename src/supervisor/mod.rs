@@ -411,37 +411,35 @@ impl Supervisor<'_> {
             .collect();
         let status =
             render::pod_status(&self.cfg.plan, &self.st, &meta, &self.clock, &self.pod_ips);
-        let written = self.status.update(&status);
-        match &written {
+        let (changed, file) = self.status.update(&status);
+        match &file {
             Err(e) if !self.status_failing => {
-                crate::log::warn(&format!("{e} (retrying every {} ms)", STATUS_RETRY_MS))
+                crate::log::warn(&format!("{e} (retrying every {STATUS_RETRY_MS} ms)"))
             }
-            Ok(_) if self.status_failing => crate::log::info(&format!(
+            Ok(()) if self.status_failing => crate::log::info(&format!(
                 "{} written again",
                 self.sd.root.join("status.json").display()
             )),
             _ => {}
         }
-        self.status_failing = written.is_err();
-        match written {
-            Ok(true) => {
-                let line = self.pod_line();
-                if let Some(srv) = &mut self.server {
-                    srv.broadcast(&Stream::Pod, &line);
-                }
-                let phase = status.phase.clone().unwrap_or_default();
-                let ready = status
-                    .conditions
-                    .iter()
-                    .flatten()
-                    .any(|c| c.type_ == "Ready" && c.status == "True");
-                self.cfg.notifier.status(&line, &phase, ready);
-            }
-            Ok(false) => {}
+        self.status_failing = file.is_err();
+        if self.status_failing {
             // The loop sleeps until the next event otherwise, leaving the file stale.
-            Err(_) => {
-                self.wake.insert(self.now() + STATUS_RETRY_MS);
+            self.wake.insert(self.now() + STATUS_RETRY_MS);
+        }
+        if changed {
+            // The API and the watchers see the change whether the file could be written.
+            let line = self.pod_line();
+            if let Some(srv) = &mut self.server {
+                srv.broadcast(&Stream::Pod, &line);
             }
+            let phase = status.phase.clone().unwrap_or_default();
+            let ready = status
+                .conditions
+                .iter()
+                .flatten()
+                .any(|c| c.type_ == "Ready" && c.status == "True");
+            self.cfg.notifier.status(&line, &phase, ready);
         }
     }
 

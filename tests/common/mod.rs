@@ -82,11 +82,11 @@ impl TestPod {
 
     /// Keep the state dir on a tmpfs of its own, as the default `/run/podinit/…` is on most
     /// machines: what podinit writes there (logs) is then memory.
-    pub fn state_on_tmpfs(&mut self) {
+    pub fn state_on_tmpfs(&mut self, size: &str) {
         let mnt = self.dir.join("tmpfs");
         std::fs::create_dir_all(&mnt).unwrap();
         let ok = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", "size=512m", "tmpfs"])
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
             .arg(&mnt)
             .status()
             .unwrap()
