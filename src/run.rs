@@ -234,14 +234,18 @@ impl Sandbox {
         let pod_cg_name = pod_cgroup_name(&adm.pod);
         let pod_cg = cgroups.group(&pod_cg_name);
         let pid1 = pid1_mode();
-        // The supervisor's leaf is beside the pod cgroup, not in it: the supervisor is the
-        // shim as well as the pause process, and Kubernetes charges neither the shim's
-        // memory nor the container logs it writes (page cache, or RAM on a tmpfs state dir)
-        // to the pod. Inside, a container filling the pod's memory limit made the
-        // supervisor the OOM killer's next victim once the container's memory was reaped
-        // (-998 ranks last, not never), and a chatty container was OOM-killed for its logs;
-        // the pod's CPU quota would throttle its own probes. PID-1 mode is laid out alike.
-        let sup_cg = (!pid1).then(|| cgroups.group(&format!("{pod_cg_name}_supervisor")));
+        // The supervisor is outside the pod cgroup: it is the shim as well as the pause
+        // process, and Kubernetes charges neither the shim's memory nor the container logs
+        // it writes (page cache, or RAM on a tmpfs state dir) to the pod. Inside, a
+        // container filling the pod's memory limit made the supervisor the OOM killer's
+        // next victim once the container's memory was reaped (-998 ranks last, not never),
+        // a chatty container was OOM-killed for its logs, and the pod's CPU quota would
+        // have throttled its own probes. It stays in the cgroup podinit was started in, as
+        // the outer process does (no cgroup to make, join and remove: 0.75 ms a pod on v1);
+        // below a parent given with --cgroup-parent it gets a leaf beside the pod's, since
+        // on v2 that parent can hand controllers down only while it holds no process.
+        let sup_cg = (!pid1 && opts.cgroup_parent.is_some())
+            .then(|| cgroups.group(&format!("{pod_cg_name}_supervisor")));
         for stale in std::iter::once(&pod_cg).chain(&sup_cg) {
             if stale.exists() {
                 // Left by a run that was killed: nothing in it can still belong to a live
@@ -270,6 +274,19 @@ impl Sandbox {
             .expect("just set")
             .set(&limits)
             .map_err(|e| e.to_string())?;
+        if cgroups.is_v2()
+            && !self
+                .pod_cgroup
+                .as_ref()
+                .expect("just set")
+                .has_controller("memory")
+        {
+            // No limit asked for it (set would have failed), but OOM kills go unseen.
+            crate::log::warn(&format!(
+                "the pod's cgroups have no memory controller, so an OOM kill is reported as Error, not OOMKilled: {}",
+                crate::sandbox::cgroup::V2_DELEGATION
+            ));
+        }
         if let Some(leaf) = sup_cg {
             leaf.create().map_err(|e| e.to_string())?;
             self.supervisor_cgroup = Some(leaf);
@@ -343,12 +360,13 @@ impl Sandbox {
         // for a hangup once its parent-death signal is set, in case we died before that.
         let (alive_r, alive_w) =
             nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
-        let placement = self
-            .supervisor_cgroup
-            .as_ref()
-            .expect("made above when not PID 1")
-            .placement()
-            .map_err(|e| e.to_string())?;
+        let placement = match &self.supervisor_cgroup {
+            Some(g) => g.placement().map_err(|e| e.to_string())?,
+            None => crate::sandbox::cgroup::Placement {
+                dir: None,
+                tasks: Vec::new(),
+            },
+        };
         let host = HostNamespaces::of(cfg.pod.spec.as_ref().expect("admitted pod has a spec"));
         if host.network && opts.netns.is_some() {
             return Err("--netns cannot be used with spec.hostNetwork: true".into());

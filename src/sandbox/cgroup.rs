@@ -166,13 +166,20 @@ impl CgroupRoot {
     /// On v2, let the parent hand its controllers to the pod cgroup. The parent must have no
     /// processes of its own for that (the "no internal processes" rule): when it has, the pod
     /// runs without controllers, which `Group::set` reports if limits are asked for.
+    /// Such a parent is left as it is: the threaded controllers (cpu, cpuset, pids) could
+    /// still be enabled in it, but that would make its new children invalid domains that
+    /// no process may join (clone3 into them fails with EOPNOTSUPP).
     pub fn delegate_controllers(&self) {
         if !self.v2 {
             return;
         }
-        let root = hierarchy().root();
-        let dir = root.join(self.parents[""].trim_start_matches('/'));
-        enable_subtree_controllers(&dir);
+        let rel = self.parents[""].trim_start_matches('/');
+        let dir = hierarchy().root().join(rel);
+        let busy = !rel.is_empty()
+            && fs::read_to_string(dir.join("cgroup.procs")).is_ok_and(|p| !p.trim().is_empty());
+        if !busy {
+            enable_subtree_controllers(&dir);
+        }
     }
 }
 
@@ -229,17 +236,17 @@ pub fn parse_proc_cgroup(text: &str, v2: bool) -> HashMap<String, String> {
 }
 
 impl Group {
-    /// Create a leaf cgroup (processes go here). cgroups-rs enables the controllers in
-    /// its ancestors' `subtree_control`, never in the leaf: on v2 a cgroup with
-    /// controllers enabled for children cannot hold processes.
+    /// Create a leaf cgroup (processes go here); on v2 it gets the controllers that its
+    /// parent hands down (`delegate_controllers`, `create_parent`).
     pub fn create(&self) -> io::Result<()> {
         let fail =
             |e: &dyn std::fmt::Display| err(&format!("creating cgroup {}", self.describe()), e);
-        if self.v2 {
-            return self.cg.create().map_err(|e| fail(&e));
-        }
-        // cgroups-rs would stat each directory before making it and copy the cpuset's
-        // cpus and mems down with six reads and writes: 0.1 ms per container.
+        // Not cgroups-rs's create. On v1 it would stat each directory before making it and
+        // copy the cpuset's cpus and mems down with six reads and writes: 0.1 ms per
+        // container. On v2 it writes every controller into the subtree_control of every
+        // ancestor up to the root: cgroups that are not podinit's, and in a parent that
+        // holds processes (a login shell's scope) the threaded controllers it may enable
+        // there make each new child an invalid domain that no process can join.
         for d in &self.dirs {
             crate::util::ensure_dir(d).map_err(|e| fail(&format!("{}: {e}", d.display())))?;
         }
@@ -356,9 +363,37 @@ impl Group {
         if res == Resources::default() {
             return Ok(());
         }
-        self.cg
-            .apply(&res)
-            .map_err(|e| err(&format!("setting limits on cgroup {}", self.describe()), e))
+        let what = || format!("setting limits on cgroup {}", self.describe());
+        // cgroups-rs skips a limit whose file is missing without a word: a pod would run
+        // without the limits it asked for.
+        let missing: Vec<&str> = controllers_for(&res)
+            .into_iter()
+            .filter(|c| !self.has_controller(c))
+            .collect();
+        if !missing.is_empty() {
+            return Err(err(&what(), missing_controllers(&missing, self.v2)));
+        }
+        self.cg.apply(&res).map_err(|e| err(&what(), e))
+    }
+
+    /// Whether `controller` (v2 name: memory, cpu, pids, hugetlb, …) acts on this cgroup.
+    pub fn has_controller(&self, controller: &str) -> bool {
+        if self.v2 {
+            return self.dirs.first().is_some_and(|d| {
+                fs::read_to_string(d.join("cgroup.controllers"))
+                    .is_ok_and(|c| c.split_whitespace().any(|x| x == controller))
+            });
+        }
+        use cgroups_rs::fs::Subsystem as S;
+        self.cg.subsystems().iter().any(|s| {
+            matches!(
+                (s, controller),
+                (S::Mem(_), "memory")
+                    | (S::Cpu(_), "cpu")
+                    | (S::Pid(_), "pids")
+                    | (S::HugeTlb(_), "hugetlb")
+            )
+        })
     }
 
     /// Limit the device nodes the cgroup's processes may use to `rules` (see `devices`):
@@ -655,6 +690,42 @@ fn attach_device_program(dir: &Path, prog: &[super::devices::Insn]) -> io::Resul
     Ok(())
 }
 
+/// The controllers that the limits in `res` are written to.
+fn controllers_for(res: &Resources) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    if res.memory.memory_hard_limit.is_some() || res.memory.memory_swap_limit.is_some() {
+        out.push("memory");
+    }
+    if res.cpu.shares.is_some() || res.cpu.quota.is_some() || res.cpu.period.is_some() {
+        out.push("cpu");
+    }
+    if res.pid.maximum_number_of_processes.is_some() {
+        out.push("pids");
+    }
+    if !res.hugepages.limits.is_empty() {
+        out.push("hugetlb");
+    }
+    out
+}
+
+/// Why a v2 cgroup lacks a controller, and what to do about it.
+pub const V2_DELEGATION: &str = "cgroup v2 hands a controller to a cgroup only from a parent \
+    that has it in cgroup.subtree_control and holds no process itself; start podinit in a \
+    cgroup of its own with the controllers delegated (systemd-run --scope -p Delegate=yes …) \
+    or pass --cgroup-parent";
+
+/// Why the limits cannot be set, and what to do about it, in one line.
+fn missing_controllers(missing: &[&str], v2: bool) -> String {
+    let list = missing.join(", ");
+    let s = if missing.len() > 1 { "s are" } else { " is" };
+    if v2 {
+        format!("the {list} controller{s} not enabled for it: {V2_DELEGATION}")
+    } else {
+        let s = if missing.len() > 1 { "s" } else { "" };
+        format!("no cgroup v1 hierarchy is mounted for the {list} controller{s}")
+    }
+}
+
 fn to_cgroups_resources(r: &oci_spec::runtime::LinuxResources) -> Resources {
     let mut res = Resources::default();
     if let Some(m) = r.memory() {
@@ -705,6 +776,27 @@ mod tests {
         let m = parse_proc_cgroup("0::/user.slice/x.scope\n", true);
         assert_eq!(m[""], "/user.slice/x.scope");
         assert_eq!(m.len(), 1);
+    }
+
+    #[test]
+    fn limits_name_the_controllers_they_need() {
+        let mut res = Resources::default();
+        assert!(controllers_for(&res).is_empty());
+        res.memory.memory_hard_limit = Some(1 << 20);
+        res.cpu.quota = Some(50_000);
+        res.pid.maximum_number_of_processes = Some(MaxValue::Value(10));
+        assert_eq!(controllers_for(&res), ["memory", "cpu", "pids"]);
+        let m = missing_controllers(&["memory", "cpu"], true);
+        assert!(
+            m.starts_with("the memory, cpu controllers are not enabled"),
+            "{m}"
+        );
+        assert!(m.contains("--cgroup-parent") && !m.contains('\n'), "{m}");
+        let m = missing_controllers(&["hugetlb"], false);
+        assert_eq!(
+            m,
+            "no cgroup v1 hierarchy is mounted for the hugetlb controller"
+        );
     }
 
     #[test]

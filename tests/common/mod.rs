@@ -308,7 +308,7 @@ impl Drop for TestPod {
     }
 }
 
-fn kill_and_remove(dir: &Path) {
+pub fn kill_and_remove(dir: &Path) {
     if let Ok(rd) = std::fs::read_dir(dir) {
         for e in rd.flatten() {
             if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
