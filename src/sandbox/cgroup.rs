@@ -709,10 +709,12 @@ fn controllers_for(res: &Resources) -> Vec<&'static str> {
 }
 
 /// Why a v2 cgroup lacks a controller, and what to do about it.
+/// The cgroup podinit starts in holds podinit itself, so only a parent given with
+/// `--cgroup-parent` (or the root) can hand controllers down.
 pub const V2_DELEGATION: &str = "cgroup v2 hands a controller to a cgroup only from a parent \
-    that has it in cgroup.subtree_control and holds no process itself; start podinit in a \
-    cgroup of its own with the controllers delegated (systemd-run --scope -p Delegate=yes …) \
-    or pass --cgroup-parent";
+    that has it in cgroup.subtree_control and holds no process itself; pass --cgroup-parent \
+    naming an empty cgroup whose own parent delegates the controllers (a systemd unit with \
+    Delegate=yes)";
 
 /// Why the limits cannot be set, and what to do about it, in one line.
 fn missing_controllers(missing: &[&str], v2: bool) -> String {
