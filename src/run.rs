@@ -177,10 +177,22 @@ pub fn run(opts: &RunOptions) -> i32 {
             return EXIT_INVALID;
         }
     };
-    let state_dir = opts
-        .state_dir
-        .clone()
-        .unwrap_or_else(|| default_state_dir(&adm.pod));
+    let state_dir = match &opts.state_dir {
+        Some(d) => d.clone(),
+        None => {
+            let d = default_state_dir(&adm.pod);
+            let leaf = d.file_name().unwrap_or_default().len();
+            if leaf > 255 {
+                // A 253-character name is valid; a file name cannot hold it with the namespace.
+                crate::log::error(&format!(
+                    "setting up the sandbox: the default state dir {} has a last component of {leaf} bytes, more than the 255 a file name may have: give --state-dir",
+                    d.display()
+                ));
+                return EXIT_SANDBOX;
+            }
+            d
+        }
+    };
     let sd = match StateDir::open(&state_dir) {
         Ok(sd) => sd,
         Err(e) => {
@@ -200,7 +212,7 @@ pub fn run(opts: &RunOptions) -> i32 {
             EXIT_SANDBOX
         }
     };
-    if let Err(e) = sandbox.remove() {
+    if let Err(e) = sandbox.remove(code != EXIT_SANDBOX) {
         crate::log::error(&format!("cleaning up the sandbox: {e}"));
         if code == 0 {
             return EXIT_SANDBOX;
@@ -431,7 +443,8 @@ impl Sandbox {
 
     /// Remove everything the outer process created: the pod cgroup tree (killing anything
     /// left in it) and the private part of the state dir.
-    fn remove(&mut self) -> Result<(), String> {
+    /// `ran`: the pod ran, so its status, events and logs stay.
+    fn remove(&mut self, ran: bool) -> Result<(), String> {
         let mut errs = Vec::new();
         if let Some(cg) = self.supervisor_cgroup.take() {
             if let Err(e) = cg.destroy() {
@@ -444,7 +457,7 @@ impl Sandbox {
             }
         }
         if let Some(sd) = self.sd.take() {
-            if let Err(e) = sd.finish() {
+            if let Err(e) = sd.finish(ran) {
                 errs.push(e.to_string());
             }
         }

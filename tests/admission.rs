@@ -178,7 +178,7 @@ spec:
         "{}",
         out.stderr
     );
-    p.assert_nothing_left();
+    p.assert_sandbox_gone();
 }
 
 #[test]

@@ -365,7 +365,7 @@ spec:
     let out = q.wait(LIMIT);
     assert_eq!(out.code, 3);
     assert!(out.stderr.contains("/nonexistent/netns"), "{}", out.stderr);
-    q.assert_nothing_left();
+    q.assert_sandbox_gone();
 }
 
 /// A network namespace made with `ip netns add` and joined to the host by a veth pair, as

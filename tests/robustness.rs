@@ -1006,3 +1006,73 @@ spec:
     assert_eq!(p.wait(LIMIT).code, 0);
     p.assert_nothing_left();
 }
+
+/// Kubernetes lets a pod's name be 253 characters, without a limit on its DNS labels: the
+/// socket in its state dir is then further away than a `sockaddr_un` can name, and is
+/// still bound and served. A sandbox that cannot be set up (a socket in a directory that
+/// is not there) leaves no state dir, not even an empty event log.
+#[test]
+fn a_pod_with_a_long_name_is_served_and_a_failed_sandbox_leaves_no_state_dir() {
+    if !require_root() {
+        return;
+    }
+    let mut p = TestPod::new(
+        &format!("long-{}", "n".repeat(180)),
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: NAME}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - {name: c, image: busybox, command: [sleep, '30']}\n",
+    );
+    assert!(p.state.join("pod.sock").as_os_str().len() > 107);
+    p.start();
+    p.wait_status(LIMIT, |s| s["status"]["phase"] == "Running");
+    let (code, pod) = api(&p, "GET", "/v1/pod", None);
+    assert_eq!(code, 200, "{pod}");
+    assert_eq!(pod["metadata"]["name"], p.name.as_str());
+    // The kubelet's hostname rule: the name cut to 63 characters.
+    let out = std::process::Command::new(bin())
+        .args(["exec", "c", "--socket"])
+        .arg(p.state.join("pod.sock"))
+        .args(["--", "hostname"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), &p.name[..63]);
+    p.signal(libc::SIGTERM);
+    let out = p.wait(LIMIT);
+    assert!(out.code == 0 || out.code == 1, "{}", out.stderr);
+    p.assert_nothing_left();
+
+    let mut q = TestPod::new(
+        "nosockdir",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: NAME}\nspec:\n  containers:\n  - {name: c, image: busybox}\n",
+    );
+    let mut cmd = q.command();
+    cmd.arg("--socket").arg(q.dir.join("absent/pod.sock"));
+    q.start_with(cmd);
+    let out = q.wait(LIMIT);
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(out.stderr.contains("absent/pod.sock"), "{}", out.stderr);
+    q.assert_sandbox_gone();
+
+    // The longest valid name does not fit in the default state dir's file name.
+    let name = format!("{}-{}", "n".repeat(240), &q.name[q.name.len() - 8..]);
+    let manifest = q.dir.join("long.yaml");
+    std::fs::write(&manifest, format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  containers:\n  - {{name: c, image: busybox}}\n")).unwrap();
+    let out = std::process::Command::new(bin())
+        .arg("run")
+        .arg(&manifest)
+        .arg("--bundles")
+        .arg(bundles())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("more than the 255 a file name may have: give --state-dir")
+            && stderr.lines().count() == 1,
+        "{stderr}"
+    );
+    assert!(!Path::new(&format!("/run/podinit/default_{name}")).exists());
+}

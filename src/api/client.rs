@@ -28,18 +28,20 @@ impl Response {
 }
 
 fn connect(sock: &Path, timeout: Option<Duration>) -> io::Result<UnixStream> {
-    let s = UnixStream::connect(sock).map_err(|e| {
-        let hint = match e.kind() {
-            io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused => {
-                " (is the pod running? give --socket or $PODINIT_SOCKET)"
-            }
-            _ => "",
-        };
-        io::Error::new(
-            e.kind(),
-            format!("connecting to {}: {e}{hint}", sock.display()),
-        )
-    })?;
+    let s = crate::util::socket_path(sock)
+        .and_then(|(_dir, addr)| UnixStream::connect(addr))
+        .map_err(|e| {
+            let hint = match e.kind() {
+                io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused => {
+                    " (is the pod running? give --socket or $PODINIT_SOCKET)"
+                }
+                _ => "",
+            };
+            io::Error::new(
+                e.kind(),
+                format!("connecting to {}: {e}{hint}", sock.display()),
+            )
+        })?;
     s.set_read_timeout(timeout)?;
     s.set_write_timeout(Some(Duration::from_secs(10)))?;
     Ok(s)

@@ -80,11 +80,13 @@ impl Server {
         // Created under a restrictive umask so that it is never reachable by others, even
         // for the instant before the chmod.
         // SAFETY: umask has no failure mode; restored right after bind.
+        let what =
+            |e: io::Error| io::Error::new(e.kind(), format!("binding {}: {e}", path.display()));
+        let (_dir, addr) = crate::util::socket_path(path).map_err(what)?;
         let old = unsafe { libc::umask(0o177) };
-        let l = UnixListener::bind(path);
+        let l = UnixListener::bind(&addr);
         unsafe { libc::umask(old) };
-        let listener =
-            l.map_err(|e| io::Error::new(e.kind(), format!("binding {}: {e}", path.display())))?;
+        let listener = l.map_err(what)?;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
         listener.set_nonblocking(true)?;
         Ok(Server {

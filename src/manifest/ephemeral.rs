@@ -15,12 +15,7 @@ pub fn admit(ec: &EphemeralContainer, spec: &PodSpec, index: usize) -> Result<Co
     if ec.name.is_empty() {
         return e("name", "Required value".into());
     }
-    if !super::validate::is_dns1123_label(&ec.name) {
-        return e(
-            "name",
-            format!("Invalid value: {:?}: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character", ec.name),
-        );
-    }
+    super::validate::dns1123_label(format!("{p}.name"), &ec.name)?;
     let taken = spec
         .init_containers
         .iter()

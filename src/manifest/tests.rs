@@ -188,6 +188,47 @@ fn validation_messages() {
 }
 
 #[test]
+fn names_have_kubernetes_length_limits() {
+    // A subdomain limits its whole length only (IsDNS1123Subdomain), not its labels.
+    let named = |n: &str| {
+        format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: {n}}}\nspec:\n  containers:\n  - {{name: c, image: busybox}}\n")
+    };
+    let long = "a".repeat(200);
+    assert_eq!(
+        admit_str(&named(&long))
+            .unwrap()
+            .pod
+            .metadata
+            .name
+            .as_deref(),
+        Some(long.as_str())
+    );
+    let e = err_of(&named(&"a".repeat(254)));
+    assert!(
+        e.starts_with("metadata.name: Invalid value: \"aaa")
+            && e.ends_with(": must be no more than 253 characters"),
+        "{e}"
+    );
+    let e = err_of(&pod_with(&format!(
+        "  containers:\n  - {{name: {}, image: busybox}}\n",
+        "c".repeat(64)
+    )));
+    assert!(
+        e.starts_with("spec.containers[0].name: Invalid value: \"ccc")
+            && e.ends_with(": must be no more than 63 characters"),
+        "{e}"
+    );
+    let e = err_of(&pod_with(&format!(
+        "  hostname: {}\n  containers:\n  - {{name: c, image: busybox}}\n",
+        "h".repeat(64)
+    )));
+    assert!(
+        e.starts_with("spec.hostname: ") && e.ends_with(": must be no more than 63 characters"),
+        "{e}"
+    );
+}
+
+#[test]
 fn sidecars_may_have_probes() {
     admit_str(&pod_with(
         "  initContainers:\n  - name: s\n    image: busybox\n    restartPolicy: Always\n    readinessProbe: {exec: {command: ['true']}}\n  containers:\n  - {name: c, image: busybox}\n",

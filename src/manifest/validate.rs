@@ -14,21 +14,46 @@ fn err(field: impl Into<String>, msg: impl Into<String>) -> R {
     Err(Error::new(field, msg))
 }
 
-pub fn is_dns1123_label(s: &str) -> bool {
+/// Kubernetes' regular expression for a label, `[a-z0-9]([-a-z0-9]*[a-z0-9])?`. Its
+/// length limit is a check of its own (a subdomain's labels have none but the whole's).
+fn dns1123_label_chars(s: &str) -> bool {
     !s.is_empty()
-        && s.len() <= 63
         && s.bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !s.starts_with('-')
         && !s.ends_with('-')
 }
 
-pub fn is_dns1123_subdomain(s: &str) -> bool {
-    s.len() <= 253 && s.split('.').all(is_dns1123_label)
-}
-
 const LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
 const SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+
+/// `field` must be an RFC 1123 label; Kubernetes' first message when it is not.
+pub fn dns1123_label(field: impl Into<String>, v: &str) -> R {
+    if v.len() > 63 {
+        return err(
+            field,
+            format!("Invalid value: {v:?}: must be no more than 63 characters"),
+        );
+    }
+    if !dns1123_label_chars(v) {
+        return err(field, format!("Invalid value: {v:?}: {LABEL_MSG}"));
+    }
+    Ok(())
+}
+
+/// `field` must be an RFC 1123 subdomain; Kubernetes' first message when it is not.
+fn dns1123_subdomain(field: impl Into<String>, v: &str) -> R {
+    if v.len() > 253 {
+        return err(
+            field,
+            format!("Invalid value: {v:?}: must be no more than 253 characters"),
+        );
+    }
+    if !v.split('.').all(dns1123_label_chars) {
+        return err(field, format!("Invalid value: {v:?}: {SUBDOMAIN_MSG}"));
+    }
+    Ok(())
+}
 
 pub fn pod(pod: &Pod) -> R {
     let name = pod.metadata.name.as_deref().unwrap_or("");
@@ -38,19 +63,9 @@ pub fn pod(pod: &Pod) -> R {
             "Required value: name or generateName is required",
         );
     }
-    if !is_dns1123_subdomain(name) {
-        return err(
-            "metadata.name",
-            format!("Invalid value: {name:?}: {SUBDOMAIN_MSG}"),
-        );
-    }
+    dns1123_subdomain("metadata.name", name)?;
     let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
-    if !is_dns1123_label(ns) {
-        return err(
-            "metadata.namespace",
-            format!("Invalid value: {ns:?}: {LABEL_MSG}"),
-        );
-    }
+    dns1123_label("metadata.namespace", ns)?;
     let Some(spec) = &pod.spec else {
         return err("spec", "Required value");
     };
@@ -117,23 +132,13 @@ pub fn pod(pod: &Pod) -> R {
         }
     }
     if let Some(h) = &spec.hostname {
-        if !is_dns1123_label(h) {
-            return err(
-                "spec.hostname",
-                format!("Invalid value: {h:?}: {LABEL_MSG}"),
-            );
-        }
+        dns1123_label("spec.hostname", h)?;
     }
     // Volumes.
     let mut vols = BTreeSet::new();
     for (i, v) in spec.volumes.iter().flatten().enumerate() {
         let p = format!("spec.volumes[{i}]");
-        if !is_dns1123_label(&v.name) {
-            return err(
-                format!("{p}.name"),
-                format!("Invalid value: {:?}: {LABEL_MSG}", v.name),
-            );
-        }
+        dns1123_label(format!("{p}.name"), &v.name)?;
         if !vols.insert(v.name.clone()) {
             return err(
                 format!("{p}.name"),
@@ -238,12 +243,7 @@ fn container(
     if c.name.is_empty() {
         return err(format!("{p}.name"), "Required value");
     }
-    if !is_dns1123_label(&c.name) {
-        return err(
-            format!("{p}.name"),
-            format!("Invalid value: {:?}: {LABEL_MSG}", c.name),
-        );
-    }
+    dns1123_label(format!("{p}.name"), &c.name)?;
     if !names.insert(c.name.clone()) {
         return err(
             format!("{p}.name"),
@@ -800,21 +800,11 @@ fn dns(spec: &k8s_openapi::api::core::v1::PodSpec) -> R {
             );
         }
         for (j, h) in a.hostnames.iter().flatten().enumerate() {
-            if !is_dns1123_subdomain(h) {
-                return err(
-                    format!("spec.hostAliases[{i}].hostnames[{j}]"),
-                    format!("Invalid value: {h:?}: {SUBDOMAIN_MSG}"),
-                );
-            }
+            dns1123_subdomain(format!("spec.hostAliases[{i}].hostnames[{j}]"), h)?;
         }
     }
     if let Some(sub) = spec.subdomain.as_deref().filter(|s| !s.is_empty()) {
-        if !is_dns1123_label(sub) {
-            return err(
-                "spec.subdomain",
-                format!("Invalid value: {sub:?}: {LABEL_MSG}"),
-            );
-        }
+        dns1123_label("spec.subdomain", sub)?;
     }
     Ok(())
 }

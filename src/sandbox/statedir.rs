@@ -91,9 +91,17 @@ impl StateDir {
         self.work().join("volumes").join(name)
     }
 
-    /// Remove everything private, leaving `status.json`, `events.jsonl` and `logs/`.
-    pub fn finish(self) -> io::Result<()> {
+    /// Remove everything private, leaving `status.json`, `events.jsonl` and `logs/` when
+    /// the pod ran (`keep_public`). A sandbox that could not be set up leaves nothing
+    /// (CONTRACT.md, exit 3): the files are this run's, an earlier run's went at `open`.
+    pub fn finish(self, keep_public: bool) -> io::Result<()> {
         remove_tree(&self.work())?;
+        if !keep_public {
+            for f in [self.status_file(), self.events_file()] {
+                let _ = fs::remove_file(f);
+            }
+            remove_tree(&self.logs())?;
+        }
         let _ = fs::remove_file(self.root.join("pod.sock"));
         let _ = fs::remove_file(self.root.join(".lock"));
         drop(self.lock);
@@ -173,7 +181,7 @@ mod tests {
             .contains("already running"));
         fs::create_dir_all(sd.volume_dir("v")).unwrap();
         fs::write(sd.status_file(), "{}").unwrap();
-        sd.finish().unwrap();
+        sd.finish(true).unwrap();
         let left: Vec<_> = fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().file_name())
@@ -182,7 +190,13 @@ mod tests {
         // A new run clears the old public files.
         let sd = StateDir::open(&dir).unwrap();
         assert!(!sd.status_file().exists());
-        sd.finish().unwrap();
+        sd.finish(true).unwrap();
         assert!(!dir.exists(), "an empty state dir is removed");
+        // A sandbox that could not be set up leaves none of its files.
+        let sd = StateDir::open(&dir).unwrap();
+        fs::write(sd.events_file(), "").unwrap();
+        fs::create_dir_all(sd.logs().join("c")).unwrap();
+        sd.finish(false).unwrap();
+        assert!(!dir.exists(), "a failed sandbox leaves nothing");
     }
 }

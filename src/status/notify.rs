@@ -119,7 +119,9 @@ impl Shim {
 
     fn flush(&mut self) {
         if self.sock.is_none() {
-            match UnixStream::connect(&self.path) {
+            let sock = crate::util::socket_path(&self.path)
+                .and_then(|(_dir, addr)| UnixStream::connect(addr));
+            match sock {
                 Ok(s) if s.set_nonblocking(true).is_ok() => self.sock = Some(s),
                 // Not there: the next change tries again with the newest line.
                 _ => return,

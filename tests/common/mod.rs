@@ -258,6 +258,22 @@ impl TestPod {
     }
 }
 
+impl TestPod {
+    /// After exit 3 (the sandbox could not be set up): nothing at all, not even the state
+    /// dir (CONTRACT.md: everything created was removed again).
+    pub fn assert_sandbox_gone(&self) {
+        self.assert_nothing_left();
+        let left: Vec<_> = std::fs::read_dir(&self.state)
+            .map(|rd| rd.flatten().map(|e| e.file_name()).collect())
+            .unwrap_or_default();
+        assert!(
+            !self.state.exists(),
+            "state dir {} left behind, holding {left:?}",
+            self.state.display()
+        );
+    }
+}
+
 fn find_dirs(root: &Path, name: &str, depth: usize) -> Vec<PathBuf> {
     let mut out = Vec::new();
     if depth == 0 {
