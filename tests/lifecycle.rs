@@ -147,7 +147,7 @@ fn sidecars_outlive_the_app_and_stop_in_reverse_order() {
     }
     let sidecar = |n: &str| {
         format!(
-            "  - name: {n}\n    image: busybox\n    restartPolicy: Always\n    command: [\"sh\", \"-c\", \"trap 'echo {n} >> /d/stopped; exit 0' TERM; echo {n} >> /d/started; while true; do sleep 0.05; done\"]\n    startupProbe: {{exec: {{command: [\"grep\", \"-q\", \"{n}\", \"/d/started\"]}}, periodSeconds: 1}}\n    volumeMounts: [{{name: d, mountPath: /d}}]\n"
+            "  - name: {n}\n    image: busybox\n    restartPolicy: Always\n    command: [\"sh\", \"-c\", \"trap 'echo {n} >> /h/stopped; exit 0' TERM; echo {n} >> /d/started; while true; do sleep 0.05; done\"]\n    startupProbe: {{exec: {{command: [\"grep\", \"-q\", \"{n}\", \"/d/started\"]}}, periodSeconds: 1}}\n    volumeMounts: [{{name: d, mountPath: /d}}, {{name: h, mountPath: /h}}]\n"
         )
     };
     let yaml = format!(
@@ -163,7 +163,9 @@ spec:
     image: busybox
     command: ["sh", "-c", "cat /d/started; sleep 0.5"]
     volumeMounts: [{{name: d, mountPath: /d}}]
-  volumes: [{{name: d, emptyDir: {{}}}}]
+  volumes:
+  - {{name: d, emptyDir: {{}}}}
+  - {{name: h, hostPath: {{path: /tmp/podinit-it-NAME-h, type: DirectoryOrCreate}}}}
 "#,
         sidecar("first"),
         sidecar("second")
@@ -182,7 +184,8 @@ spec:
         assert!(st["state"]["running"].is_object(), "{st}");
         assert_eq!(st["started"], true);
     }
-    let order = p.state.join(".work/volumes/d/stopped");
+    let scratch = p.state.join(".work/volumes/d");
+    let host = std::path::PathBuf::from(format!("/tmp/podinit-it-{}-h", p.name));
     let out = p.wait(LIMIT);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(
@@ -194,17 +197,17 @@ spec:
         let t = &container_status(&out.status, s)["state"]["terminated"];
         assert_eq!(t["exitCode"], 0, "{s} stopped by its TERM trap: {t}");
     }
-    // The volume is gone with the pod; the stop order was recorded in the events.
-    assert!(!order.exists());
-    let killing: Vec<String> = events(&p)
+    // The emptyDir is gone with the pod; the host directory kept the stop order.
+    assert!(!scratch.exists());
+    let order = std::fs::read_to_string(host.join("stopped")).unwrap_or_default();
+    std::fs::remove_dir_all(&host).ok();
+    assert_eq!(order, "second\nfirst\n");
+    // Both kills were announced when the termination began (kubelet: before the turn).
+    let killing = events(&p)
         .iter()
         .filter(|e| e["reason"] == "Killing")
-        .map(|e| e["message"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(
-        killing,
-        ["Stopping container second", "Stopping container first"]
-    );
+        .count();
+    assert_eq!(killing, 2);
     p.assert_nothing_left();
 }
 

@@ -264,11 +264,19 @@ spec:
     p.wait_status(LIMIT, |v| {
         container_status(v, "broken")["restartCount"].as_u64() >= Some(1)
     });
-    wait_event(&p, "FailedPostStartHook", "exited with 3");
+    // The hook's output stays out of events (kubelet: it may hold secrets); the waiting
+    // message carries it.
+    wait_event(&p, "FailedPostStartHook", "PostStartHook failed");
+    assert!(!has_event(&p, "FailedPostStartHook", "exited with 3"));
     assert!(has_event(&p, "Killing", "FailedPostStartHook"));
-    p.wait_status(LIMIT, |v| {
+    let v = p.wait_status(LIMIT, |v| {
         container_status(v, "broken")["state"]["waiting"]["reason"] == "PostStartHookError"
     });
+    let msg = &container_status(&v, "broken")["state"]["waiting"]["message"];
+    assert!(
+        msg.as_str().unwrap_or("").contains("exited with 3"),
+        "{msg}"
+    );
     let order = std::fs::read_to_string(host.join("order")).unwrap();
     let lines: Vec<&str> = order.lines().collect();
     let pos = |s: &str| lines.iter().position(|l| *l == s).unwrap_or(usize::MAX);

@@ -412,12 +412,14 @@ spec:
     // The quick hooks did not wait for the slow ones.
     assert!(pos("http-term") < pos("web-term"), "{order}");
     assert!(pos("web-term") < pos("sleepy-term"), "{order}");
+    // kubelet's event names the failure only; the hook's output goes to the log.
     let ev = std::fs::read_to_string(p.state.join("events.jsonl")).unwrap();
     assert!(
         ev.lines()
-            .any(|l| l.contains("FailedPreStopHook") && l.contains("exited with 2")),
+            .any(|l| l.contains("FailedPreStopHook") && l.contains("PreStopHook failed")),
         "{ev}"
     );
+    assert!(out.stderr.contains("exited with 2"), "{}", out.stderr);
     p.assert_nothing_left();
     std::fs::remove_dir_all(&host).unwrap();
 }

@@ -67,6 +67,14 @@ fn names(plan: &PodPlan, idx: &[usize]) -> String {
 }
 
 fn initialized(plan: &PodPlan, st: &PodState) -> Computed {
+    let has_init = plan
+        .containers
+        .iter()
+        .any(|c| matches!(c.kind, Kind::Init | Kind::Sidecar));
+    // kubelet marks a succeeded pod's init containers as done (only when it has some).
+    if has_init && phase(plan, st) == PodPhase::Succeeded {
+        return (true, Some("PodCompleted".into()), None);
+    }
     if st.app_started {
         return (true, None, None);
     }

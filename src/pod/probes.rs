@@ -250,15 +250,22 @@ impl Probes {
                     .timing
                     .grace_ms
                     .unwrap_or(plan.grace_seconds.saturating_mul(1000));
-                let restarts = super::state::restarts_after_kill(plan, plan.containers[w.ctr].kind);
-                events.push(EventSpec {
-                    type_: "Normal",
-                    reason: "Killing".into(),
-                    message: format!(
+                let kind = plan.containers[w.ctr].kind;
+                // kubelet words a sidecar's kill apart, without the restart note.
+                let message = if kind == super::plan::Kind::Sidecar {
+                    format!("Init container {name} failed {} probe", w.kind.lower())
+                } else {
+                    let restarts = super::state::restarts_after_kill(plan, kind);
+                    format!(
                         "Container {name} failed {} probe{}",
                         w.kind.lower(),
                         if restarts { ", will be restarted" } else { "" }
-                    ),
+                    )
+                };
+                events.push(EventSpec {
+                    type_: "Normal",
+                    reason: "Killing".into(),
+                    message,
                     container: Some(w.ctr),
                 });
                 st.kill_container(plan, w.ctr, grace, now);

@@ -17,7 +17,8 @@ pub struct Terminated {
     pub reason: String,
     pub message: Option<String>,
     pub started_at: Option<Millis>,
-    pub finished_at: Millis,
+    /// None only for a status kubelet could not locate (`ContainerStatusUnknown`).
+    pub finished_at: Option<Millis>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -253,6 +254,68 @@ impl PodState {
         });
     }
 
+    /// The pod has ended: the sandbox goes, and, as kubelet's `TerminatePod`, a container
+    /// left without a terminated state (waiting in back-off, or never started once the pod
+    /// had initialized) is reported as a failure whose status could not be located, so that
+    /// nothing describes the pod as more successful than it was.
+    pub(super) fn on_pod_ended(&mut self, plan: &PodPlan) {
+        self.sandbox_ready = false;
+        let unknown = || {
+            State::Terminated(Terminated {
+                exit_code: 137,
+                signal: None,
+                reason: "ContainerStatusUnknown".into(),
+                message: Some(
+                    "The container could not be located when the pod was terminated".into(),
+                ),
+                started_at: None,
+                finished_at: None,
+            })
+        };
+        let waiting = |c: &ContainerState| matches!(c.state, State::Waiting { .. });
+        let inits: Vec<usize> = (0..plan.containers.len())
+            .filter(|&i| matches!(plan.containers[i].kind, Kind::Init | Kind::Sidecar))
+            .collect();
+        let initialized = inits.is_empty()
+            || (0..plan.containers.len()).any(|i| {
+                plan.containers[i].kind == Kind::App
+                    && (self.containers[i].last_state.is_some() || !waiting(&self.containers[i]))
+            })
+            || inits.last().is_some_and(|&i| {
+                let c = &self.containers[i];
+                let ok = |t: &Terminated| t.exit_code == 0;
+                match plan.containers[i].kind {
+                    Kind::Sidecar => c.phase == Phase::Running && c.started,
+                    _ => {
+                        c.last_state.as_ref().is_some_and(ok)
+                            || matches!(&c.state, State::Terminated(t) if ok(t))
+                    }
+                }
+            });
+        if initialized {
+            for i in 0..plan.containers.len() {
+                if plan.containers[i].kind == Kind::App
+                    && !matches!(self.containers[i].state, State::Terminated(_))
+                {
+                    self.containers[i].state = unknown();
+                }
+            }
+        }
+        // The init containers that tried to start: all but a trailing run of never-started
+        // ones, and always the first.
+        let tried = inits
+            .iter()
+            .rposition(|&i| {
+                !waiting(&self.containers[i]) || self.containers[i].last_state.is_some()
+            })
+            .map_or(inits.len().min(1), |p| p + 1);
+        for &i in &inits[..tried] {
+            if !matches!(self.containers[i].state, State::Terminated(_)) {
+                self.containers[i].state = unknown();
+            }
+        }
+    }
+
     pub fn on_sandbox_ready(&mut self, now: Millis) {
         self.sandbox_ready = true;
         self.start_time.get_or_insert(now);
@@ -338,7 +401,7 @@ impl PodState {
                 reason: "StartError".into(),
                 message: Some(msg.to_string()),
                 started_at: None,
-                finished_at: now,
+                finished_at: Some(now),
             };
             self.exited(plan, i, t, now);
         } else {
@@ -374,7 +437,7 @@ impl PodState {
             reason: reason.into(),
             message: exit.message,
             started_at,
-            finished_at: now,
+            finished_at: Some(now),
         };
         self.exited(plan, i, t, now);
     }
@@ -426,8 +489,10 @@ impl PodState {
         c.started = running && c.post_start_done && (!p.has_startup_probe || c.startup_ok);
         c.ready =
             c.started && (!p.has_readiness_probe || c.readiness_ok) && self.terminating.is_none();
-        if p.kind == Kind::Init && c.phase == Phase::Exited {
-            c.ready = matches!(&c.state, State::Terminated(t) if t.exit_code == 0);
+        // A plain init container is ready only once it has exited 0, never while running.
+        if p.kind == Kind::Init {
+            c.ready = c.phase == Phase::Exited
+                && matches!(&c.state, State::Terminated(t) if t.exit_code == 0);
         }
     }
 
@@ -499,7 +564,14 @@ impl PodState {
     /// The postStart hook of container `i` failed: it is killed (preStop runs, with the
     /// pod's grace period) and then shows `waiting: PostStartHookError` until restarted.
     pub fn on_post_start_failed(&mut self, plan: &PodPlan, i: usize, msg: &str, now: Millis) {
-        self.event("Warning", "FailedPostStartHook", msg.to_string(), Some(i));
+        // kubelet keeps the hook's output out of events (it may hold secrets): the full
+        // text shows only in the container's waiting message.
+        self.event(
+            "Warning",
+            "FailedPostStartHook",
+            "PostStartHook failed".into(),
+            Some(i),
+        );
         // kubelet's kill message for this cause is just the reason.
         self.event("Normal", "Killing", "FailedPostStartHook".into(), Some(i));
         self.containers[i].post_start_error = Some(msg.to_string());

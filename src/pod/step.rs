@@ -58,6 +58,7 @@ pub fn step(plan: &PodPlan, st: &mut PodState, now: Millis) -> Vec<Action> {
     let finished = st.terminating.is_some() && !st.containers.iter().any(|c| c.is_active());
     if finished && st.terminal.is_none() {
         st.terminal = Some(final_phase(plan, st));
+        st.on_pod_ended(plan);
     }
     conditions::update(plan, st, now);
     acts.extend(st.events.drain(..).map(Action::Event));
@@ -78,8 +79,9 @@ fn deadline(plan: &PodPlan, st: &mut PodState, now: Millis, acts: &mut Vec<Actio
     let at = start + d * 1000;
     if now >= at {
         let msg = "Pod was active on the node longer than the specified deadline";
+        // kubelet's active-deadline handler records it as a Normal event.
         st.push_event(EventSpec {
-            type_: "Warning",
+            type_: "Normal",
             reason: "DeadlineExceeded".into(),
             message: msg.into(),
             container: None,
@@ -140,7 +142,7 @@ fn restarts(plan: &PodPlan, st: &mut PodState, now: Millis, acts: &mut Vec<Actio
         let c = &mut st.containers[i];
         if let State::Terminated(t) = &c.state {
             c.last_state = Some(t.clone());
-            let delay = at - t.finished_at;
+            let delay = at - t.finished_at.unwrap_or(at);
             let message = st.backoff_message(plan, i, delay);
             st.containers[i].state = State::Waiting {
                 reason: "CrashLoopBackOff".into(),
@@ -248,6 +250,14 @@ fn stops(plan: &PodPlan, st: &mut PodState, now: Millis, acts: &mut Vec<Action>)
                     killed: false,
                     restart_after: false,
                 });
+                // kubelet announces every kill as it begins: before the preStop hook and
+                // before a sidecar waits for its turn.
+                st.push_event(EventSpec {
+                    type_: "Normal",
+                    reason: "Killing".into(),
+                    message: format!("Stopping container {}", plan.containers[i].name),
+                    container: Some(i),
+                });
             }
         }
     }
@@ -299,15 +309,6 @@ fn stops(plan: &PodPlan, st: &mut PodState, now: Millis, acts: &mut Vec<Action>)
             s.stop_sent_at = Some(now);
             s.kill_at = Some(now + remaining);
             acts.push(Action::Stop(i));
-            // A kill of one container was announced with its cause already.
-            if !s.restart_after {
-                st.push_event(EventSpec {
-                    type_: "Normal",
-                    reason: "Killing".into(),
-                    message: format!("Stopping container {}", plan.containers[i].name),
-                    container: Some(i),
-                });
-            }
         }
         match s.kill_at {
             Some(k) if now >= k => {

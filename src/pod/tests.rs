@@ -780,3 +780,204 @@ fn a_failed_post_start_kills_and_shows_post_start_hook_error() {
     // Restarted by policy (the first restart at once).
     assert!(s.step().contains(&Action::Start(0)));
 }
+
+fn events_of(acts: &[Action]) -> Vec<(String, String)> {
+    acts.iter()
+        .filter_map(|a| match a {
+            Action::Event(e) => Some((e.reason.clone(), e.message.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn every_kill_is_announced_when_termination_begins() {
+    // kubelet records Killing before preStop and before a sidecar waits for its turn, and
+    // also for a forced stop.
+    for grace in [None, Some(0)] {
+        let mut cs = vec![cp("side", Kind::Sidecar), cp("app", Kind::App)];
+        cs[1].has_pre_stop = true;
+        let mut s = Sim::new(RestartPolicy::Always, cs);
+        s.settle();
+        assert!(s.running("side") && s.running("app"));
+        s.st.request_termination(&s.plan, s.now, grace);
+        let acts = s.step();
+        let killing: Vec<String> = events_of(&acts)
+            .into_iter()
+            .filter(|(r, _)| r == "Killing")
+            .map(|(_, m)| m)
+            .collect();
+        assert_eq!(
+            killing,
+            ["Stopping container side", "Stopping container app"],
+            "grace {grace:?}"
+        );
+        // No second announcement when the stop signal goes out.
+        if grace.is_none() {
+            s.st.on_pre_stop_done(1);
+            let acts = s.step();
+            assert_eq!(stops(&acts), vec![1]);
+            assert!(events_of(&acts).iter().all(|(r, _)| r != "Killing"));
+        }
+    }
+}
+
+#[test]
+fn a_sidecar_failing_its_probe_is_killed_as_an_init_container() {
+    for kind in [ProbeKind::Liveness, ProbeKind::Startup] {
+        let mut cs = vec![cp("side", Kind::Sidecar), cp("app", Kind::App)];
+        cs[0].has_liveness_probe = kind == ProbeKind::Liveness;
+        cs[0].has_startup_probe = kind == ProbeKind::Startup;
+        let mut s = Sim::new(RestartPolicy::Never, cs);
+        let mut pr = Probes::new(&[vec![(kind, timing(1, 1, 1))], vec![]]);
+        s.settle();
+        pr.container_started(0, 0, 0);
+        let ev = probe_all(&mut s, &mut pr, |_| false);
+        let kill = ev.iter().find(|e| e.reason == "Killing").unwrap();
+        assert_eq!(
+            kill.message,
+            format!("Init container side failed {} probe", kind.lower())
+        );
+    }
+}
+
+#[test]
+fn hook_failures_keep_their_output_out_of_events() {
+    let mut cs = vec![cp("web", Kind::App)];
+    cs[0].has_post_start = true;
+    let mut s = Sim::new(RestartPolicy::Always, cs);
+    s.step();
+    s.st.on_started(&s.plan, 0, 0);
+    s.st.on_post_start_failed(&s.plan, 0, "exec hook exited with 3: secret", 0);
+    let ev = events_of(&s.step());
+    assert!(ev.contains(&("FailedPostStartHook".into(), "PostStartHook failed".into())));
+    assert!(ev.iter().all(|(_, m)| !m.contains("secret")), "{ev:?}");
+}
+
+#[test]
+fn a_running_plain_init_container_is_not_ready() {
+    let mut s = Sim::new(
+        RestartPolicy::Always,
+        vec![cp("i", Kind::Init), cp("app", Kind::App)],
+    );
+    s.settle();
+    assert!(s.running("i"));
+    let i = s.idx("i");
+    assert!(s.st.containers[i].started && !s.st.containers[i].ready);
+    s.exit("i", 0);
+    s.settle();
+    assert!(s.st.containers[i].ready, "ready once it exited 0");
+}
+
+#[test]
+fn the_deadline_event_is_normal() {
+    let mut s = Sim::apps(RestartPolicy::Always, &["a"]);
+    s.plan.active_deadline_seconds = Some(5);
+    s.settle();
+    s.now = 5000;
+    let acts = s.step();
+    let e = acts
+        .iter()
+        .find_map(|a| match a {
+            Action::Event(e) if e.reason == "DeadlineExceeded" => Some(e.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(e.type_, "Normal");
+}
+
+#[test]
+fn an_ended_pod_reports_what_it_left_unfinished_as_kubelet_does() {
+    // Stopped while its container waits in back-off: the waiting state becomes an
+    // unlocated failure, its last run stays; the sandbox is gone; a succeeded pod's
+    // init containers are PodCompleted.
+    let mut s = Sim::new(
+        RestartPolicy::Always,
+        vec![cp("i", Kind::Init), cp("app", Kind::App)],
+    );
+    s.settle();
+    s.exit("i", 0);
+    s.settle();
+    // The first restart is at once; the second run's exit waits in back-off.
+    s.exit("app", 1);
+    s.now = 1000;
+    s.settle();
+    s.exit("app", 1);
+    s.settle();
+    assert_eq!(s.waiting_reason("app"), "CrashLoopBackOff");
+    s.st.request_termination(&s.plan, s.now, None);
+    let acts = s.settle();
+    assert!(acts.contains(&Action::Finish), "{acts:?}");
+    match s.state("app") {
+        State::Terminated(t) => {
+            assert_eq!(t.exit_code, 137);
+            assert_eq!(t.reason, "ContainerStatusUnknown");
+            assert_eq!(
+                t.message.as_deref(),
+                Some("The container could not be located when the pod was terminated")
+            );
+            assert_eq!(t.finished_at, None);
+        }
+        st => panic!("{st:?}"),
+    }
+    let app = s.idx("app");
+    assert_eq!(
+        s.st.containers[app].last_state.as_ref().unwrap().exit_code,
+        1
+    );
+    assert_eq!(s.phase(), PodPhase::Failed);
+    assert!(!s.condition("PodReadyToStartContainers").0);
+
+    // An init container failing a Never pod leaves the app waiting: it never started.
+    let mut s = Sim::new(
+        RestartPolicy::Never,
+        vec![
+            cp("i", Kind::Init),
+            cp("later", Kind::Init),
+            cp("app", Kind::App),
+        ],
+    );
+    s.settle();
+    s.exit("i", 7);
+    s.settle();
+    assert_eq!(s.phase(), PodPhase::Failed);
+    assert_eq!(s.waiting_reason("later"), "PodInitializing");
+    assert_eq!(s.waiting_reason("app"), "PodInitializing");
+
+    // Stopped before anything ran: the first init container is reported, the rest wait.
+    let mut s = Sim::new(
+        RestartPolicy::Always,
+        vec![
+            cp("i", Kind::Init),
+            cp("later", Kind::Init),
+            cp("app", Kind::App),
+        ],
+    );
+    s.st.request_termination(&s.plan, 0, None);
+    s.settle();
+    assert!(matches!(s.state("i"), State::Terminated(t) if t.reason == "ContainerStatusUnknown"));
+    assert_eq!(s.waiting_reason("later"), "PodInitializing");
+    assert_eq!(s.waiting_reason("app"), "PodInitializing");
+
+    // A succeeded pod with an init container.
+    let mut s = Sim::new(
+        RestartPolicy::Never,
+        vec![cp("i", Kind::Init), cp("app", Kind::App)],
+    );
+    s.settle();
+    s.exit("i", 0);
+    s.settle();
+    s.exit("app", 0);
+    s.settle();
+    assert_eq!(s.phase(), PodPhase::Succeeded);
+    assert_eq!(
+        s.condition("Initialized"),
+        (true, Some("PodCompleted".into()), None)
+    );
+    // Without init containers there is no reason.
+    let mut s = Sim::apps(RestartPolicy::Never, &["a"]);
+    s.settle();
+    s.exit("a", 0);
+    s.settle();
+    assert_eq!(s.condition("Initialized"), (true, None, None));
+}

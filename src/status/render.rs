@@ -105,8 +105,9 @@ fn terminated(t: &Terminated, id: Option<&String>, clock: &WallClock) -> Contain
         reason: Some(t.reason.clone()),
         message: t.message.clone(),
         started_at: t.started_at.map(|s| clock.at(s)),
-        finished_at: Some(clock.at(t.finished_at)),
-        container_id: id.cloned(),
+        finished_at: t.finished_at.map(|f| clock.at(f)),
+        // A status that could not be located has no container to name.
+        container_id: id.filter(|_| t.finished_at.is_some()).cloned(),
     }
 }
 

@@ -335,7 +335,8 @@ impl Supervisor<'_> {
                     self.event(pod::EventSpec {
                         type_: "Warning",
                         reason: "FailedPreStopHook".into(),
-                        message: msg,
+                        // As kubelet: the output (which may hold secrets) goes to the log only.
+                        message: "PreStopHook failed".into(),
                         container: Some(ctr),
                     });
                     self.st.on_pre_stop_done(ctr);
