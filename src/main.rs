@@ -73,7 +73,11 @@ fn dispatch(m: &Matches) -> Result<i32, cli::Error> {
             &m.arg_string(0)?,
             m.flag("follow"),
             m.flag("previous"),
-            m.number("tail", 0)?,
+            // As kubectl: -1 (its default) is every line.
+            match m.string("tail")?.as_deref() {
+                Some("-1") => None,
+                _ => m.number("tail", 0)?,
+            },
             m.flag("timestamps"),
         ),
         "exec" => client::exec(
@@ -252,6 +256,7 @@ mod client {
     ) -> i32 {
         run(|| {
             let s = sock(s)?;
+            let named = name.is_some();
             let name = name.unwrap_or_else(|| format!("debugger-{}", podinit::util::random_hex(3)));
             let mut ec = serde_json::json!({"name": name, "image": image});
             if !command.is_empty() {
@@ -269,7 +274,10 @@ mod client {
                 TIMEOUT,
             )
             .map_err(|e| e.to_string())?)?;
-            eprintln!("Defaulting debug container name to {name}.");
+            // As kubectl: said only of a name it made up.
+            if !named {
+                eprintln!("Defaulting debug container name to {name}.");
+            }
             // Its output from the start, once it runs, then its exit code.
             loop {
                 let st = ephemeral_state(&s, &name)?;
@@ -302,6 +310,13 @@ mod client {
             loop {
                 let st = ephemeral_state(&s, &name)?;
                 if let Some(t) = st.get("terminated") {
+                    // A process that never ran has no output to explain its exit.
+                    if t["reason"] == "StartError" {
+                        podinit::log::error(&format!(
+                            "container {name}: StartError: {}",
+                            t["message"].as_str().unwrap_or("")
+                        ));
+                    }
                     return Ok(t["exitCode"].as_i64().unwrap_or(1) as i32);
                 }
                 std::thread::sleep(Duration::from_millis(20));

@@ -130,7 +130,7 @@ fn every_route_answers_through_curl() {
 
     // Errors are Kubernetes Status objects.
     for (args, path, want) in [
-        (vec![], "/v1/containers/nope/log", 404),
+        (vec![], "/v1/containers/nope/log", 400),
         (
             vec!["-X", "POST", "-d", "{not json"],
             "/v1/containers/c/exec",
@@ -144,7 +144,7 @@ fn every_route_answers_through_curl() {
         (
             vec!["-X", "POST", "-d", r#"{"command":["true"]}"#],
             "/v1/containers/nope/exec",
-            404,
+            400,
         ),
         (
             vec!["--path-as-is"],
@@ -159,6 +159,11 @@ fn every_route_answers_through_curl() {
         let s = json(&body);
         assert_eq!(s["kind"], "Status", "{body}");
         assert_eq!(s["code"], want);
+        if path.contains("nope") {
+            // The API server's words for a container the pod does not have.
+            let msg = format!("container nope is not valid for pod {}", p.name);
+            assert_eq!(s["message"], msg.as_str());
+        }
     }
     let big = p.dir.join("big");
     std::fs::write(&big, vec![b'x'; 2 << 20]).unwrap();
@@ -510,4 +515,148 @@ spec:
     assert_eq!(out.code, 0, "{}", out.stderr);
     p.assert_nothing_left();
     assert!(ns.host_ip.starts_with("10.231."));
+}
+
+/// Send `request` on a fresh connection and read until the server closes it (bounded).
+fn raw(p: &TestPod, request: &[u8]) -> String {
+    let mut s = UnixStream::connect(p.state.join("pod.sock")).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(request).unwrap();
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[test]
+fn the_socket_speaks_http_as_clients_expect() {
+    if !require_root() {
+        return;
+    }
+    let mut p = TestPod::new(
+        "http",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: busybox
+    command: ["sleep", "1000"]
+  - name: crash
+    image: busybox
+    command: ["sh", "-c", "echo run $(cat /proc/sys/kernel/random/uuid); exit 1"]
+  - name: ticker
+    image: busybox
+    command: ["sh", "-c", "while true; do echo tick; sleep 0.2; done"]
+"#,
+    );
+    p.start();
+    p.wait_status(LIMIT, |v| {
+        container_status(v, "c")["state"]["running"].is_object()
+    });
+
+    // HEAD: the head of a GET, no body.
+    let r = raw(&p, b"HEAD /healthz HTTP/1.1\r\nConnection: close\r\n\r\n");
+    assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+    assert!(r.contains("Content-Length: 2\r\n"), "{r}");
+    assert!(r.ends_with("\r\n\r\n"), "no body after the head: {r:?}");
+
+    // An HTTP/1.0 follower gets the stream unchunked (ended by the close); following with
+    // timestamps, every line carries its time, those sent as they come too.
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    let since =
+        k8s_openapi::jiff::Timestamp::new(since.as_secs() as i64, since.subsec_nanos() as i32)
+            .unwrap();
+    let mut s = UnixStream::connect(p.state.join("pod.sock")).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"GET /v1/containers/ticker/log?follow=true&timestamps=true HTTP/1.0\r\n\r\n")
+        .unwrap();
+    let mut got = String::new();
+    let deadline = Instant::now() + LIMIT;
+    let fresh = |text: &str| {
+        text.lines().any(|l| {
+            l.split_once(' ')
+                .and_then(|(t, _)| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
+                .is_some_and(|t| t > since)
+        })
+    };
+    while !fresh(got.split_once("\r\n\r\n").map_or("", |(_, b)| b)) {
+        assert!(Instant::now() < deadline, "{got:?}");
+        let mut buf = [0u8; 4096];
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "closed early: {got:?}");
+        got.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    drop(s);
+    let (head, body) = got.split_once("\r\n\r\n").unwrap();
+    assert!(
+        !head.contains("chunked") && head.contains("Connection: close"),
+        "{head}"
+    );
+    for l in body.lines() {
+        let (t, rest) = l.split_once(' ').unwrap_or_else(|| panic!("{l:?}"));
+        assert!(t.parse::<k8s_openapi::jiff::Timestamp>().is_ok(), "{l:?}");
+        assert_eq!(rest, "tick", "{l:?}");
+    }
+
+    // A request sent behind an exec is answered once the exec is.
+    let exec = r#"{"command":["sh","-c","sleep 0.2; echo done"]}"#;
+    let req = format!(
+        "POST /v1/containers/c/exec HTTP/1.1\r\nContent-Length: {}\r\n\r\n{exec}GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n",
+        exec.len()
+    );
+    let r = raw(&p, req.as_bytes());
+    assert!(r.contains("done"), "{r}");
+    assert!(r.ends_with("\r\n\r\nok"), "the second answer: {r:?}");
+
+    // In back-off the log is the last run's, with or without previous (kubelet picks
+    // lastState), and the messages are kubelet's.
+    let v = p.wait_status(LIMIT, |v| {
+        container_status(v, "crash")["state"]["waiting"]["reason"] == "CrashLoopBackOff"
+    });
+    let restarts = container_status(&v, "crash")["restartCount"]
+        .as_u64()
+        .unwrap();
+    let (code, now) = curl(&p, &[], "/v1/containers/crash/log");
+    let (code2, prev) = curl(&p, &[], "/v1/containers/crash/log?previous=true");
+    assert_eq!((code, code2), (200, 200), "{now} {prev}");
+    assert_eq!(now, prev, "restart count {restarts}");
+    assert!(now.starts_with("run "), "{now}");
+    let (code, body) = curl(&p, &[], "/v1/containers/c/log?previous=true");
+    assert_eq!(code, 400);
+    let want = format!(
+        "previous terminated container \"c\" in pod \"{}\" not found",
+        p.name
+    );
+    assert_eq!(json(&body)["message"], want.as_str());
+
+    // An ephemeral container with a field Kubernetes does not have is refused.
+    let (code, body) = curl(
+        &p,
+        &[
+            "-X",
+            "POST",
+            "-d",
+            r#"{"name":"dbg","image":"busybox","colour":"red"}"#,
+        ],
+        "/v1/ephemeralcontainers",
+    );
+    assert_eq!(code, 400, "{body}");
+    assert!(body.contains("unknown field"), "{body}");
+
+    // A deletion shows as the API server records it.
+    let (code, _) = curl(
+        &p,
+        &["-X", "POST", "-d", r#"{"gracePeriodSeconds":1}"#],
+        "/v1/pod/terminate",
+    );
+    assert_eq!(code, 202);
+    let out = p.wait(LIMIT);
+    let meta = &out.status["metadata"];
+    assert_eq!(meta["deletionGracePeriodSeconds"], 1, "{meta}");
+    assert!(meta["deletionTimestamp"].is_string(), "{meta}");
+    p.assert_nothing_left();
 }

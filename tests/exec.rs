@@ -78,7 +78,7 @@ spec:
     assert!(err.contains("no-such-command"), "{err}");
     let (code, _, err) = exec(&p, &["nope", "--", "true"]);
     assert_eq!(code, 1);
-    assert!(err.contains("container \"nope\" not found"), "{err}");
+    assert!(err.contains("container nope is not valid for pod"), "{err}");
     let (code, _, err) = exec(&p, &["done", "--", "true"]);
     assert_eq!(code, 1);
     assert!(err.contains("is not running"), "{err}");
@@ -119,6 +119,7 @@ spec:
     );
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("sleep 1000"), "the target's processes: {out}");
+    assert!(!err.contains("Defaulting"), "the name was given: {err}");
     let v = p.wait_status(LIMIT, |v| {
         v["status"]["ephemeralContainerStatuses"][0]["state"]["terminated"].is_object()
     });
@@ -133,7 +134,7 @@ spec:
     assert_eq!(container_status(&v, "web")["restartCount"], 0);
 
     // Without a target: its own pid namespace; its exit code is debug's.
-    let (code, out, _) = debug(
+    let (code, out, err) = debug(
         &p,
         &[
             "--image",
@@ -143,6 +144,10 @@ spec:
             "-c",
             "head -c 2 /proc/1/cmdline; exit 3",
         ],
+    );
+    assert!(
+        err.starts_with("Defaulting debug container name to debugger-"),
+        "{err}"
     );
     assert_eq!(
         (code, out.as_str()),
@@ -162,6 +167,13 @@ spec:
     let (code, _, err) = debug(&p, &["--image", "nope", "--", "true"]);
     assert_eq!(code, 1);
     assert!(err.contains("image"), "{err}");
+    // A command that cannot start: exit 128 and why.
+    let (code, _, err) = debug(&p, &["--image", "busybox", "--", "/no/such/program"]);
+    assert_eq!(code, 128, "{err}");
+    assert!(
+        err.contains("StartError") && err.contains("/no/such/program"),
+        "{err}"
+    );
     // The raw API (no curl needed, so that this runs in the pure-v2 VM too).
     let body = {
         use std::io::{Read, Write};
@@ -179,7 +191,7 @@ spec:
     };
     assert!(body.starts_with("HTTP/1.1 422"), "{body}");
     assert!(
-        body.contains("spec.ephemeralContainers[2].ports: Forbidden"),
+        body.contains("spec.ephemeralContainers[3].ports: Forbidden"),
         "{body}"
     );
 
@@ -189,7 +201,7 @@ spec:
         out.status["status"]["ephemeralContainerStatuses"]
             .as_array()
             .map(Vec::len),
-        Some(2)
+        Some(3)
     );
     p.assert_nothing_left();
 }

@@ -17,6 +17,8 @@ pub struct Request {
     pub body: Vec<u8>,
     /// `Connection: close` was asked for (or HTTP/1.0 without keep-alive).
     pub close: bool,
+    /// An HTTP/1.0 client: it knows no chunked encoding.
+    pub http10: bool,
 }
 
 impl Request {
@@ -125,6 +127,7 @@ pub fn parse(buf: &[u8]) -> Result<Option<(Request, usize)>, ParseError> {
             query,
             body: buf[head_len..head_len + body_len].to_vec(),
             close,
+            http10: version == 0,
         },
         head_len + body_len,
     )))
@@ -201,10 +204,16 @@ pub fn response(code: u16, content_type: &str, body: &[u8], close: bool) -> Vec<
     out
 }
 
-/// The head of a streamed (chunked) response; chunks follow with [`chunk`].
-pub fn stream_head(content_type: &str) -> Vec<u8> {
+/// The head of a streamed response: chunked (chunks follow with [`chunk`]), or for an
+/// HTTP/1.0 client, which knows no chunks, a body that ends when the connection closes.
+pub fn stream_head(content_type: &str, chunked: bool) -> Vec<u8> {
+    let framing = if chunked {
+        "Transfer-Encoding: chunked"
+    } else {
+        "Connection: close"
+    };
     format!(
-        "HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nTransfer-Encoding: chunked\r\nCache-Control: no-cache\r\n\r\n"
+        "HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\n{framing}\r\nCache-Control: no-cache\r\n\r\n"
     )
     .into_bytes()
 }

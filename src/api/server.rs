@@ -25,8 +25,8 @@ pub const MAX_QUEUED: usize = 1 << 20;
 pub enum Stream {
     Pod,
     Events,
-    /// A container's log, followed.
-    Log(String),
+    /// A container's log, followed: its name, and whether each line carries its time.
+    Log(String, bool),
 }
 
 /// The supervisor's answer to a request.
@@ -57,6 +57,10 @@ struct Conn {
     close_after_write: bool,
     /// Waiting for a deferred answer: its token, and whether to close after it.
     deferred: Option<(u64, bool)>,
+    /// Streams without chunks (an HTTP/1.0 watcher): the end is the connection's close.
+    raw_stream: bool,
+    /// Requests that arrived behind a deferred one wait in `inbuf` to be answered.
+    backlog: bool,
 }
 
 pub struct Server {
@@ -131,13 +135,27 @@ impl Server {
             match slot {
                 Slot::Listener => self.accept(),
                 Slot::Conn(i) if i < self.conns.len() => {
-                    self.read(i, handler);
+                    if self.read(i) {
+                        self.answer(i, handler);
+                    }
                     self.flush(i);
                 }
                 Slot::Conn(_) => {}
             }
         }
+        for i in 0..self.conns.len() {
+            if self.conns[i].backlog && !self.conns[i].close_after_write {
+                self.answer(i, handler);
+                self.flush(i);
+            }
+        }
         self.reap();
+    }
+
+    /// Requests are waiting behind an answer that came (serve them without waiting to
+    /// poll: their bytes were read already).
+    pub fn has_backlog(&self) -> bool {
+        self.conns.iter().any(|c| c.backlog)
     }
 
     fn accept(&mut self) {
@@ -152,6 +170,8 @@ impl Server {
                 watch: None,
                 close_after_write: false,
                 deferred: None,
+                raw_stream: false,
+                backlog: false,
             };
             if !self.peer_allowed(&c.sock) {
                 c.queue_error(403, "Forbidden", "peer is neither root nor podinit's user");
@@ -172,10 +192,12 @@ impl Server {
         }
     }
 
-    fn read(&mut self, i: usize, handler: &mut dyn FnMut(&Request) -> Reply) {
+    /// Read what the client sent; false when it is not to be answered (it is being closed,
+    /// or its socket failed).
+    fn read(&mut self, i: usize) -> bool {
         let c = &mut self.conns[i];
         if c.close_after_write {
-            return;
+            return false;
         }
         let mut buf = [0u8; 16 << 10];
         loop {
@@ -201,11 +223,17 @@ impl Server {
                     c.close_after_write = true;
                     c.out.clear();
                     c.sent = 0;
-                    return;
+                    return false;
                 }
             }
         }
-        // Answer every complete request (pipelining), in order.
+        true
+    }
+
+    /// Answer every complete request (pipelining), in order, until one is deferred.
+    fn answer(&mut self, i: usize, handler: &mut dyn FnMut(&Request) -> Reply) {
+        let c = &mut self.conns[i];
+        c.backlog = false;
         while c.watch.is_none() && c.deferred.is_none() && !c.inbuf.is_empty() {
             match http::parse(&c.inbuf) {
                 Ok(None) => break,
@@ -217,8 +245,12 @@ impl Server {
                             content_type,
                             body,
                         } => {
-                            c.out
-                                .extend(http::response(code, content_type, &body, req.close));
+                            let mut r = http::response(code, content_type, &body, req.close);
+                            // HEAD: the head a GET would have, without its body.
+                            if req.method == "HEAD" {
+                                r.truncate(r.len() - body.len());
+                            }
+                            c.out.extend(r);
                             if req.close {
                                 c.close_after_write = true;
                                 break;
@@ -229,9 +261,10 @@ impl Server {
                             content_type,
                             initial,
                         } => {
-                            c.out.extend(http::stream_head(content_type));
+                            c.raw_stream = req.http10;
+                            c.out.extend(http::stream_head(content_type, !c.raw_stream));
                             for line in initial {
-                                c.out.extend(http::chunk(&line));
+                                c.out.extend(c.frame(&line));
                             }
                             c.watch = Some(stream);
                         }
@@ -279,12 +312,15 @@ impl Server {
 
     /// Send a line to every watcher of `stream`; a watcher that cannot keep up is dropped.
     pub fn broadcast(&mut self, stream: &Stream, line: &[u8]) {
-        let frame = http::chunk(line);
+        if !self.conns.iter().any(|c| c.watch.as_ref() == Some(stream)) {
+            return;
+        }
         for i in 0..self.conns.len() {
             let c = &mut self.conns[i];
             if c.watch.as_ref() != Some(stream) || c.close_after_write {
                 continue;
             }
+            let frame = c.frame(line);
             if c.out.len() - c.sent + frame.len() > MAX_QUEUED {
                 c.close_after_write = true;
                 c.out.clear();
@@ -302,7 +338,7 @@ impl Server {
         for i in 0..self.conns.len() {
             let c = &mut self.conns[i];
             if c.watch.as_ref() == Some(stream) {
-                c.out.extend(http::chunk(b""));
+                c.out.extend(c.frame(b""));
                 c.watch = None;
                 c.close_after_write = true;
                 self.flush(i);
@@ -336,6 +372,7 @@ impl Server {
         c.out
             .extend(http::response(code, content_type, body, close));
         c.close_after_write |= close;
+        c.backlog = !close && !c.inbuf.is_empty();
         c.last_active = Instant::now();
         self.flush(i);
         self.reap();
@@ -358,6 +395,16 @@ impl Drop for Server {
 }
 
 impl Conn {
+    /// One piece of a stream as this client takes it (a chunk, or raw bytes for HTTP/1.0;
+    /// the empty piece ends the stream).
+    fn frame(&self, data: &[u8]) -> Vec<u8> {
+        if self.raw_stream {
+            data.to_vec()
+        } else {
+            http::chunk(data)
+        }
+    }
+
     fn queue_error(&mut self, code: u16, reason: &str, message: &str) {
         let body = super::status_error(code, reason, message);
         self.out

@@ -130,7 +130,7 @@ pub static COMMANDS: &[Cmd] = &[
                 Some('p'),
                 "The log of the container's previous run",
             ),
-            opt("tail", "LINES", "Only the last LINES lines"),
+            opt("tail", "LINES", "Only the last LINES lines (-1: all)"),
             flag("timestamps", None, "Each line with its time"),
         ],
         args: &[CONTAINER],

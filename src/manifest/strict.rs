@@ -96,6 +96,12 @@ pub fn unknown_fields(raw: &Value, pod: &Pod) -> Result<(), Error> {
     compare(&raw, &typed, "")
 }
 
+/// The same for any object read from JSON (an ephemeral container posted to the API).
+pub fn unknown_fields_of<T: serde::Serialize>(raw: &Value, obj: &T) -> Result<(), Error> {
+    let typed = serde_json::to_value(obj).map_err(|e| Error::new("document", e.to_string()))?;
+    compare(raw, &typed, "")
+}
+
 fn compare(raw: &Value, typed: &Value, path: &str) -> Result<(), Error> {
     match (raw, typed) {
         (Value::Object(r), Value::Object(t)) => {

@@ -160,6 +160,10 @@ pub struct PodState {
     pub sandbox_ready: bool,
     pub start_time: Option<Millis>,
     pub terminating: Option<Termination>,
+    /// The pod was deleted (a signal, the API, `podinit stop`): when its grace runs out and
+    /// the grace in seconds, as the API server records `deletionTimestamp` and
+    /// `deletionGracePeriodSeconds`.
+    pub deletion: Option<(Millis, u64)>,
     /// Pod-level reason and message (e.g. `DeadlineExceeded`).
     pub reason: Option<String>,
     pub message: Option<String>,
@@ -176,7 +180,7 @@ pub struct PodState {
 }
 
 impl ContainerState {
-    fn new(default_reason: &str) -> ContainerState {
+    pub fn new(default_reason: &str) -> ContainerState {
         ContainerState {
             state: State::Waiting {
                 reason: default_reason.into(),
@@ -234,6 +238,7 @@ impl PodState {
             sandbox_ready: false,
             start_time: None,
             terminating: None,
+            deletion: None,
             reason: None,
             message: None,
             terminal: None,
@@ -549,6 +554,24 @@ impl PodState {
         for i in 0..self.containers.len() {
             self.refresh_container(plan, i);
         }
+    }
+
+    /// Delete the pod: terminate it, and record the deletion as the API server does (a
+    /// later request may only bring it forward). Returns whether the record changed.
+    pub fn request_deletion(
+        &mut self,
+        plan: &PodPlan,
+        now: Millis,
+        grace_secs: Option<u64>,
+    ) -> bool {
+        let grace = grace_secs.unwrap_or(plan.grace_seconds);
+        let at = now + grace.saturating_mul(1000);
+        let changed = self.deletion.is_none_or(|(end, _)| at < end);
+        if changed {
+            self.deletion = Some((at, grace));
+        }
+        self.request_termination(plan, now, grace_secs);
+        changed
     }
 
     /// Fail the pod with a reason (e.g. `DeadlineExceeded`) and terminate it.

@@ -981,3 +981,16 @@ fn an_ended_pod_reports_what_it_left_unfinished_as_kubelet_does() {
     s.settle();
     assert_eq!(s.condition("Initialized"), (true, None, None));
 }
+
+#[test]
+fn a_deletion_is_recorded_and_only_brought_forward() {
+    let mut s = Sim::apps(RestartPolicy::Always, &["a"]);
+    s.settle();
+    assert!(s.st.request_deletion(&s.plan, 1000, None));
+    assert_eq!(s.st.deletion, Some((31_000, 30)));
+    assert!(s.st.terminating.is_some());
+    // A longer grace later changes nothing; a shorter one moves it forward.
+    assert!(!s.st.request_deletion(&s.plan, 2000, Some(60)));
+    assert!(s.st.request_deletion(&s.plan, 2000, Some(0)));
+    assert_eq!(s.st.deletion, Some((2000, 0)));
+}

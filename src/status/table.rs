@@ -85,6 +85,12 @@ pub fn render(pod: &Value, wide: bool, now_unix: i64) -> String {
             reason = "Running".into();
         }
     }
+    // A deleted pod that has not ended yet.
+    let phase = st["phase"].as_str().unwrap_or("");
+    if pod["metadata"]["deletionTimestamp"].is_string() && !matches!(phase, "Succeeded" | "Failed")
+    {
+        reason = "Terminating".into();
+    }
     let age = st["startTime"]
         .as_str()
         .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
@@ -170,6 +176,16 @@ mod tests {
         let p = pod(json!({"phase": "Failed",
             "initContainerStatuses": [{"name": "i", "restartCount": 0, "state": {"terminated": {"exitCode": 3, "reason": "Error"}}}]}));
         assert!(render(&p, false, 0).contains("Init:Error"));
+    }
+
+    #[test]
+    fn a_deleted_pod_is_terminating_until_it_ends() {
+        let mut p = pod(json!({"phase": "Running",
+            "containerStatuses": [{"name": "a", "ready": true, "restartCount": 0, "state": {"running": {}}}]}));
+        p["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:30Z");
+        assert!(render(&p, false, 0).contains("Terminating"));
+        p["status"]["phase"] = json!("Failed");
+        assert!(!render(&p, false, 0).contains("Terminating"));
     }
 
     #[test]

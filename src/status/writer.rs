@@ -36,6 +36,17 @@ impl StatusWriter {
         self.last_status = None;
     }
 
+    /// The pod was deleted: `metadata.deletionTimestamp` and `deletionGracePeriodSeconds`.
+    pub fn set_deletion(
+        &mut self,
+        at: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+        grace: u64,
+    ) {
+        self.pod.metadata.deletion_timestamp = Some(at);
+        self.pod.metadata.deletion_grace_period_seconds = Some(grace as i64);
+        self.last_status = None;
+    }
+
     /// The Pod object as last written, as one line of JSON (API and watch streams).
     pub fn compact(&self) -> Vec<u8> {
         self.compact.clone()

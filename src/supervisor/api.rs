@@ -5,6 +5,7 @@ use crate::api::routes::{self, Route};
 use crate::api::server::{Reply, Stream};
 use crate::api::status_error;
 use crate::logs;
+use crate::pod::{ContainerState, State};
 
 use super::Supervisor;
 
@@ -115,11 +116,7 @@ impl Supervisor<'_> {
             );
         }
         let Some(i) = self.cfg.containers.iter().position(|c| c.name == name) else {
-            return error(
-                404,
-                "NotFound",
-                &format!("container {name:?} not found in the pod"),
-            );
+            return self.not_in_pod(name);
         };
         if self.cfg.containers[i].run.is_none()
             || self.st.containers[i].phase != crate::pod::state::Phase::Running
@@ -148,7 +145,9 @@ impl Supervisor<'_> {
         let ec = serde_json::from_slice::<serde_json::Value>(body)
             .map_err(|e| e.to_string())
             .and_then(|v| {
-                crate::manifest::strict::typed::<EphemeralContainer>(&v)
+                use crate::manifest::strict;
+                strict::typed::<EphemeralContainer>(&v)
+                    .and_then(|ec| strict::unknown_fields_of(&v, &ec).map(|()| ec))
                     .map_err(|e| format!("{}: {}", e.field, e.message))
             });
         let ec = match ec {
@@ -233,39 +232,31 @@ impl Supervisor<'_> {
         tail: Option<usize>,
         timestamps: bool,
     ) -> Reply {
-        let Some(c) = self.cfg.containers.iter().find(|c| c.name == name) else {
-            return error(
-                404,
-                "NotFound",
-                &format!("container {name:?} is not in pod {}", self.pod_name()),
-            );
+        let Some(i) = self.cfg.containers.iter().position(|c| c.name == name) else {
+            return self.not_in_pod(name);
         };
-        let run = match (previous, c.runs) {
-            (false, 0) => {
-                return error(
-                    400,
-                    "BadRequest",
-                    &format!(
-                        "container {name:?} in pod {} is waiting to start",
-                        self.pod_name()
-                    ),
-                )
-            }
-            (false, n) => n - 1,
-            (true, n) if n >= 2 => n - 2,
-            (true, _) => {
-                return error(
-                    400,
-                    "BadRequest",
-                    &format!("previous terminated container {name:?} not found"),
-                )
+        let c = &self.cfg.containers[i];
+        let run = match log_run(&self.st.containers[i], c.runs, previous) {
+            Ok(run) => run,
+            Err(why) => {
+                let pod = self.pod_name();
+                let msg = match why {
+                    NoLog::Previous => {
+                        format!("previous terminated container {name:?} in pod {pod:?} not found")
+                    }
+                    NoLog::Terminated => format!("container {name:?} in pod {pod:?} is terminated"),
+                    NoLog::Waiting(reason) => {
+                        format!("container {name:?} in pod {pod:?} is waiting to start: {reason}")
+                    }
+                };
+                return error(400, "BadRequest", &msg);
             }
         };
         let path = logs::LogFile::path_for(&self.sd.logs(), name, run);
         let text = logs::render(&path, tail, timestamps);
         if follow && !previous && c.run.is_some() {
             Reply::Watch {
-                stream: Stream::Log(name.to_string()),
+                stream: Stream::Log(name.to_string(), timestamps),
                 content_type: "text/plain",
                 initial: if text.is_empty() { vec![] } else { vec![text] },
             }
@@ -300,7 +291,7 @@ impl Supervisor<'_> {
             }
         };
         let now = self.now();
-        self.st.request_termination(&self.cfg.plan, now, grace);
+        self.delete(now, grace);
         success(202, "termination started")
     }
 
@@ -341,6 +332,12 @@ impl Supervisor<'_> {
         self.metrics.render(&restarts, self.reaped)
     }
 
+    /// The API server's answer for a container the pod does not have.
+    fn not_in_pod(&self, name: &str) -> Reply {
+        let msg = format!("container {name} is not valid for pod {}", self.pod_name());
+        error(400, "BadRequest", &msg)
+    }
+
     fn pod_name(&self) -> String {
         self.cfg.pod.metadata.name.clone().unwrap_or_default()
     }
@@ -349,4 +346,113 @@ impl Supervisor<'_> {
 fn line(mut v: Vec<u8>) -> Vec<u8> {
     v.push(b'\n');
     v
+}
+
+/// Why a log request has no run to read (kubelet's `validateContainerLogStatus`).
+#[derive(Debug, PartialEq)]
+enum NoLog {
+    Previous,
+    Terminated,
+    Waiting(String),
+}
+
+/// Which run's log a request reads, as kubelet picks the container: `previous` is the run
+/// `lastState` shows; otherwise the running or terminated instance, or, while the
+/// container waits to be restarted, its last run. Runs are numbered from 0; `runs` were
+/// created so far, the latest being `runs - 1`.
+fn log_run(c: &ContainerState, runs: u32, previous: bool) -> Result<u32, NoLog> {
+    // Does the latest run show as the current state, or as lastState?
+    let current_is_latest = match &c.state {
+        State::Running { .. } => true,
+        State::Terminated(t) => t.finished_at.is_some(),
+        State::Waiting { .. } => false,
+    };
+    if previous {
+        let back = if current_is_latest { 2 } else { 1 };
+        return match (&c.last_state, runs.checked_sub(back)) {
+            (Some(_), Some(run)) => Ok(run),
+            _ => Err(NoLog::Previous),
+        };
+    }
+    match (&c.state, runs.checked_sub(1)) {
+        (_, Some(run)) if current_is_latest || c.last_state.is_some() => Ok(run),
+        (State::Waiting { reason, .. }, _) => Err(NoLog::Waiting(reason.clone())),
+        _ => Err(NoLog::Terminated),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pod::Terminated;
+
+    fn terminated(code: i32, located: bool) -> State {
+        State::Terminated(Terminated {
+            exit_code: code,
+            signal: None,
+            reason: "Error".into(),
+            message: None,
+            started_at: None,
+            finished_at: located.then_some(5),
+        })
+    }
+
+    fn container(state: State, last: bool) -> ContainerState {
+        let mut c = ContainerState::new("ContainerCreating");
+        c.state = state;
+        if let (true, State::Terminated(t)) = (last, terminated(1, true)) {
+            c.last_state = Some(t);
+        }
+        c
+    }
+
+    #[test]
+    fn logs_come_from_the_run_kubelet_would_pick() {
+        let waiting = |r: &str| State::Waiting {
+            reason: r.into(),
+            message: None,
+        };
+        let running = State::Running { started_at: 1 };
+        // (state, has lastState, runs so far, previous) → run or why not
+        let cases = [
+            (running.clone(), false, 1, false, Ok(0)),
+            (running.clone(), false, 1, true, Err(NoLog::Previous)),
+            (running.clone(), true, 3, true, Ok(1)),
+            (terminated(0, true), false, 1, false, Ok(0)),
+            // In back-off: lastState is the latest run, for both.
+            (waiting("CrashLoopBackOff"), true, 2, false, Ok(1)),
+            (waiting("CrashLoopBackOff"), true, 2, true, Ok(1)),
+            (
+                waiting("PodInitializing"),
+                false,
+                0,
+                false,
+                Err(NoLog::Waiting("PodInitializing".into())),
+            ),
+            (
+                waiting("PodInitializing"),
+                false,
+                0,
+                true,
+                Err(NoLog::Previous),
+            ),
+            // Reported unlocated when the pod ended.
+            (terminated(137, false), true, 2, false, Ok(1)),
+            (
+                terminated(137, false),
+                false,
+                0,
+                false,
+                Err(NoLog::Terminated),
+            ),
+        ];
+        for (state, last, runs, previous, want) in cases {
+            let c = container(state.clone(), last);
+            assert_eq!(
+                log_run(&c, runs, previous),
+                want,
+                "{state:?} {last} {runs} {previous}"
+            );
+        }
+    }
 }

@@ -68,6 +68,8 @@ pub struct OutPipe {
     pub stream: Stream,
     pub split: crate::logs::LineSplitter,
     pub log: Rc<RefCell<LogFile>>,
+    /// The last piece sent to followers was part of a longer line (its time was sent).
+    pub mid_line: bool,
 }
 
 /// What the pod needs to start any container.
@@ -236,6 +238,7 @@ impl Ctr {
                 fd: out_r,
                 stream: Stream::Stdout,
                 split: Default::default(),
+                mid_line: false,
                 log: log.clone(),
             },
             OutPipe {
@@ -243,6 +246,7 @@ impl Ctr {
                 fd: err_r,
                 stream: Stream::Stderr,
                 split: Default::default(),
+                mid_line: false,
                 log,
             },
         ])

@@ -451,7 +451,9 @@ impl Supervisor<'_> {
         // block; dropped without that, it would wait for some other event.
         let overdue = self.wake.first().is_some_and(|&t| t <= now);
         self.wake = self.wake.split_off(&(now + 1));
-        let mut due = if overdue {
+        // Requests read behind an exec that has been answered are served at once.
+        let backlog = self.server.as_ref().is_some_and(Server::has_backlog);
+        let mut due = if overdue || backlog {
             Some(0)
         } else {
             self.wake.first().map(|&t| t - now)
@@ -619,8 +621,16 @@ impl Supervisor<'_> {
                 "terminating the pod"
             }
         ));
-        self.st
-            .request_termination(&self.cfg.plan, now, if force { Some(0) } else { None });
+        self.delete(now, if force { Some(0) } else { None });
+    }
+
+    /// A deletion: by a signal, `POST /v1/pod/terminate` or `podinit stop`.
+    fn delete(&mut self, now: pod::Millis, grace: Option<u64>) {
+        if self.st.request_deletion(&self.cfg.plan, now, grace) {
+            if let Some((at, grace)) = self.st.deletion {
+                self.status.set_deletion(self.clock.at(at), grace);
+            }
+        }
     }
 
     /// Reap every exited child: container main processes become observations, anything
@@ -682,7 +692,8 @@ impl Supervisor<'_> {
     fn read_pipes(&mut self, ready: &[usize]) {
         let mut closed = Vec::new();
         let mut buf = vec![0u8; 64 << 10];
-        let mut followed: Vec<(usize, Vec<u8>)> = Vec::new();
+        // Each piece of output, without and with line times (`follow&timestamps`).
+        let mut followed: Vec<(usize, Vec<u8>, Vec<u8>)> = Vec::new();
         for &k in ready {
             let p = &mut self.pipes[k];
             // Bounded per wake-up so that one chatty container cannot starve the loop.
@@ -695,12 +706,21 @@ impl Supervisor<'_> {
                 };
                 let (log, stream, ctr) = (p.log.clone(), p.stream, p.ctr);
                 let ts = crate::util::now_unix_nanos();
-                let mut out = Vec::new();
+                let stamp = crate::util::rfc3339_nanos(ts);
+                let (mut out, mut out_ts) = (Vec::new(), Vec::new());
+                let mid_line = &mut p.mid_line;
                 let mut emit = |partial: bool, line: &[u8]| {
                     log.borrow_mut().record(ts, stream, partial, line);
-                    out.extend_from_slice(line);
-                    if !partial {
-                        out.push(b'\n');
+                    if !*mid_line {
+                        out_ts.extend_from_slice(stamp.as_bytes());
+                        out_ts.push(b' ');
+                    }
+                    *mid_line = partial;
+                    for o in [&mut out, &mut out_ts] {
+                        o.extend_from_slice(line);
+                        if !partial {
+                            o.push(b'\n');
+                        }
                     }
                 };
                 if n == 0 {
@@ -710,7 +730,7 @@ impl Supervisor<'_> {
                     p.split.feed(&buf[..n], &mut emit);
                 }
                 if !out.is_empty() {
-                    followed.push((ctr, out));
+                    followed.push((ctr, out, out_ts));
                 }
                 if n == 0 {
                     break;
@@ -721,13 +741,18 @@ impl Supervisor<'_> {
             self.pipes.swap_remove(*k);
         }
         let Some(srv) = &mut self.server else { return };
-        for (ctr, text) in followed {
-            srv.broadcast(&Stream::Log(self.cfg.containers[ctr].name.clone()), &text);
+        for (ctr, text, text_ts) in followed {
+            let name = &self.cfg.containers[ctr].name;
+            srv.broadcast(&Stream::Log(name.clone(), false), &text);
+            srv.broadcast(&Stream::Log(name.clone(), true), &text_ts);
         }
         // A run's output has ended when neither of its pipes is left.
         for c in 0..self.cfg.containers.len() {
             if !closed.is_empty() && !self.pipes.iter().any(|p| p.ctr == c) {
-                srv.end_streams(&Stream::Log(self.cfg.containers[c].name.clone()));
+                let name = &self.cfg.containers[c].name;
+                for ts in [false, true] {
+                    srv.end_streams(&Stream::Log(name.clone(), ts));
+                }
             }
         }
     }
