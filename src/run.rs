@@ -165,7 +165,7 @@ fn pod_cgroup_name(pod: &Pod) -> String {
 /// `podinit run`: returns the process exit status.
 pub fn run(opts: &RunOptions) -> i32 {
     let bundles = bundles_dir(opts.bundles.as_deref());
-    let adm = match admit(
+    let mut adm = match admit(
         &opts.manifest,
         &bundles,
         opts.presets.as_deref(),
@@ -177,6 +177,11 @@ pub fn run(opts: &RunOptions) -> i32 {
             return EXIT_INVALID;
         }
     };
+    // Set by the API server when it takes the pod; a manifest's own value is replaced.
+    let now_ms = (crate::util::now_unix_nanos() / 1_000_000) as i64;
+    adm.pod.metadata.creation_timestamp = k8s_openapi::jiff::Timestamp::from_millisecond(now_ms)
+        .ok()
+        .map(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time);
     let state_dir = match &opts.state_dir {
         Some(d) => d.clone(),
         None => {

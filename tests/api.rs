@@ -64,6 +64,7 @@ fn every_route_answers_through_curl() {
     let pod = json(&body);
     assert_eq!(pod["kind"], "Pod");
     assert_eq!(pod["metadata"]["name"], p.name.as_str());
+    assert!(pod["metadata"]["creationTimestamp"].is_string(), "{pod}");
     assert_eq!(pod["status"]["phase"], "Running");
 
     let (code, body) = curl(&p, &[], "/v1/events");

@@ -7,35 +7,58 @@ use serde_json::Value;
 pub fn render(pod: &Value, wide: bool, now_unix: i64) -> String {
     let name = pod["metadata"]["name"].as_str().unwrap_or("");
     let st = &pod["status"];
-    let n_init = pod["spec"]["initContainers"]
-        .as_array()
-        .map_or(0, |a| a.len());
-    let n_app = pod["spec"]["containers"].as_array().map_or(0, |a| a.len());
+    let phase = st["phase"].as_str().unwrap_or("");
+    let empty = Vec::new();
+    let init_specs = pod["spec"]["initContainers"].as_array().unwrap_or(&empty);
+    let sidecar = |name: &str| {
+        init_specs
+            .iter()
+            .any(|c| c["name"] == name && c["restartPolicy"] == "Always")
+    };
+    // Sidecars count among the pod's containers.
+    let total = pod["spec"]["containers"].as_array().map_or(0, Vec::len)
+        + init_specs
+            .iter()
+            .filter(|c| c["restartPolicy"] == "Always")
+            .count();
     let mut reason = st["reason"]
         .as_str()
         .filter(|r| !r.is_empty())
-        .or(st["phase"].as_str())
-        .unwrap_or("Unknown")
+        .unwrap_or(if phase.is_empty() { "Unknown" } else { phase })
         .to_string();
     let mut restarts = 0;
     let mut ready = 0;
     let mut initializing = false;
-    let sidecar = |name: &str| {
-        pod["spec"]["initContainers"].as_array().is_some_and(|a| {
-            a.iter()
-                .any(|c| c["name"] == name && c["restartPolicy"] == "Always")
-        })
+    // The latest `lastState.terminated.finishedAt` (RFC 3339 UTC text sorts as time).
+    let mut last_restart = String::new();
+    let mut sidecar_restarts = 0;
+    let mut sidecar_last_restart = String::new();
+    let later = |latest: &mut String, c: &Value| {
+        if let Some(t) = c["lastState"]["terminated"]["finishedAt"].as_str() {
+            if t > latest.as_str() {
+                *latest = t.to_string();
+            }
+        }
     };
-    let empty = Vec::new();
     let inits = st["initContainerStatuses"].as_array().unwrap_or(&empty);
     for (i, c) in inits.iter().enumerate() {
-        restarts += c["restartCount"].as_i64().unwrap_or(0);
+        let count = c["restartCount"].as_i64().unwrap_or(0);
+        restarts += count;
+        later(&mut last_restart, c);
+        let is_sidecar = sidecar(c["name"].as_str().unwrap_or(""));
+        if is_sidecar {
+            sidecar_restarts += count;
+            later(&mut sidecar_last_restart, c);
+        }
         let term = &c["state"]["terminated"];
         let wait = &c["state"]["waiting"];
         if term.is_object() && term["exitCode"] == 0 {
             continue;
         }
-        if sidecar(c["name"].as_str().unwrap_or("")) && c["started"] == true {
+        if is_sidecar && c["started"] == true {
+            if c["ready"] == true {
+                ready += 1;
+            }
             continue;
         }
         reason = if term.is_object() {
@@ -52,16 +75,26 @@ pub fn render(pod: &Value, wide: bool, now_unix: i64) -> String {
         {
             format!("Init:{r}")
         } else {
-            format!("Init:{i}/{n_init}")
+            format!("Init:{i}/{}", init_specs.len())
         };
         initializing = true;
         break;
     }
-    if !initializing {
+    let condition = |t: &str| {
+        st["conditions"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["type"] == t))
+            .is_some_and(|c| c["status"] == "True")
+    };
+    if !initializing || condition("Initialized") {
+        // Once initialized, a plain init container's restarts no longer count.
+        restarts = sidecar_restarts;
+        last_restart = sidecar_last_restart;
         let mut has_running = false;
         let apps = st["containerStatuses"].as_array().unwrap_or(&empty);
         for c in apps.iter().rev() {
             restarts += c["restartCount"].as_i64().unwrap_or(0);
+            later(&mut last_restart, c);
             let term = &c["state"]["terminated"];
             if let Some(r) = c["state"]["waiting"]["reason"]
                 .as_str()
@@ -82,24 +115,36 @@ pub fn render(pod: &Value, wide: bool, now_unix: i64) -> String {
             }
         }
         if reason == "Completed" && has_running {
-            reason = "Running".into();
+            reason = if condition("Ready") {
+                "Running"
+            } else {
+                "NotReady"
+            }
+            .into();
         }
     }
     // A deleted pod that has not ended yet.
-    let phase = st["phase"].as_str().unwrap_or("");
     if pod["metadata"]["deletionTimestamp"].is_string() && !matches!(phase, "Succeeded" | "Failed")
     {
         reason = "Terminating".into();
     }
-    let age = st["startTime"]
+    let since = |t: &str| {
+        t.parse::<k8s_openapi::jiff::Timestamp>()
+            .ok()
+            .map(|t| human_age(now_unix - t.as_second()))
+    };
+    let mut restarts_col = restarts.to_string();
+    if restarts != 0 {
+        if let Some(ago) = since(&last_restart) {
+            restarts_col = format!("{restarts} ({ago} ago)");
+        }
+    }
+    let age = pod["metadata"]["creationTimestamp"]
         .as_str()
-        .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
-        .map_or("<unknown>".to_string(), |t| {
-            human_age(now_unix - t.as_second())
-        });
+        .and_then(since)
+        .unwrap_or_else(|| "<unknown>".into());
     let mut head = vec!["NAME", "READY", "STATUS", "RESTARTS", "AGE"];
-    let ready_col = format!("{ready}/{n_app}");
-    let restarts_col = restarts.to_string();
+    let ready_col = format!("{ready}/{total}");
     let mut row = vec![name, &ready_col, &reason, &restarts_col, &age];
     let ip = st["podIP"].as_str().unwrap_or("<none>").to_string();
     if wide {
@@ -148,7 +193,7 @@ mod tests {
     use serde_json::json;
 
     fn pod(status: Value) -> Value {
-        json!({"metadata": {"name": "web"},
+        json!({"metadata": {"name": "web", "creationTimestamp": "2026-01-01T00:00:00Z"},
                "spec": {"initContainers": [{"name": "i"}], "containers": [{"name": "a"}, {"name": "b"}]},
                "status": status})
     }
@@ -156,16 +201,24 @@ mod tests {
     #[test]
     fn running_pod() {
         let p = pod(
-            json!({"phase": "Running", "startTime": "2026-01-01T00:00:00Z",
+            json!({"phase": "Running", "conditions": [{"type": "Initialized", "status": "True"}],
             "initContainerStatuses": [{"name": "i", "restartCount": 0, "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}],
             "containerStatuses": [
-                {"name": "a", "ready": true, "restartCount": 2, "state": {"running": {}}},
-                {"name": "b", "ready": false, "restartCount": 1, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}),
+                {"name": "a", "ready": true, "restartCount": 2, "state": {"running": {}},
+                 "lastState": {"terminated": {"finishedAt": "2026-01-01T00:00:40Z"}}},
+                {"name": "b", "ready": false, "restartCount": 1, "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                 "lastState": {"terminated": {"finishedAt": "2026-01-01T00:00:55Z"}}}]}),
         );
         let t = render(&p, false, 1767225600 + 65);
         let lines: Vec<&str> = t.lines().collect();
-        assert_eq!(lines[0], "NAME   READY   STATUS             RESTARTS   AGE");
-        assert_eq!(lines[1], "web    1/2     CrashLoopBackOff   3          65s");
+        assert_eq!(
+            lines[0],
+            "NAME   READY   STATUS             RESTARTS      AGE"
+        );
+        assert_eq!(
+            lines[1],
+            "web    1/2     CrashLoopBackOff   3 (10s ago)   65s"
+        );
     }
 
     #[test]
@@ -176,6 +229,41 @@ mod tests {
         let p = pod(json!({"phase": "Failed",
             "initContainerStatuses": [{"name": "i", "restartCount": 0, "state": {"terminated": {"exitCode": 3, "reason": "Error"}}}]}));
         assert!(render(&p, false, 0).contains("Init:Error"));
+        // A crash-looping init container's restarts count until the pod is initialized.
+        let p = pod(json!({"phase": "Pending",
+            "initContainerStatuses": [{"name": "i", "restartCount": 4,
+                "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                "lastState": {"terminated": {"finishedAt": "2026-01-01T00:01:00Z"}}}]}));
+        let t = render(&p, false, 1767225600 + 90);
+        assert!(t.contains("Init:CrashLoopBackOff   4 (30s ago)"), "{t}");
+    }
+
+    #[test]
+    fn sidecars_count_and_plain_init_restarts_stop_counting() {
+        let p = json!({"metadata": {"name": "web"},
+            "spec": {"initContainers": [{"name": "i"}, {"name": "side", "restartPolicy": "Always"}],
+                     "containers": [{"name": "a"}]},
+            "status": {"phase": "Running",
+                "conditions": [{"type": "Initialized", "status": "True"}, {"type": "Ready", "status": "True"}],
+                "initContainerStatuses": [
+                    {"name": "i", "restartCount": 2, "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}},
+                    {"name": "side", "restartCount": 1, "started": true, "ready": true, "state": {"running": {}}}],
+                "containerStatuses": [{"name": "a", "ready": true, "restartCount": 0, "state": {"running": {}}}]}});
+        let row = render(&p, false, 0).lines().nth(1).unwrap().to_string();
+        let cols: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cols, ["web", "2/2", "Running", "1", "<unknown>"], "{row}");
+    }
+
+    #[test]
+    fn a_completed_container_beside_a_running_one() {
+        let mut p = pod(json!({"phase": "Running",
+            "conditions": [{"type": "Ready", "status": "False"}],
+            "containerStatuses": [
+                {"name": "a", "ready": true, "restartCount": 0, "state": {"running": {}}},
+                {"name": "b", "ready": false, "restartCount": 0, "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]}));
+        assert!(render(&p, false, 0).contains("NotReady"));
+        p["status"]["conditions"][0]["status"] = json!("True");
+        assert!(render(&p, false, 0).contains("Running"));
     }
 
     #[test]
