@@ -144,7 +144,8 @@ impl Server {
             }
         }
         for i in 0..self.conns.len() {
-            if self.conns[i].backlog && !self.conns[i].close_after_write {
+            let c = &mut self.conns[i];
+            if std::mem::take(&mut c.backlog) && !c.close_after_write {
                 self.answer(i, handler);
                 self.flush(i);
             }

@@ -56,9 +56,14 @@ pub fn step(plan: &PodPlan, st: &mut PodState, now: Millis) -> Vec<Action> {
     }
     stops(plan, st, now, &mut acts);
     let finished = st.terminating.is_some() && !st.containers.iter().any(|c| c.is_active());
-    if finished && st.terminal.is_none() {
-        st.terminal = Some(final_phase(plan, st));
-        st.on_pod_ended(plan);
+    if finished {
+        // A deadline set the phase when the termination began.
+        if st.terminal.is_none() {
+            st.terminal = Some(final_phase(plan, st));
+        }
+        if st.sandbox_ready {
+            st.on_pod_ended(plan);
+        }
     }
     conditions::update(plan, st, now);
     acts.extend(st.events.drain(..).map(Action::Event));

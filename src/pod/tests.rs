@@ -884,6 +884,10 @@ fn the_deadline_event_is_normal() {
         })
         .unwrap();
     assert_eq!(e.type_, "Normal");
+    // When the pod has ended, the sandbox is reported gone (the phase was set earlier).
+    s.exit("a", 143);
+    assert!(s.settle().contains(&Action::Finish));
+    assert!(!s.condition("PodReadyToStartContainers").0);
 }
 
 #[test]
