@@ -208,7 +208,10 @@ pub fn run(opts: &RunOptions) -> i32 {
     let mut sandbox = Sandbox {
         pod_cgroup: None,
         supervisor_cgroup: None,
+        cgroups: None,
+        container_cgroups: Vec::new(),
         sd: Some(sd),
+        exiting: None,
     };
     let code = match sandbox.launch(adm, opts) {
         Ok(code) => code,
@@ -217,7 +220,14 @@ pub fn run(opts: &RunOptions) -> i32 {
             EXIT_SANDBOX
         }
     };
-    if let Err(e) = sandbox.remove(code != EXIT_SANDBOX) {
+    let removed = sandbox.remove(code != EXIT_SANDBOX);
+    // A supervisor that announced its end is waited for now: its exit status has the last
+    // word, and `podinit run` never outlives a process of its pod.
+    let code = match sandbox.exiting.take() {
+        Some(child) => wait_supervisor(child.pid),
+        None => code,
+    };
+    if let Err(e) = removed {
         crate::log::error(&format!("cleaning up the sandbox: {e}"));
         if code == 0 {
             return EXIT_SANDBOX;
@@ -231,7 +241,13 @@ struct Sandbox {
     pod_cgroup: Option<Group>,
     /// The supervisor's leaf, `<pod cgroup>_supervisor` beside it.
     supervisor_cgroup: Option<Group>,
+    cgroups: Option<CgroupRoot>,
+    /// The containers' cgroups below the pod's (the names; handles are made at removal).
+    /// Outside PID-1 mode the outer process removes them, while the supervisor exits.
+    container_cgroups: Vec<String>,
     sd: Option<StateDir>,
+    /// The supervisor said it is done and is exiting: waited for after `remove`.
+    exiting: Option<crate::util::Cloned>,
 }
 
 /// PID-1 mode (CONTRACT.md §2): a runtime made the sandbox and runs `podinit run` as its
@@ -310,9 +326,19 @@ impl Sandbox {
         }
 
         let hostname = uts_hostname(&adm.pod)?;
+        if !pid1 {
+            self.cgroups = Some(cgroups.clone());
+        }
         let mut ctrs = Vec::new();
         for (kind, c, b) in adm.containers {
             let dir = sd.container_dir(&c.name);
+            if !pid1 {
+                self.container_cgroups
+                    .push(crate::supervisor::containers::cgroup_name(
+                        &pod_cg_name,
+                        &c.name,
+                    ));
+            }
             ctrs.push(Ctr::new(
                 c.name.clone(),
                 kind,
@@ -358,6 +384,7 @@ impl Sandbox {
             private_mounts: !pid1,
             pod_files: Vec::new(),
             missing_cluster_dns: false,
+            pod_ips: Vec::new(),
             preset_conflict: adm.preset_conflict,
             config_maps: adm.config_maps,
             secrets: adm.secrets,
@@ -376,6 +403,12 @@ impl Sandbox {
         // Held open by the outer process for as long as it lives: the supervisor checks it
         // for a hangup once its parent-death signal is set, in case we died before that.
         let (alive_r, alive_w) =
+            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
+        // The supervisor writes its exit status here once the pod's end is written and its
+        // containers are gone, then exits: the pod's cgroups and state are removed while
+        // the kernel tears its namespaces and mounts down (0.4 ms for one container, more
+        // with each overlay), instead of after.
+        let (done_r, done_w) =
             nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
         let placement = match &self.supervisor_cgroup {
             Some(g) => g.placement().map_err(|e| e.to_string())?,
@@ -415,7 +448,7 @@ impl Sandbox {
         }
         .map_err(|e| format!("creating the pod namespaces (clone3): {e}"))?;
         let Some(child) = cloned else {
-            drop(alive_w);
+            drop((alive_w, done_r));
             if let Err(e) = crate::sandbox::cgroup::join_self(&placement.tasks) {
                 crate::log::error(&format!("setting up the sandbox: {e}"));
                 std::process::exit(EXIT_SANDBOX);
@@ -438,12 +471,19 @@ impl Sandbox {
                 }
             }
             let code = supervise(cfg, sd, false);
+            let _ = nix::unistd::write(&done_w, &[code as u8]);
             std::process::exit(code);
         };
-        drop(alive_r);
-        let code = relay_until_exit(&child, &relay);
+        drop((alive_r, done_w));
+        let end = relay_until_end(&child, &relay, &done_r);
         drop(alive_w);
-        Ok(code)
+        Ok(match end {
+            End::Announced(code) => {
+                self.exiting = Some(child);
+                code
+            }
+            End::Exited(code) => code,
+        })
     }
 
     /// Remove everything the outer process created: the pod cgroup tree (killing anything
@@ -451,6 +491,15 @@ impl Sandbox {
     /// `ran`: the pod ran, so its status, events and logs stay.
     fn remove(&mut self, ran: bool) -> Result<(), String> {
         let mut errs = Vec::new();
+        // The containers' cgroups first (the supervisor leaves them to us): the pod's then
+        // goes with one rmdir per hierarchy.
+        if let Some(root) = &self.cgroups {
+            for name in self.container_cgroups.drain(..) {
+                if let Err(e) = root.group(&name).destroy() {
+                    errs.push(e.to_string());
+                }
+            }
+        }
         if let Some(cg) = self.supervisor_cgroup.take() {
             if let Err(e) = cg.destroy() {
                 errs.push(e.to_string());
@@ -500,7 +549,6 @@ fn pod_cgroup_resources(
     serde_json::from_value(v).map_err(|e| format!("pod cgroup limits: {e}"))
 }
 
-/// Forward SIGTERM/SIGINT to the supervisor until it exits; returns its exit status.
 /// In the supervisor: whether the outer process died before our parent-death signal was
 /// set (its end of the pipe is then closed).
 fn outer_is_gone(alive: std::os::fd::OwnedFd) -> bool {
@@ -515,32 +563,62 @@ fn outer_is_gone(alive: std::os::fd::OwnedFd) -> bool {
         .is_some_and(|r| r.intersects(nix::poll::PollFlags::POLLHUP))
 }
 
-fn relay_until_exit(child: &crate::util::Cloned, relay: &nix::sys::signal::SigSet) -> i32 {
+/// How the supervisor's run ended, as the outer process saw it.
+enum End {
+    /// It wrote this exit status and is exiting (not waited for yet).
+    Announced(i32),
+    /// It exited (waited for): its exit code.
+    Exited(i32),
+}
+
+/// Forward SIGTERM/SIGINT to the supervisor until it announces its end on `done` or exits.
+fn relay_until_end(
+    child: &crate::util::Cloned,
+    relay: &nix::sys::signal::SigSet,
+    done: &std::os::fd::OwnedFd,
+) -> End {
     let sig = SignalPipe::install(&[libc::SIGTERM, libc::SIGINT]);
     let _ = relay.thread_unblock();
     let sig = match sig {
         Ok(s) => s,
         Err(e) => {
             crate::log::warn(&format!("cannot relay signals to the pod: {e}"));
-            return wait_supervisor(child.pid);
+            return End::Exited(wait_supervisor(child.pid));
         }
     };
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-    // From here on this process only relays signals and waits.
-    crate::util::release_startup_pages();
+    // From here on this process only relays signals and waits. Its start-up pages are
+    // given back a second from now, not at once: the supervisor was just cloned onto this
+    // CPU and runs as soon as we sleep, and a short pod never needs them given back.
+    let mut release = Some(PollTimeout::from(1000u16));
     loop {
         let mut fds = [
             PollFd::new(sig.fd(), PollFlags::POLLIN),
             PollFd::new(child.pidfd.as_fd(), PollFlags::POLLIN),
+            PollFd::new(done.as_fd(), PollFlags::POLLIN),
         ];
-        if poll(&mut fds, PollTimeout::NONE).is_err() {
-            continue;
+        match poll(&mut fds, release.unwrap_or(PollTimeout::NONE)) {
+            Ok(0) => {
+                release = None;
+                crate::util::release_startup_pages();
+                continue;
+            }
+            Ok(_) => {}
+            Err(_) => continue,
         }
         for s in sig.drain() {
             let _ = crate::util::pidfd_signal(&child.pidfd, s);
         }
+        if fds[2].revents().is_some_and(|r| !r.is_empty()) {
+            let mut code = [0u8];
+            return match nix::unistd::read(done, &mut code) {
+                Ok(1) => End::Announced(i32::from(code[0])),
+                // Closed without a word: the supervisor is exiting, killed or crashed.
+                _ => End::Exited(wait_supervisor(child.pid)),
+            };
+        }
         if fds[1].revents().is_some_and(|r| !r.is_empty()) {
-            return wait_supervisor(child.pid);
+            return End::Exited(wait_supervisor(child.pid));
         }
     }
 }
@@ -664,6 +742,7 @@ fn supervise(mut cfg: supervisor::Config, sd: &StateDir, pid1: bool) -> i32 {
             return EXIT_SANDBOX;
         }
     }
+    cfg.pod_ips = pod_ips;
     supervisor::run(cfg, sd)
 }
 

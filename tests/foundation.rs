@@ -365,10 +365,17 @@ spec:
             .is_some_and(|a| a.len() == 2 && a.iter().all(|c| c["state"]["running"].is_object()))
     });
     std::thread::sleep(Duration::from_millis(300));
+    // The supervisor announces its end and the outer process cleans up while it exits:
+    // `podinit run` still returns only once it is gone.
+    let supervisor = common::process_identity(supervisor_pid(&p));
     let t0 = std::time::Instant::now();
     p.signal(libc::SIGTERM);
     let out = p.wait(LIMIT);
     let took = t0.elapsed();
+    assert!(
+        !common::still_running(&supervisor),
+        "podinit run returned before its supervisor was gone"
+    );
     assert!(
         took >= Duration::from_secs(2),
         "stopped before the grace period: {took:?}"

@@ -88,6 +88,11 @@ pub struct StartContext<'a> {
     pub seccomp_root: &'a Path,
 }
 
+/// A container's cgroup, below the pod's.
+pub fn cgroup_name(pod_cgroup: &str, container: &str) -> String {
+    format!("{pod_cgroup}/c_{container}")
+}
+
 impl Ctr {
     pub fn new(
         name: String,
@@ -99,7 +104,7 @@ impl Ctr {
         pod_cgroup: &str,
     ) -> Result<Ctr, String> {
         let stop_signal = bundle::stop_signal(&bundle, &spec)?;
-        let cgroup = cgroups.group(&format!("{pod_cgroup}/c_{name}"));
+        let cgroup = cgroups.group(&cgroup_name(pod_cgroup, &name));
         Ok(Ctr {
             name,
             kind,
@@ -372,14 +377,12 @@ impl Ctr {
         None
     }
 
-    /// Remove the container's cgroup and private directory (pod teardown). `unmount`: the
-    /// root filesystem is in a mount namespace that outlives us (PID-1 mode); otherwise it
-    /// goes with the supervisor's namespace, all at once, and the outer process removes
-    /// the directories.
-    pub fn teardown(&mut self, unmount: bool) -> io::Result<()> {
-        if unmount {
-            rootfs::release(&self.dir);
-        }
+    /// Unmount the container's root filesystem and remove its cgroup (pod teardown in
+    /// PID-1 mode, where the mount namespace outlives us). Otherwise the mounts go with
+    /// the supervisor's namespace, all at once, and the outer process removes the
+    /// directories and the cgroups.
+    pub fn teardown(&mut self) -> io::Result<()> {
+        rootfs::release(&self.dir);
         if self.cgroup_created {
             self.cgroup.destroy()?;
             self.cgroup_created = false;

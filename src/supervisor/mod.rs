@@ -56,6 +56,8 @@ pub struct Config {
     pub pod_files: Vec<(std::path::PathBuf, &'static str)>,
     /// `dnsPolicy: ClusterFirst` fell back to the node's resolv.conf.
     pub missing_cluster_dns: bool,
+    /// The pod's IPs, read once the sandbox's network namespace is set up.
+    pub pod_ips: Vec<String>,
     /// Matching PodPresets conflicted: none was applied, and this says why.
     pub preset_conflict: Option<String>,
     /// Sources of `env.valueFrom` and `envFrom`.
@@ -162,7 +164,7 @@ pub fn run(cfg: Config, sd: &StateDir) -> i32 {
         }
     };
     let st = PodState::new(&cfg.plan);
-    let pod_ips = crate::sandbox::net::pod_ips();
+    let pod_ips = cfg.pod_ips.clone();
     // Probes and hooks go to the pod's IP, or loopback where the pod has none.
     let host = pod_ips
         .first()
@@ -778,8 +780,13 @@ impl Supervisor<'_> {
             srv.end_streams(&Stream::Pod);
             srv.end_streams(&Stream::Events);
         }
+        if self.cfg.private_mounts {
+            // The outer process removes the cgroups while we exit, and the mounts go with
+            // our namespace.
+            return;
+        }
         for c in &mut self.cfg.containers {
-            if let Err(e) = c.teardown(!self.cfg.private_mounts) {
+            if let Err(e) = c.teardown() {
                 crate::log::warn(&format!("container {}: {e}", c.name));
             }
         }

@@ -400,6 +400,26 @@ pub fn supervisor_pid(p: &TestPod) -> i32 {
     }
 }
 
+/// A process as `/proc` names it: its pid and its start time (a reused pid has another).
+pub fn process_identity(pid: i32) -> (i32, String) {
+    (pid, start_time(pid).expect("the process exists"))
+}
+
+fn start_time(pid: i32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Field 22, counted after the command name (which may hold spaces) ends with ')'.
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(19)
+        .map(str::to_string)
+}
+
+/// The process of `process_identity` still exists (a zombie counts).
+pub fn still_running(id: &(i32, String)) -> bool {
+    start_time(id.0).as_ref() == Some(&id.1)
+}
+
 /// What a process holds: open fds, resident memory, and its children that are zombies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Usage {
