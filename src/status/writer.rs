@@ -7,6 +7,10 @@ use std::path::PathBuf;
 pub struct StatusWriter {
     path: PathBuf,
     pod: Pod,
+    /// The object up to its status, pretty and compact (`apiVersion`, `kind`, `metadata`
+    /// and `spec` come first in key order, `status` last): they change only with the spec
+    /// or a deletion, so each update serializes the status alone.
+    head: Option<(Vec<u8>, Vec<u8>)>,
     last: Vec<u8>,
     compact: Vec<u8>,
     /// The status last written: most loop turns change nothing, and comparing is far
@@ -23,6 +27,7 @@ impl StatusWriter {
         StatusWriter {
             path,
             pod,
+            head: None,
             last: Vec::new(),
             compact: b"{}".to_vec(),
             last_status: None,
@@ -33,6 +38,7 @@ impl StatusWriter {
     /// The pod's spec changed (an ephemeral container was added).
     pub fn set_spec(&mut self, spec: k8s_openapi::api::core::v1::PodSpec) {
         self.pod.spec = Some(spec);
+        self.head = None;
         self.last_status = None;
     }
 
@@ -44,6 +50,7 @@ impl StatusWriter {
     ) {
         self.pod.metadata.deletion_timestamp = Some(at);
         self.pod.metadata.deletion_grace_period_seconds = Some(grace as i64);
+        self.head = None;
         self.last_status = None;
     }
 
@@ -58,22 +65,12 @@ impl StatusWriter {
     pub fn update(&mut self, status: &PodStatus) -> (bool, io::Result<()>) {
         let mut changed = false;
         if self.last_status.as_ref() != Some(status) {
-            // Borrowed, not a cloned Pod; and the line is the file minified, not a third
-            // serialization. Through a serde_json::Value still: the typed objects'
-            // serializers are then linked once, for Value (straight to the pretty writer:
-            // 48 KB more).
-            let view = PodView {
-                pod: &self.pod,
-                status,
-            };
-            let pretty = serde_json::to_value(&view).and_then(|v| serde_json::to_vec_pretty(&v));
-            let mut pretty = match pretty {
-                Ok(p) => p,
+            let (pretty, compact) = match self.render(status) {
+                Ok(r) => r,
                 Err(e) => return (false, Err(io::Error::other(e))),
             };
-            pretty.push(b'\n');
             if pretty != self.last {
-                self.compact = minify(&pretty);
+                self.compact = compact;
                 self.last = pretty;
                 self.unwritten = true;
                 changed = true;
@@ -91,12 +88,54 @@ impl StatusWriter {
         };
         (changed, file)
     }
+
+    /// The Pod with `status`, pretty (the file) and compact (the API's line). Through a
+    /// serde_json::Value: the typed objects' serializers are then linked once, for Value
+    /// (straight to the pretty writer: 48 KB more). The line is the pretty text minified,
+    /// not a second serialization.
+    fn render(&mut self, status: &PodStatus) -> serde_json::Result<(Vec<u8>, Vec<u8>)> {
+        if self.head.is_none() {
+            let view = serde_json::to_value(PodView {
+                pod: &self.pod,
+                status: None,
+            })?;
+            self.head = Some(open_last_member(&serde_json::to_vec_pretty(&view)?));
+        }
+        let (head, head_compact) = self.head.as_ref().expect("just made");
+        let body = serde_json::to_vec_pretty(&serde_json::to_value(status)?)?;
+        let mut pretty = Vec::with_capacity(head.len() + body.len() + body.len() / 8 + 4);
+        pretty.extend_from_slice(head);
+        // One level deeper than serialized alone: two more spaces after each newline
+        // (serde_json escapes every newline inside a string).
+        for &b in &body {
+            pretty.push(b);
+            if b == b'\n' {
+                pretty.extend_from_slice(b"  ");
+            }
+        }
+        pretty.extend_from_slice(b"\n}\n");
+        let mut compact = head_compact.clone();
+        compact.extend(minify(&body));
+        compact.push(b'}');
+        Ok((pretty, compact))
+    }
+}
+
+/// A pretty object `{ .. \n}` opened again for one more member, `status`, pretty and
+/// compact.
+fn open_last_member(pretty: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let inner = pretty.strip_suffix(b"\n}").unwrap_or(pretty);
+    let mut head = inner.to_vec();
+    head.extend_from_slice(b",\n  \"status\": ");
+    let mut compact = minify(inner);
+    compact.extend_from_slice(b",\"status\":");
+    (head, compact)
 }
 
 /// The Pod with `status` in place of its own, serialized as k8s-openapi serializes a Pod.
 struct PodView<'a> {
     pod: &'a Pod,
-    status: &'a PodStatus,
+    status: Option<&'a PodStatus>,
 }
 
 impl serde::Serialize for PodView<'_> {
@@ -110,7 +149,9 @@ impl serde::Serialize for PodView<'_> {
         if let Some(spec) = &self.pod.spec {
             m.serialize_field("spec", spec)?;
         }
-        m.serialize_field("status", self.status)?;
+        if let Some(status) = self.status {
+            m.serialize_field("status", status)?;
+        }
         m.end()
     }
 }
@@ -203,6 +244,53 @@ mod tests {
             1,
             "no temporary file left"
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_file_is_the_pods_pretty_json_whatever_changed() {
+        let dir = std::env::temp_dir().join(format!("podinit-sw-{}", crate::util::random_hex(4)));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("status.json");
+        let mut w = StatusWriter::new(file.clone(), pod());
+        let status: PodStatus = serde_json::from_value(serde_json::json!({
+            "phase": "Running",
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "containerStatuses": [{"name": "c", "image": "busybox", "imageID": "", "ready": true,
+                "restartCount": 0, "state": {"running": {"startedAt": "2026-11-25T01:00:00Z"}}}],
+            "podIPs": [],
+        }))
+        .unwrap();
+        let check = |w: &StatusWriter, want: &Pod| {
+            let v = serde_json::to_value(want).unwrap();
+            let mut pretty = serde_json::to_vec_pretty(&v).unwrap();
+            pretty.push(b'\n');
+            let on_disk = std::fs::read(&file).unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&on_disk),
+                String::from_utf8_lossy(&pretty)
+            );
+            assert_eq!(w.compact(), serde_json::to_vec(&v).unwrap());
+        };
+        let mut want = pod();
+        want.status = Some(status.clone());
+        assert!(w.update(&status).1.is_ok());
+        check(&w, &want);
+        // A new spec and a deletion show in the next update, with the same status.
+        let mut spec = want.spec.clone().unwrap();
+        spec.containers[0].args = Some(vec!["new".into()]);
+        w.set_spec(spec.clone());
+        want.spec = Some(spec);
+        assert!(w.update(&status).0, "the spec changed");
+        check(&w, &want);
+        let at = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            k8s_openapi::jiff::Timestamp::from_second(1_800_000_000).unwrap(),
+        );
+        w.set_deletion(at.clone(), 30);
+        want.metadata.deletion_timestamp = Some(at);
+        want.metadata.deletion_grace_period_seconds = Some(30);
+        assert!(w.update(&status).0, "the pod was deleted");
+        check(&w, &want);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
