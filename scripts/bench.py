@@ -203,8 +203,8 @@ PHASES = [
     ("supervisor", "supervisor: sandbox mounts, /etc files, socket; the container's overlay, cgroups, log"),
     ("container", "container process: mounts, pivot_root, credentials, exec"),
     ("run", "busybox `true` starts and exits"),
-    ("teardown", "supervisor: reap, status, the container's cgroups and overlay removed"),
-    ("cleanup", "outer: the pod's cgroups and state removed"),
+    ("teardown", "supervisor: reap, final status, its end announced to the outer process"),
+    ("cleanup", "outer (from the supervisor's exit on): the cgroups and state removed while the kernel ends the supervisor's namespaces"),
 ]
 
 

@@ -241,9 +241,10 @@ struct Sandbox {
     pod_cgroup: Option<Group>,
     /// The supervisor's leaf, `<pod cgroup>_supervisor` beside it.
     supervisor_cgroup: Option<Group>,
+    /// Outside PID-1 mode: where the cgroups are, to remove the containers' ones, which
+    /// the supervisor leaves to us (it exits meanwhile).
     cgroups: Option<CgroupRoot>,
-    /// The containers' cgroups below the pod's (the names; handles are made at removal).
-    /// Outside PID-1 mode the outer process removes them, while the supervisor exits.
+    /// The containers' cgroups below the pod's (names; the handles are made at removal).
     container_cgroups: Vec<String>,
     sd: Option<StateDir>,
     /// The supervisor said it is done and is exiting: waited for after `remove`.
@@ -326,19 +327,16 @@ impl Sandbox {
         }
 
         let hostname = uts_hostname(&adm.pod)?;
-        if !pid1 {
-            self.cgroups = Some(cgroups.clone());
-        }
+        // Outside PID-1 mode the containers' cgroups are ours to remove (`remove`).
+        self.cgroups = (!pid1).then(|| cgroups.clone());
         let mut ctrs = Vec::new();
         for (kind, c, b) in adm.containers {
             let dir = sd.container_dir(&c.name);
-            if !pid1 {
-                self.container_cgroups
-                    .push(crate::supervisor::containers::cgroup_name(
-                        &pod_cg_name,
-                        &c.name,
-                    ));
-            }
+            self.container_cgroups
+                .push(crate::supervisor::containers::cgroup_name(
+                    &pod_cg_name,
+                    &c.name,
+                ));
             ctrs.push(Ctr::new(
                 c.name.clone(),
                 kind,
