@@ -220,11 +220,20 @@ pub fn run(opts: &RunOptions) -> i32 {
             EXIT_SANDBOX
         }
     };
-    let removed = sandbox.remove(code != EXIT_SANDBOX);
+    let mut removed = sandbox.remove(code != EXIT_SANDBOX);
     // A supervisor that announced its end is waited for now: its exit status has the last
     // word, and `podinit run` never outlives a process of its pod.
     let code = match sandbox.exiting.take() {
-        Some(child) => wait_supervisor(child.pid),
+        Some(child) => {
+            let code = wait_supervisor(child.pid);
+            // What it held until now: its own leaf cgroup (--cgroup-parent).
+            let rest = sandbox.remove(code != EXIT_SANDBOX);
+            removed = match (removed, rest) {
+                (Ok(()), r) | (r, Ok(())) => r,
+                (Err(a), Err(b)) => Err(format!("{a}; {b}")),
+            };
+            code
+        }
         None => code,
     };
     if let Err(e) = removed {
@@ -485,7 +494,8 @@ impl Sandbox {
     }
 
     /// Remove everything the outer process created: the pod cgroup tree (killing anything
-    /// left in it) and the private part of the state dir.
+    /// left in it) and the private part of the state dir; the supervisor's leaf cgroup only
+    /// once the supervisor is gone (`exiting` is None), so call again after waiting for it.
     /// `ran`: the pod ran, so its status, events and logs stay.
     fn remove(&mut self, ran: bool) -> Result<(), String> {
         let mut errs = Vec::new();
@@ -498,7 +508,8 @@ impl Sandbox {
                 }
             }
         }
-        if let Some(cg) = self.supervisor_cgroup.take() {
+        // The supervisor's leaf holds it until it has exited.
+        if let Some(cg) = self.supervisor_cgroup.take_if(|_| self.exiting.is_none()) {
             if let Err(e) = cg.destroy() {
                 errs.push(e.to_string());
             }
