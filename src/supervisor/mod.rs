@@ -107,7 +107,6 @@ struct Supervisor<'a> {
     /// status.json could not be written (a full disk): retried on a timer, warned once.
     status_failing: bool,
     terminate_requests: u32,
-    pod_ips: Vec<String>,
     server: Option<Server>,
     /// Processes reaped so far (containers and orphans).
     reaped: u64,
@@ -164,9 +163,9 @@ pub fn run(cfg: Config, sd: &StateDir) -> i32 {
         }
     };
     let st = PodState::new(&cfg.plan);
-    let pod_ips = cfg.pod_ips.clone();
     // Probes and hooks go to the pod's IP, or loopback where the pod has none.
-    let host = pod_ips
+    let host = cfg
+        .pod_ips
         .first()
         .cloned()
         .unwrap_or_else(|| "127.0.0.1".into());
@@ -194,7 +193,6 @@ pub fn run(cfg: Config, sd: &StateDir) -> i32 {
         wake: BTreeSet::new(),
         status_failing: false,
         terminate_requests: 0,
-        pod_ips,
         server: Some(server),
         reaped: 0,
         handlers,
@@ -352,8 +350,8 @@ impl Supervisor<'_> {
                 pod: &self.cfg.pod,
                 config_maps: &self.cfg.config_maps,
                 secrets: &self.cfg.secrets,
-                pod_ips: &self.pod_ips,
-                host_ips: &self.pod_ips,
+                pod_ips: &self.cfg.pod_ips,
+                host_ips: &self.cfg.pod_ips,
                 node_cpu_milli: cpus,
                 node_memory: mem,
             };
@@ -411,8 +409,13 @@ impl Supervisor<'_> {
                 container_id: c.container_id.clone(),
             })
             .collect();
-        let status =
-            render::pod_status(&self.cfg.plan, &self.st, &meta, &self.clock, &self.pod_ips);
+        let status = render::pod_status(
+            &self.cfg.plan,
+            &self.st,
+            &meta,
+            &self.clock,
+            &self.cfg.pod_ips,
+        );
         let (changed, file) = self.status.update(&status);
         match &file {
             Err(e) if !self.status_failing => {
