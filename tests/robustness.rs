@@ -618,13 +618,12 @@ spec:
     assert_eq!(p.log("a", 0), "second");
     for pid in &orphans {
         // Gone, or dead and waiting for the host's init to reap it.
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let state = stat
-            .rsplit_once(')')
-            .map(|(_, r)| r.trim_start().chars().next());
+        let fields = stat_fields(pid);
         assert!(
-            stat.is_empty() || state == Some(Some('Z')),
-            "process {pid} of the killed run outlived the next run: {stat}"
+            fields
+                .as_ref()
+                .is_none_or(|f| f.first().map(String::as_str) == Some("Z")),
+            "process {pid} of the killed run outlived the next run: {fields:?}"
         );
     }
     p.assert_nothing_left();

@@ -406,13 +406,17 @@ pub fn process_identity(pid: i32) -> (i32, String) {
 }
 
 fn start_time(pid: i32) -> Option<String> {
+    // Field 22 of the stat line.
+    stat_fields(pid)?.into_iter().nth(19)
+}
+
+/// The fields of `/proc/PID/stat` after the command name, which may hold spaces and
+/// parentheses: the first is field 3 (the state), then the parent's pid, and so on. None
+/// when the process is gone.
+pub fn stat_fields(pid: impl std::fmt::Display) -> Option<Vec<String>> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Field 22, counted after the command name (which may hold spaces) ends with ')'.
-    stat.rsplit_once(')')?
-        .1
-        .split_whitespace()
-        .nth(19)
-        .map(str::to_string)
+    let (_, rest) = stat.rsplit_once(')')?;
+    Some(rest.split_whitespace().map(str::to_string).collect())
 }
 
 /// The process of `process_identity` still exists (a zombie counts).
@@ -472,15 +476,11 @@ pub fn zombie_children(pid: i32) -> usize {
         if !name.bytes().all(|b| b.is_ascii_digit()) {
             continue;
         }
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{name}/stat")) else {
+        let Some(f) = stat_fields(name) else {
             continue;
         };
-        // pid (comm) state ppid …: comm may hold spaces and parentheses.
-        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
-            continue;
-        };
-        let mut f = rest.split_whitespace();
-        let (state, ppid) = (f.next(), f.next().and_then(|p| p.parse::<i32>().ok()));
+        let state = f.first().map(String::as_str);
+        let ppid = f.get(1).and_then(|p| p.parse::<i32>().ok());
         if state == Some("Z") && ppid == Some(pid) {
             n += 1;
         }
