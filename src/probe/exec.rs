@@ -6,7 +6,7 @@
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use super::Outcome;
-use crate::runtime::{self, Spawned, StartResult};
+use crate::runtime::{Spawned, StartResult};
 
 /// Output kept for the event message of a probe or hook (kubelet's limit).
 pub const MAX_OUTPUT: usize = 10 << 10;
@@ -35,7 +35,6 @@ fn drain_into(fd: &mut Option<OwnedFd>, into: &mut Vec<u8>, limit: usize) {
 pub struct ExecCheck {
     pub pid: i32,
     pidfd: OwnedFd,
-    start_fd: Option<OwnedFd>,
     out: Option<OwnedFd>,
     output: Vec<u8>,
     /// A separate stderr (`podinit exec`), else stderr goes to `out` too.
@@ -61,19 +60,20 @@ impl ExecCheck {
         ExecCheck {
             pid: sp.pid.as_raw(),
             pidfd: sp.pidfd,
-            start_fd: Some(sp.start_fd),
             out: Some(out),
             output: Vec::new(),
             err,
             err_output: Vec::new(),
             limit,
-            start_error: None,
+            start_error: match sp.start {
+                StartResult::Started => None,
+                StartResult::Failed(m) => Some(m),
+            },
             command: command.join(" "),
         }
     }
 
-    /// The output pipes (the start result is read at the exit: one wake-up fewer per
-    /// run, which adds up for exec probes).
+    /// The output pipes.
     pub fn fds(&self) -> Vec<BorrowedFd<'_>> {
         self.out
             .iter()
@@ -118,14 +118,8 @@ impl ExecCheck {
     }
 
     /// Read the exit's loose ends without judging it (for callers that want the raw
-    /// output): the start result and what is left in the pipes.
+    /// output): what is left in the pipes.
     pub fn finish(&mut self) {
-        if let Some(fd) = &self.start_fd {
-            if let StartResult::Failed(m) = runtime::read_start_result(fd) {
-                self.start_error = Some(m);
-            }
-            self.start_fd = None;
-        }
         self.drain();
     }
 

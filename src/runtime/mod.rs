@@ -11,9 +11,12 @@
 //! the supervisor's address space for a process that replaces it at once cost 0.5 ms more
 //! per container. The wait adds no new way to hang: the filesystems the child's setup
 //! touches (the bundle's, under the overlay, and the volumes' host paths) the supervisor
-//! has just read, stat'ed or mounted itself. Its start result comes back on a CLOEXEC
-//! SOCK_SEQPACKET pair, readable by the time `spawn` returns: EOF means exec succeeded, a
-//! message is the error.
+//! has just read, stat'ed or mounted itself. The start result is decided when the clone
+//! returns: a failing child writes its error on a CLOEXEC SOCK_SEQPACKET pair before it
+//! exits, and a child that execs releases us only past exec's point of no return. Waiting
+//! for the socket's EOF instead (the close-on-exec, later in exec) cost each container a
+//! wake-up after the new process, often the new program's whole start-up: the scheduler
+//! wakes the supervisor on the child's CPU.
 
 mod caps_set;
 mod init;
@@ -23,7 +26,6 @@ pub mod seccomp;
 mod syscall_table;
 
 use oci_spec::runtime::Spec;
-use std::io::Read;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 pub struct Launch<'a> {
@@ -44,8 +46,8 @@ pub struct Launch<'a> {
 pub struct Spawned {
     pub pid: nix::unistd::Pid,
     pub pidfd: OwnedFd,
-    /// Readable once the start is decided: EOF = exec succeeded, else the error.
-    pub start_fd: OwnedFd,
+    /// Whether the process exec'd (it is running the spec's program) or failed first.
+    pub start: StartResult,
 }
 
 #[derive(Debug)]
@@ -71,7 +73,7 @@ pub fn spawn(l: &Launch) -> Result<Spawned, SpawnError> {
 /// pidfd) is: exec hooks and probes, `podinit exec`. It joins the container's pid, mount
 /// and cgroup namespaces (the pod's net, ipc and uts it shares already) and is written to
 /// `l.cgroup` (the container's cgroup) before it runs. Like [`spawn`], it is the
-/// supervisor's direct child and reports its start on `start_fd`.
+/// supervisor's direct child and its start result is decided when this returns.
 pub fn spawn_in(target: &OwnedFd, l: &Launch) -> Result<Spawned, SpawnError> {
     start(l, Some(target))
 }
@@ -156,7 +158,7 @@ fn start(l: &Launch, join: Option<&OwnedFd>) -> Result<Spawned, SpawnError> {
     Ok(Spawned {
         pid: nix::unistd::Pid::from_raw(child.pid),
         pidfd: child.pidfd,
-        start_fd: parent_end,
+        start: start_result(&parent_end),
     })
 }
 
@@ -181,15 +183,26 @@ extern "C" fn vfork_child(arg: *mut libc::c_void) -> ! {
     init::run(a.prepared, a.tasks, sock)
 }
 
-/// Read the start result once `start_fd` is readable.
-pub fn read_start_result(fd: &OwnedFd) -> StartResult {
+/// The start result, once the vfork-like clone has returned: a message is the child's
+/// error; none (the child's end is still open until its close-on-exec) means it exec'd.
+fn start_result(fd: &OwnedFd) -> StartResult {
     let mut buf = [0u8; 4096];
-    // SAFETY: borrowing the fd for one read; `File` is forgotten so the fd stays owned.
-    let mut f = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd.as_raw_fd()) });
-    match f.read(&mut buf) {
-        Ok(0) => StartResult::Started,
-        Ok(n) => StartResult::Failed(String::from_utf8_lossy(&buf[..n]).into_owned()),
-        Err(e) => StartResult::Failed(format!("reading the start result: {e}")),
+    // SAFETY: a non-blocking recv into a buffer of ours.
+    let n = unsafe {
+        libc::recv(
+            fd.as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            libc::MSG_DONTWAIT,
+        )
+    };
+    match n {
+        n if n > 0 => StartResult::Failed(String::from_utf8_lossy(&buf[..n as usize]).into_owned()),
+        0 => StartResult::Started,
+        _ => match std::io::Error::last_os_error() {
+            e if e.kind() == std::io::ErrorKind::WouldBlock => StartResult::Started,
+            e => StartResult::Failed(format!("reading the start result: {e}")),
+        },
     }
 }
 

@@ -51,9 +51,9 @@ pub struct Ctr {
 pub struct Run {
     pub pid: i32,
     pub pidfd: OwnedFd,
-    /// Until the start result is read: EOF = exec succeeded, else the error.
-    pub start_fd: Option<OwnedFd>,
-    /// The start failed with this error (read from `start_fd`); the exit reports it.
+    /// The start result until the event loop has taken it in (`observe_start`).
+    pub start: Option<runtime::StartResult>,
+    /// The start failed with this error; the exit reports it.
     pub start_error: Option<String>,
     pub log: Rc<RefCell<LogFile>>,
     /// The merged OCI spec it runs: processes exec'd into it use its process settings.
@@ -131,7 +131,7 @@ impl Ctr {
     }
 
     /// Start a new run. On success the process exists and its output pipes are returned;
-    /// the start result arrives later on `run.start_fd`. On error nothing of the run is left.
+    /// its start result is in `run.start`. On error nothing of the run is left.
     pub fn start(&mut self, cx: &StartContext) -> Result<Vec<OutPipe>, String> {
         let res = self.try_start(cx);
         if res.is_err() {
@@ -232,7 +232,7 @@ impl Ctr {
         self.run = Some(Run {
             pid: spawned.pid.as_raw(),
             pidfd: spawned.pidfd,
-            start_fd: Some(spawned.start_fd),
+            start: Some(spawned.start),
             start_error: None,
             log: log.clone(),
             spec,
@@ -336,10 +336,8 @@ impl Ctr {
         let Some(mut run) = self.run.take() else {
             return Err("no run".into());
         };
-        if let Some(fd) = run.start_fd.take() {
-            if let runtime::StartResult::Failed(msg) = runtime::read_start_result(&fd) {
-                run.start_error = Some(msg);
-            }
+        if let Some(runtime::StartResult::Failed(msg)) = run.start.take() {
+            run.start_error = Some(msg);
         }
         self.cgroup.kill_all();
         if let Some(msg) = run.start_error.take() {

@@ -1,6 +1,6 @@
 //! The supervisor: PID 1 of the pod, one thread, one poll loop (DESIGN.md §2).
 //!
-//! Events in (signals, reaped children, start results, container output, timers) become
+//! Events in (signals, reaped children, container output, timers) and start results become
 //! observations on `pod::PodState`; `pod::step` says what to do; `containers` does it.
 //! This is the only place that calls `waitpid`.
 
@@ -220,6 +220,8 @@ pub fn run(cfg: Config, sd: &StateDir) -> i32 {
         let wall = s.wall();
         s.record_event("Warning", "MissingClusterDNS", &msg, None, wall);
     }
+    // Pending, its containers being created: what a watcher sees first, as from kubelet.
+    s.write_status();
     let code = s.run_loop(&sig);
     s.teardown();
     code
@@ -385,10 +387,16 @@ impl Supervisor<'_> {
             seccomp_root: &self.cfg.seccomp_root,
         };
         match self.cfg.containers[i].start(&cx) {
-            Ok(pipes) => self.pipes.extend(pipes.into_iter().map(|mut p| {
-                p.ctr = i;
-                p
-            })),
+            Ok(pipes) => {
+                self.pipes.extend(pipes.into_iter().map(|mut p| {
+                    p.ctr = i;
+                    p
+                }));
+                // Decided when the clone returned: the process is running before anything
+                // else is seen of it (its exit), and `decide` goes on to the next start, as
+                // kubelet starts a pod's containers in one sync and then reports them.
+                self.observe_start(i);
+            }
             Err(msg) => {
                 let name = &self.cfg.containers[i].name;
                 crate::log::warn(&format!("container {name}: {msg}"));
@@ -472,28 +480,10 @@ impl Supervisor<'_> {
             None => PollTimeout::NONE,
         };
 
-        let starting: Vec<usize> = (0..self.cfg.containers.len())
-            .filter(|&i| {
-                self.cfg.containers[i]
-                    .run
-                    .as_ref()
-                    .is_some_and(|r| r.start_fd.is_some())
-            })
-            .collect();
         let mut server = self.server.take();
         let check_set = self.check_fds();
-        let (sig_ready, start_ready, pipe_ready, check_ready, notify_ready, api_ready) = {
+        let (sig_ready, pipe_ready, check_ready, notify_ready, api_ready) = {
             let mut fds = vec![PollFd::new(sig.fd(), PollFlags::POLLIN)];
-            for &i in &starting {
-                let fd = self.cfg.containers[i]
-                    .run
-                    .as_ref()
-                    .unwrap()
-                    .start_fd
-                    .as_ref()
-                    .unwrap();
-                fds.push(PollFd::new(fd.as_fd(), PollFlags::POLLIN));
-            }
             for p in &self.pipes {
                 fds.push(PollFd::new(p.fd.as_fd(), PollFlags::POLLIN));
             }
@@ -528,14 +518,8 @@ impl Supervisor<'_> {
             }
             let ready = |f: &PollFd| f.revents().is_some_and(|r| !r.is_empty());
             let sig_ready = ready(&fds[0]);
-            let start_ready: Vec<usize> = starting
-                .iter()
-                .enumerate()
-                .filter(|(k, _)| ready(&fds[1 + k]))
-                .map(|(_, &i)| i)
-                .collect();
             let pipe_ready: Vec<usize> = (0..self.pipes.len())
-                .filter(|k| ready(&fds[1 + starting.len() + k]))
+                .filter(|k| ready(&fds[1 + k]))
                 .collect();
             let mut check_ready: Vec<usize> = check_set
                 .iter()
@@ -551,14 +535,7 @@ impl Supervisor<'_> {
                 .map(|(_, (_, _, slot))| *slot)
                 .collect();
             let notify_ready = api_base > notify_at && ready(&fds[notify_at]);
-            (
-                sig_ready,
-                start_ready,
-                pipe_ready,
-                check_ready,
-                notify_ready,
-                api_ready,
-            )
+            (sig_ready, pipe_ready, check_ready, notify_ready, api_ready)
         };
         if notify_ready {
             self.cfg.notifier.writable();
@@ -568,11 +545,6 @@ impl Supervisor<'_> {
         }
         self.server = server;
 
-        // Start results first: a process that exec'd and exited at once must be seen
-        // running before it is seen exiting.
-        for i in start_ready {
-            self.observe_start(i);
-        }
         // Output before exits: reaping drops a run's pipes and so moves the indices.
         self.read_pipes(&pipe_ready);
         // Checks before exits too: an exec handler's exit ends its check.
@@ -593,11 +565,9 @@ impl Supervisor<'_> {
         let now = self.now();
         let c = &mut self.cfg.containers[i];
         let Some(run) = c.run.as_mut() else { return };
-        let Some(fd) = run.start_fd.as_ref() else {
+        let Some(result) = run.start.take() else {
             return;
         };
-        let result = crate::runtime::read_start_result(fd);
-        run.start_fd = None;
         match result {
             crate::runtime::StartResult::Started => {
                 if let Some(t) = self.start_requested.remove(&i) {
