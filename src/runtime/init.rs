@@ -77,7 +77,7 @@ fn setup(p: &Prepared, cgroup_tasks: &[PathBuf]) -> Result<Never, String> {
     // Into our cgroups before anything else, so that all we do is accounted there and the
     // cgroup namespace below is rooted in it.
     crate::sandbox::cgroup::join_self(cgroup_tasks)?;
-    reset_signals();
+    reset_signals(p.ignored_signals);
     if p.new_cgroup_ns && p.join.is_none() {
         // SAFETY: unshare with a flag.
         check(unsafe { libc::unshare(libc::CLONE_NEWCGROUP) }, || {
@@ -175,27 +175,62 @@ fn finish(p: &Prepared) -> Result<Never, String> {
     exec(p)
 }
 
-fn reset_signals() {
-    // SAFETY: plain signal-mask and disposition syscalls on this (only) thread. The raw
-    // rt_sigaction also resets 32 and 33, which glibc's wrappers refuse to touch and which a
-    // caller may have left ignored.
+/// The kernel's `struct sigaction` (glibc's has another layout), for raw rt_sigaction:
+/// it also reaches 32 and 33, which glibc's wrappers refuse to touch and which a caller
+/// may have left ignored.
+#[repr(C)]
+#[derive(Default)]
+struct KernelSigaction {
+    handler: usize,
+    flags: u64,
+    restorer: usize,
+    mask: u64,
+}
+
+fn rt_sigaction(sig: i32, new: Option<&KernelSigaction>, old: Option<&mut KernelSigaction>) {
+    // SAFETY: rt_sigaction with the kernel's struct layout and its 8-byte mask.
+    unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigaction,
+            sig,
+            new.map_or(std::ptr::null(), |n| n as *const KernelSigaction),
+            old.map_or(std::ptr::null_mut(), |o| o as *mut KernelSigaction),
+            8usize,
+        );
+    }
+}
+
+/// The signals this process ignores (bit `n - 1` for signal `n`), read once: what it
+/// ignores is settled at start-up (Rust's SIGPIPE, whatever the caller left ignored).
+pub(super) fn ignored_signals() -> u64 {
+    static IGNORED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *IGNORED.get_or_init(|| {
+        (1..=64)
+            .filter(|&sig| sig != libc::SIGKILL && sig != libc::SIGSTOP)
+            .filter(|&sig| {
+                let mut old = KernelSigaction::default();
+                rt_sigaction(sig, None, Some(&mut old));
+                old.handler == libc::SIG_IGN
+            })
+            .fold(0u64, |m, sig| m | 1 << (sig - 1))
+    })
+}
+
+/// No signal blocked, none ignored: the clone (CLONE_CLEAR_SIGHAND) has already set every
+/// handled one back to its default.
+fn reset_signals(ignored: u64) {
+    // SAFETY: a plain signal-mask syscall on this (only) thread.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
         libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
-        let mut act: libc::sigaction = std::mem::zeroed();
-        act.sa_sigaction = libc::SIG_DFL;
-        for sig in 1..=64 {
-            if sig != libc::SIGKILL && sig != libc::SIGSTOP {
-                libc::syscall(
-                    libc::SYS_rt_sigaction,
-                    sig,
-                    &act as *const libc::sigaction,
-                    std::ptr::null_mut::<libc::sigaction>(),
-                    8usize,
-                );
-            }
-        }
+    }
+    let default = KernelSigaction {
+        handler: libc::SIG_DFL,
+        ..Default::default()
+    };
+    for sig in (1..=64).filter(|s| ignored & 1 << (s - 1) != 0) {
+        rt_sigaction(sig, Some(&default), None);
     }
 }
 
@@ -261,6 +296,11 @@ fn rootfs(p: &Prepared) -> R {
 }
 
 fn mount_one(p: &Prepared, m: &mounts::MountPlan) -> R {
+    if m.kind == MountKind::Cgroup && !p.cgroup2_host {
+        // A v1 cgroup mount needs one mount per hierarchy and a cgroup namespace to be
+        // safe; podinit does not give containers a view of v1 cgroups.
+        return Ok(());
+    }
     let dest = m.destination.display().to_string();
     let raw_target = p
         .root
@@ -295,11 +335,6 @@ fn mount_one(p: &Prepared, m: &mounts::MountPlan) -> R {
                 m.fstype.as_deref().unwrap_or("")
             ));
         }
-    }
-    if m.kind == MountKind::Cgroup && !p.cgroup2_host {
-        // A v1 cgroup mount needs one mount per hierarchy and a cgroup namespace to be
-        // safe; podinit does not give containers a view of v1 cgroups.
-        return Ok(());
     }
     let src_is_file = m.kind == MountKind::Bind
         && m.source

@@ -89,7 +89,11 @@ fn start(l: &Launch, join: Option<&OwnedFd>) -> Result<Spawned, SpawnError> {
         nix::sys::socket::SockFlag::SOCK_CLOEXEC,
     )
     .map_err(|e| SpawnError::Create(format!("socketpair: {e}")))?;
-    let mut flags = 0;
+    // The supervisor's signal handlers are not the child's: reset by the kernel, so that
+    // none of them can run in the child (ignored signals the child resets itself).
+    const CLONE_CLEAR_SIGHAND: u64 = 0x1_0000_0000;
+    let mut flags = CLONE_CLEAR_SIGHAND;
+    prepared.ignored_signals = init::ignored_signals();
     // Joining: the container's pid namespace becomes ours for children just for this
     // clone (setns to a descendant pid namespace and back is allowed; only
     // pid_for_children changes).

@@ -54,6 +54,9 @@ pub struct Prepared {
     pub argv0: String,
     /// On a pure cgroup v2 host a `cgroup` mount is a cgroup2 mount; on v1 it is skipped.
     pub cgroup2_host: bool,
+    /// The signals the supervisor ignores, bit `n - 1` for signal `n`: set back to their
+    /// default in the child (an ignored signal stays ignored across clone and exec).
+    pub ignored_signals: u64,
 }
 
 fn cstr(s: impl AsRef<[u8]>) -> Result<CString, String> {
@@ -238,6 +241,7 @@ impl Prepared {
             exe_candidates,
             argv0,
             cgroup2_host: crate::sandbox::cgroup::unified(),
+            ignored_signals: 0,
         })
     }
 }
