@@ -520,7 +520,7 @@ impl Sandbox {
             }
         }
         if let Some(sd) = self.sd.take() {
-            if let Err(e) = sd.finish(ran) {
+            if let Err(e) = sd.finish(ran, pid1_mode()) {
                 errs.push(e.to_string());
             }
         }

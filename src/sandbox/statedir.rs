@@ -67,7 +67,8 @@ impl StateDir {
                 _ => {}
             }
         }
-        remove_tree(&self.logs())
+        // Nothing is ever mounted in logs/.
+        remove_dir(&self.logs())
     }
 
     /// Private area: volumes and container root filesystems.
@@ -94,13 +95,19 @@ impl StateDir {
     /// Remove everything private, leaving `status.json`, `events.jsonl` and `logs/` when
     /// the pod ran (`keep_public`). A sandbox that could not be set up leaves nothing
     /// (CONTRACT.md, exit 3): the files are this run's, an earlier run's went at `open`.
-    pub fn finish(self, keep_public: bool) -> io::Result<()> {
-        remove_tree(&self.work())?;
+    /// `mounted_here`: the run's mounts are in this mount namespace (PID-1 mode), not in
+    /// the supervisor's own, which goes with it.
+    pub fn finish(self, keep_public: bool, mounted_here: bool) -> io::Result<()> {
+        if mounted_here {
+            remove_tree(&self.work())?;
+        } else {
+            remove_dir(&self.work())?;
+        }
         if !keep_public {
             for f in [self.status_file(), self.events_file()] {
                 let _ = fs::remove_file(f);
             }
-            remove_tree(&self.logs())?;
+            remove_dir(&self.logs())?;
         }
         let _ = fs::remove_file(self.root.join("pod.sock"));
         let _ = fs::remove_file(self.root.join(".lock"));
@@ -108,6 +115,14 @@ impl StateDir {
         // A run that failed before writing anything leaves no empty directory behind.
         let _ = fs::remove_dir(&self.root);
         Ok(())
+    }
+}
+
+/// Remove `dir` and all in it, if it exists.
+fn remove_dir(dir: &Path) -> io::Result<()> {
+    match fs::remove_dir_all(dir) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        r => r.map_err(ctx(format!("removing {}", dir.display()))),
     }
 }
 
@@ -181,7 +196,7 @@ mod tests {
             .contains("already running"));
         fs::create_dir_all(sd.volume_dir("v")).unwrap();
         fs::write(sd.status_file(), "{}").unwrap();
-        sd.finish(true).unwrap();
+        sd.finish(true, true).unwrap();
         let left: Vec<_> = fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().file_name())
@@ -190,13 +205,13 @@ mod tests {
         // A new run clears the old public files.
         let sd = StateDir::open(&dir).unwrap();
         assert!(!sd.status_file().exists());
-        sd.finish(true).unwrap();
+        sd.finish(true, true).unwrap();
         assert!(!dir.exists(), "an empty state dir is removed");
         // A sandbox that could not be set up leaves none of its files.
         let sd = StateDir::open(&dir).unwrap();
         fs::write(sd.events_file(), "").unwrap();
         fs::create_dir_all(sd.logs().join("c")).unwrap();
-        sd.finish(false).unwrap();
+        sd.finish(false, true).unwrap();
         assert!(!dir.exists(), "a failed sandbox leaves nothing");
     }
 }
