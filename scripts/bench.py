@@ -75,12 +75,22 @@ def write(name, text):
     return p
 
 
-def hyperfine(cmds, runs=30):
+def hyperfine(cmds, runs=30, per_round=3):
+    """Wall times (ms) of each command, `runs` each, measured by hyperfine in rounds of
+    `per_round` runs that alternate between the commands (their order turning each round):
+    this VM's speed drifts by ±15 % over minutes, and one block of runs per command made
+    the ratios depend on when each block ran."""
     out = os.path.join(WORK, "hf.json")
-    subprocess.run(["hyperfine", "-N", "--warmup", "3", "--runs", str(runs), "--export-json", out,
-                    "--style", "none"] + cmds, check=True, stdout=subprocess.DEVNULL)
-    with open(out) as f:
-        return [[t * 1000 for t in r["times"]] for r in json.load(f)["results"]]
+    times = [[] for _ in cmds]
+    for r in range(-(-runs // per_round)):
+        order = [(r + k) % len(cmds) for k in range(len(cmds))]
+        subprocess.run(["hyperfine", "-N", "--warmup", "3" if r == 0 else "1", "--runs", str(per_round),
+                        "--export-json", out, "--style", "none"] + [cmds[k] for k in order],
+                       check=True, stdout=subprocess.DEVNULL)
+        with open(out) as f:
+            for k, res in zip(order, json.load(f)["results"]):
+                times[k].extend(t * 1000 for t in res["times"])
+    return [t[:runs] for t in times]
 
 
 def runc_bundle(args):
@@ -267,7 +277,7 @@ def main():
     # 1. One container, `true`, Never: podinit run vs runc run.
     one = write("one.yaml", pod_yaml("bench-one", ['{name: c, image: busybox, command: ["true"]}']))
     b = runc_bundle(["true"])
-    p, r = hyperfine([run_cmd(one, os.path.join(WORK, "s-one")), " ".join(RUNC + ["run", "--bundle", b, "bench-one"])])
+    p, r = hyperfine([run_cmd(one, os.path.join(WORK, "s-one")), " ".join(RUNC + ["run", "--bundle", b, "bench-one"])], runs=60)
     row("one-container pod, `true`: wall time", "ms", p, r, "runc run", "≤ 0.2 × runc")
 
     # 1b. Where the one-container pod's time goes.
@@ -277,7 +287,7 @@ def main():
 
     # 2. Each extra container: slope between 1 and 10 containers.
     ten = write("ten.yaml", pod_yaml("bench-ten", [f'{{name: c{i}, image: busybox, command: ["true"]}}' for i in range(10)]))
-    t1, t10 = hyperfine([run_cmd(one, os.path.join(WORK, "s-one")), run_cmd(ten, os.path.join(WORK, "s-ten"))], runs=20)
+    t1, t10 = hyperfine([run_cmd(one, os.path.join(WORK, "s-one")), run_cmd(ten, os.path.join(WORK, "s-ten"))], runs=40)
     per = [(b10 - b1) / 9 for b1, b10 in zip(sorted(t1), sorted(t10))]
     row("each extra container in the pod", "ms", per, r, "runc run per container", "≤ 1.5 ms")
 
