@@ -397,7 +397,7 @@ impl Sandbox {
             secrets: adm.secrets,
         };
         if pid1 {
-            return Ok(supervise(cfg, sd, true));
+            return Ok(supervise(cfg, sd, true, false));
         }
 
         // Block the signals we relay until the relay is in place; the supervisor inherits
@@ -477,7 +477,9 @@ impl Sandbox {
                     std::process::exit(EXIT_SANDBOX);
                 }
             }
-            let code = supervise(cfg, sd, false);
+            // A network namespace of our own making has loopback only: no address to read.
+            let own_netns = netns.is_none() && !host.network;
+            let code = supervise(cfg, sd, false, own_netns);
             let _ = nix::unistd::write(&done_w, &[code as u8]);
             std::process::exit(code);
         };
@@ -671,7 +673,9 @@ fn wait_raw(pid: i32) -> Option<i32> {
 /// In the new namespaces, as PID 1: finish the sandbox, then run the pod.
 /// `cfg.volumes` is filled here, once the mount namespace is the pod's. `pid1`: the
 /// namespaces are the runtime's (PID-1 mode).
-fn supervise(mut cfg: supervisor::Config, sd: &StateDir, pid1: bool) -> i32 {
+/// `own_netns`: the pod's network namespace was made with the supervisor (no `--netns`),
+/// so it has no address yet.
+fn supervise(mut cfg: supervisor::Config, sd: &StateDir, pid1: bool, own_netns: bool) -> i32 {
     // The pause container's rank: the OOM killer takes any container before the supervisor.
     // Containers and execs set their own score as they start.
     if let Err(e) = std::fs::write(
@@ -698,7 +702,11 @@ fn supervise(mut cfg: supervisor::Config, sd: &StateDir, pid1: bool) -> i32 {
     }
     let spec = cfg.pod.spec.clone().unwrap_or_default();
     let size = |q: &str| crate::quantity::parse(q).map(|v| v.value().max(0) as u64);
-    let pod_ips = crate::sandbox::net::pod_ips();
+    let pod_ips = if own_netns {
+        Vec::new()
+    } else {
+        crate::sandbox::net::pod_ips()
+    };
     let (cpu, mem) = crate::supervisor::node_allocatable();
     let sources = crate::manifest::env::Sources {
         pod: &cfg.pod,
