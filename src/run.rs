@@ -289,14 +289,13 @@ impl Sandbox {
         // on v2 that parent can hand controllers down only while it holds no process.
         let sup_cg = (!pid1 && opts.cgroup_parent.is_some())
             .then(|| cgroups.group(&format!("{pod_cg_name}_supervisor")));
-        for stale in std::iter::once(&pod_cg).chain(&sup_cg) {
-            if stale.exists() {
-                // Left by a run that was killed: nothing in it can still belong to a live
-                // pod, since the state dir lock is ours.
-                stale
-                    .destroy()
-                    .map_err(|e| format!("removing stale pod cgroup: {e}"))?;
-            }
+        // Left by a run that was killed: nothing in it can still belong to a live pod,
+        // since the state dir lock is ours. (The pod's own is found stale as it is made,
+        // by `create_parent`.)
+        if let Some(stale) = sup_cg.as_ref().filter(|g| g.exists()) {
+            stale
+                .destroy()
+                .map_err(|e| format!("removing stale pod cgroup: {e}"))?;
         }
         if pid1 {
             // Out of the cgroup we were started in first: on v2 it can pass controllers

@@ -239,6 +239,12 @@ impl Group {
     /// Create a leaf cgroup (processes go here); on v2 it gets the controllers that its
     /// parent hands down (`delegate_controllers`, `create_parent`).
     pub fn create(&self) -> io::Result<()> {
+        self.make(false).map(drop)
+    }
+
+    /// Make the directories; with `fresh`, report (true) one that existed already instead
+    /// of making the rest.
+    fn make(&self, fresh: bool) -> io::Result<bool> {
         let fail =
             |e: &dyn std::fmt::Display| err(&format!("creating cgroup {}", self.describe()), e);
         // Not cgroups-rs's create. On v1 it would stat each directory before making it and
@@ -248,18 +254,29 @@ impl Group {
         // holds processes (a login shell's scope) the threaded controllers it may enable
         // there make each new child an invalid domain that no process can join.
         for d in &self.dirs {
-            crate::util::ensure_dir(d).map_err(|e| fail(&format!("{}: {e}", d.display())))?;
+            match fs::create_dir(d) {
+                Err(e) if fresh && e.kind() == io::ErrorKind::AlreadyExists => return Ok(true),
+                Ok(()) => {}
+                Err(_) => crate::util::ensure_dir(d)
+                    .map_err(|e| fail(&format!("{}: {e}", d.display())))?,
+            }
         }
         if let Some(d) = &self.cpuset {
             inherit_cpuset(d).map_err(|e| fail(&e))?;
         }
-        Ok(())
+        Ok(false)
     }
 
     /// Create a cgroup that only has children (the pod cgroup): on v2 its controllers are
-    /// passed down to them.
+    /// passed down to them. One that exists already was left by a run that was killed (the
+    /// caller holds the pod's state dir lock): it goes first, with whatever is left in it.
+    /// Found by mkdir's EEXIST rather than a stat of every hierarchy beforehand.
     pub fn create_parent(&self) -> io::Result<()> {
-        self.create()?;
+        if self.make(true)? {
+            self.destroy()
+                .map_err(|e| err("removing stale pod cgroup", e))?;
+            self.create()?;
+        }
         if self.v2 {
             if let Some(d) = self.dirs.first() {
                 enable_subtree_controllers(d);
