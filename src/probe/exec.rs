@@ -6,7 +6,7 @@
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use super::Outcome;
-use crate::runtime::{Spawned, StartResult};
+use crate::runtime::Spawned;
 
 /// Output kept for the event message of a probe or hook (kubelet's limit).
 pub const MAX_OUTPUT: usize = 10 << 10;
@@ -65,10 +65,7 @@ impl ExecCheck {
             err,
             err_output: Vec::new(),
             limit,
-            start_error: match sp.start {
-                StartResult::Started => None,
-                StartResult::Failed(m) => Some(m),
-            },
+            start_error: sp.start_error,
             command: command.join(" "),
         }
     }

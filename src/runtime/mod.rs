@@ -46,8 +46,9 @@ pub struct Launch<'a> {
 pub struct Spawned {
     pub pid: nix::unistd::Pid,
     pub pidfd: OwnedFd,
-    /// Whether the process exec'd (it is running the spec's program) or failed first.
-    pub start: StartResult,
+    /// Why setup or exec failed in the child, which exits with 128 after writing it; None:
+    /// the process exec'd and runs the spec's program.
+    pub start_error: Option<String>,
 }
 
 #[derive(Debug)]
@@ -55,13 +56,6 @@ pub enum SpawnError {
     /// Nothing runs (the spec could not be prepared, clone failed, or the process could not
     /// be placed in its cgroup and was killed: the caller reaps it as usual).
     Create(String),
-}
-
-#[derive(Debug, PartialEq, Eq)]
-pub enum StartResult {
-    Started,
-    /// Setup or exec failed in the child, which exits with 128 after writing this.
-    Failed(String),
 }
 
 /// Create the container's process and release it once it is in its cgroups.
@@ -93,7 +87,6 @@ fn start(l: &Launch, join: Option<&OwnedFd>) -> Result<Spawned, SpawnError> {
     // none of them can run in the child (ignored signals the child resets itself).
     const CLONE_CLEAR_SIGHAND: u64 = 0x1_0000_0000;
     let mut flags = CLONE_CLEAR_SIGHAND;
-    prepared.ignored_signals = init::ignored_signals();
     // Joining: the container's pid namespace becomes ours for children just for this
     // clone (setns to a descendant pid namespace and back is allowed; only
     // pid_for_children changes).
@@ -162,7 +155,7 @@ fn start(l: &Launch, join: Option<&OwnedFd>) -> Result<Spawned, SpawnError> {
     Ok(Spawned {
         pid: nix::unistd::Pid::from_raw(child.pid),
         pidfd: child.pidfd,
-        start: start_result(&parent_end),
+        start_error: start_error(&parent_end),
     })
 }
 
@@ -189,7 +182,7 @@ extern "C" fn vfork_child(arg: *mut libc::c_void) -> ! {
 
 /// The start result, once the vfork-like clone has returned: a message is the child's
 /// error; none (the child's end is still open until its close-on-exec) means it exec'd.
-fn start_result(fd: &OwnedFd) -> StartResult {
+fn start_error(fd: &OwnedFd) -> Option<String> {
     let mut buf = [0u8; 4096];
     // SAFETY: a non-blocking recv into a buffer of ours.
     let n = unsafe {
@@ -201,11 +194,11 @@ fn start_result(fd: &OwnedFd) -> StartResult {
         )
     };
     match n {
-        n if n > 0 => StartResult::Failed(String::from_utf8_lossy(&buf[..n as usize]).into_owned()),
-        0 => StartResult::Started,
+        n if n > 0 => Some(String::from_utf8_lossy(&buf[..n as usize]).into_owned()),
+        0 => None,
         _ => match std::io::Error::last_os_error() {
-            e if e.kind() == std::io::ErrorKind::WouldBlock => StartResult::Started,
-            e => StartResult::Failed(format!("reading the start result: {e}")),
+            e if e.kind() == std::io::ErrorKind::WouldBlock => None,
+            e => Some(format!("reading the start result: {e}")),
         },
     }
 }

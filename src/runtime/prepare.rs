@@ -241,7 +241,7 @@ impl Prepared {
             exe_candidates,
             argv0,
             cgroup2_host: crate::sandbox::cgroup::unified(),
-            ignored_signals: 0,
+            ignored_signals: super::init::ignored_signals(),
         })
     }
 }

@@ -254,12 +254,15 @@ impl Group {
         // holds processes (a login shell's scope) the threaded controllers it may enable
         // there make each new child an invalid domain that no process can join.
         for d in &self.dirs {
-            match fs::create_dir(d) {
-                Err(e) if fresh && e.kind() == io::ErrorKind::AlreadyExists => return Ok(true),
-                Ok(()) => {}
-                Err(_) => crate::util::ensure_dir(d)
-                    .map_err(|e| fail(&format!("{}: {e}", d.display())))?,
+            if fresh {
+                match fs::create_dir(d) {
+                    Ok(()) => continue,
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(true),
+                    // A parent to make first (a new --cgroup-parent): ensure_dir does.
+                    Err(_) => {}
+                }
             }
+            crate::util::ensure_dir(d).map_err(|e| fail(&format!("{}: {e}", d.display())))?;
         }
         if let Some(d) = &self.cpuset {
             inherit_cpuset(d).map_err(|e| fail(&e))?;

@@ -51,9 +51,7 @@ pub struct Ctr {
 pub struct Run {
     pub pid: i32,
     pub pidfd: OwnedFd,
-    /// The start result until the event loop has taken it in (`observe_start`).
-    pub start: Option<runtime::StartResult>,
-    /// The start failed with this error; the exit reports it.
+    /// Setup or exec failed with this error (the process exits next); the exit reports it.
     pub start_error: Option<String>,
     pub log: Rc<RefCell<LogFile>>,
     /// The merged OCI spec it runs: processes exec'd into it use its process settings.
@@ -131,7 +129,7 @@ impl Ctr {
     }
 
     /// Start a new run. On success the process exists and its output pipes are returned;
-    /// its start result is in `run.start`. On error nothing of the run is left.
+    /// whether it exec'd is in `run.start_error`. On error nothing of the run is left.
     pub fn start(&mut self, cx: &StartContext) -> Result<Vec<OutPipe>, String> {
         let res = self.try_start(cx);
         if res.is_err() {
@@ -232,8 +230,7 @@ impl Ctr {
         self.run = Some(Run {
             pid: spawned.pid.as_raw(),
             pidfd: spawned.pidfd,
-            start: Some(spawned.start),
-            start_error: None,
+            start_error: spawned.start_error,
             log: log.clone(),
             spec,
         });
@@ -336,9 +333,6 @@ impl Ctr {
         let Some(mut run) = self.run.take() else {
             return Err("no run".into());
         };
-        if let Some(runtime::StartResult::Failed(msg)) = run.start.take() {
-            run.start_error = Some(msg);
-        }
         self.cgroup.kill_all();
         if let Some(msg) = run.start_error.take() {
             return Err(msg);

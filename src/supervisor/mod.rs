@@ -394,8 +394,15 @@ impl Supervisor<'_> {
                 }));
                 // Decided when the clone returned: the process is running before anything
                 // else is seen of it (its exit), and `decide` goes on to the next start, as
-                // kubelet starts a pod's containers in one sync and then reports them.
-                self.observe_start(i);
+                // kubelet starts a pod's containers in one sync and then reports them. One
+                // that failed exits next, and its exit reports the error.
+                if self.cfg.containers[i]
+                    .run
+                    .as_ref()
+                    .is_some_and(|r| r.start_error.is_none())
+                {
+                    self.started(i);
+                }
             }
             Err(msg) => {
                 let name = &self.cfg.containers[i].name;
@@ -561,26 +568,16 @@ impl Supervisor<'_> {
         }
     }
 
-    fn observe_start(&mut self, i: usize) {
+    /// Container `i`'s process exec'd.
+    fn started(&mut self, i: usize) {
         let now = self.now();
-        let c = &mut self.cfg.containers[i];
-        let Some(run) = c.run.as_mut() else { return };
-        let Some(result) = run.start.take() else {
-            return;
-        };
-        match result {
-            crate::runtime::StartResult::Started => {
-                if let Some(t) = self.start_requested.remove(&i) {
-                    let name = self.cfg.containers[i].name.clone();
-                    self.metrics
-                        .started(&name, now.saturating_sub(t) as f64 / 1000.0);
-                }
-                self.st.on_started(&self.cfg.plan, i, now);
-                self.post_start(i);
-            }
-            // The process exits next; its exit reports the start error.
-            crate::runtime::StartResult::Failed(msg) => run.start_error = Some(msg),
+        if let Some(t) = self.start_requested.remove(&i) {
+            let name = self.cfg.containers[i].name.clone();
+            self.metrics
+                .started(&name, now.saturating_sub(t) as f64 / 1000.0);
         }
+        self.st.on_started(&self.cfg.plan, i, now);
+        self.post_start(i);
     }
 
     fn terminate_signal(&mut self, s: i32) {
