@@ -644,8 +644,7 @@ spec:
         .args(["exec", "c", "--", "sh", "-c"])
         .arg("grep Seccomp: /proc/self/status; unshare -U true")
         .env("PODINIT_SOCKET", p.state.join("pod.sock"))
-        .output()
-        .unwrap();
+        .output_within(CLIENT_LIMIT);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");

@@ -24,8 +24,7 @@ fn curl(p: &TestPod, args: &[&str], path: &str) -> (u16, String) {
         .arg(p.state.join("pod.sock"))
         .args(args)
         .arg(format!("http://pod{path}"))
-        .output()
-        .expect("curl");
+        .output_within(CLIENT_LIMIT);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
     (code.trim().parse().unwrap_or(0), body.to_string())
@@ -273,8 +272,7 @@ spec:
             .args(["-sN", "--max-time", "30", "--unix-socket"])
             .arg(sock)
             .arg("http://pod/v1/pod?watch=true")
-            .output()
-            .unwrap();
+            .output_within(CLIENT_LIMIT);
         String::from_utf8_lossy(&out.stdout).into_owned()
     });
     let out = p.wait(LIMIT);
@@ -433,7 +431,7 @@ impl VethNetns {
             ],
         ];
         for args in steps {
-            let out = Command::new("ip").args(&args).output().expect("ip");
+            let out = Command::new("ip").args(&args).output_within(CLIENT_LIMIT);
             assert!(
                 out.status.success(),
                 "ip {args:?}: {}",
@@ -659,5 +657,59 @@ spec:
     let meta = &out.status["metadata"];
     assert_eq!(meta["deletionGracePeriodSeconds"], 1, "{meta}");
     assert!(meta["deletionTimestamp"].is_string(), "{meta}");
+    p.assert_nothing_left();
+}
+
+/// `follow` ends when the run has exited and its output is read, as kubelet's does: not
+/// when the process closes its stdout and stderr, and at once when asked after the end.
+#[test]
+fn a_followed_log_ends_with_the_run() {
+    if !require_root() {
+        return;
+    }
+    let mut p = TestPod::new(
+        "follow",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: quiet
+    image: busybox
+    command: ["sh", "-c", "echo hi; exec >&- 2>&-; sleep 1"]
+  - {name: stay, image: busybox, command: ["sleep", "1000"]}
+"#,
+    );
+    p.start();
+    p.wait_log("quiet", 0, LIMIT, "hi");
+    let follow = || {
+        let mut s = UnixStream::connect(p.state.join("pod.sock")).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        s.write_all(b"GET /v1/containers/quiet/log?follow=true HTTP/1.0\r\n\r\n")
+            .unwrap();
+        let mut out = Vec::new();
+        s.read_to_end(&mut out)
+            .unwrap_or_else(|e| panic!("the follow never ended: {e}"));
+        String::from_utf8_lossy(&out).into_owned()
+    };
+    // Its output is closed, its process still runs: the stream waits for the exit.
+    let got = follow();
+    assert!(got.ends_with("\r\n\r\nhi\n"), "{got:?}");
+    let (code, v) = api(&p, "GET", "/v1/pod", None);
+    assert_eq!(code, 200);
+    assert_eq!(
+        container_status(&v, "quiet")["state"]["terminated"]["exitCode"],
+        0,
+        "ended before the exit: {v}"
+    );
+    assert_eq!(v["status"]["phase"], "Running");
+    // Asked after the end: the whole log, ended.
+    let got = follow();
+    assert!(got.ends_with("\r\n\r\nhi\n"), "{got:?}");
+
+    p.signal(libc::SIGTERM);
+    p.wait(LIMIT);
     p.assert_nothing_left();
 }

@@ -200,7 +200,7 @@ spec:
         unsafe {
             cmd.pre_exec(move || std::fs::write(&procs, "0"));
         }
-        let out = cmd.output().unwrap();
+        let out = cmd.output_within(CLIENT_LIMIT);
         (
             p,
             out.status.code(),

@@ -13,8 +13,7 @@ fn client(p: &TestPod, sub: &str, args: &[&str]) -> (i32, String, String) {
         .arg(sub)
         .args(args)
         .env("PODINIT_SOCKET", p.state.join("pod.sock"))
-        .output()
-        .unwrap();
+        .output_within(CLIENT_LIMIT);
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -179,6 +178,7 @@ spec:
         use std::io::{Read, Write};
         let json = r#"{"name":"x","image":"busybox","ports":[{"containerPort":80}]}"#;
         let mut s = std::os::unix::net::UnixStream::connect(p.state.join("pod.sock")).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
         write!(
             s,
             "POST /v1/ephemeralcontainers HTTP/1.1\r\nHost: pod\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{json}",

@@ -412,8 +412,7 @@ fn sandbox_failures_exit_3_and_leave_nothing() {
         .arg(bundles())
         .arg("--state-dir")
         .arg(&first.state)
-        .output()
-        .unwrap();
+        .output_within(CLIENT_LIMIT);
     assert_eq!(second.status.code(), Some(3));
     let err = String::from_utf8_lossy(&second.stderr);
     assert!(err.contains("already running"), "{err}");
@@ -434,8 +433,7 @@ fn sandbox_failures_exit_3_and_leave_nothing() {
         .command()
         .arg("--cgroup-parent")
         .arg("/no/such/parent")
-        .output()
-        .unwrap();
+        .output_within(CLIENT_LIMIT);
     assert_eq!(out.status.code(), Some(3));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(

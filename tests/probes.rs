@@ -314,8 +314,7 @@ spec:
             .args(["condition", "--socket"])
             .arg(&sock)
             .args(["example.com/warm", status, "--reason", "Warmed"])
-            .output()
-            .unwrap();
+            .output_within(CLIENT_LIMIT);
         assert!(
             out.status.success(),
             "{}",

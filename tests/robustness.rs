@@ -1030,8 +1030,7 @@ fn a_pod_with_a_long_name_is_served_and_a_failed_sandbox_leaves_no_state_dir() {
         .args(["exec", "c", "--socket"])
         .arg(p.state.join("pod.sock"))
         .args(["--", "hostname"])
-        .output()
-        .unwrap();
+        .output_within(CLIENT_LIMIT);
     assert!(
         out.status.success(),
         "{}",
@@ -1064,8 +1063,7 @@ fn a_pod_with_a_long_name_is_served_and_a_failed_sandbox_leaves_no_state_dir() {
         .arg(&manifest)
         .arg("--bundles")
         .arg(bundles())
-        .output()
-        .unwrap();
+        .output_within(CLIENT_LIMIT);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{stderr}");
     assert!(

@@ -49,8 +49,7 @@ fn sandbox_bundle(p: &TestPod, state: &Path) -> PathBuf {
             .arg(&p.manifest)
             .arg(state)
             .arg(&bundle)
-            .output()
-            .unwrap();
+            .output_within(CLIENT_LIMIT);
     assert!(
         out.status.success(),
         "{}",
@@ -100,7 +99,9 @@ fn runc_detached(runc: &Path, bundle: &Path, id: &str) {
 fn runc_wait_stopped(runc: &Path, id: &str) {
     let t0 = Instant::now();
     loop {
-        let out = Command::new(runc).args(["state", id]).output().unwrap();
+        let out = Command::new(runc)
+            .args(["state", id])
+            .output_within(CLIENT_LIMIT);
         let stopped = !out.status.success()
             || serde_json::from_slice::<serde_json::Value>(&out.stdout)
                 .is_ok_and(|v| v["status"] == "stopped");
@@ -151,8 +152,7 @@ spec:
         .arg(&bundle)
         .arg(&id)
         .stdin(Stdio::null())
-        .output()
-        .unwrap();
+        .output_within(CLIENT_LIMIT);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -204,8 +204,7 @@ spec:
         let out = Command::new(bin())
             .args(["status", "-o", "json", "--socket"])
             .arg(&sock)
-            .output()
-            .unwrap();
+            .output_within(CLIENT_LIMIT);
         if out.status.success() {
             let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
             let cs = v["status"]["containerStatuses"]
@@ -284,8 +283,7 @@ impl Containerd {
             .arg(self.dir.join("c.sock"))
             .args(args)
             .stdin(Stdio::null())
-            .output()
-            .unwrap()
+            .output_within(CLIENT_LIMIT)
     }
 
     fn task_status(&self, id: &str) -> String {
@@ -370,8 +368,7 @@ spec:
         let out = Command::new(bin())
             .args(["status", "-o", "json", "--socket"])
             .arg(&sock)
-            .output()
-            .unwrap();
+            .output_within(CLIENT_LIMIT);
         if out.status.success() {
             let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
             if container_status(&v, "web")["state"]["running"].is_object() {

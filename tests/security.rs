@@ -484,8 +484,7 @@ spec:
             .arg(&sock)
             .uid(65534)
             .gid(65534)
-            .output()
-            .unwrap();
+            .output_within(CLIENT_LIMIT);
         (
             out.status.code(),
             String::from_utf8_lossy(&out.stdout).into_owned(),

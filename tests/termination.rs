@@ -153,8 +153,7 @@ spec:
     let st = std::process::Command::new(bin())
         .args(["status", "--socket"])
         .arg(&sock)
-        .output()
-        .unwrap();
+        .output_within(CLIENT_LIMIT);
     let table = String::from_utf8_lossy(&st.stdout);
     assert!(table.starts_with("NAME"), "{table}");
     assert!(
@@ -195,8 +194,7 @@ spec:
     // A client with no pod to talk to says so in one line.
     let gone = std::process::Command::new(bin())
         .args(["status", "--socket", "/nonexistent/pod.sock"])
-        .output()
-        .unwrap();
+        .output_within(CLIENT_LIMIT);
     assert_eq!(gone.status.code(), Some(1));
     let err = String::from_utf8_lossy(&gone.stderr);
     assert!(
@@ -277,8 +275,7 @@ spec:
                 "-name",
                 &format!("podinit_default_{}", p.name),
             ])
-            .output()
-            .unwrap();
+            .output_within(CLIENT_LIMIT);
         String::from_utf8_lossy(&found.stdout)
             .lines()
             .next()

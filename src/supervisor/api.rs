@@ -254,7 +254,9 @@ impl Supervisor<'_> {
         };
         let path = logs::LogFile::path_for(&self.sd.logs(), name, run);
         let text = logs::render(&path, tail, timestamps);
-        if follow && !previous && c.run.is_some() {
+        // Followed while output may still come; a stream opened after the end would never
+        // be ended.
+        if follow && !previous && !self.output_done(i) {
             Reply::Watch {
                 stream: Stream::Log(name.to_string(), timestamps),
                 content_type: "text/plain",

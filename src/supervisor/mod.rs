@@ -657,6 +657,25 @@ impl Supervisor<'_> {
                         .on_start_failed(&self.cfg.plan, i, "StartError", &msg, now);
                 }
             }
+            self.end_followers_when_done(i);
+        }
+    }
+
+    /// Whether container `i`'s current run has nothing more to say: its process was reaped
+    /// and both its pipes are closed. Its `follow` streams end then, as kubelet's do when
+    /// the container has exited and its log is read to the end.
+    fn output_done(&self, i: usize) -> bool {
+        self.cfg.containers[i].run.is_none() && !self.pipes.iter().any(|p| p.ctr == i)
+    }
+
+    fn end_followers_when_done(&mut self, i: usize) {
+        if !self.output_done(i) {
+            return;
+        }
+        let Some(srv) = &mut self.server else { return };
+        let name = &self.cfg.containers[i].name;
+        for ts in [false, true] {
+            srv.end_streams(&Stream::Log(name.clone(), ts));
         }
     }
 
@@ -712,19 +731,16 @@ impl Supervisor<'_> {
         for k in closed.iter().rev() {
             self.pipes.swap_remove(*k);
         }
-        let Some(srv) = &mut self.server else { return };
-        for (ctr, text, text_ts) in followed {
-            let name = &self.cfg.containers[ctr].name;
-            srv.broadcast(&Stream::Log(name.clone(), false), &text);
-            srv.broadcast(&Stream::Log(name.clone(), true), &text_ts);
+        if let Some(srv) = &mut self.server {
+            for (ctr, text, text_ts) in followed {
+                let name = &self.cfg.containers[ctr].name;
+                srv.broadcast(&Stream::Log(name.clone(), false), &text);
+                srv.broadcast(&Stream::Log(name.clone(), true), &text_ts);
+            }
         }
-        // A run's output has ended when neither of its pipes is left.
-        for c in 0..self.cfg.containers.len() {
-            if !closed.is_empty() && !self.pipes.iter().any(|p| p.ctr == c) {
-                let name = &self.cfg.containers[c].name;
-                for ts in [false, true] {
-                    srv.end_streams(&Stream::Log(name.clone(), ts));
-                }
+        if !closed.is_empty() {
+            for c in 0..self.cfg.containers.len() {
+                self.end_followers_when_done(c);
             }
         }
     }

@@ -516,3 +516,66 @@ pub fn metric(p: &TestPod, name: &str, labels: &str) -> u64 {
         .filter_map(|l| l.rsplit_once(' ').and_then(|(_, v)| v.parse::<f64>().ok()))
         .sum::<f64>() as u64
 }
+
+/// `Command::output`, bounded: a client that hangs (on a pod that never answers) fails
+/// its test within `limit` instead of stalling the whole run.
+pub trait OutputWithin {
+    fn output_within(&mut self, limit: Duration) -> std::process::Output;
+}
+
+impl OutputWithin for Command {
+    fn output_within(&mut self, limit: Duration) -> std::process::Output {
+        let what = format!("{:?}", self);
+        let mut child = self
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawning {what}: {e}"));
+        // Read both pipes on threads so that neither fills while the child runs.
+        let (tx, rx) = std::sync::mpsc::channel();
+        for (k, mut pipe) in [
+            (
+                0,
+                Box::new(child.stdout.take().unwrap()) as Box<dyn Read + Send>,
+            ),
+            (1, Box::new(child.stderr.take().unwrap())),
+        ] {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                let _ = pipe.read_to_end(&mut buf);
+                let _ = tx.send((k, buf));
+            });
+        }
+        let deadline = Instant::now() + limit;
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{what} did not end within {limit:?}");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        // A process it left behind may hold the pipes open: bounded too.
+        let mut out = [Vec::new(), Vec::new()];
+        for _ in 0..2 {
+            let left = deadline.saturating_duration_since(Instant::now()) + Duration::from_secs(1);
+            let (k, buf) = rx
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("{what} ended but its output did not"));
+            out[k] = buf;
+        }
+        let [stdout, stderr] = out;
+        std::process::Output {
+            status,
+            stdout,
+            stderr,
+        }
+    }
+}
+
+/// How long a client command (`podinit status`, `exec`, `curl`, `runc`…) may take in a test.
+pub const CLIENT_LIMIT: Duration = Duration::from_secs(90);
