@@ -526,7 +526,9 @@ pub trait OutputWithin {
 impl OutputWithin for Command {
     fn output_within(&mut self, limit: Duration) -> std::process::Output {
         let what = format!("{:?}", self);
+        // As `output`: no input (a spawned child would inherit the harness's stdin).
         let mut child = self
+            .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
