@@ -3,8 +3,8 @@
 //! none of podinit's own (no manifest, bundle, status, socket, logs, probes, supervisor
 //! loop), in one static process.
 //!
-//! `floor ROOTFS WORKDIR N` makes a pod cgroup in every cgroup hierarchy podinit uses
-//! (below the cgroups it runs in), then a sandbox process in new pid, net, ipc, uts and
+//! `floor ROOTFS WORKDIR N` (cgroup v1 or hybrid) makes a pod cgroup in every v1
+//! hierarchy (below the cgroups it runs in, as podinit), then a sandbox process in new pid, net, ipc, uts and
 //! mount namespaces (loopback up, hostname set). The sandbox starts N containers one after
 //! the other, each in new mount and pid namespaces: its cgroups, an overlay of ROOTFS, the
 //! bundle's mounts, devices and masked and read-only paths, pivot_root, then `/bin/true`.
@@ -46,44 +46,41 @@ fn mount(src: &str, dst: &str, fstype: &str, flags: libc::c_ulong, data: &str) {
     check(r, &format!("mount {fstype} at {dst}"));
 }
 
-/// The cgroup directories this process is in, one per hierarchy that podinit uses: every
-/// v1 hierarchy, or the unified one on a pure v2 machine (hybrid: v1 only, as podinit).
+/// The cgroup directories this process is in, one per v1 hierarchy (those podinit uses on
+/// v1 and hybrid machines). None on a pure v2 machine.
 fn own_cgroups() -> Vec<PathBuf> {
-    let mountinfo = fs::read_to_string("/proc/self/mountinfo").unwrap();
-    let mut v1 = Vec::new();
-    let mut v2 = None;
+    let mountinfo = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    // Each v1 hierarchy: its mount point and its controllers (the super options).
+    let mut v1: Vec<(String, Vec<String>)> = Vec::new();
     for line in mountinfo.lines() {
         let Some((left, right)) = line.split_once(" - ") else {
             continue;
         };
         let f: Vec<&str> = left.split(' ').collect();
         let r: Vec<&str> = right.split(' ').collect();
-        match r[0] {
-            "cgroup" => v1.push((
+        if r[0] == "cgroup" && f.len() > 4 && r.len() > 2 {
+            v1.push((
                 f[4].to_string(),
                 r[2].split(',').map(String::from).collect(),
-            )),
-            "cgroup2" => v2 = Some(f[4].to_string()),
-            _ => {}
+            ));
         }
     }
-    let own = fs::read_to_string("/proc/self/cgroup").unwrap();
+    let own = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
     let mut dirs = Vec::new();
     for line in own.lines() {
         let mut p = line.splitn(3, ':');
-        let (_, ctrls, path) = (p.next().unwrap(), p.next().unwrap(), p.next().unwrap());
-        let path = path.trim_start_matches('/');
-        if ctrls.is_empty() {
-            if v1.is_empty() {
-                dirs.push(Path::new(v2.as_deref().unwrap()).join(path));
-            }
+        let (Some(_), Some(ctrls), Some(path)) = (p.next(), p.next(), p.next()) else {
             continue;
+        };
+        if ctrls.is_empty() {
+            continue; // the unified hierarchy: podinit makes no cgroup there on hybrid
         }
         let want: Vec<&str> = ctrls.split(',').collect();
-        if let Some((mnt, _)) = v1.iter().find(|(_, opts): &&(String, Vec<String>)| {
-            want.iter().all(|w| opts.iter().any(|o| o == w))
-        }) {
-            dirs.push(Path::new(mnt).join(path));
+        if let Some((mnt, _)) = v1
+            .iter()
+            .find(|(_, opts)| want.iter().all(|w| opts.iter().any(|o| o == w)))
+        {
+            dirs.push(Path::new(mnt).join(path.trim_start_matches('/')));
         }
     }
     dirs
@@ -301,15 +298,8 @@ fn sandbox(rootfs: &str, work: &str, pod: &[PathBuf], n: usize) -> ! {
             // The outer process removes what the sandbox made when it fails.
             make_cgroup(&d).unwrap_or_else(|e| panic!("{e}"));
             // `tasks`, not `cgroup.procs`: moving a whole process takes the global threadgroup
-            // lock, whose write side waits for an RCU grace period (as podinit avoids);
-            // v2 has no `tasks`.
-            let tasks = d.join("tasks");
-            let file = if tasks.exists() {
-                tasks
-            } else {
-                d.join("cgroup.procs")
-            };
-            cgroups.push(c(file.to_str().unwrap()));
+            // lock, whose write side waits for an RCU grace period (as podinit avoids).
+            cgroups.push(c(d.join("tasks").to_str().unwrap()));
         }
         let dir = format!("{work}/c{i}");
         for s in ["upper", "work", "merged"] {
@@ -371,6 +361,12 @@ fn main() {
     };
     let name = format!("floor-{}", std::process::id());
     let pod: Vec<PathBuf> = own_cgroups().iter().map(|d| d.join(&name)).collect();
+    if pod.is_empty() {
+        // podinit's containers are born in their cgroup there (CLONE_INTO_CGROUP), which
+        // this program does not do: it would not be a lower bound.
+        eprintln!("floor: no cgroup v1 hierarchy: the floor is measured on v1 and hybrid machines");
+        std::process::exit(2);
+    }
     let work = format!("{work}/{name}");
     for (k, d) in pod.iter().enumerate() {
         if let Err(e) = make_cgroup(d) {
