@@ -130,18 +130,8 @@ impl TestPod {
     /// Wait (bounded) for the run to end.
     pub fn wait(&mut self, limit: Duration) -> Outcome {
         let mut child = self.child.take().expect("started");
-        let deadline = Instant::now() + limit;
-        let status = loop {
-            if let Some(s) = child.try_wait().unwrap() {
-                break s;
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("podinit run of {} did not end within {limit:?}", self.name);
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        };
+        let what = format!("podinit run of {}", self.name);
+        let status = wait_within(&mut child, limit, &what);
         let mut stderr = String::new();
         child
             .stderr
@@ -517,6 +507,22 @@ pub fn metric(p: &TestPod, name: &str, labels: &str) -> u64 {
         .sum::<f64>() as u64
 }
 
+/// Wait for `child` for up to `limit`; past it, kill it and fail the test.
+fn wait_within(child: &mut Child, limit: Duration, what: &str) -> std::process::ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not end within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// `Command::output`, bounded: a client that hangs (on a pod that never answers) fails
 /// its test within `limit` instead of stalling the whole run.
 pub trait OutputWithin {
@@ -550,17 +556,7 @@ impl OutputWithin for Command {
             });
         }
         let deadline = Instant::now() + limit;
-        let status = loop {
-            if let Some(s) = child.try_wait().unwrap() {
-                break s;
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("{what} did not end within {limit:?}");
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        };
+        let status = wait_within(&mut child, limit, &what);
         // A process it left behind may hold the pipes open: bounded too.
         let mut out = [Vec::new(), Vec::new()];
         for _ in 0..2 {
