@@ -8,6 +8,7 @@
 mod admission;
 mod cleanup;
 mod config;
+mod lost;
 mod names;
 mod namespaces;
 mod pod_cgroup;
@@ -134,6 +135,12 @@ impl Sandbox {
                 code
             }
             End::Exited(code) => code,
+            End::Lost(code) => {
+                if let Err(e) = lost::write_final_status(&sd.status_file()) {
+                    crate::log::error(&format!("writing the pod's final status: {e}"));
+                }
+                code
+            }
         })
     }
 }

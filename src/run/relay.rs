@@ -11,8 +11,11 @@ use crate::util::Cloned;
 pub(super) enum End {
     /// It wrote this exit status and is exiting (not waited for yet).
     Announced(i32),
-    /// It exited (waited for): its exit code.
+    /// It announced its end and has exited (waited for): its exit code.
     Exited(i32),
+    /// It died without announcing the pod's end (waited for): nobody wrote the pod's
+    /// final status. Its exit code, 1 if a signal killed it.
+    Lost(i32),
 }
 
 /// The signals relayed to the supervisor, blocked until the relay is in place; the
@@ -79,18 +82,32 @@ fn announcement(done: &OwnedFd) -> Option<i32> {
     }
 }
 
-/// Wait for the supervisor: its exit code, or 1 if a signal killed it. A supervisor
-/// killed by a signal (podinit never sends it one that kills) could not write the pod's
-/// final status: say so on stderr.
-fn waited(pid: i32, _done: &OwnedFd) -> End {
+/// Wait for the supervisor to exit; then whether it had announced its end. Its word is
+/// in the pipe by then, if it wrote one; the pipe is only looked at, as a process it
+/// forked may still hold the other end open.
+fn waited(pid: i32, done: &OwnedFd) -> End {
     let status = wait_raw(pid);
-    if let Some(s) = status.filter(|&s| libc::WIFSIGNALED(s)) {
-        crate::log::error(&format!(
-            "the pod's supervisor was killed by signal {}: the pod is down, and status.json holds the last status it wrote",
-            libc::WTERMSIG(s)
-        ));
+    let code = exit_code(status);
+    let mut fds = [nix::poll::PollFd::new(
+        done.as_fd(),
+        nix::poll::PollFlags::POLLIN,
+    )];
+    let _ = nix::poll::poll(&mut fds, nix::poll::PollTimeout::ZERO);
+    let readable = fds[0].revents().is_some_and(|r| !r.is_empty());
+    if readable && announcement(done).is_some() {
+        return End::Exited(code);
     }
-    End::Exited(exit_code(status))
+    match status.filter(|&s| libc::WIFSIGNALED(s)) {
+        // podinit never sends it a signal that kills.
+        Some(s) => crate::log::error(&format!(
+            "the pod's supervisor was killed by signal {}: the pod is down, and podinit run wrote its final status",
+            libc::WTERMSIG(s)
+        )),
+        None => crate::log::error(&format!(
+            "the pod's supervisor exited with {code} without writing the pod's end: the pod is down, and podinit run wrote its final status"
+        )),
+    }
+    End::Lost(code)
 }
 
 /// Wait for the supervisor: its exit code, or 1 if a signal killed it (the pod cannot have
