@@ -3,7 +3,13 @@
 //! The outer process stays in the caller's namespaces: it admits the manifest (exit 2 with
 //! nothing created on bad input), makes the state dir and the pod cgroup, clones the
 //! supervisor as PID 1 of new pid/net/ipc/uts/mount namespaces, relays SIGTERM/SIGINT to
-//! it, and when it is gone removes whatever is left (exit 3 if the sandbox failed).
+//! it, and when it is gone removes whatever is left (exit 3 if the sandbox failed). If the
+//! supervisor dies without writing the pod's end, the outer process writes it.
+//!
+//! One file a stage, in the order `run` takes them: `admission`, the state dir (`names`),
+//! `pod_cgroup`, the supervisor's `config`, `namespaces` (its clone, or PID-1 mode's given
+//! ones) and what it finishes inside them (`supervise`), the outer process's `relay`,
+//! `lost` (the final status of a lost supervisor) and `cleanup`.
 
 mod admission;
 mod cleanup;
@@ -52,24 +58,13 @@ pub const DEFAULT_SECCOMP_ROOT: &str = "/var/lib/kubelet/seccomp";
 
 /// `podinit run`: returns the process exit status.
 pub fn run(opts: &RunOptions) -> i32 {
-    let bundles = bundles_dir(opts.bundles.as_deref());
-    let mut adm = match admit(
-        &opts.manifest,
-        &bundles,
-        opts.presets.as_deref(),
-        opts.max_restart_backoff,
-    ) {
+    let adm = match admission::for_run(opts) {
         Ok(a) => a,
         Err(e) => {
             crate::log::error(&format!("{}: {e}", opts.manifest.display()));
             return EXIT_INVALID;
         }
     };
-    // Set by the API server when it takes the pod; a manifest's own value is replaced.
-    let now_ms = (crate::util::now_unix_nanos() / 1_000_000) as i64;
-    adm.pod.metadata.creation_timestamp = k8s_openapi::jiff::Timestamp::from_millisecond(now_ms)
-        .ok()
-        .map(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time);
     let sd = names::state_dir(&adm.pod, opts.state_dir.as_deref())
         .and_then(|d| StateDir::open(&d).map_err(|e| e.to_string()));
     let sd = match sd {
@@ -84,13 +79,10 @@ pub fn run(opts: &RunOptions) -> i32 {
         sd: Some(sd),
         exiting: None,
     };
-    let code = match sandbox.launch(adm, opts) {
-        Ok(code) => code,
-        Err(e) => {
-            crate::log::error(&format!("setting up the sandbox: {e}"));
-            EXIT_SANDBOX
-        }
-    };
+    let code = sandbox.launch(adm, opts).unwrap_or_else(|e| {
+        crate::log::error(&format!("setting up the sandbox: {e}"));
+        EXIT_SANDBOX
+    });
     sandbox.clean_up(code)
 }
 
