@@ -46,10 +46,9 @@ fn condition<'a>(status: &'a serde_json::Value, type_: &str) -> &'a serde_json::
 }
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn a_killed_supervisor_s_pod_is_failed_with_its_containers_unknown() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let mut p = TestPod::new(
         "lostsup",
         r#"apiVersion: v1
@@ -101,10 +100,9 @@ spec:
 }
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn an_init_container_lost_with_its_supervisor_is_unknown() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let mut p = TestPod::new(
         "lostinit",
         r#"apiVersion: v1
