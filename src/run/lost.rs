@@ -1,8 +1,9 @@
 //! The final status of a pod whose supervisor died without writing it (killed, crashed):
 //! the outer process writes it instead, as kubelet's `TerminatePod` reports a pod whose
-//! sandbox is gone. The pod Failed; each container left without a terminated state is
-//! terminated with an unknown status (`pod::state`'s `on_pod_ended` has the same rule
-//! for a pod that ends normally); the pod is no longer ready.
+//! sandbox is gone: the pod Failed (unless its end was written already), each container
+//! that tried to start and has no terminated state terminated with an unknown status
+//! (the rule `pod::state`'s `on_pod_ended` applies to a pod that ends normally), and the
+//! pod no longer ready.
 //!
 //! On the file's JSON value, not the typed Pod: whatever the supervisor wrote is kept as
 //! it is, and PodStatus's deserializer stays out of the binary.
@@ -45,17 +46,37 @@ fn rfc3339(secs: i64) -> String {
 
 /// The final status of `pod` (a Pod object as JSON) whose sandbox was lost at `now`.
 fn mark_lost(pod: &mut Value, now: &str) {
+    let inits = &pod["spec"]["initContainers"];
+    let has_inits = inits.as_array().is_some_and(|v| !v.is_empty());
+    let sidecars: Vec<String> = inits
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["restartPolicy"] == "Always")
+        .filter_map(|c| c["name"].as_str().map(str::to_string))
+        .collect();
     let Some(status) = pod.get_mut("status").and_then(Value::as_object_mut) else {
         return;
     };
-    status.insert("phase".into(), json!("Failed"));
-    for list in ["containerStatuses", "ephemeralContainerStatuses"] {
-        for c in statuses(status.get_mut(list)) {
-            if !terminated(c) {
-                mark_unknown(c);
-            }
-            c["ready"] = json!(false);
+    // A pod whose end was written before its supervisor died keeps it.
+    let phase = status.get("phase").and_then(Value::as_str);
+    if !matches!(phase, Some("Succeeded" | "Failed")) {
+        status.insert("phase".into(), json!("Failed"));
+    }
+    // App containers only once the pod has initialized: one still waiting for its init
+    // containers never tried to start.
+    let app_started = !has_inits || initialized(status, &sidecars);
+    for c in statuses(status.get_mut("containerStatuses")) {
+        if app_started && !terminated(c) {
+            mark_unknown(c);
         }
+        c["ready"] = json!(false);
+    }
+    for c in statuses(status.get_mut("ephemeralContainerStatuses")) {
+        if !terminated(c) {
+            mark_unknown(c);
+        }
+        c["ready"] = json!(false);
     }
     // Init containers: all but a trailing run of never-started ones, and always the
     // first; one that never started did not fail.
@@ -70,8 +91,7 @@ fn mark_lost(pod: &mut Value, now: &str) {
         }
         c["ready"] = json!(false);
     }
-    let conditions = statuses(status.get_mut("conditions"));
-    for c in conditions {
+    for c in statuses(status.get_mut("conditions")) {
         let reason = match c["type"].as_str() {
             Some("PodReadyToStartContainers") => None,
             Some("ContainersReady" | "Ready") => Some("PodFailed"),
@@ -90,6 +110,30 @@ fn mark_lost(pod: &mut Value, now: &str) {
     }
 }
 
+/// Whether a pod with init containers had initialized (kubelet's `hasPodInitialized`): an
+/// app container left waiting once, or the last init container succeeded (a sidecar:
+/// runs and has started). `sidecars` names the init containers that are sidecars.
+fn initialized(status: &serde_json::Map<String, Value>, sidecars: &[String]) -> bool {
+    let apps = status.get("containerStatuses").and_then(Value::as_array);
+    if apps.into_iter().flatten().any(started_once) {
+        return true;
+    }
+    let Some(last) = status
+        .get("initContainerStatuses")
+        .and_then(Value::as_array)
+        .and_then(|v| v.last())
+    else {
+        return false;
+    };
+    let is_sidecar = last["name"]
+        .as_str()
+        .is_some_and(|n| sidecars.iter().any(|s| s == n));
+    if is_sidecar {
+        return last["state"].get("running").is_some() && last["started"] == true;
+    }
+    last["lastState"]["terminated"]["exitCode"] == 0 || last["state"]["terminated"]["exitCode"] == 0
+}
+
 /// The objects of a status list.
 fn statuses(list: Option<&mut Value>) -> Vec<&mut Value> {
     match list {
@@ -102,12 +146,9 @@ fn terminated(c: &Value) -> bool {
     c["state"].get("terminated").is_some()
 }
 
-/// There is evidence that the container started: it runs or ran, now or before.
+/// There is evidence that the container started: it is not waiting, or it ran before.
 fn started_once(c: &Value) -> bool {
-    let state = &c["state"];
-    state.get("running").is_some()
-        || state.get("terminated").is_some()
-        || c["lastState"].as_object().is_some_and(|o| !o.is_empty())
+    c["state"].get("waiting").is_none() || c["lastState"].get("terminated").is_some()
 }
 
 fn mark_unknown(c: &mut Value) {
@@ -218,31 +259,99 @@ mod tests {
         );
     }
 
+    fn with_inits(inits: &[&str], status: Value) -> Value {
+        let mut p = pod(status);
+        let specs: Vec<Value> = inits
+            .iter()
+            .map(|n| match n.strip_suffix("+sidecar") {
+                Some(n) => json!({"name": n, "image": "busybox", "restartPolicy": "Always"}),
+                None => json!({"name": n, "image": "busybox"}),
+            })
+            .collect();
+        p["spec"]["initContainers"] = json!(specs);
+        p
+    }
+
+    fn c(name: &str, state: &Value) -> Value {
+        json!({"name": name, "ready": false, "restartCount": 0, "state": state})
+    }
+
     #[test]
     fn init_containers_that_never_started_are_left_waiting() {
         let waiting = json!({"waiting": {"reason": "PodInitializing"}});
-        let c = |name: &str, state: &Value| json!({"name": name, "ready": false, "restartCount": 0, "state": state});
         let done = json!({"terminated": {"exitCode": 0, "reason": "Completed"}});
         let running = json!({"running": {}});
-        let mut p = pod(json!({
-            "initContainerStatuses": [c("i0", &done), c("i1", &running), c("i2", &waiting)],
-            "containerStatuses": [c("a", &waiting)],
-        }));
+        let mut p = with_inits(
+            &["i0", "i1", "i2"],
+            json!({
+                "initContainerStatuses": [c("i0", &done), c("i1", &running), c("i2", &waiting)],
+                "containerStatuses": [c("a", &waiting)],
+            }),
+        );
         mark_lost(&mut p, NOW);
         let st = &p["status"];
+        assert_eq!(st["phase"], "Failed");
         assert_eq!(st["initContainerStatuses"][0]["state"], done);
         assert_eq!(st["initContainerStatuses"][1]["state"], unknown());
         assert_eq!(st["initContainerStatuses"][2]["state"], waiting);
-        assert_eq!(st["containerStatuses"][0]["state"], unknown());
+        // The pod had not initialized: its app container never tried to start.
+        assert_eq!(st["containerStatuses"][0]["state"], waiting);
 
         // The first init container is the one that was being started.
-        let mut p = pod(json!({
-            "initContainerStatuses": [c("i0", &waiting), c("i1", &waiting)],
-        }));
+        let mut p = with_inits(
+            &["i0", "i1"],
+            json!({"initContainerStatuses": [c("i0", &waiting), c("i1", &waiting)]}),
+        );
         mark_lost(&mut p, NOW);
         let st = &p["status"]["initContainerStatuses"];
         assert_eq!(st[0]["state"], unknown());
         assert_eq!(st[1]["state"], waiting);
+    }
+
+    #[test]
+    fn app_containers_are_lost_once_the_pod_has_initialized() {
+        let waiting = json!({"waiting": {"reason": "PodInitializing"}});
+        let done = json!({"terminated": {"exitCode": 0, "reason": "Completed"}});
+        let failed = json!({"terminated": {"exitCode": 1, "reason": "Error"}});
+        let running = json!({"running": {}});
+        let app_state = |inits: &[&str], init_statuses: Value| {
+            let mut p = with_inits(
+                inits,
+                json!({"initContainerStatuses": init_statuses,
+                       "containerStatuses": [c("a", &waiting)]}),
+            );
+            mark_lost(&mut p, NOW);
+            p["status"]["containerStatuses"][0]["state"].clone()
+        };
+        // The last init container succeeded.
+        assert_eq!(app_state(&["i"], json!([c("i", &done)])), unknown());
+        // It failed, and was not restarted into a success.
+        assert_eq!(app_state(&["i"], json!([c("i", &failed)])), waiting);
+        // A sidecar last: initialized once it runs and has started.
+        let mut started = c("s", &running);
+        started["started"] = json!(true);
+        assert_eq!(app_state(&["s+sidecar"], json!([started])), unknown());
+        assert_eq!(
+            app_state(&["s+sidecar"], json!([c("s", &running)])),
+            waiting
+        );
+        // An app container that ran is proof enough.
+        let mut p = with_inits(
+            &["i"],
+            json!({"initContainerStatuses": [c("i", &waiting)],
+                   "containerStatuses": [c("a", &running)]}),
+        );
+        mark_lost(&mut p, NOW);
+        assert_eq!(p["status"]["containerStatuses"][0]["state"], unknown());
+    }
+
+    #[test]
+    fn an_end_already_written_is_kept() {
+        let done = json!({"terminated": {"exitCode": 0, "reason": "Completed"}});
+        let mut p = pod(json!({"phase": "Succeeded", "containerStatuses": [c("a", &done)]}));
+        mark_lost(&mut p, NOW);
+        assert_eq!(p["status"]["phase"], "Succeeded");
+        assert_eq!(p["status"]["containerStatuses"][0]["state"], done);
     }
 
     #[test]
