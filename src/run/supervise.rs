@@ -2,18 +2,15 @@
 //! (volumes, sysctls, /etc files), then runs the pod.
 
 use k8s_openapi::api::core::v1::Pod;
-use std::collections::BTreeMap;
 
 use super::namespaces::{given_namespaces, setup_namespaces, HostNamespaces};
 use crate::bundle::HostVolume;
 use crate::sandbox::statedir::StateDir;
 use crate::supervisor::{self, EXIT_SANDBOX};
 
-/// In the new namespaces, as PID 1: finish the sandbox, then run the pod.
-/// `cfg.volumes` is filled here, once the mount namespace is the pod's. `pid1`: the
-/// namespaces are the runtime's (PID-1 mode).
-/// `own_netns`: the pod's network namespace was made with the supervisor (no `--netns`),
-/// so it has no address yet.
+/// In the new namespaces, as PID 1: finish the sandbox, then run the pod. `pid1`: the
+/// namespaces are the runtime's (PID-1 mode). `own_netns`: the pod's network namespace
+/// was made with the supervisor (no `--netns`), so it has no address yet.
 pub(super) fn supervise(
     mut cfg: supervisor::Config,
     sd: &StateDir,
@@ -31,18 +28,27 @@ pub(super) fn supervise(
             crate::pod::oom_score::SANDBOX
         ));
     }
+    if let Err(e) = finish_sandbox(&mut cfg, sd, pid1, own_netns) {
+        crate::log::error(&format!("setting up the sandbox: {e}"));
+        return EXIT_SANDBOX;
+    }
+    supervisor::run(cfg, sd)
+}
+
+/// The namespaces made the pod's (hostname, loopback, /proc), then its volumes, sysctls
+/// and /etc files, recorded in `cfg`: the volumes once the mount namespace is the pod's,
+/// the addresses once its network namespace is.
+fn finish_sandbox(
+    cfg: &mut supervisor::Config,
+    sd: &StateDir,
+    pid1: bool,
+    own_netns: bool,
+) -> Result<(), String> {
     let host = HostNamespaces::of(cfg.pod.spec.as_ref().expect("admitted pod has a spec"));
-    let setup = if pid1 {
-        given_namespaces(&cfg.hostname, host)
+    if pid1 {
+        given_namespaces(&cfg.hostname, host)?;
     } else {
-        setup_namespaces(&cfg.hostname, host)
-    };
-    match setup {
-        Ok(()) => {}
-        Err(e) => {
-            crate::log::error(&format!("setting up the sandbox: {e}"));
-            return EXIT_SANDBOX;
-        }
+        setup_namespaces(&cfg.hostname, host)?;
     }
     let spec = cfg.pod.spec.clone().unwrap_or_default();
     let size = |q: &str| crate::quantity::parse(q).map(|v| v.value().max(0) as u64);
@@ -63,48 +69,30 @@ pub(super) fn supervise(
     };
     let files_of =
         |v: &k8s_openapi::api::core::v1::Volume| crate::manifest::files::of_volume(v, &sources);
-    let volumes = match crate::sandbox::volumes::prepare(&spec, sd, &size, &files_of) {
-        Ok(v) => v,
-        Err(e) => {
-            crate::log::error(&format!("setting up the sandbox: {e}"));
-            return EXIT_SANDBOX;
-        }
-    };
-    let volumes: BTreeMap<String, HostVolume> = volumes
+    let volumes =
+        crate::sandbox::volumes::prepare(&spec, sd, &size, &files_of).map_err(|e| e.to_string())?;
+    cfg.volumes = volumes
         .into_iter()
-        .map(|(k, (p, read_only))| {
-            (
-                k,
-                HostVolume {
-                    host_path: p,
-                    read_only,
-                },
-            )
+        .map(|(k, (host_path, read_only))| {
+            let v = HostVolume {
+                host_path,
+                read_only,
+            };
+            (k, v)
         })
         .collect();
-    cfg.volumes = volumes;
     let sysctls: Vec<(String, String)> = spec
         .security_context
         .iter()
         .flat_map(|s| s.sysctls.iter().flatten())
         .map(|s| (s.name.clone(), s.value.clone()))
         .collect();
-    if let Err(e) = crate::sandbox::sysctls::apply(&sysctls) {
-        crate::log::error(&format!("setting up the sandbox: {e}"));
-        return EXIT_SANDBOX;
-    }
-    match pod_files(&cfg.pod, &pod_ips, &cfg.hostname, sd) {
-        Ok((files, missing_dns)) => {
-            cfg.pod_files = files;
-            cfg.missing_cluster_dns = missing_dns;
-        }
-        Err(e) => {
-            crate::log::error(&format!("setting up the sandbox: {e}"));
-            return EXIT_SANDBOX;
-        }
-    }
+    crate::sandbox::sysctls::apply(&sysctls)?;
+    let (files, missing_dns) = pod_files(&cfg.pod, &pod_ips, &cfg.hostname, sd)?;
+    cfg.pod_files = files;
+    cfg.missing_cluster_dns = missing_dns;
     cfg.pod_ips = pod_ips;
-    supervisor::run(cfg, sd)
+    Ok(())
 }
 
 /// Write the pod's /etc/hosts and /etc/resolv.conf into the state dir; returns them with
