@@ -64,16 +64,7 @@ impl PodCgroup {
         cgroups.delegate_controllers();
         pod_cg.create_parent().map_err(|e| e.to_string())?;
         let pod_cg = self.pod.insert(pod_cg);
-        let pod_spec = pod.spec.as_ref().expect("admitted pod has a spec");
-        let limits = resources(&crate::pod::resources::pod_limits(pod_spec))?;
-        pod_cg.set(&limits).map_err(|e| e.to_string())?;
-        if cgroups.is_v2() && !pod_cg.has_controller("memory") {
-            // No limit asked for it (set would have failed), but OOM kills go unseen.
-            crate::log::warn(&format!(
-                "the pod's cgroups have no memory controller, so an OOM kill is reported as Error, not OOMKilled: {}",
-                crate::sandbox::cgroup::V2_DELEGATION
-            ));
-        }
+        set_limits(pod_cg, pod, cgroups.is_v2())?;
         if let Some(leaf) = sup_cg {
             leaf.create().map_err(|e| e.to_string())?;
             self.supervisor = Some(leaf);
@@ -131,6 +122,21 @@ impl PodCgroup {
             }
         }
     }
+}
+
+/// The pod's limits, as kubelet computes them (`pod::resources`), on its cgroup.
+fn set_limits(pod_cg: &Group, pod: &Pod, v2: bool) -> Result<(), String> {
+    let pod_spec = pod.spec.as_ref().expect("admitted pod has a spec");
+    let limits = resources(&crate::pod::resources::pod_limits(pod_spec))?;
+    pod_cg.set(&limits).map_err(|e| e.to_string())?;
+    if v2 && !pod_cg.has_controller("memory") {
+        // No limit asked for it (set would have failed), but OOM kills go unseen.
+        crate::log::warn(&format!(
+            "the pod's cgroups have no memory controller, so an OOM kill is reported as Error, not OOMKilled: {}",
+            crate::sandbox::cgroup::V2_DELEGATION
+        ));
+    }
+    Ok(())
 }
 
 /// The pod cgroup's limits as OCI resources (CFS quota over kubelet's 100 ms period).
