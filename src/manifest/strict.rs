@@ -10,7 +10,7 @@ use serde_json::Value;
 
 /// What podinit reads of a Pod document: its metadata and spec (apiVersion and kind are
 /// checked by the caller). The status is ignored, as the API server ignores it on create;
-/// not reading it also leaves PodStatus's deserializer, ~45 KB, out of the binary.
+/// not reading it also leaves PodStatus's deserializer out of the binary.
 #[derive(serde::Deserialize)]
 struct PodDoc {
     #[serde(default)]

@@ -1,0 +1,116 @@
+//! Volumes: the pod's (a unique name, exactly one source, the fields of the sources
+//! podinit has) and a container's mounts of them.
+
+use k8s_openapi::api::core::v1::{Container, PodSpec, Volume};
+use std::collections::BTreeSet;
+
+use super::{err, Error, R};
+
+/// The pod's volumes: their names.
+pub(super) fn pod(spec: &PodSpec) -> Result<BTreeSet<String>, Error> {
+    let mut vols = BTreeSet::new();
+    for (i, v) in spec.volumes.iter().flatten().enumerate() {
+        volume(v, &format!("spec.volumes[{i}]"), &mut vols)?;
+    }
+    Ok(vols)
+}
+
+/// Volume `v` at field path `p`; `vols` are the names of the volumes before it.
+fn volume(v: &Volume, p: &str, vols: &mut BTreeSet<String>) -> R {
+    super::names::dns1123_label(format!("{p}.name"), &v.name)?;
+    if !vols.insert(v.name.clone()) {
+        return err(
+            format!("{p}.name"),
+            format!("Duplicate value: {:?}", v.name),
+        );
+    }
+    let sources = serde_json::to_value(v)
+        .ok()
+        .and_then(|o| {
+            o.as_object()
+                .map(|m| m.keys().filter(|k| *k != "name").count())
+        })
+        .unwrap_or(0);
+    if sources == 0 {
+        return err(p, "Required value: must specify a volume type");
+    }
+    if sources > 1 {
+        return err(p, "Forbidden: may not specify more than 1 volume type");
+    }
+    if let Some(hp) = &v.host_path {
+        if hp.path.is_empty() {
+            return err(format!("{p}.hostPath.path"), "Required value");
+        }
+        let ty = hp.type_.as_deref().unwrap_or("");
+        let ok = [
+            "",
+            "DirectoryOrCreate",
+            "Directory",
+            "FileOrCreate",
+            "File",
+            "Socket",
+            "CharDevice",
+            "BlockDevice",
+        ];
+        if !ok.contains(&ty) {
+            return err(
+                format!("{p}.hostPath.type"),
+                format!("Unsupported value: {ty:?}"),
+            );
+        }
+    }
+    if let Some(ed) = &v.empty_dir {
+        if let Some(m) = ed.medium.as_deref() {
+            if !["", "Memory"].contains(&m) {
+                return err(
+                    format!("{p}.emptyDir.medium"),
+                    format!("Unsupported value: {m:?}: supported values: \"\", \"Memory\""),
+                );
+            }
+        }
+        if let Some(q) = &ed.size_limit {
+            crate::quantity::parse(&q.0).map_err(|e| {
+                Error::new(
+                    format!("{p}.emptyDir.sizeLimit"),
+                    format!("Invalid value: {e}"),
+                )
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// Container `c`'s volume mounts, at field path `p` (the container's): each of a pod
+/// volume in `vols`, at a path of its own.
+pub(super) fn mounts(c: &Container, p: &str, vols: &BTreeSet<String>) -> R {
+    let mut paths = BTreeSet::new();
+    for (i, m) in c.volume_mounts.iter().flatten().enumerate() {
+        let mp = format!("{p}.volumeMounts[{i}]");
+        if !vols.contains(&m.name) {
+            return err(format!("{mp}.name"), format!("Not found: {:?}", m.name));
+        }
+        if m.mount_path.is_empty() {
+            return err(format!("{mp}.mountPath"), "Required value");
+        }
+        if !paths.insert(m.mount_path.clone()) {
+            return err(
+                format!("{mp}.mountPath"),
+                format!("Invalid value: {:?}: must be unique", m.mount_path),
+            );
+        }
+        if let Some(sp) = m.sub_path.as_deref() {
+            let path = std::path::Path::new(sp);
+            if path.is_absolute()
+                || path
+                    .components()
+                    .any(|c| c == std::path::Component::ParentDir)
+            {
+                return err(
+                    format!("{mp}.subPath"),
+                    format!("Invalid value: {sp:?}: must be a relative path without '..'"),
+                );
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,138 @@
+//! `podinit run`: admission, the sandbox, and the outer process (DESIGN.md §1).
+//!
+//! The outer process stays in the caller's namespaces: it admits the manifest (exit 2 with
+//! nothing created on bad input), makes the state dir and the pod cgroup, clones the
+//! supervisor as PID 1 of new pid/net/ipc/uts/mount namespaces, relays SIGTERM/SIGINT to
+//! it, and when it is gone removes whatever is left (exit 3 if the sandbox failed). If the
+//! supervisor dies without writing the pod's end, the outer process writes it.
+//!
+//! One file a stage, in the order `run` takes them: `admission`, the state dir (`names`),
+//! `pod_cgroup`, the supervisor's `config`, `namespaces` (its clone, or PID-1 mode's given
+//! ones) and what it finishes inside them (`supervise`), the outer process's `relay`,
+//! `lost` (the final status of a lost supervisor) and `cleanup`.
+
+mod admission;
+mod cleanup;
+mod config;
+mod lost;
+mod names;
+mod namespaces;
+mod pod_cgroup;
+mod relay;
+mod supervise;
+
+pub use admission::{admit, admit_ephemeral, bundles_dir, Admission};
+pub use names::{default_state_dir, hostname, uts_hostname};
+
+use std::path::PathBuf;
+
+use crate::sandbox::statedir::StateDir;
+use crate::supervisor::EXIT_SANDBOX;
+use relay::End;
+
+pub const EXIT_INVALID: i32 = 2;
+
+/// The options of `podinit run` (CONTRACT.md §2).
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    pub manifest: PathBuf,
+    pub bundles: Option<PathBuf>,
+    /// `--presets DIR`.
+    pub presets: Option<PathBuf>,
+    pub state_dir: Option<PathBuf>,
+    pub cgroup_parent: Option<String>,
+    /// The status socket [default: <state dir>/pod.sock].
+    pub socket: Option<PathBuf>,
+    /// A network namespace to join instead of creating one (`--netns`).
+    pub netns: Option<PathBuf>,
+    /// `--notify-socket`.
+    pub notify_socket: Option<PathBuf>,
+    /// CrashLoopBackOff cap in seconds (kubelet's maxContainerRestartPeriod).
+    pub max_restart_backoff: u64,
+    /// `--seccomp-root`: where `Localhost` seccomp profiles are.
+    pub seccomp_root: Option<PathBuf>,
+}
+
+/// kubelet's seccomp profile root (`<root-dir>/seccomp`, root-dir /var/lib/kubelet).
+pub const DEFAULT_SECCOMP_ROOT: &str = "/var/lib/kubelet/seccomp";
+
+/// `podinit run`: returns the process exit status.
+pub fn run(opts: &RunOptions) -> i32 {
+    let adm = match admission::for_run(opts) {
+        Ok(a) => a,
+        Err(e) => {
+            crate::log::error(&format!("{}: {e}", opts.manifest.display()));
+            return EXIT_INVALID;
+        }
+    };
+    let sd = names::state_dir(&adm.pod, opts.state_dir.as_deref())
+        .and_then(|d| StateDir::open(&d).map_err(|e| e.to_string()));
+    let sd = match sd {
+        Ok(sd) => sd,
+        Err(e) => {
+            crate::log::error(&format!("setting up the sandbox: {e}"));
+            return EXIT_SANDBOX;
+        }
+    };
+    let mut sandbox = Sandbox {
+        cgroup: pod_cgroup::PodCgroup::default(),
+        sd: Some(sd),
+        exiting: None,
+    };
+    let code = sandbox.launch(adm, opts).unwrap_or_else(|e| {
+        crate::log::error(&format!("setting up the sandbox: {e}"));
+        EXIT_SANDBOX
+    });
+    sandbox.clean_up(code)
+}
+
+/// What the outer process created, removed by `clean_up` whatever happened.
+struct Sandbox {
+    cgroup: pod_cgroup::PodCgroup,
+    sd: Option<StateDir>,
+    /// The supervisor said it is done and is exiting: waited for after the first removal.
+    exiting: Option<crate::util::Cloned>,
+}
+
+/// PID-1 mode (CONTRACT.md §2): a runtime made the sandbox and runs `podinit run` as its
+/// process. No namespaces, no outer process: podinit moves itself to `<cgroup>/supervisor`
+/// and builds the pod's tree beside it, at `<cgroup>/podinit_<ns>_<name>`, so that the pod
+/// tree can be removed whole at the end while podinit itself is still running.
+pub fn pid1_mode() -> bool {
+    // SAFETY: getpid has no failure mode.
+    unsafe { libc::getpid() == 1 }
+}
+
+impl Sandbox {
+    /// The pod cgroup, the supervisor's configuration, then the supervisor in the pod's
+    /// namespaces (in place in PID-1 mode), relayed to until its end: its exit status.
+    fn launch(&mut self, adm: Admission, opts: &RunOptions) -> Result<i32, String> {
+        let sd = self.sd.as_ref().expect("state dir is open");
+        let pid1 = pid1_mode();
+        let made = self
+            .cgroup
+            .create(&adm.pod, opts.cgroup_parent.as_deref(), pid1)?;
+        let cfg = config::supervisor_config(adm, opts, &made, &mut self.cgroup, sd, pid1)?;
+        if pid1 {
+            return Ok(supervise::supervise(cfg, sd, true, false));
+        }
+        let relayed = relay::block_signals();
+        let placement = self.cgroup.supervisor_placement()?;
+        let sup = namespaces::clone_supervisor(cfg, sd, opts, &placement)?;
+        let end = relay::until_end(&sup.child, &relayed, &sup.done);
+        drop(sup.alive);
+        Ok(match end {
+            End::Announced(code) => {
+                self.exiting = Some(sup.child);
+                code
+            }
+            End::Exited(code) => code,
+            End::Lost(code) => {
+                if let Err(e) = lost::write_final_status(&sd.status_file()) {
+                    crate::log::error(&format!("writing the pod's final status: {e}"));
+                }
+                code
+            }
+        })
+    }
+}

@@ -1,0 +1,201 @@
+//! The pod cgroup: made by the outer process with the pod's limits before the supervisor
+//! exists, and removed by it, whatever happened, once the pod is down.
+
+use k8s_openapi::api::core::v1::Pod;
+
+use crate::sandbox::cgroup::{CgroupRoot, Group, Placement};
+
+/// The cgroups the outer process made, each recorded once it exists.
+#[derive(Default)]
+pub(super) struct PodCgroup {
+    pod: Option<Group>,
+    /// The supervisor's leaf, `<pod cgroup>_supervisor` beside it.
+    supervisor: Option<Group>,
+    /// Outside PID-1 mode: where the cgroups are, to remove the containers' ones, which
+    /// the supervisor leaves to us (it exits meanwhile).
+    root: Option<CgroupRoot>,
+    /// The containers' cgroups below the pod's (names; the handles are made at removal).
+    containers: Vec<String>,
+}
+
+/// Where the pod's cgroups are made: the hierarchy and the pod cgroup's name in it.
+pub(super) struct Made {
+    pub root: CgroupRoot,
+    pub name: String,
+}
+
+impl PodCgroup {
+    /// Make the pod cgroup below `--cgroup-parent` (or where podinit runs) with the pod's
+    /// limits, and the supervisor's leaf when it needs one. `pid1`: podinit is the
+    /// sandbox's PID 1, and first moves itself out of the cgroup it was started in.
+    pub fn create(&mut self, pod: &Pod, parent: Option<&str>, pid1: bool) -> Result<Made, String> {
+        let cgroups = CgroupRoot::detect(parent).map_err(|e| e.to_string())?;
+        let name = super::names::pod_cgroup_name(pod);
+        let pod_cg = cgroups.group(&name);
+        // The supervisor is outside the pod cgroup: it is the shim as well as the pause
+        // process, and Kubernetes charges neither the shim's memory nor the container logs
+        // it writes (page cache, or RAM on a tmpfs state dir) to the pod. Inside, a full
+        // pod would make it the OOM killer's victim once the containers' memory is reaped
+        // (-998 ranks last, not never), a chatty container would be OOM-killed for its
+        // logs, and the pod's CPU quota would throttle its own probes. It stays in the
+        // cgroup podinit was started in, as the outer process does (no cgroup to make,
+        // join and remove); below a parent given with --cgroup-parent it gets a leaf beside
+        // the pod's, since on v2 that parent can hand controllers down only while it holds
+        // no process.
+        let sup_cg =
+            (!pid1 && parent.is_some()).then(|| cgroups.group(&format!("{name}_supervisor")));
+        // Left by a run that was killed: nothing in it can still belong to a live pod,
+        // since the state dir lock is ours. (The pod's own is found stale as it is made,
+        // by `create_parent`.)
+        if let Some(stale) = sup_cg.as_ref().filter(|g| g.exists()) {
+            stale
+                .destroy()
+                .map_err(|e| format!("removing stale pod cgroup: {e}"))?;
+        }
+        if pid1 {
+            // Out of the cgroup we were started in first: on v2 it can pass controllers
+            // down to the pod's tree only once no process is left in it.
+            let leaf = cgroups.group("supervisor");
+            leaf.create().map_err(|e| e.to_string())?;
+            // SAFETY: getpid has no failure mode.
+            leaf.add(unsafe { libc::getpid() })
+                .map_err(|e| format!("moving podinit to its leaf cgroup: {e}"))?;
+        }
+        cgroups.delegate_controllers();
+        pod_cg.create_parent().map_err(|e| e.to_string())?;
+        let pod_cg = self.pod.insert(pod_cg);
+        set_limits(pod_cg, pod, cgroups.is_v2())?;
+        if let Some(leaf) = sup_cg {
+            leaf.create().map_err(|e| e.to_string())?;
+            self.supervisor = Some(leaf);
+        }
+        Ok(Made {
+            root: cgroups,
+            name,
+        })
+    }
+
+    /// Outside PID-1 mode the containers' cgroups are ours to remove (`remove`): from now
+    /// on, `add_container` records each.
+    pub fn own_containers(&mut self, root: &CgroupRoot) {
+        self.root = Some(root.clone());
+    }
+
+    /// Container cgroup `name` (below the pod's) is removed with the pod's.
+    pub fn add_container(&mut self, name: String) {
+        self.containers.push(name);
+    }
+
+    /// Where the supervisor is cloned into: its leaf, or the cgroup podinit runs in.
+    pub fn supervisor_placement(&self) -> Result<Placement, String> {
+        match &self.supervisor {
+            Some(g) => g.placement().map_err(|e| e.to_string()),
+            None => Ok(Placement {
+                dir: None,
+                tasks: Vec::new(),
+            }),
+        }
+    }
+
+    /// Remove the pod cgroup tree (killing anything left in it); the supervisor's leaf only
+    /// once the supervisor is gone (`supervisor_gone`), so call again after waiting for it.
+    /// Each failure is pushed to `errs`.
+    pub fn remove(&mut self, supervisor_gone: bool, errs: &mut Vec<String>) {
+        // The containers' cgroups first (the supervisor leaves them to us): the pod's then
+        // goes with one rmdir per hierarchy.
+        if let Some(root) = &self.root {
+            for name in self.containers.drain(..) {
+                if let Err(e) = root.group(&name).destroy() {
+                    errs.push(e.to_string());
+                }
+            }
+        }
+        // The supervisor's leaf holds it until it has exited.
+        if let Some(cg) = self.supervisor.take_if(|_| supervisor_gone) {
+            if let Err(e) = cg.destroy() {
+                errs.push(e.to_string());
+            }
+        }
+        if let Some(cg) = self.pod.take() {
+            if let Err(e) = cg.destroy() {
+                errs.push(e.to_string());
+            }
+        }
+    }
+}
+
+/// The pod's limits, as kubelet computes them (`pod::resources`), on its cgroup.
+fn set_limits(pod_cg: &Group, pod: &Pod, v2: bool) -> Result<(), String> {
+    let pod_spec = pod.spec.as_ref().expect("admitted pod has a spec");
+    let limits = resources(&crate::pod::resources::pod_limits(pod_spec))?;
+    pod_cg.set(&limits).map_err(|e| e.to_string())?;
+    if v2 && !pod_cg.has_controller("memory") {
+        // No limit asked for it (set would have failed), but OOM kills go unseen.
+        crate::log::warn(&format!(
+            "the pod's cgroups have no memory controller, so an OOM kill is reported as Error, not OOMKilled: {}",
+            crate::sandbox::cgroup::V2_DELEGATION
+        ));
+    }
+    Ok(())
+}
+
+/// The pod cgroup's limits as OCI resources (CFS quota over kubelet's 100 ms period).
+fn resources(
+    l: &crate::pod::resources::Limits,
+) -> Result<oci_spec::runtime::LinuxResources, String> {
+    let mut v = serde_json::json!({});
+    if let Some(Some(milli)) = l.get("cpu") {
+        let quota = ((milli * 100_000) / 1000).max(1000) as i64;
+        v["cpu"] = serde_json::json!({"quota": quota, "period": 100_000u64});
+    }
+    if let Some(Some(bytes)) = l.get("memory") {
+        v["memory"] = serde_json::json!({"limit": *bytes as i64});
+    }
+    let huge: Vec<serde_json::Value> = l
+        .iter()
+        .filter_map(|(k, v)| {
+            let size = k.strip_prefix("hugepages-")?;
+            let page = crate::quantity::hugepage_size(size).ok()?;
+            v.map(|lim| serde_json::json!({"pageSize": page, "limit": lim as i64}))
+        })
+        .collect();
+    if !huge.is_empty() {
+        v["hugepageLimits"] = serde_json::json!(huge);
+    }
+    serde_json::from_value(v).map_err(|e| format!("pod cgroup limits: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_become_a_quota_over_100ms_and_byte_limits() {
+        let limits: crate::pod::resources::Limits = [
+            ("cpu".to_string(), Some(250)),
+            ("memory".to_string(), Some(64 << 20)),
+            ("hugepages-2Mi".to_string(), Some(4 << 20)),
+            ("ephemeral-storage".to_string(), None),
+        ]
+        .into_iter()
+        .collect();
+        let r = resources(&limits).unwrap();
+        let cpu = r.cpu().as_ref().unwrap();
+        assert_eq!(cpu.quota(), Some(25_000));
+        assert_eq!(cpu.period(), Some(100_000));
+        assert_eq!(r.memory().as_ref().unwrap().limit(), Some(64 << 20));
+        let huge = r.hugepage_limits().as_ref().unwrap();
+        assert_eq!(huge.len(), 1);
+        assert_eq!(huge[0].page_size(), "2MB");
+        assert_eq!(huge[0].limit(), 4 << 20);
+    }
+
+    #[test]
+    fn a_tiny_cpu_limit_gets_the_kernel_minimum_quota() {
+        let limits: crate::pod::resources::Limits =
+            [("cpu".to_string(), Some(1))].into_iter().collect();
+        let r = resources(&limits).unwrap();
+        assert_eq!(r.cpu().as_ref().unwrap().quota(), Some(1000));
+        assert!(r.memory().is_none());
+    }
+}
