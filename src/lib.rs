@@ -18,4 +18,5 @@ pub mod runtime;
 pub mod sandbox;
 pub mod status;
 pub mod supervisor;
+pub mod sys;
 pub mod util;

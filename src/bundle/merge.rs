@@ -296,7 +296,7 @@ fn privileged_spec(v: &mut Value) {
         l.remove("readonlyPaths");
     }
     let mut devices = linux["devices"].as_array().cloned().unwrap_or_default();
-    for n in crate::sandbox::devices::host_nodes() {
+    for n in crate::sys::devices::host_nodes() {
         if !devices.iter().any(|d| d["path"] == json!(n.path)) {
             devices.push(
                 json!({"path": n.path, "type": n.kind.to_string(), "major": n.major,
@@ -322,7 +322,7 @@ fn privileged_spec(v: &mut Value) {
 /// each node the spec creates; a privileged container may use every device.
 fn devices(v: &mut Value, privileged: bool) {
     let linux = obj(v, "linux");
-    let mut rules: Vec<Value> = crate::sandbox::devices::defaults()
+    let mut rules: Vec<Value> = crate::sys::devices::defaults()
         .iter()
         .map(|r| {
             let mut j = json!({"allow": r.allow, "type": r.kind.to_string(), "access": r.access});

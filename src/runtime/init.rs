@@ -2,12 +2,12 @@
 //! Every failure is written to the start socket as one line with its context, then the
 //! process exits with 128.
 
-use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use super::mounts::{self, MountKind};
 use super::prepare::{c_path, Prepared};
+use crate::sys::mount::mount;
 
 type R = Result<(), String>;
 
@@ -18,38 +18,6 @@ fn errno() -> std::io::Error {
 fn check(rc: libc::c_int, what: impl FnOnce() -> String) -> R {
     if rc < 0 {
         Err(format!("{}: {}", what(), errno()))
-    } else {
-        Ok(())
-    }
-}
-
-fn sys_mount(
-    src: Option<&Path>,
-    target: &Path,
-    fstype: Option<&str>,
-    flags: libc::c_ulong,
-    data: &str,
-) -> std::io::Result<()> {
-    let src_c = src.map(c_path).transpose().map_err(std::io::Error::other)?;
-    let target_c = c_path(target).map_err(std::io::Error::other)?;
-    let fs_c = fstype.map(|f| CString::new(f).unwrap_or_default());
-    let data_c = CString::new(data).unwrap_or_default();
-    // SAFETY: valid NUL-terminated strings or null pointers, as mount(2) takes them.
-    let rc = unsafe {
-        libc::mount(
-            src_c.as_ref().map_or(std::ptr::null(), |s| s.as_ptr()),
-            target_c.as_ptr(),
-            fs_c.as_ref().map_or(std::ptr::null(), |s| s.as_ptr()),
-            flags,
-            if data.is_empty() {
-                std::ptr::null()
-            } else {
-                data_c.as_ptr().cast()
-            },
-        )
-    };
-    if rc < 0 {
-        Err(errno())
     } else {
         Ok(())
     }
@@ -76,8 +44,8 @@ enum Never {}
 fn setup(p: &Prepared, cgroup_tasks: &[PathBuf]) -> Result<Never, String> {
     // Into our cgroups before anything else, so that all we do is accounted there and the
     // cgroup namespace below is rooted in it.
-    crate::sandbox::cgroup::join_self(cgroup_tasks)?;
-    reset_signals(p.ignored_signals);
+    crate::sys::cgroup::join_self(cgroup_tasks)?;
+    crate::sys::signals::reset_signals(p.ignored_signals);
     if p.new_cgroup_ns && p.join.is_none() {
         // SAFETY: unshare with a flag.
         check(unsafe { libc::unshare(libc::CLONE_NEWCGROUP) }, || {
@@ -175,67 +143,8 @@ fn finish(p: &Prepared) -> Result<Never, String> {
     exec(p)
 }
 
-/// The kernel's `struct sigaction` (glibc's has another layout), for raw rt_sigaction:
-/// it also reaches 32 and 33, which glibc's wrappers refuse to touch and which a caller
-/// may have left ignored.
-#[repr(C)]
-#[derive(Default)]
-struct KernelSigaction {
-    handler: usize,
-    flags: u64,
-    restorer: usize,
-    mask: u64,
-}
-
-fn rt_sigaction(sig: i32, new: Option<&KernelSigaction>, old: Option<&mut KernelSigaction>) {
-    // SAFETY: rt_sigaction with the kernel's struct layout and its 8-byte mask.
-    unsafe {
-        libc::syscall(
-            libc::SYS_rt_sigaction,
-            sig,
-            new.map_or(std::ptr::null(), |n| n as *const KernelSigaction),
-            old.map_or(std::ptr::null_mut(), |o| o as *mut KernelSigaction),
-            8usize,
-        );
-    }
-}
-
-/// The signals this process ignores (bit `n - 1` for signal `n`), read once: what it
-/// ignores is settled at start-up (Rust's SIGPIPE, whatever the caller left ignored).
-pub(super) fn ignored_signals() -> u64 {
-    static IGNORED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *IGNORED.get_or_init(|| {
-        (1..=64)
-            .filter(|&sig| sig != libc::SIGKILL && sig != libc::SIGSTOP)
-            .filter(|&sig| {
-                let mut old = KernelSigaction::default();
-                rt_sigaction(sig, None, Some(&mut old));
-                old.handler == libc::SIG_IGN
-            })
-            .fold(0u64, |m, sig| m | 1 << (sig - 1))
-    })
-}
-
-/// No signal blocked, none ignored: the clone (CLONE_CLEAR_SIGHAND) has already set every
-/// handled one back to its default.
-fn reset_signals(ignored: u64) {
-    // SAFETY: a plain signal-mask syscall on this (only) thread.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
-    }
-    let default = KernelSigaction {
-        handler: libc::SIG_DFL,
-        ..Default::default()
-    };
-    for sig in (1..=64).filter(|s| ignored & 1 << (s - 1) != 0) {
-        rt_sigaction(sig, Some(&default), None);
-    }
-}
-
 fn rootfs(p: &Prepared) -> R {
-    sys_mount(None, Path::new("/"), None, p.root_propagation, "").map_err(|e| {
+    mount(None, Path::new("/"), None, p.root_propagation, "").map_err(|e| {
         format!(
             "making / {}: {e}",
             if p.root_propagation & libc::MS_SLAVE != 0 {
@@ -246,7 +155,7 @@ fn rootfs(p: &Prepared) -> R {
         )
     })?;
     // pivot_root needs the root to be a mount point.
-    sys_mount(
+    mount(
         Some(&p.root),
         &p.root,
         None,
@@ -283,7 +192,7 @@ fn rootfs(p: &Prepared) -> R {
         readonly(path)?;
     }
     if p.root_readonly {
-        sys_mount(
+        mount(
             None,
             Path::new("/"),
             None,
@@ -356,21 +265,21 @@ fn mount_one(p: &Prepared, m: &mounts::MountPlan) -> R {
             .map_err(|e| format!("mount {dest}: creating {}: {e}", target.display()))?;
     }
     let res = match m.kind {
-        MountKind::Bind => sys_mount(
+        MountKind::Bind => mount(
             m.source.as_deref(),
             &target,
             None,
             m.flags & (libc::MS_BIND | libc::MS_REC),
             "",
         ),
-        MountKind::Cgroup => sys_mount(
+        MountKind::Cgroup => mount(
             Some(Path::new("cgroup2")),
             &target,
             Some("cgroup2"),
             m.flags,
             &m.data,
         ),
-        MountKind::Other => sys_mount(
+        MountKind::Other => mount(
             m.source.as_deref(),
             &target,
             m.fstype.as_deref(),
@@ -390,7 +299,7 @@ fn mount_one(p: &Prepared, m: &mounts::MountPlan) -> R {
         )
     })?;
     if m.remount {
-        sys_mount(
+        mount(
             None,
             &target,
             None,
@@ -400,7 +309,7 @@ fn mount_one(p: &Prepared, m: &mounts::MountPlan) -> R {
         .map_err(|e| format!("remounting {dest} with its options: {e}"))?;
     }
     if m.propagation != 0 {
-        sys_mount(None, &target, None, m.propagation, "")
+        mount(None, &target, None, m.propagation, "")
             .map_err(|e| format!("setting propagation of {dest}: {e}"))?;
     }
     if m.fstype.as_deref() == Some("proc") {
@@ -549,7 +458,7 @@ fn mask(path: &Path) -> R {
         Err(e) => return Err(format!("masking {}: {e}", path.display())),
     };
     let res = if md.is_dir() {
-        sys_mount(
+        mount(
             Some(Path::new("tmpfs")),
             path,
             Some("tmpfs"),
@@ -557,14 +466,14 @@ fn mask(path: &Path) -> R {
             "size=0",
         )
     } else {
-        sys_mount(Some(Path::new("/dev/null")), path, None, libc::MS_BIND, "")
+        mount(Some(Path::new("/dev/null")), path, None, libc::MS_BIND, "")
     };
     res.map_err(|e| format!("masking {}: {e}", path.display()))
 }
 
 fn readonly(path: &Path) -> R {
     let p = PathBuf::from(path);
-    match sys_mount(Some(&p), &p, None, libc::MS_BIND | libc::MS_REC, "") {
+    match mount(Some(&p), &p, None, libc::MS_BIND | libc::MS_REC, "") {
         // Nothing there: nothing to protect.
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(()),
         r => r.map_err(|e| format!("read-only {}: {e}", path.display()))?,
@@ -575,9 +484,9 @@ fn readonly(path: &Path) -> R {
         | libc::MS_NOSUID
         | libc::MS_NODEV
         | libc::MS_NOEXEC;
-    sys_mount(None, &p, None, flags, "")
+    mount(None, &p, None, flags, "")
         .or_else(|_| {
-            sys_mount(
+            mount(
                 None,
                 &p,
                 None,

@@ -4,9 +4,9 @@
 //! ([`prepare::Prepared`]), then one `clone3` makes the child directly in a new mount (and
 //! pid) namespace — it is PID 1 of its own pid namespace and the supervisor's direct
 //! child, with no intermediate process. It is born in its cgroup (v2) or moves itself there
-//! first thing (v1): see [`Placement`](crate::sandbox::cgroup::Placement). The child sets
+//! first thing (v1): see [`Placement`](crate::sys::cgroup::Placement). The child sets
 //! up its root filesystem and credentials ([`init`]) and execs. The clone is vfork-like
-//! (`util::clone3_vfork`): the child runs in the supervisor's memory on a stack of its own
+//! (`sys::clone::clone3_vfork`): the child runs in the supervisor's memory on a stack of its own
 //! while the supervisor waits, about a millisecond, until it has exec'd or failed; copying
 //! the supervisor's address space for a process that replaces it at once cost 0.5 ms more
 //! per container. The wait adds no new way to hang: the filesystems the child's setup
@@ -37,7 +37,7 @@ pub struct Launch<'a> {
     /// The supervisor's fds that become the container's 0, 1 and 2.
     pub stdio: [RawFd; 3],
     /// Where the process goes before it runs anything of its own.
-    pub cgroup: &'a crate::sandbox::cgroup::Placement,
+    pub cgroup: &'a crate::sys::cgroup::Placement,
     /// Instead of a new pid namespace, join the one of this process (a pidfd): an
     /// ephemeral container with a `targetContainerName`.
     pub pid_ns_of: Option<&'a OwnedFd>,
@@ -134,7 +134,7 @@ fn start(l: &Launch, join: Option<&OwnedFd>) -> Result<Spawned, SpawnError> {
     // SAFETY: the supervisor is single-threaded; `vfork_child` only runs `init::run`,
     // which ends in exec or _exit and frees nothing of ours; `args` outlives the call.
     let cloned = unsafe {
-        crate::util::clone3_vfork(
+        crate::sys::clone::clone3_vfork(
             flags,
             cgroup,
             vfork_child,

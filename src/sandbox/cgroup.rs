@@ -20,6 +20,10 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+pub use crate::sys::cgroup::{
+    enable_subtree_controllers, join_self, parse_proc_cgroup, unified, Placement,
+};
+
 /// Where the pod's cgroups go and how to reach them.
 #[derive(Clone, Debug)]
 pub struct CgroupRoot {
@@ -27,32 +31,6 @@ pub struct CgroupRoot {
     /// v1: controller name (as in /proc/self/cgroup, e.g. `memory`, `name=systemd`) →
     /// parent path. v2: the single entry `""` → parent path.
     parents: HashMap<String, String>,
-}
-
-/// How a new process enters its cgroup. Migrating a whole process (`cgroup.procs`) takes
-/// the kernel's global threadgroup lock, whose write side waits for an RCU grace period:
-/// ~7 ms here, for every supervisor, container and exec started. Neither way below takes it.
-pub struct Placement {
-    /// v2: the cgroup's directory, for `clone3`'s `CLONE_INTO_CGROUP`: born inside it.
-    pub dir: Option<std::os::fd::OwnedFd>,
-    /// v1: the `tasks` file of each hierarchy. The new, still single-threaded, process
-    /// writes "0" to each first thing ([`join_self`]): moving only the calling thread.
-    pub tasks: Vec<PathBuf>,
-}
-
-/// In a freshly cloned, single-threaded process: move it into the cgroups of
-/// [`Placement::tasks`].
-pub fn join_self(tasks: &[PathBuf]) -> Result<(), String> {
-    for f in tasks {
-        // Not fs::write: O_CREAT|O_TRUNC make the kernel set attributes on the cgroup file
-        // (kernfs allocates them on first use), which costs more than the write.
-        fs::OpenOptions::new()
-            .write(true)
-            .open(f)
-            .and_then(|mut file| io::Write::write_all(&mut file, b"0"))
-            .map_err(|e| format!("joining cgroup {}: {e}", f.display()))?;
-    }
-    Ok(())
 }
 
 /// One cgroup of the pod (the pod itself, the supervisor's leaf or a container's).
@@ -183,13 +161,6 @@ impl CgroupRoot {
     }
 }
 
-/// Whether the host is pure cgroup v2: asked once (a statfs), not at every container or
-/// exec start.
-pub fn unified() -> bool {
-    static V2: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *V2.get_or_init(hierarchies::is_cgroup2_unified_mode)
-}
-
 /// The cgroup hierarchies of this machine. On v1 cgroups-rs finds them in
 /// `/proc/self/mountinfo` on every call (60 µs here, several times per pod and per
 /// container); where they are mounted does not change while podinit runs, so it is read
@@ -200,39 +171,6 @@ fn hierarchy() -> Box<dyn cgroups_rs::fs::Hierarchy> {
     }
     static V1: std::sync::OnceLock<hierarchies::V1> = std::sync::OnceLock::new();
     Box::new(V1.get_or_init(hierarchies::V1::new).clone())
-}
-
-/// Write every available controller into `dir/cgroup.subtree_control`, one at a time so
-/// that one refusal does not stop the others.
-pub fn enable_subtree_controllers(dir: &Path) {
-    let Ok(avail) = fs::read_to_string(dir.join("cgroup.controllers")) else {
-        return;
-    };
-    for c in avail.split_whitespace() {
-        let _ = fs::write(dir.join("cgroup.subtree_control"), format!("+{c}"));
-    }
-}
-
-/// Parse `/proc/<pid>/cgroup`: v1 → controller → path (one entry per controller of a
-/// co-mounted hierarchy); v2 → `""` → path.
-pub fn parse_proc_cgroup(text: &str, v2: bool) -> HashMap<String, String> {
-    let mut m = HashMap::new();
-    for line in text.lines() {
-        let mut parts = line.splitn(3, ':');
-        let (Some(id), Some(ctrls), Some(path)) = (parts.next(), parts.next(), parts.next()) else {
-            continue;
-        };
-        if v2 {
-            if id == "0" && ctrls.is_empty() {
-                m.insert(String::new(), path.to_string());
-            }
-        } else if !ctrls.is_empty() {
-            for c in ctrls.split(',') {
-                m.insert(c.to_string(), path.to_string());
-            }
-        }
-    }
-    m
 }
 
 impl Group {
@@ -315,28 +253,8 @@ impl Group {
     /// How a process about to be cloned gets into this cgroup without being migrated by
     /// another process: see [`Placement`].
     pub fn placement(&self) -> io::Result<Placement> {
-        if self.v2 {
-            let dir = self
-                .dirs
-                .first()
-                .ok_or_else(|| err("cgroup v2", "no directory"))?;
-            let fd = nix::fcntl::open(
-                dir,
-                nix::fcntl::OFlag::O_PATH
-                    | nix::fcntl::OFlag::O_DIRECTORY
-                    | nix::fcntl::OFlag::O_CLOEXEC,
-                nix::sys::stat::Mode::empty(),
-            )
-            .map_err(|e| err(&format!("opening cgroup {}", dir.display()), e))?;
-            return Ok(Placement {
-                dir: Some(fd),
-                tasks: Vec::new(),
-            });
-        }
-        Ok(Placement {
-            dir: None,
-            tasks: self.dirs.iter().map(|d| d.join("tasks")).collect(),
-        })
+        Placement::of(self.v2, &self.dirs)
+            .map_err(|e| err(&format!("placing into cgroup {}", self.describe()), e))
     }
 
     /// Put process `pid` (in the caller's pid namespace) into this cgroup.
@@ -419,7 +337,7 @@ impl Group {
     /// Limit the device nodes the cgroup's processes may use to `rules` (see `devices`):
     /// v1 through `devices.deny`/`devices.allow`, v2 with a device program attached to the
     /// cgroup (once: each call adds one). No rules: no limit, as the OCI spec says.
-    pub fn confine_devices(&self, rules: &[super::devices::Rule]) -> io::Result<()> {
+    pub fn confine_devices(&self, rules: &[crate::sys::devices::Rule]) -> io::Result<()> {
         if rules.is_empty() {
             return Ok(());
         }
@@ -430,7 +348,7 @@ impl Group {
                 .dirs
                 .first()
                 .ok_or_else(|| err("devices", "no cgroup directory"))?;
-            return attach_device_program(dir, &super::devices::program(rules))
+            return crate::sys::bpf::attach_device_program(dir, &crate::sys::bpf::program(rules))
                 .map_err(|e| ctx("attaching the device program", e));
         }
         let Some(dir) = &self.devices else {
@@ -619,97 +537,6 @@ fn keyed_value(text: &str, key: &str) -> Option<u64> {
     })
 }
 
-/// The part of the OCI resources podinit sets (what Kubernetes' limits map to).
-/// Load `prog` as a `BPF_PROG_TYPE_CGROUP_DEVICE` program and attach it to the cgroup
-/// directory `dir`, beside any the parent has (`BPF_F_ALLOW_MULTI`: all must allow).
-fn attach_device_program(dir: &Path, prog: &[super::devices::Insn]) -> io::Result<()> {
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-    const BPF_PROG_LOAD: libc::c_long = 5;
-    const BPF_PROG_ATTACH: libc::c_long = 8;
-    const BPF_PROG_TYPE_CGROUP_DEVICE: u32 = 15;
-    const BPF_CGROUP_DEVICE: u32 = 6;
-    const BPF_F_ALLOW_MULTI: u32 = 2;
-    // The leading fields of `union bpf_attr` for each command; the kernel zero-fills the rest.
-    #[repr(C, align(8))]
-    struct ProgLoad {
-        prog_type: u32,
-        insn_cnt: u32,
-        insns: u64,
-        license: u64,
-        log_level: u32,
-        log_size: u32,
-        log_buf: u64,
-        kern_version: u32,
-        prog_flags: u32,
-        prog_name: [u8; 16],
-        prog_ifindex: u32,
-        expected_attach_type: u32,
-    }
-    #[repr(C, align(8))]
-    struct ProgAttach {
-        target_fd: u32,
-        attach_bpf_fd: u32,
-        attach_type: u32,
-        attach_flags: u32,
-    }
-    let license = c"Apache-2.0";
-    let mut name = [0u8; 16];
-    name[..7].copy_from_slice(b"podinit");
-    let load = ProgLoad {
-        prog_type: BPF_PROG_TYPE_CGROUP_DEVICE,
-        insn_cnt: prog.len() as u32,
-        insns: prog.as_ptr() as u64,
-        license: license.as_ptr() as u64,
-        log_level: 0,
-        log_size: 0,
-        log_buf: 0,
-        kern_version: 0,
-        prog_flags: 0,
-        prog_name: name,
-        prog_ifindex: 0,
-        expected_attach_type: BPF_CGROUP_DEVICE,
-    };
-    // SAFETY: bpf(2) with a fully initialised attribute struct that outlives the call and
-    // points at `prog` and `license`, both alive here.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            BPF_PROG_LOAD,
-            &load as *const ProgLoad,
-            std::mem::size_of::<ProgLoad>(),
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::other(format!(
-            "loading the device program: {}",
-            io::Error::last_os_error()
-        )));
-    }
-    // SAFETY: a new fd that only we own.
-    let prog_fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
-    let cg = fs::File::open(dir)?;
-    let attach = ProgAttach {
-        target_fd: cg.as_raw_fd() as u32,
-        attach_bpf_fd: prog_fd.as_raw_fd() as u32,
-        attach_type: BPF_CGROUP_DEVICE,
-        attach_flags: BPF_F_ALLOW_MULTI,
-    };
-    // SAFETY: as above; both fds are open for the call. The attachment keeps the program
-    // alive once our fd is closed, until the cgroup is removed.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            BPF_PROG_ATTACH,
-            &attach as *const ProgAttach,
-            std::mem::size_of::<ProgAttach>(),
-        )
-    };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
 /// The controllers that the limits in `res` are written to.
 fn controllers_for(res: &Resources) -> Vec<&'static str> {
     let mut out = Vec::new();
@@ -781,24 +608,6 @@ fn to_cgroups_resources(r: &oci_spec::runtime::LinuxResources) -> Resources {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn proc_cgroup_v1_maps_every_controller_of_a_line() {
-        let t = "9:name=systemd:/\n4:memory:/process_api/9b\n2:cpu,cpuacct:/a\n0::/\n";
-        let m = parse_proc_cgroup(t, false);
-        assert_eq!(m["memory"], "/process_api/9b");
-        assert_eq!(m["cpu"], "/a");
-        assert_eq!(m["cpuacct"], "/a");
-        assert_eq!(m["name=systemd"], "/");
-        assert!(!m.contains_key(""));
-    }
-
-    #[test]
-    fn proc_cgroup_v2_takes_the_zero_line() {
-        let m = parse_proc_cgroup("0::/user.slice/x.scope\n", true);
-        assert_eq!(m[""], "/user.slice/x.scope");
-        assert_eq!(m.len(), 1);
-    }
 
     #[test]
     fn limits_name_the_controllers_they_need() {

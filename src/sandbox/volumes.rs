@@ -87,12 +87,12 @@ fn prepare_one(
                 let b = size_bytes(&q.0).map_err(io::Error::other)?;
                 data.push_str(&format!(",size={b}"));
             }
-            nix::mount::mount(
-                Some("tmpfs"),
+            crate::sys::mount::mount(
+                Some(std::path::Path::new("tmpfs")),
                 &dir,
                 Some("tmpfs"),
-                nix::mount::MsFlags::MS_NOSUID | nix::mount::MsFlags::MS_NODEV,
-                Some(data.as_str()),
+                libc::MS_NOSUID | libc::MS_NODEV,
+                &data,
             )
             .map_err(|e| io::Error::other(format!("mounting tmpfs on {}: {e}", dir.display())))?;
         }
