@@ -10,7 +10,7 @@ use std::os::unix::fs::{DirBuilderExt, FileTypeExt, OpenOptionsExt, PermissionsE
 use std::path::PathBuf;
 
 use super::statedir::StateDir;
-use crate::manifest::files::File;
+use crate::pod::volume_file::File;
 
 /// The files of a volume of files (`configMap`, `secret`, `downwardAPI`, `projected`), or
 /// `None` for another kind (`manifest::files`).
