@@ -80,8 +80,8 @@ impl CloneArgs {
 /// [`clone3`] as `vfork` (`CLONE_VM | CLONE_VFORK`), the way posix_spawn starts a process:
 /// the child runs `child(arg)` on a stack of its own, in our memory, while this thread
 /// waits; it resumes when the child has called execve or exited. No page tables are
-/// copied and no page is copied on write after: exec probes start a process every period
-/// in every container, and each container start is on the benchmarked path.
+/// copied and no page is copied on write after, for a process that replaces itself at
+/// once: each container start, and each exec probe, every period in every container.
 ///
 /// # Safety
 /// Single-threaded caller. `child` must end in execve or `_exit` without returning, must

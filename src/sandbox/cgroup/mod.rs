@@ -12,9 +12,9 @@
 //! hierarchy unless it is given each controller's path, so every handle here is made with
 //! the per-controller parent paths read from `/proc/self/cgroup`.
 //!
-//! One module a job: [`detect`] finds the hierarchies and the parent, [`group`] makes a
-//! cgroup in every hierarchy and places processes in it, [`removal`] kills and removes,
-//! [`resources`] writes the spec's limits, [`devices`] its device rules.
+//! One module a job: `detect` finds the hierarchies and the parent, `group` makes a
+//! cgroup in every hierarchy and places processes in it, `removal` kills and removes,
+//! `resources` writes the spec's limits, `devices` its device rules.
 
 mod detect;
 mod devices;
