@@ -237,3 +237,38 @@ fn the_program_is_looked_up_along_path() {
         ["access /bin/sh", "access /usr/bin/sh", "execve /usr/bin/sh"]
     );
 }
+
+#[test]
+fn a_file_is_bind_mounted_on_a_new_file_inside_the_root_whatever_the_links() {
+    let mut k = recorder();
+    k.paths.insert("/h/hosts".into(), Kind::Other);
+    k.paths.insert("/r/etc".into(), Kind::Symlink);
+    k.links.insert("/r/etc".into(), "/../../host-etc".into());
+    let p = prepared(serde_json::json!({"mounts": [
+        {"destination": "/etc/hosts", "type": "bind", "source": "/h/hosts", "options": ["rbind", "ro"]}
+    ]}));
+    let (calls, _) = run(&k, &p);
+    let bind = format!(
+        "mount /h/hosts /r/host-etc/hosts - {:#x}",
+        libc::MS_BIND | libc::MS_REC
+    );
+    assert_order(
+        &calls,
+        &[
+            "create_file /r/host-etc/hosts",
+            &bind,
+            "mount - /r/host-etc/hosts",
+            "pivot_root",
+        ],
+    );
+}
+
+#[test]
+fn proc_is_never_mounted_on_a_link() {
+    let mut k = recorder();
+    k.paths.insert("/r/proc".into(), Kind::Symlink);
+    k.links.insert("/r/proc".into(), "/somewhere".into());
+    let (calls, err) = run(&k, &prepared(serde_json::json!({})));
+    assert_eq!(err, "mount proc: target /proc is a symlink");
+    assert!(!calls.iter().any(|c| c.starts_with("pivot_root")));
+}
