@@ -2,7 +2,8 @@
 //!
 //! Data flows one way: manifest → admission → pod plan → supervisor loop → runtime
 //! (kernel) → observations → status. `pod` holds every decision as pure code; `runtime`,
-//! `sandbox` and `supervisor` are the thin layer that touches the kernel.
+//! `sandbox` and `supervisor` are the thin layer that touches the kernel, standing on the
+//! primitives of `sys`.
 
 pub mod api;
 pub mod bundle;
@@ -18,4 +19,5 @@ pub mod runtime;
 pub mod sandbox;
 pub mod status;
 pub mod supervisor;
+pub mod sys;
 pub mod util;

@@ -38,6 +38,7 @@
 mod merge;
 mod seccomp;
 mod seccomp_default;
+mod security;
 pub mod signal;
 
 pub use merge::{expand, merge};

@@ -10,13 +10,7 @@ use std::collections::BTreeMap;
 
 use super::env::{field, object_data, ObjectKind, Sources};
 
-/// One file: its path inside the volume, content and mode.
-#[derive(Debug, PartialEq, Eq)]
-pub struct File {
-    pub path: String,
-    pub data: Vec<u8>,
-    pub mode: u32,
-}
+pub use crate::pod::volume_file::File;
 
 const DEFAULT_MODE: u32 = 0o644;
 

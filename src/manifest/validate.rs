@@ -65,7 +65,7 @@ pub fn pod(pod: &Pod) -> R {
         .flat_map(|s| s.sysctls.iter().flatten())
         .enumerate()
     {
-        if let Some(why) = crate::sandbox::sysctls::refusal(
+        if let Some(why) = crate::pod::sysctls::refusal(
             &sc.name,
             spec.host_network == Some(true),
             spec.host_ipc == Some(true),

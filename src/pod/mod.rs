@@ -14,8 +14,10 @@ pub mod probes;
 pub mod resources;
 pub mod state;
 pub mod step;
+pub mod sysctls;
 #[cfg(test)]
 mod tests;
+pub mod volume_file;
 
 pub use phase::phase;
 pub use plan::{ContainerPlan, Kind, PodPlan, RestartPolicy};

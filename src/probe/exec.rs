@@ -131,12 +131,12 @@ impl ExecCheck {
 
     /// The deadline passed: kill it (reaped later like any child) and fail.
     pub fn timed_out(&mut self) -> Outcome {
-        let _ = crate::util::pidfd_signal(&self.pidfd, libc::SIGKILL);
+        let _ = crate::sys::pidfd::send_signal(&self.pidfd, libc::SIGKILL);
         Outcome::fail(format!("command {:?} timed out", self.command))
     }
 
     /// Stop it without a result (its container went away).
     pub fn kill(&self) {
-        let _ = crate::util::pidfd_signal(&self.pidfd, libc::SIGKILL);
+        let _ = crate::sys::pidfd::send_signal(&self.pidfd, libc::SIGKILL);
     }
 }

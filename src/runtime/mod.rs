@@ -1,22 +1,22 @@
-//! podinit's own low-level runtime: create a container process from an OCI spec.
+//! podinit's own low-level runtime: create a container process from an OCI spec, and
+//! nothing more. It knows no pod, manifest or supervisor; it stands on `sys`.
 //!
-//! The supervisor calls [`spawn`]: everything the child needs is computed first
-//! ([`prepare::Prepared`]), then one `clone3` makes the child directly in a new mount (and
-//! pid) namespace — it is PID 1 of its own pid namespace and the supervisor's direct
-//! child, with no intermediate process. It is born in its cgroup (v2) or moves itself there
-//! first thing (v1): see [`Placement`](crate::sandbox::cgroup::Placement). The child sets
-//! up its root filesystem and credentials ([`init`]) and execs. The clone is vfork-like
-//! (`util::clone3_vfork`): the child runs in the supervisor's memory on a stack of its own
-//! while the supervisor waits, about a millisecond, until it has exec'd or failed; copying
-//! the supervisor's address space for a process that replaces it at once cost 0.5 ms more
-//! per container. The wait adds no new way to hang: the filesystems the child's setup
-//! touches (the bundle's, under the overlay, and the volumes' host paths) the supervisor
-//! has just read, stat'ed or mounted itself. The start result is decided when the clone
-//! returns: a failing child writes its error on a CLOEXEC SOCK_SEQPACKET pair before it
-//! exits, and a child that execs releases us only past exec's point of no return. Waiting
-//! for the socket's EOF instead (the close-on-exec, later in exec) cost each container a
-//! wake-up after the new process, often the new program's whole start-up: the scheduler
-//! wakes the supervisor on the child's CPU.
+//! The caller calls [`spawn`]: everything the child needs is computed first
+//! (`prepare::Prepared`), then one `clone3` makes the child directly in a new mount (and
+//! pid) namespace — PID 1 of its own pid namespace and the caller's direct child, with no
+//! intermediate process. It is born in its cgroup (v2) or moves itself there first thing
+//! (v1): see [`Placement`]. The child sets up its root filesystem and credentials
+//! (`init`) and execs. The clone is vfork-like (`sys::clone::clone3_vfork`): the child
+//! runs in the caller's memory on a stack of its own while the caller waits until it has
+//! exec'd or failed, so no address space is copied for a process that replaces it at
+//! once. The wait adds no new way to hang: the filesystems the child's setup touches (the
+//! bundle's, under the overlay, and the volumes' host paths) the caller has just read,
+//! stat'ed or mounted itself. The start result is decided when the clone returns: a
+//! failing child writes its error on a CLOEXEC SOCK_SEQPACKET pair before it exits, and a
+//! child that execs releases us only past exec's point of no return. Waiting for the
+//! socket's EOF instead (the close-on-exec, later in exec) would make every start wait
+//! for the new program to run first, since the scheduler wakes the caller on the child's
+//! CPU.
 
 mod caps_set;
 mod init;
@@ -25,6 +25,7 @@ mod prepare;
 pub mod seccomp;
 mod syscall_table;
 
+use crate::sys::cgroup::Placement;
 use oci_spec::runtime::Spec;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 
@@ -37,7 +38,7 @@ pub struct Launch<'a> {
     /// The supervisor's fds that become the container's 0, 1 and 2.
     pub stdio: [RawFd; 3],
     /// Where the process goes before it runs anything of its own.
-    pub cgroup: &'a crate::sandbox::cgroup::Placement,
+    pub cgroup: &'a Placement,
     /// Instead of a new pid namespace, join the one of this process (a pidfd): an
     /// ephemeral container with a `targetContainerName`.
     pub pid_ns_of: Option<&'a OwnedFd>,
@@ -134,7 +135,7 @@ fn start(l: &Launch, join: Option<&OwnedFd>) -> Result<Spawned, SpawnError> {
     // SAFETY: the supervisor is single-threaded; `vfork_child` only runs `init::run`,
     // which ends in exec or _exit and frees nothing of ours; `args` outlives the call.
     let cloned = unsafe {
-        crate::util::clone3_vfork(
+        crate::sys::clone::clone3_vfork(
             flags,
             cgroup,
             vfork_child,

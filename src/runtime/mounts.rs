@@ -173,14 +173,6 @@ pub fn secure_join(
     Ok(root.join(out))
 }
 
-/// The real filesystem's answer for `secure_join`.
-pub fn fs_symlink(p: &Path) -> Option<PathBuf> {
-    std::fs::symlink_metadata(p)
-        .ok()
-        .filter(|m| m.file_type().is_symlink())
-        .and_then(|_| std::fs::read_link(p).ok())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -240,8 +240,8 @@ impl Prepared {
             env: env.iter().map(cstr).collect::<Result<_, _>>()?,
             exe_candidates,
             argv0,
-            cgroup2_host: crate::sandbox::cgroup::unified(),
-            ignored_signals: super::init::ignored_signals(),
+            cgroup2_host: crate::sys::cgroup::unified(),
+            ignored_signals: crate::sys::signals::ignored_signals(),
         })
     }
 }

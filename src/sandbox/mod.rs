@@ -2,10 +2,12 @@
 //! and volumes. Everything here touches the kernel; the decisions live in `pod`.
 
 pub mod cgroup;
-pub mod devices;
 pub mod etc_files;
 pub mod net;
 pub mod rootfs;
 pub mod statedir;
 pub mod sysctls;
 pub mod volumes;
+
+// Device rules are data the bundle uses too: they live in `sys`.
+pub use crate::sys::devices;

@@ -8,7 +8,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use nix::mount::{mount, umount2, MntFlags, MsFlags};
+use crate::sys::mount::{detach, mount};
 
 /// Mount `<dir>/rootfs` = overlay(lower: `lower`, upper: `<dir>/upper`), returning it.
 pub fn prepare(lower: &Path, dir: &Path) -> io::Result<PathBuf> {
@@ -33,11 +33,11 @@ pub fn prepare(lower: &Path, dir: &Path) -> io::Result<PathBuf> {
         work.display()
     );
     mount(
-        Some("overlay"),
+        Some(Path::new("overlay")),
         &merged,
         Some("overlay"),
-        MsFlags::empty(),
-        Some(data.as_str()),
+        0,
+        &data,
     )
     .map_err(|e| {
         io::Error::other(format!(
@@ -52,7 +52,7 @@ pub fn prepare(lower: &Path, dir: &Path) -> io::Result<PathBuf> {
 /// Unmount and remove a run's root filesystem and writable layer (no error if absent).
 pub fn release(dir: &Path) {
     let merged = dir.join("rootfs");
-    while umount2(&merged, MntFlags::MNT_DETACH).is_ok() {}
+    while detach(&merged).is_ok() {}
     for d in ["rootfs", "upper", "work"] {
         let _ = fs::remove_dir_all(dir.join(d));
     }

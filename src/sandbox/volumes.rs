@@ -10,7 +10,7 @@ use std::os::unix::fs::{DirBuilderExt, FileTypeExt, OpenOptionsExt, PermissionsE
 use std::path::PathBuf;
 
 use super::statedir::StateDir;
-use crate::manifest::files::File;
+use crate::pod::volume_file::File;
 
 /// The files of a volume of files (`configMap`, `secret`, `downwardAPI`, `projected`), or
 /// `None` for another kind (`manifest::files`).
@@ -87,12 +87,12 @@ fn prepare_one(
                 let b = size_bytes(&q.0).map_err(io::Error::other)?;
                 data.push_str(&format!(",size={b}"));
             }
-            nix::mount::mount(
-                Some("tmpfs"),
+            crate::sys::mount::mount(
+                Some(std::path::Path::new("tmpfs")),
                 &dir,
                 Some("tmpfs"),
-                nix::mount::MsFlags::MS_NOSUID | nix::mount::MsFlags::MS_NODEV,
-                Some(data.as_str()),
+                libc::MS_NOSUID | libc::MS_NODEV,
+                &data,
             )
             .map_err(|e| io::Error::other(format!("mounting tmpfs on {}: {e}", dir.display())))?;
         }

@@ -178,7 +178,7 @@ impl Ctr {
             // A fresh cgroup for every run, as containerd gives every container instance.
             // It also matters on v2: some kernels (Debian's 6.1) SIGKILL every process born
             // with CLONE_INTO_CGROUP into a cgroup that `cgroup.kill` was ever written to.
-            self.cgroup.destroy().map_err(|e| e.to_string())?;
+            self.cgroup.renew();
             self.cgroup_created = false;
         }
         self.cgroup.create().map_err(|e| e.to_string())?;

@@ -1,153 +1,11 @@
-//! Which device nodes a container may open or create: the device cgroup. Without it a
-//! container with CAP_MKNOD (in the default set) could `mknod` the node's disk and read it.
-//!
-//! The rules are the OCI spec's `linux.resources.devices`, in order, the last match winning
-//! (cgroup v1's semantics). On v1 they are written to `devices.deny` / `devices.allow`; on
-//! v2, which has no device files, they are compiled here into a
-//! `BPF_PROG_TYPE_CGROUP_DEVICE` program (the kernel part is in `cgroup.rs`).
+//! The cgroup v2 device filter: device rules compiled into a `BPF_PROG_TYPE_CGROUP_DEVICE`
+//! program, and its attachment to a cgroup directory.
 
-use oci_spec::runtime::LinuxDeviceCgroup;
+use std::fs;
+use std::io;
+use std::path::Path;
 
-/// One rule: `kind` is `'a'` (all), `'c'` or `'b'`; `None` is the `*` wildcard.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Rule {
-    pub allow: bool,
-    pub kind: char,
-    pub major: Option<i64>,
-    pub minor: Option<i64>,
-    /// Any of `r`, `w`, `m`.
-    pub access: String,
-}
-
-impl Rule {
-    /// `None` for a FIFO rule: FIFOs are no devices, the cgroup does not control them.
-    pub fn from_oci(d: &LinuxDeviceCgroup) -> Option<Rule> {
-        use oci_spec::runtime::LinuxDeviceType::*;
-        let kind = match d.typ() {
-            Some(C) | Some(U) => 'c',
-            Some(B) => 'b',
-            Some(A) | None => 'a',
-            Some(P) => return None,
-        };
-        Some(Rule {
-            allow: d.allow(),
-            kind,
-            major: d.major().filter(|m| *m >= 0),
-            minor: d.minor().filter(|m| *m >= 0),
-            access: d.access().clone().unwrap_or_else(|| "rwm".into()),
-        })
-    }
-
-    /// The v1 line: `c 1:3 rwm`.
-    pub fn v1_line(&self) -> String {
-        let n = |v: Option<i64>| v.map_or("*".to_string(), |v| v.to_string());
-        if self.kind == 'a' {
-            return format!("a *:* {}", self.access);
-        }
-        format!(
-            "{} {}:{} {}",
-            self.kind,
-            n(self.major),
-            n(self.minor),
-            self.access
-        )
-    }
-}
-
-/// The default set of an OCI runtime (runc's `AllowedDevices`): everything denied, then
-/// mknod of any node, and use of the standard ones.
-pub fn defaults() -> Vec<Rule> {
-    let rule = |kind, major, minor: Option<i64>, access: &str| Rule {
-        allow: true,
-        kind,
-        major,
-        minor,
-        access: access.into(),
-    };
-    let mut v = vec![Rule {
-        allow: false,
-        kind: 'a',
-        major: None,
-        minor: None,
-        access: "rwm".into(),
-    }];
-    v.push(rule('c', None, None, "m"));
-    v.push(rule('b', None, None, "m"));
-    for (major, minor) in [
-        (1, 3),
-        (1, 5),
-        (1, 7),
-        (1, 8),
-        (1, 9),
-        (5, 0),
-        (5, 1),
-        (5, 2),
-    ] {
-        // null, zero, full, random, urandom, tty, console, ptmx
-        v.push(rule('c', Some(major), Some(minor), "rwm"));
-    }
-    // /dev/pts/*
-    v.push(rule('c', Some(136), None, "rwm"));
-    v
-}
-
-/// A device node of the host, as an OCI `linux.devices` entry.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HostNode {
-    pub path: std::path::PathBuf,
-    pub kind: char,
-    pub major: u64,
-    pub minor: u64,
-    pub mode: u32,
-}
-
-/// Every character and block device under the host's /dev, for a privileged container
-/// (containerd's `HostDevices`): not the per-container ones (pts, shm, mqueue) nor links.
-pub fn host_nodes() -> Vec<HostNode> {
-    use std::os::unix::fs::{FileTypeExt, MetadataExt};
-    let mut out = Vec::new();
-    let mut dirs = vec![std::path::PathBuf::from("/dev")];
-    while let Some(dir) = dirs.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let path = e.path();
-            let Ok(md) = std::fs::symlink_metadata(&path) else {
-                continue;
-            };
-            let ft = md.file_type();
-            if ft.is_dir() {
-                let skip = ["pts", "shm", "mqueue", "fd", ".lxc", ".lxd-mounts", ".udev"];
-                if dir.as_os_str() != "/dev" || !skip.iter().any(|s| e.file_name() == *s) {
-                    dirs.push(path);
-                }
-                continue;
-            }
-            let kind = if ft.is_char_device() {
-                'c'
-            } else if ft.is_block_device() {
-                'b'
-            } else {
-                continue;
-            };
-            // /dev/console is the container's own (its terminal, if any).
-            if path.as_os_str() == "/dev/console" {
-                continue;
-            }
-            let rdev = md.rdev();
-            out.push(HostNode {
-                path,
-                kind,
-                major: libc::major(rdev) as u64,
-                minor: libc::minor(rdev) as u64,
-                mode: md.mode() & 0o7777,
-            });
-        }
-    }
-    out.sort_by(|a, b| a.path.cmp(&b.path));
-    out
-}
+use super::devices::Rule;
 
 // eBPF encoding (linux/bpf.h).
 const LDX_MEM_W: u8 = 0x61;
@@ -262,9 +120,100 @@ pub fn program(rules: &[Rule]) -> Vec<Insn> {
     p
 }
 
+/// Load `prog` as a `BPF_PROG_TYPE_CGROUP_DEVICE` program and attach it to the cgroup
+/// directory `dir`, beside any the parent has (`BPF_F_ALLOW_MULTI`: all must allow).
+pub fn attach_device_program(dir: &Path, prog: &[Insn]) -> io::Result<()> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    const BPF_PROG_LOAD: libc::c_long = 5;
+    const BPF_PROG_ATTACH: libc::c_long = 8;
+    const BPF_PROG_TYPE_CGROUP_DEVICE: u32 = 15;
+    const BPF_CGROUP_DEVICE: u32 = 6;
+    const BPF_F_ALLOW_MULTI: u32 = 2;
+    // The leading fields of `union bpf_attr` for each command; the kernel zero-fills the rest.
+    #[repr(C, align(8))]
+    struct ProgLoad {
+        prog_type: u32,
+        insn_cnt: u32,
+        insns: u64,
+        license: u64,
+        log_level: u32,
+        log_size: u32,
+        log_buf: u64,
+        kern_version: u32,
+        prog_flags: u32,
+        prog_name: [u8; 16],
+        prog_ifindex: u32,
+        expected_attach_type: u32,
+    }
+    #[repr(C, align(8))]
+    struct ProgAttach {
+        target_fd: u32,
+        attach_bpf_fd: u32,
+        attach_type: u32,
+        attach_flags: u32,
+    }
+    let license = c"Apache-2.0";
+    let mut name = [0u8; 16];
+    name[..7].copy_from_slice(b"podinit");
+    let load = ProgLoad {
+        prog_type: BPF_PROG_TYPE_CGROUP_DEVICE,
+        insn_cnt: prog.len() as u32,
+        insns: prog.as_ptr() as u64,
+        license: license.as_ptr() as u64,
+        log_level: 0,
+        log_size: 0,
+        log_buf: 0,
+        kern_version: 0,
+        prog_flags: 0,
+        prog_name: name,
+        prog_ifindex: 0,
+        expected_attach_type: BPF_CGROUP_DEVICE,
+    };
+    // SAFETY: bpf(2) with a fully initialised attribute struct that outlives the call and
+    // points at `prog` and `license`, both alive here.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_PROG_LOAD,
+            &load as *const ProgLoad,
+            std::mem::size_of::<ProgLoad>(),
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::other(format!(
+            "loading the device program: {}",
+            io::Error::last_os_error()
+        )));
+    }
+    // SAFETY: a new fd that only we own.
+    let prog_fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    let cg = fs::File::open(dir)?;
+    let attach = ProgAttach {
+        target_fd: cg.as_raw_fd() as u32,
+        attach_bpf_fd: prog_fd.as_raw_fd() as u32,
+        attach_type: BPF_CGROUP_DEVICE,
+        attach_flags: BPF_F_ALLOW_MULTI,
+    };
+    // SAFETY: as above; both fds are open for the call. The attachment keeps the program
+    // alive once our fd is closed, until the cgroup is removed.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_PROG_ATTACH,
+            &attach as *const ProgAttach,
+            std::mem::size_of::<ProgAttach>(),
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sys::devices::defaults;
 
     /// Run the program on a device access, as the kernel would.
     fn run(p: &[Insn], kind: i32, access: i32, major: i32, minor: i32) -> bool {
@@ -337,8 +286,5 @@ mod tests {
         let p = program(&rules);
         assert_eq!(p.len(), 8);
         assert!(run(&p, DEV_BLOCK, ACC_READ, 8, 0));
-        assert_eq!(all.v1_line(), "a *:* rwm");
-        assert_eq!(defaults()[10].v1_line(), "c 5:2 rwm");
-        assert_eq!(defaults()[11].v1_line(), "c 136:* rwm");
     }
 }

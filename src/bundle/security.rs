@@ -1,0 +1,221 @@
+//! The security part of the merge: user and groups, capabilities, a privileged
+//! container's spec, and the device cgroup rules.
+
+use k8s_openapi::api::core::v1::{Container, PodSpec};
+use serde_json::{json, Value};
+use std::path::Path;
+
+use super::merge::{obj, strings};
+use super::Bundle;
+
+/// The capability names Kubernetes accepts, as OCI writes them.
+fn cap_name(n: &str) -> String {
+    let n = n.to_ascii_uppercase();
+    if n.starts_with("CAP_") {
+        n
+    } else {
+        format!("CAP_{n}")
+    }
+}
+
+fn all_caps() -> Vec<String> {
+    caps::all()
+        .iter()
+        .map(|c| c.to_string())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect()
+}
+
+pub(super) fn security(
+    v: &mut Value,
+    b: &Bundle,
+    pod: &PodSpec,
+    c: &Container,
+) -> Result<(), String> {
+    let psc = pod.security_context.clone().unwrap_or_default();
+    let csc = c.security_context.clone().unwrap_or_default();
+    let user = &mut obj(v, "process")["user"];
+    if !user.is_object() {
+        *user = json!({"uid": 0, "gid": 0});
+    }
+    let run_as_user = csc.run_as_user.or(psc.run_as_user);
+    let run_as_group = csc.run_as_group.or(psc.run_as_group);
+    let mut extra_gids: Vec<i64> = Vec::new();
+    if let Some(uid) = run_as_user {
+        user["uid"] = json!(uid);
+        let (gid, groups) = passwd_lookup(&b.rootfs, uid);
+        if run_as_group.is_none() {
+            user["gid"] = json!(gid);
+        }
+        extra_gids.extend(groups);
+    }
+    if let Some(gid) = run_as_group {
+        user["gid"] = json!(gid);
+    }
+    extra_gids.extend(psc.supplemental_groups.iter().flatten());
+    extra_gids.extend(psc.fs_group);
+    if !extra_gids.is_empty() {
+        let mut all: Vec<i64> = user["additionalGids"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_i64).collect())
+            .unwrap_or_default();
+        for g in extra_gids {
+            if !all.contains(&g) {
+                all.push(g);
+            }
+        }
+        user["additionalGids"] = json!(all);
+    }
+    let uid = user["uid"].as_i64().unwrap_or(0);
+    if csc.run_as_non_root.or(psc.run_as_non_root) == Some(true) && uid == 0 {
+        return Err("container has runAsNonRoot and image will run as root".into());
+    }
+
+    let privileged = csc.privileged == Some(true);
+    if let Some(caps) = csc.capabilities.as_ref().filter(|_| !privileged) {
+        let adds: Vec<String> = caps.add.iter().flatten().map(|s| cap_name(s)).collect();
+        let drops: Vec<String> = caps.drop.iter().flatten().map(|s| cap_name(s)).collect();
+        let pcaps = obj(obj(v, "process"), "capabilities");
+        for set in ["bounding", "effective", "permitted"] {
+            let mut cur = strings(&pcaps[set]);
+            if adds.iter().any(|a| a == "CAP_ALL") {
+                cur = all_caps();
+            }
+            if drops.iter().any(|d| d == "CAP_ALL") {
+                cur.clear();
+            }
+            for a in adds.iter().filter(|a| *a != "CAP_ALL") {
+                if !cur.contains(a) {
+                    cur.push(a.clone());
+                }
+            }
+            cur.retain(|x| !drops.contains(x));
+            pcaps[set] = json!(cur);
+        }
+        for set in ["inheritable", "ambient"] {
+            let mut cur = strings(&pcaps[set]);
+            if drops.iter().any(|d| d == "CAP_ALL") {
+                cur.clear();
+            }
+            cur.retain(|x| !drops.contains(x));
+            pcaps[set] = json!(cur);
+        }
+    }
+    if let Some(ro) = csc.read_only_root_filesystem {
+        obj(v, "root")["readonly"] = json!(ro);
+    }
+    if let Some(ape) = csc.allow_privilege_escalation {
+        obj(v, "process")["noNewPrivileges"] = json!(!ape);
+    }
+    Ok(())
+}
+
+/// The capabilities podinit holds (containerd's `cap.Current()`), sorted.
+pub(super) fn held_caps() -> Vec<String> {
+    caps::read(None, caps::CapSet::Effective)
+        .map(|set| {
+            let names: std::collections::BTreeSet<String> =
+                set.iter().map(|c| c.to_string()).collect();
+            names.into_iter().collect()
+        })
+        .unwrap_or_else(|_| all_caps())
+}
+
+/// `privileged: true`, as containerd's CRI makes it: every capability podinit itself holds
+/// (asking for more would fail capset where podinit runs with a narrowed bounding set),
+/// nothing masked or read-only in /proc, /sys and the cgroup filesystem writable, and the
+/// host's devices.
+pub(super) fn privileged_spec(v: &mut Value) {
+    let held = held_caps();
+    let pcaps = obj(obj(v, "process"), "capabilities");
+    for set in ["bounding", "effective", "permitted"] {
+        pcaps[set] = json!(held);
+    }
+    let linux = obj(v, "linux");
+    if let Some(l) = linux.as_object_mut() {
+        l.remove("maskedPaths");
+        l.remove("readonlyPaths");
+    }
+    let mut devices = linux["devices"].as_array().cloned().unwrap_or_default();
+    for n in crate::sys::devices::host_nodes() {
+        if !devices.iter().any(|d| d["path"] == json!(n.path)) {
+            devices.push(
+                json!({"path": n.path, "type": n.kind.to_string(), "major": n.major,
+                                "minor": n.minor, "fileMode": n.mode, "uid": 0, "gid": 0}),
+            );
+        }
+    }
+    linux["devices"] = json!(devices);
+    for m in v["mounts"].as_array_mut().into_iter().flatten() {
+        if matches!(m["type"].as_str(), Some("sysfs" | "cgroup" | "cgroup2")) {
+            if let Some(opts) = m["options"].as_array_mut() {
+                for o in opts.iter_mut() {
+                    if o == "ro" {
+                        *o = json!("rw");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The device cgroup rules: the runtime's defaults, then the bundle's own, then one for
+/// each node the spec creates; a privileged container may use every device.
+pub(super) fn devices(v: &mut Value, privileged: bool) {
+    let linux = obj(v, "linux");
+    let mut rules: Vec<Value> = crate::sys::devices::defaults()
+        .iter()
+        .map(|r| {
+            let mut j = json!({"allow": r.allow, "type": r.kind.to_string(), "access": r.access});
+            if let Some(m) = r.major {
+                j["major"] = json!(m);
+            }
+            if let Some(m) = r.minor {
+                j["minor"] = json!(m);
+            }
+            j
+        })
+        .collect();
+    rules.extend(
+        linux["resources"]["devices"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default(),
+    );
+    for d in linux["devices"].as_array().into_iter().flatten() {
+        rules.push(
+            json!({"allow": true, "type": d["type"], "major": d["major"],
+                          "minor": d["minor"], "access": "rwm"}),
+        );
+    }
+    if privileged {
+        rules.push(json!({"allow": true, "type": "a", "access": "rwm"}));
+    }
+    obj(obj(v, "linux"), "resources")["devices"] = json!(rules);
+}
+
+/// The primary gid of `uid` and the groups it belongs to, from the rootfs' `/etc/passwd`
+/// and `/etc/group` (0 and none when it is not listed), as containerd does for a bare uid.
+fn passwd_lookup(rootfs: &Path, uid: i64) -> (i64, Vec<i64>) {
+    let passwd = std::fs::read_to_string(rootfs.join("etc/passwd")).unwrap_or_default();
+    let entry = passwd.lines().find_map(|l| {
+        let f: Vec<&str> = l.split(':').collect();
+        (f.len() >= 4 && f[2].parse::<i64>().ok() == Some(uid))
+            .then(|| (f[0].to_string(), f[3].parse::<i64>().unwrap_or(0)))
+    });
+    let Some((name, gid)) = entry else {
+        return (0, Vec::new());
+    };
+    let group = std::fs::read_to_string(rootfs.join("etc/group")).unwrap_or_default();
+    let groups = group
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(':').collect();
+            let member = f.len() >= 4 && f[3].split(',').any(|m| m == name);
+            let g = f.get(2)?.parse::<i64>().ok()?;
+            (member && g != gid).then_some(g)
+        })
+        .collect();
+    (gid, groups)
+}

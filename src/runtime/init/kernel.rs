@@ -1,0 +1,328 @@
+//! The seam between the container's set-up and the kernel: every call `init` makes goes
+//! through [`Kernel`], so that unit tests can record the set-up's order without root
+//! (youki's `Syscall` trait is the model). Static dispatch: the binary has one instance,
+//! [`Linux`], whose methods are the system calls themselves.
+
+use std::ffi::CStr;
+use std::io;
+use std::os::fd::RawFd;
+use std::path::{Path, PathBuf};
+
+use crate::runtime::caps_set::Caps;
+use crate::runtime::seccomp::Filter;
+
+/// What is at a path, as `lstat` (a link is itself) or `stat` (a link is its target) saw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Dir,
+    Symlink,
+    Other,
+}
+
+impl Kind {
+    fn of(t: std::fs::FileType) -> Kind {
+        if t.is_dir() {
+            Kind::Dir
+        } else if t.is_symlink() {
+            Kind::Symlink
+        } else {
+            Kind::Other
+        }
+    }
+}
+
+/// The kernel calls of a container's set-up, in the words `init` uses them.
+pub trait Kernel {
+    /// Move this single-threaded process into the cgroups whose `tasks` files these are.
+    fn join_cgroups(&self, tasks: &[PathBuf]) -> Result<(), String>;
+    /// Unblock every signal and set the `ignored` ones back to their default.
+    fn reset_signals(&self, ignored: u64);
+    fn unshare(&self, flags: libc::c_int) -> io::Result<()>;
+    fn setsid(&self);
+    /// Make `fd` this process's `target` (0–2), left open across exec.
+    fn set_stdio(&self, fd: RawFd, target: RawFd) -> io::Result<()>;
+    fn setns(&self, fd: RawFd, nstype: libc::c_int) -> io::Result<()>;
+
+    fn mount(
+        &self,
+        src: Option<&Path>,
+        target: &Path,
+        fstype: Option<&str>,
+        flags: libc::c_ulong,
+        data: &str,
+    ) -> io::Result<()>;
+    fn chdir(&self, dir: &CStr) -> io::Result<()>;
+    /// `pivot_root(".", ".")`: the current directory becomes the root, the old root is
+    /// stacked on it until detached.
+    fn pivot_root_here(&self) -> io::Result<()>;
+    /// `umount2(target, MNT_DETACH)`.
+    fn detach(&self, target: &CStr) -> io::Result<()>;
+    /// The filesystem type (`f_type` of statfs) of the mount holding `path`.
+    fn statfs_type(&self, path: &CStr) -> io::Result<libc::__fsword_t>;
+    /// What `path` itself is; `None` when nothing is there (or it cannot be looked at).
+    fn lstat(&self, path: &Path) -> Option<Kind>;
+    /// What `path` is, its links followed.
+    fn stat(&self, path: &Path) -> io::Result<Kind>;
+    fn read_link(&self, path: &Path) -> Option<PathBuf>;
+    /// mkdir, the parents only when missing, an existing directory accepted.
+    fn ensure_dir(&self, path: &Path) -> io::Result<()>;
+    fn create_dir_all(&self, path: &Path) -> io::Result<()>;
+    /// Open `path` for writing, created if missing and never truncated, and close it.
+    fn create_file(&self, path: &Path) -> io::Result<()>;
+    fn remove_file(&self, path: &Path) -> io::Result<()>;
+    fn write_file(&self, path: &Path, data: &[u8]) -> io::Result<()>;
+    fn symlink(&self, target: &str, link: &Path) -> io::Result<()>;
+    fn mknod(&self, path: &CStr, mode: libc::mode_t, major: u64, minor: u64) -> io::Result<()>;
+    fn chown(&self, path: &CStr, uid: u32, gid: u32) -> io::Result<()>;
+    fn umask(&self, mask: libc::mode_t) -> libc::mode_t;
+    /// Whether the effective uid and gid are both 0.
+    fn is_root(&self) -> bool;
+
+    fn setrlimit(&self, res: libc::__rlimit_resource_t, soft: u64, hard: u64) -> io::Result<()>;
+    /// Mark every fd from `first` on close-on-exec.
+    fn close_range_cloexec(&self, first: u32);
+    fn setgroups(&self, groups: &[libc::gid_t]) -> io::Result<()>;
+    /// `PR_SET_KEEPCAPS`.
+    fn keep_caps(&self, on: bool) -> io::Result<()>;
+    fn setresgid(&self, gid: libc::gid_t) -> io::Result<()>;
+    fn setresuid(&self, uid: libc::uid_t) -> io::Result<()>;
+    /// Narrow the bounding set to `caps.bounding` (needs CAP_SETPCAP: before leaving root).
+    fn drop_bounding(&self, caps: &Caps) -> Result<(), String>;
+    /// Set the effective, permitted, inheritable and ambient sets.
+    fn set_caps(&self, caps: &Caps) -> Result<(), String>;
+    /// `PR_SET_NO_NEW_PRIVS`.
+    fn no_new_privs(&self) -> io::Result<()>;
+    fn seccomp(&self, filter: &Filter) -> Result<(), String>;
+    /// `access(path, F_OK)`.
+    fn access(&self, path: &CStr) -> io::Result<()>;
+    /// Returns only when it failed.
+    fn execve(
+        &self,
+        path: &CStr,
+        argv: &[*const libc::c_char],
+        envp: &[*const libc::c_char],
+    ) -> io::Error;
+}
+
+/// The kernel itself.
+pub struct Linux;
+
+fn ok(rc: libc::c_int) -> io::Result<()> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+impl Kernel for Linux {
+    #[inline]
+    fn join_cgroups(&self, tasks: &[PathBuf]) -> Result<(), String> {
+        crate::sys::cgroup::join_self(tasks)
+    }
+    #[inline]
+    fn reset_signals(&self, ignored: u64) {
+        crate::sys::signals::reset_signals(ignored)
+    }
+    #[inline]
+    fn unshare(&self, flags: libc::c_int) -> io::Result<()> {
+        // SAFETY: unshare with flags.
+        ok(unsafe { libc::unshare(flags) })
+    }
+    #[inline]
+    fn setsid(&self) {
+        // SAFETY: setsid has no memory effects.
+        unsafe { libc::setsid() };
+    }
+    #[inline]
+    fn set_stdio(&self, fd: RawFd, target: RawFd) -> io::Result<()> {
+        if fd == target {
+            // SAFETY: clearing CLOEXEC on an fd we were given.
+            unsafe { libc::fcntl(fd, libc::F_SETFD, 0) };
+            return Ok(());
+        }
+        // SAFETY: dup2 onto 0..2.
+        ok(unsafe { libc::dup2(fd, target) })
+    }
+    #[inline]
+    fn setns(&self, fd: RawFd, nstype: libc::c_int) -> io::Result<()> {
+        // SAFETY: setns with an fd we were given and namespace flags.
+        ok(unsafe { libc::setns(fd, nstype) })
+    }
+    #[inline]
+    fn mount(
+        &self,
+        src: Option<&Path>,
+        target: &Path,
+        fstype: Option<&str>,
+        flags: libc::c_ulong,
+        data: &str,
+    ) -> io::Result<()> {
+        crate::sys::mount::mount(src, target, fstype, flags, data)
+    }
+    #[inline]
+    fn chdir(&self, dir: &CStr) -> io::Result<()> {
+        // SAFETY: chdir with a valid C string.
+        ok(unsafe { libc::chdir(dir.as_ptr()) })
+    }
+    #[inline]
+    fn pivot_root_here(&self) -> io::Result<()> {
+        let dot = c".";
+        // SAFETY: pivot_root with valid C strings.
+        ok(
+            unsafe { libc::syscall(libc::SYS_pivot_root, dot.as_ptr(), dot.as_ptr()) }
+                as libc::c_int,
+        )
+    }
+    #[inline]
+    fn detach(&self, target: &CStr) -> io::Result<()> {
+        // SAFETY: umount2 with a valid C string.
+        ok(unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) })
+    }
+    #[inline]
+    fn statfs_type(&self, path: &CStr) -> io::Result<libc::__fsword_t> {
+        // SAFETY: statfs into a zeroed struct.
+        let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+        // SAFETY: as above, with a valid C string.
+        ok(unsafe { libc::statfs(path.as_ptr(), &mut st) })?;
+        Ok(st.f_type)
+    }
+    #[inline]
+    fn lstat(&self, path: &Path) -> Option<Kind> {
+        std::fs::symlink_metadata(path)
+            .ok()
+            .map(|md| Kind::of(md.file_type()))
+    }
+    #[inline]
+    fn stat(&self, path: &Path) -> io::Result<Kind> {
+        std::fs::metadata(path).map(|md| Kind::of(md.file_type()))
+    }
+    #[inline]
+    fn read_link(&self, path: &Path) -> Option<PathBuf> {
+        std::fs::read_link(path).ok()
+    }
+    #[inline]
+    fn ensure_dir(&self, path: &Path) -> io::Result<()> {
+        crate::util::ensure_dir(path)
+    }
+    #[inline]
+    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+        std::fs::create_dir_all(path)
+    }
+    #[inline]
+    fn create_file(&self, path: &Path) -> io::Result<()> {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map(drop)
+    }
+    #[inline]
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        std::fs::remove_file(path)
+    }
+    #[inline]
+    fn write_file(&self, path: &Path, data: &[u8]) -> io::Result<()> {
+        std::fs::write(path, data)
+    }
+    #[inline]
+    fn symlink(&self, target: &str, link: &Path) -> io::Result<()> {
+        std::os::unix::fs::symlink(target, link)
+    }
+    #[inline]
+    fn mknod(&self, path: &CStr, mode: libc::mode_t, major: u64, minor: u64) -> io::Result<()> {
+        let dev = libc::makedev(major as u32, minor as u32);
+        // SAFETY: mknod with a valid C string.
+        ok(unsafe { libc::mknod(path.as_ptr(), mode, dev) })
+    }
+    #[inline]
+    fn chown(&self, path: &CStr, uid: u32, gid: u32) -> io::Result<()> {
+        // SAFETY: chown with a valid C string.
+        ok(unsafe { libc::chown(path.as_ptr(), uid, gid) })
+    }
+    #[inline]
+    fn umask(&self, mask: libc::mode_t) -> libc::mode_t {
+        // SAFETY: umask has no failure mode.
+        unsafe { libc::umask(mask) }
+    }
+    #[inline]
+    fn is_root(&self) -> bool {
+        // SAFETY: geteuid/getegid have no failure mode.
+        unsafe { libc::geteuid() == 0 && libc::getegid() == 0 }
+    }
+    #[inline]
+    fn setrlimit(&self, res: libc::__rlimit_resource_t, soft: u64, hard: u64) -> io::Result<()> {
+        let lim = libc::rlimit {
+            rlim_cur: soft,
+            rlim_max: hard,
+        };
+        // SAFETY: setrlimit with a valid struct.
+        ok(unsafe { libc::setrlimit(res, &lim) })
+    }
+    #[inline]
+    fn close_range_cloexec(&self, first: u32) {
+        // SAFETY: close_range with the CLOEXEC flag only marks fds.
+        unsafe {
+            libc::syscall(
+                libc::SYS_close_range,
+                first,
+                u32::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            )
+        };
+    }
+    #[inline]
+    fn setgroups(&self, groups: &[libc::gid_t]) -> io::Result<()> {
+        // SAFETY: setgroups with a slice's pointer and length.
+        ok(unsafe { libc::setgroups(groups.len(), groups.as_ptr()) })
+    }
+    #[inline]
+    fn keep_caps(&self, on: bool) -> io::Result<()> {
+        // SAFETY: prctl with integer arguments.
+        ok(unsafe { libc::prctl(libc::PR_SET_KEEPCAPS, on as libc::c_ulong, 0, 0, 0) })
+    }
+    #[inline]
+    fn setresgid(&self, gid: libc::gid_t) -> io::Result<()> {
+        // SAFETY: a credential syscall with plain values.
+        ok(unsafe { libc::setresgid(gid, gid, gid) })
+    }
+    #[inline]
+    fn setresuid(&self, uid: libc::uid_t) -> io::Result<()> {
+        // SAFETY: a credential syscall with plain values.
+        ok(unsafe { libc::setresuid(uid, uid, uid) })
+    }
+    #[inline]
+    fn drop_bounding(&self, caps: &Caps) -> Result<(), String> {
+        caps.apply_bounding()
+    }
+    #[inline]
+    fn set_caps(&self, caps: &Caps) -> Result<(), String> {
+        caps.apply_rest()
+    }
+    #[inline]
+    fn no_new_privs(&self) -> io::Result<()> {
+        // SAFETY: prctl with integer arguments.
+        ok(unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) })
+    }
+    #[inline]
+    fn seccomp(&self, filter: &Filter) -> Result<(), String> {
+        crate::runtime::seccomp::install(filter)
+    }
+    #[inline]
+    fn access(&self, path: &CStr) -> io::Result<()> {
+        // SAFETY: access with a valid C string.
+        ok(unsafe { libc::access(path.as_ptr(), libc::F_OK) })
+    }
+    #[inline]
+    fn execve(
+        &self,
+        path: &CStr,
+        argv: &[*const libc::c_char],
+        envp: &[*const libc::c_char],
+    ) -> io::Error {
+        // SAFETY: NUL-terminated argv/envp arrays of valid C strings (the caller's).
+        unsafe { libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr()) };
+        io::Error::last_os_error()
+    }
+}

@@ -1,0 +1,119 @@
+//! The container's child process, from the clone to `execve` (DESIGN.md §2, step 2–3).
+//! Every failure is written to the start socket as one line with its context, then the
+//! process exits with 128. [`setup`] holds the order of the set-up; each kernel call goes
+//! through [`Kernel`], so that tests can record that order.
+
+mod devices;
+mod exec;
+mod identity;
+mod kernel;
+mod mounts;
+#[cfg(test)]
+mod recorder;
+#[cfg(test)]
+mod tests;
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use super::prepare::{c_path, Prepared};
+use kernel::{Kernel, Linux};
+
+type R = Result<(), String>;
+
+/// What a set-up that went well ends in: nothing, since exec does not return.
+enum Never {}
+
+/// Run in the child; never returns.
+pub fn run(p: &Prepared, cgroup_tasks: &[PathBuf], sock: OwnedFd) -> ! {
+    let err = match setup(&Linux, p, cgroup_tasks) {
+        Ok(never) => match never {},
+        Err(e) => e,
+    };
+    // SAFETY: writing a message to our socket.
+    unsafe { libc::write(sock.as_raw_fd(), err.as_ptr().cast(), err.len()) };
+    // A vfork-like child (`runtime::spawn_in`) allocates from the supervisor's own heap:
+    // what it does not free is lost to the supervisor for good.
+    drop(err);
+    // SAFETY: exiting without running destructors or atexit handlers of the supervisor
+    // we were copied from (or share memory with).
+    unsafe { libc::_exit(128) }
+}
+
+fn setup<K: Kernel>(k: &K, p: &Prepared, cgroup_tasks: &[PathBuf]) -> Result<Never, String> {
+    // Into our cgroups before anything else, so that all we do is accounted there and the
+    // cgroup namespace below is rooted in it.
+    k.join_cgroups(cgroup_tasks)?;
+    k.reset_signals(p.ignored_signals);
+    if p.new_cgroup_ns && p.join.is_none() {
+        k.unshare(libc::CLONE_NEWCGROUP)
+            .map_err(|e| format!("unshare(CLONE_NEWCGROUP): {e}"))?;
+    }
+    k.setsid();
+    for (i, &fd) in p.stdio.iter().enumerate() {
+        let target = i as libc::c_int;
+        k.set_stdio(fd, target)
+            .map_err(|e| format!("dup2 fd {fd} to {target}: {e}"))?;
+    }
+    if let Some(target) = p.join {
+        // Into the running container: its mount namespace (root and cwd become its root,
+        // which pivot_root made the container's rootfs) and cgroup namespace. The pid
+        // namespace was joined at clone time; sysctls and mounts are already in place.
+        let mut ns = libc::CLONE_NEWNS;
+        if p.new_cgroup_ns {
+            ns |= libc::CLONE_NEWCGROUP;
+        }
+        k.setns(target, ns)
+            .map_err(|e| format!("joining the container's namespaces: {e}"))?;
+        return finish(k, p);
+    }
+    mounts::rootfs(k, p)?;
+    for (path, value) in &p.sysctl {
+        k.write_file(path, value.as_bytes())
+            .map_err(|e| format!("sysctl {}: {e}", path.display()))?;
+    }
+    finish(k, p)
+}
+
+/// The process part of the spec, common to a container's main process and an exec into it.
+fn finish<K: Kernel>(k: &K, p: &Prepared) -> Result<Never, String> {
+    if let Some(adj) = p.oom_score_adj {
+        match k.write_file(
+            Path::new("/proc/self/oom_score_adj"),
+            adj.to_string().as_bytes(),
+        ) {
+            // Lowering the score needs CAP_SYS_RESOURCE: without it the process keeps the
+            // lowest score it may have (containerd's `restrict_oom_score_adj`).
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {}
+            r => r.map_err(|e| format!("oom_score_adj {adj}: {e}"))?,
+        }
+    }
+    for &(res, soft, hard) in &p.rlimits {
+        k.setrlimit(res, soft, hard)
+            .map_err(|e| format!("setrlimit {res}: {e}"))?;
+    }
+    // Everything but 0–2 closes at exec (the start socket is CLOEXEC already): no fd leaks
+    // into the container. Done before a seccomp filter could refuse close_range.
+    k.close_range_cloexec(3);
+    // Installing a seccomp filter without no_new_privs needs CAP_SYS_ADMIN: then it comes
+    // before the capabilities are dropped, else as late as possible (runc's order), so
+    // that the profile has to allow as few of our own syscalls as possible.
+    if let Some(f) = p.seccomp.as_ref().filter(|_| !p.no_new_privs) {
+        k.seccomp(f)?;
+    }
+    identity::credentials(k, p)?;
+    if let Some(m) = p.umask {
+        k.umask(m as libc::mode_t);
+    }
+    let cwd = c_path(&p.cwd)?;
+    k.chdir(&cwd).map_err(|e| {
+        format!(
+            "chdir to cwd ({:?}) set in config.json failed: {e}",
+            p.cwd.display().to_string()
+        )
+    })?;
+    if let Some(f) = p.seccomp.as_ref().filter(|_| p.no_new_privs) {
+        k.seccomp(f)?;
+    }
+    exec::exec(k, p)
+}

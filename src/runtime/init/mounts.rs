@@ -1,0 +1,242 @@
+//! The container's root filesystem: its mounts, the switch to it (pivot_root), then the
+//! masked and read-only paths, which must be made inside the new root.
+
+use std::path::{Path, PathBuf};
+
+use super::kernel::Kind;
+use super::{Kernel, R};
+use crate::runtime::mounts::{self, MountKind, MountPlan};
+use crate::runtime::prepare::{c_path, Prepared};
+
+pub(super) fn rootfs<K: Kernel>(k: &K, p: &Prepared) -> R {
+    k.mount(None, Path::new("/"), None, p.root_propagation, "")
+        .map_err(|e| {
+            format!(
+                "making / {}: {e}",
+                if p.root_propagation & libc::MS_SLAVE != 0 {
+                    "rslave"
+                } else {
+                    "private"
+                }
+            )
+        })?;
+    // pivot_root needs the root to be a mount point.
+    k.mount(
+        Some(&p.root),
+        &p.root,
+        None,
+        libc::MS_BIND | libc::MS_REC,
+        "",
+    )
+    .map_err(|e| format!("bind-mounting the rootfs {}: {e}", p.root.display()))?;
+    for m in &p.mounts {
+        mount_one(k, p, m)?;
+    }
+    if p.dev_is_tmpfs {
+        super::devices::dev(k, p)?;
+    }
+    let root = c_path(&p.root)?;
+    k.chdir(&root)
+        .map_err(|e| format!("chdir {}: {e}", p.root.display()))?;
+    k.pivot_root_here()
+        .map_err(|e| format!("pivot_root: {e}"))?;
+    k.detach(c".")
+        .map_err(|e| format!("detaching the old root: {e}"))?;
+    k.chdir(c"/").map_err(|e| format!("chdir /: {e}"))?;
+    for path in &p.masked {
+        mask(k, path)?;
+    }
+    for path in &p.readonly {
+        readonly(k, path)?;
+    }
+    if p.root_readonly {
+        k.mount(
+            None,
+            Path::new("/"),
+            None,
+            libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY,
+            "",
+        )
+        .map_err(|e| format!("making the root filesystem read-only: {e}"))?;
+    }
+    Ok(())
+}
+
+/// The kernel's answer for `secure_join`: a path's link target, if it is a link.
+pub(super) fn symlink_of<K: Kernel>(k: &K, path: &Path) -> Option<PathBuf> {
+    (k.lstat(path) == Some(Kind::Symlink))
+        .then(|| k.read_link(path))
+        .flatten()
+}
+
+fn mount_one<K: Kernel>(k: &K, p: &Prepared, m: &MountPlan) -> R {
+    if m.kind == MountKind::Cgroup && !p.cgroup2_host {
+        // A v1 cgroup mount needs one mount per hierarchy and a cgroup namespace to be
+        // safe; podinit does not give containers a view of v1 cgroups.
+        return Ok(());
+    }
+    let dest = m.destination.display().to_string();
+    let raw_target = p
+        .root
+        .join(m.destination.strip_prefix("/").unwrap_or(&m.destination));
+    // The walk below looks at every component once; what it saw of the last one (and of
+    // the destination as written) spares the stat calls each check below would make.
+    let seen = std::cell::RefCell::new(Vec::<(PathBuf, Option<Kind>)>::new());
+    let lookup = |path: &Path| {
+        let kind = k.lstat(path);
+        let link = (kind == Some(Kind::Symlink))
+            .then(|| k.read_link(path))
+            .flatten();
+        seen.borrow_mut().push((path.to_path_buf(), kind));
+        link
+    };
+    let target = mounts::secure_join(&p.root, &m.destination, &lookup)?;
+    let seen = seen.into_inner();
+    let kind_of = |path: &Path| seen.iter().rev().find(|(p, _)| p == path).map(|(_, t)| *t);
+    let is_proc_like = matches!(m.fstype.as_deref(), Some("proc") | Some("sysfs"));
+    if is_proc_like {
+        let raw_kind = kind_of(&raw_target).unwrap_or_else(|| k.lstat(&raw_target));
+        if raw_kind == Some(Kind::Symlink) {
+            return Err(format!(
+                "mount {}: target {dest} is a symlink",
+                m.fstype.as_deref().unwrap_or("")
+            ));
+        }
+    }
+    let src_is_file = m.kind == MountKind::Bind
+        && m.source
+            .as_ref()
+            .is_some_and(|s| k.stat(s).is_ok_and(|t| t != Kind::Dir));
+    // Some(None): the walk saw that the target does not exist; None: it did not look.
+    let existing = kind_of(&target);
+    if src_is_file {
+        let exists = existing.unwrap_or_else(|| k.lstat(&target)).is_some();
+        if !exists {
+            create_file(k, &target)
+                .map_err(|e| format!("mount {dest}: creating {}: {e}", target.display()))?;
+        }
+    } else if existing != Some(Some(Kind::Dir)) {
+        k.ensure_dir(&target)
+            .map_err(|e| format!("mount {dest}: creating {}: {e}", target.display()))?;
+    }
+    let res = match m.kind {
+        MountKind::Bind => k.mount(
+            m.source.as_deref(),
+            &target,
+            None,
+            m.flags & (libc::MS_BIND | libc::MS_REC),
+            "",
+        ),
+        MountKind::Cgroup => k.mount(
+            Some(Path::new("cgroup2")),
+            &target,
+            Some("cgroup2"),
+            m.flags,
+            &m.data,
+        ),
+        MountKind::Other => k.mount(
+            m.source.as_deref(),
+            &target,
+            m.fstype.as_deref(),
+            m.flags,
+            &m.data,
+        ),
+    };
+    res.map_err(|e| {
+        let src = m
+            .source
+            .as_ref()
+            .map(|s| s.display().to_string())
+            .unwrap_or_default();
+        format!(
+            "mount {src} on {dest} ({}): {e}",
+            m.fstype.as_deref().unwrap_or("bind")
+        )
+    })?;
+    if m.remount {
+        k.mount(
+            None,
+            &target,
+            None,
+            m.flags | libc::MS_REMOUNT | libc::MS_BIND,
+            "",
+        )
+        .map_err(|e| format!("remounting {dest} with its options: {e}"))?;
+    }
+    if m.propagation != 0 {
+        k.mount(None, &target, None, m.propagation, "")
+            .map_err(|e| format!("setting propagation of {dest}: {e}"))?;
+    }
+    if m.fstype.as_deref() == Some("proc") {
+        // The mount must really be procfs before anything is written under it.
+        let c = c_path(&target)?;
+        let f_type = k
+            .statfs_type(&c)
+            .map_err(|e| format!("statfs {dest}: {e}"))?;
+        if f_type != libc::PROC_SUPER_MAGIC {
+            return Err(format!("{dest} is not procfs after mounting it"));
+        }
+    }
+    Ok(())
+}
+
+/// An empty file to bind-mount a file onto (an existing one is kept as it is).
+fn create_file<K: Kernel>(k: &K, path: &Path) -> std::io::Result<()> {
+    match k.create_file(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(parent) = path.parent() {
+                k.create_dir_all(parent)?;
+            }
+            k.create_file(path)
+        }
+        r => r,
+    }
+}
+
+/// /dev/null over a file, an empty read-only tmpfs over a directory, nothing where nothing
+/// is. Looked at first: a bind of /dev/null refused on a directory (runc's way to tell)
+/// makes the kernel unmount the copy it had made, and wait an RCU grace period for it.
+fn mask<K: Kernel>(k: &K, path: &Path) -> R {
+    let kind = match k.stat(path) {
+        Ok(kind) => kind,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("masking {}: {e}", path.display())),
+    };
+    let res = if kind == Kind::Dir {
+        k.mount(
+            Some(Path::new("tmpfs")),
+            path,
+            Some("tmpfs"),
+            libc::MS_RDONLY,
+            "size=0",
+        )
+    } else {
+        k.mount(Some(Path::new("/dev/null")), path, None, libc::MS_BIND, "")
+    };
+    res.map_err(|e| format!("masking {}: {e}", path.display()))
+}
+
+fn readonly<K: Kernel>(k: &K, path: &Path) -> R {
+    match k.mount(Some(path), path, None, libc::MS_BIND | libc::MS_REC, "") {
+        // Nothing there: nothing to protect.
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(()),
+        r => r.map_err(|e| format!("read-only {}: {e}", path.display()))?,
+    }
+    let flags = libc::MS_BIND
+        | libc::MS_REMOUNT
+        | libc::MS_RDONLY
+        | libc::MS_NOSUID
+        | libc::MS_NODEV
+        | libc::MS_NOEXEC;
+    k.mount(None, path, None, flags, "")
+        .or_else(|_| {
+            k.mount(
+                None,
+                path,
+                None,
+                libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY,
+                "",
+            )
+        })
+        .map_err(|e| format!("read-only {}: {e}", path.display()))
+}

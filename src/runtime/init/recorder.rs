@@ -1,0 +1,189 @@
+//! A [`Kernel`] for unit tests: it records every call, in order, as one line of text, and
+//! answers from a small imaginary filesystem instead of touching the real one.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::CStr;
+use std::io;
+use std::os::fd::RawFd;
+use std::path::{Path, PathBuf};
+
+use super::kernel::{Kernel, Kind};
+use crate::runtime::caps_set::Caps;
+use crate::runtime::seccomp::Filter;
+
+#[derive(Default)]
+pub struct Recorder {
+    calls: RefCell<Vec<String>>,
+    /// What exists (by `lstat`); anything else does not. Links are not followed by `stat`.
+    pub paths: HashMap<PathBuf, Kind>,
+    pub links: HashMap<PathBuf, PathBuf>,
+    /// A call (its recorded line's first word) that fails with EPERM.
+    pub fail: Option<&'static str>,
+}
+
+impl Recorder {
+    pub fn calls(&self) -> Vec<String> {
+        self.calls.borrow().clone()
+    }
+
+    fn log(&self, name: &'static str, args: std::fmt::Arguments) -> io::Result<()> {
+        self.calls.borrow_mut().push(format!("{name} {args}"));
+        if self.fail == Some(name) {
+            return Err(io::Error::from_raw_os_error(libc::EPERM));
+        }
+        Ok(())
+    }
+}
+
+fn s(c: &CStr) -> std::borrow::Cow<'_, str> {
+    c.to_string_lossy()
+}
+
+impl Kernel for Recorder {
+    fn join_cgroups(&self, tasks: &[PathBuf]) -> Result<(), String> {
+        self.log("join_cgroups", format_args!("{tasks:?}"))
+            .map_err(|e| e.to_string())
+    }
+    fn reset_signals(&self, ignored: u64) {
+        let _ = self.log("reset_signals", format_args!("{ignored:#x}"));
+    }
+    fn unshare(&self, flags: libc::c_int) -> io::Result<()> {
+        self.log("unshare", format_args!("{flags:#x}"))
+    }
+    fn setsid(&self) {
+        let _ = self.log("setsid", format_args!(""));
+    }
+    fn set_stdio(&self, fd: RawFd, target: RawFd) -> io::Result<()> {
+        self.log("set_stdio", format_args!("{fd} {target}"))
+    }
+    fn setns(&self, fd: RawFd, nstype: libc::c_int) -> io::Result<()> {
+        self.log("setns", format_args!("{fd} {nstype:#x}"))
+    }
+    fn mount(
+        &self,
+        src: Option<&Path>,
+        target: &Path,
+        fstype: Option<&str>,
+        flags: libc::c_ulong,
+        data: &str,
+    ) -> io::Result<()> {
+        let src = src.map_or(String::from("-"), |p| p.display().to_string());
+        let fstype = fstype.unwrap_or("-");
+        self.log(
+            "mount",
+            format_args!("{src} {} {fstype} {flags:#x} {data}", target.display()),
+        )
+    }
+    fn chdir(&self, dir: &CStr) -> io::Result<()> {
+        self.log("chdir", format_args!("{}", s(dir)))
+    }
+    fn pivot_root_here(&self) -> io::Result<()> {
+        self.log("pivot_root", format_args!(". ."))
+    }
+    fn detach(&self, target: &CStr) -> io::Result<()> {
+        self.log("detach", format_args!("{}", s(target)))
+    }
+    fn statfs_type(&self, path: &CStr) -> io::Result<libc::__fsword_t> {
+        self.log("statfs", format_args!("{}", s(path)))?;
+        Ok(libc::PROC_SUPER_MAGIC)
+    }
+    fn lstat(&self, path: &Path) -> Option<Kind> {
+        self.paths.get(path).copied()
+    }
+    fn stat(&self, path: &Path) -> io::Result<Kind> {
+        self.paths
+            .get(path)
+            .copied()
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))
+    }
+    fn read_link(&self, path: &Path) -> Option<PathBuf> {
+        self.links.get(path).cloned()
+    }
+    fn ensure_dir(&self, path: &Path) -> io::Result<()> {
+        self.log("ensure_dir", format_args!("{}", path.display()))
+    }
+    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+        self.log("create_dir_all", format_args!("{}", path.display()))
+    }
+    fn create_file(&self, path: &Path) -> io::Result<()> {
+        self.log("create_file", format_args!("{}", path.display()))
+    }
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        self.log("remove_file", format_args!("{}", path.display()))
+    }
+    fn write_file(&self, path: &Path, data: &[u8]) -> io::Result<()> {
+        let data = String::from_utf8_lossy(data);
+        self.log("write_file", format_args!("{} {data}", path.display()))
+    }
+    fn symlink(&self, target: &str, link: &Path) -> io::Result<()> {
+        self.log("symlink", format_args!("{target} {}", link.display()))
+    }
+    fn mknod(&self, path: &CStr, mode: libc::mode_t, major: u64, minor: u64) -> io::Result<()> {
+        self.log(
+            "mknod",
+            format_args!("{} {mode:o} {major}:{minor}", s(path)),
+        )
+    }
+    fn chown(&self, path: &CStr, uid: u32, gid: u32) -> io::Result<()> {
+        self.log("chown", format_args!("{} {uid}:{gid}", s(path)))
+    }
+    fn umask(&self, mask: libc::mode_t) -> libc::mode_t {
+        let _ = self.log("umask", format_args!("{mask:o}"));
+        0o22
+    }
+    fn is_root(&self) -> bool {
+        true
+    }
+    fn setrlimit(&self, res: libc::__rlimit_resource_t, soft: u64, hard: u64) -> io::Result<()> {
+        self.log("setrlimit", format_args!("{res} {soft} {hard}"))
+    }
+    fn close_range_cloexec(&self, first: u32) {
+        let _ = self.log("close_range_cloexec", format_args!("{first}"));
+    }
+    fn setgroups(&self, groups: &[libc::gid_t]) -> io::Result<()> {
+        self.log("setgroups", format_args!("{groups:?}"))
+    }
+    fn keep_caps(&self, on: bool) -> io::Result<()> {
+        self.log("keep_caps", format_args!("{on}"))
+    }
+    fn setresgid(&self, gid: libc::gid_t) -> io::Result<()> {
+        self.log("setresgid", format_args!("{gid}"))
+    }
+    fn setresuid(&self, uid: libc::uid_t) -> io::Result<()> {
+        self.log("setresuid", format_args!("{uid}"))
+    }
+    fn drop_bounding(&self, caps: &Caps) -> Result<(), String> {
+        self.log("drop_bounding", format_args!("{}", caps.bounding.len()))
+            .map_err(|e| e.to_string())
+    }
+    fn set_caps(&self, caps: &Caps) -> Result<(), String> {
+        self.log("set_caps", format_args!("{}", caps.effective.len()))
+            .map_err(|e| e.to_string())
+    }
+    fn no_new_privs(&self) -> io::Result<()> {
+        self.log("no_new_privs", format_args!(""))
+    }
+    fn seccomp(&self, filter: &Filter) -> Result<(), String> {
+        self.log("seccomp", format_args!("{}", filter.program.len()))
+            .map_err(|e| format!("installing the seccomp filter: {e}"))
+    }
+    fn access(&self, path: &CStr) -> io::Result<()> {
+        self.log("access", format_args!("{}", s(path)))?;
+        if self.paths.contains_key(Path::new(&*s(path))) {
+            Ok(())
+        } else {
+            Err(io::Error::from_raw_os_error(libc::ENOENT))
+        }
+    }
+    fn execve(
+        &self,
+        path: &CStr,
+        _argv: &[*const libc::c_char],
+        _envp: &[*const libc::c_char],
+    ) -> io::Error {
+        let _ = self.log("execve", format_args!("{}", s(path)));
+        // A recorder cannot become another program: the exec fails, and the set-up ends.
+        io::Error::from_raw_os_error(libc::ENOEXEC)
+    }
+}

@@ -1,0 +1,274 @@
+//! The order of a container's set-up, recorded without root.
+
+use std::path::PathBuf;
+
+use super::kernel::Kind;
+use super::recorder::Recorder;
+use super::setup;
+use crate::runtime::prepare::Prepared;
+
+fn prepared(extra: serde_json::Value) -> Prepared {
+    let mut v = serde_json::json!({
+        "ociVersion": "1.0.2",
+        "process": {"args": ["/bin/sh"], "cwd": "/work", "env": ["PATH=/bin:/usr/bin"],
+                    "user": {"uid": 1000, "gid": 1000},
+                    "capabilities": {"bounding": ["CAP_KILL"], "effective": ["CAP_KILL"]}},
+        "root": {"path": "/r", "readonly": true},
+        "mounts": [
+            {"destination": "/proc", "type": "proc", "source": "proc"},
+            {"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["mode=755"]}
+        ],
+        "linux": {"namespaces": [{"type": "pid"}, {"type": "mount"}],
+                  "maskedPaths": ["/proc/kcore", "/proc/acpi", "/proc/nothing"],
+                  "readonlyPaths": ["/proc/sys"],
+                  "sysctl": {"net.ipv4.ip_forward": "1"}}
+    });
+    merge(&mut v, extra);
+    let spec: oci_spec::runtime::Spec = serde_json::from_value(v).unwrap();
+    Prepared::from_spec(&spec, [0, 1, 2]).unwrap()
+}
+
+fn merge(into: &mut serde_json::Value, from: serde_json::Value) {
+    match (into, from) {
+        (serde_json::Value::Object(a), serde_json::Value::Object(b)) => {
+            for (k, v) in b {
+                merge(a.entry(k).or_insert(serde_json::Value::Null), v);
+            }
+        }
+        (a, b) => *a = b,
+    }
+}
+
+fn recorder() -> Recorder {
+    let mut k = Recorder::default();
+    k.paths.insert("/proc/kcore".into(), Kind::Other);
+    k.paths.insert("/proc/acpi".into(), Kind::Dir);
+    k
+}
+
+/// The calls of a set-up, and the error it ended with (a recorder never execs).
+fn run(k: &Recorder, p: &Prepared) -> (Vec<String>, String) {
+    let tasks = [PathBuf::from("/cg/memory/c/tasks")];
+    let err = match setup(k, p, &tasks) {
+        Ok(never) => match never {},
+        Err(e) => e,
+    };
+    (k.calls(), err)
+}
+
+/// The index of the first call that starts with the words `prefix`.
+fn at(calls: &[String], prefix: &str) -> usize {
+    let words = |c: &String| {
+        c.strip_prefix(prefix)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(' ') || prefix.ends_with(' '))
+    };
+    calls
+        .iter()
+        .position(words)
+        .unwrap_or_else(|| panic!("no call {prefix:?} in {calls:#?}"))
+}
+
+fn assert_order(calls: &[String], prefixes: &[&str]) {
+    let idx: Vec<usize> = prefixes.iter().map(|p| at(calls, p)).collect();
+    for (w, pair) in idx.windows(2).enumerate() {
+        assert!(
+            pair[0] < pair[1],
+            "{:?} comes after {:?}: {calls:#?}",
+            prefixes[w],
+            prefixes[w + 1]
+        );
+    }
+}
+
+#[test]
+fn the_cgroup_is_joined_first_and_exec_comes_last() {
+    let k = recorder();
+    let (calls, err) = run(&k, &prepared(serde_json::json!({})));
+    assert!(calls[0].starts_with("join_cgroups"), "{calls:#?}");
+    assert_eq!(calls.last().unwrap(), "execve /bin/sh");
+    assert!(err.starts_with("exec: \"/bin/sh\": "), "{err}");
+    assert_order(
+        &calls,
+        &["join_cgroups", "reset_signals", "setsid", "set_stdio 0 0"],
+    );
+}
+
+#[test]
+fn mounts_come_before_pivot_root_and_masked_and_read_only_paths_after() {
+    let k = recorder();
+    let (calls, _) = run(&k, &prepared(serde_json::json!({})));
+    assert_order(
+        &calls,
+        &[
+            "mount - / - ",
+            "mount /r /r ",
+            "mount proc /r/proc proc",
+            "statfs /r/proc",
+            "mount tmpfs /r/dev tmpfs",
+            "mknod /r/dev/null",
+            "symlink /proc/self/fd /r/dev/fd",
+            "chdir /r",
+            "pivot_root",
+            "detach .",
+            "chdir /",
+            "mount /dev/null /proc/kcore",
+            "mount tmpfs /proc/acpi tmpfs",
+            "mount /proc/sys /proc/sys",
+            &format!(
+                "mount - / - {:#x}",
+                libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY
+            ),
+            "write_file /proc/sys/net/ipv4/ip_forward 1",
+            "close_range_cloexec",
+        ],
+    );
+    assert!(
+        !calls.iter().any(|c| c.contains("/proc/nothing")),
+        "a masked path that does not exist is left alone"
+    );
+}
+
+#[test]
+fn capabilities_are_dropped_before_no_new_privs_and_seccomp_is_last_before_exec() {
+    let k = recorder();
+    let p = prepared(serde_json::json!({
+        "process": {"noNewPrivileges": true,
+                    "rlimits": [{"type": "RLIMIT_NOFILE", "hard": 10, "soft": 10}]},
+        "linux": {"seccomp": {"defaultAction": "SCMP_ACT_ERRNO"}}
+    }));
+    let (calls, _) = run(&k, &p);
+    assert_order(
+        &calls,
+        &[
+            "setrlimit",
+            "close_range_cloexec 3",
+            "drop_bounding",
+            "setgroups [1000]",
+            "keep_caps true",
+            "setresgid 1000",
+            "setresuid 1000",
+            "keep_caps false",
+            "set_caps",
+            "no_new_privs",
+            "chdir /work",
+            "seccomp",
+            "execve /bin/sh",
+        ],
+    );
+    assert_eq!(at(&calls, "seccomp") + 1, at(&calls, "execve"));
+}
+
+#[test]
+fn without_no_new_privs_seccomp_comes_before_the_capabilities_are_dropped() {
+    let k = recorder();
+    let p = prepared(serde_json::json!({
+        "linux": {"seccomp": {"defaultAction": "SCMP_ACT_ERRNO"}}
+    }));
+    let (calls, _) = run(&k, &p);
+    assert_order(
+        &calls,
+        &["close_range_cloexec", "seccomp", "drop_bounding", "execve"],
+    );
+    assert!(!calls.iter().any(|c| c.starts_with("no_new_privs")));
+    assert_eq!(calls.iter().filter(|c| c.starts_with("seccomp")).count(), 1);
+}
+
+#[test]
+fn an_exec_into_a_running_container_joins_its_namespaces_and_mounts_nothing() {
+    let k = recorder();
+    let mut p = prepared(serde_json::json!({
+        "linux": {"namespaces": [{"type": "pid"}, {"type": "mount"}, {"type": "cgroup"}]}
+    }));
+    p.join = Some(42);
+    let (calls, _) = run(&k, &p);
+    let ns = libc::CLONE_NEWNS | libc::CLONE_NEWCGROUP;
+    assert_order(
+        &calls,
+        &[
+            "join_cgroups",
+            &format!("setns 42 {ns:#x}"),
+            "setresuid",
+            "execve",
+        ],
+    );
+    assert!(
+        !calls.iter().any(|c| c.starts_with("mount")
+            || c.starts_with("pivot_root")
+            || c.starts_with("unshare")),
+        "{calls:#?}"
+    );
+}
+
+#[test]
+fn a_new_cgroup_namespace_is_made_after_joining_the_cgroup() {
+    let k = recorder();
+    let p = prepared(serde_json::json!({
+        "linux": {"namespaces": [{"type": "pid"}, {"type": "mount"}, {"type": "cgroup"}]}
+    }));
+    let (calls, _) = run(&k, &p);
+    let flag = format!("unshare {:#x}", libc::CLONE_NEWCGROUP);
+    assert_order(&calls, &["join_cgroups", &flag, "mount"]);
+}
+
+#[test]
+fn a_failed_step_ends_the_set_up_with_its_context() {
+    let mut k = recorder();
+    k.fail = Some("pivot_root");
+    let (calls, err) = run(&k, &prepared(serde_json::json!({})));
+    assert_eq!(err, "pivot_root: Operation not permitted (os error 1)");
+    assert!(
+        calls.last().unwrap().starts_with("pivot_root"),
+        "{calls:#?}"
+    );
+}
+
+#[test]
+fn the_program_is_looked_up_along_path() {
+    let mut k = recorder();
+    k.paths.insert("/usr/bin/sh".into(), Kind::Other);
+    let p = prepared(serde_json::json!({"process": {"args": ["sh"]}}));
+    let (calls, _) = run(&k, &p);
+    let tail: Vec<&str> = calls[calls.len() - 3..]
+        .iter()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        tail,
+        ["access /bin/sh", "access /usr/bin/sh", "execve /usr/bin/sh"]
+    );
+}
+
+#[test]
+fn a_file_is_bind_mounted_on_a_new_file_inside_the_root_whatever_the_links() {
+    let mut k = recorder();
+    k.paths.insert("/h/hosts".into(), Kind::Other);
+    k.paths.insert("/r/etc".into(), Kind::Symlink);
+    k.links.insert("/r/etc".into(), "/../../host-etc".into());
+    let p = prepared(serde_json::json!({"mounts": [
+        {"destination": "/etc/hosts", "type": "bind", "source": "/h/hosts", "options": ["rbind", "ro"]}
+    ]}));
+    let (calls, _) = run(&k, &p);
+    let bind = format!(
+        "mount /h/hosts /r/host-etc/hosts - {:#x}",
+        libc::MS_BIND | libc::MS_REC
+    );
+    assert_order(
+        &calls,
+        &[
+            "create_file /r/host-etc/hosts",
+            &bind,
+            "mount - /r/host-etc/hosts",
+            "pivot_root",
+        ],
+    );
+}
+
+#[test]
+fn proc_is_never_mounted_on_a_link() {
+    let mut k = recorder();
+    k.paths.insert("/r/proc".into(), Kind::Symlink);
+    k.links.insert("/r/proc".into(), "/somewhere".into());
+    let (calls, err) = run(&k, &prepared(serde_json::json!({})));
+    assert_eq!(err, "mount proc: target /proc is a symlink");
+    assert!(!calls.iter().any(|c| c.starts_with("pivot_root")));
+}

@@ -1,0 +1,37 @@
+//! The pod's cgroup tree, through cgroups-rs's `fs` API, on cgroup v1, hybrid and v2.
+//!
+//! Layout, always below the parent cgroup (`--cgroup-parent`, default: the cgroup podinit
+//! was started in, per controller on v1):
+//! ```text
+//! <parent>/podinit_<ns>_<name>/            the pod cgroup (pod-level limits)
+//!                              c_<name>/   one per container
+//! <parent>/podinit_<ns>_<name>_supervisor/ the supervisor's leaf (PID-1 mode: <parent>/supervisor)
+//! ```
+//! A restart that finds its container's cgroup still busy moves on to `c_<name>.<n>`
+//! (`Group::renew`). The supervisor is outside the pod's limits, as a shim is (see `run.rs`).
+//! Pitfall avoided (DESIGN.md §3): cgroups-rs places a cgroup at the root of every v1
+//! hierarchy unless it is given each controller's path, so every handle here is made with
+//! the per-controller parent paths read from `/proc/self/cgroup`.
+//!
+//! One module a job: `detect` finds the hierarchies and the parent, `group` makes a
+//! cgroup in every hierarchy and places processes in it, `removal` kills and removes,
+//! `resources` writes the spec's limits, `devices` its device rules.
+
+mod detect;
+mod devices;
+mod group;
+mod removal;
+mod resources;
+
+use std::io;
+
+pub use crate::sys::cgroup::{
+    enable_subtree_controllers, join_self, parse_proc_cgroup, unified, Placement,
+};
+pub use detect::CgroupRoot;
+pub use group::Group;
+pub use resources::V2_DELEGATION;
+
+fn err(what: &str, e: impl std::fmt::Display) -> io::Error {
+    io::Error::other(format!("{what}: {e}"))
+}

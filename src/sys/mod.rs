@@ -1,0 +1,12 @@
+//! Kernel primitives that `runtime` and `sandbox` both stand on, one module a job: they
+//! know processes, mounts, cgroups and signals, and nothing of pods or manifests.
+
+pub mod bpf;
+pub mod cgroup;
+pub mod clone;
+pub mod devices;
+pub mod mount;
+pub mod pages;
+pub mod pidfd;
+pub mod signals;
+pub mod unix_socket;

@@ -1,0 +1,59 @@
+//! Unix socket addresses: a path longer than `sockaddr_un` holds.
+
+use std::fs;
+use std::io;
+use std::path::Path;
+
+/// The longest path a `sockaddr_un` holds (108 bytes with the NUL).
+const SUN_PATH_MAX: usize = 107;
+
+/// A path that `bind` and `connect` accept for the Unix socket at `path`. One longer than
+/// `sockaddr_un` holds (the default state dir of a pod with a long name) is reached through
+/// an `O_PATH` descriptor of its directory, `/proc/self/fd/N/<name>`; keep the returned
+/// file open while the path is used.
+pub fn socket_path(path: &Path) -> io::Result<(Option<fs::File>, std::path::PathBuf)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Ok((None, path.to_path_buf()));
+    };
+    if path.as_os_str().len() <= SUN_PATH_MAX {
+        return Ok((None, path.to_path_buf()));
+    }
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open(dir)?;
+    use std::os::fd::AsRawFd;
+    let short = Path::new(&format!("/proc/self/fd/{}", f.as_raw_fd())).join(name);
+    Ok((Some(f), short))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_socket_path_is_reached_through_its_directory() {
+        let dir = std::env::temp_dir().join("x".repeat(120));
+        fs::create_dir_all(&dir).unwrap();
+        let sock = dir.join("s.sock");
+        let (held, short) = socket_path(&sock).unwrap();
+        assert!(
+            held.is_some() && short.as_os_str().len() <= SUN_PATH_MAX,
+            "{short:?}"
+        );
+        let l = std::os::unix::net::UnixListener::bind(&short).unwrap();
+        assert!(sock.exists(), "the socket is made in the directory itself");
+        let (_held, short) = socket_path(&sock).unwrap();
+        std::os::unix::net::UnixStream::connect(&short).unwrap();
+        drop(l);
+        fs::remove_dir_all(&dir).unwrap();
+        let (none, same) = socket_path(Path::new("/run/x.sock")).unwrap();
+        assert!(none.is_none() && same == Path::new("/run/x.sock"));
+    }
+}
