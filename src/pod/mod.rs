@@ -11,6 +11,7 @@ pub mod oom_score;
 pub mod phase;
 pub mod plan;
 pub mod probes;
+pub mod reason;
 pub mod resources;
 pub mod state;
 pub mod step;
@@ -19,6 +20,7 @@ mod tests;
 
 pub use phase::phase;
 pub use plan::{ContainerPlan, Kind, PodPlan, RestartPolicy};
+pub use reason::{EventReason, EventType, QosClass, StartFailure, TerminatedReason, WaitingReason};
 pub use state::{ContainerState, Exit, PodPhase, PodState, State, Terminated};
 pub use step::{step, Action, EventSpec};
 

@@ -1,5 +1,7 @@
 //! What the decisions need to know of the spec, extracted once at admission.
 
+use super::reason::QosClass;
+
 /// `spec.restartPolicy`, and the effective per-container policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RestartPolicy {
@@ -49,8 +51,7 @@ pub struct PodPlan {
     pub max_backoff_ms: u64,
     /// `spec.readinessGates[].conditionType`.
     pub readiness_gates: Vec<String>,
-    /// `Guaranteed`, `Burstable` or `BestEffort`.
-    pub qos_class: String,
+    pub qos_class: QosClass,
 }
 
 impl RestartPolicy {
@@ -135,7 +136,7 @@ impl ContainerPlan {
 }
 
 /// Kubernetes' `GetPodQOS`: over every container (init included), CPU and memory only.
-pub fn qos_class(spec: &k8s_openapi::api::core::v1::PodSpec) -> String {
+pub fn qos_class(spec: &k8s_openapi::api::core::v1::PodSpec) -> QosClass {
     use crate::quantity;
     let mut any_request = false;
     let mut any_limit = false;
@@ -172,10 +173,10 @@ pub fn qos_class(spec: &k8s_openapi::api::core::v1::PodSpec) -> String {
         }
     }
     if !any_request && !any_limit {
-        "BestEffort".into()
+        QosClass::BestEffort
     } else if guaranteed {
-        "Guaranteed".into()
+        QosClass::Guaranteed
     } else {
-        "Burstable".into()
+        QosClass::Burstable
     }
 }

@@ -12,6 +12,7 @@
 //! instance.
 
 use super::plan::PodPlan;
+use super::reason::{EventReason, EventType};
 use super::state::{Phase, PodState};
 use super::step::EventSpec;
 use super::Millis;
@@ -214,8 +215,8 @@ impl Probes {
         let name = plan.containers[w.ctr].name.clone();
         if !ok {
             events.push(EventSpec {
-                type_: "Warning",
-                reason: "Unhealthy".into(),
+                type_: EventType::Warning,
+                reason: EventReason::Unhealthy,
                 message: format!("{} probe failed: {output}", w.kind.title()),
                 container: Some(w.ctr),
             });
@@ -263,8 +264,8 @@ impl Probes {
                     )
                 };
                 events.push(EventSpec {
-                    type_: "Normal",
-                    reason: "Killing".into(),
+                    type_: EventType::Normal,
+                    reason: EventReason::Killing,
                     message,
                     container: Some(w.ctr),
                 });

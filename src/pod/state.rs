@@ -6,6 +6,7 @@
 
 use super::backoff::{self, Backoff};
 use super::plan::{Kind, PodPlan};
+use super::reason::{EventReason, EventType, StartFailure, TerminatedReason, WaitingReason};
 use super::step::EventSpec;
 use super::Millis;
 use std::collections::BTreeMap;
@@ -14,7 +15,7 @@ use std::collections::BTreeMap;
 pub struct Terminated {
     pub exit_code: i32,
     pub signal: Option<i32>,
-    pub reason: String,
+    pub reason: TerminatedReason,
     pub message: Option<String>,
     pub started_at: Option<Millis>,
     /// None only for a status kubelet could not locate (`ContainerStatusUnknown`).
@@ -24,7 +25,7 @@ pub struct Terminated {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum State {
     Waiting {
-        reason: String,
+        reason: WaitingReason,
         message: Option<String>,
     },
     Running {
@@ -180,10 +181,10 @@ pub struct PodState {
 }
 
 impl ContainerState {
-    pub fn new(default_reason: &str) -> ContainerState {
+    pub fn new(default_reason: WaitingReason) -> ContainerState {
         ContainerState {
             state: State::Waiting {
-                reason: default_reason.into(),
+                reason: default_reason,
                 message: None,
             },
             last_state: None,
@@ -225,9 +226,9 @@ impl PodState {
             .iter()
             .any(|c| matches!(c.kind, Kind::Init | Kind::Sidecar));
         let default = if has_init {
-            "PodInitializing"
+            WaitingReason::PodInitializing
         } else {
-            "ContainerCreating"
+            WaitingReason::ContainerCreating
         };
         PodState {
             containers: plan
@@ -250,10 +251,10 @@ impl PodState {
         }
     }
 
-    fn event(&mut self, type_: &'static str, reason: &str, message: String, c: Option<usize>) {
+    fn event(&mut self, type_: EventType, reason: EventReason, message: String, c: Option<usize>) {
         self.events.push(EventSpec {
             type_,
-            reason: reason.into(),
+            reason,
             message,
             container: c,
         });
@@ -269,7 +270,7 @@ impl PodState {
             State::Terminated(Terminated {
                 exit_code: 137,
                 signal: None,
-                reason: "ContainerStatusUnknown".into(),
+                reason: TerminatedReason::ContainerStatusUnknown,
                 message: Some(
                     "The container could not be located when the pod was terminated".into(),
                 ),
@@ -346,9 +347,9 @@ impl PodState {
         }
         c.state = State::Waiting {
             reason: if matches!(plan.containers[i].kind, Kind::App | Kind::Ephemeral) {
-                "ContainerCreating".into()
+                WaitingReason::ContainerCreating
             } else {
-                "PodInitializing".into()
+                WaitingReason::PodInitializing
             },
             message: None,
         };
@@ -366,14 +367,14 @@ impl PodState {
         c.ever_created = true;
         c.state = State::Running { started_at: now };
         self.event(
-            "Normal",
-            "Created",
+            EventType::Normal,
+            EventReason::Created,
             format!("Created container {name}"),
             Some(i),
         );
         self.event(
-            "Normal",
-            "Started",
+            EventType::Normal,
+            EventReason::Started,
             format!("Started container {name}"),
             Some(i),
         );
@@ -386,40 +387,49 @@ impl PodState {
         self.refresh_container(plan, i);
     }
 
-    /// The container could not be created or started. `reason`: `CreateContainerError`
-    /// (nothing ran: it stays waiting and is retried with back-off) or `StartError` (the
-    /// process existed but could not exec: it terminated with exit code 128).
+    /// The container could not be created or started: nothing ran (it stays waiting and is
+    /// retried with back-off), or the process existed but could not exec (it terminated
+    /// with exit code 128).
     pub fn on_start_failed(
         &mut self,
         plan: &PodPlan,
         i: usize,
-        reason: &str,
+        failure: StartFailure,
         msg: &str,
         now: Millis,
     ) {
-        self.event("Warning", "Failed", format!("Error: {msg}"), Some(i));
-        if reason == "StartError" {
-            self.containers[i].ever_created = true;
-            let t = Terminated {
-                exit_code: 128,
-                signal: None,
-                reason: "StartError".into(),
-                message: Some(msg.to_string()),
-                started_at: None,
-                finished_at: Some(now),
-            };
-            self.exited(plan, i, t, now);
-        } else {
-            let c = &mut self.containers[i];
-            c.phase = Phase::Idle;
-            c.state = State::Waiting {
-                reason: reason.into(),
-                message: Some(msg.to_string()),
-            };
-            if self.terminating.is_none() {
-                let delay = c.backoff.on_exit(0, plan.max_backoff_ms);
-                c.restart_at = Some(now + delay);
+        self.event(
+            EventType::Warning,
+            EventReason::Failed,
+            format!("Error: {msg}"),
+            Some(i),
+        );
+        let reason = match failure {
+            StartFailure::Create => WaitingReason::CreateContainerError,
+            StartFailure::Config => WaitingReason::CreateContainerConfigError,
+            StartFailure::Exec => {
+                self.containers[i].ever_created = true;
+                let t = Terminated {
+                    exit_code: 128,
+                    signal: None,
+                    reason: TerminatedReason::StartError,
+                    message: Some(msg.to_string()),
+                    started_at: None,
+                    finished_at: Some(now),
+                };
+                self.exited(plan, i, t, now);
+                return;
             }
+        };
+        let c = &mut self.containers[i];
+        c.phase = Phase::Idle;
+        c.state = State::Waiting {
+            reason,
+            message: Some(msg.to_string()),
+        };
+        if self.terminating.is_none() {
+            let delay = c.backoff.on_exit(0, plan.max_backoff_ms);
+            c.restart_at = Some(now + delay);
         }
     }
 
@@ -430,16 +440,16 @@ impl PodState {
             _ => None,
         };
         let reason = if exit.oom_killed {
-            "OOMKilled"
+            TerminatedReason::OOMKilled
         } else if exit.exit_code == 0 {
-            "Completed"
+            TerminatedReason::Completed
         } else {
-            "Error"
+            TerminatedReason::Error
         };
         let t = Terminated {
             exit_code: exit.exit_code,
             signal: exit.signal,
-            reason: reason.into(),
+            reason,
             message: exit.message,
             started_at,
             finished_at: Some(now),
@@ -449,7 +459,7 @@ impl PodState {
 
     fn exited(&mut self, plan: &PodPlan, i: usize, t: Terminated, now: Millis) {
         let ran = t.started_at.map_or(0, |s| now.saturating_sub(s));
-        let failed = t.exit_code != 0 || t.reason == "OOMKilled";
+        let failed = t.exit_code != 0 || t.reason == TerminatedReason::OOMKilled;
         let kind = plan.containers[i].kind;
         let c = &mut self.containers[i];
         c.phase = Phase::Exited;
@@ -473,7 +483,7 @@ impl PodState {
             Some(msg) => {
                 c.last_state = Some(t);
                 c.state = State::Waiting {
-                    reason: "PostStartHookError".into(),
+                    reason: WaitingReason::PostStartHookError,
                     message: Some(msg),
                 };
             }
@@ -590,13 +600,18 @@ impl PodState {
         // kubelet keeps the hook's output out of events (it may hold secrets): the full
         // text shows only in the container's waiting message.
         self.event(
-            "Warning",
-            "FailedPostStartHook",
+            EventType::Warning,
+            EventReason::FailedPostStartHook,
             "PostStartHook failed".into(),
             Some(i),
         );
         // kubelet's kill message for this cause is just the reason.
-        self.event("Normal", "Killing", "FailedPostStartHook".into(), Some(i));
+        self.event(
+            EventType::Normal,
+            EventReason::Killing,
+            "FailedPostStartHook".into(),
+            Some(i),
+        );
         self.containers[i].post_start_error = Some(msg.to_string());
         self.kill_container(plan, i, plan.grace_seconds.saturating_mul(1000), now);
     }
@@ -628,7 +643,7 @@ impl PodState {
     /// to be started by the next `step`.
     pub fn add_ephemeral(&mut self) {
         self.containers
-            .push(ContainerState::new("ContainerCreating"));
+            .push(ContainerState::new(WaitingReason::ContainerCreating));
     }
 
     /// Set a readiness gate's condition (`PUT /v1/pod/conditions/TYPE`).

@@ -3,14 +3,14 @@
 
 use super::conditions;
 use super::plan::{Kind, PodPlan};
+use super::reason::{EventReason, EventType, TerminatedReason, WaitingReason};
 use super::state::{HookRun, Phase, PodPhase, PodState, State, Stopping};
 use super::Millis;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EventSpec {
-    /// `Normal` or `Warning`.
-    pub type_: &'static str,
-    pub reason: String,
+    pub type_: EventType,
+    pub reason: EventReason,
     pub message: String,
     /// The container it is about (index into `plan.containers`), or the pod.
     pub container: Option<usize>,
@@ -86,12 +86,12 @@ fn deadline(plan: &PodPlan, st: &mut PodState, now: Millis, acts: &mut Vec<Actio
         let msg = "Pod was active on the node longer than the specified deadline";
         // kubelet's active-deadline handler records it as a Normal event.
         st.push_event(EventSpec {
-            type_: "Normal",
-            reason: "DeadlineExceeded".into(),
+            type_: EventType::Normal,
+            reason: EventReason::DeadlineExceeded,
             message: msg.into(),
             container: None,
         });
-        st.fail(plan, "DeadlineExceeded", msg, now);
+        st.fail(plan, EventReason::DeadlineExceeded.as_str(), msg, now);
     } else {
         acts.push(Action::WakeAt(at));
     }
@@ -104,7 +104,7 @@ fn completed(plan: &PodPlan, st: &PodState) -> bool {
         p.kind == Kind::Init
             && c.phase == Phase::Exited
             && c.restart_at.is_none()
-            && matches!(&c.state, State::Terminated(t) if t.exit_code != 0 || t.reason == "OOMKilled")
+            && matches!(&c.state, State::Terminated(t) if t.exit_code != 0 || t.reason == TerminatedReason::OOMKilled)
     });
     if init_failed {
         return true;
@@ -119,7 +119,7 @@ fn completed(plan: &PodPlan, st: &PodState) -> bool {
 /// A terminated pod is Succeeded only if every app container exited 0.
 fn final_phase(plan: &PodPlan, st: &PodState) -> PodPhase {
     let all_ok = plan.apps().all(|i| {
-        matches!(&st.containers[i].state, State::Terminated(t) if t.exit_code == 0 && t.reason != "OOMKilled")
+        matches!(&st.containers[i].state, State::Terminated(t) if t.exit_code == 0 && t.reason != TerminatedReason::OOMKilled)
     });
     if all_ok {
         PodPhase::Succeeded
@@ -150,14 +150,14 @@ fn restarts(plan: &PodPlan, st: &mut PodState, now: Millis, acts: &mut Vec<Actio
             let delay = at - t.finished_at.unwrap_or(at);
             let message = st.backoff_message(plan, i, delay);
             st.containers[i].state = State::Waiting {
-                reason: "CrashLoopBackOff".into(),
+                reason: WaitingReason::CrashLoopBackOff,
                 message: Some(message),
             };
             let name = &plan.containers[i].name;
             let (pod, ns, uid) = st.who.clone();
             st.push_event(EventSpec {
-                type_: "Warning",
-                reason: "BackOff".into(),
+                type_: EventType::Warning,
+                reason: EventReason::BackOff,
                 message: format!(
                     "Back-off restarting failed container {name} in pod {pod}_{ns}({uid})"
                 ),
@@ -190,7 +190,7 @@ fn starts(plan: &PodPlan, st: &mut PodState, acts: &mut Vec<Action>) {
                     continue;
                 }
                 let done = c.phase == Phase::Exited
-                    && matches!(&c.state, State::Terminated(t) if t.exit_code == 0 && t.reason != "OOMKilled");
+                    && matches!(&c.state, State::Terminated(t) if t.exit_code == 0 && t.reason != TerminatedReason::OOMKilled);
                 if done {
                     continue;
                 }
@@ -258,8 +258,8 @@ fn stops(plan: &PodPlan, st: &mut PodState, now: Millis, acts: &mut Vec<Action>)
                 // kubelet announces every kill as it begins: before the preStop hook and
                 // before a sidecar waits for its turn.
                 st.push_event(EventSpec {
-                    type_: "Normal",
-                    reason: "Killing".into(),
+                    type_: EventType::Normal,
+                    reason: EventReason::Killing,
                     message: format!("Stopping container {}", plan.containers[i].name),
                     container: Some(i),
                 });

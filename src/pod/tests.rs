@@ -2,6 +2,7 @@
 
 use super::plan::{ContainerPlan, Kind, PodPlan, RestartPolicy};
 use super::probes::{ProbeKind, Probes, Timing};
+use super::reason::{QosClass, StartFailure};
 use super::state::{Exit, PodPhase, PodState, State};
 use super::step::EventSpec;
 use super::step::{step, Action};
@@ -37,7 +38,7 @@ impl Sim {
             active_deadline_seconds: None,
             max_backoff_ms: 300_000,
             readiness_gates: vec![],
-            qos_class: "BestEffort".into(),
+            qos_class: QosClass::BestEffort,
         };
         let mut st = PodState::new(&plan);
         st.on_sandbox_ready(0);
@@ -114,7 +115,7 @@ impl Sim {
     }
     fn waiting_reason(&self, name: &str) -> String {
         match self.state(name) {
-            State::Waiting { reason, .. } => reason.clone(),
+            State::Waiting { reason, .. } => reason.as_str().to_string(),
             s => panic!("{name} is not waiting: {s:?}"),
         }
     }
@@ -522,7 +523,7 @@ fn a_start_error_is_a_terminated_run_and_a_create_error_waits() {
     let mut s = Sim::apps(RestartPolicy::Never, &["a"]);
     let acts = s.step();
     assert_eq!(acts[0], Action::Start(0));
-    s.st.on_start_failed(&s.plan, 0, "StartError", "exec: no such file", 0);
+    s.st.on_start_failed(&s.plan, 0, StartFailure::Exec, "exec: no such file", 0);
     let acts = s.settle();
     match s.state("a") {
         State::Terminated(t) => {
@@ -536,10 +537,10 @@ fn a_start_error_is_a_terminated_run_and_a_create_error_waits() {
     // A create error is retried with the same back-off (the first retry at once).
     let mut s = Sim::apps(RestartPolicy::Always, &["a"]);
     s.step();
-    s.st.on_start_failed(&s.plan, 0, "CreateContainerError", "bad mount", 0);
+    s.st.on_start_failed(&s.plan, 0, StartFailure::Create, "bad mount", 0);
     assert_eq!(s.waiting_reason("a"), "CreateContainerError");
     assert_eq!(s.step()[0], Action::Start(0));
-    s.st.on_start_failed(&s.plan, 0, "CreateContainerError", "bad mount", 0);
+    s.st.on_start_failed(&s.plan, 0, StartFailure::Create, "bad mount", 0);
     let acts = s.step();
     assert!(acts.contains(&Action::WakeAt(10_000)), "{acts:?}");
     assert_eq!(s.waiting_reason("a"), "CreateContainerError");
@@ -784,7 +785,7 @@ fn a_failed_post_start_kills_and_shows_post_start_hook_error() {
 fn events_of(acts: &[Action]) -> Vec<(String, String)> {
     acts.iter()
         .filter_map(|a| match a {
-            Action::Event(e) => Some((e.reason.clone(), e.message.clone())),
+            Action::Event(e) => Some((e.reason.as_str().to_string(), e.message.clone())),
             _ => None,
         })
         .collect()

@@ -355,7 +355,7 @@ fn line(mut v: Vec<u8>) -> Vec<u8> {
 enum NoLog {
     Previous,
     Terminated,
-    Waiting(String),
+    Waiting(crate::pod::WaitingReason),
 }
 
 /// Which run's log a request reads, as kubelet picks the container: `previous` is the run
@@ -378,7 +378,7 @@ fn log_run(c: &ContainerState, runs: u32, previous: bool) -> Result<u32, NoLog> 
     }
     match (&c.state, runs.checked_sub(1)) {
         (_, Some(run)) if current_is_latest || c.last_state.is_some() => Ok(run),
-        (State::Waiting { reason, .. }, _) => Err(NoLog::Waiting(reason.clone())),
+        (State::Waiting { reason, .. }, _) => Err(NoLog::Waiting(*reason)),
         _ => Err(NoLog::Terminated),
     }
 }
@@ -386,13 +386,13 @@ fn log_run(c: &ContainerState, runs: u32, previous: bool) -> Result<u32, NoLog> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pod::Terminated;
+    use crate::pod::{Terminated, TerminatedReason, WaitingReason};
 
     fn terminated(code: i32, located: bool) -> State {
         State::Terminated(Terminated {
             exit_code: code,
             signal: None,
-            reason: "Error".into(),
+            reason: TerminatedReason::Error,
             message: None,
             started_at: None,
             finished_at: located.then_some(5),
@@ -400,7 +400,7 @@ mod tests {
     }
 
     fn container(state: State, last: bool) -> ContainerState {
-        let mut c = ContainerState::new("ContainerCreating");
+        let mut c = ContainerState::new(WaitingReason::ContainerCreating);
         c.state = state;
         if let (true, State::Terminated(t)) = (last, terminated(1, true)) {
             c.last_state = Some(t);
@@ -410,8 +410,8 @@ mod tests {
 
     #[test]
     fn logs_come_from_the_run_kubelet_would_pick() {
-        let waiting = |r: &str| State::Waiting {
-            reason: r.into(),
+        let waiting = |r: WaitingReason| State::Waiting {
+            reason: r,
             message: None,
         };
         let running = State::Running { started_at: 1 };
@@ -422,17 +422,29 @@ mod tests {
             (running.clone(), true, 3, true, Ok(1)),
             (terminated(0, true), false, 1, false, Ok(0)),
             // In back-off: lastState is the latest run, for both.
-            (waiting("CrashLoopBackOff"), true, 2, false, Ok(1)),
-            (waiting("CrashLoopBackOff"), true, 2, true, Ok(1)),
             (
-                waiting("PodInitializing"),
+                waiting(WaitingReason::CrashLoopBackOff),
+                true,
+                2,
+                false,
+                Ok(1),
+            ),
+            (
+                waiting(WaitingReason::CrashLoopBackOff),
+                true,
+                2,
+                true,
+                Ok(1),
+            ),
+            (
+                waiting(WaitingReason::PodInitializing),
                 false,
                 0,
                 false,
-                Err(NoLog::Waiting("PodInitializing".into())),
+                Err(NoLog::Waiting(WaitingReason::PodInitializing)),
             ),
             (
-                waiting("PodInitializing"),
+                waiting(WaitingReason::PodInitializing),
                 false,
                 0,
                 true,

@@ -299,8 +299,8 @@ impl Supervisor<'_> {
             Owner::Probe(d) => {
                 if let Some(w) = &o.warning {
                     let e = pod::EventSpec {
-                        type_: "Warning",
-                        reason: "ProbeWarning".into(),
+                        type_: pod::EventType::Warning,
+                        reason: pod::EventReason::ProbeWarning,
                         message: format!("{} probe warning: {w}", d.kind.title()),
                         container: Some(d.ctr),
                     };
@@ -333,8 +333,8 @@ impl Supervisor<'_> {
                     self.st.on_post_start_failed(&self.cfg.plan, ctr, &msg, now);
                 } else {
                     self.event(pod::EventSpec {
-                        type_: "Warning",
-                        reason: "FailedPreStopHook".into(),
+                        type_: pod::EventType::Warning,
+                        reason: pod::EventReason::FailedPreStopHook,
                         // As kubelet: the output (which may hold secrets) goes to the log only.
                         message: "PreStopHook failed".into(),
                         container: Some(ctr),

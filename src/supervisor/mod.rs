@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use crate::api::server::{Server, Slot, Stream};
 use crate::bundle::HostVolume;
-use crate::pod::{self, Action, PodPlan, PodState};
+use crate::pod::{self, Action, EventReason, EventType, PodPlan, PodState, StartFailure};
 use crate::sandbox::statedir::StateDir;
 use crate::status::events::EventLog;
 use crate::status::render::{self, ContainerMeta, WallClock};
@@ -207,7 +207,13 @@ pub fn run(cfg: Config, sd: &StateDir) -> i32 {
     s.st.on_sandbox_ready(now);
     if let Some(c) = s.cfg.preset_conflict.clone() {
         let wall = s.wall();
-        s.record_event("Warning", "PodPresetConflict", &c, None, wall);
+        s.record_event(
+            EventType::Warning,
+            EventReason::PodPresetConflict,
+            &c,
+            None,
+            wall,
+        );
     }
     if s.cfg.missing_cluster_dns {
         let m = &s.cfg.pod.metadata;
@@ -218,7 +224,13 @@ pub fn run(cfg: Config, sd: &StateDir) -> i32 {
             m.uid.as_deref().unwrap_or_default()
         );
         let wall = s.wall();
-        s.record_event("Warning", "MissingClusterDNS", &msg, None, wall);
+        s.record_event(
+            EventType::Warning,
+            EventReason::MissingClusterDNS,
+            &msg,
+            None,
+            wall,
+        );
     }
     // Pending, its containers being created: what a watcher sees first, as from kubelet.
     s.write_status();
@@ -299,11 +311,20 @@ impl Supervisor<'_> {
     fn event(&mut self, e: pod::EventSpec) {
         let fp = e.container.map(|i| self.cfg.containers[i].field_path());
         let now = self.wall();
-        self.record_event(e.type_, &e.reason, &e.message, fp, now);
+        self.record_event(e.type_, e.reason, &e.message, fp, now);
     }
 
-    fn record_event(&mut self, type_: &str, reason: &str, msg: &str, fp: Option<String>, at: Time) {
-        let e = self.events.record(type_, reason, msg, fp, at);
+    fn record_event(
+        &mut self,
+        type_: EventType,
+        reason: EventReason,
+        msg: &str,
+        fp: Option<String>,
+        at: Time,
+    ) {
+        let e = self
+            .events
+            .record(type_.as_str(), reason.as_str(), msg, fp, at);
         let mut line = serde_json::to_vec(e).unwrap_or_default();
         line.push(b'\n');
         if let Some(srv) = &mut self.server {
@@ -338,7 +359,7 @@ impl Supervisor<'_> {
                         self.cfg.containers[t].name
                     );
                     self.st
-                        .on_start_failed(&self.cfg.plan, i, "CreateContainerError", &msg, now);
+                        .on_start_failed(&self.cfg.plan, i, StartFailure::Create, &msg, now);
                     return;
                 }
             },
@@ -360,13 +381,8 @@ impl Supervisor<'_> {
             match crate::manifest::env::resolve(&self.cfg.containers[i].spec, &sources) {
                 Ok(r) => r,
                 Err(crate::manifest::env::ConfigError(msg)) => {
-                    self.st.on_start_failed(
-                        &self.cfg.plan,
-                        i,
-                        "CreateContainerConfigError",
-                        &msg,
-                        now,
-                    );
+                    self.st
+                        .on_start_failed(&self.cfg.plan, i, StartFailure::Config, &msg, now);
                     return;
                 }
             }
@@ -374,7 +390,13 @@ impl Supervisor<'_> {
         for w in &env.warnings {
             let fp = Some(self.cfg.containers[i].field_path());
             let wall = self.wall();
-            self.record_event("Warning", "InvalidEnvironmentVariableNames", w, fp, wall);
+            self.record_event(
+                EventType::Warning,
+                EventReason::InvalidEnvironmentVariableNames,
+                w,
+                fp,
+                wall,
+            );
         }
         let cx = StartContext {
             pod_spec: self.cfg.pod.spec.as_ref().expect("admitted pod has a spec"),
@@ -408,7 +430,7 @@ impl Supervisor<'_> {
                 let name = &self.cfg.containers[i].name;
                 crate::log::warn(&format!("container {name}: {msg}"));
                 self.st
-                    .on_start_failed(&self.cfg.plan, i, "CreateContainerError", &msg, now);
+                    .on_start_failed(&self.cfg.plan, i, StartFailure::Create, &msg, now);
             }
         }
     }
@@ -642,8 +664,8 @@ impl Supervisor<'_> {
                         let fp = Some(self.cfg.containers[i].field_path());
                         let wall = self.wall();
                         self.record_event(
-                            "Warning",
-                            "OOMKilling",
+                            EventType::Warning,
+                            EventReason::OOMKilling,
                             &format!("Memory cgroup out of memory: container {name} was killed"),
                             fp,
                             wall,
@@ -654,7 +676,7 @@ impl Supervisor<'_> {
                 Err(msg) => {
                     crate::log::warn(&format!("container {name}: {msg}"));
                     self.st
-                        .on_start_failed(&self.cfg.plan, i, "StartError", &msg, now);
+                        .on_start_failed(&self.cfg.plan, i, StartFailure::Exec, &msg, now);
                 }
             }
             self.end_followers_when_done(i);
