@@ -22,6 +22,24 @@ pub struct Terminated {
     pub finished_at: Option<Millis>,
 }
 
+impl Terminated {
+    /// Whether this run succeeded: the one rule for phase, restarts, init completion and
+    /// conditions. kubelet judges by the exit code alone, whatever the reason: `getPhase`
+    /// (pkg/kubelet/kubelet_pods.go) counts a terminated container as succeeded when
+    /// `State.Terminated.ExitCode == 0` and an init container as failed when it is not, and
+    /// `ShouldContainerBeRestarted` (pkg/kubelet/container/helpers.go) keeps an
+    /// `OnFailure` container down when `ExitCode == 0`. So an OOMKilled run that still
+    /// exited 0 succeeded.
+    pub fn succeeded(&self) -> bool {
+        exit_code_succeeded(self.exit_code)
+    }
+}
+
+/// kubelet's success test on an exit code (see [`Terminated::succeeded`]).
+pub(crate) const fn exit_code_succeeded(code: i32) -> bool {
+    code == 0
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum State {
     Waiting {
@@ -289,7 +307,7 @@ impl PodState {
             })
             || inits.last().is_some_and(|&i| {
                 let c = &self.containers[i];
-                let ok = |t: &Terminated| t.exit_code == 0;
+                let ok = Terminated::succeeded;
                 match plan.containers[i].kind {
                     Kind::Sidecar => c.phase == Phase::Running && c.started,
                     _ => {
@@ -441,7 +459,7 @@ impl PodState {
         };
         let reason = if exit.oom_killed {
             TerminatedReason::OOMKilled
-        } else if exit.exit_code == 0 {
+        } else if exit_code_succeeded(exit.exit_code) {
             TerminatedReason::Completed
         } else {
             TerminatedReason::Error
@@ -459,7 +477,7 @@ impl PodState {
 
     fn exited(&mut self, plan: &PodPlan, i: usize, t: Terminated, now: Millis) {
         let ran = t.started_at.map_or(0, |s| now.saturating_sub(s));
-        let failed = t.exit_code != 0 || t.reason == TerminatedReason::OOMKilled;
+        let failed = !t.succeeded();
         let kind = plan.containers[i].kind;
         let c = &mut self.containers[i];
         c.phase = Phase::Exited;
@@ -507,7 +525,7 @@ impl PodState {
         // A plain init container is ready only once it has exited 0, never while running.
         if p.kind == Kind::Init {
             c.ready = c.phase == Phase::Exited
-                && matches!(&c.state, State::Terminated(t) if t.exit_code == 0);
+                && matches!(&c.state, State::Terminated(t) if t.succeeded());
         }
     }
 

@@ -3,7 +3,7 @@
 
 use super::conditions;
 use super::plan::{Kind, PodPlan};
-use super::reason::{EventReason, EventType, TerminatedReason, WaitingReason};
+use super::reason::{EventReason, EventType, WaitingReason};
 use super::state::{HookRun, Phase, PodPhase, PodState, State, Stopping};
 use super::Millis;
 
@@ -104,7 +104,7 @@ fn completed(plan: &PodPlan, st: &PodState) -> bool {
         p.kind == Kind::Init
             && c.phase == Phase::Exited
             && c.restart_at.is_none()
-            && matches!(&c.state, State::Terminated(t) if t.exit_code != 0 || t.reason == TerminatedReason::OOMKilled)
+            && matches!(&c.state, State::Terminated(t) if !t.succeeded())
     });
     if init_failed {
         return true;
@@ -118,9 +118,9 @@ fn completed(plan: &PodPlan, st: &PodState) -> bool {
 
 /// A terminated pod is Succeeded only if every app container exited 0.
 fn final_phase(plan: &PodPlan, st: &PodState) -> PodPhase {
-    let all_ok = plan.apps().all(|i| {
-        matches!(&st.containers[i].state, State::Terminated(t) if t.exit_code == 0 && t.reason != TerminatedReason::OOMKilled)
-    });
+    let all_ok = plan
+        .apps()
+        .all(|i| matches!(&st.containers[i].state, State::Terminated(t) if t.succeeded()));
     if all_ok {
         PodPhase::Succeeded
     } else {
@@ -190,7 +190,7 @@ fn starts(plan: &PodPlan, st: &mut PodState, acts: &mut Vec<Action>) {
                     continue;
                 }
                 let done = c.phase == Phase::Exited
-                    && matches!(&c.state, State::Terminated(t) if t.exit_code == 0 && t.reason != TerminatedReason::OOMKilled);
+                    && matches!(&c.state, State::Terminated(t) if t.succeeded());
                 if done {
                     continue;
                 }

@@ -101,6 +101,18 @@ impl Sim {
         };
         self.st.on_exited(&self.plan, i, exit, self.now);
     }
+    /// An OOM kill seen in the cgroup, with the main process exiting `code` (0: it was a
+    /// child that the kernel killed, and the main process carried on to exit 0).
+    fn oom_exit(&mut self, name: &str, code: i32) {
+        let i = self.idx(name);
+        let exit = Exit {
+            exit_code: code,
+            signal: (code == 137).then_some(9),
+            oom_killed: true,
+            message: None,
+        };
+        self.st.on_exited(&self.plan, i, exit, self.now);
+    }
     fn phase(&self) -> PodPhase {
         phase(&self.plan, &self.st)
     }
@@ -998,4 +1010,56 @@ fn a_deletion_is_recorded_and_only_brought_forward() {
     assert!(!s.st.request_deletion(&s.plan, 2000, Some(60)));
     assert!(s.st.request_deletion(&s.plan, 2000, Some(0)));
     assert_eq!(s.st.deletion, Some((2000, 0)));
+}
+
+/// One success rule: a run succeeded when it exited 0, whatever its reason (kubelet's
+/// `getPhase` and `ShouldContainerBeRestarted` judge by the exit code). An OOMKilled exit 0
+/// is a success everywhere; an OOMKilled exit 137 a failure everywhere.
+#[test]
+fn an_oom_kill_succeeds_or_fails_by_its_exit_code_alone() {
+    use RestartPolicy::*;
+    for (code, ok) in [(0, true), (137, false)] {
+        let mut s = Sim::apps(Never, &["c"]);
+        s.settle();
+        s.oom_exit("c", code);
+        s.settle();
+        let t = s.st.containers[0].last_termination().unwrap().clone();
+        assert_eq!(t.reason, "OOMKilled");
+        assert_eq!(t.succeeded(), ok, "exit {code}");
+        // Phase, under Never.
+        let want = if ok {
+            PodPhase::Succeeded
+        } else {
+            PodPhase::Failed
+        };
+        assert_eq!(s.phase(), want, "phase, OOMKilled exit {code}");
+
+        // Restart, under OnFailure: only a failure restarts.
+        let mut s = Sim::apps(OnFailure, &["c"]);
+        s.settle();
+        s.oom_exit("c", code);
+        s.settle();
+        assert_eq!(
+            s.running("c"),
+            !ok,
+            "OnFailure restart, OOMKilled exit {code}"
+        );
+        assert_eq!(s.st.containers[0].restart_count, u32::from(!ok));
+
+        // Init completion and the Initialized condition.
+        let mut s = Sim::new(Never, vec![cp("i", Kind::Init), cp("app", Kind::App)]);
+        s.settle();
+        s.oom_exit("i", code);
+        s.settle();
+        assert_eq!(
+            s.running("app"),
+            ok,
+            "init completion, OOMKilled exit {code}"
+        );
+        assert_eq!(s.condition("Initialized").0, ok, "Initialized, exit {code}");
+        assert_eq!(s.st.containers[0].ready, ok, "init ready, exit {code}");
+        if !ok {
+            assert_eq!(s.phase(), PodPhase::Failed);
+        }
+    }
 }
