@@ -7,6 +7,8 @@
 
 pub mod backoff;
 pub mod conditions;
+pub mod events;
+pub mod log_run;
 pub mod oom_score;
 pub mod phase;
 pub mod plan;
@@ -15,6 +17,7 @@ pub mod reason;
 pub mod resources;
 pub mod state;
 pub mod step;
+pub mod termination;
 #[cfg(test)]
 mod tests;
 

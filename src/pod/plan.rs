@@ -1,5 +1,6 @@
 //! What the decisions need to know of the spec, extracted once at admission.
 
+use super::probes::{ProbeKind, Timing};
 use super::reason::QosClass;
 
 /// `spec.restartPolicy`, and the effective per-container policy.
@@ -24,6 +25,23 @@ pub enum Kind {
     Ephemeral,
 }
 
+impl Kind {
+    /// Plain init containers run to completion and are never probed (kubelet starts no
+    /// prober worker for them); ephemeral containers have no probes by API validation.
+    pub fn has_probes(self) -> bool {
+        matches!(self, Kind::Sidecar | Kind::App)
+    }
+
+    /// The field path of events about container `name` (`spec.containers{web}`).
+    pub fn field_path(self, name: &str) -> String {
+        match self {
+            Kind::App => format!("spec.containers{{{name}}}"),
+            Kind::Init | Kind::Sidecar => format!("spec.initContainers{{{name}}}"),
+            Kind::Ephemeral => format!("spec.ephemeralContainers{{{name}}}"),
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct ContainerPlan {
     pub name: String,
@@ -33,6 +51,9 @@ pub struct ContainerPlan {
     pub has_liveness_probe: bool,
     pub has_post_start: bool,
     pub has_pre_stop: bool,
+    /// The probes that run, in the order kubelet's workers start (none for a plain init
+    /// container).
+    pub probes: Vec<(ProbeKind, Timing)>,
 }
 
 #[derive(Clone, Debug)]
@@ -102,15 +123,8 @@ impl PodPlan {
 
     /// Add an ephemeral container (at the end: indices of the others do not move).
     pub fn add_ephemeral(&mut self, name: &str) -> usize {
-        self.containers.push(ContainerPlan {
-            name: name.to_string(),
-            kind: Kind::Ephemeral,
-            has_startup_probe: false,
-            has_readiness_probe: false,
-            has_liveness_probe: false,
-            has_post_start: false,
-            has_pre_stop: false,
-        });
+        self.containers
+            .push(ContainerPlan::bare(name, Kind::Ephemeral));
         self.containers.len() - 1
     }
 
@@ -121,8 +135,34 @@ impl PodPlan {
 }
 
 impl ContainerPlan {
-    fn of(c: &k8s_openapi::api::core::v1::Container, kind: Kind) -> ContainerPlan {
+    /// A container with no probes and no hooks.
+    pub fn bare(name: &str, kind: Kind) -> ContainerPlan {
+        ContainerPlan {
+            name: name.to_string(),
+            kind,
+            has_startup_probe: false,
+            has_readiness_probe: false,
+            has_liveness_probe: false,
+            has_post_start: false,
+            has_pre_stop: false,
+            probes: Vec::new(),
+        }
+    }
+
+    pub fn of(c: &k8s_openapi::api::core::v1::Container, kind: Kind) -> ContainerPlan {
         let lc = c.lifecycle.as_ref();
+        let probes = if kind.has_probes() {
+            [
+                (ProbeKind::Startup, &c.startup_probe),
+                (ProbeKind::Liveness, &c.liveness_probe),
+                (ProbeKind::Readiness, &c.readiness_probe),
+            ]
+            .into_iter()
+            .filter_map(|(k, p)| p.as_ref().map(|p| (k, Timing::from_probe(p))))
+            .collect()
+        } else {
+            Vec::new()
+        };
         ContainerPlan {
             name: c.name.clone(),
             kind,
@@ -131,7 +171,13 @@ impl ContainerPlan {
             has_liveness_probe: c.liveness_probe.is_some(),
             has_post_start: lc.is_some_and(|l| l.post_start.is_some()),
             has_pre_stop: lc.is_some_and(|l| l.pre_stop.is_some()),
+            probes,
         }
+    }
+
+    /// The field path of events about this container.
+    pub fn field_path(&self) -> String {
+        self.kind.field_path(&self.name)
     }
 }
 

@@ -6,6 +6,7 @@
 
 use super::backoff::{self, Backoff};
 use super::plan::{Kind, PodPlan};
+use super::probes::{Due, Probes};
 use super::reason::{EventReason, EventType, StartFailure, TerminatedReason, WaitingReason};
 use super::step::EventSpec;
 use super::Millis;
@@ -113,6 +114,8 @@ pub struct ContainerState {
     /// A process was created at least once.
     pub ever_created: bool,
     pub post_start_done: bool,
+    /// `step` asked for the postStart hook of this run.
+    pub post_start_asked: bool,
     /// The postStart hook failed with this message: once the process is gone the
     /// container shows `waiting: PostStartHookError`.
     pub post_start_error: Option<String>,
@@ -192,6 +195,10 @@ pub struct PodState {
     pub app_started: bool,
     pub gates: BTreeMap<String, GateCondition>,
     pub conditions: Vec<Condition>,
+    /// When each probe runs and what its results did (kubelet's prober workers).
+    pub probes: Probes,
+    /// SIGTERM/SIGINT received so far.
+    pub stop_signals: u32,
     /// Events to hand out with the next `step`.
     pub(super) events: Vec<EventSpec>,
     /// The pod's identity, for messages.
@@ -212,6 +219,7 @@ impl ContainerState {
             ready: false,
             ever_created: false,
             post_start_done: false,
+            post_start_asked: false,
             post_start_error: None,
             startup_ok: false,
             readiness_ok: false,
@@ -264,6 +272,14 @@ impl PodState {
             app_started: false,
             gates: BTreeMap::new(),
             conditions: Vec::new(),
+            probes: Probes::new(
+                &plan
+                    .containers
+                    .iter()
+                    .map(|c| c.probes.clone())
+                    .collect::<Vec<_>>(),
+            ),
+            stop_signals: 0,
             events: Vec::new(),
             who: (plan.name.clone(), plan.namespace.clone(), plan.uid.clone()),
         }
@@ -357,6 +373,7 @@ impl PodState {
         c.started = false;
         c.ready = false;
         c.post_start_done = false;
+        c.post_start_asked = false;
         c.post_start_error = None;
         c.startup_ok = false;
         c.readiness_ok = false;
@@ -377,7 +394,7 @@ impl PodState {
     }
 
     /// The container's process runs (its postStart, if any, has not returned yet: until
-    /// then the API still shows it waiting).
+    /// then the API still shows it waiting; `step` asks for it).
     pub fn on_started(&mut self, plan: &PodPlan, i: usize, now: Millis) {
         let name = plan.containers[i].name.clone();
         let c = &mut self.containers[i];
@@ -399,10 +416,29 @@ impl PodState {
         self.refresh_container(plan, i);
     }
 
-    /// postStart returned (call right after `on_started` when there is none).
-    pub fn on_post_start_done(&mut self, plan: &PodPlan, i: usize) {
+    /// postStart returned (or there is none): the container counts as started, and its
+    /// probes begin, from their initial results.
+    pub fn on_post_start_done(&mut self, plan: &PodPlan, i: usize, now: Millis) {
         self.containers[i].post_start_done = true;
         self.refresh_container(plan, i);
+        let instance = self.containers[i].restart_count;
+        self.probes.container_started(i, instance, now);
+    }
+
+    /// A probe `step` asked for (`Action::RunProbe`) has a result (`ok`, with the
+    /// handler's output). Returns the events to record now.
+    pub fn on_probe_result(
+        &mut self,
+        plan: &PodPlan,
+        due: Due,
+        ok: bool,
+        output: &str,
+        now: Millis,
+    ) -> Vec<EventSpec> {
+        let mut probes = std::mem::take(&mut self.probes);
+        let events = probes.record(plan, self, due, ok, output, now);
+        self.probes = probes;
+        events
     }
 
     /// The container could not be created or started: nothing ran (it stays waiting and is
@@ -582,6 +618,14 @@ impl PodState {
         for i in 0..self.containers.len() {
             self.refresh_container(plan, i);
         }
+    }
+
+    /// SIGTERM or SIGINT reached the supervisor: the grace of the deletion it asks for.
+    /// The first uses the pod's grace period; any later one forces (grace 0), as a second
+    /// Ctrl-C does for a foreground program.
+    pub fn on_stop_signal(&mut self) -> Option<u64> {
+        self.stop_signals += 1;
+        (self.stop_signals > 1).then_some(0)
     }
 
     /// Delete the pod: terminate it, and record the deletion as the API server does (a

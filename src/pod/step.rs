@@ -3,6 +3,7 @@
 
 use super::conditions;
 use super::plan::{Kind, PodPlan};
+use super::probes::Due;
 use super::reason::{EventReason, EventType, WaitingReason};
 use super::state::{HookRun, Phase, PodPhase, PodState, State, Stopping};
 use super::Millis;
@@ -20,8 +21,15 @@ pub struct EventSpec {
 pub enum Action {
     /// Create and start container `i` (first start or restart; back-off already elapsed).
     Start(usize),
+    /// Container `i`'s process runs: run its postStart hook, and report with
+    /// `PodState::on_post_start_done` or `on_post_start_failed` (done at once if it has
+    /// none: until then the container is not started).
+    RunPostStart(usize),
     /// Run container `i`'s preStop hook; report with `PodState::on_pre_stop_done`.
     RunPreStop(usize),
+    /// Run this probe (its handler, with its timeout); report with
+    /// `PodState::on_probe_result`.
+    RunProbe(Due),
     /// Send container `i` its stop signal.
     Stop(usize),
     /// SIGKILL container `i` (its whole cgroup).
@@ -55,6 +63,8 @@ pub fn step(plan: &PodPlan, st: &mut PodState, now: Millis) -> Vec<Action> {
         starts(plan, st, &mut acts);
     }
     stops(plan, st, now, &mut acts);
+    post_starts(st, &mut acts);
+    probes(st, now, &mut acts);
     let finished = st.terminating.is_some() && !st.containers.iter().any(|c| c.is_active());
     if finished {
         // A deadline set the phase when the termination began.
@@ -227,6 +237,30 @@ fn starts(plan: &PodPlan, st: &mut PodState, acts: &mut Vec<Action>) {
                 }
             }
         }
+    }
+}
+
+/// postStart of containers whose process now runs.
+fn post_starts(st: &mut PodState, acts: &mut Vec<Action>) {
+    for (i, c) in st.containers.iter_mut().enumerate() {
+        if c.phase == Phase::Running && !c.post_start_done && !c.post_start_asked {
+            c.post_start_asked = true;
+            acts.push(Action::RunPostStart(i));
+        }
+    }
+}
+
+/// The probes due now, and a wake-up for the next one.
+fn probes(st: &mut PodState, now: Millis, acts: &mut Vec<Action>) {
+    if st.probes.is_empty() {
+        return;
+    }
+    let mut probes = std::mem::take(&mut st.probes);
+    let (due, next) = probes.due(st, now);
+    st.probes = probes;
+    acts.extend(due.into_iter().map(Action::RunProbe));
+    if let Some(t) = next {
+        acts.push(Action::WakeAt(t));
     }
 }
 

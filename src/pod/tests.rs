@@ -15,15 +15,7 @@ struct Sim {
 }
 
 fn cp(name: &str, kind: Kind) -> ContainerPlan {
-    ContainerPlan {
-        name: name.into(),
-        kind,
-        has_startup_probe: false,
-        has_readiness_probe: false,
-        has_liveness_probe: false,
-        has_post_start: false,
-        has_pre_stop: false,
-    }
+    ContainerPlan::bare(name, kind)
 }
 
 impl Sim {
@@ -69,7 +61,7 @@ impl Sim {
             for a in acts {
                 if let Action::Start(i) = a {
                     self.st.on_started(&self.plan, i, self.now);
-                    self.st.on_post_start_done(&self.plan, i);
+                    self.st.on_post_start_done(&self.plan, i, self.now);
                     started = true;
                 } else {
                     rest.push(a);
@@ -272,7 +264,7 @@ fn init_containers_run_in_order_before_apps() {
     );
     assert!(acts.contains(&Action::Start(0)));
     s.st.on_started(&s.plan, 0, 0);
-    s.st.on_post_start_done(&s.plan, 0);
+    s.st.on_post_start_done(&s.plan, 0, s.now);
     assert!(
         !s.step().iter().any(|a| matches!(a, Action::Start(_))),
         "i2 waits"
@@ -289,7 +281,7 @@ fn init_containers_run_in_order_before_apps() {
     s.exit("i1", 0);
     assert!(s.step().contains(&Action::Start(1)));
     s.st.on_started(&s.plan, 1, 0);
-    s.st.on_post_start_done(&s.plan, 1);
+    s.st.on_post_start_done(&s.plan, 1, s.now);
     s.exit("i2", 0);
     s.settle();
     assert!(s.running("app"));
@@ -352,10 +344,10 @@ fn sidecars_start_in_order_and_stop_after_apps_in_reverse() {
         !s.step().iter().any(|a| matches!(a, Action::Start(_))),
         "postStart pending"
     );
-    s.st.on_post_start_done(&s.plan, 0);
+    s.st.on_post_start_done(&s.plan, 0, s.now);
     assert!(s.step().contains(&Action::Start(1)));
     s.st.on_started(&s.plan, 1, 0);
-    s.st.on_post_start_done(&s.plan, 1);
+    s.st.on_post_start_done(&s.plan, 1, s.now);
     s.settle();
     s.exit("init", 0);
     s.settle();
@@ -500,7 +492,7 @@ fn conditions_and_readiness_gates() {
         Some("containers with unready status: [a b]")
     );
     s.st.on_started(&s.plan, 0, 0);
-    s.st.on_post_start_done(&s.plan, 0);
+    s.st.on_post_start_done(&s.plan, 0, s.now);
     s.now = 100;
     s.settle();
     assert!(s.condition("ContainersReady").0);
@@ -1062,4 +1054,64 @@ fn an_oom_kill_succeeds_or_fails_by_its_exit_code_alone() {
             assert_eq!(s.phase(), PodPhase::Failed);
         }
     }
+}
+
+#[test]
+fn step_asks_for_post_start_once_and_the_next_app_waits_for_it() {
+    let mut cs = vec![cp("web", Kind::App), cp("next", Kind::App)];
+    cs[0].has_post_start = true;
+    let mut s = Sim::new(RestartPolicy::Always, cs);
+    assert_eq!(s.step(), vec![Action::Start(0)]);
+    s.st.on_started(&s.plan, 0, 0);
+    let acts = s.step();
+    assert!(acts.contains(&Action::RunPostStart(0)), "{acts:?}");
+    assert!(!acts.contains(&Action::Start(1)));
+    assert!(!s.step().contains(&Action::RunPostStart(0)), "asked once");
+    s.st.on_post_start_done(&s.plan, 0, 0);
+    assert!(s.step().contains(&Action::Start(1)));
+    // A restart asks again.
+    s.exit("web", 1);
+    s.settle();
+    assert!(s.running("web"));
+}
+
+#[test]
+fn step_schedules_probes_and_wakes_for_the_next() {
+    let mut cs = vec![cp("web", Kind::App)];
+    cs[0].has_readiness_probe = true;
+    cs[0].probes = vec![(ProbeKind::Readiness, timing(10, 1, 3))];
+    let mut s = Sim::new(RestartPolicy::Always, cs);
+    s.step();
+    s.st.on_started(&s.plan, 0, 0);
+    s.st.on_post_start_done(&s.plan, 0, 0);
+    let acts = s.step();
+    let due: Vec<_> = acts
+        .iter()
+        .filter_map(|a| match a {
+            Action::RunProbe(d) => Some(*d),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(due.len(), 1, "{acts:?}");
+    assert_eq!((due[0].ctr, due[0].kind), (0, ProbeKind::Readiness));
+    assert!(
+        !s.step().iter().any(|a| matches!(a, Action::RunProbe(_))),
+        "in flight"
+    );
+    let ev = s.st.on_probe_result(&s.plan, due[0], true, "", 0);
+    assert!(ev.is_empty());
+    assert!(s.st.containers[0].ready);
+    s.now = 1000;
+    let acts = s.step();
+    assert!(acts.contains(&Action::WakeAt(10_000)), "{acts:?}");
+    s.now = 10_000;
+    assert!(s.step().iter().any(|a| matches!(a, Action::RunProbe(_))));
+}
+
+#[test]
+fn a_second_stop_signal_forces() {
+    let mut s = Sim::apps(RestartPolicy::Always, &["c"]);
+    assert_eq!(s.st.on_stop_signal(), None, "the pod's grace");
+    assert_eq!(s.st.on_stop_signal(), Some(0), "forced");
+    assert_eq!(s.st.on_stop_signal(), Some(0));
 }

@@ -169,15 +169,7 @@ mod tests {
     use crate::pod::{ContainerPlan, Exit, RestartPolicy};
 
     fn plan() -> PodPlan {
-        let c = |n: &str, kind| ContainerPlan {
-            name: n.into(),
-            kind,
-            has_startup_probe: false,
-            has_readiness_probe: false,
-            has_liveness_probe: false,
-            has_post_start: false,
-            has_pre_stop: false,
-        };
+        let c = ContainerPlan::bare;
         PodPlan {
             name: "p".into(),
             namespace: "default".into(),
@@ -210,7 +202,7 @@ mod tests {
         };
         let _ = pod::step(&plan, &mut st, 0);
         st.on_started(&plan, 0, 0);
-        st.on_post_start_done(&plan, 0);
+        st.on_post_start_done(&plan, 0, 0);
         st.on_exited(
             &plan,
             0,

@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use crate::api::server::{Server, Slot, Stream};
 use crate::bundle::HostVolume;
-use crate::pod::{self, Action, EventReason, EventType, PodPlan, PodState, StartFailure};
+use crate::pod::{self, Action, PodPlan, PodState, StartFailure};
 use crate::sandbox::statedir::StateDir;
 use crate::status::events::EventLog;
 use crate::status::render::{self, ContainerMeta, WallClock};
@@ -106,13 +106,11 @@ struct Supervisor<'a> {
     wake: BTreeSet<pod::Millis>,
     /// status.json could not be written (a full disk): retried on a timer, warned once.
     status_failing: bool,
-    terminate_requests: u32,
     server: Option<Server>,
     /// Processes reaped so far (containers and orphans).
     reaped: u64,
     /// Each container's hook and probe handlers (plan order).
     handlers: Vec<checks::Handlers>,
-    probes: pod::probes::Probes,
     /// Hooks, probes and API execs in flight.
     checks: Vec<checks::InFlight>,
     /// The last token handed to a deferred API answer.
@@ -174,10 +172,6 @@ pub fn run(cfg: Config, sd: &StateDir) -> i32 {
         .iter()
         .map(|c| checks::Handlers::of(&c.spec, c.kind, &host))
         .collect();
-    let probes = checks::probes_of(
-        &cfg.containers.iter().map(|c| &c.spec).collect::<Vec<_>>(),
-        &cfg.containers.iter().map(|c| c.kind).collect::<Vec<_>>(),
-    );
     let status = StatusWriter::new(sd.status_file(), cfg.pod.clone());
     let mut s = Supervisor {
         cfg,
@@ -192,11 +186,9 @@ pub fn run(cfg: Config, sd: &StateDir) -> i32 {
         pipes: Vec::new(),
         wake: BTreeSet::new(),
         status_failing: false,
-        terminate_requests: 0,
         server: Some(server),
         reaped: 0,
         handlers,
-        probes,
         checks: Vec::new(),
         next_token: 0,
         metrics: Default::default(),
@@ -205,32 +197,11 @@ pub fn run(cfg: Config, sd: &StateDir) -> i32 {
     };
     let now = s.now();
     s.st.on_sandbox_ready(now);
-    if let Some(c) = s.cfg.preset_conflict.clone() {
-        let wall = s.wall();
-        s.record_event(
-            EventType::Warning,
-            EventReason::PodPresetConflict,
-            &c,
-            None,
-            wall,
-        );
+    if let Some(c) = s.cfg.preset_conflict.take() {
+        s.event(pod::events::preset_conflict(&c));
     }
     if s.cfg.missing_cluster_dns {
-        let m = &s.cfg.pod.metadata;
-        let msg = format!(
-            "pod: \"{}_{}({})\". kubelet does not have ClusterDNS IP configured and cannot create Pod using \"ClusterFirst\" policy. Falling back to \"Default\" policy.",
-            m.name.as_deref().unwrap_or_default(),
-            m.namespace.as_deref().unwrap_or("default"),
-            m.uid.as_deref().unwrap_or_default()
-        );
-        let wall = s.wall();
-        s.record_event(
-            EventType::Warning,
-            EventReason::MissingClusterDNS,
-            &msg,
-            None,
-            wall,
-        );
+        s.event(pod::events::missing_cluster_dns(&s.cfg.plan));
     }
     // Pending, its containers being created: what a watcher sees first, as from kubelet.
     s.write_status();
@@ -257,7 +228,6 @@ impl Supervisor<'_> {
                     _ => 1,
                 };
             }
-            self.run_probes();
             self.write_status();
             if self.release_at.is_some_and(|t| t <= self.now()) {
                 self.release_at = None;
@@ -285,8 +255,16 @@ impl Supervisor<'_> {
                         self.start(i);
                         changed = true;
                     }
+                    Action::RunPostStart(i) => {
+                        self.post_start(i);
+                        changed = true;
+                    }
                     Action::RunPreStop(i) => {
                         self.pre_stop(i);
+                        changed = true;
+                    }
+                    Action::RunProbe(d) => {
+                        self.run_probe(d);
                         changed = true;
                     }
                     Action::Stop(i) => {
@@ -309,22 +287,13 @@ impl Supervisor<'_> {
     }
 
     fn event(&mut self, e: pod::EventSpec) {
-        let fp = e.container.map(|i| self.cfg.containers[i].field_path());
-        let now = self.wall();
-        self.record_event(e.type_, e.reason, &e.message, fp, now);
-    }
-
-    fn record_event(
-        &mut self,
-        type_: EventType,
-        reason: EventReason,
-        msg: &str,
-        fp: Option<String>,
-        at: Time,
-    ) {
+        let fp = e
+            .container
+            .map(|i| self.cfg.plan.containers[i].field_path());
+        let at = self.wall();
         let e = self
             .events
-            .record(type_.as_str(), reason.as_str(), msg, fp, at);
+            .record(e.type_.as_str(), e.reason.as_str(), &e.message, fp, at);
         let mut line = serde_json::to_vec(e).unwrap_or_default();
         line.push(b'\n');
         if let Some(srv) = &mut self.server {
@@ -388,15 +357,7 @@ impl Supervisor<'_> {
             }
         };
         for w in &env.warnings {
-            let fp = Some(self.cfg.containers[i].field_path());
-            let wall = self.wall();
-            self.record_event(
-                EventType::Warning,
-                EventReason::InvalidEnvironmentVariableNames,
-                w,
-                fp,
-                wall,
-            );
+            self.event(pod::events::invalid_env_names(i, w));
         }
         let cx = StartContext {
             pod_spec: self.cfg.pod.spec.as_ref().expect("admitted pod has a spec"),
@@ -599,23 +560,21 @@ impl Supervisor<'_> {
                 .started(&name, now.saturating_sub(t) as f64 / 1000.0);
         }
         self.st.on_started(&self.cfg.plan, i, now);
-        self.post_start(i);
     }
 
     fn terminate_signal(&mut self, s: i32) {
-        self.terminate_requests += 1;
         let now = self.now();
-        let force = self.terminate_requests > 1;
+        let grace = self.st.on_stop_signal();
         crate::log::info(&format!(
             "received {}: {}",
             crate::util::signal_name(s),
-            if force {
+            if grace == Some(0) {
                 "forcing termination"
             } else {
                 "terminating the pod"
             }
         ));
-        self.delete(now, if force { Some(0) } else { None });
+        self.delete(now, grace);
     }
 
     /// A deletion: by a signal, `POST /v1/pod/terminate` or `podinit stop`.
@@ -661,15 +620,7 @@ impl Supervisor<'_> {
             match self.cfg.containers[i].exited(status) {
                 Ok(exit) => {
                     if exit.oom_killed {
-                        let fp = Some(self.cfg.containers[i].field_path());
-                        let wall = self.wall();
-                        self.record_event(
-                            EventType::Warning,
-                            EventReason::OOMKilling,
-                            &format!("Memory cgroup out of memory: container {name} was killed"),
-                            fp,
-                            wall,
-                        );
+                        self.event(pod::events::oom_killing(&self.cfg.plan, i));
                     }
                     self.st.on_exited(&self.cfg.plan, i, exit, now);
                 }
