@@ -7,14 +7,17 @@
 
 pub mod backoff;
 pub mod conditions;
+mod ending;
 pub mod events;
 pub mod log_run;
+mod observe;
 pub mod oom_score;
 pub mod phase;
 pub mod plan;
 pub mod probes;
 pub mod reason;
 pub mod resources;
+pub mod restart;
 pub mod state;
 pub mod step;
 pub mod termination;
