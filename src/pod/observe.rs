@@ -7,8 +7,7 @@ use super::probes::Due;
 use super::reason::{EventReason, EventType, StartFailure, TerminatedReason, WaitingReason};
 use super::restart;
 use super::state::{
-    exit_code_succeeded, ContainerState, Exit, GateCondition, HookRun, Phase, PodState, State,
-    Stopping, Terminated,
+    exit_code_succeeded, Exit, GateCondition, HookRun, Phase, PodState, State, Stopping, Terminated,
 };
 use super::step::EventSpec;
 use super::Millis;
@@ -275,13 +274,6 @@ impl PodState {
                 restart_after: true,
             });
         }
-    }
-
-    /// An ephemeral container was added to the plan (`PodPlan::add_ephemeral`): it waits
-    /// to be started by the next `step`.
-    pub fn add_ephemeral(&mut self) {
-        self.containers
-            .push(ContainerState::new(WaitingReason::ContainerCreating));
     }
 
     /// Set a readiness gate's condition (`PUT /v1/pod/conditions/TYPE`).

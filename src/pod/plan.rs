@@ -121,13 +121,6 @@ impl PodPlan {
         }
     }
 
-    /// Add an ephemeral container (at the end: indices of the others do not move).
-    pub fn add_ephemeral(&mut self, name: &str) -> usize {
-        self.containers
-            .push(ContainerPlan::bare(name, Kind::Ephemeral));
-        self.containers.len() - 1
-    }
-
     /// Indices of the app containers.
     pub fn apps(&self) -> impl Iterator<Item = usize> + '_ {
         (0..self.containers.len()).filter(|&i| self.containers[i].kind == Kind::App)

@@ -111,24 +111,29 @@ pub struct Probes {
 impl Probes {
     /// One worker per probe in the spec; `probes[i]` lists container `i`'s (plan order).
     pub fn new(probes: &[Vec<(ProbeKind, Timing)>]) -> Probes {
-        let mut workers = Vec::new();
+        let mut p = Probes::default();
         for (ctr, list) in probes.iter().enumerate() {
-            for &(kind, timing) in list {
-                workers.push(Worker {
-                    ctr,
-                    kind,
-                    timing,
-                    instance: None,
-                    next_at: 0,
-                    in_flight: false,
-                    last: None,
-                    run: 0,
-                    result: None,
-                    on_hold: true,
-                });
-            }
+            p.add(ctr, list);
         }
-        Probes { workers }
+        p
+    }
+
+    /// Workers for container `ctr`'s probes, idle until it runs.
+    pub fn add(&mut self, ctr: usize, probes: &[(ProbeKind, Timing)]) {
+        for &(kind, timing) in probes {
+            self.workers.push(Worker {
+                ctr,
+                kind,
+                timing,
+                instance: None,
+                next_at: 0,
+                in_flight: false,
+                last: None,
+                run: 0,
+                result: None,
+                on_hold: true,
+            });
+        }
     }
 
     pub fn is_empty(&self) -> bool {

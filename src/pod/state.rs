@@ -5,7 +5,7 @@
 //! only decides.
 
 use super::backoff::{self, Backoff};
-use super::plan::{Kind, PodPlan};
+use super::plan::{ContainerPlan, Kind, PodPlan};
 use super::probes::Probes;
 use super::reason::{EventReason, EventType, TerminatedReason, WaitingReason};
 use super::step::EventSpec;
@@ -272,17 +272,30 @@ impl PodState {
             app_started: false,
             gates: BTreeMap::new(),
             conditions: Vec::new(),
-            probes: Probes::new(
-                &plan
-                    .containers
-                    .iter()
-                    .map(|c| c.probes.clone())
-                    .collect::<Vec<_>>(),
-            ),
+            probes: Probes::default(),
             stop_signals: 0,
             events: Vec::new(),
             who: (plan.name.clone(), plan.namespace.clone(), plan.uid.clone()),
         }
+        .with_probes_of(plan)
+    }
+
+    fn with_probes_of(mut self, plan: &PodPlan) -> PodState {
+        for (i, c) in plan.containers.iter().enumerate() {
+            self.probes.add(i, &c.probes);
+        }
+        self
+    }
+
+    /// The state of container `c`, added at the end of `plan` (see [`super::add_container`]).
+    pub(super) fn push_container(&mut self, c: &ContainerPlan) {
+        let i = self.containers.len();
+        let reason = match c.kind {
+            Kind::App | Kind::Ephemeral => WaitingReason::ContainerCreating,
+            Kind::Init | Kind::Sidecar => WaitingReason::PodInitializing,
+        };
+        self.containers.push(ContainerState::new(reason));
+        self.probes.add(i, &c.probes);
     }
 
     pub(super) fn event(

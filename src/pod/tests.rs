@@ -1115,3 +1115,29 @@ fn a_second_stop_signal_forces() {
     assert_eq!(s.st.on_stop_signal(), Some(0), "forced");
     assert_eq!(s.st.on_stop_signal(), Some(0));
 }
+
+#[test]
+fn an_added_ephemeral_container_starts_at_once_outside_the_order() {
+    let mut s = Sim::new(
+        RestartPolicy::Always,
+        vec![cp("i", Kind::Init), cp("app", Kind::App)],
+    );
+    s.settle();
+    assert!(s.running("i"));
+    let i = super::add_container(&mut s.plan, &mut s.st, cp("debug", Kind::Ephemeral));
+    assert_eq!(i, 2);
+    assert_eq!(s.waiting_reason("debug"), "ContainerCreating");
+    assert!(s.step().contains(&Action::Start(2)));
+}
+
+#[test]
+fn an_added_container_brings_its_probes() {
+    let mut s = Sim::apps(RestartPolicy::Always, &["web"]);
+    s.settle();
+    let mut c = cp("side", Kind::App);
+    c.has_readiness_probe = true;
+    c.probes = vec![(ProbeKind::Readiness, timing(10, 1, 3))];
+    let i = super::add_container(&mut s.plan, &mut s.st, c);
+    assert_eq!(s.st.probes.workers.len(), 1);
+    assert_eq!(s.st.probes.workers[0].ctr, i);
+}

@@ -115,10 +115,10 @@ impl Supervisor<'_> {
                 "exec request body: command: Required value",
             );
         }
-        let Some(i) = self.cfg.containers.iter().position(|c| c.name == name) else {
+        let Some(i) = self.index_of(name) else {
             return self.not_in_pod(name);
         };
-        if self.cfg.containers[i].run.is_none()
+        if self.containers[i].ctr.run.is_none()
             || self.st.containers[i].phase != crate::pod::state::Phase::Running
         {
             return error(
@@ -157,7 +157,7 @@ impl Supervisor<'_> {
         if self.st.terminating.is_some() {
             return error(409, "Conflict", "the pod is terminating");
         }
-        let mut spec = self.cfg.pod.spec.clone().unwrap_or_default();
+        let spec = self.cfg.pod.spec.as_ref().expect("admitted pod has a spec");
         if spec
             .ephemeral_containers
             .iter()
@@ -171,7 +171,7 @@ impl Supervisor<'_> {
             );
         }
         let index = spec.ephemeral_containers.as_ref().map_or(0, Vec::len);
-        let c = match crate::manifest::ephemeral::admit(&ec, &spec, index) {
+        let c = match crate::manifest::ephemeral::admit(&ec, spec, index) {
             Ok(c) => c,
             Err(e) => return error(422, "Invalid", &format!("{}: {}", e.field, e.message)),
         };
@@ -196,7 +196,7 @@ impl Supervisor<'_> {
                 ctr.target = ec
                     .target_container_name
                     .as_ref()
-                    .and_then(|t| self.cfg.containers.iter().position(|c| c.name == *t));
+                    .and_then(|t| self.index_of(t));
                 ctr
             }
             Err(e) => {
@@ -207,21 +207,19 @@ impl Supervisor<'_> {
                 )
             }
         };
-        self.cfg.containers.push(ctr);
-        self.cfg.plan.add_ephemeral(&ec.name);
-        self.st.add_ephemeral();
-        self.handlers.push(Default::default());
-        spec.ephemeral_containers
-            .get_or_insert_with(Vec::new)
-            .push(ec.clone());
-        self.status.set_spec(spec.clone());
-        self.cfg.pod.spec = Some(spec);
+        self.add(ctr);
+        if let Some(spec) = &mut self.cfg.pod.spec {
+            spec.ephemeral_containers
+                .get_or_insert_with(Vec::new)
+                .push(ec.clone());
+        }
+        self.status.pod_changed();
         json(201, &serde_json::to_value(&ec).unwrap_or_default())
     }
 
-    /// The Pod object as one JSON line (the `GET /v1/pod` body and each watch line).
-    pub(super) fn pod_line(&self) -> Vec<u8> {
-        line(self.status.compact())
+    /// The index of container `name`, if the pod has it.
+    fn index_of(&self, name: &str) -> Option<usize> {
+        self.containers.iter().position(|m| m.ctr.name == name)
     }
 
     fn log(
@@ -232,10 +230,10 @@ impl Supervisor<'_> {
         tail: Option<usize>,
         timestamps: bool,
     ) -> Reply {
-        let Some(i) = self.cfg.containers.iter().position(|c| c.name == name) else {
+        let Some(i) = self.index_of(name) else {
             return self.not_in_pod(name);
         };
-        let c = &self.cfg.containers[i];
+        let c = &self.containers[i].ctr;
         let run = match log_run(&self.st.containers[i], c.runs, previous) {
             Ok(run) => run,
             Err(why) => return error(400, "BadRequest", &why.message(name, &self.pod_name())),
@@ -313,11 +311,10 @@ impl Supervisor<'_> {
 
     fn metrics(&self) -> String {
         let restarts: Vec<(String, u32)> = self
-            .cfg
             .containers
             .iter()
             .zip(&self.st.containers)
-            .map(|(c, s)| (c.name.clone(), s.restart_count))
+            .map(|(m, s)| (m.ctr.name.clone(), s.restart_count))
             .collect();
         self.metrics.render(&restarts, self.reaped)
     }
@@ -333,7 +330,7 @@ impl Supervisor<'_> {
     }
 }
 
-fn line(mut v: Vec<u8>) -> Vec<u8> {
+pub(super) fn line(mut v: Vec<u8>) -> Vec<u8> {
     v.push(b'\n');
     v
 }

@@ -108,7 +108,7 @@ impl Supervisor<'_> {
         let now = self.now();
         let what = describe(h);
         let started = match h {
-            Handler::Exec(cmd) => self.cfg.containers[owner.ctr()].exec(cmd).map(Check::Exec),
+            Handler::Exec(cmd) => self.containers[owner.ctr()].ctr.exec(cmd).map(Check::Exec),
             Handler::Sleep { ms } => {
                 // A sleep is a deadline of its own.
                 self.checks.push(InFlight {
@@ -143,7 +143,7 @@ impl Supervisor<'_> {
 
     /// Container `i`'s process runs: its postStart, else it is started at once.
     pub(super) fn post_start(&mut self, i: usize) {
-        match self.handlers[i].post_start.clone() {
+        match self.containers[i].handlers.post_start.clone() {
             None => self.post_start_done(i),
             Some(Ok(h)) => {
                 let instance = self.instance(i);
@@ -170,7 +170,7 @@ impl Supervisor<'_> {
     pub(super) fn pre_stop(&mut self, i: usize) {
         let instance = self.instance(i);
         let owner = Owner::PreStop { ctr: i, instance };
-        match self.handlers[i].pre_stop.clone() {
+        match self.containers[i].handlers.pre_stop.clone() {
             Some(Ok(h)) => self.launch(owner, &h, Use::Hook, None),
             Some(Err(msg)) => self.check_done(owner, "", Outcome::fail(msg), None),
             None => self.st.on_pre_stop_done(i),
@@ -179,7 +179,8 @@ impl Supervisor<'_> {
 
     /// `pod` asked for this probe.
     pub(super) fn run_probe(&mut self, d: Due) {
-        let h = self.handlers[d.ctr]
+        let h = self.containers[d.ctr]
+            .handlers
             .probes
             .iter()
             .find(|(k, _)| *k == d.kind)
@@ -198,7 +199,9 @@ impl Supervisor<'_> {
         command: &[String],
         timeout_s: u64,
     ) -> Result<u64, String> {
-        let check = self.cfg.containers[i].exec_with(command, true, API_EXEC_OUTPUT)?;
+        let check = self.containers[i]
+            .ctr
+            .exec_with(command, true, API_EXEC_OUTPUT)?;
         self.next_token += 1;
         let token = self.next_token;
         let deadline = (timeout_s > 0).then(|| self.now() + timeout_s * 1000);
@@ -389,7 +392,7 @@ impl Supervisor<'_> {
         for (c, o, exit) in finished.into_iter().rev() {
             if let Owner::Probe(d) = c.owner {
                 let secs = self.now().saturating_sub(c.started) as f64 / 1000.0;
-                let name = self.cfg.containers[d.ctr].name.clone();
+                let name = self.containers[d.ctr].ctr.name.clone();
                 self.metrics.probe(&name, d.kind.lower(), o.ok, secs);
             }
             self.check_done(c.owner, &c.what, o, exit);
