@@ -308,9 +308,7 @@ impl Supervisor<'_> {
             .container
             .map(|i| self.cfg.plan.containers[i].field_path());
         let at = self.wall();
-        let e = self
-            .events
-            .record(e.type_.as_str(), e.reason.as_str(), &e.message, fp, at);
+        let e = self.events.record(e.type_, e.reason, &e.message, fp, at);
         let mut line = serde_json::to_vec(e).unwrap_or_default();
         line.push(b'\n');
         if let Some(srv) = &mut self.server {
