@@ -7,7 +7,7 @@ use super::state::{PodState, Terminated};
 /// Whether a container of `kind` whose run ended as `t` is restarted: never once the pod
 /// terminates; after a kill of this container alone (`killed_alone`: a failed probe or
 /// hook) unless the policy is Never, whatever its exit code; else by the policy and
-/// [`Terminated::succeeded`].
+/// [`Terminated::succeeded`] ([`Terminated::init_failed`] for a plain init container).
 pub fn after_exit(
     plan: &PodPlan,
     st: &PodState,
@@ -21,7 +21,11 @@ pub fn after_exit(
     if killed_alone {
         restarts_after_kill(plan, kind)
     } else {
-        should_restart(plan, kind, !t.succeeded())
+        let failed = match kind {
+            Kind::Init => t.init_failed(),
+            _ => !t.succeeded(),
+        };
+        should_restart(plan, kind, failed)
     }
 }
 
@@ -93,7 +97,9 @@ mod tests {
             (OnFailure, Kind::App, &oom0, false, false),
             (OnFailure, Kind::App, &oom137, false, true),
             (Never, Kind::App, &oom137, false, false),
-            (Always, Kind::Init, &oom0, false, false),
+            // An OOM-killed init container runs again even after exit 0 (isInitContainerFailed).
+            (Always, Kind::Init, &oom0, false, true),
+            (OnFailure, Kind::Init, &done, false, false),
             (Always, Kind::Init, &oom137, false, true),
             (Never, Kind::Sidecar, &done, false, true),
             (Always, Kind::Ephemeral, &oom137, false, false),

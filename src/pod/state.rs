@@ -24,7 +24,7 @@ pub struct Terminated {
 }
 
 impl Terminated {
-    /// Whether this run succeeded: the one rule for phase, restarts, init completion and
+    /// Whether this run succeeded: the one rule for phase, restarts, readiness and
     /// conditions. kubelet judges by the exit code alone, whatever the reason: `getPhase`
     /// (pkg/kubelet/kubelet_pods.go) counts a terminated container as succeeded when
     /// `State.Terminated.ExitCode == 0` and an init container as failed when it is not, and
@@ -33,6 +33,15 @@ impl Terminated {
     /// exited 0 succeeded.
     pub fn succeeded(&self) -> bool {
         exit_code_succeeded(self.exit_code)
+    }
+
+    /// Whether a plain init container's run blocks the pod's initialization: kubelet's
+    /// `isInitContainerFailed` (pkg/kubelet/kuberuntime/kuberuntime_container.go), which
+    /// `computeInitContainerActions` uses to run it again or, under `Never`, to kill the
+    /// pod. It adds one case to [`Terminated::succeeded`]: an OOM kill is a failure even
+    /// when the process exited 0 (a child was killed, the init's work may be incomplete).
+    pub fn init_failed(&self) -> bool {
+        !self.succeeded() || self.reason == super::reason::TerminatedReason::OOMKilled
     }
 }
 

@@ -114,7 +114,7 @@ fn completed(plan: &PodPlan, st: &PodState) -> bool {
         p.kind == Kind::Init
             && c.phase == Phase::Exited
             && c.restart_at.is_none()
-            && matches!(&c.state, State::Terminated(t) if !t.succeeded())
+            && matches!(&c.state, State::Terminated(t) if t.init_failed())
     });
     if init_failed {
         return true;
@@ -200,7 +200,7 @@ fn starts(plan: &PodPlan, st: &mut PodState, acts: &mut Vec<Action>) {
                     continue;
                 }
                 let done = c.phase == Phase::Exited
-                    && matches!(&c.state, State::Terminated(t) if t.succeeded());
+                    && matches!(&c.state, State::Terminated(t) if !t.init_failed());
                 if done {
                     continue;
                 }

@@ -1006,7 +1006,7 @@ fn a_deletion_is_recorded_and_only_brought_forward() {
 
 /// One success rule: a run succeeded when it exited 0, whatever its reason (kubelet's
 /// `getPhase` and `ShouldContainerBeRestarted` judge by the exit code). An OOMKilled exit 0
-/// is a success everywhere; an OOMKilled exit 137 a failure everywhere.
+/// is a success for an app container; an OOMKilled exit 137 a failure everywhere.
 #[test]
 fn an_oom_kill_succeeds_or_fails_by_its_exit_code_alone() {
     use RestartPolicy::*;
@@ -1018,6 +1018,10 @@ fn an_oom_kill_succeeds_or_fails_by_its_exit_code_alone() {
         let t = s.st.containers[0].last_termination().unwrap().clone();
         assert_eq!(t.reason, "OOMKilled");
         assert_eq!(t.succeeded(), ok, "exit {code}");
+        assert!(
+            t.init_failed(),
+            "an OOM kill fails an init container, exit {code}"
+        );
         // Phase, under Never.
         let want = if ok {
             PodPhase::Succeeded
@@ -1037,22 +1041,39 @@ fn an_oom_kill_succeeds_or_fails_by_its_exit_code_alone() {
             "OnFailure restart, OOMKilled exit {code}"
         );
         assert_eq!(s.st.containers[0].restart_count, u32::from(!ok));
+    }
+}
 
-        // Init completion and the Initialized condition.
+/// A plain init container that was OOM killed has not completed, even if it exited 0:
+/// kubelet's `isInitContainerFailed` makes `computeInitContainerActions` run it again
+/// (OnFailure, Always) or kill the pod (Never); the app never starts.
+#[test]
+fn an_oom_killed_init_container_blocks_initialization_whatever_its_exit_code() {
+    use RestartPolicy::*;
+    for code in [0, 137] {
         let mut s = Sim::new(Never, vec![cp("i", Kind::Init), cp("app", Kind::App)]);
         s.settle();
         s.oom_exit("i", code);
         s.settle();
-        assert_eq!(
-            s.running("app"),
-            ok,
-            "init completion, OOMKilled exit {code}"
+        assert!(
+            !s.running("app"),
+            "Never, exit {code}: the app never starts"
         );
-        assert_eq!(s.condition("Initialized").0, ok, "Initialized, exit {code}");
-        assert_eq!(s.st.containers[0].ready, ok, "init ready, exit {code}");
-        if !ok {
-            assert_eq!(s.phase(), PodPhase::Failed);
-        }
+        assert_eq!(s.phase(), PodPhase::Failed, "Never, exit {code}");
+
+        let mut s = Sim::new(OnFailure, vec![cp("i", Kind::Init), cp("app", Kind::App)]);
+        s.settle();
+        s.oom_exit("i", code);
+        s.settle();
+        assert!(!s.running("app"), "OnFailure, exit {code}");
+        assert!(!s.condition("Initialized").0, "OnFailure, exit {code}");
+        // The first restart is immediate (kubelet's back-off starts with the second).
+        assert!(s.running("i"), "OnFailure, exit {code}: run again");
+        assert_eq!(
+            s.st.containers[0].restart_count, 1,
+            "OnFailure, exit {code}"
+        );
+        assert_eq!(s.phase(), PodPhase::Pending, "OnFailure, exit {code}");
     }
 }
 
