@@ -84,7 +84,7 @@ fn initialized(plan: &PodPlan, st: &PodState) -> Computed {
             match plan.containers[i].kind {
                 Kind::Init => {
                     !(c.phase == Phase::Exited
-                        && matches!(&c.state, State::Terminated(t) if t.exit_code == 0))
+                        && matches!(&c.state, State::Terminated(t) if t.succeeded()))
                 }
                 Kind::Sidecar => !c.started,
                 Kind::App | Kind::Ephemeral => false,

@@ -1,28 +1,47 @@
 //! The pod's decisions, as pure code: no syscalls, no clock reads.
 //!
 //! The supervisor owns one [`PodState`], feeds it observations through its `on_*` methods
-//! (each takes `now`), and asks [`step`] what to do next. Every rule of SEMANTICS.md
+//! (each takes `now`), and asks [`step`] what to do next: start, stop or kill a container,
+//! run a hook or a probe, emit an event, wake up at a time. Every rule of SEMANTICS.md
 //! (ordering, sidecars, restarts and back-off, termination order, phase, conditions) lives
-//! here and is unit-tested with time as a parameter.
+//! here and is unit-tested with time as a parameter, as do the words kubelet uses
+//! (`reason`), its event texts (`events`) and its log-run choice (`log_run`).
 
 pub mod backoff;
 pub mod conditions;
+mod ending;
+pub mod events;
+pub mod log_run;
+mod observe;
 pub mod oom_score;
 pub mod phase;
 pub mod plan;
 pub mod probes;
+pub mod reason;
 pub mod resources;
+pub mod restart;
 pub mod state;
 pub mod step;
 pub mod sysctls;
+pub mod termination;
 #[cfg(test)]
 mod tests;
 pub mod volume_file;
 
 pub use phase::phase;
 pub use plan::{ContainerPlan, Kind, PodPlan, RestartPolicy};
+pub use reason::{EventReason, EventType, QosClass, StartFailure, TerminatedReason, WaitingReason};
 pub use state::{ContainerState, Exit, PodPhase, PodState, State, Terminated};
 pub use step::{step, Action, EventSpec};
+
+/// Add a container to a running pod (an ephemeral one, or one a shim adds): at the end,
+/// so the indices of the others do not move; it waits to be started by the next `step`.
+/// Returns its index.
+pub fn add_container(plan: &mut PodPlan, st: &mut PodState, c: ContainerPlan) -> usize {
+    st.push_container(&c);
+    plan.containers.push(c);
+    plan.containers.len() - 1
+}
 
 /// Monotonic milliseconds since the supervisor started. Wall-clock times are derived only
 /// when status is rendered (`status` module), from the wall time at millisecond 0.

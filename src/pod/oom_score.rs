@@ -5,6 +5,7 @@
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 
 use super::plan::qos_class;
+use super::reason::QosClass;
 use crate::quantity;
 
 /// The pod sandbox (kubelet's `PodInfraOOMAdj`, the pause container's value): podinit's
@@ -30,10 +31,10 @@ pub fn container(spec: &PodSpec, c: &Container, sidecar: bool, memory_capacity: 
     if spec.priority_class_name.as_deref() == Some("system-node-critical") {
         return GUARANTEED;
     }
-    match qos_class(spec).as_str() {
-        "Guaranteed" => return GUARANTEED,
-        "BestEffort" => return BEST_EFFORT,
-        _ => {}
+    match qos_class(spec) {
+        QosClass::Guaranteed => return GUARANTEED,
+        QosClass::BestEffort => return BEST_EFFORT,
+        QosClass::Burstable => {}
     }
     let capacity = i128::from(memory_capacity.max(1));
     let by_request = |req: i128| 1000 - (1000 * req) / capacity;

@@ -11,15 +11,13 @@ pub fn phase(plan: &PodPlan, st: &PodState) -> PodPhase {
     let (mut pending_init, mut failed_init) = (0, 0);
     let (mut running, mut stopped, mut succeeded, mut waiting) = (0, 0, 0, 0);
     for (p, c) in plan.containers.iter().zip(&st.containers) {
-        let earlier_failure = c
-            .last_termination()
-            .is_some_and(|t| t.exit_code != 0 || t.reason == "OOMKilled");
+        let earlier_failure = c.last_termination().is_some_and(|t| !t.succeeded());
         let has_earlier = c.last_state.is_some();
         let is_running = c.phase == Phase::Running;
         match (p.kind, &c.state) {
             (Kind::Init, _) if is_running => pending_init += 1,
             (Kind::Init, State::Terminated(t)) => {
-                if t.exit_code != 0 || t.reason == "OOMKilled" {
+                if !t.succeeded() {
                     failed_init += 1;
                 }
             }
@@ -45,7 +43,7 @@ pub fn phase(plan: &PodPlan, st: &PodState) -> PodPhase {
             (Kind::App, _) if is_running => running += 1,
             (Kind::App, State::Terminated(t)) => {
                 stopped += 1;
-                if t.exit_code == 0 && t.reason != "OOMKilled" {
+                if t.succeeded() {
                     succeeded += 1;
                 }
             }

@@ -1,5 +1,8 @@
 //! What the decisions need to know of the spec, extracted once at admission.
 
+use super::probes::{ProbeKind, Timing};
+use super::reason::QosClass;
+
 /// `spec.restartPolicy`, and the effective per-container policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RestartPolicy {
@@ -22,6 +25,23 @@ pub enum Kind {
     Ephemeral,
 }
 
+impl Kind {
+    /// Plain init containers run to completion and are never probed (kubelet starts no
+    /// prober worker for them); ephemeral containers have no probes by API validation.
+    pub fn has_probes(self) -> bool {
+        matches!(self, Kind::Sidecar | Kind::App)
+    }
+
+    /// The field path of events about container `name` (`spec.containers{web}`).
+    pub fn field_path(self, name: &str) -> String {
+        match self {
+            Kind::App => format!("spec.containers{{{name}}}"),
+            Kind::Init | Kind::Sidecar => format!("spec.initContainers{{{name}}}"),
+            Kind::Ephemeral => format!("spec.ephemeralContainers{{{name}}}"),
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct ContainerPlan {
     pub name: String,
@@ -31,6 +51,9 @@ pub struct ContainerPlan {
     pub has_liveness_probe: bool,
     pub has_post_start: bool,
     pub has_pre_stop: bool,
+    /// The probes that run, in the order kubelet's workers start (none for a plain init
+    /// container).
+    pub probes: Vec<(ProbeKind, Timing)>,
 }
 
 #[derive(Clone, Debug)]
@@ -49,8 +72,7 @@ pub struct PodPlan {
     pub max_backoff_ms: u64,
     /// `spec.readinessGates[].conditionType`.
     pub readiness_gates: Vec<String>,
-    /// `Guaranteed`, `Burstable` or `BestEffort`.
-    pub qos_class: String,
+    pub qos_class: QosClass,
 }
 
 impl RestartPolicy {
@@ -99,20 +121,6 @@ impl PodPlan {
         }
     }
 
-    /// Add an ephemeral container (at the end: indices of the others do not move).
-    pub fn add_ephemeral(&mut self, name: &str) -> usize {
-        self.containers.push(ContainerPlan {
-            name: name.to_string(),
-            kind: Kind::Ephemeral,
-            has_startup_probe: false,
-            has_readiness_probe: false,
-            has_liveness_probe: false,
-            has_post_start: false,
-            has_pre_stop: false,
-        });
-        self.containers.len() - 1
-    }
-
     /// Indices of the app containers.
     pub fn apps(&self) -> impl Iterator<Item = usize> + '_ {
         (0..self.containers.len()).filter(|&i| self.containers[i].kind == Kind::App)
@@ -120,8 +128,34 @@ impl PodPlan {
 }
 
 impl ContainerPlan {
-    fn of(c: &k8s_openapi::api::core::v1::Container, kind: Kind) -> ContainerPlan {
+    /// A container with no probes and no hooks.
+    pub fn bare(name: &str, kind: Kind) -> ContainerPlan {
+        ContainerPlan {
+            name: name.to_string(),
+            kind,
+            has_startup_probe: false,
+            has_readiness_probe: false,
+            has_liveness_probe: false,
+            has_post_start: false,
+            has_pre_stop: false,
+            probes: Vec::new(),
+        }
+    }
+
+    pub fn of(c: &k8s_openapi::api::core::v1::Container, kind: Kind) -> ContainerPlan {
         let lc = c.lifecycle.as_ref();
+        let probes = if kind.has_probes() {
+            [
+                (ProbeKind::Startup, &c.startup_probe),
+                (ProbeKind::Liveness, &c.liveness_probe),
+                (ProbeKind::Readiness, &c.readiness_probe),
+            ]
+            .into_iter()
+            .filter_map(|(k, p)| p.as_ref().map(|p| (k, Timing::from_probe(p))))
+            .collect()
+        } else {
+            Vec::new()
+        };
         ContainerPlan {
             name: c.name.clone(),
             kind,
@@ -130,12 +164,18 @@ impl ContainerPlan {
             has_liveness_probe: c.liveness_probe.is_some(),
             has_post_start: lc.is_some_and(|l| l.post_start.is_some()),
             has_pre_stop: lc.is_some_and(|l| l.pre_stop.is_some()),
+            probes,
         }
+    }
+
+    /// The field path of events about this container.
+    pub fn field_path(&self) -> String {
+        self.kind.field_path(&self.name)
     }
 }
 
 /// Kubernetes' `GetPodQOS`: over every container (init included), CPU and memory only.
-pub fn qos_class(spec: &k8s_openapi::api::core::v1::PodSpec) -> String {
+pub fn qos_class(spec: &k8s_openapi::api::core::v1::PodSpec) -> QosClass {
     use crate::quantity;
     let mut any_request = false;
     let mut any_limit = false;
@@ -172,10 +212,10 @@ pub fn qos_class(spec: &k8s_openapi::api::core::v1::PodSpec) -> String {
         }
     }
     if !any_request && !any_limit {
-        "BestEffort".into()
+        QosClass::BestEffort
     } else if guaranteed {
-        "Guaranteed".into()
+        QosClass::Guaranteed
     } else {
-        "Burstable".into()
+        QosClass::Burstable
     }
 }

@@ -12,6 +12,7 @@
 //! instance.
 
 use super::plan::PodPlan;
+use super::reason::{EventReason, EventType};
 use super::state::{Phase, PodState};
 use super::step::EventSpec;
 use super::Millis;
@@ -110,24 +111,29 @@ pub struct Probes {
 impl Probes {
     /// One worker per probe in the spec; `probes[i]` lists container `i`'s (plan order).
     pub fn new(probes: &[Vec<(ProbeKind, Timing)>]) -> Probes {
-        let mut workers = Vec::new();
+        let mut p = Probes::default();
         for (ctr, list) in probes.iter().enumerate() {
-            for &(kind, timing) in list {
-                workers.push(Worker {
-                    ctr,
-                    kind,
-                    timing,
-                    instance: None,
-                    next_at: 0,
-                    in_flight: false,
-                    last: None,
-                    run: 0,
-                    result: None,
-                    on_hold: true,
-                });
-            }
+            p.add(ctr, list);
         }
-        Probes { workers }
+        p
+    }
+
+    /// Workers for container `ctr`'s probes, idle until it runs.
+    pub fn add(&mut self, ctr: usize, probes: &[(ProbeKind, Timing)]) {
+        for &(kind, timing) in probes {
+            self.workers.push(Worker {
+                ctr,
+                kind,
+                timing,
+                instance: None,
+                next_at: 0,
+                in_flight: false,
+                last: None,
+                run: 0,
+                result: None,
+                on_hold: true,
+            });
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -214,8 +220,8 @@ impl Probes {
         let name = plan.containers[w.ctr].name.clone();
         if !ok {
             events.push(EventSpec {
-                type_: "Warning",
-                reason: "Unhealthy".into(),
+                type_: EventType::Warning,
+                reason: EventReason::Unhealthy,
                 message: format!("{} probe failed: {output}", w.kind.title()),
                 container: Some(w.ctr),
             });
@@ -255,7 +261,7 @@ impl Probes {
                 let message = if kind == super::plan::Kind::Sidecar {
                     format!("Init container {name} failed {} probe", w.kind.lower())
                 } else {
-                    let restarts = super::state::restarts_after_kill(plan, kind);
+                    let restarts = super::restart::restarts_after_kill(plan, kind);
                     format!(
                         "Container {name} failed {} probe{}",
                         w.kind.lower(),
@@ -263,8 +269,8 @@ impl Probes {
                     )
                 };
                 events.push(EventSpec {
-                    type_: "Normal",
-                    reason: "Killing".into(),
+                    type_: EventType::Normal,
+                    reason: EventReason::Killing,
                     message,
                     container: Some(w.ctr),
                 });

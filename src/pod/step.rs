@@ -3,14 +3,15 @@
 
 use super::conditions;
 use super::plan::{Kind, PodPlan};
+use super::probes::Due;
+use super::reason::{EventReason, EventType, WaitingReason};
 use super::state::{HookRun, Phase, PodPhase, PodState, State, Stopping};
 use super::Millis;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EventSpec {
-    /// `Normal` or `Warning`.
-    pub type_: &'static str,
-    pub reason: String,
+    pub type_: EventType,
+    pub reason: EventReason,
     pub message: String,
     /// The container it is about (index into `plan.containers`), or the pod.
     pub container: Option<usize>,
@@ -20,8 +21,15 @@ pub struct EventSpec {
 pub enum Action {
     /// Create and start container `i` (first start or restart; back-off already elapsed).
     Start(usize),
+    /// Container `i`'s process runs: run its postStart hook, and report with
+    /// `PodState::on_post_start_done` or `on_post_start_failed` (done at once if it has
+    /// none: until then the container is not started).
+    RunPostStart(usize),
     /// Run container `i`'s preStop hook; report with `PodState::on_pre_stop_done`.
     RunPreStop(usize),
+    /// Run this probe (its handler, with its timeout); report with
+    /// `PodState::on_probe_result`.
+    RunProbe(Due),
     /// Send container `i` its stop signal.
     Stop(usize),
     /// SIGKILL container `i` (its whole cgroup).
@@ -55,6 +63,8 @@ pub fn step(plan: &PodPlan, st: &mut PodState, now: Millis) -> Vec<Action> {
         starts(plan, st, &mut acts);
     }
     stops(plan, st, now, &mut acts);
+    post_starts(st, &mut acts);
+    probes(st, now, &mut acts);
     let finished = st.terminating.is_some() && !st.containers.iter().any(|c| c.is_active());
     if finished {
         // A deadline set the phase when the termination began.
@@ -86,12 +96,12 @@ fn deadline(plan: &PodPlan, st: &mut PodState, now: Millis, acts: &mut Vec<Actio
         let msg = "Pod was active on the node longer than the specified deadline";
         // kubelet's active-deadline handler records it as a Normal event.
         st.push_event(EventSpec {
-            type_: "Normal",
-            reason: "DeadlineExceeded".into(),
+            type_: EventType::Normal,
+            reason: EventReason::DeadlineExceeded,
             message: msg.into(),
             container: None,
         });
-        st.fail(plan, "DeadlineExceeded", msg, now);
+        st.fail(plan, EventReason::DeadlineExceeded.as_str(), msg, now);
     } else {
         acts.push(Action::WakeAt(at));
     }
@@ -104,7 +114,7 @@ fn completed(plan: &PodPlan, st: &PodState) -> bool {
         p.kind == Kind::Init
             && c.phase == Phase::Exited
             && c.restart_at.is_none()
-            && matches!(&c.state, State::Terminated(t) if t.exit_code != 0 || t.reason == "OOMKilled")
+            && matches!(&c.state, State::Terminated(t) if t.init_failed())
     });
     if init_failed {
         return true;
@@ -118,9 +128,9 @@ fn completed(plan: &PodPlan, st: &PodState) -> bool {
 
 /// A terminated pod is Succeeded only if every app container exited 0.
 fn final_phase(plan: &PodPlan, st: &PodState) -> PodPhase {
-    let all_ok = plan.apps().all(|i| {
-        matches!(&st.containers[i].state, State::Terminated(t) if t.exit_code == 0 && t.reason != "OOMKilled")
-    });
+    let all_ok = plan
+        .apps()
+        .all(|i| matches!(&st.containers[i].state, State::Terminated(t) if t.succeeded()));
     if all_ok {
         PodPhase::Succeeded
     } else {
@@ -150,14 +160,14 @@ fn restarts(plan: &PodPlan, st: &mut PodState, now: Millis, acts: &mut Vec<Actio
             let delay = at - t.finished_at.unwrap_or(at);
             let message = st.backoff_message(plan, i, delay);
             st.containers[i].state = State::Waiting {
-                reason: "CrashLoopBackOff".into(),
+                reason: WaitingReason::CrashLoopBackOff,
                 message: Some(message),
             };
             let name = &plan.containers[i].name;
             let (pod, ns, uid) = st.who.clone();
             st.push_event(EventSpec {
-                type_: "Warning",
-                reason: "BackOff".into(),
+                type_: EventType::Warning,
+                reason: EventReason::BackOff,
                 message: format!(
                     "Back-off restarting failed container {name} in pod {pod}_{ns}({uid})"
                 ),
@@ -190,7 +200,7 @@ fn starts(plan: &PodPlan, st: &mut PodState, acts: &mut Vec<Action>) {
                     continue;
                 }
                 let done = c.phase == Phase::Exited
-                    && matches!(&c.state, State::Terminated(t) if t.exit_code == 0 && t.reason != "OOMKilled");
+                    && matches!(&c.state, State::Terminated(t) if !t.init_failed());
                 if done {
                     continue;
                 }
@@ -230,6 +240,30 @@ fn starts(plan: &PodPlan, st: &mut PodState, acts: &mut Vec<Action>) {
     }
 }
 
+/// postStart of containers whose process now runs.
+fn post_starts(st: &mut PodState, acts: &mut Vec<Action>) {
+    for (i, c) in st.containers.iter_mut().enumerate() {
+        if c.phase == Phase::Running && !c.post_start_done && !c.post_start_asked {
+            c.post_start_asked = true;
+            acts.push(Action::RunPostStart(i));
+        }
+    }
+}
+
+/// The probes due now, and a wake-up for the next one.
+fn probes(st: &mut PodState, now: Millis, acts: &mut Vec<Action>) {
+    if st.probes.is_empty() {
+        return;
+    }
+    let mut probes = std::mem::take(&mut st.probes);
+    let (due, next) = probes.due(st, now);
+    st.probes = probes;
+    acts.extend(due.into_iter().map(Action::RunProbe));
+    if let Some(t) = next {
+        acts.push(Action::WakeAt(t));
+    }
+}
+
 /// Drive every container being stopped: preStop, stop signal (sidecars after the app
 /// containers and later sidecars, in reverse order), SIGKILL when its grace runs out.
 fn stops(plan: &PodPlan, st: &mut PodState, now: Millis, acts: &mut Vec<Action>) {
@@ -258,8 +292,8 @@ fn stops(plan: &PodPlan, st: &mut PodState, now: Millis, acts: &mut Vec<Action>)
                 // kubelet announces every kill as it begins: before the preStop hook and
                 // before a sidecar waits for its turn.
                 st.push_event(EventSpec {
-                    type_: "Normal",
-                    reason: "Killing".into(),
+                    type_: EventType::Normal,
+                    reason: EventReason::Killing,
                     message: format!("Stopping container {}", plan.containers[i].name),
                     container: Some(i),
                 });

@@ -2,6 +2,7 @@
 
 use super::plan::{ContainerPlan, Kind, PodPlan, RestartPolicy};
 use super::probes::{ProbeKind, Probes, Timing};
+use super::reason::{QosClass, StartFailure};
 use super::state::{Exit, PodPhase, PodState, State};
 use super::step::EventSpec;
 use super::step::{step, Action};
@@ -14,15 +15,7 @@ struct Sim {
 }
 
 fn cp(name: &str, kind: Kind) -> ContainerPlan {
-    ContainerPlan {
-        name: name.into(),
-        kind,
-        has_startup_probe: false,
-        has_readiness_probe: false,
-        has_liveness_probe: false,
-        has_post_start: false,
-        has_pre_stop: false,
-    }
+    ContainerPlan::bare(name, kind)
 }
 
 impl Sim {
@@ -37,7 +30,7 @@ impl Sim {
             active_deadline_seconds: None,
             max_backoff_ms: 300_000,
             readiness_gates: vec![],
-            qos_class: "BestEffort".into(),
+            qos_class: QosClass::BestEffort,
         };
         let mut st = PodState::new(&plan);
         st.on_sandbox_ready(0);
@@ -68,7 +61,7 @@ impl Sim {
             for a in acts {
                 if let Action::Start(i) = a {
                     self.st.on_started(&self.plan, i, self.now);
-                    self.st.on_post_start_done(&self.plan, i);
+                    self.st.on_post_start_done(&self.plan, i, self.now);
                     started = true;
                 } else {
                     rest.push(a);
@@ -100,6 +93,18 @@ impl Sim {
         };
         self.st.on_exited(&self.plan, i, exit, self.now);
     }
+    /// An OOM kill seen in the cgroup, with the main process exiting `code` (0: it was a
+    /// child that the kernel killed, and the main process carried on to exit 0).
+    fn oom_exit(&mut self, name: &str, code: i32) {
+        let i = self.idx(name);
+        let exit = Exit {
+            exit_code: code,
+            signal: (code == 137).then_some(9),
+            oom_killed: true,
+            message: None,
+        };
+        self.st.on_exited(&self.plan, i, exit, self.now);
+    }
     fn phase(&self) -> PodPhase {
         phase(&self.plan, &self.st)
     }
@@ -114,7 +119,7 @@ impl Sim {
     }
     fn waiting_reason(&self, name: &str) -> String {
         match self.state(name) {
-            State::Waiting { reason, .. } => reason.clone(),
+            State::Waiting { reason, .. } => reason.as_str().to_string(),
             s => panic!("{name} is not waiting: {s:?}"),
         }
     }
@@ -259,7 +264,7 @@ fn init_containers_run_in_order_before_apps() {
     );
     assert!(acts.contains(&Action::Start(0)));
     s.st.on_started(&s.plan, 0, 0);
-    s.st.on_post_start_done(&s.plan, 0);
+    s.st.on_post_start_done(&s.plan, 0, s.now);
     assert!(
         !s.step().iter().any(|a| matches!(a, Action::Start(_))),
         "i2 waits"
@@ -276,7 +281,7 @@ fn init_containers_run_in_order_before_apps() {
     s.exit("i1", 0);
     assert!(s.step().contains(&Action::Start(1)));
     s.st.on_started(&s.plan, 1, 0);
-    s.st.on_post_start_done(&s.plan, 1);
+    s.st.on_post_start_done(&s.plan, 1, s.now);
     s.exit("i2", 0);
     s.settle();
     assert!(s.running("app"));
@@ -339,10 +344,10 @@ fn sidecars_start_in_order_and_stop_after_apps_in_reverse() {
         !s.step().iter().any(|a| matches!(a, Action::Start(_))),
         "postStart pending"
     );
-    s.st.on_post_start_done(&s.plan, 0);
+    s.st.on_post_start_done(&s.plan, 0, s.now);
     assert!(s.step().contains(&Action::Start(1)));
     s.st.on_started(&s.plan, 1, 0);
-    s.st.on_post_start_done(&s.plan, 1);
+    s.st.on_post_start_done(&s.plan, 1, s.now);
     s.settle();
     s.exit("init", 0);
     s.settle();
@@ -487,7 +492,7 @@ fn conditions_and_readiness_gates() {
         Some("containers with unready status: [a b]")
     );
     s.st.on_started(&s.plan, 0, 0);
-    s.st.on_post_start_done(&s.plan, 0);
+    s.st.on_post_start_done(&s.plan, 0, s.now);
     s.now = 100;
     s.settle();
     assert!(s.condition("ContainersReady").0);
@@ -522,7 +527,7 @@ fn a_start_error_is_a_terminated_run_and_a_create_error_waits() {
     let mut s = Sim::apps(RestartPolicy::Never, &["a"]);
     let acts = s.step();
     assert_eq!(acts[0], Action::Start(0));
-    s.st.on_start_failed(&s.plan, 0, "StartError", "exec: no such file", 0);
+    s.st.on_start_failed(&s.plan, 0, StartFailure::Exec, "exec: no such file", 0);
     let acts = s.settle();
     match s.state("a") {
         State::Terminated(t) => {
@@ -536,10 +541,10 @@ fn a_start_error_is_a_terminated_run_and_a_create_error_waits() {
     // A create error is retried with the same back-off (the first retry at once).
     let mut s = Sim::apps(RestartPolicy::Always, &["a"]);
     s.step();
-    s.st.on_start_failed(&s.plan, 0, "CreateContainerError", "bad mount", 0);
+    s.st.on_start_failed(&s.plan, 0, StartFailure::Create, "bad mount", 0);
     assert_eq!(s.waiting_reason("a"), "CreateContainerError");
     assert_eq!(s.step()[0], Action::Start(0));
-    s.st.on_start_failed(&s.plan, 0, "CreateContainerError", "bad mount", 0);
+    s.st.on_start_failed(&s.plan, 0, StartFailure::Create, "bad mount", 0);
     let acts = s.step();
     assert!(acts.contains(&Action::WakeAt(10_000)), "{acts:?}");
     assert_eq!(s.waiting_reason("a"), "CreateContainerError");
@@ -784,7 +789,7 @@ fn a_failed_post_start_kills_and_shows_post_start_hook_error() {
 fn events_of(acts: &[Action]) -> Vec<(String, String)> {
     acts.iter()
         .filter_map(|a| match a {
-            Action::Event(e) => Some((e.reason.clone(), e.message.clone())),
+            Action::Event(e) => Some((e.reason.as_str().to_string(), e.message.clone())),
             _ => None,
         })
         .collect()
@@ -997,4 +1002,163 @@ fn a_deletion_is_recorded_and_only_brought_forward() {
     assert!(!s.st.request_deletion(&s.plan, 2000, Some(60)));
     assert!(s.st.request_deletion(&s.plan, 2000, Some(0)));
     assert_eq!(s.st.deletion, Some((2000, 0)));
+}
+
+/// One success rule: a run succeeded when it exited 0, whatever its reason (kubelet's
+/// `getPhase` and `ShouldContainerBeRestarted` judge by the exit code). An OOMKilled exit 0
+/// is a success for an app container; an OOMKilled exit 137 a failure everywhere.
+#[test]
+fn an_oom_kill_succeeds_or_fails_by_its_exit_code_alone() {
+    use RestartPolicy::*;
+    for (code, ok) in [(0, true), (137, false)] {
+        let mut s = Sim::apps(Never, &["c"]);
+        s.settle();
+        s.oom_exit("c", code);
+        s.settle();
+        let t = s.st.containers[0].last_termination().unwrap().clone();
+        assert_eq!(t.reason, "OOMKilled");
+        assert_eq!(t.succeeded(), ok, "exit {code}");
+        assert!(
+            t.init_failed(),
+            "an OOM kill fails an init container, exit {code}"
+        );
+        // Phase, under Never.
+        let want = if ok {
+            PodPhase::Succeeded
+        } else {
+            PodPhase::Failed
+        };
+        assert_eq!(s.phase(), want, "phase, OOMKilled exit {code}");
+
+        // Restart, under OnFailure: only a failure restarts.
+        let mut s = Sim::apps(OnFailure, &["c"]);
+        s.settle();
+        s.oom_exit("c", code);
+        s.settle();
+        assert_eq!(
+            s.running("c"),
+            !ok,
+            "OnFailure restart, OOMKilled exit {code}"
+        );
+        assert_eq!(s.st.containers[0].restart_count, u32::from(!ok));
+    }
+}
+
+/// A plain init container that was OOM killed has not completed, even if it exited 0:
+/// kubelet's `isInitContainerFailed` makes `computeInitContainerActions` run it again
+/// (OnFailure, Always) or kill the pod (Never); the app never starts.
+#[test]
+fn an_oom_killed_init_container_blocks_initialization_whatever_its_exit_code() {
+    use RestartPolicy::*;
+    for code in [0, 137] {
+        let mut s = Sim::new(Never, vec![cp("i", Kind::Init), cp("app", Kind::App)]);
+        s.settle();
+        s.oom_exit("i", code);
+        s.settle();
+        assert!(
+            !s.running("app"),
+            "Never, exit {code}: the app never starts"
+        );
+        assert_eq!(s.phase(), PodPhase::Failed, "Never, exit {code}");
+
+        let mut s = Sim::new(OnFailure, vec![cp("i", Kind::Init), cp("app", Kind::App)]);
+        s.settle();
+        s.oom_exit("i", code);
+        s.settle();
+        assert!(!s.running("app"), "OnFailure, exit {code}");
+        assert!(!s.condition("Initialized").0, "OnFailure, exit {code}");
+        // The first restart is immediate (kubelet's back-off starts with the second).
+        assert!(s.running("i"), "OnFailure, exit {code}: run again");
+        assert_eq!(
+            s.st.containers[0].restart_count, 1,
+            "OnFailure, exit {code}"
+        );
+        assert_eq!(s.phase(), PodPhase::Pending, "OnFailure, exit {code}");
+    }
+}
+
+#[test]
+fn step_asks_for_post_start_once_and_the_next_app_waits_for_it() {
+    let mut cs = vec![cp("web", Kind::App), cp("next", Kind::App)];
+    cs[0].has_post_start = true;
+    let mut s = Sim::new(RestartPolicy::Always, cs);
+    assert_eq!(s.step(), vec![Action::Start(0)]);
+    s.st.on_started(&s.plan, 0, 0);
+    let acts = s.step();
+    assert!(acts.contains(&Action::RunPostStart(0)), "{acts:?}");
+    assert!(!acts.contains(&Action::Start(1)));
+    assert!(!s.step().contains(&Action::RunPostStart(0)), "asked once");
+    s.st.on_post_start_done(&s.plan, 0, 0);
+    assert!(s.step().contains(&Action::Start(1)));
+    // A restart asks again.
+    s.exit("web", 1);
+    s.settle();
+    assert!(s.running("web"));
+}
+
+#[test]
+fn step_schedules_probes_and_wakes_for_the_next() {
+    let mut cs = vec![cp("web", Kind::App)];
+    cs[0].has_readiness_probe = true;
+    cs[0].probes = vec![(ProbeKind::Readiness, timing(10, 1, 3))];
+    let mut s = Sim::new(RestartPolicy::Always, cs);
+    s.step();
+    s.st.on_started(&s.plan, 0, 0);
+    s.st.on_post_start_done(&s.plan, 0, 0);
+    let acts = s.step();
+    let due: Vec<_> = acts
+        .iter()
+        .filter_map(|a| match a {
+            Action::RunProbe(d) => Some(*d),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(due.len(), 1, "{acts:?}");
+    assert_eq!((due[0].ctr, due[0].kind), (0, ProbeKind::Readiness));
+    assert!(
+        !s.step().iter().any(|a| matches!(a, Action::RunProbe(_))),
+        "in flight"
+    );
+    let ev = s.st.on_probe_result(&s.plan, due[0], true, "", 0);
+    assert!(ev.is_empty());
+    assert!(s.st.containers[0].ready);
+    s.now = 1000;
+    let acts = s.step();
+    assert!(acts.contains(&Action::WakeAt(10_000)), "{acts:?}");
+    s.now = 10_000;
+    assert!(s.step().iter().any(|a| matches!(a, Action::RunProbe(_))));
+}
+
+#[test]
+fn a_second_stop_signal_forces() {
+    let mut s = Sim::apps(RestartPolicy::Always, &["c"]);
+    assert_eq!(s.st.on_stop_signal(), None, "the pod's grace");
+    assert_eq!(s.st.on_stop_signal(), Some(0), "forced");
+    assert_eq!(s.st.on_stop_signal(), Some(0));
+}
+
+#[test]
+fn an_added_ephemeral_container_starts_at_once_outside_the_order() {
+    let mut s = Sim::new(
+        RestartPolicy::Always,
+        vec![cp("i", Kind::Init), cp("app", Kind::App)],
+    );
+    s.settle();
+    assert!(s.running("i"));
+    let i = super::add_container(&mut s.plan, &mut s.st, cp("debug", Kind::Ephemeral));
+    assert_eq!(i, 2);
+    assert_eq!(s.waiting_reason("debug"), "ContainerCreating");
+    assert!(s.step().contains(&Action::Start(2)));
+}
+
+#[test]
+fn an_added_container_brings_its_probes() {
+    let mut s = Sim::apps(RestartPolicy::Always, &["web"]);
+    s.settle();
+    let mut c = cp("side", Kind::App);
+    c.has_readiness_probe = true;
+    c.probes = vec![(ProbeKind::Readiness, timing(10, 1, 3))];
+    let i = super::add_container(&mut s.plan, &mut s.st, c);
+    assert_eq!(s.st.probes.workers.len(), 1);
+    assert_eq!(s.st.probes.workers[0].ctr, i);
 }

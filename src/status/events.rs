@@ -1,6 +1,7 @@
 //! The pod's events: kept in memory (bounded, repeats counted) for the API, and appended to
 //! `events.jsonl` so they outlive the pod (CONTRACT.md §4).
 
+use crate::pod::{EventReason, EventType};
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use std::collections::VecDeque;
@@ -52,15 +53,15 @@ impl EventLog {
     /// bumps its `count` and `lastTimestamp`. Either way one line is appended to the file.
     pub fn record(
         &mut self,
-        type_: &str,
-        reason: &str,
+        type_: EventType,
+        reason: EventReason,
         message: &str,
         field_path: Option<String>,
         now: Time,
     ) -> &Event {
         let same = |e: &Event| {
-            e.type_.as_deref() == Some(type_)
-                && e.reason.as_deref() == Some(reason)
+            e.type_.as_deref() == Some(type_.as_str())
+                && e.reason.as_deref() == Some(reason.as_str())
                 && e.message.as_deref() == Some(message)
                 && e.involved_object.field_path == field_path
         };
@@ -83,8 +84,8 @@ impl EventLog {
                         ..Default::default()
                     },
                     involved_object: obj,
-                    type_: Some(type_.into()),
-                    reason: Some(reason.into()),
+                    type_: Some(type_.as_str().into()),
+                    reason: Some(reason.as_str().into()),
                     message: Some(message.into()),
                     first_timestamp: Some(now.clone()),
                     last_timestamp: Some(now),
@@ -132,16 +133,28 @@ mod tests {
         let path = dir.join("events.jsonl");
         let mut log = EventLog::open(Some(&path), "p", "default", "u1").unwrap();
         let fp = Some("spec.containers{web}".to_string());
-        log.record("Warning", "BackOff", "Back-off", fp.clone(), t(1));
         log.record(
-            "Normal",
-            "Started",
+            EventType::Warning,
+            EventReason::BackOff,
+            "Back-off",
+            fp.clone(),
+            t(1),
+        );
+        log.record(
+            EventType::Normal,
+            EventReason::Started,
             "Started container web",
             fp.clone(),
             t(2),
         );
         let e = log
-            .record("Warning", "BackOff", "Back-off", fp, t(3))
+            .record(
+                EventType::Warning,
+                EventReason::BackOff,
+                "Back-off",
+                fp,
+                t(3),
+            )
             .clone();
         assert_eq!(e.count, Some(2));
         assert_eq!(e.first_timestamp, Some(t(1)));

@@ -75,7 +75,7 @@ pub fn pod_status(
         pod_ip: pod_ips.first().cloned(),
         pod_ips: (!pod_ips.is_empty())
             .then(|| pod_ips.iter().map(|ip| PodIP { ip: ip.clone() }).collect()),
-        qos_class: Some(plan.qos_class.clone()),
+        qos_class: Some(plan.qos_class.as_str().into()),
         init_container_statuses: (!init.is_empty()).then_some(init),
         container_statuses: Some(apps),
         ephemeral_container_statuses: (!ephemeral.is_empty()).then_some(ephemeral),
@@ -102,7 +102,7 @@ fn terminated(t: &Terminated, id: Option<&String>, clock: &WallClock) -> Contain
     ContainerStateTerminated {
         exit_code: t.exit_code,
         signal: t.signal,
-        reason: Some(t.reason.clone()),
+        reason: Some(t.reason.as_str().into()),
         message: t.message.clone(),
         started_at: t.started_at.map(|s| clock.at(s)),
         finished_at: t.finished_at.map(|f| clock.at(f)),
@@ -121,7 +121,7 @@ fn container_status(
     let state = match &c.state {
         State::Waiting { reason, message } => ContainerState {
             waiting: Some(ContainerStateWaiting {
-                reason: Some(reason.clone()),
+                reason: Some(reason.as_str().into()),
                 message: message.clone(),
             }),
             ..Default::default()
@@ -129,7 +129,7 @@ fn container_status(
         // Until postStart returns, the API does not show the container Running.
         State::Running { .. } if !c.post_start_done => ContainerState {
             waiting: Some(ContainerStateWaiting {
-                reason: Some("ContainerCreating".into()),
+                reason: Some(pod::WaitingReason::ContainerCreating.as_str().into()),
                 message: None,
             }),
             ..Default::default()
@@ -169,15 +169,7 @@ mod tests {
     use crate::pod::{ContainerPlan, Exit, RestartPolicy};
 
     fn plan() -> PodPlan {
-        let c = |n: &str, kind| ContainerPlan {
-            name: n.into(),
-            kind,
-            has_startup_probe: false,
-            has_readiness_probe: false,
-            has_liveness_probe: false,
-            has_post_start: false,
-            has_pre_stop: false,
-        };
+        let c = ContainerPlan::bare;
         PodPlan {
             name: "p".into(),
             namespace: "default".into(),
@@ -188,7 +180,7 @@ mod tests {
             active_deadline_seconds: None,
             max_backoff_ms: 300_000,
             readiness_gates: vec![],
-            qos_class: "BestEffort".into(),
+            qos_class: pod::QosClass::BestEffort,
         }
     }
 
@@ -210,7 +202,7 @@ mod tests {
         };
         let _ = pod::step(&plan, &mut st, 0);
         st.on_started(&plan, 0, 0);
-        st.on_post_start_done(&plan, 0);
+        st.on_post_start_done(&plan, 0, 0);
         st.on_exited(
             &plan,
             0,

@@ -1,4 +1,6 @@
-//! `status.json`: the Pod object, replaced atomically whenever it changes.
+//! `status.json`: the Pod object, replaced atomically whenever it changes. The Pod (its
+//! metadata and spec) is the caller's: it is passed to each update, and the caller says
+//! when it changed (`pod_changed`).
 
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use std::io;
@@ -6,7 +8,6 @@ use std::path::PathBuf;
 
 pub struct StatusWriter {
     path: PathBuf,
-    pod: Pod,
     /// The object up to its status, pretty and compact (`apiVersion`, `kind`, `metadata`
     /// and `spec` come first in key order, `status` last): they change only with the spec
     /// or a deletion, so each update serializes the status alone.
@@ -21,12 +22,9 @@ pub struct StatusWriter {
 }
 
 impl StatusWriter {
-    /// `pod`: the effective Pod (metadata and spec); its status is replaced on each update.
-    pub fn new(path: PathBuf, mut pod: Pod) -> StatusWriter {
-        pod.status = None;
+    pub fn new(path: PathBuf) -> StatusWriter {
         StatusWriter {
             path,
-            pod,
             head: None,
             last: Vec::new(),
             compact: b"{}".to_vec(),
@@ -35,21 +33,9 @@ impl StatusWriter {
         }
     }
 
-    /// The pod's spec changed (an ephemeral container was added).
-    pub fn set_spec(&mut self, spec: k8s_openapi::api::core::v1::PodSpec) {
-        self.pod.spec = Some(spec);
-        self.head = None;
-        self.last_status = None;
-    }
-
-    /// The pod was deleted: `metadata.deletionTimestamp` and `deletionGracePeriodSeconds`.
-    pub fn set_deletion(
-        &mut self,
-        at: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
-        grace: u64,
-    ) {
-        self.pod.metadata.deletion_timestamp = Some(at);
-        self.pod.metadata.deletion_grace_period_seconds = Some(grace as i64);
+    /// The Pod's metadata or spec changed (a deletion, an ephemeral container): the next
+    /// update serializes them again.
+    pub fn pod_changed(&mut self) {
         self.head = None;
         self.last_status = None;
     }
@@ -59,13 +45,14 @@ impl StatusWriter {
         self.compact.clone()
     }
 
-    /// Take the pod's current status: whether the object changed (for the API and the
-    /// watchers, which see it either way), and how writing the file went. A file that
-    /// could not be written (a full disk) is written on the next call, changed or not.
-    pub fn update(&mut self, status: &PodStatus) -> (bool, io::Result<()>) {
+    /// Take the pod's current status (`pod`: its metadata and spec, its own status
+    /// ignored): whether the object changed (for the API and the watchers, which see it
+    /// either way), and how writing the file went. A file that could not be written (a
+    /// full disk) is written on the next call, changed or not.
+    pub fn update(&mut self, pod: &Pod, status: &PodStatus) -> (bool, io::Result<()>) {
         let mut changed = false;
         if self.last_status.as_ref() != Some(status) {
-            let (pretty, compact) = match self.render(status) {
+            let (pretty, compact) = match self.render(pod, status) {
                 Ok(r) => r,
                 Err(e) => return (false, Err(io::Error::other(e))),
             };
@@ -90,15 +77,12 @@ impl StatusWriter {
     }
 
     /// The Pod with `status`, pretty (the file) and compact (the API's line). Through a
-    /// serde_json::Value: the typed objects' serializers are then linked once, for Value
-    /// (straight to the pretty writer: 48 KB more). The line is the pretty text minified,
-    /// not a second serialization.
-    fn render(&mut self, status: &PodStatus) -> serde_json::Result<(Vec<u8>, Vec<u8>)> {
+    /// serde_json::Value: the typed objects' serializers are then linked once, for Value,
+    /// not a second time for the pretty writer. The line is the pretty text minified, not
+    /// a second serialization.
+    fn render(&mut self, pod: &Pod, status: &PodStatus) -> serde_json::Result<(Vec<u8>, Vec<u8>)> {
         if self.head.is_none() {
-            let view = serde_json::to_value(PodView {
-                pod: &self.pod,
-                status: None,
-            })?;
+            let view = serde_json::to_value(PodView { pod, status: None })?;
             self.head = Some(open_last_member(&serde_json::to_vec_pretty(&view)?));
         }
         let (head, head_compact) = self.head.as_ref().expect("just made");
@@ -196,15 +180,16 @@ mod tests {
     fn the_file_and_the_line_hold_the_pod_with_its_status() {
         let dir = std::env::temp_dir().join(format!("podinit-sw-{}", crate::util::random_hex(4)));
         std::fs::create_dir_all(&dir).unwrap();
-        let mut w = StatusWriter::new(dir.join("status.json"), pod());
+        let mut w = StatusWriter::new(dir.join("status.json"));
+        let p = pod();
         let status = PodStatus {
             phase: Some("Running".into()),
             message: Some("two  spaces, a \"quote\" and a \\".into()),
             ..Default::default()
         };
-        let (changed, file) = w.update(&status);
+        let (changed, file) = w.update(&p, &status);
         assert!(changed && file.is_ok());
-        let (changed, file) = w.update(&status);
+        let (changed, file) = w.update(&p, &status);
         assert!(!changed && file.is_ok(), "unchanged: not written again");
         let mut want = pod();
         want.status = Some(status);
@@ -220,21 +205,22 @@ mod tests {
     #[test]
     fn a_file_that_could_not_be_written_is_written_at_the_next_update() {
         let dir = std::env::temp_dir().join(format!("podinit-sw-{}", crate::util::random_hex(4)));
-        let mut w = StatusWriter::new(dir.join("status.json"), pod());
+        let mut w = StatusWriter::new(dir.join("status.json"));
+        let p = pod();
         let status = PodStatus {
             phase: Some("Pending".into()),
             ..Default::default()
         };
         // No directory yet: the write fails, the line has the new status all the same.
-        let (changed, file) = w.update(&status);
+        let (changed, file) = w.update(&p, &status);
         assert!(changed);
         let e = file.unwrap_err();
         assert!(e.to_string().contains("status.json"), "{e}");
         let line: Pod = serde_json::from_slice(&w.compact()).unwrap();
         assert_eq!(line.status, Some(status.clone()));
-        assert!(w.update(&status).1.is_err(), "still no directory");
+        assert!(w.update(&p, &status).1.is_err(), "still no directory");
         std::fs::create_dir_all(&dir).unwrap();
-        let (changed, file) = w.update(&status);
+        let (changed, file) = w.update(&p, &status);
         assert!(!changed && file.is_ok(), "unchanged, but written now");
         let on_disk: Pod =
             serde_json::from_slice(&std::fs::read(dir.join("status.json")).unwrap()).unwrap();
@@ -252,7 +238,8 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("podinit-sw-{}", crate::util::random_hex(4)));
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("status.json");
-        let mut w = StatusWriter::new(file.clone(), pod());
+        let mut w = StatusWriter::new(file.clone());
+        let mut p = pod();
         let status: PodStatus = serde_json::from_value(serde_json::json!({
             "phase": "Running",
             "conditions": [{"type": "Ready", "status": "True"}],
@@ -274,22 +261,25 @@ mod tests {
         };
         let mut want = pod();
         want.status = Some(status.clone());
-        assert!(w.update(&status).1.is_ok());
+        assert!(w.update(&p, &status).1.is_ok());
         check(&w, &want);
         // A new spec and a deletion show in the next update, with the same status.
         let mut spec = want.spec.clone().unwrap();
         spec.containers[0].args = Some(vec!["new".into()]);
-        w.set_spec(spec.clone());
+        p.spec = Some(spec.clone());
+        w.pod_changed();
         want.spec = Some(spec);
-        assert!(w.update(&status).0, "the spec changed");
+        assert!(w.update(&p, &status).0, "the spec changed");
         check(&w, &want);
         let at = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
             k8s_openapi::jiff::Timestamp::from_second(1_800_000_000).unwrap(),
         );
-        w.set_deletion(at.clone(), 30);
+        p.metadata.deletion_timestamp = Some(at.clone());
+        p.metadata.deletion_grace_period_seconds = Some(30);
+        w.pod_changed();
         want.metadata.deletion_timestamp = Some(at);
         want.metadata.deletion_grace_period_seconds = Some(30);
-        assert!(w.update(&status).0, "the pod was deleted");
+        assert!(w.update(&p, &status).0, "the pod was deleted");
         check(&w, &want);
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -5,7 +5,7 @@ use crate::api::routes::{self, Route};
 use crate::api::server::{Reply, Stream};
 use crate::api::status_error;
 use crate::logs;
-use crate::pod::{ContainerState, State};
+use crate::pod::log_run::log_run;
 
 use super::Supervisor;
 
@@ -115,10 +115,10 @@ impl Supervisor<'_> {
                 "exec request body: command: Required value",
             );
         }
-        let Some(i) = self.cfg.containers.iter().position(|c| c.name == name) else {
+        let Some(i) = self.index_of(name) else {
             return self.not_in_pod(name);
         };
-        if self.cfg.containers[i].run.is_none()
+        if self.containers[i].ctr.run.is_none()
             || self.st.containers[i].phase != crate::pod::state::Phase::Running
         {
             return error(
@@ -157,7 +157,7 @@ impl Supervisor<'_> {
         if self.st.terminating.is_some() {
             return error(409, "Conflict", "the pod is terminating");
         }
-        let mut spec = self.cfg.pod.spec.clone().unwrap_or_default();
+        let spec = self.cfg.pod.spec.as_ref().expect("admitted pod has a spec");
         if spec
             .ephemeral_containers
             .iter()
@@ -171,7 +171,7 @@ impl Supervisor<'_> {
             );
         }
         let index = spec.ephemeral_containers.as_ref().map_or(0, Vec::len);
-        let c = match crate::manifest::ephemeral::admit(&ec, &spec, index) {
+        let c = match crate::manifest::ephemeral::admit(&ec, spec, index) {
             Ok(c) => c,
             Err(e) => return error(422, "Invalid", &format!("{}: {}", e.field, e.message)),
         };
@@ -196,7 +196,7 @@ impl Supervisor<'_> {
                 ctr.target = ec
                     .target_container_name
                     .as_ref()
-                    .and_then(|t| self.cfg.containers.iter().position(|c| c.name == *t));
+                    .and_then(|t| self.index_of(t));
                 ctr
             }
             Err(e) => {
@@ -207,21 +207,19 @@ impl Supervisor<'_> {
                 )
             }
         };
-        self.cfg.containers.push(ctr);
-        self.cfg.plan.add_ephemeral(&ec.name);
-        self.st.add_ephemeral();
-        self.handlers.push(Default::default());
-        spec.ephemeral_containers
-            .get_or_insert_with(Vec::new)
-            .push(ec.clone());
-        self.status.set_spec(spec.clone());
-        self.cfg.pod.spec = Some(spec);
+        self.add(ctr);
+        if let Some(spec) = &mut self.cfg.pod.spec {
+            spec.ephemeral_containers
+                .get_or_insert_with(Vec::new)
+                .push(ec.clone());
+        }
+        self.status.pod_changed();
         json(201, &serde_json::to_value(&ec).unwrap_or_default())
     }
 
-    /// The Pod object as one JSON line (the `GET /v1/pod` body and each watch line).
-    pub(super) fn pod_line(&self) -> Vec<u8> {
-        line(self.status.compact())
+    /// The index of container `name`, if the pod has it.
+    fn index_of(&self, name: &str) -> Option<usize> {
+        self.containers.iter().position(|m| m.ctr.name == name)
     }
 
     fn log(
@@ -232,25 +230,13 @@ impl Supervisor<'_> {
         tail: Option<usize>,
         timestamps: bool,
     ) -> Reply {
-        let Some(i) = self.cfg.containers.iter().position(|c| c.name == name) else {
+        let Some(i) = self.index_of(name) else {
             return self.not_in_pod(name);
         };
-        let c = &self.cfg.containers[i];
+        let c = &self.containers[i].ctr;
         let run = match log_run(&self.st.containers[i], c.runs, previous) {
             Ok(run) => run,
-            Err(why) => {
-                let pod = self.pod_name();
-                let msg = match why {
-                    NoLog::Previous => {
-                        format!("previous terminated container {name:?} in pod {pod:?} not found")
-                    }
-                    NoLog::Terminated => format!("container {name:?} in pod {pod:?} is terminated"),
-                    NoLog::Waiting(reason) => {
-                        format!("container {name:?} in pod {pod:?} is waiting to start: {reason}")
-                    }
-                };
-                return error(400, "BadRequest", &msg);
-            }
+            Err(why) => return error(400, "BadRequest", &why.message(name, &self.pod_name())),
         };
         let path = logs::LogFile::path_for(&self.sd.logs(), name, run);
         let text = logs::render(&path, tail, timestamps);
@@ -325,11 +311,10 @@ impl Supervisor<'_> {
 
     fn metrics(&self) -> String {
         let restarts: Vec<(String, u32)> = self
-            .cfg
             .containers
             .iter()
             .zip(&self.st.containers)
-            .map(|(c, s)| (c.name.clone(), s.restart_count))
+            .map(|(m, s)| (m.ctr.name.clone(), s.restart_count))
             .collect();
         self.metrics.render(&restarts, self.reaped)
     }
@@ -345,116 +330,7 @@ impl Supervisor<'_> {
     }
 }
 
-fn line(mut v: Vec<u8>) -> Vec<u8> {
+pub(super) fn line(mut v: Vec<u8>) -> Vec<u8> {
     v.push(b'\n');
     v
-}
-
-/// Why a log request has no run to read (kubelet's `validateContainerLogStatus`).
-#[derive(Debug, PartialEq)]
-enum NoLog {
-    Previous,
-    Terminated,
-    Waiting(String),
-}
-
-/// Which run's log a request reads, as kubelet picks the container: `previous` is the run
-/// `lastState` shows; otherwise the running or terminated instance, or, while the
-/// container waits to be restarted, its last run. Runs are numbered from 0; `runs` were
-/// created so far, the latest being `runs - 1`.
-fn log_run(c: &ContainerState, runs: u32, previous: bool) -> Result<u32, NoLog> {
-    // Does the latest run show as the current state, or as lastState?
-    let current_is_latest = match &c.state {
-        State::Running { .. } => true,
-        State::Terminated(t) => t.finished_at.is_some(),
-        State::Waiting { .. } => false,
-    };
-    if previous {
-        let back = if current_is_latest { 2 } else { 1 };
-        return match (&c.last_state, runs.checked_sub(back)) {
-            (Some(_), Some(run)) => Ok(run),
-            _ => Err(NoLog::Previous),
-        };
-    }
-    match (&c.state, runs.checked_sub(1)) {
-        (_, Some(run)) if current_is_latest || c.last_state.is_some() => Ok(run),
-        (State::Waiting { reason, .. }, _) => Err(NoLog::Waiting(reason.clone())),
-        _ => Err(NoLog::Terminated),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::pod::Terminated;
-
-    fn terminated(code: i32, located: bool) -> State {
-        State::Terminated(Terminated {
-            exit_code: code,
-            signal: None,
-            reason: "Error".into(),
-            message: None,
-            started_at: None,
-            finished_at: located.then_some(5),
-        })
-    }
-
-    fn container(state: State, last: bool) -> ContainerState {
-        let mut c = ContainerState::new("ContainerCreating");
-        c.state = state;
-        if let (true, State::Terminated(t)) = (last, terminated(1, true)) {
-            c.last_state = Some(t);
-        }
-        c
-    }
-
-    #[test]
-    fn logs_come_from_the_run_kubelet_would_pick() {
-        let waiting = |r: &str| State::Waiting {
-            reason: r.into(),
-            message: None,
-        };
-        let running = State::Running { started_at: 1 };
-        // (state, has lastState, runs so far, previous) → run or why not
-        let cases = [
-            (running.clone(), false, 1, false, Ok(0)),
-            (running.clone(), false, 1, true, Err(NoLog::Previous)),
-            (running.clone(), true, 3, true, Ok(1)),
-            (terminated(0, true), false, 1, false, Ok(0)),
-            // In back-off: lastState is the latest run, for both.
-            (waiting("CrashLoopBackOff"), true, 2, false, Ok(1)),
-            (waiting("CrashLoopBackOff"), true, 2, true, Ok(1)),
-            (
-                waiting("PodInitializing"),
-                false,
-                0,
-                false,
-                Err(NoLog::Waiting("PodInitializing".into())),
-            ),
-            (
-                waiting("PodInitializing"),
-                false,
-                0,
-                true,
-                Err(NoLog::Previous),
-            ),
-            // Reported unlocated when the pod ended.
-            (terminated(137, false), true, 2, false, Ok(1)),
-            (
-                terminated(137, false),
-                false,
-                0,
-                false,
-                Err(NoLog::Terminated),
-            ),
-        ];
-        for (state, last, runs, previous, want) in cases {
-            let c = container(state.clone(), last);
-            assert_eq!(
-                log_run(&c, runs, previous),
-                want,
-                "{state:?} {last} {runs} {previous}"
-            );
-        }
-    }
 }

@@ -3,7 +3,7 @@
 //! one run of one container; when that run ends, its checks are dropped.
 
 use super::Supervisor;
-use crate::pod::probes::{Due, ProbeKind, Probes, Timing};
+use crate::pod::probes::{Due, ProbeKind};
 use crate::pod::{self, Kind, Millis};
 use crate::probe::{Check, Handler, Outcome, Use};
 use k8s_openapi::api::core::v1::Container;
@@ -67,7 +67,7 @@ impl Handlers {
             h.map(|h| Handler::from_hook(h, c, host))
         };
         let mut probes = Vec::new();
-        if kind != Kind::Init {
+        if kind.has_probes() {
             for (k, p) in [
                 (ProbeKind::Startup, &c.startup_probe),
                 (ProbeKind::Liveness, &c.liveness_probe),
@@ -84,28 +84,6 @@ impl Handlers {
             probes,
         }
     }
-}
-
-/// The probes' bookkeeping for the pod's containers (plan order).
-pub fn probes_of(containers: &[&Container], kinds: &[Kind]) -> Probes {
-    let lists: Vec<Vec<(ProbeKind, Timing)>> = containers
-        .iter()
-        .zip(kinds)
-        .map(|(c, &kind)| {
-            if kind == Kind::Init {
-                return Vec::new();
-            }
-            [
-                (ProbeKind::Startup, &c.startup_probe),
-                (ProbeKind::Liveness, &c.liveness_probe),
-                (ProbeKind::Readiness, &c.readiness_probe),
-            ]
-            .into_iter()
-            .filter_map(|(k, p)| p.as_ref().map(|p| (k, Timing::from_probe(p))))
-            .collect()
-        })
-        .collect();
-    Probes::new(&lists)
 }
 
 fn describe(h: &Handler) -> String {
@@ -130,7 +108,7 @@ impl Supervisor<'_> {
         let now = self.now();
         let what = describe(h);
         let started = match h {
-            Handler::Exec(cmd) => self.cfg.containers[owner.ctr()].exec(cmd).map(Check::Exec),
+            Handler::Exec(cmd) => self.containers[owner.ctr()].ctr.exec(cmd).map(Check::Exec),
             Handler::Sleep { ms } => {
                 // A sleep is a deadline of its own.
                 self.checks.push(InFlight {
@@ -165,7 +143,7 @@ impl Supervisor<'_> {
 
     /// Container `i`'s process runs: its postStart, else it is started at once.
     pub(super) fn post_start(&mut self, i: usize) {
-        match self.handlers[i].post_start.clone() {
+        match self.containers[i].handlers.post_start.clone() {
             None => self.post_start_done(i),
             Some(Ok(h)) => {
                 let instance = self.instance(i);
@@ -185,40 +163,32 @@ impl Supervisor<'_> {
 
     fn post_start_done(&mut self, i: usize) {
         let now = self.now();
-        self.st.on_post_start_done(&self.cfg.plan, i);
-        let instance = self.instance(i);
-        self.probes.container_started(i, instance, now);
+        self.st.on_post_start_done(&self.cfg.plan, i, now);
     }
 
     /// `pod` asked for container `i`'s preStop.
     pub(super) fn pre_stop(&mut self, i: usize) {
         let instance = self.instance(i);
         let owner = Owner::PreStop { ctr: i, instance };
-        match self.handlers[i].pre_stop.clone() {
+        match self.containers[i].handlers.pre_stop.clone() {
             Some(Ok(h)) => self.launch(owner, &h, Use::Hook, None),
             Some(Err(msg)) => self.check_done(owner, "", Outcome::fail(msg), None),
             None => self.st.on_pre_stop_done(i),
         }
     }
 
-    /// Start the probes that are due; remember when the next one is.
-    pub(super) fn run_probes(&mut self) {
-        let now = self.now();
-        let (due, next) = self.probes.due(&self.st, now);
-        if let Some(t) = next {
-            self.wake.insert(t);
-        }
-        for d in due {
-            let h = self.handlers[d.ctr]
-                .probes
-                .iter()
-                .find(|(k, _)| *k == d.kind)
-                .map(|(_, h)| h.clone());
-            match h {
-                Some(Ok(h)) => self.launch(Owner::Probe(d), &h, Use::Probe, Some(d.timeout_ms)),
-                Some(Err(msg)) => self.check_done(Owner::Probe(d), "", Outcome::fail(msg), None),
-                None => {}
-            }
+    /// `pod` asked for this probe.
+    pub(super) fn run_probe(&mut self, d: Due) {
+        let h = self.containers[d.ctr]
+            .handlers
+            .probes
+            .iter()
+            .find(|(k, _)| *k == d.kind)
+            .map(|(_, h)| h.clone());
+        match h {
+            Some(Ok(h)) => self.launch(Owner::Probe(d), &h, Use::Probe, Some(d.timeout_ms)),
+            Some(Err(msg)) => self.check_done(Owner::Probe(d), "", Outcome::fail(msg), None),
+            None => {}
         }
     }
 
@@ -229,7 +199,9 @@ impl Supervisor<'_> {
         command: &[String],
         timeout_s: u64,
     ) -> Result<u64, String> {
-        let check = self.cfg.containers[i].exec_with(command, true, API_EXEC_OUTPUT)?;
+        let check = self.containers[i]
+            .ctr
+            .exec_with(command, true, API_EXEC_OUTPUT)?;
         self.next_token += 1;
         let token = self.next_token;
         let deadline = (timeout_s > 0).then(|| self.now() + timeout_s * 1000);
@@ -268,7 +240,7 @@ impl Supervisor<'_> {
                     // The command could not be started (kubectl shows 126 for this).
                     Some(msg) => (126, format!("{}{msg}\n", String::from_utf8_lossy(&err))),
                     None => (
-                        super::containers::decode_wait_status(st).0,
+                        pod::termination::exit_code(st).0,
                         String::from_utf8_lossy(&err).into_owned(),
                     ),
                 };
@@ -298,18 +270,12 @@ impl Supervisor<'_> {
             Owner::ApiExec { .. } => {}
             Owner::Probe(d) => {
                 if let Some(w) = &o.warning {
-                    let e = pod::EventSpec {
-                        type_: "Warning",
-                        reason: "ProbeWarning".into(),
-                        message: format!("{} probe warning: {w}", d.kind.title()),
-                        container: Some(d.ctr),
-                    };
-                    self.event(e);
+                    self.event(pod::events::probe_warning(d.ctr, d.kind, w));
                 }
                 let output = o.output.trim_end().to_string();
                 for e in self
-                    .probes
-                    .record(&self.cfg.plan, &mut self.st, d, o.ok, &output, now)
+                    .st
+                    .on_probe_result(&self.cfg.plan, d, o.ok, &output, now)
                 {
                     self.event(e);
                 }
@@ -332,50 +298,17 @@ impl Supervisor<'_> {
                 if post {
                     self.st.on_post_start_failed(&self.cfg.plan, ctr, &msg, now);
                 } else {
-                    self.event(pod::EventSpec {
-                        type_: "Warning",
-                        reason: "FailedPreStopHook".into(),
-                        // As kubelet: the output (which may hold secrets) goes to the log only.
-                        message: "PreStopHook failed".into(),
-                        container: Some(ctr),
-                    });
+                    self.event(pod::events::pre_stop_failed(ctr));
                     self.st.on_pre_stop_done(ctr);
                 }
             }
         }
     }
 
-    /// kubelet's wording of a failed hook.
+    /// kubelet's wording of a failed hook (`pod::events::hook_failure`).
     fn hook_message(&self, ctr: usize, what: &str, o: &Outcome, exit: Option<i32>) -> String {
-        let c = &self.cfg.containers[ctr];
-        let meta = &self.cfg.pod.metadata;
-        let pod = format!(
-            "{}_{}({})",
-            meta.name.as_deref().unwrap_or_default(),
-            meta.namespace.as_deref().unwrap_or("default"),
-            meta.uid.as_deref().unwrap_or_default()
-        );
-        let kind = if what.starts_with('[') {
-            "Exec"
-        } else {
-            "HTTP"
-        };
-        let detail = match exit {
-            Some(status) => format!(
-                "command '{}' {}: {}, message: {:?}",
-                what.strip_prefix('[')
-                    .and_then(|w| w.strip_suffix(']'))
-                    .unwrap_or(what),
-                crate::probe::exec::ExecCheck::describe_exit(status),
-                o.output,
-                o.output
-            ),
-            None => o.output.clone(),
-        };
-        format!(
-            "{kind} lifecycle hook ({what}) for Container {:?} in Pod {pod:?} failed - error: {detail}",
-            c.name
-        )
+        let how = exit.map(crate::probe::exec::ExecCheck::describe_exit);
+        pod::events::hook_failure(&self.cfg.plan, ctr, what, &o.output, how.as_deref())
     }
 
     /// Poll set of the checks: (fd, flags, index of the check).
@@ -459,7 +392,7 @@ impl Supervisor<'_> {
         for (c, o, exit) in finished.into_iter().rev() {
             if let Owner::Probe(d) = c.owner {
                 let secs = self.now().saturating_sub(c.started) as f64 / 1000.0;
-                let name = self.cfg.containers[d.ctr].name.clone();
+                let name = self.containers[d.ctr].ctr.name.clone();
                 self.metrics.probe(&name, d.kind.lower(), o.ok, secs);
             }
             self.check_done(c.owner, &c.what, o, exit);

@@ -14,17 +14,11 @@ use std::rc::Rc;
 
 use crate::bundle::{self, Bundle, HostVolume, MergeContext};
 use crate::logs::{LogFile, Stream};
-use crate::pod::{Exit, Kind};
+use crate::pod::{termination, Exit, Kind};
 use crate::probe::exec::ExecCheck;
 use crate::runtime;
 use crate::sandbox::cgroup::{CgroupRoot, Group};
 use crate::sandbox::rootfs;
-
-/// The termination message read after exit is at most this long (kubelet's limit).
-const TERMINATION_MESSAGE_MAX: u64 = 4096;
-/// `FallbackToLogsOnError`: the last 80 lines of the log, at most 2048 bytes.
-const FALLBACK_LINES: usize = 80;
-const FALLBACK_BYTES: usize = 2048;
 
 /// One container of the pod, across its runs.
 pub struct Ctr {
@@ -117,15 +111,6 @@ impl Ctr {
             container_id: None,
             target: None,
         })
-    }
-
-    /// The field path of events about this container (`spec.containers{web}`).
-    pub fn field_path(&self) -> String {
-        match self.kind {
-            Kind::App => format!("spec.containers{{{}}}", self.name),
-            Kind::Init | Kind::Sidecar => format!("spec.initContainers{{{}}}", self.name),
-            Kind::Ephemeral => format!("spec.ephemeralContainers{{{}}}", self.name),
-        }
     }
 
     /// Start a new run. On success the process exists and its output pipes are returned;
@@ -337,7 +322,7 @@ impl Ctr {
         if let Some(msg) = run.start_error.take() {
             return Err(msg);
         }
-        let (exit_code, signal) = decode_wait_status(status);
+        let (exit_code, signal) = termination::exit_code(status);
         // Every run has a cgroup of its own, made just before it: any OOM kill counted
         // there is this run's.
         let oom_killed = self.cgroup.oom_kills() > 0;
@@ -350,23 +335,25 @@ impl Ctr {
         })
     }
 
-    /// kubelet's rules: the file at terminationMessagePath (last 4096 bytes); with
-    /// `FallbackToLogsOnError`, the log's tail when the exit failed and the file is empty.
+    /// Read what `pod::termination::message` chooses from: the termination-log file and,
+    /// only if it asks, the log's tail.
     fn termination_message(&self, exit_code: i32, run: &Run) -> Option<String> {
-        let from_file = read_tail(&self.dir.join("termination-log"), TERMINATION_MESSAGE_MAX);
-        if !from_file.is_empty() {
-            return Some(from_file);
-        }
-        let fallback =
-            self.spec.termination_message_policy.as_deref() == Some("FallbackToLogsOnError");
-        if fallback && exit_code != 0 {
-            let text =
-                crate::logs::tail_text(run.log.borrow().path(), FALLBACK_LINES, FALLBACK_BYTES);
-            if !text.is_empty() {
-                return Some(text);
-            }
-        }
-        None
+        let from_file = read_tail(
+            &self.dir.join("termination-log"),
+            termination::MESSAGE_MAX_BYTES,
+        );
+        termination::message(
+            from_file,
+            self.spec.termination_message_policy.as_deref(),
+            exit_code,
+            || {
+                crate::logs::tail_text(
+                    run.log.borrow().path(),
+                    termination::FALLBACK_LINES,
+                    termination::FALLBACK_BYTES,
+                )
+            },
+        )
     }
 
     /// Unmount the container's root filesystem and remove its cgroup (pod teardown in
@@ -380,16 +367,6 @@ impl Ctr {
             self.cgroup_created = false;
         }
         Ok(())
-    }
-}
-
-/// Exit code as Kubernetes reports it (128 + signal for a signal) and the signal.
-pub fn decode_wait_status(status: i32) -> (i32, Option<i32>) {
-    if libc::WIFSIGNALED(status) {
-        let sig = libc::WTERMSIG(status);
-        (128 + sig, Some(sig))
-    } else {
-        (libc::WEXITSTATUS(status), None)
     }
 }
 
@@ -419,14 +396,6 @@ fn set_nonblocking(fd: &OwnedFd) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn wait_status_decoding() {
-        // exit(3): status = 3 << 8; killed by SIGKILL: status = 9.
-        assert_eq!(decode_wait_status(3 << 8), (3, None));
-        assert_eq!(decode_wait_status(9), (137, Some(9)));
-        assert_eq!(decode_wait_status(0), (0, None));
-    }
 
     #[test]
     fn tail_of_a_file() {

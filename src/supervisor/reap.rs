@@ -1,0 +1,55 @@
+//! Reaping: the only `waitpid` in podinit. A container's main process becomes an
+//! observation; an exec handler's process ends its check; anything else (an orphan in a
+//! shared pid namespace) is just collected.
+
+use super::Supervisor;
+use crate::pod::{self, StartFailure};
+
+impl Supervisor<'_> {
+    /// Reap every exited child: container main processes become observations, anything
+    /// else (an orphan re-parented to us in a shared pid namespace) is just collected.
+    pub(super) fn reap(&mut self) {
+        loop {
+            let mut status = 0;
+            // SAFETY: waitpid with a valid pointer; this is the only waitpid in podinit.
+            let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG | libc::__WALL) };
+            if pid <= 0 {
+                return;
+            }
+            self.reaped += 1;
+            if self.check_exited(pid, status) {
+                continue;
+            }
+            let Some(i) = self
+                .containers
+                .iter()
+                .position(|m| m.ctr.run.as_ref().is_some_and(|r| r.pid == pid))
+            else {
+                continue;
+            };
+            let now = self.now();
+            let name = self.containers[i].ctr.name.clone();
+            // Everything the process wrote is in its pipes now: log it before the exit is
+            // judged (FallbackToLogsOnError reads the log).
+            let own: Vec<usize> = (0..self.pipes.len())
+                .filter(|&k| self.pipes[k].ctr == i)
+                .collect();
+            self.read_pipes(&own);
+            self.drop_checks(i);
+            match self.containers[i].ctr.exited(status) {
+                Ok(exit) => {
+                    if exit.oom_killed {
+                        self.event(pod::events::oom_killing(&self.cfg.plan, i));
+                    }
+                    self.st.on_exited(&self.cfg.plan, i, exit, now);
+                }
+                Err(msg) => {
+                    crate::log::warn(&format!("container {name}: {msg}"));
+                    self.st
+                        .on_start_failed(&self.cfg.plan, i, StartFailure::Exec, &msg, now);
+                }
+            }
+            self.end_followers_when_done(i);
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! Starting a container when `pod` says so: the environment resolved at each start (as
+//! kubelet does), the target's pid namespace for an ephemeral container, the run itself,
+//! and what its start tells `pod`.
+
+use super::containers::StartContext;
+use super::Supervisor;
+use crate::pod::{self, StartFailure};
+
+/// The node's allocatable CPU (millicores) and memory (bytes), for `resourceFieldRef`
+/// of a resource without a limit.
+pub fn node_allocatable() -> (i64, i64) {
+    // Asked for every container (its OOM score, its downward API defaults); read once, as
+    // kubelet reads the machine's capacity once.
+    static NODE: std::sync::OnceLock<(i64, i64)> = std::sync::OnceLock::new();
+    *NODE.get_or_init(|| {
+        // SAFETY: sysconf has no memory effects.
+        let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as i64;
+        // SAFETY: as above.
+        let pages = unsafe { libc::sysconf(libc::_SC_PHYS_PAGES) }.max(0) as i64;
+        // SAFETY: as above.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(0) as i64;
+        (cpus * 1000, pages * page)
+    })
+}
+
+impl Supervisor<'_> {
+    pub(super) fn start(&mut self, i: usize) {
+        self.release_later();
+        let now = self.now();
+        self.containers[i].start_requested = Some(now);
+        // An ephemeral container with a target joins the target's pid namespace.
+        let target_pidfd = match self.containers[i].ctr.target {
+            Some(t) => match self.containers[t].ctr.run.as_ref() {
+                Some(r) => r.pidfd.try_clone().ok(),
+                None => {
+                    let msg = format!(
+                        "target container {:?} is not running",
+                        self.containers[t].ctr.name
+                    );
+                    self.st
+                        .on_start_failed(&self.cfg.plan, i, StartFailure::Create, &msg, now);
+                    return;
+                }
+            },
+            None => None,
+        };
+        // The environment, resolved at each start as kubelet does: a missing key keeps the
+        // container waiting in CreateContainerConfigError.
+        let env = {
+            let (cpus, mem) = node_allocatable();
+            let sources = crate::manifest::env::Sources {
+                pod: &self.cfg.pod,
+                config_maps: &self.cfg.config_maps,
+                secrets: &self.cfg.secrets,
+                pod_ips: &self.cfg.pod_ips,
+                host_ips: &self.cfg.pod_ips,
+                node_cpu_milli: cpus,
+                node_memory: mem,
+            };
+            match crate::manifest::env::resolve(&self.containers[i].ctr.spec, &sources) {
+                Ok(r) => r,
+                Err(crate::manifest::env::ConfigError(msg)) => {
+                    self.st
+                        .on_start_failed(&self.cfg.plan, i, StartFailure::Config, &msg, now);
+                    return;
+                }
+            }
+        };
+        for w in &env.warnings {
+            self.event(pod::events::invalid_env_names(i, w));
+        }
+        let cx = StartContext {
+            pod_spec: self.cfg.pod.spec.as_ref().expect("admitted pod has a spec"),
+            volumes: &self.cfg.volumes,
+            hostname: &self.cfg.hostname,
+            logs_dir: &self.sd.logs(),
+            pid_ns_of: target_pidfd.as_ref(),
+            env: &env.env,
+            pod_files: &self.cfg.pod_files,
+            seccomp_root: &self.cfg.seccomp_root,
+        };
+        match self.containers[i].ctr.start(&cx) {
+            Ok(pipes) => {
+                self.pipes.extend(pipes.into_iter().map(|mut p| {
+                    p.ctr = i;
+                    p
+                }));
+                // Decided when the clone returned: the process is running before anything
+                // else is seen of it (its exit), and `decide` goes on to the next start, as
+                // kubelet starts a pod's containers in one sync and then reports them. One
+                // that failed exits next, and its exit reports the error.
+                if self.containers[i]
+                    .ctr
+                    .run
+                    .as_ref()
+                    .is_some_and(|r| r.start_error.is_none())
+                {
+                    self.started(i);
+                }
+            }
+            Err(msg) => {
+                let name = &self.containers[i].ctr.name;
+                crate::log::warn(&format!("container {name}: {msg}"));
+                self.st
+                    .on_start_failed(&self.cfg.plan, i, StartFailure::Create, &msg, now);
+            }
+        }
+    }
+
+    /// Container `i`'s process exec'd.
+    pub(super) fn started(&mut self, i: usize) {
+        let now = self.now();
+        if let Some(t) = self.containers[i].start_requested.take() {
+            let name = self.containers[i].ctr.name.clone();
+            self.metrics
+                .started(&name, now.saturating_sub(t) as f64 / 1000.0);
+        }
+        self.st.on_started(&self.cfg.plan, i, now);
+    }
+}

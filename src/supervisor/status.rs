@@ -1,0 +1,95 @@
+//! The pod's status out: status.json, the API's watchers and the service manager, each
+//! time it changes; and the deletion recorded in its metadata.
+
+use super::Supervisor;
+use crate::api::server::Stream;
+use crate::pod;
+use crate::status::render::{self, ContainerMeta};
+
+/// How soon a status.json that could not be written is tried again.
+const STATUS_RETRY_MS: pod::Millis = 1000;
+
+impl Supervisor<'_> {
+    pub(super) fn write_status(&mut self) {
+        let meta: Vec<ContainerMeta> = self
+            .containers
+            .iter()
+            .map(|m| &m.ctr)
+            .map(|c| ContainerMeta {
+                image: c.spec.image.clone().unwrap_or_default(),
+                image_id: c.bundle.dir.display().to_string(),
+                container_id: c.container_id.clone(),
+            })
+            .collect();
+        let status = render::pod_status(
+            &self.cfg.plan,
+            &self.st,
+            &meta,
+            &self.clock,
+            &self.cfg.pod_ips,
+        );
+        let (changed, file) = self.status.update(&self.cfg.pod, &status);
+        match &file {
+            Err(e) if !self.status_failing => {
+                crate::log::warn(&format!("{e} (retrying every {STATUS_RETRY_MS} ms)"))
+            }
+            Ok(()) if self.status_failing => crate::log::info(&format!(
+                "{} written again",
+                self.sd.root.join("status.json").display()
+            )),
+            _ => {}
+        }
+        self.status_failing = file.is_err();
+        if self.status_failing {
+            // The loop sleeps until the next event otherwise, leaving the file stale.
+            self.wake.insert(self.now() + STATUS_RETRY_MS);
+        }
+        if changed {
+            // The API and the watchers see the change whether the file could be written.
+            let line = self.pod_line();
+            if let Some(srv) = &mut self.server {
+                srv.broadcast(&Stream::Pod, &line);
+            }
+            let phase = status.phase.clone().unwrap_or_default();
+            let ready = status
+                .conditions
+                .iter()
+                .flatten()
+                .any(|c| c.type_ == "Ready" && c.status == "True");
+            self.cfg.notifier.status(&line, &phase, ready);
+        }
+    }
+
+    pub(super) fn terminate_signal(&mut self, s: i32) {
+        let now = self.now();
+        let grace = self.st.on_stop_signal();
+        crate::log::info(&format!(
+            "received {}: {}",
+            crate::util::signal_name(s),
+            if grace == Some(0) {
+                "forcing termination"
+            } else {
+                "terminating the pod"
+            }
+        ));
+        self.delete(now, grace);
+    }
+
+    /// A deletion: by a signal, `POST /v1/pod/terminate` or `podinit stop`.
+    pub(super) fn delete(&mut self, now: pod::Millis, grace: Option<u64>) {
+        if self.st.request_deletion(&self.cfg.plan, now, grace) {
+            if let Some((at, grace)) = self.st.deletion {
+                // As the API server records a deletion in the object's metadata.
+                let meta = &mut self.cfg.pod.metadata;
+                meta.deletion_timestamp = Some(self.clock.at(at));
+                meta.deletion_grace_period_seconds = Some(grace as i64);
+                self.status.pod_changed();
+            }
+        }
+    }
+
+    /// The Pod object as one JSON line (the `GET /v1/pod` body and each watch line).
+    pub(super) fn pod_line(&self) -> Vec<u8> {
+        super::api::line(self.status.compact())
+    }
+}
