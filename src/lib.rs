@@ -5,6 +5,7 @@
 //! `sandbox` and `supervisor` are the thin layer that touches the kernel, standing on the
 //! primitives of `sys`.
 
+pub mod admission;
 pub mod api;
 pub mod bundle;
 pub mod cli;

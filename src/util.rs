@@ -5,13 +5,6 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::Path;
 
-// The kernel primitives that lived here, for callers not yet moved to `sys`.
-pub use crate::sys::clone::{clone3, Cloned};
-pub use crate::sys::pages::release_startup_pages;
-pub use crate::sys::pidfd::send_signal as pidfd_signal;
-pub use crate::sys::signals::signal_name;
-pub use crate::sys::unix_socket::socket_path;
-
 /// `n` random bytes from the kernel: getrandom(2), one syscall and no file (a PID-1 podinit
 /// may run where /dev has no urandom); never blocks after boot.
 pub fn random_bytes(n: usize) -> io::Result<Vec<u8>> {

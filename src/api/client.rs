@@ -28,7 +28,7 @@ impl Response {
 }
 
 fn connect(sock: &Path, timeout: Option<Duration>) -> io::Result<UnixStream> {
-    let s = crate::util::socket_path(sock)
+    let s = crate::sys::unix_socket::socket_path(sock)
         .and_then(|(_dir, addr)| UnixStream::connect(addr))
         .map_err(|e| {
             let hint = match e.kind() {

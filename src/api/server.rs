@@ -86,7 +86,7 @@ impl Server {
         // SAFETY: umask has no failure mode; restored right after bind.
         let what =
             |e: io::Error| io::Error::new(e.kind(), format!("binding {}: {e}", path.display()));
-        let (_dir, addr) = crate::util::socket_path(path).map_err(what)?;
+        let (_dir, addr) = crate::sys::unix_socket::socket_path(path).map_err(what)?;
         let old = unsafe { libc::umask(0o177) };
         let l = UnixListener::bind(&addr);
         unsafe { libc::umask(old) };

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use super::admission::{bundles_dir, Admission};
+use crate::admission::{bundles_dir, Admission};
 use super::pod_cgroup::{Made, PodCgroup};
 use super::{RunOptions, DEFAULT_SECCOMP_ROOT};
 use crate::sandbox::statedir::StateDir;

@@ -21,7 +21,7 @@ mod pod_cgroup;
 mod relay;
 mod supervise;
 
-pub use admission::{admit, admit_ephemeral, bundles_dir, Admission};
+pub use crate::admission::{admit, bundles_dir, Admission};
 pub use names::{default_state_dir, hostname, uts_hostname};
 
 use std::path::PathBuf;
@@ -91,7 +91,7 @@ struct Sandbox {
     cgroup: pod_cgroup::PodCgroup,
     sd: Option<StateDir>,
     /// The supervisor said it is done and is exiting: waited for after the first removal.
-    exiting: Option<crate::util::Cloned>,
+    exiting: Option<crate::sys::clone::Cloned>,
 }
 
 /// PID-1 mode (CONTRACT.md §2): a runtime made the sandbox and runs `podinit run` as its

@@ -6,10 +6,10 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::Path;
 
 use super::RunOptions;
-use crate::sandbox::cgroup::Placement;
+use crate::sys::cgroup::Placement;
 use crate::sandbox::statedir::StateDir;
 use crate::supervisor::{self, EXIT_SANDBOX};
-use crate::util::Cloned;
+use crate::sys::clone::Cloned;
 
 /// The supervisor, cloned, as the outer process holds it.
 pub(super) struct Supervisor {
@@ -49,7 +49,7 @@ pub(super) fn clone_supervisor(
     };
     // SAFETY: podinit run is single-threaded here.
     let cloned = unsafe {
-        crate::util::clone3(
+        crate::sys::clone::clone3(
             clone_flags(host, netns.is_some()),
             placement.dir.as_ref().map(|d| d.as_fd()),
         )
@@ -57,7 +57,7 @@ pub(super) fn clone_supervisor(
     .map_err(|e| format!("creating the pod namespaces (clone3): {e}"))?;
     let Some(child) = cloned else {
         drop((alive_w, done_r));
-        if let Err(e) = crate::sandbox::cgroup::join_self(&placement.tasks) {
+        if let Err(e) = crate::sys::cgroup::join_self(&placement.tasks) {
             crate::log::error(&format!("setting up the sandbox: {e}"));
             std::process::exit(EXIT_SANDBOX);
         }

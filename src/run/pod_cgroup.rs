@@ -3,7 +3,8 @@
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::sandbox::cgroup::{CgroupRoot, Group, Placement};
+use crate::sandbox::cgroup::{CgroupRoot, Group};
+use crate::sys::cgroup::Placement;
 
 /// The cgroups the outer process made, each recorded once it exists.
 #[derive(Default)]

@@ -5,7 +5,7 @@ use nix::sys::signal::{SigSet, Signal};
 use std::os::fd::{AsFd, OwnedFd};
 
 use crate::supervisor::signals::SignalPipe;
-use crate::util::Cloned;
+use crate::sys::clone::Cloned;
 
 /// How the supervisor's run ended, as the outer process saw it.
 pub(super) enum End {
@@ -51,14 +51,14 @@ pub(super) fn until_end(child: &Cloned, relay: &SigSet, done: &OwnedFd) -> End {
         match poll(&mut fds, release.unwrap_or(PollTimeout::NONE)) {
             Ok(0) => {
                 release = None;
-                crate::util::release_startup_pages();
+                crate::sys::pages::release_startup_pages();
                 continue;
             }
             Ok(_) => {}
             Err(_) => continue,
         }
         for s in sig.drain() {
-            let _ = crate::util::pidfd_signal(&child.pidfd, s);
+            let _ = crate::sys::pidfd::send_signal(&child.pidfd, s);
         }
         if fds[2].revents().is_some_and(|r| !r.is_empty()) {
             return match announcement(done) {

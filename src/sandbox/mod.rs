@@ -10,4 +10,3 @@ pub mod sysctls;
 pub mod volumes;
 
 // Device rules are data the bundle uses too: they live in `sys`.
-pub use crate::sys::devices;

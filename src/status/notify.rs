@@ -119,7 +119,7 @@ impl Shim {
 
     fn flush(&mut self) {
         if self.sock.is_none() {
-            let sock = crate::util::socket_path(&self.path)
+            let sock = crate::sys::unix_socket::socket_path(&self.path)
                 .and_then(|(_dir, addr)| UnixStream::connect(addr));
             match sock {
                 Ok(s) if s.set_nonblocking(true).is_ok() => self.sock = Some(s),

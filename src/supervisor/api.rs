@@ -171,18 +171,11 @@ impl Supervisor<'_> {
             );
         }
         let index = spec.ephemeral_containers.as_ref().map_or(0, Vec::len);
-        let c = match crate::manifest::ephemeral::admit(&ec, spec, index) {
-            Ok(c) => c,
-            Err(e) => return error(422, "Invalid", &format!("{}: {}", e.field, e.message)),
-        };
-        let field = format!("spec.ephemeralContainers[{index}].image");
-        let image = c.image.clone().unwrap_or_default();
-        let bundle = match crate::bundle::resolve(&image, &self.cfg.bundles)
-            .and_then(|d| crate::bundle::load(&d))
-        {
-            Ok(b) => b,
-            Err(e) => return error(422, "Invalid", &format!("{field}: {e}")),
-        };
+        let (c, bundle) =
+            match crate::admission::admit_ephemeral(&ec, spec, index, &self.cfg.bundles) {
+                Ok(admitted) => admitted,
+                Err(e) => return error(422, "Invalid", &e),
+            };
         let ctr = match super::containers::Ctr::new(
             c.name.clone(),
             crate::pod::Kind::Ephemeral,

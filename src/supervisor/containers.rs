@@ -175,7 +175,7 @@ impl Ctr {
                 .devices()
                 .iter()
                 .flatten()
-                .filter_map(crate::sandbox::devices::Rule::from_oci)
+                .filter_map(crate::sys::devices::Rule::from_oci)
                 .collect();
             self.cgroup
                 .confine_devices(&rules)
@@ -298,7 +298,7 @@ impl Ctr {
     /// Send `sig` to the run's main process (through its pidfd: immune to pid reuse).
     pub fn signal(&self, sig: i32) {
         if let Some(run) = &self.run {
-            let _ = crate::util::pidfd_signal(&run.pidfd, sig);
+            let _ = crate::sys::pidfd::send_signal(&run.pidfd, sig);
         }
     }
 

@@ -248,7 +248,7 @@ impl Supervisor<'_> {
             self.write_status();
             if self.release_at.is_some_and(|t| t <= self.now()) {
                 self.release_at = None;
-                crate::util::release_startup_pages();
+                crate::sys::pages::release_startup_pages();
             }
             self.wait_and_observe(sig);
         }
@@ -316,7 +316,7 @@ impl Supervisor<'_> {
         }
     }
 
-    /// Give back code pages a second from now (`util::release_startup_pages`): after
+    /// Give back code pages a second from now (`sys::pages::release_startup_pages`): after
     /// container starts (the bulk of what runs once) and API requests (rendering, parsing),
     /// not after probes, which run every period. A release already due stays due: under
     /// steady requests or restarts the pages are still given back once a second, instead

@@ -65,7 +65,7 @@ impl Supervisor<'_> {
         let grace = self.st.on_stop_signal();
         crate::log::info(&format!(
             "received {}: {}",
-            crate::util::signal_name(s),
+            crate::sys::signals::signal_name(s),
             if grace == Some(0) {
                 "forcing termination"
             } else {

@@ -9,7 +9,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{enable_subtree_controllers, err, parse_proc_cgroup, unified, Group};
+use super::{err, Group};
+use crate::sys::cgroup::{enable_subtree_controllers, parse_proc_cgroup, unified};
 
 /// Where the pod's cgroups go and how to reach them. Cheap to clone: every [`Group`]
 /// keeps one, to make a sibling of itself.

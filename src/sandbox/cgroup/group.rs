@@ -7,7 +7,8 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::{enable_subtree_controllers, err, CgroupRoot, Placement};
+use super::{err, CgroupRoot};
+use crate::sys::cgroup::{enable_subtree_controllers, Placement};
 
 /// One cgroup of the pod (the pod itself, the supervisor's leaf or a container's).
 pub struct Group {

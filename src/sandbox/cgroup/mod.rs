@@ -25,9 +25,6 @@ mod resources;
 
 use std::io;
 
-pub use crate::sys::cgroup::{
-    enable_subtree_controllers, join_self, parse_proc_cgroup, unified, Placement,
-};
 pub use detect::CgroupRoot;
 pub use group::Group;
 pub use resources::V2_DELEGATION;
