@@ -14,19 +14,21 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// Integration tests need root and the bundles made by `scripts/make-bundles`; without
-/// them a test says so and passes vacuously only when not run as root (a developer's
-/// `cargo test`). As root, missing bundles are a failure.
-pub fn require_root() -> bool {
-    if !is_root() {
-        eprintln!("skipped: integration tests need root");
-        return false;
-    }
+/// Integration tests need root and the bundles made by `scripts/make-bundles`. Each is
+/// `#[ignore]`d with that reason, so a developer's plain `cargo test` lists it as ignored
+/// instead of passing it unrun; `scripts/test` runs them as root with `--include-ignored`.
+/// Run so without root, or without the bundles, a test fails here rather than pass.
+pub fn require_root() {
+    assert!(
+        is_root(),
+        "integration tests need root: run scripts/test, or as root \
+         cargo test --tests -- --include-ignored"
+    );
     assert!(
         bundles().join("busybox/rootfs/bin/busybox").exists(),
-        "oci-bundles/busybox/rootfs is missing: run scripts/make-bundles"
+        "{} is missing: run scripts/make-bundles",
+        bundles().join("busybox/rootfs").display()
     );
-    true
 }
 
 pub fn bundles() -> PathBuf {
