@@ -420,11 +420,11 @@ pub fn still_running(id: &(i32, String)) -> bool {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Usage {
     pub fds: usize,
-    /// Resident anonymous memory (heap, stacks): what a leak grows. The binary's own pages,
-    /// also resident, come and go with podinit's page release and with what code runs
-    /// (each vfork-like exec runs in the supervisor's memory), so they are shown, not
-    /// compared.
+    /// Resident anonymous memory (heap, stacks, written data): what a leak grows. It is
+    /// the process's own, unlike the binary's code pages, which podinit gives back after
+    /// activity and which come back with whatever code runs next.
     pub anon_kib: u64,
+    /// All resident memory, code pages included: shown, never compared.
     pub rss_kib: u64,
     pub zombies: usize,
 }
@@ -433,28 +433,32 @@ impl std::fmt::Display for Usage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} fds, RssAnon {} KiB (VmRSS {} KiB), {} zombie children",
+            "{} fds, anonymous {} KiB (Rss {} KiB), {} zombie children",
             self.fds, self.anon_kib, self.rss_kib, self.zombies
         )
     }
 }
 
+/// A process's usage now. Memory is read from `smaps_rollup`, which counts the pages
+/// themselves: `status`'s `RssAnon` and `VmRSS` are summed from per-CPU counters the
+/// kernel folds in lazily, so two readings of a process at rest may differ.
 pub fn usage(pid: i32) -> Usage {
     let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
         .map(|d| d.count())
         .unwrap_or_else(|e| panic!("/proc/{pid}/fd: {e}"));
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let path = format!("/proc/{pid}/smaps_rollup");
+    let rollup = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let kib = |key: &str| -> u64 {
-        status
+        rollup
             .lines()
-            .find_map(|l| l.strip_prefix(key))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap_or(0)
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+            .and_then(|v| v.trim().strip_suffix("kB")?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{path} has no {key}: {rollup}"))
     };
     Usage {
         fds,
-        anon_kib: kib("RssAnon:"),
-        rss_kib: kib("VmRSS:"),
+        anon_kib: kib("Anonymous"),
+        rss_kib: kib("Rss"),
         zombies: zombie_children(pid),
     }
 }
