@@ -118,7 +118,14 @@ spec:
     let [leaf, pod] = p.cgroup_names();
     let sup = supervisor_pid(&p);
     let lines = std::fs::read_to_string(format!("/proc/{sup}/cgroup")).unwrap();
-    for line in lines.lines().filter(|l| !l.ends_with(":/")) {
+    // Hierarchies podinit does not use stay at the root; at least one must be checked, or
+    // a supervisor left in the root cgroup (as the VM's tests run) would pass unseen.
+    let placed: Vec<&str> = lines.lines().filter(|l| !l.ends_with(":/")).collect();
+    assert!(
+        !placed.is_empty(),
+        "the supervisor is in no cgroup of its own: {lines}"
+    );
+    for line in placed {
         assert!(
             line.ends_with(&format!(":{}/{leaf}", parent.path())),
             "the supervisor's leaf is below the parent: {line}"
