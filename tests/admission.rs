@@ -8,10 +8,9 @@ use std::time::Duration;
 const LIMIT: Duration = Duration::from_secs(40);
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn env_comes_from_config_maps_secrets_and_the_downward_api() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let mut p = TestPod::new(
         "env",
         r#"apiVersion: v1
@@ -54,10 +53,9 @@ spec:
 }
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn a_missing_key_is_create_container_config_error() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let mut p = TestPod::new(
         "cfgerr",
         r#"apiVersion: v1
@@ -97,10 +95,9 @@ spec:
 }
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn config_map_secret_and_downward_api_volumes_are_read_only_files() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let mut p = TestPod::new(
         "volfiles",
         r#"apiVersion: v1
@@ -155,10 +152,9 @@ spec:
 }
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn a_missing_config_map_volume_is_a_sandbox_error() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let mut p = TestPod::new(
         "volmissing",
         r#"apiVersion: v1
@@ -182,10 +178,9 @@ spec:
 }
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn hosts_resolv_conf_and_fqdn_hostname() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let mut p = TestPod::new(
         "dns",
         r#"apiVersion: v1
@@ -224,10 +219,9 @@ spec:
 "#;
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn pod_presets_inject_exclude_and_conflict() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     // Injected from --presets DIR.
     let presets = std::env::temp_dir().join(format!("podinit-it-presets-{}", std::process::id()));
     std::fs::create_dir_all(&presets).unwrap();
@@ -297,10 +291,9 @@ metadata:
 }
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn safe_pod_sysctls_are_set_in_the_pods_namespaces_and_others_refused() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let mut p = TestPod::new(
         "sysctl",
         r#"apiVersion: v1
@@ -344,10 +337,9 @@ spec:
 /// `hostNetwork`, `hostPID`, `hostIPC`: the containers are in the caller's namespaces (and,
 /// with the network, its UTS namespace and hostname); /etc/hosts is the node's.
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn host_namespaces_are_the_callers() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let mut p = TestPod::new(
         "hostns",
         r#"apiVersion: v1
@@ -382,10 +374,9 @@ spec:
 /// The device cgroup refuses what the spec does not create, even to a container holding
 /// CAP_MKNOD (it could otherwise read the node's disks), while the default nodes work.
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn device_cgroup_confines_nodes() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let mut p = TestPod::new(
         "devices",
         r#"apiVersion: v1
@@ -413,10 +404,9 @@ spec:
 /// `privileged: true` as containerd makes it: podinit's own capabilities, /sys writable,
 /// nothing masked, and the node's device nodes.
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn privileged_container_sees_the_node() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let mut p = TestPod::new(
         "privileged",
         r#"apiVersion: v1
@@ -484,10 +474,9 @@ spec:
 /// without no_new_privs, as root and not), a container's Unconfined over it, a Localhost
 /// profile from `--seccomp-root`, and none for a privileged container.
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn seccomp_profiles_confine_containers() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let mut p = TestPod::new(
         "seccomp",
         r#"apiVersion: v1
@@ -564,10 +553,9 @@ spec:
 /// CreateContainerError, naming the file; the pod lives on, and the profile is read again
 /// at the next try.
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn a_missing_seccomp_profile_is_create_container_error() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let mut p = TestPod::new(
         "seccompmissing",
         r#"apiVersion: v1
@@ -618,10 +606,9 @@ spec:
 /// A process started in a running container (`podinit exec`, exec probes and hooks) gets
 /// the container's filter too, as `runc exec` does.
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn exec_into_a_confined_container_is_confined() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let mut p = TestPod::new(
         "seccompexec",
         r#"apiVersion: v1

@@ -48,10 +48,9 @@ spec:
 "#;
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn every_route_answers_through_curl() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let mut p = TestPod::new("routes", SLEEPER);
     p.start();
     p.wait_status(LIMIT, |v| {
@@ -188,10 +187,9 @@ fn every_route_answers_through_curl() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn fifty_clients_are_served_while_one_never_finishes_its_request() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let mut p = TestPod::new("busy", SLEEPER);
     p.start();
     p.wait_status(LIMIT, |v| {
@@ -230,10 +228,9 @@ fn fifty_clients_are_served_while_one_never_finishes_its_request() {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn a_watch_sees_the_phases_and_the_shim_gets_every_status() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let mut p = TestPod::new(
         "notify",
         r#"apiVersion: v1
@@ -328,10 +325,9 @@ spec:
 }
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn netns_joins_a_given_network_namespace() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     // A namespace made by someone else (as a shim with CNI would), held by a process.
     let mut holder = Command::new("unshare")
         .args(["--net", "sleep", "60"])
@@ -458,10 +454,9 @@ impl Drop for VethNetns {
 /// `--netns` of a veth-connected namespace: podIP(s) are read from it, the httpGet
 /// readiness probe reaches the server on the pod's IP, and so does the host.
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn netns_with_veth_reports_pod_ip_and_probes_reach_it() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let ns = VethNetns::new();
     let mut p = TestPod::new(
         "veth",
@@ -527,10 +522,9 @@ fn raw(p: &TestPod, request: &[u8]) -> String {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn the_socket_speaks_http_as_clients_expect() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let mut p = TestPod::new(
         "http",
         r#"apiVersion: v1
@@ -663,10 +657,9 @@ spec:
 /// `follow` ends when the run has exited and its output is read, as kubelet's does: not
 /// when the process closes its stdout and stderr, and at once when asked after the end.
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn a_followed_log_ends_with_the_run() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let mut p = TestPod::new(
         "follow",
         r#"apiVersion: v1

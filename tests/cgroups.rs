@@ -90,10 +90,9 @@ impl Drop for Parent {
 /// A shim's layout: the pod cgroup, its containers and the supervisor's leaf below the
 /// parent it gives, in every hierarchy; limits in force; nothing left below it at the end.
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn a_cgroup_parent_holds_the_pod_and_the_supervisor() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let parent = Parent::new("podinit-it-parent");
     let mut p = TestPod::new(
         "cgparent",
@@ -119,7 +118,14 @@ spec:
     let [leaf, pod] = p.cgroup_names();
     let sup = supervisor_pid(&p);
     let lines = std::fs::read_to_string(format!("/proc/{sup}/cgroup")).unwrap();
-    for line in lines.lines().filter(|l| !l.ends_with(":/")) {
+    // Hierarchies podinit does not use stay at the root; at least one must be checked, or
+    // a supervisor left in the root cgroup (as the VM's tests run) would pass unseen.
+    let placed: Vec<&str> = lines.lines().filter(|l| !l.ends_with(":/")).collect();
+    assert!(
+        !placed.is_empty(),
+        "the supervisor is in no cgroup of its own: {lines}"
+    );
+    for line in placed {
         assert!(
             line.ends_with(&format!(":{}/{leaf}", parent.path())),
             "the supervisor's leaf is below the parent: {line}"
@@ -159,10 +165,9 @@ spec:
 /// found it; a pod that asks for limits is refused with one line naming the controller,
 /// instead of running without them.
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn a_busy_starting_cgroup_on_v2_gets_no_controllers_and_limits_are_refused() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     if !pure_v2() {
         eprintln!("skipped: cgroup v1 has no rule against processes beside child cgroups");
         return;

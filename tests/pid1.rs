@@ -8,10 +8,9 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn podinit_as_pid_1_uses_its_namespaces_and_its_own_cgroup() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let _leaf = LeafCleanup;
     let mut p = TestPod::new(
         "pid1",

@@ -31,10 +31,9 @@ printf '#!/bin/sh\\necho Status: 302 Found\\necho Location: http://192.0.2.1/\\n
 chmod +x /www/cgi-bin/*; exec httpd -f -p 8080 -h /www";
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn http_readiness_follows_the_page_and_same_host_redirects() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let mut p = TestPod::new(
         "httpready",
         &format!(
@@ -87,10 +86,9 @@ spec:
 }
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn readiness_flips_ready_both_ways_and_tcp_probes_connect() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let mut p = TestPod::new(
         "flip",
         r#"apiVersion: v1
@@ -124,10 +122,9 @@ spec:
 }
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn a_failing_liveness_probe_restarts_the_container() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let mut p = TestPod::new(
         "live",
         r#"apiVersion: v1
@@ -165,10 +162,9 @@ spec:
 }
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn the_startup_probe_holds_liveness_back() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let mut p = TestPod::new(
         "startup",
         r#"apiVersion: v1
@@ -199,10 +195,9 @@ spec:
 }
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn an_exec_probe_that_overruns_its_timeout_fails() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let mut p = TestPod::new(
         "timeout",
         r#"apiVersion: v1
@@ -229,10 +224,9 @@ spec:
 }
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn post_start_runs_before_the_next_container_and_its_failure_restarts() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let mut p = TestPod::new(
         "poststart",
         r#"apiVersion: v1
@@ -289,10 +283,9 @@ spec:
 }
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn readiness_gates_hold_ready_until_set_through_the_socket() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let mut p = TestPod::new(
         "gates",
         r#"apiVersion: v1
@@ -417,10 +410,9 @@ async fn serve(sock: tokio::net::TcpStream) {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn grpc_health_probes() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let mut p = TestPod::new(
         "grpc",
         r#"apiVersion: v1
@@ -529,10 +521,9 @@ fn https_server(netns: std::fs::File, port: u16, heads: std::sync::mpsc::Sender<
 }
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn https_probes_do_not_verify_certificates() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let mut p = TestPod::new(
         "https",
         r#"apiVersion: v1
@@ -585,10 +576,9 @@ spec:
 }
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn exec_probes_and_hooks_run_inside_the_container() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     // Both with a pid namespace of the container's own and with the pod's shared one.
     for share in [false, true] {
         let mut p = TestPod::new(

@@ -124,10 +124,9 @@ impl Drop for RuncContainer {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn runc_runs_the_sandbox_bundle_to_completion() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let runc = runc();
     let p = TestPod::new(
         "runc",
@@ -174,10 +173,9 @@ spec:
 }
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn runc_kill_stops_a_long_running_pod_within_its_grace_period() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let runc = runc();
     let p = TestPod::new(
         "runckill",
@@ -305,10 +303,9 @@ impl Drop for Containerd {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn containerd_runs_the_sandbox_and_ctr_task_kill_stops_it() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let p = TestPod::new(
         "ctrd",
         r#"apiVersion: v1
@@ -404,10 +401,9 @@ spec:
 }
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn runc_kill_sigkill_takes_the_whole_pod_down() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let runc = runc();
     let p = TestPod::new(
         "runckill9",

@@ -22,10 +22,9 @@ fn trap(sig: &str, name: &str) -> String {
 }
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn a_graceful_stop_is_fast_when_containers_exit_on_term() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let mut p = TestPod::new(
         "fast",
         &format!(
@@ -58,10 +57,9 @@ spec:
 }
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn stop_signals_come_from_the_container_or_the_bundle() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let mut p = TestPod::new(
         "stopsig",
         &format!(
@@ -95,10 +93,9 @@ spec:
 }
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn a_second_sigterm_forces() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let mut p = TestPod::new(
         "force",
         r#"apiVersion: v1
@@ -130,10 +127,9 @@ spec:
 }
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn stop_through_the_socket_and_the_client() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let yaml = format!(
         r#"apiVersion: v1
 kind: Pod
@@ -204,10 +200,9 @@ spec:
 }
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn the_active_deadline_fails_the_pod() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let mut p = TestPod::new(
         "deadline",
         r#"apiVersion: v1
@@ -241,10 +236,9 @@ spec:
 }
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn a_killed_podinit_takes_its_pod_down_and_the_next_run_cleans_up() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let yaml = r#"apiVersion: v1
 kind: Pod
 metadata: {name: NAME}
@@ -311,10 +305,9 @@ spec:
 }
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn pid_1_without_a_handler_ignores_sigterm_and_is_killed_when_grace_ends() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let mut p = TestPod::new(
         "deafpid1",
         r#"apiVersion: v1
@@ -344,10 +337,9 @@ spec:
 }
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn pre_stop_hooks_run_together_before_each_stop_signal() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let mut p = TestPod::new(
         "prestop",
         r#"apiVersion: v1
@@ -422,10 +414,9 @@ spec:
 }
 
 #[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn a_pre_stop_hook_that_overruns_the_grace_period_is_abandoned() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let mut p = TestPod::new(
         "overrun",
         r#"apiVersion: v1

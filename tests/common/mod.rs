@@ -14,19 +14,21 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// Integration tests need root and the bundles made by `scripts/make-bundles`; without
-/// them a test says so and passes vacuously only when not run as root (a developer's
-/// `cargo test`). As root, missing bundles are a failure.
-pub fn require_root() -> bool {
-    if !is_root() {
-        eprintln!("skipped: integration tests need root");
-        return false;
-    }
+/// Integration tests need root and the bundles made by `scripts/make-bundles`. Each is
+/// `#[ignore]`d with that reason, so a developer's plain `cargo test` lists it as ignored
+/// instead of passing it unrun; `scripts/test` runs them as root with `--include-ignored`.
+/// Run so without root, or without the bundles, a test fails here rather than pass.
+pub fn require_root() {
+    assert!(
+        is_root(),
+        "integration tests need root: run scripts/test, or as root \
+         cargo test --tests -- --include-ignored"
+    );
     assert!(
         bundles().join("busybox/rootfs/bin/busybox").exists(),
-        "oci-bundles/busybox/rootfs is missing: run scripts/make-bundles"
+        "{} is missing: run scripts/make-bundles",
+        bundles().join("busybox/rootfs").display()
     );
-    true
 }
 
 pub fn bundles() -> PathBuf {
@@ -418,11 +420,11 @@ pub fn still_running(id: &(i32, String)) -> bool {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Usage {
     pub fds: usize,
-    /// Resident anonymous memory (heap, stacks): what a leak grows. The binary's own pages,
-    /// also resident, come and go with podinit's page release and with what code runs
-    /// (each vfork-like exec runs in the supervisor's memory), so they are shown, not
-    /// compared.
+    /// Resident anonymous memory (heap, stacks, written data): what a leak grows. It is
+    /// the process's own, unlike the binary's code pages, which podinit gives back after
+    /// activity and which come back with whatever code runs next.
     pub anon_kib: u64,
+    /// All resident memory, code pages included: shown, never compared.
     pub rss_kib: u64,
     pub zombies: usize,
 }
@@ -431,28 +433,32 @@ impl std::fmt::Display for Usage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} fds, RssAnon {} KiB (VmRSS {} KiB), {} zombie children",
+            "{} fds, anonymous {} KiB (Rss {} KiB), {} zombie children",
             self.fds, self.anon_kib, self.rss_kib, self.zombies
         )
     }
 }
 
+/// A process's usage now. Memory is read from `smaps_rollup`, which counts the pages
+/// themselves: `status`'s `RssAnon` and `VmRSS` are summed from per-CPU counters the
+/// kernel folds in lazily, so two readings of a process at rest may differ.
 pub fn usage(pid: i32) -> Usage {
     let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
         .map(|d| d.count())
         .unwrap_or_else(|e| panic!("/proc/{pid}/fd: {e}"));
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let path = format!("/proc/{pid}/smaps_rollup");
+    let rollup = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let kib = |key: &str| -> u64 {
-        status
+        rollup
             .lines()
-            .find_map(|l| l.strip_prefix(key))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap_or(0)
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+            .and_then(|v| v.trim().strip_suffix("kB")?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{path} has no {key}: {rollup}"))
     };
     Usage {
         fds,
-        anon_kib: kib("RssAnon:"),
-        rss_kib: kib("VmRSS:"),
+        anon_kib: kib("Anonymous"),
+        rss_kib: kib("Rss"),
         zombies: zombie_children(pid),
     }
 }
