@@ -1,4 +1,4 @@
-//! The command line (CONTRACT.md §2; its grammar is `podinit::cli`), and nothing else.
+//! The command line (docs/interface.md §2; its grammar is `podinit::cli`), and nothing else.
 
 use podinit::cli::{self, client, Matches, Parsed};
 use std::path::PathBuf;

@@ -459,7 +459,7 @@ spec:
     p.assert_nothing_left();
 }
 
-/// The seed documents' table (SEMANTICS.md §Phase), one pod per cell.
+/// The seed documents' table (docs/semantics.md §Phase), one pod per cell.
 #[test]
 #[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn seed_table_rows_on_the_real_binary() {

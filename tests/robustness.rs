@@ -259,7 +259,7 @@ spec:
 fn a_stdout_flood_is_rotated_and_the_supervisor_stays_small_and_responsive() {
     require_root();
     // 60 MiB of 1,000-byte lines at full speed: rotated at 10 MiB, 5 files kept
-    // (CONTRACT.md §4; there is no flag to change either).
+    // (docs/interface.md §4; there is no flag to change either).
     let mut p = TestPod::new(
         "flood",
         r#"apiVersion: v1

@@ -21,7 +21,7 @@ fuzz_target!(|data: &[u8]| {
     let admitted = match podinit::manifest::load_str(text) {
         Ok(a) => a,
         Err(e) => {
-            // Every error prints as one line (CONTRACT.md §2).
+            // Every error prints as one line (docs/interface.md §2).
             assert!(!e.to_string().contains('\n'), "{e}");
             return;
         }

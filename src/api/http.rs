@@ -1,7 +1,7 @@
 //! HTTP/1.1 framing for the status socket: request parsing with `httparse` under hard size
 //! limits, and response encoding (plain and chunked). No I/O here.
 
-/// Request line and headers, at most (DESIGN.md §2).
+/// Request line and headers, at most (docs/architecture.md §2).
 pub const MAX_HEAD: usize = 16 << 10;
 /// Request body, at most.
 pub const MAX_BODY: usize = 1 << 20;

@@ -1,4 +1,4 @@
-//! The status socket (CONTRACT.md §3): HTTP/1.1 on a Unix socket, served inside the
+//! The status socket (docs/interface.md §3): HTTP/1.1 on a Unix socket, served inside the
 //! supervisor's loop.
 
 pub mod client;

@@ -1,4 +1,4 @@
-//! Which route a request names (CONTRACT.md §3), with its parameters validated. Pure.
+//! Which route a request names (docs/interface.md §3), with its parameters validated. Pure.
 
 use super::http::Request;
 

@@ -88,7 +88,7 @@ pub struct MergeContext<'a> {
     pub seccomp_root: &'a Path,
 }
 
-/// CONTRACT.md §1: (1) a path (contains `/`) is the bundle; (2) `BUNDLES/<image>`;
+/// docs/interface.md §1: (1) a path (contains `/`) is the bundle; (2) `BUNDLES/<image>`;
 /// (3) `BUNDLES/<image without :tag or @digest>`.
 pub fn resolve(image: &str, bundles_dir: &Path) -> Result<PathBuf, String> {
     if image.is_empty() {

@@ -1,4 +1,4 @@
-//! podinit's commands and their options (CONTRACT.md §2).
+//! podinit's commands and their options (docs/interface.md §2).
 
 use super::{flag, opt, Cmd, Opt, Pos, Trailing};
 

@@ -1,4 +1,4 @@
-//! The command line's grammar (CONTRACT.md §2) as one table, `commands::COMMANDS`, that
+//! The command line's grammar (docs/interface.md §2) as one table, `commands::COMMANDS`, that
 //! parsing, `--help` and the shell completions all read. `lexopt` splits the words; the
 //! rules (which options a command takes, which need a value, defaults, allowed values)
 //! are here, in a table rather than a parser framework to keep the binary small.

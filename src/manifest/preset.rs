@@ -1,5 +1,5 @@
 //! PodPresets (`settings.k8s.io/v1alpha1`), applied at admission as the PodPreset plugin
-//! did (SEMANTICS.md §PodPreset): every preset of the pod's namespace whose selector
+//! did (docs/semantics.md §PodPreset): every preset of the pod's namespace whose selector
 //! matches the pod's labels merges `env`, `envFrom` and `volumeMounts` into each app
 //! container and `volumes` into the pod; a conflict with the pod or between presets (same
 //! env name, mount name or path, volume name with another value) applies none, and says

@@ -1,4 +1,4 @@
-//! CrashLoopBackOff: the one place of the restart-delay rule (SEMANTICS.md §Restarts).
+//! CrashLoopBackOff: the one place of the restart-delay rule (docs/semantics.md §Restarts).
 //!
 //! The first restart is immediate, then 10 s, 20 s, 40 s … doubling up to the cap (300 s,
 //! or `--max-restart-backoff`; the first delay is clamped to it too), no jitter, measured

@@ -1,4 +1,4 @@
-//! Pod conditions (SEMANTICS.md §Conditions), in their order: PodReadyToStartContainers,
+//! Pod conditions (docs/semantics.md §Conditions), in their order: PodReadyToStartContainers,
 //! Initialized, ContainersReady, Ready, then the readiness gates. A condition's
 //! `lastTransitionTime` changes only when its status does.
 

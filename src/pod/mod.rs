@@ -2,7 +2,7 @@
 //!
 //! The supervisor owns one [`PodState`], feeds it observations through its `on_*` methods
 //! (each takes `now`), and asks [`step`] what to do next: start, stop or kill a container,
-//! run a hook or a probe, emit an event, wake up at a time. Every rule of SEMANTICS.md
+//! run a hook or a probe, emit an event, wake up at a time. Every rule of docs/semantics.md
 //! (ordering, sidecars, restarts and back-off, termination order, phase, conditions) lives
 //! here and is unit-tested with time as a parameter, as do the words kubelet uses
 //! (`reason`), its event texts (`events`) and its log-run choice (`log_run`).

@@ -1,4 +1,4 @@
-//! The pod's phase: kubelet's `getPhase` (SEMANTICS.md §Phase); a terminal phase, once
+//! The pod's phase: kubelet's `getPhase` (docs/semantics.md §Phase); a terminal phase, once
 //! reached, never changes.
 
 use super::plan::{Kind, PodPlan, RestartPolicy};

@@ -2,7 +2,7 @@
 //! instance runs, how results count against the thresholds, and what a result that takes
 //! effect does to the pod. Pure: the supervisor runs the handlers and reports results.
 //!
-//! Rules (SEMANTICS.md §Probes): initial results per container instance are readiness
+//! Rules (docs/semantics.md §Probes): initial results per container instance are readiness
 //! Failure, liveness Success, startup Unknown; the first probe runs `initialDelaySeconds`
 //! after `startedAt`, then every `periodSeconds`; a result takes effect after
 //! `failureThreshold` / `successThreshold` equal results in a row; only the startup probe
@@ -43,7 +43,7 @@ impl ProbeKind {
     }
 }
 
-/// A probe's numbers, defaulted (SEMANTICS.md §Probes).
+/// A probe's numbers, defaulted (docs/semantics.md §Probes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Timing {
     pub initial_delay_ms: Millis,

@@ -1,4 +1,4 @@
-//! The pod cgroup's limits, as kubelet computes them (SEMANTICS.md §Sandbox): per resource,
+//! The pod cgroup's limits, as kubelet computes them (docs/semantics.md §Sandbox): per resource,
 //! the larger of the sum over app containers and sidecars and the largest plain init
 //! container; a container without that limit makes the pod unlimited for it.
 

@@ -42,7 +42,7 @@ pub enum Action {
     Event(EventSpec),
 }
 
-/// kubelet's minimum grace once the grace period is used up (SEMANTICS.md §Lifecycle hooks).
+/// kubelet's minimum grace once the grace period is used up (docs/semantics.md §Lifecycle hooks).
 pub const MIN_GRACE_MS: Millis = 2000;
 
 /// What to do now. Decisions are recorded in `state` (a container to start is marked as

@@ -1,4 +1,4 @@
-//! SEMANTICS.md's rules as tables and scenarios, with time as a parameter.
+//! docs/semantics.md's rules as tables and scenarios, with time as a parameter.
 
 use super::plan::{ContainerPlan, Kind, PodPlan, RestartPolicy};
 use super::probes::{ProbeKind, Probes, Timing};

@@ -1,4 +1,4 @@
-//! The HTTP rules of httpGet probes and hooks, as kubelet applies them (SEMANTICS.md
+//! The HTTP rules of httpGet probes and hooks, as kubelet applies them (docs/semantics.md
 //! §Probes): the request podinit sends, how a response head is read, and where a redirect
 //! goes. Pure; the bytes move in `net`.
 

@@ -1,5 +1,5 @@
 //! Probes' and lifecycle hooks' handlers, run without ever blocking the supervisor
-//! (DESIGN.md: `probe/`). [`handler`] says what to run, [`Check`] is one run in flight:
+//! (docs/architecture.md: `probe/`). [`handler`] says what to run, [`Check`] is one run in flight:
 //! the supervisor polls its fds, reports its process's exit, and expires it at its
 //! deadline; each ends in an [`Outcome`]. Network checks use the supervisor's network
 //! namespace, which is the pod's.

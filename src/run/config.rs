@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::admission::{bundles_dir, Admission};
 use super::pod_cgroup::{Made, PodCgroup};
 use super::{RunOptions, DEFAULT_SECCOMP_ROOT};
+use crate::admission::{bundles_dir, Admission};
 use crate::sandbox::statedir::StateDir;
 use crate::supervisor::{self, containers::Ctr};
 

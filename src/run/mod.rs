@@ -1,4 +1,4 @@
-//! `podinit run`: admission, the sandbox, and the outer process (DESIGN.md §1).
+//! `podinit run`: admission, the sandbox, and the outer process (docs/architecture.md §1).
 //!
 //! The outer process stays in the caller's namespaces: it admits the manifest (exit 2 with
 //! nothing created on bad input), makes the state dir and the pod cgroup, clones the
@@ -32,7 +32,7 @@ use relay::End;
 
 pub const EXIT_INVALID: i32 = 2;
 
-/// The options of `podinit run` (CONTRACT.md §2).
+/// The options of `podinit run` (docs/interface.md §2).
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
     pub manifest: PathBuf,
@@ -94,7 +94,7 @@ struct Sandbox {
     exiting: Option<crate::sys::clone::Cloned>,
 }
 
-/// PID-1 mode (CONTRACT.md §2): a runtime made the sandbox and runs `podinit run` as its
+/// PID-1 mode (docs/interface.md §2): a runtime made the sandbox and runs `podinit run` as its
 /// process. No namespaces, no outer process: podinit moves itself to `<cgroup>/supervisor`
 /// and builds the pod's tree beside it, at `<cgroup>/podinit_<ns>_<name>`, so that the pod
 /// tree can be removed whole at the end while podinit itself is still running.

@@ -6,9 +6,9 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::Path;
 
 use super::RunOptions;
-use crate::sys::cgroup::Placement;
 use crate::sandbox::statedir::StateDir;
 use crate::supervisor::{self, EXIT_SANDBOX};
+use crate::sys::cgroup::Placement;
 use crate::sys::clone::Cloned;
 
 /// The supervisor, cloned, as the outer process holds it.

@@ -1,4 +1,4 @@
-//! The pod's state directory (CONTRACT.md §4): public files (`status.json`,
+//! The pod's state directory (docs/interface.md §4): public files (`status.json`,
 //! `events.jsonl`, `logs/`, `pod.sock`) and a private `.work/` for volumes and container
 //! root filesystems. A lock held for the life of `podinit run` keeps two runs apart; a
 //! leftover `.work/` under a free lock is what a killed run left, and is cleaned.
@@ -94,7 +94,7 @@ impl StateDir {
 
     /// Remove everything private, leaving `status.json`, `events.jsonl` and `logs/` when
     /// the pod ran (`keep_public`). A sandbox that could not be set up leaves nothing
-    /// (CONTRACT.md, exit 3): the files are this run's, an earlier run's went at `open`.
+    /// (docs/interface.md, exit 3): the files are this run's, an earlier run's went at `open`.
     /// `mounted_here`: the run's mounts are in this mount namespace (PID-1 mode), not in
     /// the supervisor's own, which goes with it.
     pub fn finish(self, keep_public: bool, mounted_here: bool) -> io::Result<()> {

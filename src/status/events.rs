@@ -1,5 +1,5 @@
 //! The pod's events: kept in memory (bounded, repeats counted) for the API, and appended to
-//! `events.jsonl` so they outlive the pod (CONTRACT.md §4).
+//! `events.jsonl` so they outlive the pod (docs/interface.md §4).
 
 use crate::pod::{EventReason, EventType};
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};

@@ -1,4 +1,4 @@
-//! Status pushed to whoever started podinit (CONTRACT.md §5), never blocking the loop:
+//! Status pushed to whoever started podinit (docs/interface.md §5), never blocking the loop:
 //! - `--notify-socket PATH`: the Pod object as one JSON line on every status change, over
 //!   a Unix stream socket. Every line is a whole snapshot, so a shim that cannot keep up
 //!   loses only superseded lines: at most the line being written and the newest one are

@@ -1,4 +1,4 @@
-//! The supervisor's answers to the status socket's routes (CONTRACT.md §3).
+//! The supervisor's answers to the status socket's routes (docs/interface.md §3).
 
 use crate::api::http::Request;
 use crate::api::routes::{self, Route};

@@ -1,4 +1,4 @@
-//! The supervisor: PID 1 of the pod, one thread, one poll loop (DESIGN.md §2).
+//! The supervisor: PID 1 of the pod, one thread, one poll loop (docs/architecture.md §2).
 //!
 //! Events in (signals, reaped children, container output, timers) and start results become
 //! observations on `pod::PodState`; `pod::step` says what to do; `containers` does it.
@@ -34,7 +34,7 @@ use crate::status::render::WallClock;
 use crate::status::writer::StatusWriter;
 use containers::{Ctr, OutPipe};
 
-/// Exit status of `podinit run` when the sandbox could not be set up (CONTRACT.md §2).
+/// Exit status of `podinit run` when the sandbox could not be set up (docs/interface.md §2).
 pub const EXIT_SANDBOX: i32 = 3;
 
 /// Everything the supervisor is given by `podinit run`.

@@ -252,7 +252,7 @@ impl TestPod {
 
 impl TestPod {
     /// After exit 3 (the sandbox could not be set up): nothing at all, not even the state
-    /// dir (CONTRACT.md: everything created was removed again).
+    /// dir (docs/interface.md: everything created was removed again).
     pub fn assert_sandbox_gone(&self) {
         self.assert_nothing_left();
         let left: Vec<_> = std::fs::read_dir(&self.state)

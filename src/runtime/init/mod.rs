@@ -1,4 +1,4 @@
-//! The container's child process, from the clone to `execve` (DESIGN.md §2, step 2–3).
+//! The container's child process, from the clone to `execve` (docs/architecture.md §2, step 2–3).
 //! Every failure is written to the start socket as one line with its context, then the
 //! process exits with 128. [`setup`] holds the order of the set-up; each kernel call goes
 //! through [`Kernel`], so that tests can record that order.

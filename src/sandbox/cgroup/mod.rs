@@ -9,7 +9,7 @@
 //! ```
 //! A restart that finds its container's cgroup still busy moves on to `c_<name>.<n>`
 //! (`Group::renew`). The supervisor is outside the pod's limits, as a shim is (see `run.rs`).
-//! Pitfall avoided (DESIGN.md §3): cgroups-rs places a cgroup at the root of every v1
+//! Pitfall avoided (docs/architecture.md §3): cgroups-rs places a cgroup at the root of every v1
 //! hierarchy unless it is given each controller's path, so every handle here is made with
 //! the per-controller parent paths read from `/proc/self/cgroup`.
 //!
