@@ -17,7 +17,8 @@ pub fn is_root() -> bool {
 /// Integration tests need root and the bundles made by `scripts/make-bundles`. Each is
 /// `#[ignore]`d with that reason, so a developer's plain `cargo test` lists it as ignored
 /// instead of passing it unrun; `scripts/test` runs them as root with `--include-ignored`.
-/// Run so without root, or without the bundles, a test fails here rather than pass.
+/// Called first in each: with `--include-ignored` but without root or the bundles, the test
+/// fails here instead of passing.
 pub fn require_root() {
     assert!(
         is_root(),
