@@ -7,15 +7,6 @@ use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(40);
 
-fn condition<'a>(status: &'a serde_json::Value, t: &str) -> &'a serde_json::Value {
-    status["status"]["conditions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["type"] == t)
-        .unwrap_or_else(|| panic!("no condition {t}"))
-}
-
 #[test]
 #[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn always_restarts_with_crash_loop_back_off() {

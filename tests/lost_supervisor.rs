@@ -38,13 +38,6 @@ fn assert_lost(c: &serde_json::Value) {
     assert_eq!(c["ready"], false, "{c}");
 }
 
-fn condition<'a>(status: &'a serde_json::Value, type_: &str) -> &'a serde_json::Value {
-    status["status"]["conditions"]
-        .as_array()
-        .and_then(|v| v.iter().find(|c| c["type"] == type_))
-        .unwrap_or_else(|| panic!("no condition {type_}: {status}"))
-}
-
 #[test]
 #[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn a_killed_supervisor_s_pod_is_failed_with_its_containers_unknown() {

@@ -584,3 +584,11 @@ impl OutputWithin for Command {
 
 /// How long a client command (`podinit status`, `exec`, `curl`, `runc`…) may take in a test.
 pub const CLIENT_LIMIT: Duration = Duration::from_secs(90);
+
+/// The pod condition of type `t` in a Pod object (status.json, `GET /v1/pod`).
+pub fn condition<'a>(pod: &'a serde_json::Value, t: &str) -> &'a serde_json::Value {
+    pod["status"]["conditions"]
+        .as_array()
+        .and_then(|v| v.iter().find(|c| c["type"] == t))
+        .unwrap_or_else(|| panic!("no condition {t}: {pod}"))
+}
