@@ -86,6 +86,7 @@ fn dispatch(m: &Matches) -> Result<i32, cli::Error> {
             m.number("timeout", 0)?.expect(DEFAULTED),
             m.trailing.clone(),
         ),
+        "attach" => client::attach(socket(), &m.arg_string(0)?, m.flag("stdin"), m.flag("tty")),
         "debug" => client::debug(
             socket(),
             m.required("image")?,

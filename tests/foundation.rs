@@ -301,8 +301,8 @@ fn bad_input_exits_2_and_creates_nothing() {
         ),
         (
             "unsupported field",
-            pod("  containers:\n  - {name: c, image: busybox, tty: true}\n"),
-            "spec.containers[0].tty",
+            pod("  containers:\n  - {name: c, image: busybox, restartPolicyRules: [{action: Restart, exitCodes: {operator: In, values: [42]}}]}\n"),
+            "spec.containers[0].restartPolicyRules",
         ),
         (
             "duplicate names",

@@ -163,6 +163,22 @@ pub fn stream(sock: &Path, path: &str, on_data: &mut dyn FnMut(&[u8])) -> io::Re
     Ok(Response { code, body })
 }
 
+/// Open an attach session (`POST path`): on 200, the connection, its reader holding any
+/// output already read; the client writes the container's input to `get_ref()`. A non-200
+/// answer is returned whole instead.
+pub fn attach(sock: &Path, path: &str) -> io::Result<Result<BufReader<UnixStream>, Response>> {
+    let mut s = connect(sock, None)?;
+    send(&mut s, "POST", path, Some(b"".as_slice()))?;
+    let mut r = BufReader::new(s);
+    let (code, _, len) = read_head(&mut r)?;
+    if code == 200 {
+        return Ok(Ok(r));
+    }
+    let mut body = vec![0u8; len.unwrap_or(0)];
+    r.read_exact(&mut body)?;
+    Ok(Err(Response { code, body }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,6 +20,15 @@ pub enum Route {
     Exec {
         container: String,
     },
+    /// `podinit attach`: the container's output, and with `stdin` its input.
+    Attach {
+        container: String,
+        stdin: bool,
+    },
+    /// A new window size for the container's terminal.
+    Resize {
+        container: String,
+    },
     EphemeralContainers,
     Condition {
         type_: String,
@@ -121,6 +130,19 @@ pub fn route(req: &Request) -> Result<Route, Refusal> {
                 },
             )
         }
+        ["", "v1", "containers", name, "attach"] => (
+            &["POST"],
+            Route::Attach {
+                container: checked_name(name, "container name")?,
+                stdin: flag(req, "stdin")?,
+            },
+        ),
+        ["", "v1", "containers", name, "resize"] => (
+            &["POST"],
+            Route::Resize {
+                container: checked_name(name, "container name")?,
+            },
+        ),
         ["", "v1", "containers", name, "exec"] => (
             &["POST"],
             Route::Exec {
@@ -206,6 +228,19 @@ mod tests {
         assert_eq!(
             route(&req("POST", "/v1/containers/web/exec")),
             Ok(Route::Exec {
+                container: "web".into()
+            })
+        );
+        assert_eq!(
+            route(&req("POST", "/v1/containers/web/attach?stdin=true")),
+            Ok(Route::Attach {
+                container: "web".into(),
+                stdin: true
+            })
+        );
+        assert_eq!(
+            route(&req("POST", "/v1/containers/web/resize")),
+            Ok(Route::Resize {
                 container: "web".into()
             })
         );

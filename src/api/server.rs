@@ -27,7 +27,13 @@ pub enum Stream {
     Events,
     /// A container's log, followed: its name, and whether each line carries its time.
     Log(String, bool),
+    /// A container's output as it comes, raw, for `podinit attach`.
+    Attach(String),
 }
+
+/// Input an attach session holds for its container, at most: past it the client is not
+/// read until the container has taken some.
+pub const MAX_ATTACH_INPUT: usize = 64 << 10;
 
 /// The supervisor's answer to a request.
 pub enum Reply {
@@ -45,6 +51,9 @@ pub enum Reply {
     /// The answer comes later, through [`Server::complete`] with this token (an exec that
     /// runs until its command exits). The client is not timed out meanwhile.
     Deferred(u64),
+    /// Attach the client to a container: a head, then the container's output raw until
+    /// it ends, and, with `stdin`, what the client sends taken as the container's input.
+    Attach { container: String, stdin: bool },
 }
 
 struct Conn {
@@ -61,6 +70,11 @@ struct Conn {
     raw_stream: bool,
     /// Requests that arrived behind a deferred one wait in `inbuf` to be answered.
     backlog: bool,
+    /// An attach session taking input: what the client sends is the container's input,
+    /// held in `inbuf` until the supervisor takes it.
+    attach_input: bool,
+    /// The attach client closed its sending side: its input has ended.
+    input_eof: bool,
 }
 
 pub struct Server {
@@ -115,7 +129,14 @@ impl Server {
             if c.deferred.is_some() && c.close_after_write {
                 continue;
             }
-            v.push((c.sock.as_fd(), c.sent < c.out.len(), Slot::Conn(i)));
+            // Attach input waits for the container past its bound, and ends at EOF: poll
+            // such a client only to write to it.
+            let want_out = c.sent < c.out.len();
+            let input_held = c.input_eof || (c.attach_input && c.inbuf.len() >= MAX_ATTACH_INPUT);
+            if input_held && !want_out {
+                continue;
+            }
+            v.push((c.sock.as_fd(), want_out, Slot::Conn(i)));
         }
         v
     }
@@ -173,6 +194,8 @@ impl Server {
                 deferred: None,
                 raw_stream: false,
                 backlog: false,
+                attach_input: false,
+                input_eof: false,
             };
             if !self.peer_allowed(&c.sock) {
                 c.queue_error(403, "Forbidden", "peer is neither root nor podinit's user");
@@ -201,6 +224,18 @@ impl Server {
             return false;
         }
         let mut buf = [0u8; 16 << 10];
+        if c.attach_input || c.input_eof {
+            while c.attach_input && !c.input_eof && c.inbuf.len() < MAX_ATTACH_INPUT {
+                match c.sock.read(&mut buf) {
+                    Ok(0) => c.input_eof = true,
+                    Ok(n) => c.inbuf.extend_from_slice(&buf[..n]),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(_) => c.input_eof = true,
+                }
+            }
+            return false;
+        }
         loop {
             match c.sock.read(&mut buf) {
                 Ok(0) => {
@@ -270,6 +305,18 @@ impl Server {
                             c.watch = Some(stream);
                         }
                         Reply::Deferred(token) => c.deferred = Some((token, req.close)),
+                        Reply::Attach { container, stdin } => {
+                            // The rest of the connection is the session's: raw both ways.
+                            c.raw_stream = true;
+                            c.out
+                                .extend(http::stream_head("application/octet-stream", false));
+                            c.watch = Some(Stream::Attach(container));
+                            c.attach_input = stdin;
+                            if !stdin {
+                                c.inbuf.clear();
+                            }
+                            break;
+                        }
                     }
                 }
                 Err(e) => {
@@ -376,6 +423,57 @@ impl Server {
         c.backlog = !close && !c.inbuf.is_empty();
         c.last_active = Instant::now();
         self.flush(i);
+        self.reap();
+    }
+
+    /// Hand each attach session's input to `take(container, bytes, eof)`, which returns how
+    /// many bytes the container took; `eof` (the client's input ended and all of it was
+    /// taken) is told once. Returns the containers that still have input waiting.
+    pub fn attach_input(
+        &mut self,
+        take: &mut dyn FnMut(&str, &[u8], bool) -> usize,
+    ) -> Vec<String> {
+        let mut waiting = Vec::new();
+        for c in &mut self.conns {
+            let Some(Stream::Attach(name)) = &c.watch else {
+                continue;
+            };
+            if !c.attach_input || (c.inbuf.is_empty() && !c.input_eof) {
+                continue;
+            }
+            let eof = c.input_eof;
+            let n = take(name, &c.inbuf, false).min(c.inbuf.len());
+            c.inbuf.drain(..n);
+            if !c.inbuf.is_empty() {
+                waiting.push(name.clone());
+            } else if eof {
+                c.attach_input = false;
+                take(name, &[], true);
+            }
+        }
+        waiting
+    }
+
+    /// Whether any client is attached to a container (its output is then copied to it).
+    pub fn has_attach_sessions(&self) -> bool {
+        self.conns
+            .iter()
+            .any(|c| matches!(c.watch, Some(Stream::Attach(_))))
+    }
+
+    /// End the attach sessions whose input has ended (the container's stdin stays open).
+    pub fn end_finished_attach(&mut self, container: &str) {
+        for i in 0..self.conns.len() {
+            let c = &mut self.conns[i];
+            if c.watch.as_ref() == Some(&Stream::Attach(container.to_string()))
+                && c.input_eof
+                && !c.attach_input
+            {
+                c.watch = None;
+                c.close_after_write = true;
+                self.flush(i);
+            }
+        }
         self.reap();
     }
 
@@ -522,5 +620,54 @@ mod tests {
             "broadcast never blocks"
         );
         assert_eq!(s.connections(), 0, "the slow watcher was dropped");
+    }
+
+    #[test]
+    fn attach_sessions_hand_input_over_and_stream_output_raw() {
+        let p = tmp_sock();
+        let mut s = Server::bind(&p).unwrap();
+        let mut c = UnixStream::connect(&p).unwrap();
+        c.write_all(
+            b"POST /v1/containers/c/attach?stdin=true HTTP/1.1\r\nContent-Length: 0\r\n\r\nhello",
+        )
+        .unwrap();
+        let mut h = |_: &Request| Reply::Attach {
+            container: "c".into(),
+            stdin: true,
+        };
+        pump(&mut s, &mut h, 3);
+        let mut got = Vec::new();
+        let waiting = s.attach_input(&mut |name, data, eof| {
+            assert_eq!(name, "c");
+            if !eof {
+                got.extend_from_slice(data);
+            }
+            data.len()
+        });
+        assert!(waiting.is_empty());
+        assert_eq!(got, b"hello");
+        // Input the container has no room for waits, and is said to.
+        c.write_all(b"more").unwrap();
+        pump(&mut s, &mut h, 3);
+        assert_eq!(s.attach_input(&mut |_, _, _| 0), vec!["c".to_string()]);
+        s.broadcast(&Stream::Attach("c".into()), b"out\r\n");
+        // The client's half-close ends its input, told once; the session stays.
+        c.shutdown(std::net::Shutdown::Write).unwrap();
+        pump(&mut s, &mut h, 3);
+        let mut eofs = 0;
+        for _ in 0..2 {
+            s.attach_input(&mut |_, data, eof| {
+                eofs += eof as i32;
+                data.len()
+            });
+        }
+        assert_eq!(eofs, 1);
+        assert_eq!(s.connections(), 1);
+        s.end_streams(&Stream::Attach("c".into()));
+        let mut out = String::new();
+        c.read_to_string(&mut out).unwrap();
+        assert!(out.starts_with("HTTP/1.1 200 OK"), "{out}");
+        assert!(out.ends_with("\r\n\r\nout\r\n"), "{out:?}");
+        assert_eq!(s.connections(), 0);
     }
 }

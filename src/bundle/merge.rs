@@ -84,6 +84,8 @@ pub fn merge(b: &Bundle, pod: &PodSpec, c: &Container, cx: &MergeContext) -> Res
     if let Some(adj) = cx.oom_score_adj {
         process["oomScoreAdj"] = json!(adj);
     }
+    // `tty: true` is the CRI's `tty`: the runtime gives the process a terminal.
+    process["terminal"] = json!(c.tty == Some(true));
 
     security(&mut v, b, pod, c).map_err(|e| who("securityContext", e))?;
     resources(&mut v, c).map_err(|e| who("resources", e))?;

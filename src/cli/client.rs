@@ -1,5 +1,5 @@
-//! The client commands (`status`, `events`, `logs`, `exec`, `debug`, `condition`, `stop`):
-//! one request each over the pod's status socket.
+//! The client commands (`status`, `events`, `logs`, `exec`, `debug`, `condition`, `stop`,
+//! `attach`): one request each over the pod's status socket.
 
 use crate::api::client::{self, Response};
 use std::io::Write;
@@ -255,6 +255,131 @@ pub fn exec(s: Option<PathBuf>, container: &str, timeout: u64, command: Vec<Stri
         let _ = std::io::stderr().write_all(v["stderr"].as_str().unwrap_or("").as_bytes());
         Ok(v["exitCode"].as_i64().unwrap_or(1) as i32)
     })
+}
+
+/// `podinit attach`: as `kubectl attach`, the container's output to stdout and, with
+/// `-i`, stdin to the container; with a terminal, the local one in raw mode and its size
+/// passed on.
+pub fn attach(s: Option<PathBuf>, container: &str, stdin: bool, tty: bool) -> i32 {
+    run(|| {
+        let s = sock(s)?;
+        let pod: serde_json::Value = serde_json::from_slice(&get(&s, "/v1/pod")?.body)
+            .map_err(|e| format!("bad answer from the pod: {e}"))?;
+        let spec = &pod["spec"];
+        let found = ["initContainers", "containers", "ephemeralContainers"]
+            .iter()
+            .filter_map(|l| spec[*l].as_array())
+            .flatten()
+            .find(|c| c["name"] == container);
+        let (mut tty, mut stdin) = (tty, stdin);
+        if let Some(c) = found {
+            let has_tty = c["tty"] == true;
+            // kubectl attach's words and choices: a terminal only where the container has one,
+            // and always where it has (its output has no stderr of its own).
+            if tty && !has_tty {
+                tty = false;
+                eprintln!(
+                    "error: Unable to use a TTY - container {container} did not allocate one"
+                );
+            } else if !tty && has_tty {
+                tty = true;
+            }
+            // The CRI drops input to a container without `stdin: true`; say so.
+            if stdin && c["stdin"] != true {
+                eprintln!("warning: container {container} does not take input (stdin is not true): -i is ignored");
+                stdin = false;
+            }
+        }
+        // As kubectl's SetupTTY: raw mode only for a terminal fed from a terminal.
+        let raw = tty && stdin && nix::unistd::isatty(std::io::stdin()).unwrap_or(false);
+        eprintln!("If you don't see a command prompt, try pressing enter.");
+        let path = format!("/v1/containers/{container}/attach?stdin={stdin}");
+        let mut conn = match client::attach(&s, &path).map_err(|e| e.to_string())? {
+            Ok(c) => c,
+            Err(r) => return Err(r.error_message()),
+        };
+        let saved = if raw { raw_mode() } else { None };
+        if raw {
+            resize_loop(s.clone(), container.to_string());
+        }
+        if stdin {
+            let mut to = conn.get_ref().try_clone().map_err(|e| e.to_string())?;
+            // A container may leave its input unread for as long as it likes.
+            let _ = to.set_write_timeout(None);
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut std::io::stdin().lock(), &mut to);
+                // The end of our input ends the session's input (`stdinOnce` acts on it).
+                let _ = to.shutdown(std::net::Shutdown::Write);
+            });
+        }
+        let mut out = std::io::stdout();
+        let mut buf = [0u8; 16 << 10];
+        loop {
+            match std::io::Read::read(&mut conn, &mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    let _ = out.write_all(&buf[..n]);
+                    let _ = out.flush();
+                }
+            }
+        }
+        if let Some(t) = saved {
+            let _ = nix::sys::termios::tcsetattr(
+                std::io::stdin(),
+                nix::sys::termios::SetArg::TCSANOW,
+                &t,
+            );
+        }
+        if raw && pod["spec"]["restartPolicy"] == "Always" {
+            println!("Session ended, resume using 'podinit attach {container} -i -t' command when the pod is running");
+        }
+        Ok(0)
+    })
+}
+
+/// Put the local terminal in raw mode; returns what to restore.
+fn raw_mode() -> Option<nix::sys::termios::Termios> {
+    use nix::sys::termios::{cfmakeraw, tcgetattr, tcsetattr, SetArg};
+    let saved = tcgetattr(std::io::stdin()).ok()?;
+    let mut raw = saved.clone();
+    cfmakeraw(&mut raw);
+    tcsetattr(std::io::stdin(), SetArg::TCSANOW, &raw).ok()?;
+    Some(saved)
+}
+
+/// Pass the local terminal's size to the container's, now and whenever it changes. As
+/// kubectl does, the first size sent is one larger, so that a program already running
+/// redraws its screen on the real one.
+fn resize_loop(s: PathBuf, container: String) {
+    use std::os::fd::AsRawFd;
+    std::thread::spawn(move || {
+        let send = |(rows, cols): (u16, u16)| {
+            let body = serde_json::json!({"width": cols, "height": rows}).to_string();
+            let _ = client::request(
+                &s,
+                "POST",
+                &format!("/v1/containers/{container}/resize"),
+                Some(body.as_bytes()),
+                TIMEOUT,
+            );
+        };
+        let size = || crate::sys::pty::size(std::io::stdout().as_raw_fd()).ok();
+        let mut last = size();
+        if let Some((r, c)) = last {
+            send((r.saturating_add(1), c.saturating_add(1)));
+            send((r, c));
+        }
+        loop {
+            std::thread::sleep(Duration::from_millis(250));
+            let now = size();
+            if now != last {
+                if let Some(sz) = now {
+                    send(sz);
+                }
+                last = now;
+            }
+        }
+    });
 }
 
 pub fn stop(s: Option<PathBuf>, grace: Option<u64>) -> i32 {

@@ -155,6 +155,26 @@ pub static COMMANDS: &[Cmd] = &[
         }),
     },
     Cmd {
+        name: "attach",
+        about:
+            "Attach to a running container's output and, with -i, its input (as `kubectl attach`)",
+        opts: &[
+            SOCKET,
+            flag(
+                "stdin",
+                Some('i'),
+                "Pass stdin to the container (it needs stdin: true)",
+            ),
+            flag(
+                "tty",
+                Some('t'),
+                "Stdin is a TTY (the container needs tty: true)",
+            ),
+        ],
+        args: &[CONTAINER],
+        trailing: None,
+    },
+    Cmd {
         name: "debug",
         about: "Add an ephemeral debug container, show its output, exit with its exit code",
         opts: &[

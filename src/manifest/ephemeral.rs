@@ -162,10 +162,6 @@ mod tests {
                 "{name: dbg, image: busybox, volumeMounts: [{name: w, mountPath: /w}]}",
                 "spec.ephemeralContainers[0].volumeMounts[0].name: Not found",
             ),
-            (
-                "{name: dbg, image: busybox, tty: true}",
-                "spec.ephemeralContainers[0].tty: not supported",
-            ),
         ] {
             let e = admit(&ec(yaml), &spec(), 0).unwrap_err();
             let got = format!("{}: {}", e.field, e.message);

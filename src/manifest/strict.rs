@@ -205,11 +205,7 @@ pub fn unsupported(pod: &Pod) -> Result<(), Error> {
 }
 
 fn container(c: &Container, p: &str) -> Result<(), Error> {
-    let t = Some(true);
     for (f, on) in [
-        ("stdin", c.stdin == t),
-        ("stdinOnce", c.stdin_once == t),
-        ("tty", c.tty == t),
         (
             "volumeDevices",
             c.volume_devices.as_ref().is_some_and(|v| !v.is_empty()),

@@ -133,7 +133,6 @@ fn unknown_fields_are_named() {
 fn unsupported_fields_are_named() {
     for (spec, field) in [
         ("  hostUsers: false\n  containers:\n  - {name: c, image: busybox}\n", "spec.hostUsers"),
-        ("  containers:\n  - {name: c, image: busybox, tty: true}\n", "spec.containers[0].tty"),
         ("  containers:\n  - name: c\n    image: busybox\n    volumeMounts: [{name: v, mountPath: /v, mountPropagation: Bidirectional}]\n  volumes: [{name: v, emptyDir: {}}]\n", "spec.containers[0].volumeMounts[0].mountPropagation"),
         ("  containers:\n  - {name: c, image: busybox}\n  volumes: [{name: v, nfs: {server: s, path: /x}}]\n", "spec.volumes[0].nfs"),
         ("  containers:\n  - {name: c, image: busybox, securityContext: {seLinuxOptions: {level: s0}}}\n", "spec.containers[0].securityContext.seLinuxOptions"),

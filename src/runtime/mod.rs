@@ -50,6 +50,8 @@ pub struct Spawned {
     /// Why setup or exec failed in the child, which exits with 128 after writing it; None:
     /// the process exec'd and runs the spec's program.
     pub start_error: Option<String>,
+    /// The master of the process's terminal (`process.terminal`), non-blocking.
+    pub console: Option<OwnedFd>,
 }
 
 #[derive(Debug)]
@@ -84,6 +86,7 @@ fn start(l: &Launch, join: Option<&OwnedFd>) -> Result<Spawned, SpawnError> {
         nix::sys::socket::SockFlag::SOCK_CLOEXEC,
     )
     .map_err(|e| SpawnError::Create(format!("socketpair: {e}")))?;
+    prepared.console_sock = child_end.as_raw_fd();
     // The supervisor's signal handlers are not the child's: reset by the kernel, so that
     // none of them can run in the child (ignored signals the child resets itself).
     const CLONE_CLEAR_SIGHAND: u64 = 0x1_0000_0000;
@@ -153,10 +156,12 @@ fn start(l: &Launch, join: Option<&OwnedFd>) -> Result<Spawned, SpawnError> {
     }
     let child = cloned.map_err(|e| SpawnError::Create(format!("clone3: {e}")))?;
     drop(child_end);
+    let (console, start_error) = start_result(&parent_end);
     Ok(Spawned {
         pid: nix::unistd::Pid::from_raw(child.pid),
         pidfd: child.pidfd,
-        start_error: start_error(&parent_end),
+        start_error,
+        console,
     })
 }
 
@@ -181,26 +186,26 @@ extern "C" fn vfork_child(arg: *mut libc::c_void) -> ! {
     init::run(a.prepared, a.tasks, sock)
 }
 
-/// The start result, once the vfork-like clone has returned: a message is the child's
-/// error; none (the child's end is still open until its close-on-exec) means it exec'd.
-fn start_error(fd: &OwnedFd) -> Option<String> {
-    let mut buf = [0u8; 4096];
-    // SAFETY: a non-blocking recv into a buffer of ours.
-    let n = unsafe {
-        libc::recv(
-            fd.as_raw_fd(),
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-            libc::MSG_DONTWAIT,
-        )
-    };
-    match n {
-        n if n > 0 => Some(String::from_utf8_lossy(&buf[..n as usize]).into_owned()),
-        0 => None,
-        _ => match std::io::Error::last_os_error() {
-            e if e.kind() == std::io::ErrorKind::WouldBlock => None,
-            e => Some(format!("reading the start result: {e}")),
-        },
+/// The start result, once the vfork-like clone has returned: the terminal's master if the
+/// child sent one, and a message if it failed; none (the child's end is still open until
+/// its close-on-exec) means it exec'd.
+fn start_result(fd: &OwnedFd) -> (Option<OwnedFd>, Option<String>) {
+    let mut console = None;
+    loop {
+        match crate::sys::pty::recv_fd(fd.as_raw_fd()) {
+            Ok(Some((_, Some(master)))) => {
+                let _ = nix::fcntl::fcntl(
+                    &master,
+                    nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+                );
+                console = Some(master);
+            }
+            Ok(Some((msg, None))) => {
+                return (console, Some(String::from_utf8_lossy(&msg).into_owned()))
+            }
+            Ok(None) => return (console, None),
+            Err(e) => return (console, Some(format!("reading the start result: {e}"))),
+        }
     }
 }
 

@@ -21,6 +21,10 @@ pub struct Device {
 
 pub struct Prepared {
     pub stdio: [RawFd; 3],
+    /// `process.terminal`: 0–2 become a new terminal, whose master is sent on
+    /// `console_sock` (the start-result socket).
+    pub terminal: bool,
+    pub console_sock: RawFd,
     /// Exec into a running container: the pidfd of its main process, whose mount (and
     /// cgroup) namespaces the child joins instead of building a root filesystem.
     pub join: Option<RawFd>,
@@ -195,6 +199,8 @@ impl Prepared {
         };
         Ok(Prepared {
             stdio,
+            terminal: process.terminal().unwrap_or(false),
+            console_sock: -1,
             join: None,
             new_pid_ns,
             new_cgroup_ns,

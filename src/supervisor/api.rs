@@ -17,7 +17,7 @@ fn json(code: u16, v: &serde_json::Value) -> Reply {
     }
 }
 
-fn error(code: u16, reason: &str, message: &str) -> Reply {
+pub(super) fn error(code: u16, reason: &str, message: &str) -> Reply {
     Reply::Full {
         code,
         content_type: "application/json",
@@ -25,7 +25,7 @@ fn error(code: u16, reason: &str, message: &str) -> Reply {
     }
 }
 
-fn success(code: u16, message: &str) -> Reply {
+pub(super) fn success(code: u16, message: &str) -> Reply {
     json(
         code,
         &serde_json::json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
@@ -91,6 +91,8 @@ impl Supervisor<'_> {
             },
             Route::Exec { container } => self.exec_route(&container, &req.body),
             Route::EphemeralContainers => self.ephemeral_route(&req.body),
+            Route::Attach { container, stdin } => self.attach_route(&container, stdin),
+            Route::Resize { container } => self.resize_route(&container, &req.body),
         }
     }
 
@@ -211,7 +213,7 @@ impl Supervisor<'_> {
     }
 
     /// The index of container `name`, if the pod has it.
-    fn index_of(&self, name: &str) -> Option<usize> {
+    pub(super) fn index_of(&self, name: &str) -> Option<usize> {
         self.containers.iter().position(|m| m.ctr.name == name)
     }
 
@@ -313,7 +315,7 @@ impl Supervisor<'_> {
     }
 
     /// The API server's answer for a container the pod does not have.
-    fn not_in_pod(&self, name: &str) -> Reply {
+    pub(super) fn not_in_pod(&self, name: &str) -> Reply {
         let msg = format!("container {name} is not valid for pod {}", self.pod_name());
         error(400, "BadRequest", &msg)
     }

@@ -50,6 +50,11 @@ pub struct Run {
     pub log: Rc<RefCell<LogFile>>,
     /// The merged OCI spec it runs: processes exec'd into it use its process settings.
     pub spec: oci_spec::runtime::Spec,
+    /// Where `podinit attach -i` writes (`stdin: true`): the write end of the stdin pipe, or
+    /// the terminal's master with `tty: true`. Non-blocking; dropped to close stdin.
+    pub stdin: Option<OwnedFd>,
+    /// The terminal's master (`tty: true`), for window size changes.
+    pub console: Option<OwnedFd>,
 }
 
 /// Output pipe of a run, read by the event loop until EOF.
@@ -196,19 +201,50 @@ impl Ctr {
         for fd in [&out_r, &err_r] {
             set_nonblocking(fd);
         }
+        let tty = self.spec.tty == Some(true);
+        // `stdin: true` without a terminal: a pipe kept open by us for the container's
+        // life, as the CRI keeps it; with a terminal, input goes through its master.
+        let (in_r, in_w) = if self.spec.stdin == Some(true) && !tty {
+            let (r, w) = nix::unistd::pipe2(flags).map_err(|e| format!("pipe: {e}"))?;
+            set_nonblocking(&w);
+            (Some(r), Some(w))
+        } else {
+            (None, None)
+        };
+        let stdin_fd = in_r.as_ref().map_or(devnull.as_raw_fd(), |r| r.as_raw_fd());
 
         let id = crate::util::random_hex(32);
         let placement = self.cgroup.placement().map_err(|e| e.to_string())?;
         let spawned = runtime::spawn(&runtime::Launch {
             container_id: &id,
             spec: &spec,
-            stdio: [devnull.as_raw_fd(), out_w.as_raw_fd(), err_w.as_raw_fd()],
+            stdio: [stdin_fd, out_w.as_raw_fd(), err_w.as_raw_fd()],
             cgroup: &placement,
             pid_ns_of: cx.pid_ns_of,
         })
         .map_err(|runtime::SpawnError::Create(m)| m)?;
         // Our copies of the write ends must go, or the pipes never reach EOF.
-        drop((out_w, err_w, devnull));
+        drop((out_w, err_w, devnull, in_r));
+
+        // With a terminal everything the container writes comes through its master, as
+        // one stream: the CRI logs it all as stdout.
+        let (console, stdin, outputs) = match spawned.console {
+            Some(master) if tty => {
+                let reader = master.try_clone().map_err(|e| format!("dup: {e}"))?;
+                let writer = if self.spec.stdin == Some(true) {
+                    Some(master.try_clone().map_err(|e| format!("dup: {e}"))?)
+                } else {
+                    None
+                };
+                drop((out_r, err_r));
+                (Some(master), writer, vec![(reader, Stream::Stdout)])
+            }
+            _ => (
+                None,
+                in_w,
+                vec![(out_r, Stream::Stdout), (err_r, Stream::Stderr)],
+            ),
+        };
 
         self.runs += 1;
         self.container_id = Some(format!("podinit://{id}"));
@@ -218,25 +254,20 @@ impl Ctr {
             start_error: spawned.start_error,
             log: log.clone(),
             spec,
+            stdin,
+            console,
         });
-        Ok(vec![
-            OutPipe {
+        Ok(outputs
+            .into_iter()
+            .map(|(fd, stream)| OutPipe {
                 ctr: usize::MAX,
-                fd: out_r,
-                stream: Stream::Stdout,
+                fd,
+                stream,
                 split: Default::default(),
                 mid_line: false,
                 log: log.clone(),
-            },
-            OutPipe {
-                ctr: usize::MAX,
-                fd: err_r,
-                stream: Stream::Stderr,
-                split: Default::default(),
-                mid_line: false,
-                log,
-            },
-        ])
+            })
+            .collect())
     }
 
     /// Start `command` inside the running container (exec probes and hooks): the

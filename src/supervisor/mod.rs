@@ -6,6 +6,7 @@
 //! (`start`, `reap`, `output`, `checks`, `status`, `api`, `teardown`).
 
 mod api;
+mod attach;
 mod checks;
 pub mod containers;
 mod metrics;
@@ -121,6 +122,8 @@ struct Supervisor<'a> {
     /// a second after the first of a burst of container starts or API requests
     /// (`release_later`).
     release_at: Option<pod::Millis>,
+    /// Containers whose stdin has attach input waiting for room.
+    stdin_waiting: Vec<String>,
 }
 
 /// Where probes and hooks connect: the pod's IP, or loopback where the pod has none.
@@ -198,6 +201,7 @@ pub fn run(mut cfg: Config, sd: &StateDir) -> i32 {
         next_token: 0,
         metrics: Default::default(),
         release_at: None,
+        stdin_waiting: Vec::new(),
     };
     let now = s.now();
     s.st.on_sandbox_ready(now);
@@ -355,6 +359,7 @@ impl Supervisor<'_> {
 
         let mut server = self.server.take();
         let check_set = self.check_fds();
+        let stdin_set = self.stdin_fds();
         let (sig_ready, pipe_ready, check_ready, notify_ready, api_ready) = {
             let mut fds = vec![PollFd::new(sig.fd(), PollFlags::POLLIN)];
             for p in &self.pipes {
@@ -380,6 +385,13 @@ impl Supervisor<'_> {
                     f |= PollFlags::POLLOUT;
                 }
                 fds.push(PollFd::new(*fd, f));
+            }
+            for &fd in &stdin_set {
+                // SAFETY: the runs own these fds and outlive this poll.
+                fds.push(PollFd::new(
+                    unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) },
+                    PollFlags::POLLOUT,
+                ));
             }
             if let Err(e) = nix::poll::poll(&mut fds, timeout) {
                 if e != nix::errno::Errno::EINTR {
@@ -417,6 +429,8 @@ impl Supervisor<'_> {
             srv.service(&api_ready, &mut |req| self.handle(req));
         }
         self.server = server;
+        // Every turn: input read now, or room made in a stdin the loop waited on.
+        self.pump_attach_input();
 
         // Output before exits: reaping drops a run's pipes and so moves the indices.
         self.read_pipes(&pipe_ready);

@@ -21,6 +21,7 @@ impl Supervisor<'_> {
         for ts in [false, true] {
             srv.end_streams(&Stream::Log(name.clone(), ts));
         }
+        srv.end_streams(&Stream::Attach(name.clone()));
     }
 
     /// Copy ready container output into the logs (and to `follow` watchers).
@@ -29,6 +30,12 @@ impl Supervisor<'_> {
         let mut buf = vec![0u8; 64 << 10];
         // Each piece of output, without and with line times (`follow&timestamps`).
         let mut followed: Vec<(usize, Vec<u8>, Vec<u8>)> = Vec::new();
+        // The raw bytes, for attach sessions: what a terminal shows, `\r` and all.
+        let mut attached: Vec<(usize, Vec<u8>)> = Vec::new();
+        let attach_sessions = self
+            .server
+            .as_ref()
+            .is_some_and(|s| s.has_attach_sessions());
         for &k in ready {
             let p = &mut self.pipes[k];
             // Bounded per wake-up so that one chatty container cannot starve the loop.
@@ -45,6 +52,11 @@ impl Supervisor<'_> {
                 let (mut out, mut out_ts) = (Vec::new(), Vec::new());
                 let mid_line = &mut p.mid_line;
                 let mut emit = |partial: bool, line: &[u8]| {
+                    let line = if partial {
+                        line
+                    } else {
+                        crate::pod::attach::log_line(line)
+                    };
                     log.borrow_mut().record(ts, stream, partial, line);
                     if !*mid_line {
                         out_ts.extend_from_slice(stamp.as_bytes());
@@ -63,6 +75,9 @@ impl Supervisor<'_> {
                     closed.push(k);
                 } else {
                     p.split.feed(&buf[..n], &mut emit);
+                    if attach_sessions {
+                        attached.push((ctr, buf[..n].to_vec()));
+                    }
                 }
                 if !out.is_empty() {
                     followed.push((ctr, out, out_ts));
@@ -76,6 +91,10 @@ impl Supervisor<'_> {
             self.pipes.swap_remove(*k);
         }
         if let Some(srv) = &mut self.server {
+            for (ctr, bytes) in attached {
+                let name = &self.containers[ctr].ctr.name;
+                srv.broadcast(&Stream::Attach(name.clone()), &bytes);
+            }
             for (ctr, text, text_ts) in followed {
                 let name = &self.containers[ctr].ctr.name;
                 srv.broadcast(&Stream::Log(name.clone(), false), &text);

@@ -8,5 +8,6 @@ pub mod devices;
 pub mod mount;
 pub mod pages;
 pub mod pidfd;
+pub mod pty;
 pub mod signals;
 pub mod unix_socket;

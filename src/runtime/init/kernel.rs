@@ -42,6 +42,9 @@ pub trait Kernel {
     /// Make `fd` this process's `target` (0–2), left open across exec.
     fn set_stdio(&self, fd: RawFd, target: RawFd) -> io::Result<()>;
     fn setns(&self, fd: RawFd, nstype: libc::c_int) -> io::Result<()>;
+    /// Make a new terminal of this mount namespace's devpts the process's 0–2 and its
+    /// controlling terminal, and send its master on the Unix socket `sock`.
+    fn console(&self, sock: RawFd) -> io::Result<()>;
 
     fn mount(
         &self,
@@ -143,6 +146,25 @@ impl Kernel for Linux {
         }
         // SAFETY: dup2 onto 0..2.
         ok(unsafe { libc::dup2(fd, target) })
+    }
+    #[inline]
+    fn console(&self, sock: RawFd) -> io::Result<()> {
+        use crate::sys::pty;
+        let (master, slave) = pty::open()?;
+        let res = (|| {
+            for target in 0..3 {
+                // SAFETY: dup2 of our slave onto 0..2.
+                ok(unsafe { libc::dup2(slave, target) })?;
+            }
+            pty::set_controlling(0)?;
+            pty::send_fd(sock, master)
+        })();
+        // SAFETY: our own fds; the slave lives on as 0–2, the master in the supervisor.
+        unsafe {
+            libc::close(master);
+            libc::close(slave);
+        }
+        res
     }
     #[inline]
     fn setns(&self, fd: RawFd, nstype: libc::c_int) -> io::Result<()> {

@@ -72,6 +72,11 @@ fn setup<K: Kernel>(k: &K, p: &Prepared, cgroup_tasks: &[PathBuf]) -> Result<Nev
         k.write_file(path, value.as_bytes())
             .map_err(|e| format!("sysctl {}: {e}", path.display()))?;
     }
+    if p.terminal {
+        // After the root is in place: the terminal comes from the container's own devpts.
+        k.console(p.console_sock)
+            .map_err(|e| format!("setting up the terminal (process.terminal): {e}"))?;
+    }
     finish(k, p)
 }
 

@@ -272,3 +272,19 @@ fn proc_is_never_mounted_on_a_link() {
     assert_eq!(err, "mount proc: target /proc is a symlink");
     assert!(!calls.iter().any(|c| c.starts_with("pivot_root")));
 }
+
+#[test]
+fn a_terminal_comes_from_the_containers_own_root_before_the_process_part() {
+    let k = recorder();
+    let (calls, _) = run(
+        &k,
+        &prepared(serde_json::json!({"process": {"terminal": true}})),
+    );
+    assert_order(&calls, &["set_stdio 0 0", "chdir /r", "console", "execve"]);
+    let k = recorder();
+    let (calls, _) = run(&k, &prepared(serde_json::json!({})));
+    assert!(
+        !calls.iter().any(|c| c.starts_with("console")),
+        "{calls:#?}"
+    );
+}
