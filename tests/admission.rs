@@ -153,32 +153,6 @@ spec:
 
 #[test]
 #[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
-fn a_missing_config_map_volume_is_a_sandbox_error() {
-    require_root();
-    let mut p = TestPod::new(
-        "volmissing",
-        r#"apiVersion: v1
-kind: Pod
-metadata: {name: NAME}
-spec:
-  containers:
-  - {name: c, image: busybox, command: ["true"], volumeMounts: [{name: v, mountPath: /v}]}
-  volumes: [{name: v, configMap: {name: absent}}]
-"#,
-    );
-    let out = p.run(LIMIT);
-    assert_eq!(out.code, 3, "{}", out.stderr);
-    assert!(
-        out.stderr
-            .contains("spec.volumes[0] (v): configmap \"absent\" not found"),
-        "{}",
-        out.stderr
-    );
-    p.assert_sandbox_gone();
-}
-
-#[test]
-#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn hosts_resolv_conf_and_fqdn_hostname() {
     require_root();
     let mut p = TestPod::new(

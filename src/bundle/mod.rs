@@ -88,17 +88,19 @@ pub struct MergeContext<'a> {
     pub seccomp_root: &'a Path,
 }
 
-/// docs/interface.md §1: (1) a path (contains `/`) is the bundle; (2) `BUNDLES/<image>`;
-/// (3) `BUNDLES/<image without :tag or @digest>`.
+/// docs/interface.md §1: (1) a path (it starts with `/`, `./` or `../`) is the bundle;
+/// (2) `BUNDLES/<image>`, a name with `/` as nested directories; (3) `BUNDLES/<image
+/// without :tag or @digest>`. A name that is not a path stays below `BUNDLES`.
 pub fn resolve(image: &str, bundles_dir: &Path) -> Result<PathBuf, String> {
     if image.is_empty() {
         return Err("Required value".into());
     }
     let mut tried = Vec::new();
     let mut candidates = Vec::new();
-    if image.contains('/') {
+    if is_path(image) {
         candidates.push(PathBuf::from(image));
     } else {
+        below_bundles(image)?;
         candidates.push(bundles_dir.join(image));
         let bare = strip_tag(image);
         if bare != image {
@@ -117,11 +119,31 @@ pub fn resolve(image: &str, bundles_dir: &Path) -> Result<PathBuf, String> {
     ))
 }
 
-/// `name:tag` or `name@sha256:…` → `name`.
+/// An image that names a directory itself rather than a bundle under `BUNDLES`.
+pub fn is_path(image: &str) -> bool {
+    image.starts_with('/') || image.starts_with("./") || image.starts_with("../")
+}
+
+/// A name looked up under `BUNDLES` must not leave it: no `..`, `.` or empty component.
+fn below_bundles(image: &str) -> Result<(), String> {
+    if image
+        .split('/')
+        .any(|c| c.is_empty() || c == "." || c == "..")
+    {
+        return Err(format!(
+            "Invalid value: {image:?}: an image name that is not a path (starting with \"/\", \"./\" or \"../\") is looked up under the bundles directory and may not have empty, \".\" or \"..\" components"
+        ));
+    }
+    Ok(())
+}
+
+/// `name:tag`, `name@sha256:…` or both → `name`. A tag follows the last `/`: the colon of
+/// a registry's port (`host:5000/busybox`) is not one.
 fn strip_tag(image: &str) -> &str {
     let no_digest = image.split('@').next().unwrap_or(image);
-    match no_digest.rfind(':') {
-        Some(i) => &no_digest[..i],
+    let last = no_digest.rfind('/').map_or(0, |i| i + 1);
+    match no_digest[last..].rfind(':') {
+        Some(i) => &no_digest[..last + i],
         None => no_digest,
     }
 }
@@ -209,7 +231,81 @@ mod tests {
     fn tags_and_digests() {
         assert_eq!(strip_tag("busybox:1.36"), "busybox");
         assert_eq!(strip_tag("busybox@sha256:abc"), "busybox");
+        assert_eq!(strip_tag("busybox:1.36@sha256:abc"), "busybox");
         assert_eq!(strip_tag("busybox"), "busybox");
+        assert_eq!(
+            strip_tag("registry.k8s.io/busybox:1.27.2"),
+            "registry.k8s.io/busybox"
+        );
+        assert_eq!(strip_tag("host:5000/busybox"), "host:5000/busybox");
+        assert_eq!(strip_tag("host:5000/busybox:1"), "host:5000/busybox");
+        assert_eq!(
+            strip_tag("host:5000/lib/busybox@sha256:ab"),
+            "host:5000/lib/busybox"
+        );
+    }
+
+    #[test]
+    fn paths_are_only_names_that_start_as_paths() {
+        for p in ["/b", "./b", "../b", "./"] {
+            assert!(is_path(p), "{p}");
+        }
+        for n in [
+            "busybox",
+            "registry.k8s.io/busybox:1.27.2",
+            "a/b",
+            ".b",
+            "..b",
+        ] {
+            assert!(!is_path(n), "{n}");
+        }
+    }
+
+    #[test]
+    fn nested_names_resolve_under_bundles_and_never_leave_it() {
+        let d = std::env::temp_dir().join(format!("podinit-bnest-{}", crate::util::random_hex(4)));
+        let tagged = d.join("registry.k8s.io/busybox:1.27.2");
+        std::fs::create_dir_all(&tagged).unwrap();
+        std::fs::write(tagged.join("config.json"), "{}").unwrap();
+        std::fs::create_dir_all(d.join("registry.k8s.io/nginx")).unwrap();
+        std::fs::write(d.join("registry.k8s.io/nginx/config.json"), "{}").unwrap();
+        assert_eq!(
+            resolve("registry.k8s.io/busybox:1.27.2", &d).unwrap(),
+            tagged
+        );
+        // Without the tagged directory, the name without its tag or digest.
+        assert_eq!(
+            resolve("registry.k8s.io/nginx:1.14.2", &d).unwrap(),
+            d.join("registry.k8s.io/nginx")
+        );
+        assert_eq!(
+            resolve("registry.k8s.io/nginx@sha256:0123", &d).unwrap(),
+            d.join("registry.k8s.io/nginx")
+        );
+        let e = resolve("registry.k8s.io/busybox:1.28", &d).unwrap_err();
+        assert!(
+            e.contains(&d.join("registry.k8s.io/busybox:1.28").display().to_string())
+                && e.contains(&d.join("registry.k8s.io/busybox").display().to_string()),
+            "{e}"
+        );
+        // A relative name with a `/` is no longer a path from the working directory.
+        let e = resolve("oci-bundles/busybox", &d).unwrap_err();
+        assert!(
+            e.contains(&d.join("oci-bundles/busybox").display().to_string()),
+            "{e}"
+        );
+        for bad in [
+            "a/../../etc",
+            "registry.k8s.io/../x",
+            "a//b",
+            "a/./b",
+            "..",
+            "x/",
+        ] {
+            let e = resolve(bad, &d).unwrap_err();
+            assert!(e.starts_with("Invalid value: "), "{bad}: {e}");
+        }
+        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]

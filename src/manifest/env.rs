@@ -55,7 +55,7 @@ pub fn resolve(c: &Container, s: &Sources) -> Result<Resolved, ConfigError> {
         } else {
             continue;
         };
-        let data = match object_data(s, kind, name) {
+        let data = match env_data(s, kind, name) {
             Some(d) => text(d),
             None if optional => continue,
             None => return Err(ConfigError(format!("{} {name:?} not found", kind.lower()))),
@@ -125,6 +125,25 @@ pub fn object_data(s: &Sources, kind: ObjectKind, name: &str) -> Option<BTreeMap
     }
 }
 
+/// [`object_data`] for the environment: kubelet reads a ConfigMap's `data` only, never its
+/// `binaryData`, into variables.
+fn env_data(s: &Sources, kind: ObjectKind, name: &str) -> Option<BTreeMap<String, Vec<u8>>> {
+    match kind {
+        ObjectKind::ConfigMap => s
+            .config_maps
+            .iter()
+            .find(|m| m.metadata.name.as_deref() == Some(name))
+            .map(|cm| {
+                cm.data
+                    .iter()
+                    .flatten()
+                    .map(|(k, v)| (k.clone(), v.clone().into_bytes()))
+                    .collect()
+            }),
+        ObjectKind::Secret => object_data(s, kind, name),
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ObjectKind {
     ConfigMap,
@@ -162,7 +181,7 @@ fn key_ref(
     optional: bool,
     ns: &str,
 ) -> Result<Option<String>, ConfigError> {
-    let Some(data) = object_data(s, kind, name) else {
+    let Some(data) = env_data(s, kind, name) else {
         return if optional {
             Ok(None)
         } else {
@@ -318,7 +337,7 @@ mod tests {
 
     fn cms() -> Vec<ConfigMap> {
         vec![serde_yaml_ng::from_str(
-            "metadata: {name: cfg}\ndata: {MODE: fast, LEVEL: '3', bad-key: x, 'with=eq': y}",
+            "metadata: {name: cfg}\ndata: {MODE: fast, LEVEL: '3', bad-key: x, 'with=eq': y}\nbinaryData: {BLOB: AAE=}",
         )
         .unwrap()]
     }
@@ -369,6 +388,10 @@ mod tests {
         assert_eq!(get(&r, "CFG_LEVEL"), "9", "env overrides envFrom");
         assert_eq!(get(&r, "ESC"), "$(MODE)");
         assert_eq!(get(&r, "CFG_bad-key"), "x", "relaxed names: '-' is fine");
+        assert!(
+            !r.env.iter().any(|(k, _)| k == "CFG_BLOB"),
+            "binaryData is not environment"
+        );
         assert_eq!(
             r.warnings,
             ["Keys [CFG_with=eq] from the EnvFrom configMap prod/cfg were skipped since they are considered invalid environment variable names."]
@@ -399,6 +422,10 @@ mod tests {
             (
                 "envFrom: [{secretRef: {name: gone}}]",
                 "secret \"gone\" not found",
+            ),
+            (
+                "env: [{name: X, valueFrom: {configMapKeyRef: {name: cfg, key: BLOB}}}]",
+                "couldn't find key BLOB in ConfigMap prod/cfg",
             ),
         ] {
             assert_eq!(run(env).err(), Some(ConfigError(want.into())), "{env}");

@@ -41,23 +41,42 @@ pub fn of_volume(v: &Volume, s: &Sources) -> Result<Option<Vec<File>>, String> {
         )?;
     } else if let Some(p) = &v.projected {
         let m = mode(p.default_mode);
+        // As kubelet's projected volume: every source is tried, and the errors are
+        // reported together.
+        let mut errors = Vec::new();
         for src in p.sources.iter().flatten() {
-            if let Some(c) = &src.config_map {
-                config_map(c, m, s, &mut files)?;
+            let r = if let Some(c) = &src.config_map {
+                config_map(c, m, s, &mut files)
             } else if let Some(c) = &src.secret {
-                secret(c, m, s, &mut files)?;
+                secret(c, m, s, &mut files)
             } else if let Some(d) = &src.downward_api {
-                downward(d.items.as_deref().unwrap_or_default(), m, s, &mut files)?;
+                downward(d.items.as_deref().unwrap_or_default(), m, s, &mut files)
             } else {
-                return Err(
-                    "projected source not supported (only configMap, secret, downwardAPI)".into(),
-                );
+                // Admission refuses the others (`manifest::strict`).
+                Err("projected source not supported (only configMap, secret, downwardAPI)".into())
+            };
+            if let Err(e) = r {
+                errors.push(e);
             }
+        }
+        if !errors.is_empty() {
+            return Err(aggregate(errors));
         }
     } else {
         return Ok(None);
     }
     Ok(Some(files))
+}
+
+/// Several errors as one, as Kubernetes' `utilerrors.NewAggregate` prints them: one alone
+/// as it is, more (repeats dropped) as `[a, b]`.
+fn aggregate(mut errors: Vec<String>) -> String {
+    let mut seen = std::collections::BTreeSet::new();
+    errors.retain(|e| seen.insert(e.clone()));
+    if errors.len() == 1 {
+        return errors.remove(0);
+    }
+    format!("[{}]", errors.join(", "))
 }
 
 /// Keys (or `items`) of one object's data.
@@ -180,7 +199,7 @@ fn downward(
                 .into_iter()
                 .flat_map(|sp| sp.init_containers.iter().flatten().chain(&sp.containers))
                 .find(|c| c.name == name)
-                .ok_or_else(|| format!("container {name:?} not found in the pod"))?;
+                .ok_or_else(|| format!("container {name} not found"))?;
             let src = k8s_openapi::api::core::v1::EnvVarSource {
                 resource_field_ref: Some(r.clone()),
                 ..Default::default()
@@ -293,5 +312,17 @@ mod tests {
         with("{name: v, projected: {defaultMode: 288, sources: [{configMap: {name: cfg, items: [{key: a.conf, path: a}]}}, {secret: {name: s}}]}}", |r| {
             assert_eq!(r.unwrap().unwrap(), vec![file("a", "x", 0o440), file("token", "secret", 0o440)])
         });
+        // Every source is tried; the errors come together, as kubelet's aggregate.
+        with("{name: v, projected: {sources: [{secret: {name: mysecret}}, {configMap: {name: cfg}}, {configMap: {name: myconfigmap}}]}}", |r| {
+            assert_eq!(r.unwrap_err(), "[secret \"mysecret\" not found, configmap \"myconfigmap\" not found]")
+        });
+        with(
+            "{name: v, projected: {sources: [{secret: {name: mysecret}}]}}",
+            |r| assert_eq!(r.unwrap_err(), "secret \"mysecret\" not found"),
+        );
+        with(
+            "{name: v, projected: {sources: [{secret: {name: mysecret, optional: true}}]}}",
+            |r| assert_eq!(r.unwrap().unwrap(), vec![]),
+        );
     }
 }

@@ -188,6 +188,22 @@ pub fn unsupported(pod: &Pod) -> Result<(), Error> {
                 .unwrap_or_else(|| "source".into());
             return unsupported_err(format!("spec.volumes[{i}].{source}"));
         }
+        // Sources that need the API server (a token, a trust bundle, a certificate):
+        // refused here, so that `validate` and `run` agree.
+        let sources = v.projected.iter().flat_map(|p| p.sources.iter().flatten());
+        for (k, src) in sources.enumerate() {
+            for (f, on) in [
+                ("serviceAccountToken", src.service_account_token.is_some()),
+                ("clusterTrustBundle", src.cluster_trust_bundle.is_some()),
+                ("podCertificate", src.pod_certificate.is_some()),
+            ] {
+                if on {
+                    return unsupported_err(format!(
+                        "spec.volumes[{i}].projected.sources[{k}].{f}"
+                    ));
+                }
+            }
+        }
     }
     let lists = [
         (

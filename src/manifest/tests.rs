@@ -380,3 +380,52 @@ fn seccomp_profile_rules() {
         "spec.initContainers[0].securityContext.seccompProfile.localhostProfile: Invalid value"
     ));
 }
+
+#[test]
+fn volume_sources_that_need_a_cluster_are_refused_at_admission() {
+    for (src, field) in [
+        ("serviceAccountToken: {path: token}", "serviceAccountToken"),
+        (
+            "clusterTrustBundle: {path: b, signerName: x/y}",
+            "clusterTrustBundle",
+        ),
+    ] {
+        let spec = format!(
+            "  containers:\n  - {{name: c, image: busybox}}\n  volumes:\n  - name: v\n    projected:\n      sources:\n      - configMap: {{name: cfg}}\n      - {src}\n"
+        );
+        assert_eq!(
+            err_of(&pod_with(&spec)),
+            format!("spec.volumes[0].projected.sources[1].{field}: not supported")
+        );
+    }
+}
+
+#[test]
+fn downward_api_volume_items_are_validated() {
+    for (items, want) in [
+        (
+            "[{path: n, fieldRef: {fieldPath: spec.nodeName}}]",
+            "spec.volumes[0].downwardAPI.items[0].fieldRef.fieldPath: Unsupported value: \"spec.nodeName\"",
+        ),
+        (
+            "[{path: ../n, fieldRef: {fieldPath: metadata.name}}]",
+            "spec.volumes[0].downwardAPI.items[0].path: Invalid value: \"../n\": must not contain '..'",
+        ),
+        (
+            "[{path: /n, fieldRef: {fieldPath: metadata.name}}]",
+            "spec.volumes[0].downwardAPI.items[0].path: Invalid value: \"/n\": must be a relative path",
+        ),
+        (
+            "[{path: m, resourceFieldRef: {resource: limits.memory}}]",
+            "spec.volumes[0].downwardAPI.items[0].resourceFieldRef.containerName: Required value",
+        ),
+    ] {
+        let spec = format!(
+            "  containers:\n  - {{name: c, image: busybox}}\n  volumes:\n  - {{name: v, downwardAPI: {{items: {items}}}}}\n"
+        );
+        let e = err_of(&pod_with(&spec));
+        assert!(e.starts_with(want), "{e}");
+    }
+    let ok = "  containers:\n  - {name: c, image: busybox}\n  volumes:\n  - {name: v, downwardAPI: {items: [{path: l, fieldRef: {fieldPath: metadata.labels}}, {path: a, fieldRef: {fieldPath: \"metadata.annotations['x']\"}}, {path: m, resourceFieldRef: {containerName: c, resource: limits.memory}}]}}\n";
+    assert!(admit_str(&pod_with(ok)).is_ok());
+}

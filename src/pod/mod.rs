@@ -28,6 +28,7 @@ pub mod termination;
 #[cfg(test)]
 mod tests;
 pub mod volume_file;
+pub mod volumes;
 
 pub use phase::phase;
 pub use plan::{ContainerPlan, Kind, PodPlan, RestartPolicy};

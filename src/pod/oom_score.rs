@@ -54,9 +54,31 @@ pub fn container(spec: &PodSpec, c: &Container, sidecar: bool, memory_capacity: 
     adj.clamp(i128::from(1000 + GUARANTEED), i128::from(BEST_EFFORT - 1)) as i32
 }
 
+/// The one line to tell the user when the kernel refused to give the supervisor the score
+/// `asked` (lowering a score needs CAP_SYS_RESOURCE) and it keeps `kept`: only when that
+/// matters, a score that was to be lowered and was not. Without the capability the
+/// containers cannot go below `kept` either; the runtime lets them keep it silently.
+pub fn refused(asked: i32, kept: i32) -> Option<String> {
+    (asked < kept).then(|| {
+        format!(
+            "oom_score_adj: cannot lower the supervisor's OOM score to {asked} without CAP_SYS_RESOURCE; it keeps {kept}, and no container goes below {kept} either"
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refused_score_is_told_only_when_it_was_to_be_lowered() {
+        assert_eq!(
+            refused(SANDBOX, 0).as_deref(),
+            Some("oom_score_adj: cannot lower the supervisor's OOM score to -998 without CAP_SYS_RESOURCE; it keeps 0, and no container goes below 0 either")
+        );
+        assert_eq!(refused(SANDBOX, -998), None, "it has that score already");
+        assert_eq!(refused(SANDBOX, -999), None, "it ranks even lower");
+    }
 
     const GI: i64 = 1 << 30;
 

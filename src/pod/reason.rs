@@ -91,6 +91,8 @@ words! {
         MissingClusterDNS = "MissingClusterDNS",
         PodPresetConflict = "PodPresetConflict",
         InvalidEnvironmentVariableNames = "InvalidEnvironmentVariableNames",
+        /// A volume could not be set up (kubelet's `FailedMountVolume`).
+        FailedMount = "FailedMount",
     }
 }
 

@@ -208,6 +208,9 @@ pub struct PodState {
     pub probes: Probes,
     /// SIGTERM/SIGINT received so far.
     pub stop_signals: u32,
+    /// Volumes the containers mount that are not set up yet: until there are none, no
+    /// container starts.
+    pub unmounted: super::volumes::Unmounted,
     /// Events to hand out with the next `step`.
     pub(super) events: Vec<EventSpec>,
     /// The pod's identity, for messages.
@@ -283,6 +286,7 @@ impl PodState {
             conditions: Vec::new(),
             probes: Probes::default(),
             stop_signals: 0,
+            unmounted: Default::default(),
             events: Vec::new(),
             who: (plan.name.clone(), plan.namespace.clone(), plan.uid.clone()),
         }

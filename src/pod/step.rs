@@ -34,6 +34,9 @@ pub enum Action {
     Stop(usize),
     /// SIGKILL container `i` (its whole cgroup).
     Kill(usize),
+    /// Set up these volumes again (they failed before); report each with
+    /// `PodState::on_mounted` or `on_mount_failed`.
+    MountVolumes(Vec<String>),
     /// Call `step` again at this time even if nothing is observed before.
     WakeAt(Millis),
     /// Every container has ended and the pod is terminal: tear down and exit.
@@ -59,8 +62,12 @@ pub fn step(plan: &PodPlan, st: &mut PodState, now: Millis) -> Vec<Action> {
         st.request_termination(plan, now, None);
     }
     if st.terminating.is_none() {
-        restarts(plan, st, now, &mut acts);
-        starts(plan, st, &mut acts);
+        if st.unmounted.is_empty() {
+            restarts(plan, st, now, &mut acts);
+            starts(plan, st, &mut acts);
+        } else {
+            mounts(st, now, &mut acts);
+        }
     }
     stops(plan, st, now, &mut acts);
     post_starts(st, &mut acts);
@@ -237,6 +244,18 @@ fn starts(plan: &PodPlan, st: &mut PodState, acts: &mut Vec<Action>) {
                 }
             }
         }
+    }
+}
+
+/// kubelet's volume manager: no container starts until the volumes they mount are set up;
+/// those that failed are tried again when their back-off ends.
+fn mounts(st: &mut PodState, now: Millis, acts: &mut Vec<Action>) {
+    let (due, next) = st.unmounted.due(now);
+    if !due.is_empty() {
+        acts.push(Action::MountVolumes(due));
+    }
+    if let Some(t) = next {
+        acts.push(Action::WakeAt(t));
     }
 }
 

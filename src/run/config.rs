@@ -78,5 +78,6 @@ pub(super) fn supervisor_config(
         preset_conflict: adm.preset_conflict,
         config_maps: adm.config_maps,
         secrets: adm.secrets,
+        unmounted: Vec::new(),
     })
 }

@@ -4,7 +4,6 @@
 use k8s_openapi::api::core::v1::Pod;
 
 use super::namespaces::{given_namespaces, setup_namespaces, HostNamespaces};
-use crate::bundle::HostVolume;
 use crate::sandbox::statedir::StateDir;
 use crate::supervisor::{self, EXIT_SANDBOX};
 
@@ -19,20 +18,30 @@ pub(super) fn supervise(
 ) -> i32 {
     // The pause container's rank: the OOM killer takes any container before the supervisor.
     // Containers and execs set their own score as they start.
-    if let Err(e) = std::fs::write(
-        "/proc/self/oom_score_adj",
-        crate::pod::oom_score::SANDBOX.to_string(),
-    ) {
-        crate::log::warn(&format!(
-            "the supervisor keeps its OOM score: writing {} to /proc/self/oom_score_adj: {e}",
-            crate::pod::oom_score::SANDBOX
-        ));
-    }
+    set_oom_score(crate::pod::oom_score::SANDBOX);
     if let Err(e) = finish_sandbox(&mut cfg, sd, pid1, own_netns) {
         crate::log::error(&format!("setting up the sandbox: {e}"));
         return EXIT_SANDBOX;
     }
     supervisor::run(cfg, sd)
+}
+
+/// Give the supervisor OOM score `adj`. Refused for want of CAP_SYS_RESOURCE, it is said
+/// once (`pod::oom_score::refused`), and only when the score it keeps is higher.
+fn set_oom_score(adj: i32) {
+    const PATH: &str = "/proc/self/oom_score_adj";
+    match std::fs::write(PATH, adj.to_string()) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            let kept = std::fs::read_to_string(PATH)
+                .ok()
+                .and_then(|t| t.trim().parse::<i32>().ok());
+            if let Some(msg) = kept.and_then(|k| crate::pod::oom_score::refused(adj, k)) {
+                crate::log::warn(&msg);
+            }
+        }
+        Err(e) => crate::log::warn(&format!("writing {adj} to {PATH}: {e}")),
+    }
 }
 
 /// The namespaces made the pod's (hostname, loopback, /proc), then its volumes, sysctls
@@ -51,35 +60,17 @@ fn finish_sandbox(
         setup_namespaces(&cfg.hostname, host)?;
     }
     let spec = cfg.pod.spec.clone().unwrap_or_default();
-    let size = |q: &str| crate::quantity::parse(q).map(|v| v.value().max(0) as u64);
-    let pod_ips = if own_netns {
+    cfg.pod_ips = if own_netns {
         Vec::new()
     } else {
         crate::sandbox::net::pod_ips()
     };
-    let (cpu, mem) = crate::supervisor::node_allocatable();
-    let sources = crate::manifest::env::Sources {
-        pod: &cfg.pod,
-        config_maps: &cfg.config_maps,
-        secrets: &cfg.secrets,
-        pod_ips: &pod_ips,
-        host_ips: &pod_ips,
-        node_cpu_milli: cpu,
-        node_memory: mem,
-    };
-    let files_of =
-        |v: &k8s_openapi::api::core::v1::Volume| crate::manifest::files::of_volume(v, &sources);
-    let volumes =
-        crate::sandbox::volumes::prepare(&spec, sd, &size, &files_of).map_err(|e| e.to_string())?;
-    cfg.volumes = volumes
+    // Volumes that fail to set up are kubelet's FailedMount (the pod waits, tried again),
+    // never a sandbox error; one no container mounts is not waited for.
+    let used = crate::pod::volumes::used(&spec);
+    cfg.unmounted = supervisor::set_up_volumes(cfg, sd, None)
         .into_iter()
-        .map(|(k, (host_path, read_only))| {
-            let v = HostVolume {
-                host_path,
-                read_only,
-            };
-            (k, v)
-        })
+        .filter(|(v, _)| used.contains(v))
         .collect();
     let sysctls: Vec<(String, String)> = spec
         .security_context
@@ -88,10 +79,9 @@ fn finish_sandbox(
         .map(|s| (s.name.clone(), s.value.clone()))
         .collect();
     crate::sandbox::sysctls::apply(&sysctls)?;
-    let (files, missing_dns) = pod_files(&cfg.pod, &pod_ips, &cfg.hostname, sd)?;
+    let (files, missing_dns) = pod_files(&cfg.pod, &cfg.pod_ips, &cfg.hostname, sd)?;
     cfg.pod_files = files;
     cfg.missing_cluster_dns = missing_dns;
-    cfg.pod_ips = pod_ips;
     Ok(())
 }
 

@@ -30,8 +30,9 @@ use oci_spec::runtime::Spec;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 pub struct Launch<'a> {
-    /// For error messages.
-    pub container_id: &'a str,
+    /// The container's name, whole: the errors of a process joining it say which container
+    /// (a new container's errors are named by the caller, who knows which it started).
+    pub name: &'a str,
     /// The merged spec: `root.path` absolute; network, ipc and uts namespaces removed (the
     /// child inherits the pod's from the supervisor).
     pub spec: &'a Spec,
@@ -77,7 +78,7 @@ pub fn spawn_in(target: &OwnedFd, l: &Launch) -> Result<Spawned, SpawnError> {
 
 fn start(l: &Launch, join: Option<&OwnedFd>) -> Result<Spawned, SpawnError> {
     let mut prepared = prepare::Prepared::from_spec(l.spec, l.stdio)
-        .map_err(|e| SpawnError::Create(format!("container {}: {e}", short(l.container_id))))?;
+        .map_err(|e| SpawnError::Create(named(l.name, join.is_some(), e)))?;
     prepared.join = join.map(|fd| fd.as_raw_fd());
     let (parent_end, child_end) = nix::sys::socket::socketpair(
         nix::sys::socket::AddressFamily::Unix,
@@ -112,9 +113,15 @@ fn start(l: &Launch, join: Option<&OwnedFd>) -> Result<Spawned, SpawnError> {
             // SAFETY: setns with a pidfd and one namespace flag.
             if unsafe { libc::setns(target.as_raw_fd(), libc::CLONE_NEWPID) } != 0 {
                 let e = std::io::Error::last_os_error();
-                return Err(SpawnError::Create(format!(
-                    "joining the pid namespace of container {}: {e}",
-                    short(l.container_id)
+                let what = if join.is_some() {
+                    "joining the container's pid namespace"
+                } else {
+                    "joining the pid namespace of its target container"
+                };
+                return Err(SpawnError::Create(named(
+                    l.name,
+                    join.is_some(),
+                    format!("{what}: {e}"),
                 )));
             }
             restore_pid_ns = Some(own);
@@ -209,6 +216,24 @@ fn start_result(fd: &OwnedFd) -> (Option<OwnedFd>, Option<String>) {
     }
 }
 
-fn short(id: &str) -> &str {
-    &id[..id.len().min(12)]
+/// An error of a process for container `name`: an exec into it names the container (its
+/// caller reports a probe or hook), a new container's caller names it already.
+fn named(name: &str, exec: bool, msg: String) -> String {
+    if exec {
+        format!("container {name}: {msg}")
+    } else {
+        msg
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::named;
+
+    #[test]
+    fn an_exec_error_names_the_whole_container_name() {
+        let e = named("lifecycle-demo-container", true, "joining: ESRCH".into());
+        assert_eq!(e, "container lifecycle-demo-container: joining: ESRCH");
+        assert_eq!(named("lifecycle-demo-container", false, "x".into()), "x");
+    }
 }

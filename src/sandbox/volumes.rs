@@ -2,7 +2,7 @@
 //! `medium: Memory`) that lives as long as the pod and survives container restarts, and
 //! `hostPath` with Kubernetes' type checks. Containers bind-mount them (see `bundle`).
 
-use k8s_openapi::api::core::v1::{HostPathVolumeSource, PodSpec, Volume};
+use k8s_openapi::api::core::v1::{HostPathVolumeSource, Volume};
 use std::collections::BTreeMap;
 use std::fs;
 use std::io;
@@ -16,30 +16,49 @@ use crate::pod::volume_file::File;
 /// `None` for another kind (`manifest::files`).
 pub type FilesOf<'a> = &'a dyn Fn(&Volume) -> Result<Option<Vec<File>>, String>;
 
-/// Make every volume of the pod available on the host; returns volume name → (host path,
-/// read-only: volumes of files are). `size_bytes` converts a Kubernetes quantity
-/// (`sizeLimit`) to bytes.
-pub fn prepare(
-    spec: &PodSpec,
+/// Volume name → (host path, read-only).
+pub type Prepared = BTreeMap<String, (PathBuf, bool)>;
+
+/// Make `volumes` available on the host: volume name → (host path, read-only: volumes of
+/// files are), and the volumes that could not be set up, each with why (in the volume
+/// plugin's words: kubelet reports them as `FailedMount` and tries again). `size_bytes`
+/// converts a Kubernetes quantity (`sizeLimit`) to bytes.
+pub fn prepare<'v>(
+    volumes: impl IntoIterator<Item = &'v Volume>,
     sd: &StateDir,
     size_bytes: &dyn Fn(&str) -> Result<u64, String>,
     files_of: FilesOf,
-) -> io::Result<BTreeMap<String, (PathBuf, bool)>> {
+) -> (Prepared, Vec<(String, String)>) {
     let mut out = BTreeMap::new();
-    for (i, v) in spec.volumes.iter().flatten().enumerate() {
-        let err =
-            |e: io::Error| io::Error::new(e.kind(), format!("spec.volumes[{i}] ({}): {e}", v.name));
-        let files = files_of(v).map_err(io::Error::other).map_err(err)?;
-        let entry = match files {
-            Some(files) => (
-                write_files(&sd.volume_dir(&v.name), &files).map_err(err)?,
-                true,
-            ),
-            None => (prepare_one(v, sd, size_bytes).map_err(err)?, false),
-        };
-        out.insert(v.name.clone(), entry);
+    let mut failed = Vec::new();
+    for v in volumes {
+        match prepare_volume(v, sd, size_bytes, files_of) {
+            Ok(entry) => {
+                out.insert(v.name.clone(), entry);
+            }
+            Err(e) => failed.push((v.name.clone(), e)),
+        }
     }
-    Ok(out)
+    (out, failed)
+}
+
+/// One volume made available on the host: (host path, read-only).
+fn prepare_volume(
+    v: &Volume,
+    sd: &StateDir,
+    size_bytes: &dyn Fn(&str) -> Result<u64, String>,
+    files_of: FilesOf,
+) -> Result<(PathBuf, bool), String> {
+    Ok(match files_of(v)? {
+        Some(files) => (
+            write_files(&sd.volume_dir(&v.name), &files).map_err(|e| e.to_string())?,
+            true,
+        ),
+        None => (
+            prepare_one(v, sd, size_bytes).map_err(|e| e.to_string())?,
+            false,
+        ),
+    })
 }
 
 /// A volume of files: written once, before any container starts, mounted read-only.

@@ -216,7 +216,7 @@ impl Ctr {
         let id = crate::util::random_hex(32);
         let placement = self.cgroup.placement().map_err(|e| e.to_string())?;
         let spawned = runtime::spawn(&runtime::Launch {
-            container_id: &id,
+            name: &self.name,
             spec: &spec,
             stdio: [stdin_fd, out_w.as_raw_fd(), err_w.as_raw_fd()],
             cgroup: &placement,
@@ -314,7 +314,7 @@ impl Ctr {
         let spawned = runtime::spawn_in(
             &run.pidfd,
             &runtime::Launch {
-                container_id: &self.name,
+                name: &self.name,
                 spec: &spec,
                 stdio: [devnull.as_raw_fd(), out_w.as_raw_fd(), err_fd],
                 cgroup: &placement,

@@ -17,7 +17,7 @@ mod start;
 mod status;
 mod teardown;
 
-pub use start::node_allocatable;
+pub use start::{node_allocatable, set_up_volumes};
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -71,6 +71,9 @@ pub struct Config {
     /// Sources of `env.valueFrom` and `envFrom`.
     pub config_maps: Vec<k8s_openapi::api::core::v1::ConfigMap>,
     pub secrets: Vec<k8s_openapi::api::core::v1::Secret>,
+    /// Volumes the containers mount that could not be set up, with why: the containers
+    /// wait while they are tried again (`pod::volumes`).
+    pub unmounted: Vec<(String, String)>,
 }
 
 /// Signals the supervisor handles. As PID 1 it would not even see the others.
@@ -205,6 +208,13 @@ pub fn run(mut cfg: Config, sd: &StateDir) -> i32 {
     };
     let now = s.now();
     s.st.on_sandbox_ready(now);
+    for (v, e) in std::mem::take(&mut s.cfg.unmounted) {
+        // Said once: the pod then waits quietly, its FailedMount events in `podinit events`.
+        crate::log::warn(&format!(
+            "volume {v:?} cannot be set up: {e}; the containers wait for it (kubelet's FailedMount)"
+        ));
+        s.st.on_mount_failed(&v, &e, now);
+    }
     if let Some(c) = s.cfg.preset_conflict.take() {
         s.event(pod::events::preset_conflict(&c));
     }
@@ -293,6 +303,10 @@ impl Supervisor<'_> {
                         c.signal(c.stop_signal);
                     }
                     Action::Kill(i) => self.containers[i].ctr.kill(),
+                    Action::MountVolumes(names) => {
+                        self.mount_volumes(&names);
+                        changed = true;
+                    }
                     Action::WakeAt(t) => {
                         self.wake.insert(t);
                     }

@@ -1,10 +1,14 @@
 //! Starting a container when `pod` says so: the environment resolved at each start (as
 //! kubelet does), the target's pid namespace for an ephemeral container, the run itself,
-//! and what its start tells `pod`.
+//! and what its start tells `pod`; and the volumes the containers need, set up before.
+
+use k8s_openapi::api::core::v1::Volume;
 
 use super::containers::StartContext;
 use super::Supervisor;
+use crate::bundle::HostVolume;
 use crate::pod::{self, StartFailure};
+use crate::sandbox::statedir::StateDir;
 
 /// The node's allocatable CPU (millicores) and memory (bytes), for `resourceFieldRef`
 /// of a resource without a limit.
@@ -23,7 +27,58 @@ pub fn node_allocatable() -> (i64, i64) {
     })
 }
 
+/// Set up the pod's volumes named in `names` (every one when `None`), in the supervisor's
+/// mount namespace: those set up join `cfg.volumes`; the others are returned with why, in
+/// the volume plugin's words (`configmap "x" not found`).
+pub fn set_up_volumes(
+    cfg: &mut super::Config,
+    sd: &StateDir,
+    names: Option<&[String]>,
+) -> Vec<(String, String)> {
+    let (made, failed) = {
+        let (cpu, mem) = node_allocatable();
+        let sources = crate::manifest::env::Sources {
+            pod: &cfg.pod,
+            config_maps: &cfg.config_maps,
+            secrets: &cfg.secrets,
+            pod_ips: &cfg.pod_ips,
+            host_ips: &cfg.pod_ips,
+            node_cpu_milli: cpu,
+            node_memory: mem,
+        };
+        let files_of = |v: &Volume| crate::manifest::files::of_volume(v, &sources);
+        let size = |q: &str| crate::quantity::parse(q).map(|v| v.value().max(0) as u64);
+        let spec = cfg.pod.spec.as_ref().expect("admitted pod has a spec");
+        let wanted = spec
+            .volumes
+            .iter()
+            .flatten()
+            .filter(|v| names.is_none_or(|n| n.contains(&v.name)));
+        crate::sandbox::volumes::prepare(wanted, sd, &size, &files_of)
+    };
+    for (name, (host_path, read_only)) in made {
+        let v = HostVolume {
+            host_path,
+            read_only,
+        };
+        cfg.volumes.insert(name, v);
+    }
+    failed
+}
+
 impl Supervisor<'_> {
+    /// `pod` asked to try these volumes again: report how each went.
+    pub(super) fn mount_volumes(&mut self, names: &[String]) {
+        let failed = set_up_volumes(&mut self.cfg, self.sd, Some(names));
+        let now = self.now();
+        for n in names {
+            match failed.iter().find(|(v, _)| v == n) {
+                Some((_, e)) => self.st.on_mount_failed(n, e, now),
+                None => self.st.on_mounted(n),
+            }
+        }
+    }
+
     pub(super) fn start(&mut self, i: usize) {
         self.release_later();
         let now = self.now();

@@ -1,7 +1,7 @@
 //! Volumes: the pod's (a unique name, exactly one source, the fields of the sources
 //! podinit has) and a container's mounts of them.
 
-use k8s_openapi::api::core::v1::{Container, PodSpec, Volume};
+use k8s_openapi::api::core::v1::{Container, DownwardAPIVolumeFile, PodSpec, Volume};
 use std::collections::BTreeSet;
 
 use super::{err, Error, R};
@@ -59,6 +59,22 @@ fn volume(v: &Volume, p: &str, vols: &mut BTreeSet<String>) -> R {
             );
         }
     }
+    if let Some(d) = &v.downward_api {
+        downward_items(
+            d.items.as_deref().unwrap_or_default(),
+            &format!("{p}.downwardAPI"),
+        )?;
+    }
+    let sources = v
+        .projected
+        .iter()
+        .flat_map(|pr| pr.sources.iter().flatten());
+    for (k, src) in sources.enumerate() {
+        if let Some(d) = &src.downward_api {
+            let at = format!("{p}.projected.sources[{k}].downwardAPI");
+            downward_items(d.items.as_deref().unwrap_or_default(), &at)?;
+        }
+    }
     if let Some(ed) = &v.empty_dir {
         if let Some(m) = ed.medium.as_deref() {
             if !["", "Memory"].contains(&m) {
@@ -75,6 +91,97 @@ fn volume(v: &Volume, p: &str, vols: &mut BTreeSet<String>) -> R {
                     format!("Invalid value: {e}"),
                 )
             })?;
+        }
+    }
+    Ok(())
+}
+
+/// The files of a downward-API volume (`validateDownwardAPIVolumeFile`): a relative path
+/// without `..`, and one source, of the fields a volume may show.
+fn downward_items(items: &[DownwardAPIVolumeFile], p: &str) -> R {
+    for (j, it) in items.iter().enumerate() {
+        let ip = format!("{p}.items[{j}]");
+        let path = std::path::Path::new(&it.path);
+        if it.path.is_empty() {
+            return err(format!("{ip}.path"), "Required value");
+        }
+        if path.is_absolute() {
+            return err(
+                format!("{ip}.path"),
+                format!("Invalid value: {:?}: must be a relative path", it.path),
+            );
+        }
+        if path
+            .components()
+            .any(|c| c == std::path::Component::ParentDir)
+        {
+            return err(
+                format!("{ip}.path"),
+                format!("Invalid value: {:?}: must not contain '..'", it.path),
+            );
+        }
+        match (&it.field_ref, &it.resource_field_ref) {
+            (Some(_), Some(_)) => {
+                return err(
+                    ip,
+                    "Invalid value: \"resource\": fieldRef and resourceFieldRef can not be specified simultaneously",
+                )
+            }
+            (None, None) => {
+                return err(
+                    ip,
+                    "Required value: one of fieldRef and resourceFieldRef is required",
+                )
+            }
+            (Some(f), None) => {
+                let fp = f.field_path.as_str();
+                let keyed = |prefix: &str| {
+                    fp.strip_prefix(prefix)
+                        .and_then(|r| r.strip_suffix("']"))
+                        .is_some_and(|k| !k.is_empty())
+                };
+                let whole = [
+                    "metadata.annotations",
+                    "metadata.labels",
+                    "metadata.name",
+                    "metadata.namespace",
+                    "metadata.uid",
+                ];
+                if !(whole.contains(&fp)
+                    || keyed("metadata.labels['")
+                    || keyed("metadata.annotations['"))
+                {
+                    return err(
+                        format!("{ip}.fieldRef.fieldPath"),
+                        format!("Unsupported value: {fp:?}: supported values: \"metadata.annotations\", \"metadata.labels\", \"metadata.name\", \"metadata.namespace\", \"metadata.uid\""),
+                    );
+                }
+            }
+            (None, Some(r)) => {
+                if r.container_name.as_deref().unwrap_or("").is_empty() {
+                    return err(
+                        format!("{ip}.resourceFieldRef.containerName"),
+                        "Required value",
+                    );
+                }
+                let ok = [
+                    "limits.cpu",
+                    "limits.memory",
+                    "limits.ephemeral-storage",
+                    "requests.cpu",
+                    "requests.memory",
+                    "requests.ephemeral-storage",
+                ]
+                .contains(&r.resource.as_str())
+                    || r.resource.starts_with("limits.hugepages-")
+                    || r.resource.starts_with("requests.hugepages-");
+                if !ok {
+                    return err(
+                        format!("{ip}.resourceFieldRef.resource"),
+                        format!("Unsupported value: {:?}", r.resource),
+                    );
+                }
+            }
         }
     }
     Ok(())
