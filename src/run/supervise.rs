@@ -51,7 +51,6 @@ fn finish_sandbox(
         setup_namespaces(&cfg.hostname, host)?;
     }
     let spec = cfg.pod.spec.clone().unwrap_or_default();
-    let size = |q: &str| crate::quantity::parse(q).map(|v| v.value().max(0) as u64);
     let pod_ips = if own_netns {
         Vec::new()
     } else {
@@ -70,7 +69,7 @@ fn finish_sandbox(
     let files_of =
         |v: &k8s_openapi::api::core::v1::Volume| crate::manifest::files::of_volume(v, &sources);
     let volumes =
-        crate::sandbox::volumes::prepare(&spec, sd, &size, &files_of).map_err(|e| e.to_string())?;
+        crate::sandbox::volumes::prepare(&spec, sd, mem, &files_of).map_err(|e| e.to_string())?;
     cfg.volumes = volumes
         .into_iter()
         .map(|(k, (host_path, read_only))| {

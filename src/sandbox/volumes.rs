@@ -1,5 +1,6 @@
-//! Pod volumes on the host: `emptyDir` (a directory in the state dir, or a tmpfs for
-//! `medium: Memory`) that lives as long as the pod and survives container restarts, and
+//! Pod volumes on the host: `emptyDir` (a directory in the state dir, a tmpfs for
+//! `medium: Memory`, a hugetlbfs for `HugePages`) that lives as long as the pod and
+//! survives container restarts, and
 //! `hostPath` with Kubernetes' type checks. Containers bind-mount them (see `bundle`).
 
 use k8s_openapi::api::core::v1::{HostPathVolumeSource, PodSpec, Volume};
@@ -17,12 +18,12 @@ use crate::pod::volume_file::File;
 pub type FilesOf<'a> = &'a dyn Fn(&Volume) -> Result<Option<Vec<File>>, String>;
 
 /// Make every volume of the pod available on the host; returns volume name → (host path,
-/// read-only: volumes of files are). `size_bytes` converts a Kubernetes quantity
-/// (`sizeLimit`) to bytes.
+/// read-only: volumes of files are). `node_memory` (allocatable bytes) bounds a
+/// memory-backed emptyDir.
 pub fn prepare(
     spec: &PodSpec,
     sd: &StateDir,
-    size_bytes: &dyn Fn(&str) -> Result<u64, String>,
+    node_memory: i64,
     files_of: FilesOf,
 ) -> io::Result<BTreeMap<String, (PathBuf, bool)>> {
     let mut out = BTreeMap::new();
@@ -35,7 +36,7 @@ pub fn prepare(
                 write_files(&sd.volume_dir(&v.name), &files).map_err(err)?,
                 true,
             ),
-            None => (prepare_one(v, sd, size_bytes).map_err(err)?, false),
+            None => (prepare_one(v, spec, sd, node_memory).map_err(err)?, false),
         };
         out.insert(v.name.clone(), entry);
     }
@@ -71,31 +72,39 @@ fn write_files(dir: &std::path::Path, files: &[File]) -> io::Result<PathBuf> {
     Ok(dir.to_path_buf())
 }
 
-fn prepare_one(
-    v: &Volume,
-    sd: &StateDir,
-    size_bytes: &dyn Fn(&str) -> Result<u64, String>,
-) -> io::Result<PathBuf> {
+fn prepare_one(v: &Volume, spec: &PodSpec, sd: &StateDir, node_memory: i64) -> io::Result<PathBuf> {
+    use crate::pod::empty_dir::Backing;
     if let Some(ed) = &v.empty_dir {
+        let backing = crate::pod::empty_dir::backing(spec, ed, i128::from(node_memory))
+            .map_err(io::Error::other)?;
         let dir = sd.volume_dir(&v.name);
         fs::DirBuilder::new().recursive(true).create(&dir)?;
         // kubelet makes emptyDirs world-writable so that any container user can use them.
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o777))?;
-        if ed.medium.as_deref() == Some("Memory") {
-            let mut data = String::from("mode=0777");
-            if let Some(q) = &ed.size_limit {
-                let b = size_bytes(&q.0).map_err(io::Error::other)?;
-                data.push_str(&format!(",size={b}"));
+        let (fstype, data) = match backing {
+            Backing::Disk => return Ok(dir),
+            Backing::Memory(size) => ("tmpfs", format!("mode=0777,size={size}")),
+            Backing::HugePages(page) => {
+                // The kernel offers only the page sizes it has a pool of.
+                let pool = format!("/sys/kernel/mm/hugepages/hugepages-{}kB", page >> 10);
+                if !std::path::Path::new(&pool).exists() {
+                    return Err(io::Error::other(format!(
+                        "emptyDir medium {:?}: this machine has no huge pages of {} bytes ({pool} is missing)",
+                        ed.medium.as_deref().unwrap_or(""),
+                        page
+                    )));
+                }
+                ("hugetlbfs", format!("pagesize={page}"))
             }
-            crate::sys::mount::mount(
-                Some(std::path::Path::new("tmpfs")),
-                &dir,
-                Some("tmpfs"),
-                libc::MS_NOSUID | libc::MS_NODEV,
-                &data,
-            )
-            .map_err(|e| io::Error::other(format!("mounting tmpfs on {}: {e}", dir.display())))?;
-        }
+        };
+        crate::sys::mount::mount(
+            Some(std::path::Path::new(fstype)),
+            &dir,
+            Some(fstype),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            &data,
+        )
+        .map_err(|e| io::Error::other(format!("mounting {fstype} on {}: {e}", dir.display())))?;
         return Ok(dir);
     }
     if let Some(hp) = &v.host_path {
@@ -177,4 +186,89 @@ fn host_path(hp: &HostPathVolumeSource) -> io::Result<PathBuf> {
         }
     }
     Ok(p)
+}
+
+/// An incremental `du -x`: the bytes the files under a directory occupy (blocks, as
+/// kubelet's volume statistics count them), counted a bounded number of entries at a time
+/// so that a large directory never holds up the supervisor's loop.
+pub struct DiskUsage {
+    dev: u64,
+    pending: Vec<PathBuf>,
+    bytes: u64,
+}
+
+impl DiskUsage {
+    pub fn new(root: &std::path::Path) -> DiskUsage {
+        use std::os::unix::fs::MetadataExt;
+        let meta = fs::symlink_metadata(root).ok();
+        DiskUsage {
+            dev: meta.as_ref().map_or(0, |m| m.dev()),
+            pending: meta.map(|_| root.to_path_buf()).into_iter().collect(),
+            bytes: 0,
+        }
+    }
+
+    /// Count about `budget` more entries; the total once every directory has been read.
+    pub fn step(&mut self, budget: usize) -> Option<u64> {
+        use std::os::unix::fs::MetadataExt;
+        let mut seen = 0;
+        while seen < budget {
+            let Some(dir) = self.pending.pop() else {
+                return Some(self.bytes);
+            };
+            if let Ok(m) = fs::symlink_metadata(&dir) {
+                self.bytes += m.blocks() * 512;
+            }
+            // A directory gone meanwhile (a container removed it) counts as empty.
+            for e in fs::read_dir(&dir).into_iter().flatten().flatten() {
+                seen += 1;
+                // DirEntry::metadata does not follow symlinks.
+                let Ok(m) = e.metadata() else { continue };
+                if m.dev() != self.dev {
+                    continue;
+                }
+                if m.is_dir() {
+                    self.pending.push(e.path());
+                } else {
+                    self.bytes += m.blocks() * 512;
+                }
+            }
+        }
+        self.pending.is_empty().then_some(self.bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn disk_usage_counts_blocks_a_bounded_step_at_a_time() {
+        let root = std::env::temp_dir().join(format!(
+            "podinit-du-{}-{}",
+            std::process::id(),
+            crate::util::random_hex(4)
+        ));
+        for d in ["a", "a/b", "c"] {
+            fs::create_dir_all(root.join(d)).unwrap();
+        }
+        fs::write(root.join("a/b/big"), vec![1u8; 1 << 20]).unwrap();
+        fs::write(root.join("c/small"), b"x").unwrap();
+        std::os::unix::fs::symlink("/usr", root.join("link")).unwrap();
+        let mut du = DiskUsage::new(&root);
+        let mut steps = 0;
+        let total = loop {
+            steps += 1;
+            if let Some(t) = du.step(1) {
+                break t;
+            }
+        };
+        assert!(steps > 2, "one entry per step: {steps}");
+        assert!(
+            ((1 << 20)..(2 << 20)).contains(&total),
+            "the file's blocks, not what the link points to: {total}"
+        );
+        fs::remove_dir_all(&root).unwrap();
+        assert_eq!(DiskUsage::new(&root).step(10), Some(0), "gone: nothing");
+    }
 }

@@ -15,6 +15,7 @@ pub mod signals;
 mod start;
 mod status;
 mod teardown;
+mod volume_usage;
 
 pub use start::node_allocatable;
 
@@ -121,6 +122,8 @@ struct Supervisor<'a> {
     /// a second after the first of a burst of container starts or API requests
     /// (`release_later`).
     release_at: Option<pod::Millis>,
+    /// Disk emptyDirs with a size limit, measured on a timer.
+    volume_usage: volume_usage::Watch,
 }
 
 /// Where probes and hooks connect: the pod's IP, or loopback where the pod has none.
@@ -178,6 +181,10 @@ pub fn run(mut cfg: Config, sd: &StateDir) -> i32 {
         })
         .collect();
     let status = StatusWriter::new(sd.status_file());
+    let volume_usage = volume_usage::Watch::of(
+        cfg.pod.spec.as_ref().expect("admitted pod has a spec"),
+        &cfg.volumes,
+    );
     let mut s = Supervisor {
         cfg,
         containers,
@@ -198,6 +205,7 @@ pub fn run(mut cfg: Config, sd: &StateDir) -> i32 {
         next_token: 0,
         metrics: Default::default(),
         release_at: None,
+        volume_usage,
     };
     let now = s.now();
     s.st.on_sandbox_ready(now);
@@ -250,6 +258,7 @@ impl Supervisor<'_> {
                 self.release_at = None;
                 crate::sys::pages::release_startup_pages();
             }
+            self.watch_volume_usage();
             self.wait_and_observe(sig);
         }
     }
