@@ -41,13 +41,24 @@ pub(super) fn security(
     }
     let run_as_user = csc.run_as_user.or(psc.run_as_user);
     let run_as_group = csc.run_as_group.or(psc.run_as_group);
+    // `Strict`: only runAsGroup, supplementalGroups and fsGroup, nothing the image's
+    // /etc/group or config adds (the CRI's SupplementalGroupsPolicy).
+    let strict = psc.supplemental_groups_policy.as_deref() == Some("Strict");
+    if strict {
+        user["additionalGids"] = json!([]);
+    }
     let mut extra_gids: Vec<i64> = Vec::new();
-    if let Some(uid) = run_as_user {
+    let uid = run_as_user.or_else(|| user["uid"].as_i64()).unwrap_or(0);
+    let (passwd_gid, groups) = passwd_lookup(&b.rootfs, uid);
+    if run_as_user.is_some() {
         user["uid"] = json!(uid);
-        let (gid, groups) = passwd_lookup(&b.rootfs, uid);
         if run_as_group.is_none() {
-            user["gid"] = json!(gid);
+            user["gid"] = json!(passwd_gid);
         }
+    }
+    // `Merge`: the groups /etc/group lists the user in, as containerd's
+    // WithAdditionalGIDs adds them for the image's user or runAsUser.
+    if !strict {
         extra_gids.extend(groups);
     }
     if let Some(gid) = run_as_group {
@@ -218,4 +229,79 @@ fn passwd_lookup(rootfs: &Path, uid: i64) -> (i64, Vec<i64>) {
         })
         .collect();
     (gid, groups)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The image user's groups in a rootfs of its own; the process's user after the merge.
+    fn groups_with(pod_sc: &str, csc: &str, image_user: Value) -> (i64, i64, Vec<i64>) {
+        let root = std::env::temp_dir().join(format!(
+            "podinit-sgp-{}-{}",
+            std::process::id(),
+            crate::util::random_hex(4)
+        ));
+        std::fs::create_dir_all(root.join("etc")).unwrap();
+        std::fs::write(
+            root.join("etc/passwd"),
+            "root:x:0:0:root:/root:/bin/sh\napp:x:1000:1000:app:/home/app:/bin/sh\n",
+        )
+        .unwrap();
+        std::fs::write(
+            root.join("etc/group"),
+            "root:x:0:\napp:x:1000:\nusers:x:100:app\nwheel:x:10:root,app\n",
+        )
+        .unwrap();
+        let b = Bundle {
+            dir: root.clone(),
+            rootfs: root.clone(),
+            spec: Default::default(),
+        };
+        let pod: PodSpec =
+            serde_yaml_ng::from_str(&format!("containers: []\nsecurityContext: {pod_sc}")).unwrap();
+        let c: Container =
+            serde_yaml_ng::from_str(&format!("name: c\nsecurityContext: {csc}")).unwrap();
+        let mut v = json!({"process": {"user": image_user}});
+        security(&mut v, &b, &pod, &c).unwrap();
+        std::fs::remove_dir_all(&root).unwrap();
+        let u = &v["process"]["user"];
+        let gids = u["additionalGids"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_i64).collect())
+            .unwrap_or_default();
+        (u["uid"].as_i64().unwrap(), u["gid"].as_i64().unwrap(), gids)
+    }
+
+    #[test]
+    fn merge_adds_the_image_groups_and_strict_does_not() {
+        let image = json!({"uid": 0, "gid": 0, "additionalGids": [42]});
+        assert_eq!(
+            groups_with(
+                "{runAsUser: 1000, runAsGroup: 3000, supplementalGroups: [4000]}",
+                "{}",
+                image.clone()
+            ),
+            (1000, 3000, vec![42, 100, 10, 4000]),
+            "Merge is the default"
+        );
+        assert_eq!(
+            groups_with("{runAsUser: 1000, runAsGroup: 3000, supplementalGroups: [4000], fsGroup: 5000, supplementalGroupsPolicy: Strict}", "{}", image.clone()),
+            (1000, 3000, vec![4000, 5000])
+        );
+        // Without runAsUser, the image's user's groups (containerd's WithAdditionalGIDs).
+        assert_eq!(
+            groups_with(
+                "{supplementalGroupsPolicy: Merge}",
+                "{}",
+                json!({"uid": 0, "gid": 0})
+            ),
+            (0, 0, vec![10])
+        );
+        assert_eq!(
+            groups_with("{}", "{runAsUser: 1000}", json!({"uid": 0, "gid": 0})),
+            (1000, 1000, vec![100, 10]),
+            "the primary gid from /etc/passwd"
+        );
+    }
 }

@@ -27,6 +27,55 @@ pub fn pod(pod: &mut Pod, new_uid: &dyn Fn() -> String) {
     for c in spec.containers.iter_mut() {
         container(c);
     }
+    pod_requests(spec);
+}
+
+/// An amount of resource `r` (CPU in millicores, bytes otherwise) as Kubernetes writes it:
+/// `500m`, `2`, `64Mi`.
+pub(super) fn canonical(r: &str, v: i128) -> String {
+    if r == "cpu" {
+        return if v % 1000 == 0 {
+            (v / 1000).to_string()
+        } else {
+            format!("{v}m")
+        };
+    }
+    let mut n = v;
+    for suffix in ["", "Ki", "Mi", "Gi", "Ti", "Pi"] {
+        if n == 0 || n % 1024 != 0 || suffix == "Pi" {
+            return format!("{n}{suffix}");
+        }
+        n /= 1024;
+    }
+    unreachable!("the loop returns at Pi")
+}
+
+/// Kubernetes' `defaultPodRequests`: with pod-level limits, a pod-level request not given
+/// is the containers' aggregate request for it, or else the pod-level limit.
+fn pod_requests(spec: &mut k8s_openapi::api::core::v1::PodSpec) {
+    use crate::pod::resources::{aggregate_requests, pod_level_resource};
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    let aggregate = aggregate_requests(spec);
+    let Some(r) = spec.resources.as_mut() else {
+        return;
+    };
+    let Some(limits) = r.limits.as_ref().filter(|l| !l.is_empty()) else {
+        return;
+    };
+    let mut req = r.requests.clone().unwrap_or_default();
+    for (k, v) in &aggregate {
+        if pod_level_resource(k) && !req.contains_key(k) {
+            req.insert(k.clone(), Quantity(canonical(k, *v)));
+        }
+    }
+    for (k, v) in limits {
+        if pod_level_resource(k) && !req.contains_key(k) {
+            req.insert(k.clone(), v.clone());
+        }
+    }
+    if !req.is_empty() {
+        r.requests = Some(req);
+    }
 }
 
 pub(super) fn container(c: &mut Container) {

@@ -257,7 +257,7 @@ pub fn field(path: &str, s: &Sources) -> Option<String> {
 }
 
 /// `resourceFieldRef`: the container's limit or request in units of `divisor`, rounded
-/// up; a limit that is not set is the node's allocatable.
+/// up; a limit that is not set is the pod-level limit, or else the node's allocatable.
 fn resource(
     r: &k8s_openapi::api::core::v1::ResourceFieldSelector,
     c: &Container,
@@ -284,9 +284,16 @@ fn resource(
     } else {
         &res.requests
     };
+    // A limit the container does not set is the pod-level one when the pod has it
+    // (KEP-2837), before the node's allocatable.
+    let pod_limit = || {
+        let pod_level = s.pod.spec.as_ref()?.resources.as_ref()?.limits.as_ref()?;
+        pod_level.get(name)
+    };
     let set = map
         .as_ref()
         .and_then(|m| m.get(name))
+        .or_else(|| (kind == "limits").then(pod_limit).flatten())
         .and_then(|q| quantity::parse(&q.0).ok());
     let divisor = r
         .divisor
@@ -430,6 +437,37 @@ mod tests {
         ] {
             assert_eq!(run(env).err(), Some(ConfigError(want.into())), "{env}");
         }
+    }
+
+    #[test]
+    fn a_limit_the_container_lacks_is_the_pod_level_one_then_the_node_s() {
+        let mut p = pod();
+        let c: Container = serde_yaml_ng::from_str("{name: c, env: [{name: CPU, valueFrom: {resourceFieldRef: {resource: limits.cpu, divisor: 1m}}}, {name: MEM, valueFrom: {resourceFieldRef: {resource: limits.memory, divisor: 1Mi}}}]}").unwrap();
+        let resolve_with = |p: &Pod| {
+            let s = Sources {
+                pod: p,
+                config_maps: &[],
+                secrets: &[],
+                pod_ips: &[],
+                host_ips: &[],
+                node_cpu_milli: 2000,
+                node_memory: 1 << 30,
+            };
+            resolve(&c, &s).unwrap()
+        };
+        let r = resolve_with(&p);
+        assert_eq!(
+            (get(&r, "CPU"), get(&r, "MEM")),
+            ("2000".into(), "1024".into())
+        );
+        p.spec.as_mut().unwrap().resources =
+            Some(serde_yaml_ng::from_str("{limits: {memory: 100Mi}}").unwrap());
+        let r = resolve_with(&p);
+        assert_eq!(
+            (get(&r, "CPU"), get(&r, "MEM")),
+            ("2000".into(), "100".into()),
+            "the pod limits memory only"
+        );
     }
 
     #[test]

@@ -147,7 +147,6 @@ pub fn unsupported(pod: &Pod) -> Result<(), Error> {
             "resourceClaims",
             spec.resource_claims.as_ref().is_some_and(|v| !v.is_empty()),
         ),
-        ("resources", spec.resources.is_some()),
         ("overhead", spec.overhead.is_some()),
     ] {
         if on {
@@ -160,12 +159,6 @@ pub fn unsupported(pod: &Pod) -> Result<(), Error> {
             ("appArmorProfile", sc.app_armor_profile.is_some()),
             ("windowsOptions", sc.windows_options.is_some()),
             ("fsGroupChangePolicy", sc.fs_group_change_policy.is_some()),
-            (
-                "supplementalGroupsPolicy",
-                sc.supplemental_groups_policy
-                    .as_deref()
-                    .is_some_and(|p| p != "Merge"),
-            ),
             ("seLinuxChangePolicy", sc.se_linux_change_policy.is_some()),
         ] {
             if on {

@@ -429,3 +429,39 @@ fn downward_api_volume_items_are_validated() {
     let ok = "  containers:\n  - {name: c, image: busybox}\n  volumes:\n  - {name: v, downwardAPI: {items: [{path: l, fieldRef: {fieldPath: metadata.labels}}, {path: a, fieldRef: {fieldPath: \"metadata.annotations['x']\"}}, {path: m, resourceFieldRef: {containerName: c, resource: limits.memory}}]}}\n";
     assert!(admit_str(&pod_with(ok)).is_ok());
 }
+
+#[test]
+fn empty_dir_media_and_supplemental_groups_policy() {
+    let c = "  containers:\n  - {name: c, image: busybox, resources: {limits: {memory: 64Mi, hugepages-2Mi: 4Mi}}}\n";
+    for ok in [
+        "{medium: Memory, sizeLimit: 1Mi}",
+        "{sizeLimit: 1Gi}",
+        "{medium: HugePages}",
+        "{medium: HugePages-2Mi}",
+    ] {
+        admit_str(&pod_with(&format!(
+            "{c}  volumes: [{{name: v, emptyDir: {ok}}}]\n"
+        )))
+        .unwrap_or_else(|e| panic!("{ok}: {e}"));
+    }
+    for (ed, want) in [
+        ("{medium: Disk}", "spec.volumes[0].emptyDir.medium: Unsupported value: \"Disk\": supported values: \"\", \"Memory\", \"HugePages\", \"HugePages-<size>\""),
+        ("{medium: HugePages-1Gi}", "spec.volumes[0].emptyDir.medium: Invalid value: \"HugePages-1Gi\": medium HugePages-1Gi: hugePages storage requested, but there is no resource request for huge pages"),
+        ("{sizeLimit: -1Mi}", "spec.volumes[0].emptyDir.sizeLimit: Forbidden: SizeLimit field must be a valid resource quantity"),
+    ] {
+        assert_eq!(
+            err_of(&pod_with(&format!("{c}  volumes: [{{name: v, emptyDir: {ed}}}]\n"))),
+            want
+        );
+    }
+    admit_str(&pod_with(&format!(
+        "  securityContext: {{supplementalGroupsPolicy: Strict}}\n{c}"
+    )))
+    .unwrap();
+    assert_eq!(
+        err_of(&pod_with(&format!(
+            "  securityContext: {{supplementalGroupsPolicy: Loose}}\n{c}"
+        ))),
+        "spec.securityContext.supplementalGroupsPolicy: Unsupported value: \"Loose\": supported values: \"Merge\", \"Strict\""
+    );
+}

@@ -7,6 +7,7 @@ mod dns;
 mod env;
 mod handlers;
 mod names;
+mod pod_resources;
 mod resources;
 mod security;
 mod volumes;
@@ -58,6 +59,18 @@ pub fn pod(pod: &Pod) -> R {
         .and_then(|s| s.seccomp_profile.as_ref())
     {
         security::seccomp_profile(sp, "spec.securityContext.seccompProfile")?;
+    }
+    if let Some(p) = spec
+        .security_context
+        .as_ref()
+        .and_then(|s| s.supplemental_groups_policy.as_deref())
+    {
+        if !["Merge", "Strict"].contains(&p) {
+            return err(
+                "spec.securityContext.supplementalGroupsPolicy",
+                format!("Unsupported value: {p:?}: supported values: \"Merge\", \"Strict\""),
+            );
+        }
     }
     for (i, sc) in spec
         .security_context
@@ -126,6 +139,7 @@ pub fn pod(pod: &Pod) -> R {
             &mut names,
         )?;
     }
+    pod_resources::pod(spec)?;
     for (i, g) in spec.readiness_gates.iter().flatten().enumerate() {
         if g.condition_type.is_empty() {
             return err(

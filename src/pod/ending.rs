@@ -133,6 +133,25 @@ impl PodState {
         changed
     }
 
+    /// kubelet's eviction manager evicts the pod (`evictPod`, from
+    /// `localStorageEviction`): a Warning `Evicted` event, phase Failed with reason
+    /// `Evicted`, and its containers killed at once (grace 0).
+    pub fn evict(&mut self, plan: &PodPlan, message: &str, now: Millis) {
+        if self.terminal.is_some() {
+            return;
+        }
+        self.push_event(super::step::EventSpec {
+            type_: super::EventType::Warning,
+            reason: super::EventReason::Evicted,
+            message: message.into(),
+            container: None,
+        });
+        self.terminal = Some(PodPhase::Failed);
+        self.reason = Some(super::EventReason::Evicted.as_str().into());
+        self.message = Some(message.into());
+        self.request_termination(plan, now, Some(0));
+    }
+
     /// Fail the pod with a reason (e.g. `DeadlineExceeded`) and terminate it.
     pub fn fail(&mut self, plan: &PodPlan, reason: &str, message: &str, now: Millis) {
         if self.terminal.is_none() {

@@ -10,6 +10,7 @@
 pub mod attach;
 pub mod backoff;
 pub mod conditions;
+pub mod empty_dir;
 mod ending;
 pub mod events;
 pub mod log_run;

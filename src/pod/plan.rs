@@ -174,9 +174,13 @@ impl ContainerPlan {
     }
 }
 
-/// Kubernetes' `GetPodQOS`: over every container (init included), CPU and memory only.
+/// Kubernetes' `GetPodQOS`: over every container (init included), CPU and memory only;
+/// from the pod-level resources alone when the pod has them.
 pub fn qos_class(spec: &k8s_openapi::api::core::v1::PodSpec) -> QosClass {
     use crate::quantity;
+    if super::resources::pod_level_set(spec) {
+        return pod_level_qos(spec.resources.as_ref().expect("pod-level resources set"));
+    }
     let mut any_request = false;
     let mut any_limit = false;
     let mut guaranteed = true;
@@ -214,6 +218,39 @@ pub fn qos_class(spec: &k8s_openapi::api::core::v1::PodSpec) -> QosClass {
     if !any_request && !any_limit {
         QosClass::BestEffort
     } else if guaranteed {
+        QosClass::Guaranteed
+    } else {
+        QosClass::Burstable
+    }
+}
+
+/// `GetPodQOS` over pod-level resources: Guaranteed when both CPU and memory have a limit
+/// and every non-zero request equals its limit.
+fn pod_level_qos(r: &k8s_openapi::api::core::v1::ResourceRequirements) -> QosClass {
+    let nonzero = |m: &Option<
+        std::collections::BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
+    >| {
+        let mut out = std::collections::BTreeMap::new();
+        for (k, q) in m.iter().flatten() {
+            if k != "cpu" && k != "memory" {
+                continue;
+            }
+            if let Some(v) = crate::quantity::parse(&q.0).ok().filter(|v| !v.is_zero()) {
+                out.insert(k.clone(), v);
+            }
+        }
+        out
+    };
+    let (req, lim) = (nonzero(&r.requests), nonzero(&r.limits));
+    if req.is_empty() && lim.is_empty() {
+        return QosClass::BestEffort;
+    }
+    let all_limited = r
+        .limits
+        .as_ref()
+        .is_some_and(|l| l.contains_key("cpu") && l.contains_key("memory"));
+    let equal = req.iter().all(|(k, v)| lim.get(k) == Some(v));
+    if all_limited && equal && req.len() == lim.len() {
         QosClass::Guaranteed
     } else {
         QosClass::Burstable

@@ -87,6 +87,7 @@ words! {
         FailedPostStartHook = "FailedPostStartHook",
         FailedPreStopHook = "FailedPreStopHook",
         DeadlineExceeded = "DeadlineExceeded",
+        Evicted = "Evicted",
         OOMKilling = "OOMKilling",
         MissingClusterDNS = "MissingClusterDNS",
         PodPresetConflict = "PodPresetConflict",

@@ -1,8 +1,10 @@
 //! The pod cgroup's limits, as kubelet computes them (docs/semantics.md §Sandbox): per resource,
 //! the larger of the sum over app containers and sidecars and the largest plain init
-//! container; a container without that limit makes the pod unlimited for it.
+//! container; a container without that limit makes the pod unlimited for it. A pod-level
+//! limit (`spec.resources`, KEP-2837) replaces that sum for its resource.
 
 use k8s_openapi::api::core::v1::{Container, PodSpec};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use std::collections::BTreeMap;
 
 use crate::quantity;
@@ -11,14 +13,86 @@ use crate::quantity;
 /// millicores and the others in bytes (`None`: unlimited).
 pub type Limits = BTreeMap<String, Option<i128>>;
 
-fn limit(c: &Container, r: &str) -> Option<i128> {
-    c.resources
-        .as_ref()?
-        .limits
-        .as_ref()?
-        .get(r)
-        .and_then(|q| quantity::parse(&q.0).ok())
+/// A quantity of resource `r` in the unit of [`Limits`].
+fn amount(r: &str, q: &Quantity) -> Option<i128> {
+    quantity::parse(&q.0)
+        .ok()
         .map(|q| if r == "cpu" { q.milli() } else { q.value() })
+}
+
+fn limit(c: &Container, r: &str) -> Option<i128> {
+    amount(r, c.resources.as_ref()?.limits.as_ref()?.get(r)?)
+}
+
+fn request(c: &Container, r: &str) -> Option<i128> {
+    amount(r, c.resources.as_ref()?.requests.as_ref()?.get(r)?)
+}
+
+/// Kubernetes' `IsSupportedPodLevelResource`: what `spec.resources` may name.
+pub fn pod_level_resource(r: &str) -> bool {
+    r == "cpu" || r == "memory" || r.starts_with("hugepages-")
+}
+
+/// Kubernetes' `IsPodLevelResourcesSet`: `spec.resources` names a supported resource.
+pub fn pod_level_set(spec: &PodSpec) -> bool {
+    spec.resources.as_ref().is_some_and(|r| {
+        [&r.requests, &r.limits]
+            .into_iter()
+            .flatten()
+            .any(|m| m.keys().any(|k| pod_level_resource(k)))
+    })
+}
+
+/// The pod-level limit (`which` = `limits`) or request (`requests`) of resource `r`, in
+/// the unit of [`Limits`].
+pub fn pod_level(spec: &PodSpec, which: &str, r: &str) -> Option<i128> {
+    let res = spec.resources.as_ref()?;
+    let m = if which == "limits" {
+        &res.limits
+    } else {
+        &res.requests
+    };
+    amount(r, m.as_ref()?.get(r)?)
+}
+
+/// Kubernetes' `AggregateContainerRequests`: per resource, the larger of what the app
+/// containers and sidecars ask for together and what the largest plain init container
+/// asks for beside the sidecars started before it.
+pub fn aggregate_requests(spec: &PodSpec) -> BTreeMap<String, i128> {
+    let names: std::collections::BTreeSet<String> = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .chain(spec.containers.iter())
+        .flat_map(|c| c.resources.iter().flat_map(|r| r.requests.iter().flatten()))
+        .map(|(k, _)| k.clone())
+        .collect();
+    let mut out = BTreeMap::new();
+    for r in names {
+        let mut sum: i128 = spec.containers.iter().filter_map(|c| request(c, &r)).sum();
+        let mut sidecars = 0i128;
+        let mut init_max = 0i128;
+        for c in spec.init_containers.iter().flatten() {
+            let q = request(c, &r).unwrap_or(0);
+            if c.restart_policy.as_deref() == Some("Always") {
+                sum += q;
+                sidecars += q;
+                init_max = init_max.max(sidecars);
+            } else {
+                init_max = init_max.max(sidecars + q);
+            }
+        }
+        out.insert(r, sum.max(init_max));
+    }
+    out
+}
+
+/// kubelet's `MilliCPUToShares` of the pod-level CPU request, for the pod cgroup's
+/// `cpu.shares` (`cpu.weight` on cgroup v2); `None` without a pod-level CPU request, where
+/// the containers' own shares divide the CPU.
+pub fn pod_cpu_shares(spec: &PodSpec) -> Option<u64> {
+    let milli = pod_level(spec, "requests", "cpu")?;
+    Some(((milli * 1024 / 1000) as u64).max(2))
 }
 
 pub fn pod_limits(spec: &PodSpec) -> Limits {
@@ -52,6 +126,17 @@ pub fn pod_limits(spec: &PodSpec) -> Limits {
             .map(|c| limit(c, &r))
             .try_fold(0i128, |m, l| l.map(|l| m.max(l)));
         out.insert(r, sum.zip(init_max).map(|(s, i)| s.max(i)));
+    }
+    // kubelet's `ResourceConfigForPod`: a pod-level limit is the pod cgroup's, whatever the
+    // containers say (validation keeps theirs within it).
+    for (k, q) in spec
+        .resources
+        .iter()
+        .flat_map(|r| r.limits.iter().flatten())
+    {
+        if pod_level_resource(k) {
+            out.insert(k.clone(), amount(k, q));
+        }
     }
     out
 }
@@ -87,5 +172,35 @@ mod tests {
         assert_eq!(l["hugepages-2Mi"], None);
         let s = spec("containers:\n- {name: a, resources: {limits: {memory: 10Mi}}}\n");
         assert_eq!(pod_limits(&s)["memory"], Some(10 << 20));
+    }
+
+    #[test]
+    fn a_pod_level_limit_replaces_the_containers_sum() {
+        let s = spec("resources: {limits: {cpu: '1', memory: 100Mi}, requests: {cpu: 500m}}\ncontainers:\n- {name: a, resources: {limits: {memory: 10Mi}}}\n- {name: b}\n");
+        let l = pod_limits(&s);
+        assert_eq!(l["cpu"], Some(1000), "b has no limit, the pod has one");
+        assert_eq!(l["memory"], Some(100 << 20));
+        assert_eq!(pod_cpu_shares(&s), Some(512));
+        assert!(pod_level_set(&s));
+        // Only what the pod names is replaced.
+        let s = spec("resources: {limits: {memory: 100Mi}}\ncontainers:\n- {name: a, resources: {limits: {cpu: 200m}}}\n");
+        let l = pod_limits(&s);
+        assert_eq!(l["cpu"], Some(200));
+        assert_eq!(l["memory"], Some(100 << 20));
+        assert_eq!(pod_cpu_shares(&s), None);
+        assert!(!pod_level_set(&spec("containers: [{name: a}]\n")));
+    }
+
+    #[test]
+    fn aggregate_requests_count_sidecars_started_before_an_init_container() {
+        let s = spec("initContainers:\n- {name: s, restartPolicy: Always, resources: {requests: {cpu: 100m}}}\n- {name: i, resources: {requests: {cpu: 900m, memory: 1Gi}}}\ncontainers:\n- {name: a, resources: {requests: {cpu: 200m, memory: 10Mi}}}\n- {name: b}\n");
+        let a = aggregate_requests(&s);
+        assert_eq!(
+            a["cpu"], 1000,
+            "the init container's 900m beside the sidecar's 100m"
+        );
+        assert_eq!(a["memory"], 1 << 30);
+        let s = spec("containers:\n- {name: a, resources: {requests: {cpu: 200m}}}\n- {name: b, resources: {requests: {cpu: 300m}}}\n");
+        assert_eq!(aggregate_requests(&s)["cpu"], 500);
     }
 }

@@ -128,7 +128,10 @@ impl PodCgroup {
 /// The pod's limits, as kubelet computes them (`pod::resources`), on its cgroup.
 fn set_limits(pod_cg: &Group, pod: &Pod, v2: bool) -> Result<(), String> {
     let pod_spec = pod.spec.as_ref().expect("admitted pod has a spec");
-    let limits = resources(&crate::pod::resources::pod_limits(pod_spec))?;
+    let limits = resources(
+        &crate::pod::resources::pod_limits(pod_spec),
+        crate::pod::resources::pod_cpu_shares(pod_spec),
+    )?;
     pod_cg.set(&limits).map_err(|e| e.to_string())?;
     if v2 && !pod_cg.has_controller("memory") {
         // No limit asked for it (set would have failed), but OOM kills go unseen.
@@ -140,14 +143,19 @@ fn set_limits(pod_cg: &Group, pod: &Pod, v2: bool) -> Result<(), String> {
     Ok(())
 }
 
-/// The pod cgroup's limits as OCI resources (CFS quota over kubelet's 100 ms period).
+/// The pod cgroup's limits as OCI resources (CFS quota over kubelet's 100 ms period), and
+/// the shares of a pod-level CPU request.
 fn resources(
     l: &crate::pod::resources::Limits,
+    shares: Option<u64>,
 ) -> Result<oci_spec::runtime::LinuxResources, String> {
     let mut v = serde_json::json!({});
     if let Some(Some(milli)) = l.get("cpu") {
         let quota = ((milli * 100_000) / 1000).max(1000) as i64;
         v["cpu"] = serde_json::json!({"quota": quota, "period": 100_000u64});
+    }
+    if let Some(s) = shares {
+        v["cpu"]["shares"] = serde_json::json!(s);
     }
     if let Some(Some(bytes)) = l.get("memory") {
         v["memory"] = serde_json::json!({"limit": *bytes as i64});
@@ -180,9 +188,10 @@ mod tests {
         ]
         .into_iter()
         .collect();
-        let r = resources(&limits).unwrap();
+        let r = resources(&limits, Some(256)).unwrap();
         let cpu = r.cpu().as_ref().unwrap();
         assert_eq!(cpu.quota(), Some(25_000));
+        assert_eq!(cpu.shares(), Some(256));
         assert_eq!(cpu.period(), Some(100_000));
         assert_eq!(r.memory().as_ref().unwrap().limit(), Some(64 << 20));
         let huge = r.hugepage_limits().as_ref().unwrap();
@@ -195,8 +204,9 @@ mod tests {
     fn a_tiny_cpu_limit_gets_the_kernel_minimum_quota() {
         let limits: crate::pod::resources::Limits =
             [("cpu".to_string(), Some(1))].into_iter().collect();
-        let r = resources(&limits).unwrap();
+        let r = resources(&limits, None).unwrap();
         assert_eq!(r.cpu().as_ref().unwrap().quota(), Some(1000));
+        assert_eq!(r.cpu().as_ref().unwrap().shares(), None);
         assert!(r.memory().is_none());
     }
 }

@@ -1,8 +1,9 @@
-//! Pod volumes on the host: `emptyDir` (a directory in the state dir, or a tmpfs for
-//! `medium: Memory`) that lives as long as the pod and survives container restarts, and
+//! Pod volumes on the host: `emptyDir` (a directory in the state dir, a tmpfs for
+//! `medium: Memory`, a hugetlbfs for `HugePages`) that lives as long as the pod and
+//! survives container restarts, and
 //! `hostPath` with Kubernetes' type checks. Containers bind-mount them (see `bundle`).
 
-use k8s_openapi::api::core::v1::{HostPathVolumeSource, Volume};
+use k8s_openapi::api::core::v1::{HostPathVolumeSource, PodSpec, Volume};
 use std::collections::BTreeMap;
 use std::fs;
 use std::io;
@@ -21,18 +22,19 @@ pub type Prepared = BTreeMap<String, (PathBuf, bool)>;
 
 /// Make `volumes` available on the host: volume name → (host path, read-only: volumes of
 /// files are), and the volumes that could not be set up, each with why (in the volume
-/// plugin's words: kubelet reports them as `FailedMount` and tries again). `size_bytes`
-/// converts a Kubernetes quantity (`sizeLimit`) to bytes.
+/// plugin's words: kubelet reports them as `FailedMount` and tries again). `node_memory`
+/// (allocatable bytes) bounds a memory-backed emptyDir, as does the pod's memory limit.
 pub fn prepare<'v>(
     volumes: impl IntoIterator<Item = &'v Volume>,
+    spec: &PodSpec,
     sd: &StateDir,
-    size_bytes: &dyn Fn(&str) -> Result<u64, String>,
+    node_memory: i64,
     files_of: FilesOf,
 ) -> (Prepared, Vec<(String, String)>) {
     let mut out = BTreeMap::new();
     let mut failed = Vec::new();
     for v in volumes {
-        match prepare_volume(v, sd, size_bytes, files_of) {
+        match prepare_volume(v, spec, sd, node_memory, files_of) {
             Ok(entry) => {
                 out.insert(v.name.clone(), entry);
             }
@@ -45,8 +47,9 @@ pub fn prepare<'v>(
 /// One volume made available on the host: (host path, read-only).
 fn prepare_volume(
     v: &Volume,
+    spec: &PodSpec,
     sd: &StateDir,
-    size_bytes: &dyn Fn(&str) -> Result<u64, String>,
+    node_memory: i64,
     files_of: FilesOf,
 ) -> Result<(PathBuf, bool), String> {
     Ok(match files_of(v)? {
@@ -55,7 +58,7 @@ fn prepare_volume(
             true,
         ),
         None => (
-            prepare_one(v, sd, size_bytes).map_err(|e| e.to_string())?,
+            prepare_one(v, spec, sd, node_memory).map_err(|e| e.to_string())?,
             false,
         ),
     })
@@ -90,31 +93,39 @@ fn write_files(dir: &std::path::Path, files: &[File]) -> io::Result<PathBuf> {
     Ok(dir.to_path_buf())
 }
 
-fn prepare_one(
-    v: &Volume,
-    sd: &StateDir,
-    size_bytes: &dyn Fn(&str) -> Result<u64, String>,
-) -> io::Result<PathBuf> {
+fn prepare_one(v: &Volume, spec: &PodSpec, sd: &StateDir, node_memory: i64) -> io::Result<PathBuf> {
+    use crate::pod::empty_dir::Backing;
     if let Some(ed) = &v.empty_dir {
+        let backing = crate::pod::empty_dir::backing(spec, ed, i128::from(node_memory))
+            .map_err(io::Error::other)?;
         let dir = sd.volume_dir(&v.name);
         fs::DirBuilder::new().recursive(true).create(&dir)?;
         // kubelet makes emptyDirs world-writable so that any container user can use them.
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o777))?;
-        if ed.medium.as_deref() == Some("Memory") {
-            let mut data = String::from("mode=0777");
-            if let Some(q) = &ed.size_limit {
-                let b = size_bytes(&q.0).map_err(io::Error::other)?;
-                data.push_str(&format!(",size={b}"));
+        let (fstype, data) = match backing {
+            Backing::Disk => return Ok(dir),
+            Backing::Memory(size) => ("tmpfs", format!("mode=0777,size={size}")),
+            Backing::HugePages(page) => {
+                // The kernel offers only the page sizes it has a pool of.
+                let pool = format!("/sys/kernel/mm/hugepages/hugepages-{}kB", page >> 10);
+                if !std::path::Path::new(&pool).exists() {
+                    return Err(io::Error::other(format!(
+                        "emptyDir medium {:?}: this machine has no huge pages of {} bytes ({pool} is missing)",
+                        ed.medium.as_deref().unwrap_or(""),
+                        page
+                    )));
+                }
+                ("hugetlbfs", format!("pagesize={page}"))
             }
-            crate::sys::mount::mount(
-                Some(std::path::Path::new("tmpfs")),
-                &dir,
-                Some("tmpfs"),
-                libc::MS_NOSUID | libc::MS_NODEV,
-                &data,
-            )
-            .map_err(|e| io::Error::other(format!("mounting tmpfs on {}: {e}", dir.display())))?;
-        }
+        };
+        crate::sys::mount::mount(
+            Some(std::path::Path::new(fstype)),
+            &dir,
+            Some(fstype),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            &data,
+        )
+        .map_err(|e| io::Error::other(format!("mounting {fstype} on {}: {e}", dir.display())))?;
         return Ok(dir);
     }
     if let Some(hp) = &v.host_path {
@@ -196,4 +207,89 @@ fn host_path(hp: &HostPathVolumeSource) -> io::Result<PathBuf> {
         }
     }
     Ok(p)
+}
+
+/// An incremental `du -x`: the bytes the files under a directory occupy (blocks, as
+/// kubelet's volume statistics count them), counted a bounded number of entries at a time
+/// so that a large directory never holds up the supervisor's loop.
+pub struct DiskUsage {
+    dev: u64,
+    pending: Vec<PathBuf>,
+    bytes: u64,
+}
+
+impl DiskUsage {
+    pub fn new(root: &std::path::Path) -> DiskUsage {
+        use std::os::unix::fs::MetadataExt;
+        let meta = fs::symlink_metadata(root).ok();
+        DiskUsage {
+            dev: meta.as_ref().map_or(0, |m| m.dev()),
+            pending: meta.map(|_| root.to_path_buf()).into_iter().collect(),
+            bytes: 0,
+        }
+    }
+
+    /// Count about `budget` more entries; the total once every directory has been read.
+    pub fn step(&mut self, budget: usize) -> Option<u64> {
+        use std::os::unix::fs::MetadataExt;
+        let mut seen = 0;
+        while seen < budget {
+            let Some(dir) = self.pending.pop() else {
+                return Some(self.bytes);
+            };
+            if let Ok(m) = fs::symlink_metadata(&dir) {
+                self.bytes += m.blocks() * 512;
+            }
+            // A directory gone meanwhile (a container removed it) counts as empty.
+            for e in fs::read_dir(&dir).into_iter().flatten().flatten() {
+                seen += 1;
+                // DirEntry::metadata does not follow symlinks.
+                let Ok(m) = e.metadata() else { continue };
+                if m.dev() != self.dev {
+                    continue;
+                }
+                if m.is_dir() {
+                    self.pending.push(e.path());
+                } else {
+                    self.bytes += m.blocks() * 512;
+                }
+            }
+        }
+        self.pending.is_empty().then_some(self.bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn disk_usage_counts_blocks_a_bounded_step_at_a_time() {
+        let root = std::env::temp_dir().join(format!(
+            "podinit-du-{}-{}",
+            std::process::id(),
+            crate::util::random_hex(4)
+        ));
+        for d in ["a", "a/b", "c"] {
+            fs::create_dir_all(root.join(d)).unwrap();
+        }
+        fs::write(root.join("a/b/big"), vec![1u8; 1 << 20]).unwrap();
+        fs::write(root.join("c/small"), b"x").unwrap();
+        std::os::unix::fs::symlink("/usr", root.join("link")).unwrap();
+        let mut du = DiskUsage::new(&root);
+        let mut steps = 0;
+        let total = loop {
+            steps += 1;
+            if let Some(t) = du.step(1) {
+                break t;
+            }
+        };
+        assert!(steps > 2, "one entry per step: {steps}");
+        assert!(
+            ((1 << 20)..(2 << 20)).contains(&total),
+            "the file's blocks, not what the link points to: {total}"
+        );
+        fs::remove_dir_all(&root).unwrap();
+        assert_eq!(DiskUsage::new(&root).step(10), Some(0), "gone: nothing");
+    }
 }

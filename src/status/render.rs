@@ -2,7 +2,7 @@
 
 use k8s_openapi::api::core::v1::{
     ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting,
-    ContainerStatus, PodCondition, PodIP, PodStatus,
+    ContainerStatus, ContainerUser, LinuxContainerUser, PodCondition, PodIP, PodStatus,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -34,6 +34,27 @@ pub struct ContainerMeta {
     pub image_id: String,
     /// `podinit://<64 hex>` of the current or last run.
     pub container_id: Option<String>,
+    /// The last run's uid, gid and additional groups, as its OCI spec has them.
+    pub user: Option<(u32, u32, Vec<u32>)>,
+}
+
+/// `status.user.linux` as the CRI reports it: the process's groups with its primary gid
+/// first (containerd's `ensureAdditionalGids`).
+fn user(u: &(u32, u32, Vec<u32>)) -> ContainerUser {
+    let (uid, gid, groups) = u;
+    let mut all = vec![i64::from(*gid)];
+    for g in groups.iter().map(|g| i64::from(*g)) {
+        if !all.contains(&g) {
+            all.push(g);
+        }
+    }
+    ContainerUser {
+        linux: Some(LinuxContainerUser {
+            uid: i64::from(*uid),
+            gid: i64::from(*gid),
+            supplemental_groups: Some(all),
+        }),
+    }
 }
 
 pub fn pod_status(
@@ -159,6 +180,7 @@ fn container_status(
         ready: c.ready,
         started: Some(c.started),
         restart_count: c.restart_count as i32,
+        user: meta.user.as_ref().map(user),
         ..Default::default()
     }
 }
@@ -194,6 +216,7 @@ mod tests {
                 image: "busybox".into(),
                 image_id: "/b/busybox".into(),
                 container_id: Some("podinit://aa".into()),
+                user: Some((1000, 3000, vec![4000, 3000, 50000])),
             };
             2
         ];
@@ -235,6 +258,11 @@ mod tests {
         assert_eq!(web["state"]["waiting"]["reason"], "ContainerCreating");
         assert_eq!(web["restartCount"], 0);
         assert_eq!(web["imageID"], "/b/busybox");
+        assert_eq!(
+            web["user"]["linux"],
+            serde_json::json!({"uid": 1000, "gid": 3000, "supplementalGroups": [3000, 4000, 50000]}),
+            "the primary gid first, once"
+        );
         let types: Vec<&str> = v["conditions"]
             .as_array()
             .unwrap()

@@ -39,6 +39,8 @@ pub struct Ctr {
     /// An ephemeral container's `targetContainerName`, as an index: it joins that one's
     /// pid namespace.
     pub target: Option<usize>,
+    /// The uid, gid and groups of the last run's process, for `status.user.linux`.
+    pub user: Option<(u32, u32, Vec<u32>)>,
 }
 
 /// One run of a container: its main process and where its output goes.
@@ -115,6 +117,7 @@ impl Ctr {
             run: None,
             container_id: None,
             target: None,
+            user: None,
         })
     }
 
@@ -248,6 +251,14 @@ impl Ctr {
 
         self.runs += 1;
         self.container_id = Some(format!("podinit://{id}"));
+        self.user = spec.process().as_ref().map(|p| {
+            let u = p.user();
+            (
+                u.uid(),
+                u.gid(),
+                u.additional_gids().clone().unwrap_or_default(),
+            )
+        });
         self.run = Some(Run {
             pid: spawned.pid.as_raw(),
             pidfd: spawned.pidfd,

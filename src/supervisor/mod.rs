@@ -16,6 +16,7 @@ pub mod signals;
 mod start;
 mod status;
 mod teardown;
+mod volume_usage;
 
 pub use start::{node_allocatable, set_up_volumes};
 
@@ -127,6 +128,8 @@ struct Supervisor<'a> {
     release_at: Option<pod::Millis>,
     /// Containers whose stdin has attach input waiting for room.
     stdin_waiting: Vec<String>,
+    /// Disk emptyDirs with a size limit, measured on a timer.
+    volume_usage: volume_usage::Watch,
 }
 
 /// Where probes and hooks connect: the pod's IP, or loopback where the pod has none.
@@ -184,6 +187,10 @@ pub fn run(mut cfg: Config, sd: &StateDir) -> i32 {
         })
         .collect();
     let status = StatusWriter::new(sd.status_file());
+    let volume_usage = volume_usage::Watch::of(
+        cfg.pod.spec.as_ref().expect("admitted pod has a spec"),
+        &cfg.volumes,
+    );
     let mut s = Supervisor {
         cfg,
         containers,
@@ -205,6 +212,7 @@ pub fn run(mut cfg: Config, sd: &StateDir) -> i32 {
         metrics: Default::default(),
         release_at: None,
         stdin_waiting: Vec::new(),
+        volume_usage,
     };
     let now = s.now();
     s.st.on_sandbox_ready(now);
@@ -264,6 +272,7 @@ impl Supervisor<'_> {
                 self.release_at = None;
                 crate::sys::pages::release_startup_pages();
             }
+            self.watch_volume_usage();
             self.wait_and_observe(sig);
         }
     }

@@ -47,14 +47,13 @@ pub fn set_up_volumes(
             node_memory: mem,
         };
         let files_of = |v: &Volume| crate::manifest::files::of_volume(v, &sources);
-        let size = |q: &str| crate::quantity::parse(q).map(|v| v.value().max(0) as u64);
         let spec = cfg.pod.spec.as_ref().expect("admitted pod has a spec");
         let wanted = spec
             .volumes
             .iter()
             .flatten()
             .filter(|v| names.is_none_or(|n| n.contains(&v.name)));
-        crate::sandbox::volumes::prepare(wanted, sd, &size, &files_of)
+        crate::sandbox::volumes::prepare(wanted, spec, sd, mem, &files_of)
     };
     for (name, (host_path, read_only)) in made {
         let v = HostVolume {

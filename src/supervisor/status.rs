@@ -19,6 +19,7 @@ impl Supervisor<'_> {
                 image: c.spec.image.clone().unwrap_or_default(),
                 image_id: c.bundle.dir.display().to_string(),
                 container_id: c.container_id.clone(),
+                user: c.user.clone(),
             })
             .collect();
         let status = render::pod_status(

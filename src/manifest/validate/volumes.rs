@@ -12,6 +12,20 @@ pub(super) fn pod(spec: &PodSpec) -> Result<BTreeSet<String>, Error> {
     for (i, v) in spec.volumes.iter().flatten().enumerate() {
         volume(v, &format!("spec.volumes[{i}]"), &mut vols)?;
     }
+    // A hugepage medium kubelet could not mount (no request of its page size) would leave
+    // the containers waiting for it forever: refused here with kubelet's words.
+    for (i, v) in spec.volumes.iter().flatten().enumerate() {
+        let Some(ed) = &v.empty_dir else { continue };
+        let medium = ed.medium.as_deref().unwrap_or("");
+        if medium.starts_with("HugePages") {
+            if let Err(e) = crate::pod::empty_dir::backing(spec, ed, 0) {
+                return Err(Error::new(
+                    format!("spec.volumes[{i}].emptyDir.medium"),
+                    format!("Invalid value: {medium:?}: {e}"),
+                ));
+            }
+        }
+    }
     Ok(vols)
 }
 
@@ -77,20 +91,26 @@ fn volume(v: &Volume, p: &str, vols: &mut BTreeSet<String>) -> R {
     }
     if let Some(ed) = &v.empty_dir {
         if let Some(m) = ed.medium.as_deref() {
-            if !["", "Memory"].contains(&m) {
+            if !["", "Memory", "HugePages"].contains(&m) && !m.starts_with("HugePages-") {
                 return err(
                     format!("{p}.emptyDir.medium"),
-                    format!("Unsupported value: {m:?}: supported values: \"\", \"Memory\""),
+                    format!("Unsupported value: {m:?}: supported values: \"\", \"Memory\", \"HugePages\", \"HugePages-<size>\""),
                 );
             }
         }
         if let Some(q) = &ed.size_limit {
-            crate::quantity::parse(&q.0).map_err(|e| {
+            let v = crate::quantity::parse(&q.0).map_err(|e| {
                 Error::new(
                     format!("{p}.emptyDir.sizeLimit"),
                     format!("Invalid value: {e}"),
                 )
             })?;
+            if v.milli() < 0 {
+                return err(
+                    format!("{p}.emptyDir.sizeLimit"),
+                    "Forbidden: SizeLimit field must be a valid resource quantity",
+                );
+            }
         }
     }
     Ok(())

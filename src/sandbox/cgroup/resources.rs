@@ -10,7 +10,12 @@ use super::{err, Group};
 impl Group {
     /// Apply the OCI resources (memory, cpu, pids, hugepages) to this cgroup.
     pub fn set(&self, r: &oci_spec::runtime::LinuxResources) -> io::Result<()> {
-        let res = to_cgroups_resources(r);
+        let mut res = to_cgroups_resources(r);
+        if self.v2 {
+            // cgroups-rs writes shares to cpu.weight as they are; the CRI's shares mean
+            // what runc's conversion makes of them (and above 10000 the kernel refuses).
+            res.cpu.shares = res.cpu.shares.map(shares_to_weight);
+        }
         if res == Resources::default() {
             return Ok(());
         }
@@ -84,6 +89,15 @@ fn missing_controllers(missing: &[&str], v2: bool) -> String {
         let s = if missing.len() > 1 { "s" } else { "" };
         format!("no cgroup v1 hierarchy is mounted for the {list} controller{s}")
     }
+}
+
+/// runc's `ConvertCPUSharesToCgroupV2Value`: cpu.shares [2, 262144] onto cpu.weight
+/// [1, 10000].
+fn shares_to_weight(shares: u64) -> u64 {
+    if shares == 0 {
+        return 0;
+    }
+    1 + (shares.clamp(2, 262_144) - 2) * 9999 / 262_142
 }
 
 fn to_cgroups_resources(r: &oci_spec::runtime::LinuxResources) -> Resources {
@@ -164,5 +178,17 @@ mod tests {
         assert_eq!(res.memory.memory_hard_limit, Some(64 << 20));
         assert_eq!(res.cpu.quota, Some(50_000));
         assert_eq!(res.cpu.period, Some(100_000));
+    }
+
+    #[test]
+    fn shares_become_runc_s_weight_on_v2() {
+        assert_eq!(shares_to_weight(2), 1);
+        assert_eq!(shares_to_weight(1024), 39);
+        assert_eq!(shares_to_weight(262_144), 10_000);
+        assert_eq!(
+            shares_to_weight(1 << 20),
+            10_000,
+            "within the kernel's range"
+        );
     }
 }

@@ -1,0 +1,227 @@
+//! Issue 26 item 6 (26-c): fields the Kubernetes docs' examples use, run as kubelet runs
+//! them: pod-level resources, emptyDir's medium and sizeLimit, supplementalGroupsPolicy,
+//! hostUsers. The manifests are in tests/fixtures/docs/fields/.
+
+mod common;
+use common::*;
+use std::path::PathBuf;
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(40);
+
+fn fixture(name: &str) -> String {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/docs/fields")
+        .join(name);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// The pod cgroup's directory in controller `ctrl`'s hierarchy (v1), or the unified one.
+fn pod_cgroup(p: &TestPod, ctrl: &str) -> PathBuf {
+    let v2 = std::fs::metadata("/sys/fs/cgroup/cgroup.controllers").is_ok();
+    let ours = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    let line = ours
+        .lines()
+        .find(|l| {
+            if v2 {
+                l.starts_with("0::")
+            } else {
+                l.split(':')
+                    .nth(1)
+                    .is_some_and(|c| c.split(',').any(|x| x == ctrl))
+            }
+        })
+        .unwrap();
+    let rel = line.splitn(3, ':').nth(2).unwrap().trim_start_matches('/');
+    let mount = if v2 {
+        "/sys/fs/cgroup".to_string()
+    } else {
+        format!("/sys/fs/cgroup/{ctrl}")
+    };
+    PathBuf::from(mount)
+        .join(rel)
+        .join(format!("podinit_default_{}", p.name))
+}
+
+fn read(p: PathBuf) -> String {
+    std::fs::read_to_string(&p)
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        .trim()
+        .to_string()
+}
+
+fn running(v: &serde_json::Value, names: &[&str]) -> bool {
+    names
+        .iter()
+        .all(|c| container_status(v, c)["state"]["running"].is_object())
+}
+
+#[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
+fn pod_level_resources_limit_the_pod_cgroup() {
+    require_root();
+    let mut p = TestPod::new("podres", &fixture("pod-level-resources.yaml"));
+    p.start();
+    let (c1, c2) = ("pod-resources-demo-ctr-1", "pod-resources-demo-ctr-2");
+    let v = p.wait_status(LIMIT, |v| running(v, &[c1, c2]));
+    // GetPodQOS reads the pod-level resources: requests below the limits.
+    assert_eq!(v["status"]["qosClass"], "Burstable");
+    let log = p.wait_log(c2, 0, LIMIT, "memory=");
+    assert_eq!(
+        log.trim(),
+        "memory=200 cpu=1000",
+        "a container without limits reads the pod's"
+    );
+    if std::fs::metadata("/sys/fs/cgroup/cgroup.controllers").is_ok() {
+        let cg = pod_cgroup(&p, "");
+        assert_eq!(read(cg.join("memory.max")), (200u64 << 20).to_string());
+        assert_eq!(read(cg.join("cpu.max")), "100000 100000");
+        // runc's conversion of 1024 shares.
+        assert_eq!(read(cg.join("cpu.weight")), "39");
+    } else {
+        let mem = pod_cgroup(&p, "memory");
+        assert_eq!(
+            read(mem.join("memory.limit_in_bytes")),
+            (200u64 << 20).to_string()
+        );
+        let cpu = pod_cgroup(&p, "cpu");
+        assert_eq!(read(cpu.join("cpu.cfs_quota_us")), "100000");
+        assert_eq!(read(cpu.join("cpu.shares")), "1024");
+    }
+    p.signal(libc::SIGTERM);
+    p.wait(LIMIT);
+    p.assert_nothing_left();
+}
+
+#[test]
+fn pod_level_resources_that_break_the_rules_are_refused_naming_the_field() {
+    let p = TestPod::new(
+        "podres-bad",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  resources: {limits: {memory: 64Mi}}
+  containers:
+  - name: c
+    image: busybox
+    resources: {requests: {memory: 32Mi}, limits: {memory: 128Mi}}
+"#,
+    );
+    let out = std::process::Command::new(bin())
+        .arg("validate")
+        .arg(&p.manifest)
+        .arg("--bundles")
+        .arg(bundles())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("spec.containers[0].resources.limits[memory]: Invalid value: \"128Mi\": must be less than or equal to pod limits of 64Mi"),
+        "{err}"
+    );
+}
+
+/// The numbers of `groups=` in a line `uid=… gid=… groups=a b c`, as a sorted set.
+fn group_set(log: &str) -> Vec<u32> {
+    let mut g: Vec<u32> = log
+        .split("groups=")
+        .nth(1)
+        .unwrap_or("")
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect();
+    g.sort();
+    g.dedup();
+    g
+}
+
+fn supplemental_groups(fixture_name: &str, want: &[u32], status_groups: serde_json::Value) {
+    require_root();
+    let mut p = TestPod::new("sgp", &fixture(fixture_name));
+    p.start();
+    let v = p.wait_status(LIMIT, |v| running(v, &["sec-ctx-demo"]));
+    let log = p.wait_log("sec-ctx-demo", 0, LIMIT, "groups=");
+    assert!(log.starts_with("uid=1000 gid=3000 "), "{log}");
+    assert_eq!(group_set(&log), want, "{log}");
+    assert_eq!(
+        container_status(&v, "sec-ctx-demo")["user"]["linux"],
+        serde_json::json!({"uid": 1000, "gid": 3000, "supplementalGroups": status_groups})
+    );
+    p.signal(libc::SIGTERM);
+    p.wait(LIMIT);
+    p.assert_nothing_left();
+}
+
+#[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
+fn supplemental_groups_policy_merge_adds_the_image_s_groups() {
+    // "users" (100) lists uid 1000's name in the image's /etc/group.
+    supplemental_groups(
+        "supplemental-groups-merge.yaml",
+        &[100, 3000, 4000],
+        serde_json::json!([3000, 100, 4000]),
+    );
+}
+
+#[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
+fn supplemental_groups_policy_strict_keeps_only_the_pod_s_groups() {
+    supplemental_groups(
+        "supplemental-groups-strict.yaml",
+        &[3000, 4000],
+        serde_json::json!([3000, 4000]),
+    );
+}
+
+#[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
+fn a_disk_empty_dir_past_its_size_limit_evicts_the_pod() {
+    require_root();
+    let mut p = TestPod::new("evict", &fixture("emptydir-size-limit.yaml"));
+    // The eviction manager looks every 10 s.
+    let out = p.run(Duration::from_secs(60));
+    let s = &out.status["status"];
+    assert_eq!(s["phase"], "Failed", "{}", out.stderr);
+    assert_eq!(s["reason"], "Evicted");
+    let msg = "Usage of EmptyDir volume \"cache-volume\" exceeds the limit \"1Mi\". ";
+    assert_eq!(s["message"], msg);
+    let ev: Vec<_> = events(&p)
+        .into_iter()
+        .filter(|e| e["reason"] == "Evicted")
+        .collect();
+    assert_eq!(ev.len(), 1, "{ev:?}");
+    assert_eq!(ev[0]["type"], "Warning");
+    assert_eq!(ev[0]["message"], msg);
+    // Killed at once (grace 0), not after the pod's 30 s.
+    let t = &container_status(&out.status, "test-container")["state"]["terminated"];
+    assert_eq!(t["exitCode"], 137, "{t}");
+    assert_eq!(out.code, 1);
+    p.assert_nothing_left();
+}
+
+#[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
+fn a_memory_empty_dir_is_a_tmpfs_sized_by_size_limit_or_the_pod_s_memory() {
+    require_root();
+    let mut p = TestPod::new("edmem", &fixture("emptydir-memory.yaml"));
+    p.start();
+    let log = p.wait_log("test-container", 0, LIMIT, " /scratch ");
+    let size = |mnt: &str| {
+        let line = log
+            .lines()
+            .find(|l| l.contains(&format!(" {mnt} ")))
+            .unwrap_or_else(|| panic!("{mnt} not mounted: {log}"));
+        assert!(line.starts_with("tmpfs "), "{line}");
+        line.split(',')
+            .find_map(|o| o.strip_prefix("size="))
+            .map(|s| s.split_whitespace().next().unwrap().to_string())
+            .unwrap_or_else(|| panic!("no size: {line}"))
+    };
+    assert_eq!(size("/cache"), "16384k");
+    assert_eq!(size("/scratch"), "65536k", "the pod's memory limit");
+    p.signal(libc::SIGTERM);
+    p.wait(LIMIT);
+    p.assert_nothing_left();
+}
