@@ -16,7 +16,7 @@ mod start;
 mod status;
 mod teardown;
 
-pub use start::node_allocatable;
+pub use start::{node_allocatable, node_capacity, set_node_allocatable};
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
