@@ -47,6 +47,10 @@ fn dispatch(m: &Matches) -> Result<i32, cli::Error> {
                 notify_socket: m.path("notify-socket"),
                 max_restart_backoff: m.number("max-restart-backoff", 1)?.expect(DEFAULTED),
                 seccomp_root: m.path("seccomp-root"),
+                node_name: m.string("node-name")?,
+                node_labels: m.string("node-labels")?,
+                system_reserved: m.string("system-reserved")?,
+                node_resources: m.string("node-resources")?,
             })
         }
         "validate" => {

@@ -290,8 +290,8 @@ fn bad_input_exits_2_and_creates_nothing() {
             "no-such-image",
         ),
         (
-            "windows",
-            pod("  os: {name: windows}\n  containers:\n  - {name: c, image: busybox}\n"),
+            "unknown OS",
+            pod("  os: {name: plan9}\n  containers:\n  - {name: c, image: busybox}\n"),
             "spec.os.name",
         ),
         (

@@ -85,6 +85,26 @@ pub static COMMANDS: &[Cmd] = &[
             )
             .default(crate::run::DEFAULT_SECCOMP_ROOT)
             .path(),
+            opt(
+                "node-name",
+                "NAME",
+                "The node's name, for admission and spec.nodeName [default: the hostname, lowercased]",
+            ),
+            opt(
+                "node-labels",
+                "K=V,...",
+                "Labels of the node, besides kubelet's own (kubernetes.io/hostname, os, arch)",
+            ),
+            opt(
+                "system-reserved",
+                "NAME=QTY,...",
+                "cpu, memory, ephemeral-storage kept back from the node's allocatable",
+            ),
+            opt(
+                "node-resources",
+                "NAME=COUNT,...",
+                "The node's extended resources (e.g. nvidia.com/gpu=1) [default: none]",
+            ),
         ],
         args: &[MANIFEST],
         trailing: None,

@@ -10,6 +10,7 @@ pub fn pod(pod: &mut Pod, new_uid: &dyn Fn() -> String) {
     if m.uid.as_deref().unwrap_or("").is_empty() {
         m.uid = Some(new_uid());
     }
+    super::validate::seccomp_annotations_to_fields(pod);
     let Some(spec) = pod.spec.as_mut() else {
         return;
     };

@@ -12,6 +12,7 @@ pub mod strict;
 mod validate;
 
 pub use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
+pub use validate::{dns1123_subdomain as validate_dns1123_subdomain, is_extended_resource_name};
 
 use std::path::Path;
 

@@ -156,7 +156,6 @@ pub fn unsupported(pod: &Pod) -> Result<(), Error> {
     if let Some(sc) = &spec.security_context {
         for (f, on) in [
             ("seLinuxOptions", sc.se_linux_options.is_some()),
-            ("appArmorProfile", sc.app_armor_profile.is_some()),
             ("windowsOptions", sc.windows_options.is_some()),
             ("fsGroupChangePolicy", sc.fs_group_change_policy.is_some()),
             ("seLinuxChangePolicy", sc.se_linux_change_policy.is_some()),
@@ -259,7 +258,6 @@ fn container(c: &Container, p: &str) -> Result<(), Error> {
 fn security(sc: &SecurityContext, p: &str) -> Result<(), Error> {
     for (f, on) in [
         ("seLinuxOptions", sc.se_linux_options.is_some()),
-        ("appArmorProfile", sc.app_armor_profile.is_some()),
         ("windowsOptions", sc.windows_options.is_some()),
     ] {
         if on {

@@ -155,7 +155,9 @@ fn validation_messages() {
         ("  containers:\n  - {name: C_1, image: busybox}\n", "spec.containers[0].name: Invalid value: \"C_1\""),
         ("  containers:\n  - {name: c}\n", "spec.containers[0].image: Required value"),
         ("  restartPolicy: Sometimes\n  containers:\n  - {name: c, image: busybox}\n", "spec.restartPolicy: Unsupported value: \"Sometimes\""),
-        ("  os: {name: windows}\n  containers:\n  - {name: c, image: busybox}\n", "spec.os.name: Unsupported value: \"windows\""),
+        ("  os: {name: plan9}\n  containers:\n  - {name: c, image: busybox}\n", "spec.os.name: Unsupported value: \"plan9\""),
+        ("  containers:\n  - {name: c, image: busybox, resources: {limits: {example.com/dongle: 500m}}}\n", "spec.containers[0].resources.limits[example.com/dongle]: Invalid value: \"500m\": must be an integer"),
+        ("  containers:\n  - {name: c, image: busybox}\n  securityContext: {appArmorProfile: {type: Localhost}}\n", "spec.securityContext.appArmorProfile.localhostProfile: Required value"),
         ("  initContainers:\n  - {name: i, image: busybox, restartPolicy: Never}\n  containers:\n  - {name: c, image: busybox}\n", "spec.initContainers[0].restartPolicy: Unsupported value: \"Never\""),
         ("  containers:\n  - {name: c, image: busybox, restartPolicy: Always}\n", "spec.containers[0].restartPolicy: Forbidden"),
         ("  initContainers:\n  - name: i\n    image: busybox\n    readinessProbe: {exec: {command: ['true']}}\n  containers:\n  - {name: c, image: busybox}\n", "spec.initContainers[0].readinessProbe: Forbidden: may not be set for init containers without restartPolicy=Always"),
@@ -464,4 +466,56 @@ fn empty_dir_media_and_supplemental_groups_policy() {
         ))),
         "spec.securityContext.supplementalGroupsPolicy: Unsupported value: \"Loose\": supported values: \"Merge\", \"Strict\""
     );
+}
+
+#[test]
+fn security_annotations_are_checked_and_seccomp_ones_become_fields() {
+    let with = |ann: &str, spec: &str| {
+        format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: p, annotations: {{{ann}}}}}\nspec:\n{spec}")
+    };
+    let c = "  containers:\n  - {name: c, image: busybox}\n";
+    let aa = "container.apparmor.security.beta.kubernetes.io";
+    let e = err_of(&with(&format!("{aa}/nope: runtime/default"), c));
+    assert_eq!(
+        e,
+        format!("metadata.annotations[{aa}/nope]: Invalid value: \"nope\": container not found")
+    );
+    let e = err_of(&with(&format!("{aa}/c: strict"), c));
+    assert!(
+        e.ends_with("invalid AppArmor profile name: \"strict\""),
+        "{e}"
+    );
+    let field = "  containers:\n  - {name: c, image: busybox, securityContext: {appArmorProfile: {type: RuntimeDefault}}}\n";
+    let e = err_of(&with(&format!("{aa}/c: unconfined"), field));
+    assert_eq!(e, "spec.containers[0].securityContext.appArmorProfile.type: Forbidden: apparmor type in annotation and field must match");
+    assert!(admit_str(&with(&format!("{aa}/c: runtime/default"), field)).is_ok());
+    let sp = "seccomp.security.alpha.kubernetes.io/pod";
+    let e = err_of(&with(&format!("{sp}: strict"), c));
+    assert_eq!(
+        e,
+        format!(
+            "metadata.annotations.{sp}: Invalid value: \"strict\": must be a valid seccomp profile"
+        )
+    );
+    let a = admit_str(&with(
+        &format!("{sp}: runtime/default, container.seccomp.security.alpha.kubernetes.io/c: localhost/prof.json"),
+        c,
+    ))
+    .unwrap();
+    let spec = a.pod.spec.unwrap();
+    let pod_sp = spec.security_context.unwrap().seccomp_profile.unwrap();
+    assert_eq!(pod_sp.type_, "RuntimeDefault");
+    let c_sp = spec.containers[0]
+        .security_context
+        .clone()
+        .unwrap()
+        .seccomp_profile
+        .unwrap();
+    assert_eq!(
+        (c_sp.type_.as_str(), c_sp.localhost_profile.as_deref()),
+        ("Localhost", Some("prof.json"))
+    );
+    let mismatch = "  securityContext: {seccompProfile: {type: Unconfined}}\n  containers:\n  - {name: c, image: busybox}\n";
+    let e = err_of(&with(&format!("{sp}: runtime/default"), mismatch));
+    assert_eq!(e, "spec.securityContext.seccompProfile.type: Forbidden: seccomp type in annotation and field must match");
 }

@@ -12,7 +12,9 @@ mod resources;
 mod security;
 mod volumes;
 
-pub use names::dns1123_label;
+pub use names::{dns1123_label, dns1123_subdomain};
+pub use resources::extended as is_extended_resource_name;
+pub use security::seccomp_annotations_to_fields;
 
 use super::Error;
 use k8s_openapi::api::core::v1::Pod;
@@ -39,10 +41,14 @@ pub fn pod(pod: &Pod) -> R {
         return err("spec", "Required value");
     };
     if let Some(os) = &spec.os {
-        if os.name != "linux" {
+        // A windows pod is valid; kubelet's admission on this Linux node rejects it.
+        if os.name != "linux" && os.name != "windows" {
             return err(
                 "spec.os.name",
-                format!("Unsupported value: {:?}: supported values: \"linux\" (podinit runs Linux containers)", os.name),
+                format!(
+                    "Unsupported value: {:?}: supported values: \"linux\", \"windows\"",
+                    os.name
+                ),
             );
         }
     }
@@ -120,6 +126,7 @@ pub fn pod(pod: &Pod) -> R {
     if spec.containers.is_empty() {
         return err("spec.containers", "Required value");
     }
+    security::annotations(pod)?;
     let mut names = BTreeSet::new();
     for (i, c) in spec.init_containers.iter().flatten().enumerate() {
         containers::container(

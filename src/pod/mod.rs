@@ -7,6 +7,7 @@
 //! here and is unit-tested with time as a parameter, as do the words kubelet uses
 //! (`reason`), its event texts (`events`) and its log-run choice (`log_run`).
 
+pub mod admit;
 pub mod attach;
 pub mod backoff;
 pub mod conditions;

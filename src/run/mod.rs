@@ -7,6 +7,7 @@
 //! supervisor dies without writing the pod's end, the outer process writes it.
 //!
 //! One file a stage, in the order `run` takes them: `admission`, the state dir (`names`),
+//! kubelet's admission on the node (`node`, then `admission::reject` or `bind`),
 //! `pod_cgroup`, the supervisor's `config`, `namespaces` (its clone, or PID-1 mode's given
 //! ones) and what it finishes inside them (`supervise`), the outer process's `relay`,
 //! `lost` (the final status of a lost supervisor) and `cleanup`.
@@ -17,6 +18,7 @@ mod config;
 mod lost;
 mod names;
 mod namespaces;
+mod node;
 mod pod_cgroup;
 mod relay;
 mod supervise;
@@ -51,6 +53,14 @@ pub struct RunOptions {
     pub max_restart_backoff: u64,
     /// `--seccomp-root`: where `Localhost` seccomp profiles are.
     pub seccomp_root: Option<PathBuf>,
+    /// `--node-name` [default: the host's name, lowercased].
+    pub node_name: Option<String>,
+    /// `--node-labels k=v,…`: added to kubelet's own node labels.
+    pub node_labels: Option<String>,
+    /// `--system-reserved cpu=…,memory=…`: kept back from the node's allocatable.
+    pub system_reserved: Option<String>,
+    /// `--node-resources name=count,…`: the node's extended resources.
+    pub node_resources: Option<String>,
 }
 
 /// kubelet's seccomp profile root (`<root-dir>/seccomp`, root-dir /var/lib/kubelet).
@@ -58,7 +68,14 @@ pub const DEFAULT_SECCOMP_ROOT: &str = "/var/lib/kubelet/seccomp";
 
 /// `podinit run`: returns the process exit status.
 pub fn run(opts: &RunOptions) -> i32 {
-    let adm = match admission::for_run(opts) {
+    let node_flags = match node::Flags::parse(opts) {
+        Ok(f) => f,
+        Err(e) => {
+            crate::log::error(&e);
+            return EXIT_INVALID;
+        }
+    };
+    let mut adm = match admission::for_run(opts) {
         Ok(a) => a,
         Err(e) => {
             crate::log::error(&format!("{}: {e}", opts.manifest.display()));
@@ -74,6 +91,20 @@ pub fn run(opts: &RunOptions) -> i32 {
             return EXIT_SANDBOX;
         }
     };
+    // kubelet's admit handlers, before any cgroup, namespace or container exists.
+    match node_flags.node(&sd.root) {
+        Ok(node) => {
+            if let Err(r) = crate::pod::admit::admit(&adm.pod, &node) {
+                return admission::reject(adm.pod, &node, &r, sd);
+            }
+            admission::bind(&mut adm.pod, &node);
+        }
+        Err(e) => {
+            crate::log::error(&format!("setting up the sandbox: {e}"));
+            let _ = sd.finish(false, pid1_mode());
+            return EXIT_SANDBOX;
+        }
+    }
     let mut sandbox = Sandbox {
         cgroup: pod_cgroup::PodCgroup::default(),
         sd: Some(sd),

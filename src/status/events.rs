@@ -59,9 +59,22 @@ impl EventLog {
         field_path: Option<String>,
         now: Time,
     ) -> &Event {
+        self.record_text(type_, reason.as_str(), message, field_path, now)
+    }
+
+    /// `record` with a reason that is not one of kubelet's fixed words: an admit
+    /// handler's (`NodeAffinity`, `OutOf<resource>`).
+    pub fn record_text(
+        &mut self,
+        type_: EventType,
+        reason: &str,
+        message: &str,
+        field_path: Option<String>,
+        now: Time,
+    ) -> &Event {
         let same = |e: &Event| {
             e.type_.as_deref() == Some(type_.as_str())
-                && e.reason.as_deref() == Some(reason.as_str())
+                && e.reason.as_deref() == Some(reason)
                 && e.message.as_deref() == Some(message)
                 && e.involved_object.field_path == field_path
         };
@@ -85,7 +98,7 @@ impl EventLog {
                     },
                     involved_object: obj,
                     type_: Some(type_.as_str().into()),
-                    reason: Some(reason.as_str().into()),
+                    reason: Some(reason.into()),
                     message: Some(message.into()),
                     first_timestamp: Some(now.clone()),
                     last_timestamp: Some(now),

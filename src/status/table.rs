@@ -147,11 +147,42 @@ pub fn render(pod: &Value, wide: bool, now_unix: i64) -> String {
     let ready_col = format!("{ready}/{total}");
     let mut row = vec![name, &ready_col, &reason, &restarts_col, &age];
     let ip = st["podIP"].as_str().unwrap_or("<none>").to_string();
+    let text = |v: &Value| {
+        v.as_str()
+            .filter(|s| !s.is_empty())
+            .unwrap_or("<none>")
+            .to_string()
+    };
+    let node = text(&pod["spec"]["nodeName"]);
+    let nominated = text(&st["nominatedNodeName"]);
+    let gates = readiness_gates(pod);
     if wide {
-        head.push("IP");
-        row.push(&ip);
+        head.extend(["IP", "NODE", "NOMINATED NODE", "READINESS GATES"]);
+        row.extend([ip.as_str(), &node, &nominated, &gates]);
     }
     columns(&[head, row])
+}
+
+/// kubectl's READINESS GATES column: how many of the gates' conditions are True.
+fn readiness_gates(pod: &Value) -> String {
+    let Some(gates) = pod["spec"]["readinessGates"]
+        .as_array()
+        .filter(|g| !g.is_empty())
+    else {
+        return "<none>".into();
+    };
+    let conditions = pod["status"]["conditions"].as_array();
+    let true_ = gates
+        .iter()
+        .filter(|g| {
+            conditions
+                .into_iter()
+                .flatten()
+                .find(|c| c["type"] == g["conditionType"])
+                .is_some_and(|c| c["status"] == "True")
+        })
+        .count();
+    format!("{true_}/{}", gates.len())
 }
 
 /// kubectl's `HumanDuration` for ages.
@@ -284,8 +315,20 @@ mod tests {
                 {"name": "b", "restartCount": 0, "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]}));
         let t = render(&p, true, 0);
         assert!(t.lines().nth(1).unwrap().contains("Completed"));
-        assert!(t.lines().next().unwrap().ends_with("IP"));
-        assert!(t.lines().nth(1).unwrap().ends_with("10.0.0.5"));
+        assert!(t.lines().next().unwrap().contains(" IP "));
+        assert!(t
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with("NOMINATED NODE   READINESS GATES"));
+        assert!(t.lines().nth(1).unwrap().contains("10.0.0.5"));
+        let mut p = p;
+        p["spec"]["nodeName"] = json!("box");
+        p["spec"]["readinessGates"] = json!([{"conditionType": "x"}, {"conditionType": "y"}]);
+        p["status"]["conditions"] = json!([{"type": "x", "status": "True"}]);
+        let row = render(&p, true, 0).lines().nth(1).unwrap().to_string();
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cells[cells.len() - 3..], ["box", "<none>", "1/2"], "{row}");
     }
 
     #[test]

@@ -158,7 +158,7 @@ impl Ctr {
                     cx.pod_spec,
                     &self.spec,
                     self.kind == Kind::Sidecar,
-                    super::node_allocatable().1,
+                    super::node_capacity().1,
                 )),
             },
         )?;

@@ -18,7 +18,7 @@ mod status;
 mod teardown;
 mod volume_usage;
 
-pub use start::{node_allocatable, set_up_volumes};
+pub use start::{node_allocatable, node_capacity, set_node_allocatable, set_up_volumes};
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;

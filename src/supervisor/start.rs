@@ -10,9 +10,23 @@ use crate::bundle::HostVolume;
 use crate::pod::{self, StartFailure};
 use crate::sandbox::statedir::StateDir;
 
+/// `podinit run`'s node's allocatable (its capacity less `--system-reserved`).
+static ALLOCATABLE: std::sync::OnceLock<(i64, i64)> = std::sync::OnceLock::new();
+
+/// Set the node's allocatable before the supervisor starts.
+pub fn set_node_allocatable(cpu_milli: i64, memory: i64) {
+    let _ = ALLOCATABLE.set((cpu_milli, memory));
+}
+
 /// The node's allocatable CPU (millicores) and memory (bytes), for `resourceFieldRef`
-/// of a resource without a limit.
+/// of a resource without a limit: what `podinit run` set, else the capacity.
 pub fn node_allocatable() -> (i64, i64) {
+    ALLOCATABLE.get().copied().unwrap_or_else(node_capacity)
+}
+
+/// The machine's CPU (millicores) and memory (bytes): kubelet computes OOM scores from the
+/// memory capacity, not the allocatable.
+pub fn node_capacity() -> (i64, i64) {
     // Asked for every container (its OOM score, its downward API defaults); read once, as
     // kubelet reads the machine's capacity once.
     static NODE: std::sync::OnceLock<(i64, i64)> = std::sync::OnceLock::new();

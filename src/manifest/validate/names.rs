@@ -30,7 +30,7 @@ pub fn dns1123_label(field: impl Into<String>, v: &str) -> R {
 }
 
 /// `field` must be an RFC 1123 subdomain; Kubernetes' first message when it is not.
-pub(super) fn dns1123_subdomain(field: impl Into<String>, v: &str) -> R {
+pub fn dns1123_subdomain(field: impl Into<String>, v: &str) -> R {
     if v.len() > 253 {
         return err(
             field,
