@@ -309,7 +309,7 @@ spec:
         -998
     } else {
         assert!(
-            out.stderr.contains("the supervisor keeps its OOM score"),
+            out.stderr.contains("cannot lower the supervisor's OOM score"),
             "{}",
             out.stderr
         );
