@@ -16,40 +16,6 @@ fn fixture(name: &str) -> String {
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
-/// The pod cgroup's directory in controller `ctrl`'s hierarchy (v1), or the unified one.
-fn pod_cgroup(p: &TestPod, ctrl: &str) -> PathBuf {
-    let v2 = std::fs::metadata("/sys/fs/cgroup/cgroup.controllers").is_ok();
-    let ours = std::fs::read_to_string("/proc/self/cgroup").unwrap();
-    let line = ours
-        .lines()
-        .find(|l| {
-            if v2 {
-                l.starts_with("0::")
-            } else {
-                l.split(':')
-                    .nth(1)
-                    .is_some_and(|c| c.split(',').any(|x| x == ctrl))
-            }
-        })
-        .unwrap();
-    let rel = line.splitn(3, ':').nth(2).unwrap().trim_start_matches('/');
-    let mount = if v2 {
-        "/sys/fs/cgroup".to_string()
-    } else {
-        format!("/sys/fs/cgroup/{ctrl}")
-    };
-    PathBuf::from(mount)
-        .join(rel)
-        .join(format!("podinit_default_{}", p.name))
-}
-
-fn read(p: PathBuf) -> String {
-    std::fs::read_to_string(&p)
-        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-        .trim()
-        .to_string()
-}
-
 fn running(v: &serde_json::Value, names: &[&str]) -> bool {
     names
         .iter()
@@ -74,19 +40,22 @@ fn pod_level_resources_limit_the_pod_cgroup() {
     );
     if std::fs::metadata("/sys/fs/cgroup/cgroup.controllers").is_ok() {
         let cg = pod_cgroup(&p, "");
-        assert_eq!(read(cg.join("memory.max")), (200u64 << 20).to_string());
-        assert_eq!(read(cg.join("cpu.max")), "100000 100000");
+        assert_eq!(
+            read_trimmed(cg.join("memory.max")),
+            (200u64 << 20).to_string()
+        );
+        assert_eq!(read_trimmed(cg.join("cpu.max")), "100000 100000");
         // runc's conversion of 1024 shares.
-        assert_eq!(read(cg.join("cpu.weight")), "39");
+        assert_eq!(read_trimmed(cg.join("cpu.weight")), "39");
     } else {
         let mem = pod_cgroup(&p, "memory");
         assert_eq!(
-            read(mem.join("memory.limit_in_bytes")),
+            read_trimmed(mem.join("memory.limit_in_bytes")),
             (200u64 << 20).to_string()
         );
         let cpu = pod_cgroup(&p, "cpu");
-        assert_eq!(read(cpu.join("cpu.cfs_quota_us")), "100000");
-        assert_eq!(read(cpu.join("cpu.shares")), "1024");
+        assert_eq!(read_trimmed(cpu.join("cpu.cfs_quota_us")), "100000");
+        assert_eq!(read_trimmed(cpu.join("cpu.shares")), "1024");
     }
     p.signal(libc::SIGTERM);
     p.wait(LIMIT);

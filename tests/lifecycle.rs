@@ -309,7 +309,8 @@ spec:
         -998
     } else {
         assert!(
-            out.stderr.contains("cannot lower the supervisor's OOM score"),
+            out.stderr
+                .contains("cannot lower the supervisor's OOM score"),
             "{}",
             out.stderr
         );
@@ -358,36 +359,8 @@ spec:
     assert_eq!(condition(&v, "ContainersReady")["status"], "True");
     assert!(v["status"]["startTime"].is_string());
     let v2 = std::fs::metadata("/sys/fs/cgroup/cgroup.controllers").is_ok();
-    let ours = std::fs::read_to_string("/proc/self/cgroup").unwrap();
-    let base = |ctrl: &str| -> std::path::PathBuf {
-        let line = ours
-            .lines()
-            .find(|l| {
-                if v2 {
-                    l.starts_with("0::")
-                } else {
-                    l.split(':')
-                        .nth(1)
-                        .is_some_and(|c| c.split(',').any(|x| x == ctrl))
-                }
-            })
-            .unwrap();
-        let rel = line.splitn(3, ':').nth(2).unwrap().trim_start_matches('/');
-        let mount = if v2 {
-            "/sys/fs/cgroup".to_string()
-        } else {
-            format!("/sys/fs/cgroup/{ctrl}")
-        };
-        std::path::Path::new(&mount)
-            .join(rel)
-            .join(format!("podinit_default_{}", p.name))
-    };
-    let read = |p: std::path::PathBuf| {
-        std::fs::read_to_string(&p)
-            .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-            .trim()
-            .to_string()
-    };
+    let base = |ctrl: &str| pod_cgroup(&p, ctrl);
+    let read = read_trimmed;
     if v2 {
         assert_eq!(
             read(base("").join("c_a/memory.max")),

@@ -592,3 +592,39 @@ pub fn condition<'a>(pod: &'a serde_json::Value, t: &str) -> &'a serde_json::Val
         .and_then(|v| v.iter().find(|c| c["type"] == t))
         .unwrap_or_else(|| panic!("no condition {t}: {pod}"))
 }
+
+/// The cgroup directory of pod `p` for controller `ctrl` (any on cgroup v2), below the
+/// cgroup this test runs in: where `podinit run` puts the pod by default.
+pub fn pod_cgroup(p: &TestPod, ctrl: &str) -> PathBuf {
+    let v2 = std::fs::metadata("/sys/fs/cgroup/cgroup.controllers").is_ok();
+    let ours = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    let line = ours
+        .lines()
+        .find(|l| {
+            if v2 {
+                l.starts_with("0::")
+            } else {
+                l.split(':')
+                    .nth(1)
+                    .is_some_and(|c| c.split(',').any(|x| x == ctrl))
+            }
+        })
+        .unwrap();
+    let rel = line.splitn(3, ':').nth(2).unwrap().trim_start_matches('/');
+    let mount = if v2 {
+        "/sys/fs/cgroup".to_string()
+    } else {
+        format!("/sys/fs/cgroup/{ctrl}")
+    };
+    PathBuf::from(mount)
+        .join(rel)
+        .join(format!("podinit_default_{}", p.name))
+}
+
+/// A file's content without surrounding white space, or a panic naming the file.
+pub fn read_trimmed(p: PathBuf) -> String {
+    std::fs::read_to_string(&p)
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        .trim()
+        .to_string()
+}

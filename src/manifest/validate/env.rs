@@ -101,23 +101,7 @@ fn value_from(src: &EnvVarSource, has_value: bool, p: &str) -> R {
         }
     }
     if let Some(r) = &src.resource_field_ref {
-        let ok = [
-            "limits.cpu",
-            "limits.memory",
-            "limits.ephemeral-storage",
-            "requests.cpu",
-            "requests.memory",
-            "requests.ephemeral-storage",
-        ]
-        .contains(&r.resource.as_str())
-            || r.resource.starts_with("limits.hugepages-")
-            || r.resource.starts_with("requests.hugepages-");
-        if !ok {
-            return err(
-                format!("{p}.resourceFieldRef.resource"),
-                format!("Unsupported value: {:?}", r.resource),
-            );
-        }
+        resource_field_resource(&r.resource, &format!("{p}.resourceFieldRef.resource"))?;
     }
     for (f, key) in [
         (
@@ -139,4 +123,27 @@ fn value_from(src: &EnvVarSource, has_value: bool, p: &str) -> R {
         }
     }
     Ok(())
+}
+
+/// A `resourceFieldRef.resource` the downward API knows (env and volume items alike).
+pub(super) fn resource_field_resource(resource: &str, field: &str) -> R {
+    let ok = [
+        "limits.cpu",
+        "limits.memory",
+        "limits.ephemeral-storage",
+        "requests.cpu",
+        "requests.memory",
+        "requests.ephemeral-storage",
+    ]
+    .contains(&resource)
+        || resource.starts_with("limits.hugepages-")
+        || resource.starts_with("requests.hugepages-");
+    if ok {
+        Ok(())
+    } else {
+        err(
+            field.to_string(),
+            format!("Unsupported value: {resource:?}"),
+        )
+    }
 }

@@ -184,23 +184,10 @@ fn downward_items(items: &[DownwardAPIVolumeFile], p: &str) -> R {
                         "Required value",
                     );
                 }
-                let ok = [
-                    "limits.cpu",
-                    "limits.memory",
-                    "limits.ephemeral-storage",
-                    "requests.cpu",
-                    "requests.memory",
-                    "requests.ephemeral-storage",
-                ]
-                .contains(&r.resource.as_str())
-                    || r.resource.starts_with("limits.hugepages-")
-                    || r.resource.starts_with("requests.hugepages-");
-                if !ok {
-                    return err(
-                        format!("{ip}.resourceFieldRef.resource"),
-                        format!("Unsupported value: {:?}", r.resource),
-                    );
-                }
+                super::env::resource_field_resource(
+                    &r.resource,
+                    &format!("{ip}.resourceFieldRef.resource"),
+                )?;
             }
         }
     }
