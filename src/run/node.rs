@@ -158,20 +158,15 @@ fn go_arch(rust: &str) -> &str {
     }
 }
 
-/// The machine's capacity as kubelet's cAdvisor reports it: online CPUs, `MemTotal`, the
+/// The machine's capacity as kubelet's cAdvisor reports it: online CPUs, total memory, the
 /// size of the filesystem under `storage`, each pre-allocated huge page size, and pods.
 fn capacity(storage: &Path) -> BTreeMap<String, i128> {
     let mut c = BTreeMap::new();
-    // SAFETY: sysconf has no memory effects.
-    let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1);
-    c.insert("cpu".to_string(), i128::from(cpus) * 1000);
-    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let kb = meminfo
-        .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<i128>().ok())
-        .unwrap_or(0);
-    c.insert("memory".to_string(), kb * 1024);
+    // The same figures the supervisor's OOM scores are computed from (sysinfo's total RAM
+    // is /proc/meminfo's MemTotal).
+    let (cpu_milli, memory) = crate::supervisor::node_capacity();
+    c.insert("cpu".to_string(), i128::from(cpu_milli));
+    c.insert("memory".to_string(), i128::from(memory));
     let fs = storage
         .ancestors()
         .find_map(|p| nix::sys::statvfs::statvfs(p).ok());
