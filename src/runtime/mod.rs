@@ -19,6 +19,8 @@
 //! CPU.
 
 mod caps_set;
+pub mod container;
+pub mod hooks;
 mod init;
 pub mod mounts;
 mod prepare;
