@@ -16,6 +16,7 @@ pub mod pod;
 pub mod probe;
 pub mod quantity;
 pub mod run;
+pub mod runc;
 pub mod runtime;
 pub mod sandbox;
 pub mod status;

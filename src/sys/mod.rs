@@ -8,6 +8,7 @@ pub mod devices;
 pub mod mount;
 pub mod pages;
 pub mod pidfd;
+pub mod proc;
 pub mod pty;
 pub mod signals;
 pub mod unix_socket;

@@ -18,6 +18,9 @@
 //! `resources` writes the spec's limits, `devices` its device rules.
 
 mod detect;
+mod freezer;
+mod oci_path;
+mod stats;
 mod devices;
 mod group;
 mod removal;
