@@ -70,7 +70,14 @@ impl Caps {
         permitted.extend(self.effective.iter().copied());
         caps::set(None, CapSet::Permitted, &permitted).map_err(|e| ctx("permitted", e))?;
         caps::clear(None, CapSet::Ambient).map_err(|e| ctx("ambient", e))?;
-        for cap in &self.ambient {
+        // The kernel raises an ambient capability only if it is permitted and inheritable;
+        // runc skips the others (with a warning), and so does podinit: a spec made by
+        // `runc spec` lists ambient capabilities but no inheritable ones.
+        for cap in self
+            .ambient
+            .iter()
+            .filter(|c| permitted.contains(c) && self.inheritable.contains(c))
+        {
             caps::raise(None, CapSet::Ambient, *cap).map_err(|e| ctx("ambient", e))?;
         }
         Ok(())

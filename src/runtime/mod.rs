@@ -79,8 +79,16 @@ pub fn spawn_in(target: &OwnedFd, l: &Launch) -> Result<Spawned, SpawnError> {
 }
 
 fn start(l: &Launch, join: Option<&OwnedFd>) -> Result<Spawned, SpawnError> {
-    let mut prepared = prepare::Prepared::from_spec(l.spec, l.stdio)
+    let prepared = prepare::Prepared::from_spec(l.spec, l.stdio)
         .map_err(|e| SpawnError::Create(named(l.name, join.is_some(), e)))?;
+    start_prepared(l, prepared, join)
+}
+
+fn start_prepared(
+    l: &Launch,
+    mut prepared: prepare::Prepared,
+    join: Option<&OwnedFd>,
+) -> Result<Spawned, SpawnError> {
     prepared.join = join.map(|fd| fd.as_raw_fd());
     let (parent_end, child_end) = nix::sys::socket::socketpair(
         nix::sys::socket::AddressFamily::Unix,
@@ -89,7 +97,9 @@ fn start(l: &Launch, join: Option<&OwnedFd>) -> Result<Spawned, SpawnError> {
         nix::sys::socket::SockFlag::SOCK_CLOEXEC,
     )
     .map_err(|e| SpawnError::Create(format!("socketpair: {e}")))?;
-    prepared.console_sock = child_end.as_raw_fd();
+    if prepared.console_sock < 0 {
+        prepared.console_sock = child_end.as_raw_fd();
+    }
     // The supervisor's signal handlers are not the child's: reset by the kernel, so that
     // none of them can run in the child (ignored signals the child resets itself).
     const CLONE_CLEAR_SIGHAND: u64 = 0x1_0000_0000;

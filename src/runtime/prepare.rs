@@ -21,6 +21,19 @@ pub struct Device {
 
 pub struct Prepared {
     pub stdio: [RawFd; 3],
+    /// A container of its own (`runtime::container`): what its process does beyond a pod
+    /// container's. None for the pod's containers and for execs.
+    pub standalone: Option<Standalone>,
+    /// The namespaces an exec joins through the target's pidfd (`setns` flags); the pid
+    /// namespace is joined at clone time.
+    pub join_flags: libc::c_int,
+    /// `hostname` and `domainname`, set in the container's own UTS namespace.
+    pub hostname: Option<CString>,
+    pub domainname: Option<CString>,
+    /// `linux.personality`: the execution domain set before exec.
+    pub personality: Option<libc::c_ulong>,
+    /// fds 3..3+N stay open across exec (`--preserve-fds`).
+    pub keep_fds: u32,
     /// `process.terminal`: 0–2 become a new terminal, whose master is sent on
     /// `console_sock` (the start-result socket).
     pub terminal: bool,
@@ -63,6 +76,40 @@ pub struct Prepared {
     pub ignored_signals: u64,
 }
 
+/// What a container of its own does beyond a pod's container (see `runtime::container`).
+pub struct Standalone {
+    /// The socket to the creating process: the child waits on it for "go" (after its
+    /// user namespace's maps are written) and reports "hooks" and "ready" on it.
+    pub sync: RawFd,
+    /// The exec fifo, opened O_PATH: reopened for writing through /proc/self/fd, which
+    /// blocks until `start` reads it.
+    pub fifo: RawFd,
+    /// A user namespace given by path, joined first.
+    pub user_ns: Option<RawFd>,
+    /// In a user namespace of its own or joined: become its root once the maps exist, so
+    /// that what the set-up creates is owned by a mapped id.
+    pub become_root: bool,
+    /// Whether the creating process runs hooks (prestart, createRuntime) before the root
+    /// is switched: then the child waits for them.
+    pub runtime_hooks: bool,
+    pub create_container_hooks: Vec<oci_spec::runtime::Hook>,
+    pub start_container_hooks: Vec<oci_spec::runtime::Hook>,
+    pub no_pivot: bool,
+    /// The session keyring to join, named for the container (`--no-new-keyring`: None).
+    pub keyring: Option<CString>,
+}
+
+/// How the namespaces of `linux.namespaces` are read.
+#[derive(Clone, Copy, PartialEq)]
+pub enum Namespaces {
+    /// A pod's container: net, ipc and uts are the pod's (the child inherits them), only
+    /// pid, mount and cgroup may be its own; paths are not accepted.
+    Pod,
+    /// A container of its own: every kind, made or joined by path (the caller joins the
+    /// paths and passes the clone flags).
+    Any,
+}
+
 fn cstr(s: impl AsRef<[u8]>) -> Result<CString, String> {
     CString::new(s.as_ref()).map_err(|_| {
         format!(
@@ -74,6 +121,14 @@ fn cstr(s: impl AsRef<[u8]>) -> Result<CString, String> {
 
 impl Prepared {
     pub fn from_spec(spec: &Spec, stdio: [RawFd; 3]) -> Result<Prepared, String> {
+        Self::from_spec_with(spec, stdio, Namespaces::Pod)
+    }
+
+    pub fn from_spec_with(
+        spec: &Spec,
+        stdio: [RawFd; 3],
+        kinds: Namespaces,
+    ) -> Result<Prepared, String> {
         let process = spec
             .process()
             .as_ref()
@@ -101,11 +156,16 @@ impl Prepared {
         }
         let mut new_pid_ns = false;
         let mut new_cgroup_ns = false;
+        let mut join_flags = libc::CLONE_NEWNS;
         for ns in linux.namespaces().iter().flatten() {
             match ns.typ() {
                 LinuxNamespaceType::Pid => new_pid_ns = true,
-                LinuxNamespaceType::Cgroup => new_cgroup_ns = true,
+                LinuxNamespaceType::Cgroup => {
+                    new_cgroup_ns = true;
+                    join_flags |= libc::CLONE_NEWCGROUP;
+                }
                 LinuxNamespaceType::Mount => {}
+                t if kinds == Namespaces::Any => join_flags |= ns_flag(t),
                 t => {
                     return Err(format!(
                         "namespace {t:?} must be the pod's (removed from the spec)"
@@ -197,8 +257,36 @@ impl Prepared {
                 .map(|d| cstr(format!("{d}/{argv0}")))
                 .collect::<Result<_, _>>()?
         };
+        let personality = match linux.personality() {
+            None => None,
+            Some(p) => Some(personality(p)?),
+        };
+        let uts = |v: &Option<String>, field: &str| -> Result<Option<CString>, String> {
+            match v.as_deref().filter(|h| !h.is_empty()) {
+                None => Ok(None),
+                Some(_) if kinds == Namespaces::Pod => Ok(None),
+                Some(h)
+                    if !linux
+                        .namespaces()
+                        .iter()
+                        .flatten()
+                        .any(|n| n.typ() == LinuxNamespaceType::Uts) =>
+                {
+                    Err(format!(
+                        "{field} {h:?} needs a private UTS namespace (linux.namespaces has none)"
+                    ))
+                }
+                Some(h) => cstr(h).map(Some),
+            }
+        };
         Ok(Prepared {
             stdio,
+            standalone: None,
+            join_flags,
+            hostname: uts(spec.hostname(), "hostname")?,
+            domainname: uts(spec.domainname(), "domainname")?,
+            personality,
+            keep_fds: 0,
             terminal: process.terminal().unwrap_or(false),
             console_sock: -1,
             join: None,
@@ -250,6 +338,33 @@ impl Prepared {
             ignored_signals: crate::sys::signals::ignored_signals(),
         })
     }
+}
+
+/// The `setns`/`clone` flag of a namespace kind.
+pub fn ns_flag(t: LinuxNamespaceType) -> libc::c_int {
+    match t {
+        LinuxNamespaceType::Mount => libc::CLONE_NEWNS,
+        LinuxNamespaceType::Cgroup => libc::CLONE_NEWCGROUP,
+        LinuxNamespaceType::Uts => libc::CLONE_NEWUTS,
+        LinuxNamespaceType::Ipc => libc::CLONE_NEWIPC,
+        LinuxNamespaceType::User => libc::CLONE_NEWUSER,
+        LinuxNamespaceType::Pid => libc::CLONE_NEWPID,
+        LinuxNamespaceType::Network => libc::CLONE_NEWNET,
+        LinuxNamespaceType::Time => 0x80,
+    }
+}
+
+/// `linux.personality`'s domain (and no flags: runc accepts none either) as the value
+/// personality(2) takes.
+fn personality(p: &oci_spec::runtime::LinuxPersonality) -> Result<libc::c_ulong, String> {
+    use oci_spec::runtime::LinuxPersonalityDomain as D;
+    if p.flags().as_ref().is_some_and(|f| !f.is_empty()) {
+        return Err("linux.personality.flags: not supported".into());
+    }
+    Ok(match p.domain() {
+        D::PerLinux => 0,
+        D::PerLinux32 => 8,
+    })
 }
 
 /// `RLIMIT_NOFILE` (as oci-spec prints its enum: `RlimitNofile`) → the resource number.

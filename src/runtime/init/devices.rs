@@ -25,7 +25,10 @@ pub(super) fn dev<K: Kernel>(k: &K, p: &Prepared) -> R {
     let gid_option = p.mounts.iter().any(|m| {
         m.destination == Path::new("/dev") && m.data.split(',').any(|o| o.starts_with("gid="))
     });
-    let root_owned = !gid_option && k.is_root();
+    // In a user namespace no device node may be made: the host's are bind-mounted, as
+    // runc does.
+    let bind = p.standalone.as_ref().is_some_and(|s| s.become_root);
+    let root_owned = !gid_option && k.is_root() && !bind;
     for (name, major, minor) in defaults {
         // /dev is the tmpfs just mounted: one mknod each, owned by us (root) already.
         // Anything in the way (a spec's bind mount) takes the careful way.
@@ -34,7 +37,7 @@ pub(super) fn dev<K: Kernel>(k: &K, p: &Prepared) -> R {
         let quick = root_owned && k.mknod(&c, libc::S_IFCHR | 0o666, major, minor).is_ok();
         if !quick {
             let node = Device {
-                path: PathBuf::new(),
+                path: PathBuf::from("/dev").join(name),
                 kind: libc::S_IFCHR,
                 major,
                 minor,
@@ -42,14 +45,14 @@ pub(super) fn dev<K: Kernel>(k: &K, p: &Prepared) -> R {
                 uid: 0,
                 gid: 0,
             };
-            res = res.and(mknod(k, &path, &node));
+            res = res.and(mknod(k, &path, &node, bind));
         }
     }
     for d in &p.devices {
         let target = mounts::secure_join(&p.root, &d.path, &|p: &Path| {
             super::mounts::symlink_of(k, p)
         })?;
-        res = res.and(mknod(k, &target, d));
+        res = res.and(mknod(k, &target, d, bind));
     }
     k.umask(old);
     res?;
@@ -78,13 +81,26 @@ fn symlink_unless_present<K: Kernel>(k: &K, target: &str, link: &Path) -> std::i
 }
 
 /// The node `d` at `path` (not `d.path`: that is inside the container), replacing
-/// whatever is there, with its owner.
-fn mknod<K: Kernel>(k: &K, path: &Path, d: &Device) -> R {
+/// whatever is there, with its owner; with `bind`, the host's node at `d.path` mounted
+/// there instead.
+fn mknod<K: Kernel>(k: &K, path: &Path, d: &Device, bind: bool) -> R {
     if let Some(parent) = path.parent() {
         k.create_dir_all(parent)
             .map_err(|e| format!("creating {}: {e}", parent.display()))?;
     }
     let _ = k.remove_file(path);
+    if bind {
+        k.create_file(path)
+            .map_err(|e| format!("creating {}: {e}", path.display()))?;
+        return k
+            .mount(Some(&d.path), path, None, libc::MS_BIND, "")
+            .map_err(|e| {
+                format!(
+                    "bind-mounting {} (in a user namespace): {e}",
+                    d.path.display()
+                )
+            });
+    }
     let c = c_path(path)?;
     k.mknod(&c, d.kind | d.mode, d.major, d.minor)
         .map_err(|e| format!("mknod {}: {e}", path.display()))?;

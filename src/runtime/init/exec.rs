@@ -1,32 +1,35 @@
 //! The last step: exec the spec's program, looked up along PATH when it has no '/'.
 
+use std::ffi::CStr;
+
 use super::{Kernel, Never};
 use crate::runtime::prepare::Prepared;
 
-pub(super) fn exec<K: Kernel>(k: &K, p: &Prepared) -> Result<Never, String> {
-    let mut argv: Vec<*const libc::c_char> = p.argv.iter().map(|a| a.as_ptr()).collect();
-    argv.push(std::ptr::null());
-    let mut envp: Vec<*const libc::c_char> = p.env.iter().map(|a| a.as_ptr()).collect();
-    envp.push(std::ptr::null());
+/// The program to exec: `argv[0]` itself when it has a '/', else the first candidate along
+/// PATH that exists.
+pub(super) fn find<'p, K: Kernel>(k: &K, p: &'p Prepared) -> Result<&'p CStr, String> {
+    if let [only] = p.exe_candidates.as_slice() {
+        return Ok(only);
+    }
     let missing =
         |e: &std::io::Error| matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENOTDIR));
     for cand in &p.exe_candidates {
-        // A failed execve costs twice a failed access: look first along PATH.
-        if p.exe_candidates.len() > 1 {
-            if let Err(e) = k.access(cand) {
-                if missing(&e) {
-                    continue;
-                }
-            }
-        }
-        let e = k.execve(cand, &argv, &envp);
-        // Keep looking along PATH only when this one does not exist.
-        if !missing(&e) || p.exe_candidates.len() == 1 {
-            return Err(format!("exec: {:?}: {e}", cand.to_string_lossy()));
+        match k.access(cand) {
+            Err(e) if missing(&e) => continue,
+            _ => return Ok(cand),
         }
     }
     Err(format!(
         "exec: {:?}: executable file not found in $PATH",
         p.argv0
     ))
+}
+
+pub(super) fn exec<K: Kernel>(k: &K, p: &Prepared, exe: &CStr) -> Result<Never, String> {
+    let mut argv: Vec<*const libc::c_char> = p.argv.iter().map(|a| a.as_ptr()).collect();
+    argv.push(std::ptr::null());
+    let mut envp: Vec<*const libc::c_char> = p.env.iter().map(|a| a.as_ptr()).collect();
+    envp.push(std::ptr::null());
+    let e = k.execve(exe, &argv, &envp);
+    Err(format!("exec: {:?}: {e}", exe.to_string_lossy()))
 }

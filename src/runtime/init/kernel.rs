@@ -98,6 +98,26 @@ pub trait Kernel {
     fn seccomp(&self, filter: &Filter) -> Result<(), String>;
     /// `access(path, F_OK)`.
     fn access(&self, path: &CStr) -> io::Result<()>;
+    /// `sethostname`, `setdomainname` (the process's UTS namespace).
+    fn set_hostname(&self, name: &CStr) -> io::Result<()>;
+    fn set_domainname(&self, name: &CStr) -> io::Result<()>;
+    /// Join a new session keyring named `name` (`KEYCTL_JOIN_SESSION_KEYRING`).
+    fn join_keyring(&self, name: &CStr) -> io::Result<()>;
+    fn personality(&self, persona: libc::c_ulong) -> io::Result<()>;
+    fn chroot(&self, dir: &CStr) -> io::Result<()>;
+    /// One message to, and one from, the creating process (a SEQPACKET socket).
+    fn sync_send(&self, fd: RawFd, msg: &[u8]) -> io::Result<()>;
+    fn sync_recv(&self, fd: RawFd) -> io::Result<Vec<u8>>;
+    /// Open the exec fifo (an O_PATH fd) for writing, which blocks until it is opened for
+    /// reading, and write one byte to it.
+    fn pass_gate(&self, fifo: RawFd) -> io::Result<()>;
+    /// OCI hooks (`runtime::hooks::run`).
+    fn run_hooks(
+        &self,
+        phase: &str,
+        hooks: &[oci_spec::runtime::Hook],
+        state: &str,
+    ) -> Result<(), String>;
     /// Returns only when it failed.
     fn execve(
         &self,
@@ -330,6 +350,92 @@ impl Kernel for Linux {
     #[inline]
     fn seccomp(&self, filter: &Filter) -> Result<(), String> {
         crate::runtime::seccomp::install(filter)
+    }
+    #[inline]
+    fn set_hostname(&self, name: &CStr) -> io::Result<()> {
+        // SAFETY: a valid C string and its length.
+        ok(unsafe { libc::sethostname(name.as_ptr(), name.to_bytes().len()) })
+    }
+    #[inline]
+    fn set_domainname(&self, name: &CStr) -> io::Result<()> {
+        // SAFETY: a valid C string and its length.
+        ok(unsafe { libc::setdomainname(name.as_ptr(), name.to_bytes().len()) })
+    }
+    #[inline]
+    fn join_keyring(&self, name: &CStr) -> io::Result<()> {
+        const KEYCTL_JOIN_SESSION_KEYRING: libc::c_long = 1;
+        // SAFETY: keyctl with a valid C string.
+        let rc =
+            unsafe { libc::syscall(libc::SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, name.as_ptr()) };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+    #[inline]
+    fn personality(&self, persona: libc::c_ulong) -> io::Result<()> {
+        // SAFETY: personality with a plain value.
+        ok(unsafe { libc::personality(persona) })
+    }
+    #[inline]
+    fn chroot(&self, dir: &CStr) -> io::Result<()> {
+        // SAFETY: chroot with a valid C string.
+        ok(unsafe { libc::chroot(dir.as_ptr()) })
+    }
+    #[inline]
+    fn sync_send(&self, fd: RawFd, msg: &[u8]) -> io::Result<()> {
+        // SAFETY: send from a live buffer; no SIGPIPE when the creator has gone.
+        let n = unsafe { libc::send(fd, msg.as_ptr().cast(), msg.len(), libc::MSG_NOSIGNAL) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+    #[inline]
+    fn sync_recv(&self, fd: RawFd) -> io::Result<Vec<u8>> {
+        let mut buf = vec![0u8; 256 << 10];
+        loop {
+            // SAFETY: recv into a live buffer of the given length.
+            let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            buf.truncate(n as usize);
+            return Ok(buf);
+        }
+    }
+    #[inline]
+    fn pass_gate(&self, fifo: RawFd) -> io::Result<()> {
+        let path = std::ffi::CString::new(format!("/proc/self/fd/{fifo}")).unwrap_or_default();
+        // SAFETY: open with a valid C string; blocks until a reader opens the fifo.
+        let fd = unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a one-byte write from a static buffer to our own fd, then its close.
+        let n = unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) };
+        let e = io::Error::last_os_error();
+        // SAFETY: closing fds of our own.
+        unsafe {
+            libc::close(fd);
+            libc::close(fifo);
+        }
+        if n != 1 {
+            return Err(e);
+        }
+        Ok(())
+    }
+    fn run_hooks(
+        &self,
+        phase: &str,
+        hooks: &[oci_spec::runtime::Hook],
+        state: &str,
+    ) -> Result<(), String> {
+        crate::runtime::hooks::run(phase, hooks, state)
     }
     #[inline]
     fn access(&self, path: &CStr) -> io::Result<()> {

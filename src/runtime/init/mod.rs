@@ -10,6 +10,7 @@ mod kernel;
 mod mounts;
 #[cfg(test)]
 mod recorder;
+mod standalone;
 #[cfg(test)]
 mod tests;
 
@@ -30,8 +31,12 @@ pub fn run(p: &Prepared, cgroup_tasks: &[PathBuf], sock: OwnedFd) -> ! {
         Ok(never) => match never {},
         Err(e) => e,
     };
-    // SAFETY: writing a message to our socket.
-    unsafe { libc::write(sock.as_raw_fd(), err.as_ptr().cast(), err.len()) };
+    if p.standalone.is_some() {
+        standalone::report(sock.as_raw_fd(), &err);
+    } else {
+        // SAFETY: writing a message to our socket.
+        unsafe { libc::write(sock.as_raw_fd(), err.as_ptr().cast(), err.len()) };
+    }
     // A vfork-like child (`runtime::spawn_in`) allocates from the supervisor's own heap:
     // what it does not free is lost to the supervisor for good.
     drop(err);
@@ -41,6 +46,12 @@ pub fn run(p: &Prepared, cgroup_tasks: &[PathBuf], sock: OwnedFd) -> ! {
 }
 
 fn setup<K: Kernel>(k: &K, p: &Prepared, cgroup_tasks: &[PathBuf]) -> Result<Never, String> {
+    // A container of its own waits for its creator first: its user namespace's maps, its
+    // cgroup and the state its hooks are given.
+    let states = match &p.standalone {
+        Some(s) => Some(standalone::wait_for_go(k, s)?),
+        None => None,
+    };
     // Into our cgroups before anything else, so that all we do is accounted there and the
     // cgroup namespace below is rooted in it.
     k.join_cgroups(cgroup_tasks)?;
@@ -63,11 +74,19 @@ fn setup<K: Kernel>(k: &K, p: &Prepared, cgroup_tasks: &[PathBuf]) -> Result<Nev
         if p.new_cgroup_ns {
             ns |= libc::CLONE_NEWCGROUP;
         }
-        k.setns(target, ns)
+        k.setns(target, ns | p.join_flags)
             .map_err(|e| format!("joining the container's namespaces: {e}"))?;
-        return finish(k, p);
+        if p.terminal {
+            k.console(p.console_sock)
+                .map_err(|e| format!("setting up the terminal (process.terminal): {e}"))?;
+        }
+        return finish(k, p, None);
     }
-    mounts::rootfs(k, p)?;
+    standalone::uts_and_keyring(k, p)?;
+    mounts::rootfs(k, p, || match (&p.standalone, &states) {
+        (Some(s), Some(st)) => standalone::before_pivot(k, s, st),
+        _ => Ok(()),
+    })?;
     for (path, value) in &p.sysctl {
         k.write_file(path, value.as_bytes())
             .map_err(|e| format!("sysctl {}: {e}", path.display()))?;
@@ -77,11 +96,15 @@ fn setup<K: Kernel>(k: &K, p: &Prepared, cgroup_tasks: &[PathBuf]) -> Result<Nev
         k.console(p.console_sock)
             .map_err(|e| format!("setting up the terminal (process.terminal): {e}"))?;
     }
-    finish(k, p)
+    finish(k, p, states.as_ref())
 }
 
 /// The process part of the spec, common to a container's main process and an exec into it.
-fn finish<K: Kernel>(k: &K, p: &Prepared) -> Result<Never, String> {
+fn finish<K: Kernel>(
+    k: &K,
+    p: &Prepared,
+    states: Option<&standalone::States>,
+) -> Result<Never, String> {
     if let Some(adj) = p.oom_score_adj {
         match k.write_file(
             Path::new("/proc/self/oom_score_adj"),
@@ -99,7 +122,7 @@ fn finish<K: Kernel>(k: &K, p: &Prepared) -> Result<Never, String> {
     }
     // Everything but 0–2 closes at exec (the start socket is CLOEXEC already): no fd leaks
     // into the container. Done before a seccomp filter could refuse close_range.
-    k.close_range_cloexec(3);
+    k.close_range_cloexec(3 + p.keep_fds);
     // Installing a seccomp filter without no_new_privs needs CAP_SYS_ADMIN: then it comes
     // before the capabilities are dropped, else as late as possible (runc's order), so
     // that the profile has to allow as few of our own syscalls as possible.
@@ -117,8 +140,18 @@ fn finish<K: Kernel>(k: &K, p: &Prepared) -> Result<Never, String> {
             p.cwd.display().to_string()
         )
     })?;
+    if let Some(persona) = p.personality {
+        k.personality(persona)
+            .map_err(|e| format!("personality {persona:#x}: {e}"))?;
+    }
+    // Looked up before a container of its own reports itself ready, so that a missing
+    // program fails `create` rather than `start`.
+    let exe = exec::find(k, p)?;
     if let Some(f) = p.seccomp.as_ref().filter(|_| p.no_new_privs) {
         k.seccomp(f)?;
     }
-    exec::exec(k, p)
+    if let (Some(s), Some(st)) = (&p.standalone, states) {
+        standalone::ready_and_wait(k, s, st)?;
+    }
+    exec::exec(k, p, exe)
 }

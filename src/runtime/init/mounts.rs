@@ -8,7 +8,9 @@ use super::{Kernel, R};
 use crate::runtime::mounts::{self, MountKind, MountPlan};
 use crate::runtime::prepare::{c_path, Prepared};
 
-pub(super) fn rootfs<K: Kernel>(k: &K, p: &Prepared) -> R {
+/// `before_pivot` runs once the mounts are made and before the root is switched (the
+/// hooks of a container of its own).
+pub(super) fn rootfs<K: Kernel>(k: &K, p: &Prepared, before_pivot: impl FnOnce() -> R) -> R {
     k.mount(None, Path::new("/"), None, p.root_propagation, "")
         .map_err(|e| {
             format!(
@@ -35,13 +37,29 @@ pub(super) fn rootfs<K: Kernel>(k: &K, p: &Prepared) -> R {
     if p.dev_is_tmpfs {
         super::devices::dev(k, p)?;
     }
+    before_pivot()?;
     let root = c_path(&p.root)?;
     k.chdir(&root)
         .map_err(|e| format!("chdir {}: {e}", p.root.display()))?;
-    k.pivot_root_here()
-        .map_err(|e| format!("pivot_root: {e}"))?;
-    k.detach(c".")
-        .map_err(|e| format!("detaching the old root: {e}"))?;
+    if p.standalone.as_ref().is_some_and(|s| s.no_pivot) {
+        // `--no-pivot` (a root on a ramfs cannot be pivoted from): the rootfs is moved
+        // over / and chroot'ed into; the old root stays below, hidden.
+        k.mount(
+            Some(Path::new(".")),
+            Path::new("/"),
+            None,
+            libc::MS_MOVE,
+            "",
+        )
+        .map_err(|e| format!("moving the rootfs to / (--no-pivot): {e}"))?;
+        k.chroot(c".")
+            .map_err(|e| format!("chroot (--no-pivot): {e}"))?;
+    } else {
+        k.pivot_root_here()
+            .map_err(|e| format!("pivot_root: {e}"))?;
+        k.detach(c".")
+            .map_err(|e| format!("detaching the old root: {e}"))?;
+    }
     k.chdir(c"/").map_err(|e| format!("chdir /: {e}"))?;
     for path in &p.masked {
         mask(k, path)?;

@@ -171,6 +171,44 @@ impl Kernel for Recorder {
         self.log("seccomp", format_args!("{}", filter.program.len()))
             .map_err(|e| format!("installing the seccomp filter: {e}"))
     }
+    fn set_hostname(&self, name: &CStr) -> io::Result<()> {
+        self.log("set_hostname", format_args!("{}", s(name)))
+    }
+    fn set_domainname(&self, name: &CStr) -> io::Result<()> {
+        self.log("set_domainname", format_args!("{}", s(name)))
+    }
+    fn join_keyring(&self, name: &CStr) -> io::Result<()> {
+        self.log("join_keyring", format_args!("{}", s(name)))
+    }
+    fn personality(&self, persona: libc::c_ulong) -> io::Result<()> {
+        self.log("personality", format_args!("{persona}"))
+    }
+    fn chroot(&self, dir: &CStr) -> io::Result<()> {
+        self.log("chroot", format_args!("{}", s(dir)))
+    }
+    fn sync_send(&self, fd: RawFd, msg: &[u8]) -> io::Result<()> {
+        self.log(
+            "sync_send",
+            format_args!("{fd} {}", String::from_utf8_lossy(msg)),
+        )
+    }
+    fn sync_recv(&self, fd: RawFd) -> io::Result<Vec<u8>> {
+        self.log("sync_recv", format_args!("{fd}"))?;
+        // The creator's answers: "go" with the two states, or "continue".
+        Ok(b"G{\"status\":\"creating\"}\0{\"status\":\"created\"}".to_vec())
+    }
+    fn pass_gate(&self, fifo: RawFd) -> io::Result<()> {
+        self.log("pass_gate", format_args!("{fifo}"))
+    }
+    fn run_hooks(
+        &self,
+        phase: &str,
+        hooks: &[oci_spec::runtime::Hook],
+        state: &str,
+    ) -> Result<(), String> {
+        self.log("run_hooks", format_args!("{phase} {} {state}", hooks.len()))
+            .map_err(|e| e.to_string())
+    }
     fn access(&self, path: &CStr) -> io::Result<()> {
         self.log("access", format_args!("{}", s(path)))?;
         if self.paths.contains_key(Path::new(&*s(path))) {

@@ -1,0 +1,246 @@
+//! A container of its own, as runc makes one (docs/architecture.md §5): no supervisor
+//! waits for it. [`create`] leaves its process set up and blocked before exec until
+//! `start` opens the exec fifo for reading; the caller may exit meanwhile and the
+//! process is re-parented to the caller's subreaper. [`exec`] starts a further process
+//! in a running container, joining its namespaces through its pidfd.
+
+mod id_maps;
+mod namespaces;
+
+use nix::sys::socket;
+use oci_spec::runtime::Spec;
+use std::ffi::CString;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::path::Path;
+
+use super::prepare::{Namespaces, Prepared, Standalone};
+use crate::sys::cgroup::Placement;
+
+/// What `create` needs beyond the spec.
+pub struct Create<'a> {
+    /// The container's ID, for error messages and the hooks' state.
+    pub id: &'a str,
+    /// config.json as read, `root.path` made absolute by the caller. Namespaces with a
+    /// `path` are joined, the others made; the spec's hooks of the container's side
+    /// (createContainer, startContainer) are run by the process itself.
+    pub spec: &'a Spec,
+    /// Where the process goes before it does anything of its own (made by the caller).
+    pub cgroup: &'a Placement,
+    /// The start gate, a FIFO the caller made: the process opens it for writing once set
+    /// up, which blocks until `start` opens it for reading.
+    pub exec_fifo: &'a Path,
+    /// `--console-socket`, connected: with `process.terminal` the terminal's master is
+    /// sent on it.
+    pub console_socket: Option<BorrowedFd<'a>>,
+    /// `--preserve-fds N`: fds 3..3+N are passed to the container's process.
+    pub preserve_fds: u32,
+    /// `--no-pivot`: move the root with MS_MOVE and chroot instead of pivot_root.
+    pub no_pivot: bool,
+    /// `--no-new-keyring`: keep the caller's session keyring.
+    pub no_new_keyring: bool,
+    /// The OCI state JSON the container's own hooks get on stdin, given the process's pid
+    /// and the status to report ("creating" for createContainer, "created" for
+    /// startContainer).
+    pub state_json: &'a dyn Fn(i32, &str) -> String,
+}
+
+pub struct Created {
+    pub pid: i32,
+    pub pidfd: OwnedFd,
+}
+
+/// Create the container's process. `runtime_hooks(pid)` is called in the caller's
+/// namespaces once the container's namespaces and mounts exist and before its root is
+/// switched (prestart and createRuntime hooks); an error there, or any failure in the
+/// process, kills it and is returned as one line. On success the process waits at the
+/// exec fifo.
+pub fn create(
+    c: &Create,
+    runtime_hooks: &mut dyn FnMut(i32) -> Result<(), String>,
+) -> Result<Created, String> {
+    let spec = c.spec;
+    let linux = spec.linux().clone().unwrap_or_default();
+    let ns = namespaces::Plan::of(&linux)?;
+    let mut p = Prepared::from_spec_with(spec, [0, 1, 2], Namespaces::Any)?;
+    if p.terminal {
+        p.console_sock = c
+            .console_socket
+            .map(|s| s.as_raw_fd())
+            .ok_or("process.terminal is true but no console socket was given (--console-socket)")?;
+    }
+    // A cgroup namespace given by path is joined by the creator; a new one is made by the
+    // child once it is in its cgroup, so that it is rooted there.
+    p.new_cgroup_ns = ns.new_cgroup;
+    p.keep_fds = c.preserve_fds;
+    let hooks = spec.hooks().clone().unwrap_or_default();
+    let fifo = nix::fcntl::open(
+        c.exec_fifo,
+        nix::fcntl::OFlag::O_PATH | nix::fcntl::OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    )
+    .map_err(|e| format!("opening the exec fifo {}: {e}", c.exec_fifo.display()))?;
+    let (parent_end, child_end) = socket::socketpair(
+        socket::AddressFamily::Unix,
+        socket::SockType::SeqPacket,
+        None,
+        socket::SockFlag::SOCK_CLOEXEC,
+    )
+    .map_err(|e| format!("socketpair: {e}"))?;
+    p.standalone = Some(Standalone {
+        sync: child_end.as_raw_fd(),
+        fifo: fifo.as_raw_fd(),
+        user_ns: ns.user_path.as_ref().map(|f| f.as_raw_fd()),
+        become_root: ns.new_user || ns.user_path.is_some(),
+        runtime_hooks: hooks.prestart().as_ref().is_some_and(|h| !h.is_empty())
+            || hooks
+                .create_runtime()
+                .as_ref()
+                .is_some_and(|h| !h.is_empty()),
+        create_container_hooks: hooks.create_container().clone().unwrap_or_default(),
+        start_container_hooks: hooks.start_container().clone().unwrap_or_default(),
+        no_pivot: c.no_pivot,
+        keyring: if c.no_new_keyring {
+            None
+        } else {
+            Some(CString::new(c.id).map_err(|_| "the container ID contains a NUL byte")?)
+        },
+    });
+    // The child is born in the namespaces given by path (joined here for the clone and
+    // left after it) and makes the others with the clone.
+    let joined = ns.enter()?;
+    const CLONE_CLEAR_SIGHAND: u64 = 0x1_0000_0000;
+    let flags = CLONE_CLEAR_SIGHAND | ns.clone_flags as u64;
+    let cgroup = c.cgroup.dir.as_ref().map(|d| d.as_fd());
+    // SAFETY: the creating process is single-threaded; the child only runs `init::run`,
+    // which ends in exec or _exit.
+    let cloned = unsafe { crate::sys::clone::clone3(flags, cgroup) };
+    let cloned = match cloned {
+        Ok(None) => {
+            drop(parent_end);
+            super::init::run(&p, &[], child_end)
+        }
+        Ok(Some(child)) => Ok(child),
+        Err(e) => Err(format!("clone3: {e}")),
+    };
+    let left = joined.leave();
+    let child = cloned?;
+    drop(child_end);
+    let kill = |why: String| -> String {
+        let _ = crate::sys::pidfd::send_signal(&child.pidfd, libc::SIGKILL);
+        reap(child.pid);
+        why
+    };
+    left.map_err(&kill)?;
+    for tasks in &c.cgroup.tasks {
+        // v1: the creator places the child (a child in a new user namespace may not write
+        // to the host's cgroup files).
+        std::fs::write(tasks, child.pid.to_string())
+            .map_err(|e| kill(format!("placing the process in {}: {e}", tasks.display())))?;
+    }
+    if ns.new_user {
+        id_maps::write(child.pid, &linux).map_err(&kill)?;
+    }
+    let go = [
+        b"G".as_slice(),
+        (c.state_json)(child.pid, "creating").as_bytes(),
+        b"\0",
+        (c.state_json)(child.pid, "created").as_bytes(),
+    ]
+    .concat();
+    send(&parent_end, &go).map_err(|e| kill(format!("starting the container's set-up: {e}")))?;
+    loop {
+        let msg = recv(&parent_end)
+            .map_err(|e| kill(format!("waiting for the container's set-up: {e}")))?;
+        match msg.split_first() {
+            Some((b'R', _)) => {
+                return Ok(Created {
+                    pid: child.pid,
+                    pidfd: child.pidfd,
+                })
+            }
+            Some((b'H', _)) => {
+                runtime_hooks(child.pid).map_err(&kill)?;
+                send(&parent_end, b"C")
+                    .map_err(|e| kill(format!("resuming after the runtime hooks: {e}")))?;
+            }
+            Some((b'E', why)) => {
+                reap(child.pid);
+                return Err(String::from_utf8_lossy(why).into_owned());
+            }
+            _ => {
+                return Err(kill(
+                    "the container's process exited during its set-up".to_string(),
+                ))
+            }
+        }
+    }
+}
+
+fn send(fd: &OwnedFd, msg: &[u8]) -> nix::Result<()> {
+    socket::send(fd.as_raw_fd(), msg, socket::MsgFlags::MSG_NOSIGNAL).map(drop)
+}
+
+/// One message; empty when the child has gone.
+fn recv(fd: &OwnedFd) -> nix::Result<Vec<u8>> {
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        match socket::recv(fd.as_raw_fd(), &mut buf, socket::MsgFlags::empty()) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(e),
+            Ok(n) => {
+                buf.truncate(n);
+                return Ok(buf);
+            }
+        }
+    }
+}
+
+/// Collect a child that failed, so that no zombie outlives `create`.
+fn reap(pid: i32) {
+    let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
+}
+
+/// A process to start in a running container.
+pub struct Exec<'a> {
+    /// The container's spec, whose `process` is replaced by the one to run; its
+    /// `linux.namespaces` say which namespaces the container has of its own (joined).
+    pub spec: &'a Spec,
+    /// The pidfd of the container's init.
+    pub target: &'a OwnedFd,
+    /// The container's cgroup.
+    pub cgroup: &'a Placement,
+    /// 0–2 of the new process (ignored for a terminal).
+    pub stdio: [RawFd; 3],
+    pub console_socket: Option<BorrowedFd<'a>>,
+    pub preserve_fds: u32,
+}
+
+/// Start `e.spec.process` in the container; returns once it has exec'd or failed, like
+/// [`super::spawn_in`].
+pub fn exec(e: &Exec) -> Result<super::Spawned, String> {
+    let mut p = Prepared::from_spec_with(e.spec, e.stdio, Namespaces::Any)?;
+    // Only the namespaces the container does not share with us: joining one's own user
+    // namespace is an error.
+    p.join_flags &= namespaces::differing(e.target)?;
+    p.new_cgroup_ns = p.join_flags & libc::CLONE_NEWCGROUP != 0;
+    p.keep_fds = e.preserve_fds;
+    if p.terminal {
+        p.console_sock = e
+            .console_socket
+            .map(|s| s.as_raw_fd())
+            .ok_or("process.terminal is true but no console socket was given (--console-socket)")?;
+    }
+    let id = "";
+    super::start_prepared(
+        &super::Launch {
+            name: id,
+            spec: e.spec,
+            stdio: e.stdio,
+            cgroup: e.cgroup,
+            pid_ns_of: None,
+        },
+        p,
+        Some(e.target),
+    )
+    .map_err(|super::SpawnError::Create(m)| m)
+}

@@ -1,0 +1,243 @@
+//! A container's namespaces as `linux.namespaces` lists them: which the clone makes, which
+//! are joined by path (by the creator around the clone, a user namespace by the child
+//! first of all), and, for an exec, which the container does not share with us.
+
+use oci_spec::runtime::{Linux, LinuxNamespaceType as T};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::MetadataExt;
+
+use crate::runtime::prepare::ns_flag;
+
+pub struct Plan {
+    /// `CLONE_NEW*` flags of the namespaces the clone makes (a cgroup namespace is made
+    /// by the child itself).
+    pub clone_flags: libc::c_int,
+    pub new_user: bool,
+    pub new_cgroup: bool,
+    /// A user namespace given by path: the child joins it before anything else.
+    pub user_path: Option<OwnedFd>,
+    /// The other namespaces given by path, with their flag.
+    joins: Vec<(OwnedFd, libc::c_int, &'static str)>,
+}
+
+/// The name of a namespace kind in /proc/<pid>/ns.
+fn proc_name(t: T) -> &'static str {
+    match t {
+        T::Mount => "mnt",
+        T::Cgroup => "cgroup",
+        T::Uts => "uts",
+        T::Ipc => "ipc",
+        T::User => "user",
+        T::Pid => "pid",
+        T::Network => "net",
+        T::Time => "time",
+    }
+}
+
+impl Plan {
+    pub fn of(linux: &Linux) -> Result<Plan, String> {
+        let mut plan = Plan {
+            clone_flags: 0,
+            new_user: false,
+            new_cgroup: false,
+            user_path: None,
+            joins: Vec::new(),
+        };
+        let mut seen = Vec::new();
+        for ns in linux.namespaces().iter().flatten() {
+            let t = ns.typ();
+            if seen.contains(&t) {
+                return Err(format!(
+                    "linux.namespaces: the {} namespace is listed twice",
+                    proc_name(t)
+                ));
+            }
+            seen.push(t);
+            match ns.path().as_deref().filter(|p| !p.as_os_str().is_empty()) {
+                Some(path) => {
+                    let fd = nix::fcntl::open(
+                        path,
+                        nix::fcntl::OFlag::O_RDONLY | nix::fcntl::OFlag::O_CLOEXEC,
+                        nix::sys::stat::Mode::empty(),
+                    )
+                    .map_err(|e| {
+                        format!(
+                            "linux.namespaces: opening the {} namespace {}: {e}",
+                            proc_name(t),
+                            path.display()
+                        )
+                    })?;
+                    if t == T::User {
+                        plan.user_path = Some(fd);
+                    } else {
+                        plan.joins.push((fd, ns_flag(t), proc_name(t)));
+                    }
+                }
+                None if t == T::User => {
+                    plan.new_user = true;
+                    plan.clone_flags |= libc::CLONE_NEWUSER;
+                }
+                None if t == T::Cgroup => plan.new_cgroup = true,
+                None => plan.clone_flags |= ns_flag(t),
+            }
+        }
+        if !seen.contains(&T::Mount) {
+            return Err(
+                "linux.namespaces: a mount namespace is needed to set up the root filesystem"
+                    .into(),
+            );
+        }
+        if linux.time_offsets().is_some() {
+            return Err("linux.timeOffsets: not supported".into());
+        }
+        let maps = linux.uid_mappings().as_ref().is_some_and(|m| !m.is_empty())
+            || linux.gid_mappings().as_ref().is_some_and(|m| !m.is_empty());
+        if maps && !seen.contains(&T::User) {
+            return Err(
+                "linux.uidMappings/gidMappings need a user namespace in linux.namespaces".into(),
+            );
+        }
+        if plan.new_user && !maps {
+            return Err("linux.namespaces: a new user namespace needs linux.uidMappings and linux.gidMappings".into());
+        }
+        if plan.user_path.is_some() && plan.clone_flags & libc::CLONE_NEWPID != 0 {
+            // The pid namespace would belong to our user namespace, not the joined one,
+            // and /proc could not be mounted in the container.
+            return Err("linux.namespaces: a new pid namespace inside a user namespace given by path is not supported".into());
+        }
+        Ok(plan)
+    }
+
+    /// Join the namespaces given by path (the pid one for our children only), keeping
+    /// our own to come back to.
+    pub fn enter(&self) -> Result<Joined, String> {
+        let mut own = Vec::new();
+        for (_, flag, name) in &self.joins {
+            let fd = nix::fcntl::open(
+                format!("/proc/self/ns/{name}").as_str(),
+                nix::fcntl::OFlag::O_RDONLY | nix::fcntl::OFlag::O_CLOEXEC,
+                nix::sys::stat::Mode::empty(),
+            )
+            .map_err(|e| format!("opening /proc/self/ns/{name}: {e}"))?;
+            own.push((fd, *flag, *name));
+        }
+        let mut joined = Joined { own: Vec::new() };
+        for ((fd, flag, name), mine) in self.joins.iter().zip(own) {
+            // SAFETY: setns with an fd we opened and its namespace flag.
+            if unsafe { libc::setns(fd.as_raw_fd(), *flag) } != 0 {
+                let e = std::io::Error::last_os_error();
+                let _ = joined.leave();
+                return Err(format!("joining the {name} namespace: {e}"));
+            }
+            joined.own.push(mine);
+        }
+        Ok(joined)
+    }
+}
+
+/// Our own namespaces, left for the clone.
+pub struct Joined {
+    own: Vec<(OwnedFd, libc::c_int, &'static str)>,
+}
+
+impl Joined {
+    /// Back into our own namespaces, so that the runtime hooks run in them.
+    pub fn leave(mut self) -> Result<(), String> {
+        while let Some((fd, flag, name)) = self.own.pop() {
+            // SAFETY: setns with an fd we opened and its namespace flag.
+            if unsafe { libc::setns(fd.as_raw_fd(), flag) } != 0 {
+                return Err(format!(
+                    "returning to our own {name} namespace: {}",
+                    std::io::Error::last_os_error()
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The `setns` flags of the namespaces in which the process behind `pidfd` differs from
+/// us.
+pub fn differing(pidfd: &OwnedFd) -> Result<libc::c_int, String> {
+    let pid = pid_of(pidfd)?;
+    let mut flags = 0;
+    for t in [
+        T::Mount,
+        T::Cgroup,
+        T::Uts,
+        T::Ipc,
+        T::User,
+        T::Pid,
+        T::Network,
+        T::Time,
+    ] {
+        let name = proc_name(t);
+        let theirs = std::fs::metadata(format!("/proc/{pid}/ns/{name}"));
+        let ours = std::fs::metadata(format!("/proc/self/ns/{name}"));
+        match (theirs, ours) {
+            (Ok(a), Ok(b)) if a.ino() == b.ino() && a.dev() == b.dev() => {}
+            // A kind the kernel lacks (time before 5.6) is not joined.
+            (Err(_), Err(_)) => {}
+            (Err(e), _) => return Err(format!("reading /proc/{pid}/ns/{name}: {e}")),
+            _ => flags |= ns_flag(t),
+        }
+    }
+    Ok(flags)
+}
+
+/// The pid behind a pidfd, from its fdinfo.
+fn pid_of(pidfd: &OwnedFd) -> Result<i32, String> {
+    let path = format!("/proc/self/fdinfo/{}", pidfd.as_raw_fd());
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("reading {path}: {e}"))?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("Pid:"))
+        .and_then(|v| v.trim().parse().ok())
+        .filter(|&p: &i32| p > 0)
+        .ok_or_else(|| "the container's process has exited".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn linux(v: serde_json::Value) -> Linux {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn new_namespaces_are_clone_flags_and_a_cgroup_one_is_the_childs() {
+        let p = Plan::of(&linux(serde_json::json!({"namespaces": [
+            {"type": "mount"}, {"type": "pid"}, {"type": "network"}, {"type": "ipc"},
+            {"type": "uts"}, {"type": "cgroup"}]})))
+        .unwrap();
+        assert_eq!(
+            p.clone_flags,
+            libc::CLONE_NEWNS
+                | libc::CLONE_NEWPID
+                | libc::CLONE_NEWNET
+                | libc::CLONE_NEWIPC
+                | libc::CLONE_NEWUTS
+        );
+        assert!(p.new_cgroup && !p.new_user);
+    }
+
+    #[test]
+    fn refusals_name_what_is_wrong() {
+        let err = |v| Plan::of(&linux(v)).err().unwrap();
+        assert!(err(serde_json::json!({"namespaces": [{"type": "pid"}]})).contains("mount"));
+        assert!(
+            err(serde_json::json!({"namespaces": [{"type": "mount"}, {"type": "mount"}]}))
+                .contains("twice")
+        );
+        assert!(
+            err(serde_json::json!({"namespaces": [{"type": "mount"}, {"type": "user"}]}))
+                .contains("uidMappings")
+        );
+        assert!(err(serde_json::json!({"namespaces": [{"type": "mount"}],
+            "uidMappings": [{"containerID": 0, "hostID": 1000, "size": 1}]}))
+        .contains("user namespace"));
+        assert!(err(serde_json::json!({"namespaces": [{"type": "mount"},
+            {"type": "network", "path": "/nonexistent/ns"}]}))
+        .contains("/nonexistent/ns"));
+    }
+}
