@@ -194,7 +194,17 @@ impl Kernel for Recorder {
     }
     fn sync_recv(&self, fd: RawFd) -> io::Result<Vec<u8>> {
         self.log("sync_recv", format_args!("{fd}"))?;
-        // The creator's answers: "go" with the two states, or "continue".
+        // The creator's answers: "go" with the two states first, then "continue".
+        let first = self
+            .calls
+            .borrow()
+            .iter()
+            .filter(|c| c.starts_with("sync_recv"))
+            .count()
+            == 1;
+        if !first {
+            return Ok(b"C".to_vec());
+        }
         Ok(b"G{\"status\":\"creating\"}\0{\"status\":\"created\"}".to_vec())
     }
     fn pass_gate(&self, fifo: RawFd) -> io::Result<()> {

@@ -8,6 +8,10 @@ use super::setup;
 use crate::runtime::prepare::Prepared;
 
 fn prepared(extra: serde_json::Value) -> Prepared {
+    prepared_with(extra, crate::runtime::prepare::Namespaces::Pod)
+}
+
+fn prepared_with(extra: serde_json::Value, kinds: crate::runtime::prepare::Namespaces) -> Prepared {
     let mut v = serde_json::json!({
         "ociVersion": "1.0.2",
         "process": {"args": ["/bin/sh"], "cwd": "/work", "env": ["PATH=/bin:/usr/bin"],
@@ -25,7 +29,7 @@ fn prepared(extra: serde_json::Value) -> Prepared {
     });
     merge(&mut v, extra);
     let spec: oci_spec::runtime::Spec = serde_json::from_value(v).unwrap();
-    Prepared::from_spec(&spec, [0, 1, 2]).unwrap()
+    Prepared::from_spec_with(&spec, [0, 1, 2], kinds).unwrap()
 }
 
 fn merge(into: &mut serde_json::Value, from: serde_json::Value) {
@@ -286,5 +290,89 @@ fn a_terminal_comes_from_the_containers_own_root_before_the_process_part() {
     assert!(
         !calls.iter().any(|c| c.starts_with("console")),
         "{calls:#?}"
+    );
+}
+
+fn standalone(extra: serde_json::Value, runtime_hooks: bool, no_pivot: bool) -> Prepared {
+    let mut p = prepared_with(extra, crate::runtime::prepare::Namespaces::Any);
+    p.standalone = Some(crate::runtime::prepare::Standalone {
+        sync: 7,
+        fifo: 8,
+        user_ns: None,
+        become_root: true,
+        runtime_hooks,
+        create_container_hooks: Vec::new(),
+        start_container_hooks: Vec::new(),
+        no_pivot,
+        keyring: Some(c"ctr-1".into()),
+    });
+    p
+}
+
+#[test]
+fn a_container_of_its_own_waits_for_go_runs_hooks_before_pivot_and_waits_at_the_fifo_last() {
+    let k = recorder();
+    let mut p = standalone(
+        serde_json::json!({"process": {"noNewPrivileges": true},
+                           "linux": {"seccomp": {"defaultAction": "SCMP_ACT_ALLOW"}}}),
+        true,
+        false,
+    );
+    p.hostname = Some(c"box".into());
+    let (calls, err) = run(&k, &p);
+    assert!(calls[0].starts_with("sync_recv 7"), "{calls:#?}");
+    assert_order(
+        &calls,
+        &[
+            "sync_recv 7",
+            "setresgid 0",
+            "setresuid 0",
+            "join_cgroups",
+            "set_hostname box",
+            "join_keyring ctr-1",
+            "mount proc /r/proc proc",
+            "sync_send 7 H",
+            "run_hooks createContainer 0 {\"status\":\"creating\"}",
+            "pivot_root",
+            "setresuid 1000",
+            "seccomp",
+            "sync_send 7 R",
+            "pass_gate 8",
+            "run_hooks startContainer 0 {\"status\":\"created\"}",
+            "execve /bin/sh",
+        ],
+    );
+    assert!(err.starts_with("exec: "), "{err}");
+}
+
+#[test]
+fn without_runtime_hooks_nothing_is_asked_and_no_pivot_moves_the_root() {
+    let k = recorder();
+    let (calls, _) = run(&k, &standalone(serde_json::json!({}), false, true));
+    assert!(!calls.iter().any(|c| c == "sync_send 7 H"), "{calls:#?}");
+    assert!(
+        !calls.iter().any(|c| c.starts_with("pivot_root")),
+        "{calls:#?}"
+    );
+    assert_order(
+        &calls,
+        &[
+            "run_hooks createContainer",
+            "chdir /r",
+            &format!("mount . / - {:#x}", libc::MS_MOVE),
+            "chroot .",
+            "chdir /",
+        ],
+    );
+}
+
+#[test]
+fn in_a_user_namespace_device_nodes_are_bind_mounted_from_the_host() {
+    let k = recorder();
+    let (calls, _) = run(&k, &standalone(serde_json::json!({}), false, false));
+    assert!(!calls.iter().any(|c| c.starts_with("mknod")), "{calls:#?}");
+    assert_order(
+        &calls,
+        &["create_file /r/dev/null", "mount /dev/null /r/dev/null"],
     );
 }
