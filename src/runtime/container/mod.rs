@@ -1,9 +1,8 @@
 //! A container of its own, as runc makes one (docs/architecture.md §5, "A container of
-//! its own"): no supervisor
-//! waits for it. [`create`] leaves its process set up and blocked before exec until
-//! `start` opens the exec fifo for reading; the caller may exit meanwhile and the
-//! process is re-parented to the caller's subreaper. [`exec`] starts a further process
-//! in a running container, joining its namespaces through its pidfd.
+//! its own"): no supervisor waits for it. [`create`] leaves its process set up and
+//! blocked before exec until `start` opens the exec fifo for reading; the caller may exit
+//! meanwhile and the process is re-parented to the caller's subreaper. [`exec`] starts a
+//! further process in a running container, joining its namespaces through its pidfd.
 
 mod id_maps;
 mod namespaces;
