@@ -21,6 +21,9 @@ pub struct Admission {
     pub secrets: Vec<Secret>,
     /// Why no PodPreset was applied, when matching ones conflicted (a Warning event).
     pub preset_conflict: Option<String>,
+    /// The node's allocatable CPU (millicores) and memory (bytes) once the pod is bound to
+    /// it: the downward API's default for a container without a limit.
+    pub node_allocatable: Option<(i64, i64)>,
 }
 
 /// `--bundles`, else `$PODINIT_BUNDLES`, else `./oci-bundles`.
@@ -56,6 +59,7 @@ pub fn admit(
         config_maps: a.config_maps,
         secrets: a.secrets,
         preset_conflict: a.presets.conflict,
+        node_allocatable: None,
     })
 }
 

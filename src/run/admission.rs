@@ -35,8 +35,8 @@ pub(super) fn for_run(opts: &super::RunOptions) -> Result<Admission, String> {
 /// Bind the admitted pod to `node`: kubelet sets a static pod's `spec.nodeName` to its
 /// node's name (`fieldRef: spec.nodeName` and the status read it), and the containers
 /// see the node's allocatable.
-pub(super) fn bind(pod: &mut Pod, node: &Node) {
-    if let Some(spec) = pod.spec.as_mut() {
+pub(super) fn bind(adm: &mut Admission, node: &Node) {
+    if let Some(spec) = adm.pod.spec.as_mut() {
         spec.node_name = Some(node.name.clone());
     }
     // The downward API's default for a container without a limit is this allocatable.
@@ -46,7 +46,7 @@ pub(super) fn bind(pod: &mut Pod, node: &Node) {
             .map(|v| (*v).clamp(0, i64::MAX as i128) as i64)
     };
     if let (Some(cpu), Some(mem)) = (get("cpu"), get("memory")) {
-        crate::supervisor::set_node_allocatable(cpu, mem);
+        adm.node_allocatable = Some((cpu, mem));
     }
 }
 

@@ -76,6 +76,9 @@ pub(super) fn supervisor_config(
         missing_cluster_dns: false,
         pod_ips: Vec::new(),
         preset_conflict: adm.preset_conflict,
+        node_allocatable: adm
+            .node_allocatable
+            .unwrap_or_else(supervisor::node_capacity),
         config_maps: adm.config_maps,
         secrets: adm.secrets,
         unmounted: Vec::new(),

@@ -97,7 +97,7 @@ pub fn run(opts: &RunOptions) -> i32 {
             if let Err(r) = crate::pod::admit::admit(&adm.pod, &node) {
                 return admission::reject(adm.pod, &node, &r, sd);
             }
-            admission::bind(&mut adm.pod, &node);
+            admission::bind(&mut adm, &node);
         }
         Err(e) => {
             crate::log::error(&format!("setting up the sandbox: {e}"));

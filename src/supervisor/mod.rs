@@ -18,7 +18,7 @@ mod status;
 mod teardown;
 mod volume_usage;
 
-pub use start::{node_allocatable, node_capacity, set_node_allocatable, set_up_volumes};
+pub use start::{node_capacity, set_up_volumes};
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -67,6 +67,9 @@ pub struct Config {
     pub missing_cluster_dns: bool,
     /// The pod's IPs, read once the sandbox's network namespace is set up.
     pub pod_ips: Vec<String>,
+    /// The node's allocatable CPU (millicores) and memory (bytes), for `resourceFieldRef`
+    /// of a resource without a limit.
+    pub node_allocatable: (i64, i64),
     /// Matching PodPresets conflicted: none was applied, and this says why.
     pub preset_conflict: Option<String>,
     /// Sources of `env.valueFrom` and `envFrom`.

@@ -10,20 +10,6 @@ use crate::bundle::HostVolume;
 use crate::pod::{self, StartFailure};
 use crate::sandbox::statedir::StateDir;
 
-/// `podinit run`'s node's allocatable (its capacity less `--system-reserved`).
-static ALLOCATABLE: std::sync::OnceLock<(i64, i64)> = std::sync::OnceLock::new();
-
-/// Set the node's allocatable before the supervisor starts.
-pub fn set_node_allocatable(cpu_milli: i64, memory: i64) {
-    let _ = ALLOCATABLE.set((cpu_milli, memory));
-}
-
-/// The node's allocatable CPU (millicores) and memory (bytes), for `resourceFieldRef`
-/// of a resource without a limit: what `podinit run` set, else the capacity.
-pub fn node_allocatable() -> (i64, i64) {
-    ALLOCATABLE.get().copied().unwrap_or_else(node_capacity)
-}
-
 /// The machine's CPU (millicores) and memory (bytes): kubelet computes OOM scores from the
 /// memory capacity, not the allocatable.
 pub fn node_capacity() -> (i64, i64) {
@@ -50,7 +36,7 @@ pub fn set_up_volumes(
     names: Option<&[String]>,
 ) -> Vec<(String, String)> {
     let (made, failed) = {
-        let (cpu, mem) = node_allocatable();
+        let (cpu, mem) = cfg.node_allocatable;
         let sources = crate::manifest::env::Sources {
             pod: &cfg.pod,
             config_maps: &cfg.config_maps,
@@ -115,7 +101,7 @@ impl Supervisor<'_> {
         // The environment, resolved at each start as kubelet does: a missing key keeps the
         // container waiting in CreateContainerConfigError.
         let env = {
-            let (cpus, mem) = node_allocatable();
+            let (cpus, mem) = self.cfg.node_allocatable;
             let sources = crate::manifest::env::Sources {
                 pod: &self.cfg.pod,
                 config_maps: &self.cfg.config_maps,
