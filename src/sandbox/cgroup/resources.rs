@@ -139,7 +139,7 @@ fn plan(r: &LinuxResources, v2: bool, cur: &Current) -> Result<Vec<Write>, Strin
         if v2 {
             memory_v2(m, &mut out)?;
         } else {
-            memory_v1(m, cur, &mut out);
+            memory_v1(m, cur, &mut out)?;
         }
     }
     if let Some(c) = r.cpu() {
@@ -166,18 +166,20 @@ fn plan(r: &LinuxResources, v2: bool, cur: &Current) -> Result<Vec<Write>, Strin
 }
 
 /// v1: limit, memory+swap (first when the new pair only fits that way round), soft limit,
-/// tcp, swappiness, OOM killer.
-fn memory_v1(m: &LinuxMemory, cur: &Current, out: &mut Vec<Write>) {
-    let limit = m.limit().map(|l| w("memory", "memory.limit_in_bytes", l));
+/// swappiness, OOM killer. A 0 is unset; kernel memory limits are ignored, as runc 1.1
+/// ignores them (the kernel deprecated them).
+fn memory_v1(m: &LinuxMemory, cur: &Current, out: &mut Vec<Write>) -> Result<(), String> {
+    let mem = m.limit().filter(|l| *l != 0);
+    let limit = mem.map(|l| w("memory", "memory.limit_in_bytes", l));
     // Unlimited memory with no word on swap: swap unlimited too (where it is accounted).
-    let swap_value = match (m.limit(), m.swap()) {
+    let swap_value = match (mem, m.swap().filter(|s| *s != 0)) {
         (Some(-1), None) if cur.swap_accounting => Some(-1),
         (_, s) => s,
     };
     let swap = swap_value.map(|s| w("memory", "memory.memsw.limit_in_bytes", s));
     // The kernel keeps memory ≤ memory+swap at every write: raising both needs the swap
     // limit first, lowering both the memory limit first.
-    let swap_first = matches!((m.limit(), swap_value), (Some(_), Some(s))
+    let swap_first = matches!((mem, swap_value), (Some(_), Some(s))
         if s == -1 || cur.memory_limit.is_some_and(|c| (c as i128) < s as i128));
     if swap_first {
         out.extend(swap);
@@ -186,34 +188,33 @@ fn memory_v1(m: &LinuxMemory, cur: &Current, out: &mut Vec<Write>) {
         out.extend(limit);
         out.extend(swap);
     }
-    if let Some(v) = m.reservation() {
+    if let Some(v) = m.reservation().filter(|v| *v != 0) {
         out.push(w("memory", "memory.soft_limit_in_bytes", v));
-    }
-    if let Some(v) = m.kernel_tcp() {
-        out.push(w("memory", "memory.kmem.tcp.limit_in_bytes", v));
-    }
-    if let Some(v) = m.swappiness() {
-        out.push(w("memory", "memory.swappiness", v));
     }
     if m.disable_oom_killer() == Some(true) {
         out.push(w("memory", "memory.oom_control", 1));
     }
+    match m.swappiness() {
+        // Go's -1 ("leave it") as the spec's unsigned number.
+        None | Some(u64::MAX) => {}
+        Some(v) if v <= 100 => out.push(w("memory", "memory.swappiness", v)),
+        Some(v) => return Err(format!("memory swappiness {v} is outside 0-100")),
+    }
+    Ok(())
 }
 
 /// v2: memory.max, memory.swap.max (swap alone: memory+swap less memory, as runc),
-/// memory.low for the reservation.
+/// memory.low for the reservation. A 0 is unset; v2 has no swappiness nor kernel memory
+/// limits, which runc ignores there.
 fn memory_v2(m: &LinuxMemory, out: &mut Vec<Write>) -> Result<(), String> {
     if let Some(swap) = swap_v2(m.swap(), m.limit())? {
         out.push(w("memory", "memory.swap.max", limit_or_max(swap)));
     }
-    if let Some(l) = m.limit() {
+    if let Some(l) = m.limit().filter(|l| *l != 0) {
         out.push(w("memory", "memory.max", limit_or_max(l)));
     }
-    if let Some(v) = m.reservation() {
+    if let Some(v) = m.reservation().filter(|v| *v != 0) {
         out.push(w("memory", "memory.low", limit_or_max(v)));
-    }
-    if m.swappiness().is_some() || m.kernel_tcp().is_some() {
-        return Err("memory.swappiness and kernelTCP do not exist on cgroup v2".into());
     }
     Ok(())
 }
@@ -242,16 +243,13 @@ fn cpu(c: &LinuxCpu, v2: bool, out: &mut Vec<Write>) -> Result<(), String> {
             out.push(w("cpu", "cpu.weight", shares_to_weight(s)));
         }
         if c.quota().is_some() || c.period().is_some() {
-            // Without a quota the period alone is written as "max <period>", as runc.
+            // As runc writes it: no quota is "max", no period the kernel's default.
             let quota = match c.quota() {
                 Some(q) if q > 0 => q.to_string(),
                 _ => "max".to_string(),
             };
-            let v = match c.period() {
-                Some(p) if p != 0 => format!("{quota} {p}"),
-                _ => quota,
-            };
-            out.push(w("cpu", "cpu.max", v));
+            let period = c.period().filter(|p| *p != 0).unwrap_or(100_000);
+            out.push(w("cpu", "cpu.max", format!("{quota} {period}")));
         }
         if c.realtime_period().is_some() || c.realtime_runtime().is_some() {
             return Err(
@@ -520,6 +518,11 @@ mod tests {
                 "cpu cpu.max=max 20000"
             ]
         );
+        let r = serde_json::json!({ "cpu": { "quota": 30_000 }, "memory": { "limit": 0 } });
+        assert_eq!(
+            lines(r, true, &Current::default()),
+            ["cpu cpu.max=30000 100000"]
+        );
     }
 
     #[test]
@@ -560,6 +563,22 @@ mod tests {
         );
         // Without BFQ v2 has no device weights.
         assert_eq!(lines(r, true, &Current::default()), ["io io.weight=4950"]);
+    }
+
+    #[test]
+    fn kernel_memory_is_ignored_and_swappiness_checked_as_runc() {
+        let r = serde_json::json!({ "memory": { "kernel": 1 << 20, "kernelTCP": 1 << 20 } });
+        assert!(lines(r.clone(), false, &Current::default()).is_empty());
+        assert!(lines(r, true, &Current::default()).is_empty());
+        let r = serde_json::json!({ "memory": { "swappiness": 60 } });
+        assert_eq!(
+            lines(r.clone(), false, &Current::default()),
+            ["memory memory.swappiness=60"]
+        );
+        assert!(lines(r, true, &Current::default()).is_empty());
+        let r = resources(serde_json::json!({ "memory": { "swappiness": 101 } }));
+        let e = plan(&r, false, &Current::default()).unwrap_err();
+        assert_eq!(e, "memory swappiness 101 is outside 0-100");
     }
 
     #[test]
