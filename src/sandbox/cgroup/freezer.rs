@@ -28,11 +28,7 @@ impl Group {
         let what = || format!("freezing cgroup {}", self.describe());
         if self.v2 {
             let dir = self.v2_freeze_dir().map_err(|e| err(&what(), e))?;
-            write(&dir, "cgroup.freeze", "1").map_err(|e| err(&what(), e))?;
-            return wait_v2_frozen(&dir).map_err(|e| {
-                let _ = write(&dir, "cgroup.freeze", "0");
-                err(&what(), e)
-            });
+            return freeze_v2(&dir).map_err(|e| err(&what(), e));
         }
         let dir = self.v1_freezer_dir().map_err(|e| err(&what(), e))?;
         freeze_v1(&dir).map_err(|e| err(&what(), e))
@@ -115,6 +111,15 @@ fn freeze_v1(dir: &Path) -> io::Result<()> {
     Err(io::Error::other(format!(
         "still FREEZING after {V1_TRIES} tries (processes keep appearing); thawed it again"
     )))
+}
+
+/// Write 1 to `cgroup.freeze` and wait until `cgroup.events` says `frozen 1`; on giving
+/// up, thaw rather than leave the cgroup half-frozen.
+fn freeze_v2(dir: &Path) -> io::Result<()> {
+    write(dir, "cgroup.freeze", "1")?;
+    wait_v2_frozen(dir).inspect_err(|_| {
+        let _ = write(dir, "cgroup.freeze", "0");
+    })
 }
 
 /// Poll `cgroup.events` until it says `frozen 1`, bounded.
@@ -211,5 +216,58 @@ pub(super) mod tests {
         s.group.freeze().unwrap();
         s.group.thaw().unwrap();
         assert!(!s.group.is_frozen());
+    }
+
+    /// A cgroup v2 directory (in the unified hierarchy of a hybrid host too) holding a
+    /// process; killed and removed when the test ends.
+    struct V2Sleeper {
+        dir: PathBuf,
+        child: std::process::Child,
+    }
+
+    impl Drop for V2Sleeper {
+        fn drop(&mut self) {
+            let _ = write(&self.dir, "cgroup.freeze", "0");
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            let _ = fs::remove_dir(&self.dir);
+        }
+    }
+
+    #[test]
+    #[ignore = "needs root: makes cgroups"]
+    fn the_v2_freezer_freezes_and_thaws() {
+        assert!(
+            nix::unistd::geteuid().is_root(),
+            "run as root with --include-ignored"
+        );
+        let root = ["/sys/fs/cgroup/unified", "/sys/fs/cgroup"]
+            .into_iter()
+            .map(Path::new)
+            .find(|d| d.join("cgroup.subtree_control").exists())
+            .expect("a cgroup v2 hierarchy is mounted");
+        let dir = root.join(format!("podinit-v2freeze-{}", crate::util::random_hex(4)));
+        fs::create_dir(&dir).unwrap();
+        let child = std::process::Command::new("sleep")
+            .arg("100")
+            .spawn()
+            .unwrap();
+        let s = V2Sleeper { dir, child };
+        if !s.dir.join("cgroup.freeze").exists() {
+            panic!("this kernel has no cgroup v2 freezer");
+        }
+        fs::write(s.dir.join("cgroup.procs"), s.child.id().to_string()).unwrap();
+        freeze_v2(&s.dir).unwrap();
+        assert_eq!(read(&s.dir, "cgroup.freeze").unwrap(), "1");
+        assert!(read(&s.dir, "cgroup.events").unwrap().contains("frozen 1"));
+        write(&s.dir, "cgroup.freeze", "0").unwrap();
+        let thawed = (0..V2_POLLS).any(|_| {
+            let done = read(&s.dir, "cgroup.events").is_ok_and(|e| e.contains("frozen 0"));
+            if !done {
+                std::thread::sleep(V2_POLL);
+            }
+            done
+        });
+        assert!(thawed, "cgroup.events never said \"frozen 0\"");
     }
 }
