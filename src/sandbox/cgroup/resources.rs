@@ -40,11 +40,15 @@ struct Current {
     /// The weights are BFQ's (v1: `blkio.bfq.weight` and no `blkio.weight`; v2:
     /// `io.bfq.weight`, which takes blkio's range as it is).
     bfq: bool,
+    /// v2 `cpu.max` (quota or "max", period): a new quota keeps the period, a new period
+    /// the quota (runc takes the other from the config it stored; this is what it wrote).
+    cpu_max: Option<(String, u64)>,
 }
 
 impl Group {
     /// Apply the OCI resources (memory, cpu, cpuset, pids, blkio, hugepages) to this
-    /// cgroup. Only what `r` sets is written; the rest stays as it is.
+    /// cgroup. Only what `r` sets (and not to 0, runc's "unset") is written; the rest stays
+    /// as it is, so the resources of a `runc update` apply as they are.
     pub fn set(&self, r: &LinuxResources) -> io::Result<()> {
         let what = || format!("setting limits on cgroup {}", self.describe());
         let mem = self.controller_dir("memory");
@@ -65,6 +69,12 @@ impl Group {
             } else {
                 !io_has("blkio.weight") && io_has("blkio.bfq.weight")
             },
+            cpu_max: self
+                .v2
+                .then(|| self.controller_dir("cpu"))
+                .flatten()
+                .and_then(|d| fs::read_to_string(d.join("cpu.max")).ok())
+                .and_then(|t| parse_cpu_max(&t)),
         };
         let plan = plan(r, self.v2, &cur).map_err(|e| err(&what(), e))?;
         // Refuse before writing anything: a cgroup-v1 host without the hierarchy, or a v2
@@ -143,7 +153,7 @@ fn plan(r: &LinuxResources, v2: bool, cur: &Current) -> Result<Vec<Write>, Strin
         }
     }
     if let Some(c) = r.cpu() {
-        cpu(c, v2, &mut out)?;
+        cpu(c, v2, cur, &mut out)?;
     }
     if let Some(p) = r.pids() {
         // 0 leaves it as it is; a negative limit is none.
@@ -237,18 +247,28 @@ fn swap_v2(swap: Option<i64>, memory: Option<i64>) -> Result<Option<i64>, String
     }
 }
 
-fn cpu(c: &LinuxCpu, v2: bool, out: &mut Vec<Write>) -> Result<(), String> {
+fn cpu(c: &LinuxCpu, v2: bool, cur: &Current, out: &mut Vec<Write>) -> Result<(), String> {
     if v2 {
         if let Some(s) = c.shares().filter(|s| *s != 0) {
             out.push(w("cpu", "cpu.weight", shares_to_weight(s)));
         }
-        if c.quota().is_some() || c.period().is_some() {
-            // As runc writes it: no quota is "max", no period the kernel's default.
-            let quota = match c.quota() {
+        let (quota, period) = (
+            c.quota().filter(|q| *q != 0),
+            c.period().filter(|p| *p != 0),
+        );
+        if quota.is_some() || period.is_some() {
+            // cpu.max takes both at once: the one not given stays as it is.
+            let quota = match quota {
                 Some(q) if q > 0 => q.to_string(),
-                _ => "max".to_string(),
+                Some(_) => "max".to_string(),
+                None => cur
+                    .cpu_max
+                    .as_ref()
+                    .map_or("max".into(), |(q, _)| q.clone()),
             };
-            let period = c.period().filter(|p| *p != 0).unwrap_or(100_000);
+            let period = period
+                .or(cur.cpu_max.as_ref().map(|(_, p)| *p))
+                .unwrap_or(100_000);
             out.push(w("cpu", "cpu.max", format!("{quota} {period}")));
         }
         if c.realtime_period().is_some() || c.realtime_runtime().is_some() {
@@ -345,6 +365,13 @@ fn blkio(b: &LinuxBlockIo, v2: bool, bfq: bool, out: &mut Vec<Write>) {
             }
         }
     }
+}
+
+/// v2 `cpu.max`: "<quota|max> <period>".
+fn parse_cpu_max(text: &str) -> Option<(String, u64)> {
+    let mut it = text.split_whitespace();
+    let quota = it.next()?.to_string();
+    Some((quota, it.next()?.parse().ok()?))
 }
 
 /// A limit where -1 (or any negative) is none: v2's "max".
@@ -523,6 +550,17 @@ mod tests {
             lines(r, true, &Current::default()),
             ["cpu cpu.max=30000 100000"]
         );
+        // An update of one of the two keeps the other as it is.
+        let cur = Current {
+            cpu_max: parse_cpu_max("20000 50000\n"),
+            ..Current::default()
+        };
+        let r = serde_json::json!({ "cpu": { "quota": 30_000 } });
+        assert_eq!(lines(r, true, &cur), ["cpu cpu.max=30000 50000"]);
+        let r = serde_json::json!({ "cpu": { "period": 40_000 } });
+        assert_eq!(lines(r, true, &cur), ["cpu cpu.max=20000 40000"]);
+        let r = serde_json::json!({ "cpu": { "quota": -1 } });
+        assert_eq!(lines(r, true, &cur), ["cpu cpu.max=max 50000"]);
     }
 
     #[test]
