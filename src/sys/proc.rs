@@ -1,10 +1,76 @@
 //! What /proc says of a process, read with the `procfs` crate.
 
+use std::io;
+
+use procfs::process::{MountInfo, Process, Status};
+
+pub use procfs::process::ProcState;
+
 /// The start time of process `pid` in clock ticks since boot (field 22 of
 /// `/proc/<pid>/stat`), None when there is no such process. With the pid it names a
 /// process for good: a pid reused by a later process has another start time.
 pub fn start_time(pid: i32) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &text[text.rfind(')')? + 2..];
-    rest.split_whitespace().nth(19)?.parse().ok()
+    Process::new(pid).ok()?.stat().ok().map(|s| s.starttime)
+}
+
+/// The scheduler state of process `pid` (the third field of its `stat`), None when
+/// there is no such process.
+pub fn state(pid: i32) -> Option<ProcState> {
+    Process::new(pid).ok()?.stat().ok()?.state().ok()
+}
+
+/// Whether the process that had `start_time` as pid `pid` still runs. A zombie or a dead
+/// one does not, as runc counts them: its container is stopped even before it is reaped.
+pub fn is_running(pid: i32, start_time: u64) -> bool {
+    let Ok(stat) = Process::new(pid).and_then(|p| p.stat()) else {
+        return false;
+    };
+    stat.starttime == start_time
+        && !matches!(
+            stat.state(),
+            Ok(ProcState::Zombie | ProcState::Dead) | Err(_)
+        )
+}
+
+/// The parsed `/proc/<pid>/status` (names, ids, capability and signal masks).
+pub fn status(pid: i32) -> io::Result<Status> {
+    Process::new(pid)
+        .and_then(|p| p.status())
+        .map_err(|e| io::Error::other(format!("reading /proc/{pid}/status: {e}")))
+}
+
+/// The mounts that process `pid` sees (`/proc/<pid>/mountinfo`), in their order there.
+pub fn mountinfo(pid: i32) -> io::Result<Vec<MountInfo>> {
+    Process::new(pid)
+        .and_then(|p| p.mountinfo())
+        .map(|m| m.0)
+        .map_err(|e| io::Error::other(format!("reading /proc/{pid}/mountinfo: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_is_running_until_its_start_time_differs() {
+        let me = std::process::id() as i32;
+        let t = start_time(me).expect("own start time");
+        assert!(is_running(me, t));
+        assert!(!is_running(me, t + 1), "another start time: a reused pid");
+        assert!(matches!(state(me), Some(ProcState::Running)));
+        assert_eq!(status(me).unwrap().pid, me);
+        assert!(mountinfo(me)
+            .unwrap()
+            .iter()
+            .any(|m| m.mount_point == std::path::Path::new("/proc")));
+    }
+
+    #[test]
+    fn a_missing_process_has_no_start_time() {
+        // Above the kernel's pid_max ceiling (4194304): never a process.
+        assert_eq!(start_time(i32::MAX), None);
+        assert!(!is_running(i32::MAX, 0));
+        let e = status(i32::MAX).unwrap_err().to_string();
+        assert!(e.starts_with("reading /proc/2147483647/status: "), "{e}");
+    }
 }

@@ -1,0 +1,600 @@
+//! A cgroup's usage figures in the shape of runc's `events --stats` data (runc's
+//! `libcontainer/cgroups/types.Stats` as its `events` command prints it).
+//!
+//! Read straight from the cgroup files rather than through cgroups-rs's readers: those
+//! parse into their own structs, which drop what runc passes on as it is (the whole
+//! `memory.stat` map, blkio's per-device lines) and read files runc does not.
+//! Fields that runc marks `omitempty` are left out when zero, as in its output.
+
+use serde_json::{json, Map, Value};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::Group;
+
+mod blkio;
+use blkio::{v1_blkio, v2_io};
+
+impl Group {
+    /// cpu, memory, pids, blkio and hugetlb figures, as the `data` of a runc stats event.
+    pub fn stats(&self) -> serde_json::Value {
+        let sizes = hugepage_sizes(Path::new("/sys/kernel/mm/hugepages"));
+        if self.v2 {
+            return match self.dirs.first() {
+                Some(d) => v2_stats(d, &sizes),
+                None => v1_stats(&V1Dirs::default(), &sizes),
+            };
+        }
+        v1_stats(&self.v1_dirs(), &sizes)
+    }
+
+    fn v1_dirs(&self) -> V1Dirs {
+        use cgroups_rs::fs::{Controller, Subsystem as S};
+        let mut d = V1Dirs::default();
+        for s in self.cg.subsystems() {
+            let slot = match s {
+                S::Cpu(c) => (&mut d.cpu, c.path()),
+                S::CpuAcct(c) => (&mut d.cpuacct, c.path()),
+                S::CpuSet(c) => (&mut d.cpuset, c.path()),
+                S::Mem(c) => (&mut d.memory, c.path()),
+                S::Pid(c) => (&mut d.pids, c.path()),
+                S::BlkIo(c) => (&mut d.blkio, c.path()),
+                S::HugeTlb(c) => (&mut d.hugetlb, c.path()),
+                _ => continue,
+            };
+            *slot.0 = Some(slot.1.to_path_buf());
+        }
+        d
+    }
+}
+
+/// The directory of each v1 hierarchy that has figures.
+#[derive(Default)]
+struct V1Dirs {
+    cpu: Option<PathBuf>,
+    cpuacct: Option<PathBuf>,
+    cpuset: Option<PathBuf>,
+    memory: Option<PathBuf>,
+    pids: Option<PathBuf>,
+    blkio: Option<PathBuf>,
+    hugetlb: Option<PathBuf>,
+}
+
+fn v1_stats(d: &V1Dirs, sizes: &[String]) -> Value {
+    let mut usage = Map::new();
+    if let Some(dir) = &d.cpuacct {
+        let tck = clock_ticks();
+        let stat = keyed(dir, "cpuacct.stat");
+        let ns = |k: &str| get(&stat, k) * 1_000_000_000 / tck;
+        put(&mut usage, "total", uint(dir, "cpuacct.usage"));
+        let percpu = list(dir, "cpuacct.usage_percpu");
+        let (kernel, user) = usage_all(dir);
+        put_list(&mut usage, "percpu", &percpu);
+        put_list(&mut usage, "percpu_kernel", &kernel);
+        put_list(&mut usage, "percpu_user", &user);
+        usage.insert("kernel".into(), ns("system").into());
+        usage.insert("user".into(), ns("user").into());
+    } else {
+        usage.insert("kernel".into(), 0.into());
+        usage.insert("user".into(), 0.into());
+    }
+    let throttling = d
+        .cpu
+        .as_deref()
+        .map(|dir| throttling(&keyed(dir, "cpu.stat"), 1))
+        .unwrap_or_default();
+    let memory = match &d.memory {
+        Some(dir) => {
+            let raw = keyed(dir, "memory.stat");
+            let mut m = Map::new();
+            put(&mut m, "cache", get(&raw, "cache"));
+            for (key, infix) in [
+                ("usage", ""),
+                ("swap", ".memsw"),
+                ("kernel", ".kmem"),
+                ("kernelTCP", ".kmem.tcp"),
+            ] {
+                m.insert(key.into(), v1_memory_entry(dir, infix));
+            }
+            put_raw(&mut m, raw);
+            Value::Object(m)
+        }
+        None => empty_memory(),
+    };
+    let hugetlb: Map<String, Value> = match &d.hugetlb {
+        Some(dir) => sizes
+            .iter()
+            .map(|s| {
+                let f = |what: &str| uint(dir, &format!("hugetlb.{s}.{what}"));
+                let e = hugetlb_entry(f("usage_in_bytes"), f("max_usage_in_bytes"), f("failcnt"));
+                (s.clone(), e)
+            })
+            .collect(),
+        None => Map::new(),
+    };
+    json!({
+        "cpu": { "usage": usage, "throttling": throttling },
+        "cpuset": cpuset(d.cpuset.as_deref()),
+        "memory": memory,
+        "pids": d.pids.as_deref().map(pids).unwrap_or_default(),
+        "blkio": d.blkio.as_deref().map(v1_blkio).unwrap_or_default(),
+        "hugetlb": hugetlb,
+        "intel_rdt": {},
+        "network_interfaces": null,
+    })
+}
+
+fn v2_stats(dir: &Path, sizes: &[String]) -> Value {
+    let stat = keyed(dir, "cpu.stat");
+    let mut usage = Map::new();
+    put(&mut usage, "total", get(&stat, "usage_usec") * 1000);
+    usage.insert("kernel".into(), (get(&stat, "system_usec") * 1000).into());
+    usage.insert("user".into(), (get(&stat, "user_usec") * 1000).into());
+    let raw = keyed(dir, "memory.stat");
+    let memory = if dir.join("memory.current").exists() {
+        let mut m = Map::new();
+        put(&mut m, "cache", get(&raw, "file"));
+        let (use_, limit) = (uint(dir, "memory.current"), uint(dir, "memory.max"));
+        m.insert("usage".into(), memory_entry(limit, use_, 0, 0));
+        // runc adds memory to v2's swap figures, which v1 reports as memory+swap.
+        let swap = if dir.join("memory.swap.current").exists() {
+            let l = uint(dir, "memory.swap.max");
+            let l = if l == u64::MAX {
+                l
+            } else {
+                l.saturating_add(limit)
+            };
+            memory_entry(l, uint(dir, "memory.swap.current") + use_, 0, 0)
+        } else {
+            memory_entry(0, 0, 0, 0)
+        };
+        m.insert("swap".into(), swap);
+        m.insert("kernel".into(), memory_entry(0, 0, 0, 0));
+        m.insert("kernelTCP".into(), memory_entry(0, 0, 0, 0));
+        put_raw(&mut m, raw);
+        Value::Object(m)
+    } else {
+        empty_memory()
+    };
+    let hugetlb: Map<String, Value> = sizes
+        .iter()
+        .filter(|s| dir.join(format!("hugetlb.{s}.current")).exists())
+        .map(|s| {
+            let usage = uint(dir, &format!("hugetlb.{s}.current"));
+            let failcnt = get(&keyed(dir, &format!("hugetlb.{s}.events")), "max");
+            (s.clone(), hugetlb_entry(usage, 0, failcnt))
+        })
+        .collect();
+    json!({
+        "cpu": { "usage": usage, "throttling": throttling(&stat, 1000) },
+        "cpuset": cpuset(None),
+        "memory": memory,
+        "pids": pids(dir),
+        "blkio": v2_io(dir),
+        "hugetlb": hugetlb,
+        "intel_rdt": {},
+        "network_interfaces": null,
+    })
+}
+
+/// `<prefix>.{usage_in_bytes,max_usage_in_bytes,failcnt,limit_in_bytes}`; swap and kmem
+/// files are optional in the kernel (then zeros, as runc).
+fn v1_memory_entry(dir: &Path, infix: &str) -> Value {
+    let f = |what: &str| uint(dir, &format!("memory{infix}.{what}"));
+    memory_entry(
+        f("limit_in_bytes"),
+        f("usage_in_bytes"),
+        f("max_usage_in_bytes"),
+        f("failcnt"),
+    )
+}
+
+fn memory_entry(limit: u64, usage: u64, max: u64, failcnt: u64) -> Value {
+    let mut m = Map::new();
+    m.insert("limit".into(), limit.into());
+    put(&mut m, "usage", usage);
+    put(&mut m, "max", max);
+    m.insert("failcnt".into(), failcnt.into());
+    Value::Object(m)
+}
+
+fn empty_memory() -> Value {
+    let e = memory_entry(0, 0, 0, 0);
+    json!({ "usage": e, "swap": e, "kernel": e, "kernelTCP": e })
+}
+
+fn hugetlb_entry(usage: u64, max: u64, failcnt: u64) -> Value {
+    let mut m = Map::new();
+    put(&mut m, "usage", usage);
+    put(&mut m, "max", max);
+    m.insert("failcnt".into(), failcnt.into());
+    Value::Object(m)
+}
+
+/// `cpu.stat`'s throttling figures; `unit` turns v2's microseconds into nanoseconds.
+fn throttling(stat: &[(String, u64)], unit: u64) -> Value {
+    let mut m = Map::new();
+    put(&mut m, "periods", get(stat, "nr_periods"));
+    put(&mut m, "throttledPeriods", get(stat, "nr_throttled"));
+    let time = if unit == 1 {
+        get(stat, "throttled_time")
+    } else {
+        get(stat, "throttled_usec") * unit
+    };
+    put(&mut m, "throttledTime", time);
+    Value::Object(m)
+}
+
+/// pids.current and pids.max (`max`: no limit, 0).
+fn pids(dir: &Path) -> Value {
+    let mut m = Map::new();
+    put(&mut m, "current", uint(dir, "pids.current"));
+    let limit = uint(dir, "pids.max");
+    put(&mut m, "limit", if limit == u64::MAX { 0 } else { limit });
+    Value::Object(m)
+}
+
+/// The v1 cpuset's settings, as runc reports them (zeros without a v1 cpuset: on v2
+/// runc 1.1 reports none).
+fn cpuset(dir: Option<&Path>) -> Value {
+    let mut m = Map::new();
+    let text = |f: &str| dir.and_then(|d| read(d, &format!("cpuset.{f}")));
+    for key in ["cpus", "mems"] {
+        put_list(&mut m, key, &id_list(&text(key).unwrap_or_default()));
+    }
+    for key in [
+        "cpu_exclusive",
+        "mem_hardwall",
+        "mem_exclusive",
+        "memory_migrate",
+        "memory_spread_page",
+        "memory_spread_slab",
+        "memory_pressure",
+        "sched_load_balance",
+    ] {
+        let v: u64 = text(key).and_then(|t| t.trim().parse().ok()).unwrap_or(0);
+        m.insert(key.into(), v.into());
+    }
+    let level: i64 = text("sched_relax_domain_level")
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or(0);
+    m.insert("sched_relax_domain_level".into(), level.into());
+    Value::Object(m)
+}
+
+/// A kernel list such as `0-3,8` as the numbers it names.
+fn id_list(text: &str) -> Vec<u64> {
+    let mut out = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        if let (Ok(a), Ok(b)) = (a.parse::<u64>(), b.parse::<u64>()) {
+            out.extend(a..=b);
+        }
+    }
+    out
+}
+
+/// `cpuacct.usage_all` (`cpu user system` per CPU): the (kernel, user) columns.
+fn usage_all(dir: &Path) -> (Vec<u64>, Vec<u64>) {
+    let (mut kernel, mut user) = (Vec::new(), Vec::new());
+    for line in read(dir, "cpuacct.usage_all")
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+    {
+        let f: Vec<u64> = line
+            .split_whitespace()
+            .filter_map(|v| v.parse().ok())
+            .collect();
+        if let [_, u, k] = f[..] {
+            user.push(u);
+            kernel.push(k);
+        }
+    }
+    (kernel, user)
+}
+
+/// The huge page sizes of the machine as cgroup files name them (`2MB`, `1GB`), from
+/// `/sys/kernel/mm/hugepages/hugepages-<n>kB`.
+fn hugepage_sizes(dir: &Path) -> Vec<String> {
+    let Ok(rd) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut kbs: Vec<u64> = rd
+        .flatten()
+        .filter_map(|e| {
+            let n = e.file_name().into_string().ok()?;
+            n.strip_prefix("hugepages-")?
+                .strip_suffix("kB")?
+                .parse()
+                .ok()
+        })
+        .collect();
+    kbs.sort_unstable();
+    kbs.into_iter().map(page_size_name).collect()
+}
+
+fn page_size_name(kb: u64) -> String {
+    let units = ["KB", "MB", "GB", "TB", "PB"];
+    let (mut n, mut u) = (kb, 0);
+    while n >= 1024 && n % 1024 == 0 && u + 1 < units.len() {
+        n /= 1024;
+        u += 1;
+    }
+    format!("{n}{}", units[u])
+}
+
+fn clock_ticks() -> u64 {
+    // SAFETY: sysconf reads a constant of the C library.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as u64
+    } else {
+        100
+    }
+}
+
+fn read(dir: &Path, file: &str) -> Option<String> {
+    fs::read_to_string(dir.join(file)).ok()
+}
+
+/// A one-number file; `max` is no limit (u64::MAX), a negative number or none: 0.
+fn uint(dir: &Path, file: &str) -> u64 {
+    let Some(t) = read(dir, file) else {
+        return 0;
+    };
+    let t = t.trim();
+    if t == "max" {
+        return u64::MAX;
+    }
+    t.parse().unwrap_or(0)
+}
+
+/// A flat keyed file (`key value` lines), in its order.
+fn keyed(dir: &Path, file: &str) -> Vec<(String, u64)> {
+    read(dir, file)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(' ')?;
+            Some((k.to_string(), v.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+fn get(kv: &[(String, u64)], key: &str) -> u64 {
+    kv.iter().find(|(k, _)| k == key).map_or(0, |(_, v)| *v)
+}
+
+fn list(dir: &Path, file: &str) -> Vec<u64> {
+    read(dir, file)
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|v| v.parse().ok())
+        .collect()
+}
+
+/// Insert unless zero (Go's `omitempty`).
+fn put(m: &mut Map<String, Value>, key: &str, v: u64) {
+    if v != 0 {
+        m.insert(key.into(), v.into());
+    }
+}
+
+fn put_list(m: &mut Map<String, Value>, key: &str, v: &[u64]) {
+    if !v.is_empty() {
+        m.insert(key.into(), v.into());
+    }
+}
+
+fn put_raw(m: &mut Map<String, Value>, raw: Vec<(String, u64)>) {
+    if !raw.is_empty() {
+        let raw: Map<String, Value> = raw.into_iter().map(|(k, v)| (k, v.into())).collect();
+        m.insert("raw".into(), Value::Object(raw));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scratch cgroup directory of made-up files, removed when the test ends.
+    struct Fake(PathBuf);
+
+    impl Fake {
+        fn new(files: &[(&str, &str)]) -> Fake {
+            let d =
+                std::env::temp_dir().join(format!("podinit-stats-{}", crate::util::random_hex(4)));
+            fs::create_dir_all(&d).unwrap();
+            for (f, t) in files {
+                fs::write(d.join(f), t).unwrap();
+            }
+            Fake(d)
+        }
+    }
+
+    impl Drop for Fake {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    #[test]
+    fn v1_figures_in_runc_s_shape() {
+        let f = Fake::new(&[
+            ("cpuacct.stat", "user 3\nsystem 1\n"),
+            ("cpuacct.usage", "500\n"),
+            ("cpuacct.usage_percpu", "300 200 \n"),
+            ("cpuacct.usage_all", "cpu user system\n0 100 200\n1 0 200\n"),
+            (
+                "cpu.stat",
+                "nr_periods 4\nnr_throttled 0\nthrottled_time 0\n",
+            ),
+            ("memory.stat", "cache 4096\nrss 8192\n"),
+            ("memory.usage_in_bytes", "12288\n"),
+            ("memory.max_usage_in_bytes", "20480\n"),
+            ("memory.failcnt", "0\n"),
+            ("memory.limit_in_bytes", "9223372036854771712\n"),
+            ("pids.current", "2\n"),
+            ("pids.max", "max\n"),
+            ("cpuset.cpus", "0-2,5\n"),
+            ("cpuset.mems", "0\n"),
+            ("cpuset.sched_relax_domain_level", "-1\n"),
+            ("blkio.sectors_recursive", ""),
+            (
+                "blkio.throttle.io_serviced_recursive",
+                "8:0 Read 3\n8:0 Write 0\nTotal 3\n",
+            ),
+            (
+                "blkio.throttle.io_service_bytes_recursive",
+                "8:0 Read 4096\nTotal 4096\n",
+            ),
+            ("hugetlb.2MB.usage_in_bytes", "0\n"),
+            ("hugetlb.2MB.failcnt", "1\n"),
+        ]);
+        let d = Some(f.0.clone());
+        let dirs = V1Dirs {
+            cpu: d.clone(),
+            cpuacct: d.clone(),
+            cpuset: d.clone(),
+            memory: d.clone(),
+            pids: d.clone(),
+            blkio: d.clone(),
+            hugetlb: d,
+        };
+        let s = v1_stats(&dirs, &["2MB".to_string()]);
+        let tck = clock_ticks();
+        assert_eq!(
+            s["cpu"],
+            json!({
+                "usage": {
+                    "total": 500, "percpu": [300, 200], "percpu_kernel": [200, 200],
+                    "percpu_user": [100, 0], "kernel": 1_000_000_000 / tck,
+                    "user": 3_000_000_000u64 / tck,
+                },
+                "throttling": { "periods": 4 },
+            })
+        );
+        let nolimit = 9_223_372_036_854_771_712u64;
+        let zero = json!({ "limit": 0, "failcnt": 0 });
+        assert_eq!(
+            s["memory"],
+            json!({
+                "cache": 4096,
+                "usage": { "limit": nolimit, "usage": 12288, "max": 20480, "failcnt": 0 },
+                "swap": zero, "kernel": zero, "kernelTCP": zero,
+                "raw": { "cache": 4096, "rss": 8192 },
+            })
+        );
+        assert_eq!(
+            s["pids"],
+            json!({ "current": 2 }),
+            "pids.max \"max\": no limit"
+        );
+        assert_eq!(s["cpuset"]["cpus"], json!([0, 1, 2, 5]));
+        assert_eq!(s["cpuset"]["sched_relax_domain_level"], json!(-1));
+        assert_eq!(s["cpuset"]["cpu_exclusive"], json!(0));
+        // cfq's first file is empty: the throttle layer's files are read instead.
+        assert_eq!(
+            s["blkio"],
+            json!({
+                "ioServicedRecursive": [
+                    { "major": 8, "op": "Read", "value": 3 }, { "major": 8, "op": "Write" },
+                ],
+                "ioServiceBytesRecursive": [{ "major": 8, "op": "Read", "value": 4096 }],
+            })
+        );
+        assert_eq!(s["hugetlb"], json!({ "2MB": { "failcnt": 1 } }));
+        assert_eq!(s["intel_rdt"], json!({}));
+        assert!(s["network_interfaces"].is_null());
+    }
+
+    #[test]
+    fn v2_figures_in_runc_s_v1_shape() {
+        let f = Fake::new(&[
+            (
+                "cpu.stat",
+                "usage_usec 7\nuser_usec 5\nsystem_usec 2\nnr_periods 3\n\
+                 nr_throttled 1\nthrottled_usec 9\n",
+            ),
+            ("memory.stat", "anon 8192\nfile 4096\n"),
+            ("memory.current", "12288\n"),
+            ("memory.max", "1048576\n"),
+            ("memory.swap.current", "100\n"),
+            ("memory.swap.max", "max\n"),
+            ("pids.current", "1\n"),
+            ("pids.max", "50\n"),
+            (
+                "io.stat",
+                "8:16 rbytes=512 wbytes=0 rios=1 wios=0 dbytes=0 dios=0\n",
+            ),
+            ("hugetlb.2MB.current", "0\n"),
+            ("hugetlb.2MB.events", "max 2\n"),
+        ]);
+        let s = v2_stats(&f.0, &["2MB".to_string(), "1GB".to_string()]);
+        assert_eq!(
+            s["cpu"],
+            json!({
+                "usage": { "total": 7000, "kernel": 2000, "user": 5000 },
+                "throttling": { "periods": 3, "throttledPeriods": 1, "throttledTime": 9000 },
+            })
+        );
+        let zero = json!({ "limit": 0, "failcnt": 0 });
+        assert_eq!(
+            s["memory"],
+            json!({
+                "cache": 4096,
+                "usage": { "limit": 1_048_576, "usage": 12288, "failcnt": 0 },
+                "swap": { "limit": u64::MAX, "usage": 12388, "failcnt": 0 },
+                "kernel": zero, "kernelTCP": zero,
+                "raw": { "anon": 8192, "file": 4096 },
+            })
+        );
+        assert_eq!(s["pids"], json!({ "current": 1, "limit": 50 }));
+        assert_eq!(
+            s["blkio"],
+            json!({
+                "ioServiceBytesRecursive": [
+                    { "major": 8, "minor": 16, "op": "Read", "value": 512 },
+                    { "major": 8, "minor": 16, "op": "Write" },
+                ],
+                "ioServicedRecursive": [
+                    { "major": 8, "minor": 16, "op": "Read", "value": 1 },
+                    { "major": 8, "minor": 16, "op": "Write" },
+                ],
+            })
+        );
+        assert_eq!(
+            s["hugetlb"],
+            json!({ "2MB": { "failcnt": 2 } }),
+            "no 1GB files"
+        );
+        assert_eq!(s["cpuset"]["sched_relax_domain_level"], json!(0));
+        assert!(s["cpuset"].get("cpus").is_none());
+    }
+
+    #[test]
+    fn a_v2_swap_limit_adds_the_memory_limit_as_runc() {
+        let f = Fake::new(&[
+            ("memory.current", "10\n"),
+            ("memory.max", "100\n"),
+            ("memory.swap.current", "1\n"),
+            ("memory.swap.max", "50\n"),
+        ]);
+        let s = v2_stats(&f.0, &[]);
+        assert_eq!(
+            s["memory"]["swap"],
+            json!({ "limit": 150, "usage": 11, "failcnt": 0 })
+        );
+        assert!(s["memory"].get("raw").is_none());
+    }
+
+    #[test]
+    fn page_sizes_and_id_lists() {
+        assert_eq!(page_size_name(2048), "2MB");
+        assert_eq!(page_size_name(1 << 20), "1GB");
+        assert_eq!(page_size_name(64), "64KB");
+        assert_eq!(id_list("0-1,4\n"), [0, 1, 4]);
+        assert!(id_list("\n").is_empty());
+    }
+}
