@@ -180,7 +180,10 @@ fn runc_diff_sees_the_same_in_the_spec_template() {
     assert_eq!(section(&s, "hostname"), ["runc"]);
     assert_eq!(section(&s, "pid"), ["1"]);
     assert!(has(section(&s, "status"), "NoNewPrivs:\t1"), "{s:#?}");
-    assert!(has(section(&s, "status"), "CapBnd:\t0000000020000420"), "{s:#?}");
+    assert!(
+        has(section(&s, "status"), "CapBnd:\t0000000020000420"),
+        "{s:#?}"
+    );
 }
 
 #[test]
@@ -208,7 +211,10 @@ fn runc_diff_sees_the_same_masked_and_readonly_paths() {
         std::fs::write(b.rootfs().join("home/app/f"), "x").unwrap();
         b.set("/root/readonly", json!(false));
         let mut masked = b.config["linux"]["maskedPaths"].clone();
-        masked.as_array_mut().unwrap().extend([json!("/etc/group"), json!("/home/app")]);
+        masked
+            .as_array_mut()
+            .unwrap()
+            .extend([json!("/etc/group"), json!("/home/app")]);
         b.set("/linux/maskedPaths", masked);
         let mut ro = b.config["linux"]["readonlyPaths"].clone();
         ro.as_array_mut().unwrap().push(json!("/root"));
@@ -328,7 +334,10 @@ fn runc_diff_sees_the_same_process_settings() {
     assert_eq!(section(&s, "oom_score_adj"), ["123"]);
     assert!(has(section(&s, "env"), "FOO=bar baz"), "{s:#?}");
     assert!(has(section(&s, "status"), "NoNewPrivs:\t1"), "{s:#?}");
-    assert!(has(section(&s, "id"), "uid=1000(app) gid=1000(app)"), "{s:#?}");
+    assert!(
+        has(section(&s, "id"), "uid=1000(app) gid=1000(app)"),
+        "{s:#?}"
+    );
     assert_eq!(section(&s, "extra"), ["640"], "{s:#?}");
 }
 
@@ -397,32 +406,71 @@ fn runc_diff_state_through_the_lifecycle() {
         let id = lab.id("state");
         let mut t = Vec::new();
         r.create(&b, &id, &[]).expect_ok();
-        t.push(format!("created: {}", state_summary(&r.state(&id).unwrap(), &b, &id)));
+        t.push(format!(
+            "created: {}",
+            state_summary(&r.state(&id).unwrap(), &b, &id)
+        ));
         let list = r.run(&["list", "--format", "json"]).expect_ok().json();
         let entry = &list.as_array().expect("list is an array")[0];
         let mut keys: Vec<&String> = entry.as_object().unwrap().keys().collect();
         keys.sort();
-        t.push(format!("list: {} entries, keys {keys:?}", list.as_array().unwrap().len()));
-        t.push(format!("list -q: {}", r.run(&["list", "-q"]).expect_ok().stdout.trim().replace(&id, "ID")));
+        t.push(format!(
+            "list: {} entries, keys {keys:?}",
+            list.as_array().unwrap().len()
+        ));
+        t.push(format!(
+            "list -q: {}",
+            r.run(&["list", "-q"])
+                .expect_ok()
+                .stdout
+                .trim()
+                .replace(&id, "ID")
+        ));
         let table = r.run(&["list"]).expect_ok().stdout;
-        t.push(format!("list header: {:?}", table.lines().next().unwrap_or("").split_whitespace().collect::<Vec<_>>()));
+        t.push(format!(
+            "list header: {:?}",
+            table
+                .lines()
+                .next()
+                .unwrap_or("")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+        ));
         r.run(&["start", &id]).expect_ok();
-        t.push(format!("started: {}", state_summary(&r.state(&id).unwrap(), &b, &id)));
+        t.push(format!(
+            "started: {}",
+            state_summary(&r.state(&id).unwrap(), &b, &id)
+        ));
         r.run(&["pause", &id]).expect_ok();
-        t.push(format!("paused: {}", state_summary(&r.state(&id).unwrap(), &b, &id)));
+        t.push(format!(
+            "paused: {}",
+            state_summary(&r.state(&id).unwrap(), &b, &id)
+        ));
         r.run(&["resume", &id]).expect_ok();
-        t.push(format!("resumed: {}", state_summary(&r.state(&id).unwrap(), &b, &id)));
+        t.push(format!(
+            "resumed: {}",
+            state_summary(&r.state(&id).unwrap(), &b, &id)
+        ));
         r.run(&["kill", &id, "KILL"]).expect_ok();
         let s = r.wait_status(&id, "stopped");
         t.push(format!("killed: {}", state_summary(&s, &b, &id)));
         r.run(&["delete", &id]).expect_ok();
-        t.push(format!("deleted: state fails {}", !r.run(&["state", &id]).ok()));
-        t.push(format!("list -q: {:?}", r.run(&["list", "-q"]).expect_ok().stdout.trim()));
+        t.push(format!(
+            "deleted: state fails {}",
+            !r.run(&["state", &id]).ok()
+        ));
+        t.push(format!(
+            "list -q: {:?}",
+            r.run(&["list", "-q"]).expect_ok().stdout.trim()
+        ));
         lab.assert_nothing_left(r, &b, &id, false);
         t
     });
     assert!(t[0].contains("\"created\" pid live"), "{t:#?}");
-    assert!(t.iter().any(|l| l.contains("\"paused\" pid live")), "{t:#?}");
+    assert!(
+        t.iter().any(|l| l.contains("\"paused\" pid live")),
+        "{t:#?}"
+    );
     assert!(t.iter().any(|l| l.contains("\"stopped\" pid 0")), "{t:#?}");
 }
 
@@ -437,7 +485,10 @@ fn runc_diff_exit_statuses_of_run() {
             let b = lab.bundle(&["sh", "-c", script]);
             let id = lab.id("exit");
             let o = r.run_fg(&b, &id);
-            t.push(format!("{script}: {} {:?} {:?}", o.code, o.stdout, o.stderr));
+            t.push(format!(
+                "{script}: {} {:?} {:?}",
+                o.code, o.stdout, o.stderr
+            ));
             lab.assert_nothing_left(r, &b, &id, false);
         }
         // Killed by a signal from outside: 128 + the signal, as a shell reports it.
@@ -487,7 +538,11 @@ fn runc_diff_exec_and_kill_signals() {
         let id = lab.id("kill");
         r.run_bg(&b, &id).expect_ok();
         wait_output(&b, "ready");
-        for (sig, want) in [("USR1", "got USR1"), ("SIGUSR2", "got USR2"), ("1", "got HUP")] {
+        for (sig, want) in [
+            ("USR1", "got USR1"),
+            ("SIGUSR2", "got USR2"),
+            ("1", "got HUP"),
+        ] {
             let o = r.run(&["kill", &id, sig]);
             t.push(format!("kill {sig}: {}", o.code));
             wait_output(&b, want);
@@ -497,21 +552,42 @@ fn runc_diff_exec_and_kill_signals() {
             let o = r.run(&["exec", &id, "sh", "-c", script]);
             t.push(format!("exec {script}: {} {:?}", o.code, o.stdout));
         }
-        let o = r.run(&["exec", "--user", "1000:1000", "--cwd", "/tmp", "--env", "X=y", &id, "sh", "-c", "id -u; pwd; echo $X"]);
+        let o = r.run(&[
+            "exec",
+            "--user",
+            "1000:1000",
+            "--cwd",
+            "/tmp",
+            "--env",
+            "X=y",
+            &id,
+            "sh",
+            "-c",
+            "id -u; pwd; echo $X",
+        ]);
         t.push(format!("exec as 1000: {} {:?}", o.code, o.stdout));
         // PID 1 of a pid namespace gets only the signals it handles: TERM is not trapped.
         t.push(format!("kill TERM: {}", r.run(&["kill", &id, "TERM"]).code));
         std::thread::sleep(Duration::from_millis(200));
         t.push(format!("after TERM: {}", r.state(&id).unwrap()["status"]));
-        t.push(format!("kill SIGKILL: {}", r.run(&["kill", &id, "SIGKILL"]).code));
+        t.push(format!(
+            "kill SIGKILL: {}",
+            r.run(&["kill", &id, "SIGKILL"]).code
+        ));
         r.wait_status(&id, "stopped");
-        t.push(format!("kill of stopped fails: {}", !r.run(&["kill", &id, "KILL"]).ok()));
+        t.push(format!(
+            "kill of stopped fails: {}",
+            !r.run(&["kill", &id, "KILL"]).ok()
+        ));
         r.run(&["delete", &id]).expect_ok();
         lab.assert_nothing_left(r, &b, &id, false);
         t
     });
     assert!(t.contains(&"exec exit 5: 5 \"\"".to_string()), "{t:#?}");
-    assert!(t.contains(&"exec as 1000: 0 \"1000\\n/tmp\\ny\\n\"".to_string()), "{t:#?}");
+    assert!(
+        t.contains(&"exec as 1000: 0 \"1000\\n/tmp\\ny\\n\"".to_string()),
+        "{t:#?}"
+    );
     assert!(t.contains(&"after TERM: \"running\"".to_string()), "{t:#?}");
 }
 
@@ -530,10 +606,21 @@ fn runc_diff_kill_all_and_delete_force() {
         let ps = r.run(&["ps", "--format", "json", &id]).expect_ok().json();
         let pid = r.state(&id).unwrap()["pid"].clone();
         let pids = ps.as_array().expect("ps --format json is an array");
-        t.push(format!("ps: {} pids, holds init {}", pids.len(), pids.contains(&pid)));
+        t.push(format!(
+            "ps: {} pids, holds init {}",
+            pids.len(),
+            pids.contains(&pid)
+        ));
         let o = r.run(&["delete", &id]);
-        t.push(format!("delete running: fails {} then {}", !o.ok(), r.state(&id).unwrap()["status"]));
-        t.push(format!("kill --all: {}", r.run(&["kill", "--all", &id, "KILL"]).code));
+        t.push(format!(
+            "delete running: fails {} then {}",
+            !o.ok(),
+            r.state(&id).unwrap()["status"]
+        ));
+        t.push(format!(
+            "kill --all: {}",
+            r.run(&["kill", "--all", &id, "KILL"]).code
+        ));
         r.wait_status(&id, "stopped");
         wait_for(Duration::from_secs(10), "the processes die", || {
             processes_marked(&b.cgroup).is_empty().then_some(())
@@ -544,13 +631,19 @@ fn runc_diff_kill_all_and_delete_force() {
         let b = lab.bundle(&["sleep", "100"]);
         let id = lab.id("force");
         r.run_bg(&b, &id).expect_ok();
-        t.push(format!("delete --force: {}", r.run(&["delete", "--force", &id]).code));
+        t.push(format!(
+            "delete --force: {}",
+            r.run(&["delete", "--force", &id]).code
+        ));
         lab.assert_nothing_left(r, &b, &id, false);
         t
     });
     assert_eq!(t[0], "processes: 3", "{t:#?}");
     assert_eq!(t[1], "ps: 3 pids, holds init true", "{t:#?}");
-    assert!(t[2].starts_with("delete running: fails true then \"running\""), "{t:#?}");
+    assert!(
+        t[2].starts_with("delete running: fails true then \"running\""),
+        "{t:#?}"
+    );
 }
 
 /// Whether the freezer of `pid`'s cgroup says frozen (v1 freezer.state or v2 cgroup.events).
@@ -582,7 +675,9 @@ fn memory_limit(pid: i64) -> String {
         let mut f = l.splitn(3, ':');
         let (_, ctrl, path) = (f.next(), f.next().unwrap_or(""), f.next().unwrap_or(""));
         if ctrl.split(',').any(|c| c == "memory") {
-            return read_trimmed(format!("/sys/fs/cgroup/memory{path}/memory.limit_in_bytes").into());
+            return read_trimmed(
+                format!("/sys/fs/cgroup/memory{path}/memory.limit_in_bytes").into(),
+            );
         }
     }
     let path = cg.lines().find_map(|l| l.strip_prefix("0::")).unwrap();
@@ -603,28 +698,51 @@ fn runc_diff_pause_resume_and_update() {
         r.run(&["pause", &id]).expect_ok();
         let st = r.state(&id).unwrap();
         let letter = proc_status(pid, "State").unwrap_or_default();
-        t.push(format!("paused: {} frozen {} State {}", st["status"], frozen(pid), &letter[..1]));
+        t.push(format!(
+            "paused: {} frozen {} State {}",
+            st["status"],
+            frozen(pid),
+            &letter[..1]
+        ));
         let o = r.run(&["exec", &id, "true"]);
         t.push(format!("exec into paused refused: {}", !o.ok()));
-        t.push(format!("pause twice fails: {}", !r.run(&["pause", &id]).ok()));
+        t.push(format!(
+            "pause twice fails: {}",
+            !r.run(&["pause", &id]).ok()
+        ));
         r.run(&["resume", &id]).expect_ok();
         let st = r.state(&id).unwrap();
         let letter = proc_status(pid, "State").unwrap_or_default();
-        t.push(format!("resumed: {} frozen {} State {}", st["status"], frozen(pid), &letter[..1]));
-        t.push(format!("exec after resume: {}", r.run(&["exec", &id, "true"]).code));
+        t.push(format!(
+            "resumed: {} frozen {} State {}",
+            st["status"],
+            frozen(pid),
+            &letter[..1]
+        ));
+        t.push(format!(
+            "exec after resume: {}",
+            r.run(&["exec", &id, "true"]).code
+        ));
         r.run(&["update", "--memory", "100M", &id]).expect_ok();
         t.push(format!("memory limit: {}", memory_limit(pid)));
         let res = b.dir.join("resources.json");
         std::fs::write(&res, r#"{"memory": {"limit": 209715200}}"#).unwrap();
-        r.run(&["update", "--resources", res.to_str().unwrap(), &id]).expect_ok();
-        t.push(format!("memory limit from --resources: {}", memory_limit(pid)));
+        r.run(&["update", "--resources", res.to_str().unwrap(), &id])
+            .expect_ok();
+        t.push(format!(
+            "memory limit from --resources: {}",
+            memory_limit(pid)
+        ));
         r.run(&["delete", "--force", &id]).expect_ok();
         lab.assert_nothing_left(r, &b, &id, false);
         t
     });
     assert!(t[0].starts_with("paused: \"paused\" frozen true"), "{t:#?}");
     assert_eq!(t[1], "exec into paused refused: true");
-    assert!(t[3].starts_with("resumed: \"running\" frozen false State S"), "{t:#?}");
+    assert!(
+        t[3].starts_with("resumed: \"running\" frozen false State S"),
+        "{t:#?}"
+    );
     assert_eq!(t[5], "memory limit: 104857600");
     assert_eq!(t[6], "memory limit from --resources: 209715200");
 }
@@ -637,14 +755,6 @@ const HOOKS: [&str; 6] = [
     "poststart",
     "poststop",
 ];
-
-/// Whether `r` is the installed runc, which runs poststart hooks during `create`, before
-/// the user process starts: against the runtime spec (lifecycle steps 8 and 9), known as
-/// opencontainers/runc#4347 and fixed upstream by runc#5186. podinit follows the spec.
-fn is_runc_1_1(r: &Runc) -> bool {
-    let canon = |p: &Path| std::fs::canonicalize(p).ok();
-    canon(&r.bin) == canon(Path::new(ORACLE))
-}
 
 /// Rewrite a transcript of the installed runc as the spec orders the hooks: poststart once
 /// the process runs, in `start`, after startContainer; its state then says running.
@@ -689,7 +799,10 @@ fn runc_diff_runs_all_six_hooks_alike() {
                 "d={d}; [ -d $d ] || d=/hookout; cat > $d/{h}.json; \
                  readlink /proc/self/ns/mnt > $d/{h}.mnt; echo {h} >> $d/order"
             );
-            hooks.insert(h.into(), json!([{"path": "/bin/sh", "args": ["sh", "-c", script]}]));
+            hooks.insert(
+                h.into(),
+                json!([{"path": "/bin/sh", "args": ["sh", "-c", script]}]),
+            );
         }
         b.set("/hooks", Value::Object(hooks));
         let mut mounts = b.config["mounts"].clone();
@@ -723,7 +836,11 @@ fn runc_diff_runs_all_six_hooks_alike() {
                 .unwrap_or(Value::Null);
             let mnt = std::fs::read_link(out.join(format!("{h}.mnt")))
                 .ok()
-                .or_else(|| std::fs::read_to_string(out.join(format!("{h}.mnt"))).ok().map(|s| s.trim().into()))
+                .or_else(|| {
+                    std::fs::read_to_string(out.join(format!("{h}.mnt")))
+                        .ok()
+                        .map(|s| s.trim().into())
+                })
                 .unwrap_or_default();
             let ns = if mnt == host_mnt {
                 "host"
@@ -741,15 +858,24 @@ fn runc_diff_runs_all_six_hooks_alike() {
             ));
         }
         lab.assert_nothing_left(r, &b, &id, false);
-        if is_runc_1_1(r) {
+        // The installed runc runs poststart hooks during `create`, before the user process
+        // starts: against the runtime spec (lifecycle steps 8 and 9), known as
+        // opencontainers/runc#4347 and fixed upstream by runc#5186. podinit follows the spec.
+        if is_installed_runc(r) {
             poststart_moved_to_start(&mut t);
         }
         t
     });
-    assert_eq!(t[0], "after create: prestart createRuntime createContainer", "{t:#?}");
+    assert_eq!(
+        t[0], "after create: prestart createRuntime createContainer",
+        "{t:#?}"
+    );
     assert!(t[1].ends_with("startContainer poststart"), "{t:#?}");
     assert!(t[2].ends_with("poststop"), "{t:#?}");
-    assert!(t[6].contains("startContainer: status \"created\"") && t[6].ends_with("mnt container"), "{t:#?}");
+    assert!(
+        t[6].contains("startContainer: status \"created\"") && t[6].ends_with("mnt container"),
+        "{t:#?}"
+    );
     assert!(t[8].contains("poststop: status \"stopped\""), "{t:#?}");
 }
 
@@ -762,7 +888,9 @@ fn runc_diff_json_log_of_a_failing_verb() {
         let log = lab.dir.join(format!("{}.log", r.label.replace(' ', "-")));
         let id = lab.id("nope");
         let mut c = r.cmd();
-        c.arg("--log").arg(&log).args(["--log-format", "json", "start", &id]);
+        c.arg("--log")
+            .arg(&log)
+            .args(["--log-format", "json", "start", &id]);
         let o = r.output(c);
         let text = std::fs::read_to_string(&log).unwrap_or_default();
         let errors: Vec<Value> = text
@@ -773,7 +901,11 @@ fn runc_diff_json_log_of_a_failing_verb() {
         let e = errors.last().cloned().unwrap_or(Value::Null);
         vec![
             format!("fails: {}", !o.ok()),
-            format!("every line JSON: {}", text.lines().all(|l| serde_json::from_str::<Value>(l).is_ok())),
+            format!(
+                "every line JSON: {}",
+                text.lines()
+                    .all(|l| serde_json::from_str::<Value>(l).is_ok())
+            ),
             format!("error lines: {}", !errors.is_empty()),
             format!("msg is a string: {}", e["msg"].is_string()),
             format!("time is a string: {}", e["time"].is_string()),

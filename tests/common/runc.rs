@@ -23,6 +23,13 @@ pub fn under_test() -> PathBuf {
     }
 }
 
+/// Whether `r` runs the installed runc (the oracle, also when it is the runtime under test):
+/// where runc 1.1 departs from the runtime spec and podinit does not, tests say so here.
+pub fn is_installed_runc(r: &Runc) -> bool {
+    let canon = |p: &Path| std::fs::canonicalize(p).ok();
+    canon(&r.bin) == canon(Path::new(ORACLE))
+}
+
 /// `podinit-runc` beside the test build of `podinit`, made when missing: podinit speaks
 /// runc's command line when its name ends in `runc`.
 pub fn podinit_runc_link() -> PathBuf {
@@ -212,7 +219,10 @@ impl Runc {
     /// `run -d --bundle B ID`.
     pub fn run_bg(&self, b: &Bundle, id: &str) -> RuncOut {
         self.track(id);
-        self.run_detached(&["run", "-d", "--bundle", b.path(), id], &b.dir.join("stdio"))
+        self.run_detached(
+            &["run", "-d", "--bundle", b.path(), id],
+            &b.dir.join("stdio"),
+        )
     }
 
     /// The state JSON, or None when the runtime does not know the container.
@@ -433,10 +443,7 @@ impl Lab {
         let cgs = find_dirs(Path::new("/sys/fs/cgroup"), &b.cgroup, 6);
         assert!(cgs.is_empty(), "{}: cgroups left behind: {cgs:?}", r.label);
         let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-        let left: Vec<&str> = mounts
-            .lines()
-            .filter(|l| l.contains(b.path()))
-            .collect();
+        let left: Vec<&str> = mounts.lines().filter(|l| l.contains(b.path())).collect();
         assert!(left.is_empty(), "{}: mounts left: {left:#?}", r.label);
         let procs = processes_marked(&b.cgroup);
         assert!(
@@ -454,7 +461,12 @@ impl Lab {
                 st.display()
             );
             let state = r.run(&["state", id]);
-            assert!(!state.ok(), "{}: state of {id} still known: {}", r.label, state.stdout);
+            assert!(
+                !state.ok(),
+                "{}: state of {id} still known: {}",
+                r.label,
+                state.stdout
+            );
         }
     }
 }
