@@ -291,6 +291,9 @@ fn runc_errors_checkpoint_is_refused() {
     }
 }
 
+/// A change to a bundle's config.
+type Adjust = dyn Fn(&mut Bundle);
+
 #[test]
 #[ignore = "needs root: runc and cgroups"]
 fn runc_errors_invalid_config_values() {
@@ -298,7 +301,7 @@ fn runc_errors_invalid_config_values() {
     // Each runtime is given the same configs; a case runc accepts is one where podinit
     // deliberately stands by the spec, and is checked on the runtime under test only.
     let lab = Lab::new("invalid");
-    let cases: [(&str, &dyn Fn(&mut Bundle)); 3] = [
+    let cases: [(&str, &Adjust); 3] = [
         ("unknown ociVersion 2.0.0", &|b: &mut Bundle| {
             b.set("/ociVersion", json!("2.0.0"))
         }),
