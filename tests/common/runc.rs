@@ -126,6 +126,18 @@ impl RuncOut {
     }
 }
 
+/// A command to its end (bounded), stdio piped.
+pub fn output_of(mut c: Command) -> RuncOut {
+    let what = format!("{c:?}");
+    let o = c.output_within(CLIENT_LIMIT);
+    RuncOut::from_status(what, o.status, &o.stdout, &o.stderr)
+}
+
+/// A unique name for what a test makes on the host (namespaces, dirs), found by clean-up.
+pub fn unique_name(prefix: &str) -> String {
+    unique(&format!("pit-{prefix}"))
+}
+
 /// One runtime with a private `--root`.
 pub struct Runc {
     pub bin: PathBuf,
