@@ -266,6 +266,9 @@ fn runc_ctr_task_exec_pause_metrics_kill() {
     let c = Containerd::start("ctrtask");
     output_of(c.run_cmd(&["-d", IMAGE, "t1", "sleep", "100"])).expect_ok();
     c.wait_task("t1", "RUNNING");
+    // The shim ran the runtime under test: its state is under the --runc-root given.
+    let st = c.runc_root().join(&c.ns).join("t1");
+    assert!(st.is_dir(), "no state of t1 at {}", st.display());
     let o = c.ctr(&[
         "task",
         "exec",

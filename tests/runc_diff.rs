@@ -913,3 +913,151 @@ fn runc_diff_json_log_of_a_failing_verb() {
     });
     assert!(t.iter().all(|l| l.ends_with("true")), "{t:#?}");
 }
+
+#[test]
+#[ignore = "needs root: runc and namespaces"]
+fn runc_diff_pid_files_exec_process_and_events() {
+    require_root();
+    let lab = Lab::new("pidfile");
+    let t = same_transcript(&lab, |r| {
+        let mut t = Vec::new();
+        let b = lab.bundle(&["sleep", "100"]);
+        let id = lab.id("pidfile");
+        let pid_file = b.dir.join("init.pid");
+        r.create(&b, &id, &["--pid-file", pid_file.to_str().unwrap()])
+            .expect_ok();
+        let pid = r.state(&id).unwrap()["pid"].as_i64().unwrap();
+        let written = std::fs::read_to_string(&pid_file).unwrap_or_default();
+        t.push(format!(
+            "pid file holds the state's pid: {}",
+            written.trim() == pid.to_string()
+        ));
+        r.run(&["start", &id]).expect_ok();
+        let process = b.dir.join("process.json");
+        let mut p = b.config["process"].clone();
+        p["args"] = json!(["sh", "-c", "echo from process.json; exit 9"]);
+        std::fs::write(&process, p.to_string()).unwrap();
+        let o = r.run(&["exec", "--process", process.to_str().unwrap(), &id]);
+        t.push(format!("exec --process: {} {:?}", o.code, o.stdout));
+        let exec_pid = b.dir.join("exec.pid");
+        let o = r.run_detached(
+            &[
+                "exec",
+                "-d",
+                "--pid-file",
+                exec_pid.to_str().unwrap(),
+                &id,
+                "sleep",
+                "50",
+            ],
+            &b.dir.join("exec-stdio"),
+        );
+        t.push(format!("exec -d: {}", o.code));
+        let epid = std::fs::read_to_string(&exec_pid).unwrap_or_default();
+        let ns = |p: &str| std::fs::read_link(format!("/proc/{p}/ns/pid")).ok();
+        t.push(format!(
+            "exec -d pid file: a live process of the container {}",
+            ns(epid.trim()).is_some() && ns(epid.trim()) == ns(&pid.to_string())
+        ));
+        // One stats event and stop: what containerd's shim reads for metrics.
+        let o = r.run(&["events", "--stats", &id]).expect_ok();
+        let ev: Value = serde_json::from_str(o.stdout.lines().next().unwrap_or(""))
+            .unwrap_or_else(|e| panic!("{}: events --stats: {e}: {}", r.label, o.stdout));
+        t.push(format!(
+            "events --stats: type {} id {} cpu {} memory usage {} pids {}",
+            ev["type"],
+            ev["id"] == id.as_str(),
+            ev["data"]["cpu"]["usage"]["total"]
+                .as_u64()
+                .is_some_and(|v| v > 0),
+            ev["data"]["memory"]["usage"]["usage"]
+                .as_u64()
+                .is_some_and(|v| v > 0),
+            ev["data"]["pids"]["current"].as_u64().unwrap_or(0),
+        ));
+        r.run(&["delete", "--force", &id]).expect_ok();
+        lab.assert_nothing_left(r, &b, &id, false);
+        t
+    });
+    assert!(t[0].ends_with("true"), "{t:#?}");
+    assert_eq!(t[1], "exec --process: 9 \"from process.json\\n\"");
+    assert!(t[3].ends_with("true"), "{t:#?}");
+    assert_eq!(
+        t[4],
+        "events --stats: type \"stats\" id true cpu true memory usage true pids 2"
+    );
+}
+
+#[test]
+#[ignore = "needs root: runc and namespaces"]
+fn runc_diff_preserve_fds() {
+    require_root();
+    let lab = Lab::new("fds");
+    let t = same_transcript(&lab, |r| {
+        let b = lab.bundle(&["sh", "-c", "cat <&3; ls /proc/self/fd | wc -l"]);
+        let id = lab.id("fds");
+        let file = b.dir.join("passed");
+        std::fs::write(&file, "passed through\n").unwrap();
+        let f = std::fs::File::open(&file).unwrap();
+        let mut c = r.cmd();
+        c.args(["run", "--preserve-fds", "1", "--bundle", b.path(), &id]);
+        r.track(&id);
+        use std::os::fd::AsRawFd;
+        use std::os::unix::process::CommandExt;
+        let raw = f.as_raw_fd();
+        // SAFETY: dup2 and fcntl between fork and exec, on an fd this process keeps open.
+        // When the file already is fd 3, dup2 does nothing: close-on-exec is cleared apart.
+        unsafe {
+            c.pre_exec(move || {
+                if libc::dup2(raw, 3) < 0 || libc::fcntl(3, libc::F_SETFD, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let o = r.output(c);
+        drop(f);
+        lab.assert_nothing_left(r, &b, &id, false);
+        vec![format!("{} {:?}", o.code, o.stdout.trim())]
+    });
+    assert!(t[0].starts_with("0 \"passed through\\n"), "{t:#?}");
+}
+
+#[test]
+#[ignore = "needs root: runc"]
+fn runc_diff_spec_and_features_documents() {
+    require_root();
+    let lab = Lab::new("spec");
+    let [runc, tested] = lab.both().map(|r| {
+        let mut docs = Vec::new();
+        for rootless in [false, true] {
+            let d = lab
+                .dir
+                .join(format!("spec-{}-{rootless}", r.label.replace(' ', "-")));
+            std::fs::create_dir_all(&d).unwrap();
+            let mut args = vec!["spec", "--bundle", d.to_str().unwrap()];
+            if rootless {
+                args.push("--rootless");
+            }
+            r.run(&args).expect_ok();
+            let v: Value =
+                serde_json::from_slice(&std::fs::read(d.join("config.json")).unwrap()).unwrap();
+            docs.push(v);
+        }
+        let features = r.run(&["features"]).expect_ok().json();
+        (docs, features)
+    });
+    // podinit's template is runc 1.1's, so that bundles made for one run on the other.
+    assert_eq!(runc.0, tested.0, "spec templates differ");
+    let f = &tested.1;
+    for key in runc.1.as_object().unwrap().keys() {
+        assert!(f.get(key).is_some(), "features lacks {key}: {f}");
+    }
+    assert_eq!(f["hooks"], runc.1["hooks"], "{f}");
+    assert!(
+        f["ociVersionMin"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("1.0")),
+        "{f}"
+    );
+}

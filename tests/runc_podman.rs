@@ -227,6 +227,11 @@ fn runc_podman_detached_exec_pause_and_stop() {
     // A busybox `sleep` as PID 1 ignores SIGTERM: stop sends it, waits 2 s, then kills.
     p.run(&["-d", "--name", "deaf", IMAGE, "sleep", "100"])
         .expect_ok();
+    // podman runs the runtime under test, not one of its own list.
+    assert_eq!(
+        p.inspect("deaf", "{{.OCIRuntime}}"),
+        p.runtime.to_string_lossy()
+    );
     let o = p.podman(&["exec", "deaf", "sh", "-c", "echo in $$; exit 4"]);
     assert_eq!(o.code, 4, "{o:?}");
     assert!(
