@@ -1061,3 +1061,91 @@ fn runc_diff_spec_and_features_documents() {
         "{f}"
     );
 }
+
+/// Accept one connection on `listener` (bounded) and take the fd it sends (SCM_RIGHTS).
+fn receive_fd(listener: &std::os::unix::net::UnixListener) -> std::os::fd::OwnedFd {
+    use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
+    use std::os::fd::{AsRawFd, FromRawFd};
+    listener.set_nonblocking(true).unwrap();
+    let (conn, _) = wait_for(
+        Duration::from_secs(30),
+        "the console socket's client",
+        || listener.accept().ok(),
+    );
+    conn.set_nonblocking(false).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut buf = [0u8; 4096];
+    let mut iov = [std::io::IoSliceMut::new(&mut buf)];
+    let mut space = nix::cmsg_space!([std::os::fd::RawFd; 1]);
+    let msg = recvmsg::<()>(
+        conn.as_raw_fd(),
+        &mut iov,
+        Some(&mut space),
+        MsgFlags::MSG_CMSG_CLOEXEC,
+    )
+    .expect("recvmsg on the console socket");
+    for c in msg.cmsgs().unwrap() {
+        if let ControlMessageOwned::ScmRights(fds) = c {
+            // SAFETY: the fd just received is ours alone.
+            return unsafe { std::os::fd::OwnedFd::from_raw_fd(fds[0]) };
+        }
+    }
+    panic!("the console socket got no fd");
+}
+
+#[test]
+#[ignore = "needs root: runc and namespaces"]
+fn runc_diff_terminal_through_the_console_socket() {
+    require_root();
+    let lab = Lab::new("console");
+    let t = same_transcript(&lab, |r| {
+        let mut b = lab.bundle(&["sh", "-c", "tty; stty size; exit 0"]);
+        b.set("/process/terminal", json!(true));
+        b.set("/process/consoleSize", json!({"height": 30, "width": 100}));
+        let id = lab.id("console");
+        let sock = b.dir.join("console.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        let s = sock.to_str().unwrap();
+        let (created, master) = std::thread::scope(|sc| {
+            let create = sc.spawn(|| r.create(&b, &id, &["--console-socket", s]));
+            let master = receive_fd(&listener);
+            (create.join().unwrap(), master)
+        });
+        created.expect_ok();
+        r.run(&["start", &id]).expect_ok();
+        // Read the terminal until the process is gone and the last slave fd with it (EIO),
+        // bounded: a slave fd left open anywhere would keep the terminal alive.
+        let mut f = std::fs::File::from(master);
+        let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+        std::thread::spawn(move || {
+            use std::io::Read;
+            let mut buf = [0u8; 1024];
+            while let Ok(n) = f.read(&mut buf) {
+                if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                    break;
+                }
+            }
+        });
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let mut out = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(chunk) => out.extend(chunk),
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!(
+                    "{}: the terminal stayed open after the process: {:?}",
+                    r.label,
+                    String::from_utf8_lossy(&out)
+                ),
+            }
+        }
+        r.wait_status(&id, "stopped");
+        let out = String::from_utf8_lossy(&out).replace('\r', "");
+        r.run(&["delete", &id]).expect_ok();
+        lab.assert_nothing_left(r, &b, &id, false);
+        out.lines().map(str::to_string).collect()
+    });
+    assert_eq!(t, ["/dev/pts/0", "30 100"]);
+}

@@ -47,9 +47,10 @@ fn assert_one_line_error(r: &Runc, o: &RuncOut, log: &PathBuf) -> String {
         errors
             .iter()
             .any(|e| e["msg"].as_str().is_some_and(|m| !m.is_empty())),
-        "{}: {} logged no error: {text:?}",
+        "{}: {} logged no error: {text:?} (stderr: {})",
         r.label,
-        o.what
+        o.what,
+        o.stderr
     );
     lines[0].to_string()
 }
