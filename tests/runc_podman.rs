@@ -137,6 +137,22 @@ impl Podman {
     }
 }
 
+/// Pids whose command line holds `needle`.
+fn processes_whose_cmdline_holds(needle: &str) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        if pid != me && String::from_utf8_lossy(&cmdline).contains(needle) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
 /// `libpod_parent` in each cgroup hierarchy where it exists.
 fn libpod_parents() -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -190,6 +206,25 @@ impl Drop for Podman {
                 let _ = std::fs::remove_dir(parent.join("conmon"));
                 let _ = std::fs::remove_dir(&parent);
             }
+        }
+        // conmon and the `podman container cleanup` it starts when a container exits may
+        // outlive the test's own commands, and would make the shared dirs again.
+        let mine = self.dir.to_string_lossy().into_owned();
+        let deadline = std::time::Instant::now() + Duration::from_secs(15);
+        loop {
+            let left = processes_whose_cmdline_holds(&mine);
+            if left.is_empty() {
+                break;
+            }
+            if std::time::Instant::now() > deadline {
+                for pid in left {
+                    // SAFETY: a podman or conmon process of this test's own dirs.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                }
+                std::thread::sleep(Duration::from_millis(100));
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
         }
         unmount_below(&self.dir);
         let _ = std::fs::remove_dir_all(&self.dir);
