@@ -42,8 +42,8 @@ impl Podman {
         ensure_tool("conmon", "conmon");
         let dir = std::env::temp_dir().join(format!("podinit-it-{}", unique_name(prefix)));
         std::fs::create_dir_all(&dir).unwrap();
-        // Busybox's PID 1 needs no more; podman's defaults (1048576 open files) are over
-        // what this machine lets a process set.
+        // podman's default limits of open files and processes are over what a process may
+        // set on a machine without CAP_SYS_RESOURCE; busybox needs far less.
         std::fs::write(
             dir.join("containers.conf"),
             format!(
@@ -259,7 +259,8 @@ fn runc_podman_run_rm_exit_status() {
 fn runc_podman_detached_exec_pause_and_stop() {
     require_root();
     let p = Podman::new("pmstop");
-    // A busybox `sleep` as PID 1 ignores SIGTERM: stop sends it, waits 2 s, then kills.
+    // A busybox `sleep` as PID 1 ignores SIGTERM: stop sends it, waits its timeout, then
+    // kills.
     p.run(&["-d", "--name", "deaf", IMAGE, "sleep", "100"])
         .expect_ok();
     // podman runs the runtime under test, not one of its own list.
