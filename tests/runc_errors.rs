@@ -338,3 +338,83 @@ fn runc_errors_invalid_config_values() {
         }
     }
 }
+
+#[test]
+#[ignore = "needs root: runc and cgroups"]
+fn runc_errors_killed_create_leaves_nothing_delete_cannot_remove() {
+    require_root();
+    let lab = Lab::new("crash");
+    let r = lab.tested();
+    let mut b = lab.bundle(&["sleep", "100"]);
+    let id = lab.id("crash");
+    r.track(&id);
+    // The runtime is killed while a createRuntime hook runs: namespaces, cgroup and
+    // mounts are made by then, the container is not.
+    let ran = b.dir.join("hook-ran");
+    let hook_mark = format!("{}-hook", b.cgroup);
+    b.set(
+        "/hooks/createRuntime",
+        json!([{
+            "path": "/bin/sh",
+            "args": ["sh", "-c", format!("touch {}; exec sleep 60", ran.display())],
+            "env": [format!("{MARK}={hook_mark}")]
+        }]),
+    );
+    let mut c = r.cmd();
+    c.args(["create", "--bundle", b.path(), &id])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::fs::File::create(b.dir.join("stdio.out")).unwrap())
+        .stderr(std::fs::File::create(b.dir.join("stdio.err")).unwrap());
+    let mut child = c.spawn().unwrap();
+    let hook_started = wait_for(Duration::from_secs(30), "the hook runs", || {
+        if ran.exists() {
+            return Some(true);
+        }
+        child.try_wait().unwrap().map(|_| false)
+    });
+    assert!(
+        hook_started,
+        "{}: create ended before its hook ran",
+        r.label
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let o = r.run(&["delete", "--force", &id]);
+    for pid in processes_marked(&hook_mark) {
+        // SAFETY: the orphaned hook of this test's bundle.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    if is_installed_runc(r) {
+        // runc 1.1 writes its state only once create is done: its delete does not know
+        // the container and leaves its cgroup and `runc init` behind. podinit keeps its
+        // state from the start of create, so that delete --force finds all of it.
+        let cgs = find_cgroups(&b.cgroup);
+        assert!(
+            !cgs.is_empty() || !processes_marked(&b.cgroup).is_empty(),
+            "runc left nothing here: the check below would hold for it too"
+        );
+        return;
+    }
+    assert!(
+        o.ok(),
+        "{}: delete --force after a killed create: {o:?}",
+        r.label
+    );
+    wait_for(
+        Duration::from_secs(10),
+        "the processes of the killed create end",
+        || processes_marked(&b.cgroup).is_empty().then_some(()),
+    );
+    lab.assert_nothing_left(r, &b, &id, false);
+}
+
+/// Cgroup directories named `name` in any hierarchy.
+fn find_cgroups(name: &str) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir("/sys/fs/cgroup")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|h| h.path().join(name))
+        .filter(|p| p.is_dir())
+        .collect()
+}
