@@ -292,6 +292,21 @@ fn runc_ctr_task_exec_pause_metrics_kill() {
     ]);
     assert!(o.ok() && o.stdout.starts_with("hello "), "{o:?}");
     assert_ne!(o.stdout.trim(), "hello 1", "an exec is not the init");
+    // The shim's `ps --format json` of the runtime: the init's pid among them.
+    let ps = c.ctr(&["task", "ps", "t1"]).expect_ok().stdout;
+    let init = c.ctr(&["task", "ls"]).expect_ok().stdout;
+    let init_pid = init
+        .lines()
+        .find_map(|l| l.strip_prefix("t1"))
+        .and_then(|l| l.split_whitespace().next())
+        .expect("t1 in task ls")
+        .to_string();
+    assert!(
+        ps.lines()
+            .skip(1)
+            .any(|l| l.split_whitespace().next() == Some(init_pid.as_str())),
+        "ctr task ps: {ps} (init {init_pid})"
+    );
     c.ctr(&["task", "pause", "t1"]).expect_ok();
     c.wait_task("t1", "PAUSED");
     c.ctr(&["task", "resume", "t1"]).expect_ok();
