@@ -191,7 +191,7 @@ fn runc_diff_sees_the_same_in_the_spec_template() {
 fn runc_diff_sees_a_writable_root_with_propagation() {
     require_root();
     let lab = Lab::new("seesrw");
-    for prop in ["rslave", "private"] {
+    for prop in ["rslave", "private", "shared"] {
         let s = sees(&lab, "touch /x 2>&1; echo touch=$?", &[], |b| {
             b.set("/root/readonly", json!(false));
             b.set("/linux/rootfsPropagation", json!(prop));
