@@ -1094,6 +1094,74 @@ fn receive_fd(listener: &std::os::unix::net::UnixListener) -> std::os::fd::Owned
     panic!("the console socket got no fd");
 }
 
+/// What a terminal shows until its process is gone and the last slave fd with it (EIO),
+/// bounded: a slave fd left open anywhere would keep the terminal alive. `\r` dropped.
+fn read_terminal(master: std::os::fd::OwnedFd, label: &str) -> String {
+    let mut f = std::fs::File::from(master);
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    std::thread::spawn(move || {
+        use std::io::Read;
+        let mut buf = [0u8; 1024];
+        while let Ok(n) = f.read(&mut buf) {
+            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut out = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(chunk) => out.extend(chunk),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!(
+                "{label}: the terminal stayed open after the process: {:?}",
+                String::from_utf8_lossy(&out)
+            ),
+        }
+    }
+    String::from_utf8_lossy(&out).replace('\r', "")
+}
+
+#[test]
+#[ignore = "needs root: runc and namespaces"]
+fn runc_diff_exec_with_a_terminal() {
+    require_root();
+    let lab = Lab::new("exectty");
+    let t = same_transcript(&lab, |r| {
+        let b = lab.bundle(&["sleep", "100"]);
+        let id = lab.id("exectty");
+        r.run_bg(&b, &id).expect_ok();
+        let sock = b.dir.join("exec-console.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        let s = sock.to_str().unwrap();
+        let (o, out) = std::thread::scope(|sc| {
+            let exec = sc.spawn(|| {
+                let args = [
+                    "exec",
+                    "-d",
+                    "-t",
+                    "--console-socket",
+                    s,
+                    &id,
+                    "sh",
+                    "-c",
+                    "tty",
+                ];
+                r.run_detached(&args, &b.dir.join("exec-stdio"))
+            });
+            let out = read_terminal(receive_fd(&listener), r.label);
+            (exec.join().unwrap(), out)
+        });
+        r.run(&["delete", "--force", &id]).expect_ok();
+        lab.assert_nothing_left(r, &b, &id, false);
+        vec![format!("exec -d -t: {} {:?}", o.code, out)]
+    });
+    // runc takes a console socket only when it detaches: a client reads the terminal.
+    assert_eq!(t, ["exec -d -t: 0 \"/dev/pts/0\\n\""]);
+}
+
 #[test]
 #[ignore = "needs root: runc and namespaces"]
 fn runc_diff_terminal_through_the_console_socket() {
@@ -1114,35 +1182,8 @@ fn runc_diff_terminal_through_the_console_socket() {
         });
         created.expect_ok();
         r.run(&["start", &id]).expect_ok();
-        // Read the terminal until the process is gone and the last slave fd with it (EIO),
-        // bounded: a slave fd left open anywhere would keep the terminal alive.
-        let mut f = std::fs::File::from(master);
-        let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
-        std::thread::spawn(move || {
-            use std::io::Read;
-            let mut buf = [0u8; 1024];
-            while let Ok(n) = f.read(&mut buf) {
-                if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
-                    break;
-                }
-            }
-        });
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        let mut out = Vec::new();
-        loop {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            match rx.recv_timeout(left) {
-                Ok(chunk) => out.extend(chunk),
-                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!(
-                    "{}: the terminal stayed open after the process: {:?}",
-                    r.label,
-                    String::from_utf8_lossy(&out)
-                ),
-            }
-        }
+        let out = read_terminal(master, r.label);
         r.wait_status(&id, "stopped");
-        let out = String::from_utf8_lossy(&out).replace('\r', "");
         r.run(&["delete", &id]).expect_ok();
         lab.assert_nothing_left(r, &b, &id, false);
         out.lines().map(str::to_string).collect()

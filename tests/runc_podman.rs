@@ -274,6 +274,9 @@ fn runc_podman_detached_exec_pause_and_stop() {
         o.stdout.starts_with("in ") && o.stdout.trim() != "in 1",
         "{o:?}"
     );
+    // An exec with a terminal: the runtime's exec --tty --console-socket.
+    let o = p.podman(&["exec", "-t", "deaf", "tty"]).expect_ok();
+    assert!(o.stdout.contains("/dev/pts/"), "{o:?}");
     p.podman(&["pause", "deaf"]).expect_ok();
     assert_eq!(p.inspect("deaf", "{{.State.Status}}"), "paused");
     p.podman(&["unpause", "deaf"]).expect_ok();
