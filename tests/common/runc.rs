@@ -157,10 +157,6 @@ impl Runc {
         }
     }
 
-    pub fn is_oracle(&self) -> bool {
-        self.label == "runc"
-    }
-
     /// `BIN --root ROOT`, for more arguments.
     pub fn cmd(&self) -> Command {
         let mut c = Command::new(&self.bin);
@@ -170,7 +166,7 @@ impl Runc {
 
     /// Remember `id` so that the drop deletes it whatever happens.
     pub fn track(&self, id: &str) {
-        let mut ids = self.ids.lock().unwrap();
+        let mut ids = self.ids.lock().unwrap_or_else(|e| e.into_inner());
         if !ids.iter().any(|i| i == id) {
             ids.push(id.to_string());
         }
@@ -264,7 +260,7 @@ impl Runc {
 
     /// Delete every container this runtime made, then its root.
     fn clean(&self) {
-        let mut ids = self.ids.lock().unwrap().clone();
+        let mut ids = self.ids.lock().unwrap_or_else(|e| e.into_inner()).clone();
         if let Ok(rd) = std::fs::read_dir(&self.root) {
             for e in rd.flatten() {
                 let n = e.file_name().to_string_lossy().into_owned();
@@ -353,6 +349,12 @@ pub struct Lab {
 
 impl Lab {
     pub fn new(prefix: &str) -> Lab {
+        let tested = under_test();
+        assert!(
+            tested.exists(),
+            "the runtime under test {} does not exist",
+            tested.display()
+        );
         let name = unique(prefix);
         let dir = std::env::temp_dir().join(format!("podinit-it-{name}"));
         std::fs::create_dir_all(&dir).unwrap();
@@ -361,13 +363,8 @@ impl Lab {
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
         let runtimes = [
             Runc::new(ORACLE.into(), dir.join("root-runc"), "runc"),
-            Runc::new(under_test(), dir.join("root-tested"), "under test"),
+            Runc::new(tested, dir.join("root-tested"), "under test"),
         ];
-        assert!(
-            runtimes[1].bin.exists(),
-            "the runtime under test {} does not exist",
-            runtimes[1].bin.display()
-        );
         Lab {
             dir,
             name,
@@ -400,7 +397,10 @@ impl Lab {
         let cgroup = self.id("cg");
         let dir = self.dir.join(format!("bundle-{cgroup}"));
         std::fs::create_dir_all(&dir).unwrap();
-        self.cgroups.lock().unwrap().push(cgroup.clone());
+        self.cgroups
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(cgroup.clone());
         let ok = Command::new("cp")
             .arg("-a")
             .arg(super::bundles().join("busybox/rootfs"))
@@ -445,12 +445,15 @@ impl Lab {
             .status
             .success();
         assert!(ok, "ip netns add {name}");
-        self.netns.lock().unwrap().push(name.clone());
+        self.netns
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(name.clone());
         PathBuf::from("/run/netns").join(name)
     }
 
     /// Nothing of container `id` of bundle `b` is left on the host: no cgroup, no mount
-    /// below the bundle, no process rooted in it, and (unless `state_allowed`) no state.
+    /// below the bundle, no process with its mark, and (unless `state_allowed`) no state.
     pub fn assert_nothing_left(&self, r: &Runc, b: &Bundle, id: &str, state_allowed: bool) {
         let cgs = find_dirs(Path::new("/sys/fs/cgroup"), &b.cgroup, 6);
         assert!(cgs.is_empty(), "{}: cgroups left behind: {cgs:?}", r.label);
@@ -508,12 +511,22 @@ impl Drop for Lab {
         for r in &self.runtimes {
             r.clean();
         }
-        for cg in self.cgroups.lock().unwrap().iter() {
+        for cg in self
+            .cgroups
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
             for d in find_dirs(Path::new("/sys/fs/cgroup"), cg, 6) {
                 kill_and_remove(&d);
             }
+            // Any that ended outside their cgroup.
+            for pid in processes_marked(cg) {
+                // SAFETY: a process started with this test's bundle's mark.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
         }
-        for ns in self.netns.lock().unwrap().iter() {
+        for ns in self.netns.lock().unwrap_or_else(|e| e.into_inner()).iter() {
             let _ = Command::new("ip")
                 .args(["netns", "del", ns])
                 .stderr(Stdio::null())
