@@ -415,13 +415,31 @@ impl Lab {
             .args(["spec", "--bundle"])
             .arg(&dir)
             .output_within(CLIENT_LIMIT);
-        let mut config: Value =
-            serde_json::from_slice(&std::fs::read(dir.join("config.json")).unwrap())
-                .expect("runc spec writes config.json");
+        self.adopt(dir, cgroup, args)
+    }
+
+    /// A bundle made elsewhere (`umoci unpack`), given `args`, no terminal, a cgroup of
+    /// its own and the mark of its processes.
+    pub fn bundle_from(&self, dir: PathBuf, args: &[&str]) -> Bundle {
+        let cgroup = self.id("cg");
+        self.cgroups
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(cgroup.clone());
+        self.adopt(dir, cgroup, args)
+    }
+
+    fn adopt(&self, dir: PathBuf, cgroup: String, args: &[&str]) -> Bundle {
+        let path = dir.join("config.json");
+        let mut config: Value = serde_json::from_slice(&std::fs::read(&path).unwrap())
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         config["process"]["terminal"] = json!(false);
         config["process"]["args"] = json!(args);
         config["linux"]["cgroupsPath"] = json!(format!("/{cgroup}"));
         // Marks the container's processes (and what they start) for `processes_marked`.
+        if !config["process"]["env"].is_array() {
+            config["process"]["env"] = json!([]);
+        }
         config["process"]["env"]
             .as_array_mut()
             .unwrap()
