@@ -668,20 +668,23 @@ fn frozen(pid: i64) -> bool {
     })
 }
 
-/// The memory limit of `pid`'s cgroup (v1 memory.limit_in_bytes, else v2 memory.max).
-fn memory_limit(pid: i64) -> String {
+/// A file of `pid`'s cgroup: `v1` in the hierarchy of its controller, else `v2` in the
+/// unified one.
+fn cgroup_file(pid: i64, ctrl: &str, v1: &str, v2: &str) -> String {
     let cg = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
     for l in cg.lines() {
         let mut f = l.splitn(3, ':');
-        let (_, ctrl, path) = (f.next(), f.next().unwrap_or(""), f.next().unwrap_or(""));
-        if ctrl.split(',').any(|c| c == "memory") {
-            return read_trimmed(
-                format!("/sys/fs/cgroup/memory{path}/memory.limit_in_bytes").into(),
-            );
+        let (_, ctrls, path) = (f.next(), f.next().unwrap_or(""), f.next().unwrap_or(""));
+        if ctrls.split(',').any(|c| c == ctrl) {
+            return read_trimmed(format!("/sys/fs/cgroup/{ctrl}{path}/{v1}").into());
         }
     }
     let path = cg.lines().find_map(|l| l.strip_prefix("0::")).unwrap();
-    read_trimmed(format!("/sys/fs/cgroup{path}/memory.max").into())
+    read_trimmed(format!("/sys/fs/cgroup{path}/{v2}").into())
+}
+
+fn memory_limit(pid: i64) -> String {
+    cgroup_file(pid, "memory", "memory.limit_in_bytes", "memory.max")
 }
 
 #[test]
@@ -733,6 +736,23 @@ fn runc_diff_pause_resume_and_update() {
             "memory limit from --resources: {}",
             memory_limit(pid)
         ));
+        r.run(&[
+            "update",
+            "--pids-limit",
+            "77",
+            "--cpu-quota",
+            "50000",
+            "--cpu-period",
+            "100000",
+            &id,
+        ])
+        .expect_ok();
+        t.push(format!(
+            "pids {} cpu quota {} period {}",
+            cgroup_file(pid, "pids", "pids.max", "pids.max"),
+            cgroup_file(pid, "cpu", "cpu.cfs_quota_us", "cpu.max"),
+            cgroup_file(pid, "cpu", "cpu.cfs_period_us", "cpu.max"),
+        ));
         r.run(&["delete", "--force", &id]).expect_ok();
         lab.assert_nothing_left(r, &b, &id, false);
         t
@@ -745,6 +765,7 @@ fn runc_diff_pause_resume_and_update() {
     );
     assert_eq!(t[5], "memory limit: 104857600");
     assert_eq!(t[6], "memory limit from --resources: 209715200");
+    assert!(t[7].starts_with("pids 77 cpu quota 50000"), "{t:#?}");
 }
 
 const HOOKS: [&str; 6] = [
