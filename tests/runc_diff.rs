@@ -1211,3 +1211,61 @@ fn runc_diff_terminal_through_the_console_socket() {
     });
     assert_eq!(t, ["/dev/pts/0", "30 100"]);
 }
+
+#[test]
+#[ignore = "needs root: runc and namespaces"]
+fn runc_diff_events_stream_stats_at_the_interval() {
+    require_root();
+    let lab = Lab::new("events");
+    let t = same_transcript(&lab, |r| {
+        let b = lab.bundle(&["sleep", "100"]);
+        let id = lab.id("events");
+        r.run_bg(&b, &id).expect_ok();
+        let mut c = r.cmd();
+        c.args(["events", "--interval", "100ms", &id])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null());
+        let mut child = c.spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut t = Vec::new();
+        for _ in 0..3 {
+            let line = rx.recv_timeout(Duration::from_secs(20));
+            let ev: Value = line
+                .as_deref()
+                .ok()
+                .and_then(|l| serde_json::from_str(l).ok())
+                .unwrap_or(Value::Null);
+            t.push(format!(
+                "event: type {} id {} memory {}",
+                ev["type"],
+                ev["id"] == id.as_str(),
+                ev["data"]["memory"]["usage"]["usage"]
+                    .as_u64()
+                    .is_some_and(|v| v > 0)
+            ));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        r.run(&["delete", "--force", &id]).expect_ok();
+        lab.assert_nothing_left(r, &b, &id, false);
+        t
+    });
+    assert!(
+        t.iter()
+            .all(|l| l == "event: type \"stats\" id true memory true"),
+        "{t:#?}"
+    );
+}
