@@ -1066,6 +1066,19 @@ fn runc_diff_spec_and_features_documents() {
             docs.push(v);
         }
         let features = r.run(&["features"]).expect_ok().json();
+        // podman info shows the first line; `spec:` names the runtime-spec version.
+        let version = r.run(&["--version"]).expect_ok().stdout;
+        let first = version.lines().next().unwrap_or("");
+        assert!(
+            first.contains(" version "),
+            "{}: --version: {version}",
+            r.label
+        );
+        assert!(
+            version.lines().any(|l| l.starts_with("spec: 1.")),
+            "{}: {version}",
+            r.label
+        );
         (docs, features)
     });
     // podinit's template is runc 1.1's, so that bundles made for one run on the other.
@@ -1268,4 +1281,25 @@ fn runc_diff_events_stream_stats_at_the_interval() {
             .all(|l| l == "event: type \"stats\" id true memory true"),
         "{t:#?}"
     );
+}
+
+#[test]
+#[ignore = "needs root: runc and namespaces"]
+fn runc_diff_accepts_oci_versions_1_0_to_1_3() {
+    require_root();
+    let lab = Lab::new("versions");
+    let t = same_transcript(&lab, |r| {
+        ["1.0.0", "1.0.2-dev", "1.1.0", "1.2.0", "1.3.0"]
+            .iter()
+            .map(|v| {
+                let mut b = lab.bundle(&["sh", "-c", "exit 4"]);
+                b.set("/ociVersion", json!(v));
+                let id = lab.id("version");
+                let o = r.run_fg(&b, &id);
+                lab.assert_nothing_left(r, &b, &id, false);
+                format!("{v}: {} {}", o.code, o.stderr.trim())
+            })
+            .collect()
+    });
+    assert!(t.iter().all(|l| l.ends_with(": 4 ")), "{t:#?}");
 }
