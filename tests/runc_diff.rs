@@ -900,6 +900,21 @@ fn runc_diff_runs_all_six_hooks_alike() {
     assert!(t[8].contains("poststop: status \"stopped\""), "{t:#?}");
 }
 
+/// With `--log-format text` (the default), a failing verb logs `level=error msg=…`.
+fn text_log_has_error(lab: &Lab, r: &Runc, id: &str) -> bool {
+    let log = lab
+        .dir
+        .join(format!("{}.text.log", r.label.replace(' ', "-")));
+    let mut c = r.cmd();
+    c.arg("--log").arg(&log).args(["state", id]);
+    let o = r.output(c);
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    !o.ok()
+        && text
+            .lines()
+            .any(|l| l.contains("level=error") && l.contains("msg="))
+}
+
 #[test]
 #[ignore = "needs root: runc and namespaces"]
 fn runc_diff_json_log_of_a_failing_verb() {
@@ -930,6 +945,7 @@ fn runc_diff_json_log_of_a_failing_verb() {
             format!("error lines: {}", !errors.is_empty()),
             format!("msg is a string: {}", e["msg"].is_string()),
             format!("time is a string: {}", e["time"].is_string()),
+            format!("text log: {}", text_log_has_error(&lab, r, &id)),
         ]
     });
     assert!(t.iter().all(|l| l.ends_with("true")), "{t:#?}");
