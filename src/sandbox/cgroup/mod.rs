@@ -18,13 +18,13 @@
 //! `resources` writes the spec's limits, `devices` its device rules.
 
 mod detect;
-mod freezer;
-mod oci_path;
-mod stats;
 mod devices;
+mod freezer;
 mod group;
+mod oci_path;
 mod removal;
 mod resources;
+mod stats;
 
 use std::io;
 

@@ -10,7 +10,9 @@ impl CgroupRoot {
     /// The container's group for `cgroups_path` (not created yet: `Group::create_all`).
     pub fn for_oci_path(cgroups_path: Option<&str>, id: &str) -> io::Result<Group> {
         let _ = (cgroups_path, id);
-        Err(io::Error::other("CgroupRoot::for_oci_path is not built yet"))
+        Err(io::Error::other(
+            "CgroupRoot::for_oci_path is not built yet",
+        ))
     }
 }
 

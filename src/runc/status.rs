@@ -1,0 +1,201 @@
+//! A container's status, worked out as runc does from what is there (the init process,
+//! the exec fifo, the freezer), and the OCI state document the `state` verb prints and
+//! hooks read.
+
+use serde::Serialize;
+use std::collections::HashMap;
+use std::path::Path;
+
+use super::state::{self, Root, State};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    Creating,
+    Created,
+    Running,
+    Paused,
+    Stopped,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Creating => "creating",
+            Status::Created => "created",
+            Status::Running => "running",
+            Status::Paused => "paused",
+            Status::Stopped => "stopped",
+        }
+    }
+}
+
+/// Whether process `pid` started at `start` still runs: not gone, not another process
+/// under a reused pid, not a zombie.
+pub fn alive(pid: i32, start: u64) -> bool {
+    if pid <= 0 || crate::sys::proc::start_time(pid) != Some(start) {
+        return false;
+    }
+    !matches!(proc_state(pid), Some('Z') | Some('X') | Some('x') | None)
+}
+
+/// The state letter of `/proc/<pid>/stat` (field 3).
+fn proc_state(pid: i32) -> Option<char> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    text[text.rfind(')')? + 1..].trim_start().chars().next()
+}
+
+/// The status of a recorded container.
+pub fn of(root: &Root, s: &State) -> Status {
+    if let Some((pid, start)) = s.creator {
+        return if alive(pid, start) {
+            Status::Creating
+        } else {
+            Status::Stopped
+        };
+    }
+    if !alive(s.init_process_pid, s.init_process_start) {
+        return Status::Stopped;
+    }
+    if state::fifo_path(&root.dir(&s.id)).exists() {
+        return Status::Created;
+    }
+    let frozen = super::cgroup::open(&s.id, s.cgroups_path.as_deref(), &s.cgroup_paths)
+        .map(|g| g.is_frozen())
+        .unwrap_or(false);
+    if frozen {
+        Status::Paused
+    } else {
+        Status::Running
+    }
+}
+
+/// runc's `state` document, its keys in runc's order.
+#[derive(Serialize)]
+pub struct OciState<'a> {
+    #[serde(rename = "ociVersion")]
+    pub oci_version: &'a str,
+    pub id: &'a str,
+    pub pid: i32,
+    pub status: &'a str,
+    pub bundle: &'a Path,
+    pub rootfs: &'a Path,
+    pub created: &'a str,
+    #[serde(skip_serializing_if = "HashMap::is_empty")]
+    pub annotations: &'a HashMap<String, String>,
+    pub owner: &'a str,
+}
+
+/// The runtime-spec version this runtime speaks, in state documents and `--version`.
+pub const OCI_VERSION: &str = "1.1.0";
+
+impl<'a> OciState<'a> {
+    pub fn new(s: &'a State, status: Status, owner: &'a str) -> OciState<'a> {
+        OciState {
+            oci_version: OCI_VERSION,
+            id: &s.id,
+            // As runc: a stopped container has no pid.
+            pid: if status == Status::Stopped {
+                0
+            } else {
+                s.init_process_pid
+            },
+            status: status.as_str(),
+            bundle: &s.bundle,
+            rootfs: &s.rootfs,
+            created: &s.created,
+            annotations: &s.annotations,
+            owner,
+        }
+    }
+}
+
+/// The runtime-spec state a hook reads on its stdin.
+pub fn hook_json(s: &State, status: &str, pid: i32) -> String {
+    let mut v = serde_json::json!({
+        "ociVersion": OCI_VERSION,
+        "id": s.id,
+        "status": status,
+        "pid": pid,
+        "bundle": s.bundle,
+    });
+    if !s.annotations.is_empty() {
+        v["annotations"] = serde_json::json!(s.annotations);
+    }
+    v.to_string()
+}
+
+/// `state ID`: the document, indented, without a final newline (as runc).
+pub fn verb(root: &Root, id: &str) -> Result<(), String> {
+    let s = state::load(root, id)?;
+    let doc = OciState::new(&s, of(root, &s), "");
+    let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
+    super::print(&text);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> State {
+        State {
+            id: "c1".into(),
+            init_process_pid: 31625,
+            init_process_start: 1,
+            creator: None,
+            created: "2026-11-25T15:11:50.402072914Z".into(),
+            bundle: "/tmp/rr/b".into(),
+            rootfs: "/tmp/rr/b/rootfs".into(),
+            annotations: HashMap::from([("a".to_string(), "b".to_string())]),
+            cgroups_path: None,
+            cgroup_paths: vec![],
+            config: Default::default(),
+        }
+    }
+
+    #[test]
+    fn the_state_document_has_runc_shape() {
+        let s = sample();
+        let text = serde_json::to_string_pretty(&OciState::new(&s, Status::Created, "")).unwrap();
+        assert_eq!(
+            text,
+            r#"{
+  "ociVersion": "1.1.0",
+  "id": "c1",
+  "pid": 31625,
+  "status": "created",
+  "bundle": "/tmp/rr/b",
+  "rootfs": "/tmp/rr/b/rootfs",
+  "created": "2026-11-25T15:11:50.402072914Z",
+  "annotations": {
+    "a": "b"
+  },
+  "owner": ""
+}"#
+        );
+        let mut s = sample();
+        s.annotations.clear();
+        let v = serde_json::to_value(OciState::new(&s, Status::Stopped, "root")).unwrap();
+        assert_eq!(v["pid"], 0);
+        assert_eq!(v["status"], "stopped");
+        assert!(v.get("annotations").is_none());
+    }
+
+    #[test]
+    fn hooks_get_the_runtime_spec_state() {
+        let v: serde_json::Value =
+            serde_json::from_str(&hook_json(&sample(), "creating", 5)).unwrap();
+        assert_eq!(v["status"], "creating");
+        assert_eq!(v["pid"], 5);
+        assert_eq!(v["annotations"]["a"], "b");
+    }
+
+    #[test]
+    fn a_process_is_alive_only_with_its_start_time() {
+        let me = std::process::id() as i32;
+        let start = crate::sys::proc::start_time(me).unwrap();
+        assert!(alive(me, start));
+        assert!(!alive(me, start + 1));
+        assert!(!alive(0, 0));
+    }
+}
