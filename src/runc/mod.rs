@@ -201,11 +201,7 @@ static VERBS: &[Verb] = &[
         flags: &[],
         reorder: true,
         run: |_, _| {
-            let doc = features::document();
-            print(&format!(
-                "{}\n",
-                serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?
-            ));
+            print(&format!("{}\n", indented(&features::document(), b"    ")?));
             Ok(0)
         },
     },
@@ -306,9 +302,21 @@ fn write_spec(a: &cli::Args) -> Result<(), String> {
     if path.exists() {
         return Err("File config.json exists. Remove it first".into());
     }
-    let text = serde_json::to_string_pretty(&spec::template(a.on("rootless")))
-        .map_err(|e| e.to_string())?;
+    let text = indented(&spec::template(a.on("rootless")), b"\t")?;
     std::fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))
+}
+
+/// JSON indented as Go's `MarshalIndent` with `indent` (runc: tabs for `spec`, four
+/// spaces for `features`).
+fn indented(v: &serde_json::Value, indent: &[u8]) -> Result<String, String> {
+    use serde::Serialize;
+    let mut out = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(
+        &mut out,
+        serde_json::ser::PrettyFormatter::with_indent(indent),
+    );
+    v.serialize(&mut ser).map_err(|e| e.to_string())?;
+    String::from_utf8(out).map_err(|e| e.to_string())
 }
 
 fn version() -> String {
@@ -378,6 +386,13 @@ mod tests {
         assert!(cli::parse(GLOBAL, &v(&["-v"]), false)
             .unwrap()
             .on("version"));
+    }
+
+    #[test]
+    fn documents_indented_as_runc_writes_them() {
+        let v = serde_json::json!({"a": [1]});
+        assert_eq!(indented(&v, b"\t").unwrap(), "{\n\t\"a\": [\n\t\t1\n\t]\n}");
+        assert_eq!(indented(&v, b"    ").unwrap(), "{\n    \"a\": [\n        1\n    ]\n}");
     }
 
     #[test]
