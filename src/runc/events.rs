@@ -37,7 +37,7 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), String> {
         return Err(format!("container with id {id} is not running"));
     }
     let group = super::cgroup::open(&s.id, s.cgroups_path.as_deref(), &s.cgroup_paths)?;
-    let stats = || json!({"type": "stats", "id": id, "data": group.stats()}).to_string();
+    let stats = || event("stats", id, Some(group.stats()));
     if a.on("stats") {
         super::print(&format!("{}\n", stats()));
         return Ok(());
@@ -48,7 +48,7 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), String> {
         std::thread::sleep(WATCH.min(interval));
         let now_ooms = group.oom_kills();
         if now_ooms > ooms {
-            super::print(&format!("{}\n", json!({"type": "oom", "id": id})));
+            super::print(&format!("{}\n", event("oom", id, None)));
             ooms = now_ooms;
         }
         if status::of(&g.root, &s) == Status::Stopped {
@@ -59,6 +59,16 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), String> {
             next += interval;
         }
     }
+}
+
+/// One event line, its keys in runc's order (type, id, data).
+pub fn event(kind: &str, id: &str, data: Option<serde_json::Value>) -> String {
+    let mut s = format!(r#"{{"type":{},"id":{}"#, json!(kind), json!(id));
+    if let Some(d) = data {
+        s.push_str(&format!(r#","data":{d}"#));
+    }
+    s.push('}');
+    s
 }
 
 /// Go's `time.ParseDuration`: `5s`, `1m30s`, `250ms`, `1.5h`.
@@ -98,6 +108,15 @@ pub fn go_duration(s: &str) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn events_as_runc_prints_them() {
+        assert_eq!(event("oom", "c1", None), r#"{"type":"oom","id":"c1"}"#);
+        assert_eq!(
+            event("stats", "c1", Some(json!({"pids": {"current": 1}}))),
+            r#"{"type":"stats","id":"c1","data":{"pids":{"current":1}}}"#
+        );
+    }
 
     #[test]
     fn durations_as_go_writes_them() {

@@ -392,7 +392,10 @@ mod tests {
     fn documents_indented_as_runc_writes_them() {
         let v = serde_json::json!({"a": [1]});
         assert_eq!(indented(&v, b"\t").unwrap(), "{\n\t\"a\": [\n\t\t1\n\t]\n}");
-        assert_eq!(indented(&v, b"    ").unwrap(), "{\n    \"a\": [\n        1\n    ]\n}");
+        assert_eq!(
+            indented(&v, b"    ").unwrap(),
+            "{\n    \"a\": [\n        1\n    ]\n}"
+        );
     }
 
     #[test]

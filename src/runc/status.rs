@@ -109,19 +109,28 @@ impl<'a> OciState<'a> {
     }
 }
 
-/// The runtime-spec state a hook reads on its stdin.
+/// The runtime-spec state a hook reads on its stdin, its keys in runc's order.
 pub fn hook_json(s: &State, status: &str, pid: i32) -> String {
-    let mut v = serde_json::json!({
-        "ociVersion": OCI_VERSION,
-        "id": s.id,
-        "status": status,
-        "pid": pid,
-        "bundle": s.bundle,
-    });
-    if !s.annotations.is_empty() {
-        v["annotations"] = serde_json::json!(s.annotations);
+    #[derive(Serialize)]
+    struct HookState<'a> {
+        #[serde(rename = "ociVersion")]
+        oci_version: &'a str,
+        id: &'a str,
+        status: &'a str,
+        pid: i32,
+        bundle: &'a Path,
+        #[serde(skip_serializing_if = "HashMap::is_empty")]
+        annotations: &'a HashMap<String, String>,
     }
-    v.to_string()
+    serde_json::to_string(&HookState {
+        oci_version: OCI_VERSION,
+        id: &s.id,
+        status,
+        pid,
+        bundle: &s.bundle,
+        annotations: &s.annotations,
+    })
+    .unwrap_or_default()
 }
 
 /// `state ID`: the document, indented, without a final newline (as runc).
@@ -183,8 +192,9 @@ mod tests {
 
     #[test]
     fn hooks_get_the_runtime_spec_state() {
-        let v: serde_json::Value =
-            serde_json::from_str(&hook_json(&sample(), "creating", 5)).unwrap();
+        let text = hook_json(&sample(), "creating", 5);
+        assert!(text.starts_with(r#"{"ociVersion":"1.1.0","id":"c1","status":"creating","pid":5,"#));
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["status"], "creating");
         assert_eq!(v["pid"], 5);
         assert_eq!(v["annotations"]["a"], "b");
