@@ -201,6 +201,20 @@ mod tests {
     }
 
     #[test]
+    fn a_create_in_progress_is_creating_and_a_crashed_one_stopped() {
+        let root = Root(std::env::temp_dir().join(format!("runc-status-{}", std::process::id())));
+        let me = std::process::id() as i32;
+        let mut s = sample();
+        s.init_process_pid = 0;
+        s.creator = Some((me, crate::sys::proc::start_time(me).unwrap()));
+        assert_eq!(of(&root, &s), Status::Creating);
+        s.creator = Some((me, 0));
+        assert_eq!(of(&root, &s), Status::Stopped);
+        s.creator = None;
+        assert_eq!(of(&root, &s), Status::Stopped);
+    }
+
+    #[test]
     fn a_process_is_alive_only_with_its_start_time() {
         let me = std::process::id() as i32;
         let start = crate::sys::proc::start_time(me).unwrap();
