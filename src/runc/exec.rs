@@ -48,7 +48,19 @@ pub const FLAGS: &[Flag] = &[
     bool_(&["ignore-paused"], "allow exec in a paused container"),
 ];
 
+/// As runc: a process that could not be started is exit status 255, its error logged as
+/// "exec failed: …" (podman reads the reason from it).
 pub fn verb(g: &Globals, a: &Args) -> Result<i32, String> {
+    match exec(g, a) {
+        Ok(code) => Ok(code),
+        Err(e) => {
+            super::log::error(&format!("exec failed: {e}"));
+            Ok(255)
+        }
+    }
+}
+
+fn exec(g: &Globals, a: &Args) -> Result<i32, String> {
     let id = a.at_least_one("exec")?;
     let s = state::load(&g.root, id)?;
     match status::of(&g.root, &s) {

@@ -25,11 +25,11 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), String> {
     let sig = parse_signal(sig)?;
     let _lock = state::lock(&g.root, id)?;
     let s = state::load(&g.root, id)?;
-    if status::of(&g.root, &s) == Status::Stopped {
-        return Err("container not running".into());
-    }
+    let now = status::of(&g.root, &s);
+    let group = || super::cgroup::open(&s.id, s.cgroups_path.as_deref(), &s.cgroup_paths);
     if a.on("all") {
-        let group = super::cgroup::open(&s.id, s.cgroups_path.as_deref(), &s.cgroup_paths)?;
+        // As runc: what is left in a stopped container's cgroup is signalled too.
+        let group = group()?;
         if sig == libc::SIGKILL {
             // Frozen processes (a paused container) die only once thawed: kill_all does.
             group.kill_all();
@@ -41,9 +41,19 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), String> {
         }
         return Ok(());
     }
+    if now == Status::Stopped {
+        return Err("container not running".into());
+    }
     let pidfd = super::start::open_init(&s)?;
     crate::sys::pidfd::send_signal(&pidfd, sig)
-        .map_err(|e| format!("container {id}: sending signal {sig}: {e}"))
+        .map_err(|e| format!("container {id}: sending signal {sig}: {e}"))?;
+    if now == Status::Paused && sig == libc::SIGKILL {
+        // A frozen process dies only once thawed (v1): as runc, thaw for SIGKILL alone.
+        group()?
+            .thaw()
+            .map_err(|e| format!("container {id}: thawing after SIGKILL: {e}"))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
