@@ -46,7 +46,7 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), String> {
         let text = if docs.is_empty() {
             "null".to_string()
         } else {
-            serde_json::to_string(&docs).map_err(|e| e.to_string())?
+            status::go_escape(&serde_json::to_string(&docs).map_err(|e| e.to_string())?)
         };
         super::print(&format!("{text}\n"));
         return Ok(());

@@ -133,12 +133,29 @@ pub fn hook_json(s: &State, status: &str, pid: i32) -> String {
     .unwrap_or_default()
 }
 
+/// JSON as Go's encoder writes it: `<`, `>`, `&`, U+2028 and U+2029 escaped. They can only
+/// be inside strings, where the escapes mean the same.
+pub fn go_escape(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// `state ID`: the document, indented, without a final newline (as runc).
 pub fn verb(root: &Root, id: &str) -> Result<(), String> {
     let s = state::load(root, id)?;
     let doc = OciState::new(&s, of(root, &s), "");
     let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
-    super::print(&text);
+    super::print(&go_escape(&text));
     Ok(())
 }
 
@@ -188,6 +205,16 @@ mod tests {
         assert_eq!(v["pid"], 0);
         assert_eq!(v["status"], "stopped");
         assert!(v.get("annotations").is_none());
+    }
+
+    #[test]
+    fn html_characters_escaped_as_go_does() {
+        assert_eq!(
+            go_escape(r#"{"a":"<b>&"}"#),
+            r#"{"a":"\u003cb\u003e\u0026"}"#
+        );
+        let v: serde_json::Value = serde_json::from_str(&go_escape(r#"{"a":"<&>"}"#)).unwrap();
+        assert_eq!(v["a"], "<&>");
     }
 
     #[test]
