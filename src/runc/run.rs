@@ -74,9 +74,15 @@ pub fn verb(g: &Globals, a: &Args) -> Result<i32, String> {
 
 /// The terminal's master, which the container's process sent on our end of the pair.
 fn receive_master(sock: &std::os::unix::net::UnixStream, id: &str) -> Result<OwnedFd, String> {
-    // Sent while the process was set up, before create returned: a bound on the wait
-    // only guards against a runtime that never sends it.
-    let _ = sock.set_read_timeout(Some(std::time::Duration::from_secs(10)));
+    // Sent while the process was set up, before create returned: the bound on the wait
+    // only guards against a process that never sends it.
+    let mut fds = [libc::pollfd {
+        fd: sock.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    }];
+    // SAFETY: poll on one pollfd of ours.
+    unsafe { libc::poll(fds.as_mut_ptr(), 1, 10_000) };
     match crate::sys::pty::recv_fd(sock.as_raw_fd()) {
         Ok(Some((_, Some(fd)))) => Ok(fd),
         Ok(_) => Err(format!("container {id}: no terminal was sent")),
