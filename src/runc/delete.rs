@@ -19,9 +19,14 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), String> {
         Ok(s) => s,
         Err(e) => {
             // A directory without state.json: a create that failed before writing it.
+            // One whose create still runs (and holds the lock) is left alone.
             let dir = g.root.dir(id);
             if dir.is_dir() {
-                let _ = std::fs::remove_dir_all(&dir);
+                if let Ok(Some(_lock)) = state::try_lock(&g.root, id) {
+                    if !state::state_file(&dir).exists() {
+                        let _ = std::fs::remove_dir_all(&dir);
+                    }
+                }
             }
             // As runc 1.1: forcing the removal of what is not there is no error.
             return if force && e == "container does not exist" {

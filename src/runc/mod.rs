@@ -115,9 +115,21 @@ pub fn main(args: Vec<OsString>) -> i32 {
             return 1;
         }
     }
+    // Absolute, as runc makes it: a later verb may run from another directory.
+    let root = PathBuf::from(g.value("root").unwrap_or(DEFAULT_ROOT));
     let globals = Globals {
-        root: state::Root(PathBuf::from(g.value("root").unwrap_or(DEFAULT_ROOT))),
+        root: state::Root(std::path::absolute(&root).unwrap_or(root)),
     };
+    if verb == "help" {
+        match rest
+            .first()
+            .and_then(|n| VERBS.iter().find(|v| v.name == *n))
+        {
+            Some(v) => print!("{}", verb_help(v)),
+            None => print!("{}", usage()),
+        }
+        return 0;
+    }
     let Some(v) = VERBS.iter().find(|v| v.name == *verb) else {
         log::error(&format!("No help topic for '{verb}'"));
         return 3;

@@ -110,6 +110,21 @@ pub struct Lock(#[allow(dead_code)] OwnedFd);
 
 /// Lock `<root>/<id>` (waiting for another verb that holds it).
 pub fn lock(root: &Root, id: &str) -> Result<Lock, String> {
+    lock_with(root, id, libc::LOCK_EX)
+}
+
+/// Lock `<root>/<id>` if no other verb holds it (a `create` under way): None if one does.
+pub fn try_lock(root: &Root, id: &str) -> Result<Option<Lock>, String> {
+    match lock_with(root, id, libc::LOCK_EX | libc::LOCK_NB) {
+        Ok(l) => Ok(Some(l)),
+        Err(e) if e == BUSY => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+const BUSY: &str = "busy";
+
+fn lock_with(root: &Root, id: &str, how: libc::c_int) -> Result<Lock, String> {
     let dir = root.dir(id);
     let fd = nix::fcntl::open(
         &dir,
@@ -121,7 +136,10 @@ pub fn lock(root: &Root, id: &str) -> Result<Lock, String> {
         e => format!("opening {}: {e}", dir.display()),
     })?;
     // SAFETY: flock on a descriptor we own.
-    if unsafe { libc::flock(fd.as_raw_fd(), libc::LOCK_EX) } != 0 {
+    if unsafe { libc::flock(fd.as_raw_fd(), how) } != 0 {
+        if io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK) {
+            return Err(BUSY.into());
+        }
         return Err(format!(
             "locking {}: {}",
             dir.display(),
@@ -201,8 +219,12 @@ mod tests {
             cgroup_paths: vec!["/sys/fs/cgroup/c1".into()],
             config: Spec::default(),
         };
-        let _l = lock(&root, "c1").unwrap();
+        let l = lock(&root, "c1").unwrap();
+        // flock is per open file: a second open of the directory sees it held.
+        assert!(try_lock(&root, "c1").unwrap().is_none());
         save(&root, &s).unwrap();
+        drop(l);
+        assert!(try_lock(&root, "c1").unwrap().is_some());
         let back = load(&root, "c1").unwrap();
         assert_eq!(back.init_process_pid, 42);
         assert_eq!(back.cgroups_path.as_deref(), Some("/c1"));
