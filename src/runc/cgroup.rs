@@ -25,13 +25,65 @@ pub fn open(id: &str, cgroups_path: Option<&str>, dirs: &[PathBuf]) -> Result<Gr
     want.sort();
     got.sort();
     if want != got {
+        let missing = want.iter().find(|d| !got.contains(d));
         return Err(format!(
-            "cgroup of container {id}: {} is not where it was created ({}); run from the cgroup the container was created from",
-            got.first().map(|d| d.display().to_string()).unwrap_or_default(),
-            want.first().map(|d| d.display().to_string()).unwrap_or_default(),
+            "cgroup of container {id}: found again elsewhere than {} (called from another cgroup than create was)",
+            missing.map(|d| d.display().to_string()).unwrap_or_default(),
         ));
     }
     Ok(g)
+}
+
+/// Remove a container's cgroup by the directories recorded for it, when it cannot be
+/// found again as a [`Group`] (a later verb run from another cgroup): thaw, kill what is
+/// inside, wait (bounded) for it to go, remove the directories.
+pub fn remove_recorded(id: &str, dirs: &[PathBuf]) -> Result<(), String> {
+    // Files of the cgroup: written, never created.
+    let write = |f: PathBuf, v: &str| {
+        let _ = std::fs::OpenOptions::new()
+            .write(true)
+            .open(f)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, v.as_bytes()));
+    };
+    for d in dirs {
+        write(d.join("freezer.state"), "THAWED");
+        write(d.join("cgroup.freeze"), "0");
+    }
+    let pids = || -> Vec<i32> {
+        dirs.iter()
+            .filter_map(|d| std::fs::read_to_string(d.join("cgroup.procs")).ok())
+            .flat_map(|t| {
+                t.lines()
+                    .filter_map(|l| l.trim().parse().ok())
+                    .collect::<Vec<i32>>()
+            })
+            .collect()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let left = pids();
+        if left.is_empty() {
+            break;
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(format!(
+                "cgroup of container {id}: processes {left:?} did not exit"
+            ));
+        }
+        for p in left {
+            // SAFETY: kill(2) of a pid listed in the container's cgroup just now.
+            unsafe { libc::kill(p, libc::SIGKILL) };
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    for d in dirs {
+        match std::fs::remove_dir(d) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(format!("removing cgroup {}: {e}", d.display())),
+        }
+    }
+    Ok(())
 }
 
 /// The cgroup path below the root of its hierarchy, when it is the same in all of them.
@@ -57,6 +109,15 @@ fn uniform_path(dirs: &[PathBuf], v2: bool) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn recorded_directories_already_gone_are_removed() {
+        let gone = std::env::temp_dir().join(format!("runc-cg-gone-{}", std::process::id()));
+        assert_eq!(remove_recorded("c1", &[gone.clone()]), Ok(()));
+        std::fs::create_dir(&gone).unwrap();
+        assert_eq!(remove_recorded("c1", &[gone.clone()]), Ok(()));
+        assert!(!gone.exists());
+    }
 
     #[test]
     fn a_path_shared_by_every_hierarchy_is_recorded_absolute() {

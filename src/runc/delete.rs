@@ -64,7 +64,10 @@ pub fn destroy(root: &Root, s: &State) -> Result<(), String> {
         Ok(group) => group
             .destroy()
             .map_err(|e| format!("deleting container {}: {e}", s.id))?,
-        Err(e) => log::warn(&e),
+        Err(e) => {
+            log::debug(&e);
+            super::cgroup::remove_recorded(&s.id, &s.cgroup_paths)?
+        }
     }
     let poststop = s
         .config
