@@ -113,9 +113,9 @@ mod tests {
     #[test]
     fn recorded_directories_already_gone_are_removed() {
         let gone = std::env::temp_dir().join(format!("runc-cg-gone-{}", std::process::id()));
-        assert_eq!(remove_recorded("c1", &[gone.clone()]), Ok(()));
+        assert_eq!(remove_recorded("c1", std::slice::from_ref(&gone)), Ok(()));
         std::fs::create_dir(&gone).unwrap();
-        assert_eq!(remove_recorded("c1", &[gone.clone()]), Ok(()));
+        assert_eq!(remove_recorded("c1", std::slice::from_ref(&gone)), Ok(()));
         assert!(!gone.exists());
     }
 
