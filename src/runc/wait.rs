@@ -63,7 +63,7 @@ pub fn foreground(pid: i32, pidfd: &OwnedFd, console: Option<OwnedFd>) -> Result
             return Ok(code);
         }
         if let Some(r) = &mut relay {
-            r.step(TICK_MS);
+            r.step(TICK_MS, pidfd);
         }
         let timeout = libc::timespec {
             tv_sec: 0,
@@ -172,8 +172,9 @@ impl Relay {
         }
     }
 
-    /// Wait up to `ms` for input on either side and copy what there is.
-    fn step(&mut self, ms: i32) {
+    /// Wait up to `ms` for input on either side, or for the process (`pidfd`) to exit,
+    /// and copy what there is.
+    fn step(&mut self, ms: i32, pidfd: &OwnedFd) {
         let mut fds = [
             libc::pollfd {
                 fd: self.master.as_raw_fd(),
@@ -185,9 +186,14 @@ impl Relay {
                 events: libc::POLLIN,
                 revents: 0,
             },
+            libc::pollfd {
+                fd: pidfd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
         ];
-        // SAFETY: poll on two pollfds (a negative fd is skipped).
-        if unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) } <= 0 {
+        // SAFETY: poll on three pollfds (a negative fd is skipped).
+        if unsafe { libc::poll(fds.as_mut_ptr(), 3, ms) } <= 0 {
             return;
         }
         if fds[0].revents != 0 {
