@@ -83,8 +83,9 @@ pub fn main(args: Vec<OsString>) -> i32 {
     let g = match cli::parse(GLOBAL, &args, false) {
         Ok(g) => g,
         Err(e) => {
-            eprintln!("Incorrect Usage: {e}\n");
-            eprint!("{}", usage());
+            // As urfave/cli: the complaint and the help on stdout, the error logged.
+            print(&format!("Incorrect Usage: {e}\n\n{}", usage()));
+            log::error(&e);
             return 1;
         }
     };
@@ -141,8 +142,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
         }
         Ok(a) => a,
         Err(e) => {
-            eprintln!("Incorrect Usage: {e}\n");
-            eprint!("{}", verb_help(v));
+            print(&format!("Incorrect Usage: {e}\n\n{}", verb_help(v)));
             log::error(&e);
             return 1;
         }
