@@ -28,6 +28,9 @@ pub fn verb(g: &Globals, a: &Args) -> Result<i32, String> {
     let detach = a.on("detach");
     // A terminal without a console socket in the foreground: we take its master ourselves
     // on a socket pair and relay it, as runc does.
+    if o.console_socket.is_some() && !detach && !create::terminal(&spec) {
+        return Err("cannot use console socket if runc will not detach or allocate tty".into());
+    }
     let (console, ours) = match &o.console_socket {
         Some(p) => (Some(create::connect_console(p)?), None),
         None if create::terminal(&spec) && detach => {
