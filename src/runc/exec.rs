@@ -78,6 +78,9 @@ fn exec(g: &Globals, a: &Args) -> Result<i32, String> {
     let process = process(a, &s.config)?;
     let terminal = process.terminal().unwrap_or(false);
     let detach = a.on("detach");
+    if a.value("console-socket").is_some() && !detach && !terminal {
+        return Err("cannot use console socket if runc will not detach or allocate tty".into());
+    }
     let console = match a.value("console-socket") {
         Some(p) => Some(create::connect_console(std::path::Path::new(p))?),
         None if terminal && detach => {
