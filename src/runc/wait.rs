@@ -34,7 +34,10 @@ fn forwardable(sig: i32) -> bool {
     .contains(&sig)
 }
 
-/// Block every signal we forward (they are taken with sigtimedwait instead).
+/// Block every signal we forward (they are taken with sigtimedwait instead). They stay
+/// blocked until we exit, so that a signal that comes once the process has ended cannot
+/// stop us before the container is deleted; the hooks we run then get a clean mask from
+/// `std::process::Command`.
 fn block_signals() -> libc::sigset_t {
     // SAFETY: a sigset on our stack, then sigprocmask on this thread.
     unsafe {
