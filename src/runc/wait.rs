@@ -265,6 +265,20 @@ mod tests {
     }
 
     #[test]
+    fn a_program_spawned_while_signals_are_blocked_starts_with_none_blocked() {
+        // What the hooks run after the foreground wait rely on (see block_signals).
+        let set = block_signals();
+        let out = std::process::Command::new("sh")
+            .args(["-c", "grep SigBlk /proc/self/status"])
+            .output()
+            .unwrap();
+        // SAFETY: unblock on this (test) thread what block_signals blocked.
+        unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) };
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.trim().ends_with("0000000000000000"), "{text}");
+    }
+
+    #[test]
     fn a_child_is_reaped_with_its_status() {
         #[allow(clippy::zombie_processes)] // reaped by `reap`, the code under test
         let child = std::process::Command::new("sh")
