@@ -14,6 +14,7 @@ pub const FLAGS: &[Flag] = &[bool_(
 /// A signal as runc takes it: a name with or without `SIG`, in any case, or a number.
 pub fn parse_signal(s: &str) -> Result<i32, String> {
     crate::bundle::signal::parse(&s.to_ascii_uppercase())
+        .map_err(|_| format!("unknown signal {s:?}"))
 }
 
 pub fn verb(g: &Globals, a: &Args) -> Result<(), String> {

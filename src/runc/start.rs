@@ -24,9 +24,12 @@ pub fn start(root: &Root, s: &State) -> Result<(), String> {
     match status::of(root, s) {
         Status::Created => {}
         Status::Stopped => return Err("cannot start a container that has stopped".into()),
-        Status::Creating => return Err("cannot start a container that is being created".into()),
-        Status::Running | Status::Paused => {
-            return Err("cannot start an already running container".into())
+        Status::Running => return Err("cannot start an already running container".into()),
+        other => {
+            return Err(format!(
+                "cannot start a container in the {} state",
+                other.as_str()
+            ))
         }
     }
     let pidfd = open_init(s)?;

@@ -56,14 +56,14 @@ pub fn of(root: &Root, s: &State) -> Status {
     if !alive(s.init_process_pid, s.init_process_start) {
         return Status::Stopped;
     }
-    if state::fifo_path(&root.dir(&s.id)).exists() {
-        return Status::Created;
-    }
+    // As runc: a frozen container is paused, even one not started yet.
     let frozen = super::cgroup::open(&s.id, s.cgroups_path.as_deref(), &s.cgroup_paths)
         .map(|g| g.is_frozen())
         .unwrap_or(false);
     if frozen {
         Status::Paused
+    } else if state::fifo_path(&root.dir(&s.id)).exists() {
+        Status::Created
     } else {
         Status::Running
     }

@@ -38,7 +38,7 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), String> {
     let _lock = state::lock(&g.root, id)?;
     let mut s = state::load(&g.root, id)?;
     if status::of(&g.root, &s) == Status::Stopped {
-        return Err(format!("container {id} is not running"));
+        return Err("container not running".into());
     }
     let patch = match a.value("resources") {
         Some(path) => read_resources(path)?,
