@@ -68,9 +68,13 @@ pub fn verb(g: &Globals, a: &Args) -> Result<i32, String> {
         return Ok(0);
     }
     let code = wait::foreground(made.state.init_process_pid, &made.pidfd, master)?;
+    // Deleted unless kept, or deleted meanwhile by another verb (`delete --force`).
     if !a.on("keep") {
-        let _lock = state::lock(&g.root, &o.id)?;
-        delete::destroy(&g.root, &made.state)?;
+        if let Ok(_lock) = state::lock(&g.root, &o.id) {
+            if state::load(&g.root, &o.id).is_ok() {
+                delete::destroy(&g.root, &made.state)?;
+            }
+        }
     }
     Ok(code)
 }
