@@ -57,11 +57,10 @@ impl Options {
         let bundle = PathBuf::from(a.value("bundle").unwrap_or("."));
         let bundle = std::path::absolute(&bundle)
             .map_err(|e| format!("bundle {}: {e}", bundle.display()))?;
-        // As runc: the fds systemd passes (LISTEN_FDS) go to the container too.
-        let listen = std::env::var("LISTEN_FDS")
-            .ok()
-            .and_then(|v| v.parse::<u32>().ok())
-            .unwrap_or(0);
+        let listen = listen_fds(
+            std::env::var("LISTEN_PID").ok().as_deref(),
+            std::env::var("LISTEN_FDS").ok().as_deref(),
+        );
         Ok(Options {
             id,
             bundle,
@@ -72,6 +71,15 @@ impl Options {
             preserve_fds: a.number("preserve-fds")? + listen,
         })
     }
+}
+
+/// As runc: the fds socket activation passed to us (LISTEN_FDS, when LISTEN_PID is ours)
+/// go to the container too.
+fn listen_fds(pid: Option<&str>, fds: Option<&str>) -> u32 {
+    if pid.and_then(|p| p.parse::<u32>().ok()) != Some(std::process::id()) {
+        return 0;
+    }
+    fds.and_then(|v| v.parse().ok()).unwrap_or(0)
 }
 
 pub fn verb(g: &Globals, a: &Args) -> Result<(), String> {
@@ -351,6 +359,15 @@ mod tests {
         for bad in ["0.9.0", "1.4.0", "2.0.0", "1.0", "", "x.y.z"] {
             assert!(check_version(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn socket_activation_fds_only_when_meant_for_us() {
+        let me = std::process::id().to_string();
+        assert_eq!(listen_fds(Some(&me), Some("2")), 2);
+        assert_eq!(listen_fds(Some("1"), Some("2")), 0);
+        assert_eq!(listen_fds(None, Some("2")), 0);
+        assert_eq!(listen_fds(Some(&me), None), 0);
     }
 
     #[test]
