@@ -75,9 +75,11 @@ pub fn destroy(root: &Root, s: &State) -> Result<(), String> {
         .as_ref()
         .and_then(|h| h.poststop().clone())
         .unwrap_or_default();
-    if let Err(e) =
-        crate::runtime::hooks::run("poststop", &poststop, &status::hook_json(s, "stopped", 0))
-    {
+    if let Err(e) = crate::runtime::hooks::run(
+        "poststop",
+        &poststop,
+        &status::hook_json(s, "stopped", s.init_process_pid),
+    ) {
         log::warn(&format!("container {}: {e}", s.id));
     }
     let dir = root.dir(&s.id);
