@@ -145,8 +145,8 @@ pub fn process(a: &Args, spec: &Spec) -> Result<Process, String> {
         p.set_env(Some(all));
     }
     p.set_terminal(Some(a.on("tty")));
-    if a.on("no-new-privs") {
-        p.set_no_new_privileges(Some(true));
+    if a.value("no-new-privs").is_some() {
+        p.set_no_new_privileges(Some(a.on("no-new-privs")));
     }
     if let Some(v) = a.value("apparmor") {
         p.set_apparmor_profile(Some(v.into()));
@@ -193,7 +193,7 @@ pub fn process(a: &Args, spec: &Spec) -> Result<Process, String> {
 }
 
 /// As runc: to the bounding, effective and permitted sets, and to the ambient one only
-/// when the process has inheritable capabilities (ambient ones need them).
+/// when the process has an inheritable set (ambient capabilities need to be inheritable).
 fn add_caps(set: &mut LinuxCapabilities, caps: &[Capability]) {
     let add = |s: &Option<Capabilities>| -> Option<Capabilities> {
         let mut s = s.clone().unwrap_or_default();
@@ -203,7 +203,7 @@ fn add_caps(set: &mut LinuxCapabilities, caps: &[Capability]) {
     set.set_bounding(add(set.bounding()));
     set.set_effective(add(set.effective()));
     set.set_permitted(add(set.permitted()));
-    if set.inheritable().as_ref().is_some_and(|i| !i.is_empty()) {
+    if set.inheritable().is_some() {
         set.set_ambient(add(set.ambient()));
     }
 }
