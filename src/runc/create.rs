@@ -15,28 +15,35 @@ use crate::runtime::{container, hooks};
 use crate::sandbox::cgroup::Group;
 use crate::sys::devices::Rule;
 
+pub const BUNDLE: Flag = val(
+    &["bundle", "b"],
+    "path to the root of the bundle directory, defaults to the current directory",
+);
+pub const CONSOLE_SOCKET: Flag = val(
+    &["console-socket"],
+    "path to an AF_UNIX socket which will receive a file descriptor referencing the master end of the console's pseudoterminal",
+);
+pub const PID_FILE: Flag = val(&["pid-file"], "specify the file to write the process id to");
+pub const NO_PIVOT: Flag = bool_(
+    &["no-pivot"],
+    "do not use pivot root to jail process inside rootfs",
+);
+pub const NO_NEW_KEYRING: Flag = bool_(
+    &["no-new-keyring"],
+    "do not create a new session keyring for the container",
+);
+pub const PRESERVE_FDS: Flag = val(
+    &["preserve-fds"],
+    "Pass N additional file descriptors to the container (stdio + $LISTEN_FDS + N in total) (default: 0)",
+);
+
 pub const FLAGS: &[Flag] = &[
-    val(
-        &["bundle", "b"],
-        "path to the root of the bundle directory, defaults to the current directory",
-    ),
-    val(
-        &["console-socket"],
-        "path to an AF_UNIX socket which will receive a file descriptor referencing the master end of the console's pseudoterminal",
-    ),
-    val(&["pid-file"], "specify the file to write the process id to"),
-    bool_(
-        &["no-pivot"],
-        "do not use pivot root to jail process inside rootfs",
-    ),
-    bool_(
-        &["no-new-keyring"],
-        "do not create a new session keyring for the container",
-    ),
-    val(
-        &["preserve-fds"],
-        "Pass N additional file descriptors to the container (stdio + $LISTEN_FDS + N in total) (default: 0)",
-    ),
+    BUNDLE,
+    CONSOLE_SOCKET,
+    PID_FILE,
+    NO_PIVOT,
+    NO_NEW_KEYRING,
+    PRESERVE_FDS,
 ];
 
 /// The options `create` and `run` share.

@@ -12,10 +12,7 @@ use super::{create, wait, Globals};
 use crate::runtime::container;
 
 pub const FLAGS: &[Flag] = &[
-    val(
-        &["console-socket"],
-        "path to an AF_UNIX socket which will receive a file descriptor referencing the master end of the console's pseudoterminal",
-    ),
+    create::CONSOLE_SOCKET,
     val(&["cwd"], "current working directory in the container"),
     val(&["env", "e"], "set environment variables"),
     bool_(&["tty", "t"], "allocate a pseudo-TTY"),
@@ -23,7 +20,7 @@ pub const FLAGS: &[Flag] = &[
     val(&["additional-gids", "g"], "additional gids"),
     val(&["process", "p"], "path to the process.json"),
     bool_(&["detach", "d"], "detach from the container's process"),
-    val(&["pid-file"], "specify the file to write the process id to"),
+    create::PID_FILE,
     val(
         &["process-label"],
         "set the asm process label for the process commonly used with selinux",
@@ -37,10 +34,7 @@ pub const FLAGS: &[Flag] = &[
         &["cap", "c"],
         "add a capability to the bounding set for the process",
     ),
-    val(
-        &["preserve-fds"],
-        "Pass N additional file descriptors to the container (stdio + $LISTEN_FDS + N in total) (default: 0)",
-    ),
+    create::PRESERVE_FDS,
     val(
         &["cgroup"],
         "run the process in an (existing) sub-cgroup(s) (not supported)",

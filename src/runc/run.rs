@@ -8,29 +8,29 @@ use super::create::{self, Options};
 use super::{delete, log, start, state, wait, Globals};
 
 pub const FLAGS: &[Flag] = &[
-    create::FLAGS[0],
-    create::FLAGS[1],
+    create::BUNDLE,
+    create::CONSOLE_SOCKET,
     bool_(&["detach", "d"], "detach from the container's process"),
     bool_(&["keep"], "do not delete the container after it exits"),
-    create::FLAGS[2],
+    create::PID_FILE,
     bool_(
         &["no-subreaper"],
         "disable the use of the subreaper used to reap reparented processes",
     ),
-    create::FLAGS[3],
-    create::FLAGS[4],
-    create::FLAGS[5],
+    create::NO_PIVOT,
+    create::NO_NEW_KEYRING,
+    create::PRESERVE_FDS,
 ];
 
 pub fn verb(g: &Globals, a: &Args) -> Result<i32, String> {
     let o = Options::from_args("run", a)?;
     let spec = create::load_spec(&o.bundle)?;
     let detach = a.on("detach");
-    // A terminal without a console socket in the foreground: we take its master ourselves
-    // on a socket pair and relay it, as runc does.
     if o.console_socket.is_some() && !detach && !create::terminal(&spec) {
         return Err("cannot use console socket if runc will not detach or allocate tty".into());
     }
+    // A terminal without a console socket in the foreground: we take its master ourselves
+    // on a socket pair and relay it, as runc does.
     let (console, ours) = match &o.console_socket {
         Some(p) => (Some(create::connect_console(p)?), None),
         None if create::terminal(&spec) && detach => {
