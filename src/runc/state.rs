@@ -56,14 +56,15 @@ impl Root {
     }
 }
 
-/// runc's ID rule: `^[\w+-\.]+$`, and not `.` or `..`.
+/// runc's ID rule: `^[\w+-\.]+$` (where `+-\.` is a range, so `,` is allowed too), and
+/// not `.` or `..`.
 pub fn validate_id(id: &str) -> Result<(), String> {
     let ok = !id.is_empty()
         && id != "."
         && id != ".."
         && id
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_+-.".contains(c));
+            .all(|c| c.is_ascii_alphanumeric() || "_+,-.".contains(c));
     if ok {
         Ok(())
     } else {
@@ -188,10 +189,10 @@ mod tests {
 
     #[test]
     fn ids_as_runc_accepts_them() {
-        for ok in ["abc", "a.b-c_d+e", "1", "x..y"] {
+        for ok in ["abc", "a.b-c_d+e", "1", "x..y", "a,b"] {
             assert!(validate_id(ok).is_ok(), "{ok}");
         }
-        for bad in ["", ".", "..", "a/b", "a b", "ä", "../x"] {
+        for bad in ["", ".", "..", "a/b", "a b", "ä", "../x", "a:b"] {
             assert!(validate_id(bad).is_err(), "{bad}");
         }
     }
