@@ -60,10 +60,7 @@ pub fn verb(g: &Globals, a: &Args) -> Result<i32, String> {
         Some(sock) => Some(receive_master(&sock, &o.id).map_err(fail)?),
         None => None,
     };
-    {
-        let _lock = state::lock(&g.root, &o.id).map_err(fail)?;
-        start::start(&g.root, &made.state).map_err(fail)?;
-    }
+    start::start(&g.root, &made.state).map_err(fail)?;
     if detach {
         return Ok(0);
     }
