@@ -4,6 +4,16 @@ use podinit::cli::{self, client, Matches, Parsed};
 use std::path::PathBuf;
 
 fn main() {
+    // runc's command line: under a runc name, or `podinit runc …`.
+    let mut args = std::env::args_os();
+    let argv0 = args.next().unwrap_or_default();
+    if podinit::runc::is_runc_name(&argv0) {
+        std::process::exit(podinit::runc::main(args.collect()));
+    }
+    let rest: Vec<_> = args.collect();
+    if rest.first().is_some_and(|a| a == "runc") {
+        std::process::exit(podinit::runc::main(rest[1..].to_vec()));
+    }
     let m = match cli::parse(std::env::args_os().skip(1)) {
         Ok(Parsed::Command(m)) => m,
         Ok(Parsed::Help(text)) => {

@@ -1,0 +1,443 @@
+//! `create`: read the bundle, make the cgroup and the exec fifo, and leave the
+//! container's process set up and waiting at the fifo until `start`. A failure at any
+//! step removes everything made so far.
+
+use oci_spec::runtime::{LinuxDeviceType, Spec};
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use super::cli::{bool_, val, Args, Flag};
+use super::state::{self, State};
+use super::{cgroup, log, status, Globals};
+use crate::runtime::{container, hooks};
+use crate::sandbox::cgroup::Group;
+use crate::sys::devices::Rule;
+
+pub const BUNDLE: Flag = val(
+    &["bundle", "b"],
+    "path to the root of the bundle directory, defaults to the current directory",
+);
+pub const CONSOLE_SOCKET: Flag = val(
+    &["console-socket"],
+    "path to an AF_UNIX socket which will receive a file descriptor referencing the master end of the console's pseudoterminal",
+);
+pub const PID_FILE: Flag = val(&["pid-file"], "specify the file to write the process id to");
+pub const NO_PIVOT: Flag = bool_(
+    &["no-pivot"],
+    "do not use pivot root to jail process inside rootfs",
+);
+pub const NO_NEW_KEYRING: Flag = bool_(
+    &["no-new-keyring"],
+    "do not create a new session keyring for the container",
+);
+pub const PRESERVE_FDS: Flag = val(
+    &["preserve-fds"],
+    "Pass N additional file descriptors to the container (stdio + $LISTEN_FDS + N in total) (default: 0)",
+);
+
+pub const FLAGS: &[Flag] = &[
+    BUNDLE,
+    CONSOLE_SOCKET,
+    PID_FILE,
+    NO_PIVOT,
+    NO_NEW_KEYRING,
+    PRESERVE_FDS,
+];
+
+/// The options `create` and `run` share.
+pub struct Options {
+    pub id: String,
+    pub bundle: PathBuf,
+    pub pid_file: Option<PathBuf>,
+    pub console_socket: Option<PathBuf>,
+    pub no_pivot: bool,
+    pub no_new_keyring: bool,
+    pub preserve_fds: u32,
+}
+
+impl Options {
+    pub fn from_args(verb: &str, a: &Args) -> Result<Options, String> {
+        let id = a.exactly_one(verb)?.to_string();
+        state::validate_id(&id)?;
+        let bundle = PathBuf::from(a.value("bundle").unwrap_or("."));
+        let bundle = std::path::absolute(&bundle)
+            .map_err(|e| format!("bundle {}: {e}", bundle.display()))?;
+        let listen = listen_fds(
+            std::env::var("LISTEN_PID").ok().as_deref(),
+            std::env::var("LISTEN_FDS").ok().as_deref(),
+        );
+        Ok(Options {
+            id,
+            bundle,
+            pid_file: a.value("pid-file").map(PathBuf::from),
+            console_socket: a.value("console-socket").map(PathBuf::from),
+            no_pivot: a.on("no-pivot"),
+            no_new_keyring: a.on("no-new-keyring"),
+            preserve_fds: a.number("preserve-fds")? + listen,
+        })
+    }
+}
+
+/// As runc: the fds socket activation passed to us (LISTEN_FDS, when LISTEN_PID is ours)
+/// go to the container too.
+fn listen_fds(pid: Option<&str>, fds: Option<&str>) -> u32 {
+    if pid.and_then(|p| p.parse::<u32>().ok()) != Some(std::process::id()) {
+        return 0;
+    }
+    fds.and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
+pub fn verb(g: &Globals, a: &Args) -> Result<(), String> {
+    let o = Options::from_args("create", a)?;
+    let spec = load_spec(&o.bundle)?;
+    let console = match &o.console_socket {
+        Some(p) => Some(connect_console(p)?),
+        None if terminal(&spec) => {
+            return Err(
+                "cannot allocate tty if runc will detach without setting console socket".into(),
+            )
+        }
+        None => None,
+    };
+    create(g, &o, spec, console).map(drop)
+}
+
+/// A container made: its record and its init.
+pub struct Made {
+    pub state: State,
+    pub pidfd: OwnedFd,
+}
+
+pub fn terminal(spec: &Spec) -> bool {
+    spec.process()
+        .as_ref()
+        .and_then(|p| p.terminal())
+        .unwrap_or(false)
+}
+
+/// `<bundle>/config.json`, checked, with `root.path` made absolute.
+pub fn load_spec(bundle: &Path) -> Result<Spec, String> {
+    let path = bundle.join("config.json");
+    if !path.exists() {
+        return Err(format!(
+            "JSON specification file {} not found",
+            path.display()
+        ));
+    }
+    let text = std::fs::read(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    let mut spec: Spec =
+        serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_slice(&text))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    check_version(spec.version())?;
+    let root = spec
+        .root()
+        .as_ref()
+        .map(|r| r.path().clone())
+        .ok_or_else(|| format!("{}: root is missing", path.display()))?;
+    let root = bundle.join(root);
+    if !root.is_dir() {
+        return Err(format!("rootfs ({:?}) does not exist", root.display()));
+    }
+    if let Some(r) = spec.root_mut() {
+        r.set_path(root);
+    }
+    if spec.process().is_none() {
+        return Err(format!("{}: process is missing", path.display()));
+    }
+    Ok(spec)
+}
+
+/// ociVersion 1.0.0 to 1.3.x, a pre-release or build suffix allowed.
+pub fn check_version(v: &str) -> Result<(), String> {
+    let core = v.split(['-', '+']).next().unwrap_or("");
+    let parts: Vec<&str> = core.split('.').collect();
+    let ok = parts.len() == 3
+        && parts.iter().all(|p| p.parse::<u32>().is_ok())
+        && parts[0] == "1"
+        && parts[1].parse::<u32>().is_ok_and(|m| m <= 3);
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "unsupported ociVersion {v:?}: podinit-runc takes 1.0.0 to 1.3.x"
+        ))
+    }
+}
+
+/// Connect to `--console-socket`; the terminal's master is sent on it.
+pub fn connect_console(path: &Path) -> Result<OwnedFd, String> {
+    let (_dir, addr) = crate::sys::unix_socket::socket_path(path)
+        .map_err(|e| format!("console socket {}: {e}", path.display()))?;
+    let s = std::os::unix::net::UnixStream::connect(&addr)
+        .map_err(|e| format!("connecting to console socket {}: {e}", path.display()))?;
+    Ok(OwnedFd::from(s))
+}
+
+/// The device cgroup's rules: everything denied, the spec's rules in order, runc's default
+/// allowed devices (after the spec's, so that a spec cannot take /dev/null away, as in
+/// runc), and the nodes the spec creates.
+pub fn device_rules(spec: &Spec) -> Vec<Rule> {
+    let defaults = crate::sys::devices::defaults();
+    let mut rules = vec![defaults[0].clone()];
+    let linux = spec.linux().as_ref();
+    let from_spec = linux
+        .and_then(|l| l.resources().as_ref())
+        .and_then(|r| r.devices().as_ref());
+    rules.extend(from_spec.into_iter().flatten().filter_map(Rule::from_oci));
+    rules.extend(defaults.into_iter().skip(1));
+    for d in linux
+        .and_then(|l| l.devices().as_ref())
+        .into_iter()
+        .flatten()
+    {
+        let kind = match d.typ() {
+            LinuxDeviceType::B => 'b',
+            LinuxDeviceType::P => continue,
+            _ => 'c',
+        };
+        rules.push(Rule {
+            allow: true,
+            kind,
+            major: Some(d.major()),
+            minor: Some(d.minor()),
+            access: "rwm".into(),
+        });
+    }
+    rules
+}
+
+/// Go's RFC3339Nano: the fraction without its trailing zeros.
+pub fn rfc3339_go(unix_nanos: i128) -> String {
+    let s = crate::util::rfc3339_nanos(unix_nanos);
+    match s.strip_suffix('Z').and_then(|t| t.split_once('.')) {
+        Some((whole, frac)) => {
+            let frac = frac.trim_end_matches('0');
+            if frac.is_empty() {
+                format!("{whole}Z")
+            } else {
+                format!("{whole}.{frac}Z")
+            }
+        }
+        None => s,
+    }
+}
+
+/// Removes what a failed create made: the cgroup (and any process in it) and the state
+/// directory.
+struct Undo {
+    dir: PathBuf,
+    group: Option<Group>,
+    armed: bool,
+}
+
+impl Drop for Undo {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        if let Some(g) = &self.group {
+            if let Err(e) = g.destroy() {
+                log::warn(&format!("removing cgroup: {e}"));
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Create the container; `console` is the connected console socket, if any.
+pub fn create(
+    g: &Globals,
+    o: &Options,
+    spec: Spec,
+    console: Option<OwnedFd>,
+) -> Result<Made, String> {
+    let id = o.id.as_str();
+    state::make_dir(&g.root, id)?;
+    let dir = g.root.dir(id);
+    let mut undo = Undo {
+        dir: dir.clone(),
+        group: None,
+        armed: true,
+    };
+    let _lock = state::lock(&g.root, id)?;
+    let cgroups_path = spec
+        .linux()
+        .as_ref()
+        .and_then(|l| l.cgroups_path().as_ref())
+        .map(|p| p.to_string_lossy().into_owned());
+    let (group, recorded) = cgroup::resolve(cgroups_path.as_deref(), id)?;
+    let me = std::process::id() as i32;
+    let mut st = State {
+        id: id.to_string(),
+        init_process_pid: 0,
+        init_process_start: 0,
+        creator: crate::sys::proc::start_time(me).map(|t| (me, t)),
+        created: rfc3339_go(crate::util::now_unix_nanos()),
+        bundle: o.bundle.clone(),
+        rootfs: spec
+            .root()
+            .as_ref()
+            .map(|r| r.path().clone())
+            .unwrap_or_default(),
+        annotations: spec.annotations().clone().unwrap_or_default(),
+        cgroups_path: recorded,
+        cgroup_paths: group.dirs().to_vec(),
+        config: spec,
+    };
+    // Recorded before anything is made, so that `delete --force` can remove what a
+    // crashed create leaves.
+    state::save(&g.root, &st)?;
+    let group = &*undo.group.insert(group);
+    let cg = |e: std::io::Error| format!("cgroup of container {id}: {e}");
+    group.create_all().map_err(cg)?;
+    if let Some(r) = st
+        .config
+        .linux()
+        .as_ref()
+        .and_then(|l| l.resources().as_ref())
+    {
+        group.set(r).map_err(cg)?;
+    }
+    group
+        .confine_devices(&device_rules(&st.config))
+        .map_err(cg)?;
+    let placement = group.placement().map_err(cg)?;
+    let fifo = state::fifo_path(&dir);
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o622))
+        .map_err(|e| format!("creating exec fifo {}: {e}", fifo.display()))?;
+    std::fs::set_permissions(&fifo, std::fs::Permissions::from_mode(0o622))
+        .map_err(|e| format!("exec fifo {}: {e}", fifo.display()))?;
+    let hooks = st.config.hooks().clone().unwrap_or_default();
+    let state_json = |pid: i32, status_: &str| status::hook_json(&st, status_, pid);
+    let created = container::create(
+        &container::Create {
+            id,
+            spec: &st.config,
+            cgroup: &placement,
+            exec_fifo: &fifo,
+            console_socket: console.as_ref().map(|c| c.as_fd()),
+            preserve_fds: o.preserve_fds,
+            no_pivot: o.no_pivot,
+            no_new_keyring: o.no_new_keyring,
+            state_json: &state_json,
+        },
+        &mut |pid| {
+            let json = status::hook_json(&st, "creating", pid);
+            hooks::run(
+                "prestart",
+                hooks.prestart().as_deref().unwrap_or(&[]),
+                &json,
+            )?;
+            hooks::run(
+                "createRuntime",
+                hooks.create_runtime().as_deref().unwrap_or(&[]),
+                &json,
+            )
+        },
+    )
+    .map_err(|e| format!("container {id}: {e}"))?;
+    let start = crate::sys::proc::start_time(created.pid)
+        .ok_or_else(|| format!("container {id}: its process exited during create"))?;
+    if let Some(p) = &o.pid_file {
+        state::write_pid_file(p, created.pid)?;
+    }
+    st.init_process_pid = created.pid;
+    st.init_process_start = start;
+    st.creator = None;
+    state::save(&g.root, &st)?;
+    undo.armed = false;
+    Ok(Made {
+        state: st,
+        pidfd: created.pidfd,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn oci_versions_1_0_to_1_3_are_accepted() {
+        for ok in ["1.0.0", "1.0.2-dev", "1.1.0", "1.2.1", "1.3.0", "1.3.9+x"] {
+            assert!(check_version(ok).is_ok(), "{ok}");
+        }
+        for bad in ["0.9.0", "1.4.0", "2.0.0", "1.0", "", "x.y.z"] {
+            assert!(check_version(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn socket_activation_fds_only_when_meant_for_us() {
+        let me = std::process::id().to_string();
+        assert_eq!(listen_fds(Some(&me), Some("2")), 2);
+        assert_eq!(listen_fds(Some("1"), Some("2")), 0);
+        assert_eq!(listen_fds(None, Some("2")), 0);
+        assert_eq!(listen_fds(Some(&me), None), 0);
+    }
+
+    #[test]
+    fn times_as_go_prints_them() {
+        assert_eq!(rfc3339_go(1_500_000_000), "1970-01-01T00:00:01.5Z");
+        assert_eq!(rfc3339_go(2_000_000_000), "1970-01-01T00:00:02Z");
+        assert_eq!(rfc3339_go(123), "1970-01-01T00:00:00.000000123Z");
+    }
+
+    #[test]
+    fn device_rules_deny_first_and_keep_the_defaults_after_the_spec() {
+        let spec: Spec = serde_json::from_value(serde_json::json!({
+            "ociVersion": "1.0.2",
+            "root": {"path": "rootfs"},
+            "linux": {
+                "resources": {"devices": [{"allow": false, "access": "rwm"},
+                                          {"allow": true, "type": "c", "major": 10, "minor": 200, "access": "rw"}]},
+                "devices": [{"path": "/dev/fuse", "type": "c", "major": 10, "minor": 229}]
+            }
+        }))
+        .unwrap();
+        let rules = device_rules(&spec);
+        assert!(!rules[0].allow && rules[0].kind == 'a');
+        assert_eq!(rules[2].v1_line(), "c 10:200 rw");
+        let null = rules
+            .iter()
+            .position(|r| r.v1_line() == "c 1:3 rwm")
+            .unwrap();
+        assert!(null > 2);
+        assert_eq!(rules.last().unwrap().v1_line(), "c 10:229 rwm");
+    }
+
+    #[test]
+    fn a_bundle_without_rootfs_or_config_is_refused() {
+        let tmp = std::env::temp_dir().join(format!("runc-create-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        std::fs::create_dir_all(&tmp).unwrap();
+        assert!(load_spec(&tmp).unwrap_err().contains("not found"));
+        std::fs::write(
+            tmp.join("config.json"),
+            r#"{"ociVersion":"1.0.2","root":{"path":"rootfs"},"process":{"cwd":"/","args":["sh"]}}"#,
+        )
+        .unwrap();
+        let e = load_spec(&tmp).unwrap_err();
+        assert!(e.contains("process: missing field `user`"), "{e}");
+        std::fs::write(
+            tmp.join("config.json"),
+            r#"{"ociVersion":"1.0.2","root":{"path":"rootfs"},"process":{"cwd":"/","args":["sh"],"user":{"uid":0,"gid":0}}}"#,
+        )
+        .unwrap();
+        let e = load_spec(&tmp).unwrap_err();
+        assert!(e.contains("does not exist"), "{e}");
+        std::fs::create_dir(tmp.join("rootfs")).unwrap();
+        let spec = load_spec(&tmp).unwrap();
+        assert_eq!(spec.root().as_ref().unwrap().path(), &tmp.join("rootfs"));
+        std::fs::write(
+            tmp.join("config.json"),
+            r#"{"ociVersion":"2.0.0","root":{"path":"rootfs"},"process":{"cwd":"/","args":["sh"],"user":{"uid":0,"gid":0}}}"#,
+        )
+        .unwrap();
+        assert!(load_spec(&tmp)
+            .unwrap_err()
+            .contains("unsupported ociVersion"));
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
+}

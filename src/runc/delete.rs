@@ -1,0 +1,87 @@
+//! `delete`: remove a stopped (or created) container: its processes, its cgroup, its
+//! poststop hooks, its state. A running one only with `--force`.
+
+use super::cli::{bool_, Args, Flag};
+use super::state::{self, Root, State};
+use super::status::{self, Status};
+use super::{log, Globals};
+
+pub const FLAGS: &[Flag] = &[bool_(
+    &["force", "f"],
+    "Forcibly deletes the container if it is still running (uses SIGKILL)",
+)];
+
+pub fn verb(g: &Globals, a: &Args) -> Result<(), String> {
+    let id = a.exactly_one("delete")?;
+    state::validate_id(id)?;
+    let force = a.on("force");
+    let s = match state::load(&g.root, id) {
+        Ok(s) => s,
+        Err(e) => {
+            // A directory without state.json: a create that failed before writing it.
+            // One whose create still runs (and holds the lock) is left alone.
+            let dir = g.root.dir(id);
+            if dir.is_dir() {
+                if let Ok(Some(_lock)) = state::try_lock(&g.root, id) {
+                    if !state::state_file(&dir).exists() {
+                        let _ = std::fs::remove_dir_all(&dir);
+                    }
+                }
+            }
+            // As runc 1.1: forcing the removal of what is not there is no error.
+            return if force && e == "container does not exist" {
+                Ok(())
+            } else {
+                Err(e)
+            };
+        }
+    };
+    let _lock = state::lock(&g.root, id)?;
+    // Read again under the lock: another verb may have changed it meanwhile.
+    let s = state::load(&g.root, id).unwrap_or(s);
+    match status::of(&g.root, &s) {
+        Status::Stopped | Status::Created => {}
+        other if !force => {
+            return Err(format!(
+                "cannot delete container {id} that is not stopped: {}",
+                other.as_str()
+            ))
+        }
+        _ => {}
+    }
+    destroy(&g.root, &s)
+}
+
+/// Kill whatever is left of the container, remove its cgroup, run its poststop hooks
+/// (their failures are warnings) and remove its state.
+pub fn destroy(root: &Root, s: &State) -> Result<(), String> {
+    if let Ok(fd) = crate::sys::pidfd::open(s.init_process_pid) {
+        if status::alive(s.init_process_pid, s.init_process_start) {
+            let _ = crate::sys::pidfd::send_signal(&fd, libc::SIGKILL);
+        }
+    }
+    match super::cgroup::open(&s.id, s.cgroups_path.as_deref(), &s.cgroup_paths) {
+        Ok(group) => group
+            .destroy()
+            .map_err(|e| format!("deleting container {}: {e}", s.id))?,
+        Err(e) => {
+            log::debug(&e);
+            super::cgroup::remove_recorded(&s.id, &s.cgroup_paths)?
+        }
+    }
+    let poststop = s
+        .config
+        .hooks()
+        .as_ref()
+        .and_then(|h| h.poststop().clone())
+        .unwrap_or_default();
+    if let Err(e) = crate::runtime::hooks::run(
+        "poststop",
+        &poststop,
+        &status::hook_json(s, "stopped", s.init_process_pid),
+    ) {
+        log::warn(&format!("container {}: {e}", s.id));
+    }
+    let dir = root.dir(&s.id);
+    std::fs::remove_dir_all(&dir).map_err(|e| format!("removing {}: {e}", dir.display()))
+}

@@ -1,0 +1,72 @@
+//! `kill`: a signal to the container's init (through a pidfd checked against its start
+//! time), or with `--all` to every process in its cgroup.
+
+use super::cli::{bool_, Args, Flag};
+use super::state;
+use super::status::{self, Status};
+use super::Globals;
+
+pub const FLAGS: &[Flag] = &[bool_(
+    &["all", "a"],
+    "send the specified signal to all processes inside the container",
+)];
+
+/// A signal as runc takes it: a name with or without `SIG`, in any case, or a number.
+pub fn parse_signal(s: &str) -> Result<i32, String> {
+    crate::bundle::signal::parse(&s.to_ascii_uppercase())
+        .map_err(|_| format!("unknown signal {s:?}"))
+}
+
+pub fn verb(g: &Globals, a: &Args) -> Result<(), String> {
+    let (id, sig) = match a.pos.as_slice() {
+        [id] => (id, "SIGTERM"),
+        [id, sig] => (id, sig.as_str()),
+        _ => return Err("\"kill\" requires a minimum of 1 and a maximum of 2 argument(s)".into()),
+    };
+    let sig = parse_signal(sig)?;
+    let _lock = state::lock(&g.root, id)?;
+    let s = state::load(&g.root, id)?;
+    let now = status::of(&g.root, &s);
+    let group = || super::cgroup::open(&s.id, s.cgroups_path.as_deref(), &s.cgroup_paths);
+    if a.on("all") {
+        // As runc: what is left in a stopped container's cgroup is signalled too.
+        let group = group()?;
+        if sig == libc::SIGKILL {
+            // Frozen processes (a paused container) die only once thawed: kill_all does.
+            group.kill_all();
+            return Ok(());
+        }
+        for pid in group.pids() {
+            // SAFETY: kill(2) of a pid listed in the container's cgroup just now.
+            unsafe { libc::kill(pid, sig) };
+        }
+        return Ok(());
+    }
+    if now == Status::Stopped {
+        return Err("container not running".into());
+    }
+    let pidfd = super::start::open_init(&s)?;
+    crate::sys::pidfd::send_signal(&pidfd, sig)
+        .map_err(|e| format!("container {id}: sending signal {sig}: {e}"))?;
+    if now == Status::Paused && sig == libc::SIGKILL {
+        // A frozen process dies only once thawed (v1): as runc, thaw for SIGKILL alone.
+        group()?
+            .thaw()
+            .map_err(|e| format!("container {id}: thawing after SIGKILL: {e}"))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signals_by_name_in_any_case_or_number() {
+        assert_eq!(parse_signal("KILL"), Ok(9));
+        assert_eq!(parse_signal("sigterm"), Ok(15));
+        assert_eq!(parse_signal("SIGUSR1"), Ok(libc::SIGUSR1));
+        assert_eq!(parse_signal("9"), Ok(9));
+        assert!(parse_signal("NOPE").is_err());
+    }
+}

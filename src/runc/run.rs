@@ -1,0 +1,95 @@
+//! `run`: create and start; then, unless detached, wait for the container's process in
+//! the foreground and delete the container (unless `--keep`), exiting with its status.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use super::cli::{bool_, Args, Flag};
+use super::create::{self, Options};
+use super::{delete, log, start, state, wait, Globals};
+
+pub const FLAGS: &[Flag] = &[
+    create::BUNDLE,
+    create::CONSOLE_SOCKET,
+    bool_(&["detach", "d"], "detach from the container's process"),
+    bool_(&["keep"], "do not delete the container after it exits"),
+    create::PID_FILE,
+    bool_(
+        &["no-subreaper"],
+        "disable the use of the subreaper used to reap reparented processes",
+    ),
+    create::NO_PIVOT,
+    create::NO_NEW_KEYRING,
+    create::PRESERVE_FDS,
+];
+
+pub fn verb(g: &Globals, a: &Args) -> Result<i32, String> {
+    let o = Options::from_args("run", a)?;
+    let spec = create::load_spec(&o.bundle)?;
+    let detach = a.on("detach");
+    if o.console_socket.is_some() && !detach && !create::terminal(&spec) {
+        return Err("cannot use console socket if runc will not detach or allocate tty".into());
+    }
+    // A terminal without a console socket in the foreground: we take its master ourselves
+    // on a socket pair and relay it, as runc does.
+    let (console, ours) = match &o.console_socket {
+        Some(p) => (Some(create::connect_console(p)?), None),
+        None if create::terminal(&spec) && detach => {
+            return Err(
+                "cannot allocate tty if runc will detach without setting console socket".into(),
+            )
+        }
+        None if create::terminal(&spec) => {
+            let (ours, theirs) = std::os::unix::net::UnixStream::pair()
+                .map_err(|e| format!("console socket pair: {e}"))?;
+            (Some(OwnedFd::from(theirs)), Some(ours))
+        }
+        None => (None, None),
+    };
+    if !detach && !a.on("no-subreaper") {
+        // SAFETY: prctl with integer arguments.
+        unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    }
+    let made = create::create(g, &o, spec, console)?;
+    let fail = |e: String| -> String {
+        if let Err(d) = delete::destroy(&g.root, &made.state) {
+            log::warn(&d);
+        }
+        e
+    };
+    let master = match ours {
+        Some(sock) => Some(receive_master(&sock, &o.id).map_err(fail)?),
+        None => None,
+    };
+    start::start(&g.root, &made.state).map_err(fail)?;
+    if detach {
+        return Ok(0);
+    }
+    let code = wait::foreground(made.state.init_process_pid, &made.pidfd, master)?;
+    // Deleted unless kept, or deleted meanwhile by another verb (`delete --force`).
+    if !a.on("keep") {
+        if let Ok(_lock) = state::lock(&g.root, &o.id) {
+            if state::load(&g.root, &o.id).is_ok() {
+                delete::destroy(&g.root, &made.state)?;
+            }
+        }
+    }
+    Ok(code)
+}
+
+/// The terminal's master, which the container's process sent on our end of the pair.
+fn receive_master(sock: &std::os::unix::net::UnixStream, id: &str) -> Result<OwnedFd, String> {
+    // Sent while the process was set up, before create returned: the bound on the wait
+    // only guards against a process that never sends it.
+    let mut fds = [libc::pollfd {
+        fd: sock.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    }];
+    // SAFETY: poll on one pollfd of ours.
+    unsafe { libc::poll(fds.as_mut_ptr(), 1, 10_000) };
+    match crate::sys::pty::recv_fd(sock.as_raw_fd()) {
+        Ok(Some((_, Some(fd)))) => Ok(fd),
+        Ok(_) => Err(format!("container {id}: no terminal was sent")),
+        Err(e) => Err(format!("container {id}: receiving its terminal: {e}")),
+    }
+}

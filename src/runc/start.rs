@@ -1,0 +1,118 @@
+//! `start`: open the exec fifo for reading, which lets the created container's process
+//! exec its program; then the poststart hooks.
+
+use std::io::Read;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt;
+
+use super::cli::Args;
+use super::state::{self, Root, State};
+use super::status::{self, Status};
+use super::Globals;
+use crate::runtime::hooks;
+
+pub fn verb(g: &Globals, a: &Args) -> Result<(), String> {
+    let id = a.exactly_one("start")?;
+    // No lock: the wait at the fifo may be long (a frozen process), and a `delete` meanwhile
+    // must not wait for it. Two starts at once are told apart by the fifo: one reads the
+    // byte, the other finds it closed.
+    let s = state::load(&g.root, id)?;
+    start(&g.root, &s)
+}
+
+/// Start a created container.
+pub fn start(root: &Root, s: &State) -> Result<(), String> {
+    match status::of(root, s) {
+        Status::Created => {}
+        Status::Stopped => return Err("cannot start a container that has stopped".into()),
+        Status::Running => return Err("cannot start an already running container".into()),
+        other => {
+            return Err(format!(
+                "cannot start a container in the {} state",
+                other.as_str()
+            ))
+        }
+    }
+    let pidfd = open_init(s)?;
+    let fifo = state::fifo_path(&root.dir(&s.id));
+    // Non-blocking: the open does not wait for a writer, so a process that died before it
+    // reached the fifo cannot hang us; the wait below watches the fifo and the process.
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(&fifo)
+        .map_err(|e| format!("opening exec fifo {}: {e}", fifo.display()))?;
+    let got =
+        await_fifo(&mut f, &pidfd).map_err(|e| format!("container {}: exec fifo: {e}", s.id))?;
+    if !got {
+        return Err("cannot start an already running container".into());
+    }
+    std::fs::remove_file(&fifo)
+        .map_err(|e| format!("removing exec fifo {}: {e}", fifo.display()))?;
+    let poststart = s
+        .config
+        .hooks()
+        .as_ref()
+        .and_then(|h| h.poststart().clone())
+        .unwrap_or_default();
+    if let Err(e) = hooks::run(
+        "poststart",
+        &poststart,
+        &status::hook_json(s, "running", s.init_process_pid),
+    ) {
+        // As runc: a failed poststart hook ends the container and the verb fails.
+        let _ = crate::sys::pidfd::send_signal(&pidfd, libc::SIGKILL);
+        return Err(format!("container {}: {e}", s.id));
+    }
+    Ok(())
+}
+
+/// A pidfd of the container's init, checked to be that process and not a reuse of its pid.
+pub fn open_init(s: &State) -> Result<OwnedFd, String> {
+    let fd = crate::sys::pidfd::open(s.init_process_pid).map_err(|_| "container not running")?;
+    if !status::alive(s.init_process_pid, s.init_process_start) {
+        return Err("container not running".into());
+    }
+    Ok(fd)
+}
+
+/// Wait until the process writes to the fifo (true) or closes it without writing (false);
+/// its death first is an error.
+fn await_fifo(f: &mut std::fs::File, pidfd: &OwnedFd) -> std::io::Result<bool> {
+    loop {
+        let mut fds = [
+            libc::pollfd {
+                fd: f.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: pidfd.as_fd().as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        // SAFETY: poll on two pollfds of ours.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if fds[0].revents != 0 {
+            let mut buf = [0u8; 1];
+            return match f.read(&mut buf) {
+                Ok(n) => Ok(n > 0),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                Err(e) => Err(e),
+            };
+        }
+        if fds[1].revents != 0 {
+            return Err(std::io::Error::other(
+                "the container's process exited before it was started",
+            ));
+        }
+    }
+}
