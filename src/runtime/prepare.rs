@@ -84,6 +84,11 @@ pub struct Standalone {
     /// The exec fifo, opened O_PATH: reopened for writing through /proc/self/fd, which
     /// blocks until `start` reads it.
     pub fifo: RawFd,
+    /// The creator's fds the child needs until exec (the sync socket, the fifo, the
+    /// console socket, a user namespace's); every other fd above the preserved ones is
+    /// closed first thing, so that nothing of the creator's (its lock on the state
+    /// directory) stays held while the process waits for `start`.
+    pub keep: Vec<RawFd>,
     /// A user namespace given by path, joined first.
     pub user_ns: Option<RawFd>,
     /// In a user namespace of its own or joined: become its root once the maps exist, so

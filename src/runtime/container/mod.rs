@@ -89,6 +89,15 @@ pub fn create(
     p.standalone = Some(Standalone {
         sync: child_end.as_raw_fd(),
         fifo: fifo.as_raw_fd(),
+        keep: [
+            Some(child_end.as_raw_fd()),
+            Some(fifo.as_raw_fd()),
+            ns.user_path.as_ref().map(|f| f.as_raw_fd()),
+            c.console_socket.map(|s| s.as_raw_fd()),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
         user_ns: ns.user_path.as_ref().map(|f| f.as_raw_fd()),
         become_root: ns.new_user || ns.user_path.is_some(),
         runtime_hooks: hooks.prestart().as_ref().is_some_and(|h| !h.is_empty())

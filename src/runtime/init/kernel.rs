@@ -84,6 +84,8 @@ pub trait Kernel {
     fn setrlimit(&self, res: libc::__rlimit_resource_t, soft: u64, hard: u64) -> io::Result<()>;
     /// Mark every fd from `first` on close-on-exec.
     fn close_range_cloexec(&self, first: u32);
+    /// Close every fd from `first` on but those in `keep`.
+    fn close_fds_except(&self, first: u32, keep: &[RawFd]);
     fn setgroups(&self, groups: &[libc::gid_t]) -> io::Result<()>;
     /// `PR_SET_KEEPCAPS`.
     fn keep_caps(&self, on: bool) -> io::Result<()>;
@@ -313,6 +315,22 @@ impl Kernel for Linux {
                 libc::CLOSE_RANGE_CLOEXEC,
             )
         };
+    }
+    fn close_fds_except(&self, first: u32, keep: &[RawFd]) {
+        let mut keep: Vec<u32> = keep
+            .iter()
+            .filter_map(|&f| u32::try_from(f).ok())
+            .filter(|&f| f >= first)
+            .collect();
+        keep.sort_unstable();
+        let mut lo = first;
+        for k in keep.into_iter().chain([u32::MAX]) {
+            if k > lo {
+                // SAFETY: close_range on fds of this process that nothing here uses.
+                unsafe { libc::syscall(libc::SYS_close_range, lo, k - 1, 0) };
+            }
+            lo = k.saturating_add(1);
+        }
     }
     #[inline]
     fn setgroups(&self, groups: &[libc::gid_t]) -> io::Result<()> {

@@ -49,7 +49,7 @@ fn setup<K: Kernel>(k: &K, p: &Prepared, cgroup_tasks: &[PathBuf]) -> Result<Nev
     // A container of its own waits for its creator first: its user namespace's maps, its
     // cgroup and the state its hooks are given.
     let states = match &p.standalone {
-        Some(s) => Some(standalone::wait_for_go(k, s)?),
+        Some(s) => Some(standalone::wait_for_go(k, s, p.keep_fds)?),
         None => None,
     };
     // Into our cgroups before anything else, so that all we do is accounted there and the

@@ -144,6 +144,9 @@ impl Kernel for Recorder {
     fn close_range_cloexec(&self, first: u32) {
         let _ = self.log("close_range_cloexec", format_args!("{first}"));
     }
+    fn close_fds_except(&self, first: u32, keep: &[RawFd]) {
+        let _ = self.log("close_fds_except", format_args!("{first} {keep:?}"));
+    }
     fn setgroups(&self, groups: &[libc::gid_t]) -> io::Result<()> {
         self.log("setgroups", format_args!("{groups:?}"))
     }

@@ -18,7 +18,12 @@ pub struct States {
     pub created: String,
 }
 
-pub(super) fn wait_for_go<K: Kernel>(k: &K, s: &Standalone) -> Result<States, String> {
+pub(super) fn wait_for_go<K: Kernel>(
+    k: &K,
+    s: &Standalone,
+    keep_fds: u32,
+) -> Result<States, String> {
+    k.close_fds_except(3 + keep_fds, &s.keep);
     if let Some(fd) = s.user_ns {
         k.setns(fd, libc::CLONE_NEWUSER)
             .map_err(|e| format!("joining the user namespace: {e}"))?;

@@ -298,6 +298,7 @@ fn standalone(extra: serde_json::Value, runtime_hooks: bool, no_pivot: bool) -> 
     p.standalone = Some(crate::runtime::prepare::Standalone {
         sync: 7,
         fifo: 8,
+        keep: vec![7, 8],
         user_ns: None,
         become_root: true,
         runtime_hooks,
@@ -320,7 +321,7 @@ fn a_container_of_its_own_waits_for_go_runs_hooks_before_pivot_and_waits_at_the_
     );
     p.hostname = Some(c"box".into());
     let (calls, err) = run(&k, &p);
-    assert!(calls[0].starts_with("sync_recv 7"), "{calls:#?}");
+    assert_eq!(calls[0], "close_fds_except 3 [7, 8]", "{calls:#?}");
     assert_order(
         &calls,
         &[
