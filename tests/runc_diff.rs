@@ -61,6 +61,13 @@ fn normalise(out: &str, b: &Bundle, id: &str, words: &[(String, &str)]) -> Secti
             "status" if line.starts_with("SigQ:") => {
                 lines.push(format!("SigQ: {}", line.split('/').nth(1).unwrap_or("")))
             }
+            // A deliberate difference: runc's init, a Go program, leaves signal 32 (glibc's
+            // SIGCANCEL) ignored and the container inherits that across exec; podinit sets
+            // every ignored signal back to its default (docs/architecture.md §3).
+            "status" if line.starts_with("SigIgn:") => {
+                let mask = u64::from_str_radix(line["SigIgn:".len()..].trim(), 16).unwrap_or(0);
+                lines.push(format!("SigIgn:\t{:016x}", mask & !(1 << 31)))
+            }
             _ => lines.push(line.to_string()),
         }
     }

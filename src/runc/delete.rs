@@ -78,7 +78,8 @@ pub fn destroy(root: &Root, s: &State) -> Result<(), String> {
     if let Err(e) = crate::runtime::hooks::run(
         "poststop",
         &poststop,
-        &status::hook_json(s, "stopped", s.init_process_pid),
+        // The process is gone: runc's poststop state has no pid.
+        &status::hook_json(s, "stopped", 0),
     ) {
         log::warn(&format!("container {}: {e}", s.id));
     }

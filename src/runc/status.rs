@@ -117,6 +117,8 @@ pub fn hook_json(s: &State, status: &str, pid: i32) -> String {
         oci_version: &'a str,
         id: &'a str,
         status: &'a str,
+        // Go's `omitempty`, as runc's specs.State: no pid for a process that is gone.
+        #[serde(skip_serializing_if = "is_zero")]
         pid: i32,
         bundle: &'a Path,
         #[serde(skip_serializing_if = "HashMap::is_empty")]
@@ -131,6 +133,10 @@ pub fn hook_json(s: &State, status: &str, pid: i32) -> String {
         annotations: &s.annotations,
     })
     .unwrap_or_default()
+}
+
+fn is_zero(pid: &i32) -> bool {
+    *pid == 0
 }
 
 /// JSON as Go's encoder writes it: `<`, `>`, `&`, U+2028 and U+2029 escaped. They can only

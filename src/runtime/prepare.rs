@@ -38,6 +38,8 @@ pub struct Prepared {
     /// `console_sock` (the start-result socket).
     pub terminal: bool,
     pub console_sock: RawFd,
+    /// `process.consoleSize` (rows, columns), set on the new terminal.
+    pub console_size: Option<(u16, u16)>,
     /// Exec into a running container: the pidfd of its main process, whose mount (and
     /// cgroup) namespaces the child joins instead of building a root filesystem.
     pub join: Option<RawFd>,
@@ -294,6 +296,10 @@ impl Prepared {
             keep_fds: 0,
             terminal: process.terminal().unwrap_or(false),
             console_sock: -1,
+            console_size: process
+                .console_size()
+                .as_ref()
+                .map(|b| (b.height() as u16, b.width() as u16)),
             join: None,
             new_pid_ns,
             new_cgroup_ns,

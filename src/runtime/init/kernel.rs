@@ -44,7 +44,7 @@ pub trait Kernel {
     fn setns(&self, fd: RawFd, nstype: libc::c_int) -> io::Result<()>;
     /// Make a new terminal of this mount namespace's devpts the process's 0–2 and its
     /// controlling terminal, and send its master on the Unix socket `sock`.
-    fn console(&self, sock: RawFd) -> io::Result<()>;
+    fn console(&self, sock: RawFd, size: Option<(u16, u16)>) -> io::Result<()>;
 
     fn mount(
         &self,
@@ -170,10 +170,13 @@ impl Kernel for Linux {
         ok(unsafe { libc::dup2(fd, target) })
     }
     #[inline]
-    fn console(&self, sock: RawFd) -> io::Result<()> {
+    fn console(&self, sock: RawFd, size: Option<(u16, u16)>) -> io::Result<()> {
         use crate::sys::pty;
         let (master, slave) = pty::open()?;
         let res = (|| {
+            if let Some((rows, cols)) = size {
+                pty::set_size(slave, rows, cols)?;
+            }
             for target in 0..3 {
                 // SAFETY: dup2 of our slave onto 0..2.
                 ok(unsafe { libc::dup2(slave, target) })?;

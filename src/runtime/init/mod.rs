@@ -77,7 +77,7 @@ fn setup<K: Kernel>(k: &K, p: &Prepared, cgroup_tasks: &[PathBuf]) -> Result<Nev
         k.setns(target, ns | p.join_flags)
             .map_err(|e| format!("joining the container's namespaces: {e}"))?;
         if p.terminal {
-            k.console(p.console_sock)
+            k.console(p.console_sock, p.console_size)
                 .map_err(|e| format!("setting up the terminal (process.terminal): {e}"))?;
         }
         return finish(k, p, None);
@@ -87,13 +87,9 @@ fn setup<K: Kernel>(k: &K, p: &Prepared, cgroup_tasks: &[PathBuf]) -> Result<Nev
         (Some(s), Some(st)) => standalone::before_pivot(k, s, st),
         _ => Ok(()),
     })?;
-    for (path, value) in &p.sysctl {
-        k.write_file(path, value.as_bytes())
-            .map_err(|e| format!("sysctl {}: {e}", path.display()))?;
-    }
     if p.terminal {
         // After the root is in place: the terminal comes from the container's own devpts.
-        k.console(p.console_sock)
+        k.console(p.console_sock, p.console_size)
             .map_err(|e| format!("setting up the terminal (process.terminal): {e}"))?;
     }
     finish(k, p, states.as_ref())

@@ -61,6 +61,11 @@ pub(super) fn rootfs<K: Kernel>(k: &K, p: &Prepared, before_pivot: impl FnOnce()
             .map_err(|e| format!("detaching the old root: {e}"))?;
     }
     k.chdir(c"/").map_err(|e| format!("chdir /: {e}"))?;
+    // Before the read-only paths, which usually include /proc/sys (runc's order).
+    for (path, value) in &p.sysctl {
+        k.write_file(path, value.as_bytes())
+            .map_err(|e| format!("sysctl {}: {e}", path.display()))?;
+    }
     for path in &p.masked {
         mask(k, path)?;
     }

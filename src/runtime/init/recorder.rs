@@ -57,8 +57,8 @@ impl Kernel for Recorder {
     fn set_stdio(&self, fd: RawFd, target: RawFd) -> io::Result<()> {
         self.log("set_stdio", format_args!("{fd} {target}"))
     }
-    fn console(&self, sock: RawFd) -> io::Result<()> {
-        self.log("console", format_args!("{sock}"))
+    fn console(&self, sock: RawFd, size: Option<(u16, u16)>) -> io::Result<()> {
+        self.log("console", format_args!("{sock} {size:?}"))
     }
     fn setns(&self, fd: RawFd, nstype: libc::c_int) -> io::Result<()> {
         self.log("setns", format_args!("{fd} {nstype:#x}"))

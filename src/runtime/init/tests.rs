@@ -98,7 +98,7 @@ fn the_cgroup_is_joined_first_and_exec_comes_last() {
 }
 
 #[test]
-fn mounts_come_before_pivot_root_and_masked_and_read_only_paths_after() {
+fn mounts_come_before_pivot_root_and_sysctls_masked_and_read_only_paths_after() {
     let k = recorder();
     let (calls, _) = run(&k, &prepared(serde_json::json!({})));
     assert_order(
@@ -115,6 +115,8 @@ fn mounts_come_before_pivot_root_and_masked_and_read_only_paths_after() {
             "pivot_root",
             "detach .",
             "chdir /",
+            // Sysctls before /proc/sys is made read-only, as runc writes them.
+            "write_file /proc/sys/net/ipv4/ip_forward 1",
             "mount /dev/null /proc/kcore",
             "mount tmpfs /proc/acpi tmpfs",
             "mount /proc/sys /proc/sys",
@@ -122,7 +124,6 @@ fn mounts_come_before_pivot_root_and_masked_and_read_only_paths_after() {
                 "mount - / - {:#x}",
                 libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY
             ),
-            "write_file /proc/sys/net/ipv4/ip_forward 1",
             "close_range_cloexec",
         ],
     );
