@@ -52,6 +52,9 @@ fn normalise(out: &str, b: &Bundle, id: &str, words: &[(String, &str)]) -> Secti
         };
         match name.as_str() {
             "mountinfo" => lines.push(mount_line(line)),
+            // A deliberate difference: in the foreground, runc relays stdin through a pipe
+            // of its own (its setupProcessPipes); podinit gives the container the caller's.
+            "fds" if line.contains(" 0 -> ") => lines.push("0 -> STDIN".into()),
             "fds" => {
                 if let Some(l) = fd_line(line) {
                     lines.push(l)

@@ -34,6 +34,9 @@ pub struct Prepared {
     pub personality: Option<libc::c_ulong>,
     /// fds 3..3+N stay open across exec (`--preserve-fds`).
     pub keep_fds: u32,
+    /// Without HOME in the environment, set it from the container's /etc/passwd (runc's
+    /// rule; "/" when the user has no entry).
+    pub default_home: bool,
     /// `process.terminal`: 0–2 become a new terminal, whose master is sent on
     /// `console_sock` (the start-result socket).
     pub terminal: bool,
@@ -243,7 +246,9 @@ impl Prepared {
         }
         let user = process.user();
         let mut groups: Vec<libc::gid_t> = user.additional_gids().clone().unwrap_or_default();
-        if !groups.contains(&user.gid()) {
+        // A pod's container also has its primary group among its groups, as the CRI gives
+        // it; runc sets `additionalGids` as they are.
+        if kinds == Namespaces::Pod && !groups.contains(&user.gid()) {
             groups.insert(0, user.gid());
         }
         let env: Vec<String> = process.env().clone().unwrap_or_default();
@@ -294,6 +299,7 @@ impl Prepared {
             domainname: uts(spec.domainname(), "domainname")?,
             personality,
             keep_fds: 0,
+            default_home: kinds == Namespaces::Any && !env.iter().any(|e| e.starts_with("HOME=")),
             terminal: process.terminal().unwrap_or(false),
             console_sock: -1,
             console_size: process

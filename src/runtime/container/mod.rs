@@ -4,6 +4,7 @@
 //! meanwhile and the process is re-parented to the caller's subreaper. [`exec`] starts a
 //! further process in a running container, joining its namespaces through its pidfd.
 
+mod cgroup_mount;
 mod id_maps;
 mod namespaces;
 
@@ -72,6 +73,7 @@ pub fn create(
     // child once it is in its cgroup, so that it is rooted there.
     p.new_cgroup_ns = ns.new_cgroup;
     p.keep_fds = c.preserve_fds;
+    p.mounts = cgroup_mount::expand(std::mem::take(&mut p.mounts), spec, c.cgroup);
     let hooks = spec.hooks().clone().unwrap_or_default();
     let fifo = nix::fcntl::open(
         c.exec_fifo,

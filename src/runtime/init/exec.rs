@@ -25,10 +25,29 @@ pub(super) fn find<'p, K: Kernel>(k: &K, p: &'p Prepared) -> Result<&'p CStr, St
     ))
 }
 
+/// `HOME=<dir>` of `uid` in the container's /etc/passwd, `HOME=/` without an entry.
+fn home_of<K: Kernel>(k: &K, uid: u32) -> std::ffi::CString {
+    let passwd = k
+        .read_file(std::path::Path::new("/etc/passwd"))
+        .unwrap_or_default();
+    let dir = String::from_utf8_lossy(&passwd)
+        .lines()
+        .map(|l| l.split(':').collect::<Vec<_>>())
+        .find(|f| f.len() >= 6 && f[2].parse() == Ok(uid))
+        .map(|f| f[5].to_string())
+        .filter(|d| !d.is_empty())
+        .unwrap_or_else(|| "/".into());
+    std::ffi::CString::new(format!("HOME={dir}")).unwrap_or_default()
+}
+
 pub(super) fn exec<K: Kernel>(k: &K, p: &Prepared, exe: &CStr) -> Result<Never, String> {
     let mut argv: Vec<*const libc::c_char> = p.argv.iter().map(|a| a.as_ptr()).collect();
     argv.push(std::ptr::null());
     let mut envp: Vec<*const libc::c_char> = p.env.iter().map(|a| a.as_ptr()).collect();
+    let home = p.default_home.then(|| home_of(k, p.uid));
+    if let Some(h) = &home {
+        envp.push(h.as_ptr());
+    }
     envp.push(std::ptr::null());
     let e = k.execve(exe, &argv, &envp);
     Err(format!("exec: {:?}: {e}", exe.to_string_lossy()))

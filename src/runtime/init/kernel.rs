@@ -62,6 +62,9 @@ pub trait Kernel {
     fn detach(&self, target: &CStr) -> io::Result<()>;
     /// The filesystem type (`f_type` of statfs) of the mount holding `path`.
     fn statfs_type(&self, path: &CStr) -> io::Result<libc::__fsword_t>;
+    /// The `MS_*` flags of the mount holding `path` (statvfs's `f_flag`, whose `ST_*`
+    /// bits are the same).
+    fn mount_flags(&self, path: &CStr) -> io::Result<libc::c_ulong>;
     /// What `path` itself is; `None` when nothing is there (or it cannot be looked at).
     fn lstat(&self, path: &Path) -> Option<Kind>;
     /// What `path` is, its links followed.
@@ -74,6 +77,7 @@ pub trait Kernel {
     fn create_file(&self, path: &Path) -> io::Result<()>;
     fn remove_file(&self, path: &Path) -> io::Result<()>;
     fn write_file(&self, path: &Path, data: &[u8]) -> io::Result<()>;
+    fn read_file(&self, path: &Path) -> io::Result<Vec<u8>>;
     fn symlink(&self, target: &str, link: &Path) -> io::Result<()>;
     fn mknod(&self, path: &CStr, mode: libc::mode_t, major: u64, minor: u64) -> io::Result<()>;
     fn chown(&self, path: &CStr, uid: u32, gid: u32) -> io::Result<()>;
@@ -235,6 +239,14 @@ impl Kernel for Linux {
         Ok(st.f_type)
     }
     #[inline]
+    fn mount_flags(&self, path: &CStr) -> io::Result<libc::c_ulong> {
+        // SAFETY: statvfs into a zeroed struct, with a valid C string.
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        ok(unsafe { libc::statvfs(path.as_ptr(), &mut st) })?;
+        Ok(st.f_flag)
+    }
+    #[inline]
     fn lstat(&self, path: &Path) -> Option<Kind> {
         std::fs::symlink_metadata(path)
             .ok()
@@ -268,6 +280,10 @@ impl Kernel for Linux {
     #[inline]
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         std::fs::remove_file(path)
+    }
+    #[inline]
+    fn read_file(&self, path: &Path) -> io::Result<Vec<u8>> {
+        std::fs::read(path)
     }
     #[inline]
     fn write_file(&self, path: &Path, data: &[u8]) -> io::Result<()> {

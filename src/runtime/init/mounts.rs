@@ -231,7 +231,7 @@ fn mask<K: Kernel>(k: &K, path: &Path) -> R {
             path,
             Some("tmpfs"),
             libc::MS_RDONLY,
-            "size=0",
+            "",
         )
     } else {
         k.mount(Some(Path::new("/dev/null")), path, None, libc::MS_BIND, "")
@@ -245,21 +245,14 @@ fn readonly<K: Kernel>(k: &K, path: &Path) -> R {
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(()),
         r => r.map_err(|e| format!("read-only {}: {e}", path.display()))?,
     }
-    let flags = libc::MS_BIND
-        | libc::MS_REMOUNT
-        | libc::MS_RDONLY
-        | libc::MS_NOSUID
-        | libc::MS_NODEV
-        | libc::MS_NOEXEC;
+    // The mount keeps its own nosuid, nodev and noexec (runc's readonlyPath): a remount
+    // that dropped one would be refused in a user namespace, where they are locked.
+    let c = c_path(path)?;
+    let own = k
+        .mount_flags(&c)
+        .map_err(|e| format!("read-only {}: {e}", path.display()))?
+        & (libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC);
+    let flags = libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | own;
     k.mount(None, path, None, flags, "")
-        .or_else(|_| {
-            k.mount(
-                None,
-                path,
-                None,
-                libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY,
-                "",
-            )
-        })
         .map_err(|e| format!("read-only {}: {e}", path.display()))
 }
