@@ -16,6 +16,38 @@ pub fn resolve(cgroups_path: Option<&str>, id: &str) -> Result<(Group, Option<St
     Ok((g, recorded))
 }
 
+/// On a hybrid host (v1 with a v2 mount at /sys/fs/cgroup/unified) runc also puts the
+/// container in the unified hierarchy, where no controller acts but tools that read the
+/// `0::` line of /proc/<pid>/cgroup find it: that directory, or None on other hosts.
+pub fn unified_leaf(cgroups_path: Option<&str>, id: &str) -> Option<PathBuf> {
+    let mount = Path::new("/sys/fs/cgroup/unified");
+    if crate::sys::cgroup::unified() || !mount.join("cgroup.controllers").exists() {
+        return None;
+    }
+    let rel = match cgroups_path {
+        Some(p) if p.starts_with('/') => PathBuf::from(p.trim_start_matches('/')),
+        other => {
+            let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+            let own = own.lines().find_map(|l| l.strip_prefix("0::"))?;
+            Path::new(own.trim_start_matches('/')).join(other.unwrap_or(id))
+        }
+    };
+    (!rel.as_os_str().is_empty()).then(|| mount.join(rel))
+}
+
+/// Remove the unified-hierarchy leaf of a container whose processes are gone (bounded
+/// retries while the last ones are still being torn down).
+pub fn remove_unified_leaf(dir: &Path) {
+    for _ in 0..100 {
+        match std::fs::remove_dir(dir) {
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                std::thread::sleep(std::time::Duration::from_millis(10))
+            }
+            _ => return,
+        }
+    }
+}
+
 /// The group of a recorded container; it must be where create put it.
 pub fn open(id: &str, cgroups_path: Option<&str>, dirs: &[PathBuf]) -> Result<Group, String> {
     let g = CgroupRoot::for_oci_path(cgroups_path, id)

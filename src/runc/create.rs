@@ -229,6 +229,7 @@ pub fn rfc3339_go(unix_nanos: i128) -> String {
 struct Undo {
     dir: PathBuf,
     group: Option<Group>,
+    unified: Option<PathBuf>,
     armed: bool,
 }
 
@@ -241,6 +242,9 @@ impl Drop for Undo {
             if let Err(e) = g.destroy() {
                 log::warn(&format!("removing cgroup: {e}"));
             }
+        }
+        if let Some(u) = &self.unified {
+            cgroup::remove_unified_leaf(u);
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
@@ -259,6 +263,7 @@ pub fn create(
     let mut undo = Undo {
         dir: dir.clone(),
         group: None,
+        unified: None,
         armed: true,
     };
     let _lock = state::lock(&g.root, id)?;
@@ -303,7 +308,13 @@ pub fn create(
     group
         .confine_devices(&device_rules(&st.config))
         .map_err(cg)?;
-    let placement = group.placement().map_err(cg)?;
+    let mut placement = group.placement().map_err(cg)?;
+    if let Some(u) = cgroup::unified_leaf(st.cgroups_path.as_deref(), id) {
+        std::fs::create_dir_all(&u).map_err(cg)?;
+        // Written by the creator like the v1 `tasks` files: the whole process moves.
+        placement.tasks.push(u.join("cgroup.procs"));
+        undo.unified = Some(u);
+    }
     let fifo = state::fifo_path(&dir);
     nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o622))
         .map_err(|e| format!("creating exec fifo {}: {e}", fifo.display()))?;

@@ -69,6 +69,9 @@ pub fn destroy(root: &Root, s: &State) -> Result<(), String> {
             super::cgroup::remove_recorded(&s.id, &s.cgroup_paths)?
         }
     }
+    if let Some(u) = super::cgroup::unified_leaf(s.cgroups_path.as_deref(), &s.id) {
+        super::cgroup::remove_unified_leaf(&u);
+    }
     let poststop = s
         .config
         .hooks()

@@ -88,9 +88,13 @@ fn exec(g: &Globals, a: &Args) -> Result<i32, String> {
     spec.set_process(Some(process));
     let target = super::start::open_init(&s)?;
     let group = super::cgroup::open(&s.id, s.cgroups_path.as_deref(), &s.cgroup_paths)?;
-    let placement = group
+    let mut placement = group
         .placement()
         .map_err(|e| format!("cgroup of container {id}: {e}"))?;
+    if let Some(u) = super::cgroup::unified_leaf(s.cgroups_path.as_deref(), id) {
+        // The process writes "0" to it first thing, as to the v1 `tasks` files.
+        placement.tasks.push(u.join("cgroup.procs"));
+    }
     if !detach {
         // SAFETY: prctl with integer arguments.
         unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };

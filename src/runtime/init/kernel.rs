@@ -78,6 +78,9 @@ pub trait Kernel {
     fn remove_file(&self, path: &Path) -> io::Result<()>;
     fn write_file(&self, path: &Path, data: &[u8]) -> io::Result<()>;
     fn read_file(&self, path: &Path) -> io::Result<Vec<u8>>;
+    /// The mount point of the mount that holds `path` (the longest one above it in
+    /// /proc/self/mountinfo).
+    fn mount_point_of(&self, path: &Path) -> Option<PathBuf>;
     fn symlink(&self, target: &str, link: &Path) -> io::Result<()>;
     fn mknod(&self, path: &CStr, mode: libc::mode_t, major: u64, minor: u64) -> io::Result<()>;
     fn chown(&self, path: &CStr, uid: u32, gid: u32) -> io::Result<()>;
@@ -280,6 +283,14 @@ impl Kernel for Linux {
     #[inline]
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         std::fs::remove_file(path)
+    }
+    fn mount_point_of(&self, path: &Path) -> Option<PathBuf> {
+        let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+        text.lines()
+            .filter_map(|l| l.split(' ').nth(4))
+            .map(|m| PathBuf::from(m.replace("\\040", " ")))
+            .filter(|m| path.starts_with(m))
+            .max_by_key(|m| m.as_os_str().len())
     }
     #[inline]
     fn read_file(&self, path: &Path) -> io::Result<Vec<u8>> {

@@ -22,6 +22,16 @@ pub(super) fn rootfs<K: Kernel>(k: &K, p: &Prepared, before_pivot: impl FnOnce()
                 }
             )
         })?;
+    // pivot_root refuses a new root whose parent mount is shared: with a shared root
+    // propagation the parent of the rootfs becomes private first (runc's
+    // rootfsParentMountPrivate); the propagation asked for is given to / after the switch.
+    let shared = p.root_propagation & libc::MS_SHARED != 0;
+    if shared {
+        if let Some(parent) = p.root.parent().and_then(|d| k.mount_point_of(d)) {
+            k.mount(None, &parent, None, libc::MS_PRIVATE, "")
+                .map_err(|e| format!("making {} private: {e}", parent.display()))?;
+        }
+    }
     // pivot_root needs the root to be a mount point.
     k.mount(
         Some(&p.root),
@@ -61,6 +71,10 @@ pub(super) fn rootfs<K: Kernel>(k: &K, p: &Prepared, before_pivot: impl FnOnce()
             .map_err(|e| format!("detaching the old root: {e}"))?;
     }
     k.chdir(c"/").map_err(|e| format!("chdir /: {e}"))?;
+    if shared {
+        k.mount(None, Path::new("/"), None, p.root_propagation, "")
+            .map_err(|e| format!("applying the root propagation to /: {e}"))?;
+    }
     // Before the read-only paths, which usually include /proc/sys (runc's order).
     for (path, value) in &p.sysctl {
         k.write_file(path, value.as_bytes())
