@@ -32,16 +32,7 @@ impl Status {
 /// Whether process `pid` started at `start` still runs: not gone, not another process
 /// under a reused pid, not a zombie.
 pub fn alive(pid: i32, start: u64) -> bool {
-    if pid <= 0 || crate::sys::proc::start_time(pid) != Some(start) {
-        return false;
-    }
-    !matches!(proc_state(pid), Some('Z') | Some('X') | Some('x') | None)
-}
-
-/// The state letter of `/proc/<pid>/stat` (field 3).
-fn proc_state(pid: i32) -> Option<char> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    text[text.rfind(')')? + 1..].trim_start().chars().next()
+    pid > 0 && crate::sys::proc::is_running(pid, start)
 }
 
 /// The status of a recorded container.

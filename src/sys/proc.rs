@@ -47,6 +47,15 @@ pub fn mountinfo(pid: i32) -> io::Result<Vec<MountInfo>> {
         .map_err(|e| io::Error::other(format!("reading /proc/{pid}/mountinfo: {e}")))
 }
 
+/// The mounts this process sees (`/proc/self/mountinfo`: right in a new pid namespace
+/// too, where our pid is not the one /proc knows us by).
+pub fn own_mountinfo() -> io::Result<Vec<MountInfo>> {
+    Process::myself()
+        .and_then(|p| p.mountinfo())
+        .map(|m| m.0)
+        .map_err(|e| io::Error::other(format!("reading /proc/self/mountinfo: {e}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -52,8 +52,7 @@ pub fn expand(plans: Vec<MountPlan>, spec: &Spec, placement: &Placement) -> Vec<
 
 /// The mount points of the host's v1 hierarchies (not the unified one of a hybrid host).
 fn v1_hierarchies() -> Vec<PathBuf> {
-    let me = std::process::id() as i32;
-    crate::sys::proc::mountinfo(me)
+    crate::sys::proc::own_mountinfo()
         .unwrap_or_default()
         .into_iter()
         .filter(|m| m.fs_type == "cgroup")

@@ -285,10 +285,10 @@ impl Kernel for Linux {
         std::fs::remove_file(path)
     }
     fn mount_point_of(&self, path: &Path) -> Option<PathBuf> {
-        let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-        text.lines()
-            .filter_map(|l| l.split(' ').nth(4))
-            .map(|m| PathBuf::from(m.replace("\\040", " ")))
+        crate::sys::proc::own_mountinfo()
+            .ok()?
+            .into_iter()
+            .map(|m| m.mount_point)
             .filter(|m| path.starts_with(m))
             .max_by_key(|m| m.as_os_str().len())
     }
