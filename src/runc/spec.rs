@@ -7,6 +7,12 @@ use serde_json::{json, Value};
 /// it runnable by the calling user as runc's `--rootless` does (see [`to_rootless`]).
 pub fn template(rootless: bool) -> serde_json::Value {
     let mut spec = example();
+    // runc's Example adds a cgroup namespace on a pure cgroup v2 host.
+    if crate::sys::cgroup::unified() {
+        if let Some(ns) = spec["linux"]["namespaces"].as_array_mut() {
+            ns.push(json!({ "type": "cgroup" }));
+        }
+    }
     if rootless {
         // SAFETY: geteuid and getegid cannot fail.
         let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };

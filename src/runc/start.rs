@@ -78,6 +78,35 @@ pub fn open_init(s: &State) -> Result<OwnedFd, String> {
 
 /// Wait until the process writes to the fifo (true) or closes it without writing (false);
 /// its death first is an error.
+/// The process keeps its end of the fifo open until its exec closes it (close-on-exec),
+/// after its startContainer hooks: `start` returns, and runs poststart, only once the
+/// program runs, as the runtime spec orders them. A process that dies first closes it too.
+fn await_exec(f: &mut std::fs::File) -> std::io::Result<()> {
+    let mut fds = [libc::pollfd {
+        fd: f.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    }];
+    loop {
+        // SAFETY: poll on one pollfd of ours.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), 1, -1) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        let mut buf = [0u8; 16];
+        match f.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 fn await_fifo(f: &mut std::fs::File, pidfd: &OwnedFd) -> std::io::Result<bool> {
     loop {
         let mut fds = [
@@ -104,7 +133,11 @@ fn await_fifo(f: &mut std::fs::File, pidfd: &OwnedFd) -> std::io::Result<bool> {
         if fds[0].revents != 0 {
             let mut buf = [0u8; 1];
             return match f.read(&mut buf) {
-                Ok(n) => Ok(n > 0),
+                Ok(0) => Ok(false),
+                Ok(_) => {
+                    await_exec(f)?;
+                    Ok(true)
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
                 Err(e) => Err(e),
             };

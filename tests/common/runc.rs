@@ -454,15 +454,32 @@ impl Lab {
         b
     }
 
-    /// A network namespace made with `ip netns add`, removed at the end; its path.
+    /// A network namespace made with `ip netns add` (or, where `ip` has no netns, as in
+    /// the pure-v2 VM's busybox, bound to the same path by `unshare --net=PATH`), removed
+    /// at the end; its path.
     pub fn netns(&self) -> PathBuf {
         let name = self.id("ns");
-        let ok = Command::new("ip")
+        let path = PathBuf::from("/run/netns").join(&name);
+        let mut ok = Command::new("ip")
             .args(["netns", "add", &name])
             .output_within(CLIENT_LIMIT)
             .status
             .success();
-        assert!(ok, "ip netns add {name}");
+        if !ok {
+            let _ = std::fs::create_dir_all("/run/netns");
+            ok = std::fs::write(&path, "").is_ok()
+                && Command::new("unshare")
+                    .arg(format!("--net={}", path.display()))
+                    .arg("true")
+                    .output_within(CLIENT_LIMIT)
+                    .status
+                    .success();
+        }
+        assert!(
+            ok,
+            "ip netns add {name} (or unshare --net={})",
+            path.display()
+        );
         self.netns
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -549,6 +566,12 @@ impl Drop for Lab {
                 .args(["netns", "del", ns])
                 .stderr(Stdio::null())
                 .status();
+            // The unshare-made kind (or what `ip` left): unbound and removed.
+            let path = PathBuf::from("/run/netns").join(ns);
+            if path.exists() {
+                let _ = nix::mount::umount2(&path, nix::mount::MntFlags::MNT_DETACH);
+                let _ = std::fs::remove_file(&path);
+            }
         }
         unmount_below(&self.dir);
         let _ = std::fs::remove_dir_all(&self.dir);

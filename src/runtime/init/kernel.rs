@@ -118,7 +118,7 @@ pub trait Kernel {
     fn sync_send(&self, fd: RawFd, msg: &[u8]) -> io::Result<()>;
     fn sync_recv(&self, fd: RawFd) -> io::Result<Vec<u8>>;
     /// Open the exec fifo (an O_PATH fd) for writing, which blocks until it is opened for
-    /// reading, and write one byte to it.
+    /// reading, and write one byte to it; the fifo stays open until exec closes it.
     fn pass_gate(&self, fifo: RawFd) -> io::Result<()>;
     /// OCI hooks (`runtime::hooks::run`).
     fn run_hooks(
@@ -464,14 +464,12 @@ impl Kernel for Linux {
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
-        // SAFETY: a one-byte write from a static buffer to our own fd, then its close.
+        // SAFETY: a one-byte write from a static buffer to our own fd. The fd stays open:
+        // its close at exec (O_CLOEXEC) tells `start` that the program runs.
         let n = unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) };
         let e = io::Error::last_os_error();
-        // SAFETY: closing fds of our own.
-        unsafe {
-            libc::close(fd);
-            libc::close(fifo);
-        }
+        // SAFETY: closing the O_PATH fd of our own.
+        unsafe { libc::close(fifo) };
         if n != 1 {
             return Err(e);
         }
