@@ -1360,3 +1360,37 @@ fn runc_diff_accepts_oci_versions_1_0_to_1_3() {
     });
     assert!(t.iter().all(|l| l.ends_with(": 4 ")), "{t:#?}");
 }
+
+#[test]
+#[ignore = "needs root: runc and namespaces"]
+fn runc_diff_personality() {
+    require_root();
+    let lab = Lab::new("persona");
+    for r in lab.both() {
+        let mut b = lab.bundle(&["uname", "-m"]);
+        b.set("/linux/personality", json!({"domain": "LINUX32"}));
+        let id = lab.id("persona");
+        let o = r.run_fg(&b, &id).expect_ok();
+        // A deliberate difference: runc 1.1.5 ignores linux.personality (runc 1.2 added
+        // it); the runtime spec asks for it, and podinit sets the 32-bit domain.
+        let want = if is_installed_runc(r) {
+            "x86_64"
+        } else {
+            "i686"
+        };
+        assert_eq!(o.stdout.trim(), want, "{}", r.label);
+        lab.assert_nothing_left(r, &b, &id, false);
+        // Flags are refused in one line, before anything is made.
+        b.set(
+            "/linux/personality",
+            json!({"domain": "LINUX32", "flags": ["UNAME26"]}),
+        );
+        if !is_installed_runc(r) {
+            let id = lab.id("persona");
+            let o = r.run_fg(&b, &id);
+            assert_eq!(o.code, 1, "{}", o.stderr);
+            assert!(o.stderr.contains("personality.flags"), "{}", o.stderr);
+            lab.assert_nothing_left(r, &b, &id, false);
+        }
+    }
+}
