@@ -62,16 +62,7 @@ impl Containerd {
             c.ctr(&["version"]).ok().then_some(())
         });
         let image = c.dir.join("busybox.tar");
-        let made =
-            Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/make-oci-image"))
-                .arg(&image)
-                .arg(IMAGE)
-                .output_within(CLIENT_LIMIT);
-        assert!(
-            made.status.success(),
-            "make-oci-image: {}",
-            String::from_utf8_lossy(&made.stderr)
-        );
+        make_oci_image(&image, IMAGE);
         c.ctr(&["images", "import", image.to_str().unwrap()])
             .expect_ok();
         c

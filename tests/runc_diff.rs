@@ -809,14 +809,7 @@ fn runc_diff_pause_resume_and_update() {
     assert!(t[7].starts_with("pids 77 cpu quota 50000"), "{t:#?}");
 }
 
-const HOOKS: [&str; 6] = [
-    "prestart",
-    "createRuntime",
-    "createContainer",
-    "startContainer",
-    "poststart",
-    "poststop",
-];
+const HOOKS: [&str; 6] = podinit::runc::features::HOOKS;
 
 /// Rewrite a transcript of the installed runc as the spec orders the hooks: poststart once
 /// the process runs, in `start`, after startContainer; its state then says running.

@@ -9,15 +9,7 @@ use std::path::Path;
 use std::process::Command;
 
 fn make(out: &Path, reference: &str) -> Vec<u8> {
-    let o = Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/make-oci-image"))
-        .arg(out)
-        .arg(reference)
-        .output_within(CLIENT_LIMIT);
-    assert!(
-        o.status.success(),
-        "make-oci-image: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    make_oci_image(out, reference);
     std::fs::read(out).unwrap()
 }
 

@@ -62,16 +62,7 @@ impl Podman {
             _one: one,
         };
         let image = p.dir.join("busybox.tar");
-        let made =
-            Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/make-oci-image"))
-                .arg(&image)
-                .arg(IMAGE)
-                .output_within(CLIENT_LIMIT);
-        assert!(
-            made.status.success(),
-            "make-oci-image: {}",
-            String::from_utf8_lossy(&made.stderr)
-        );
+        make_oci_image(&image, IMAGE);
         p.podman(&["load", "-i", image.to_str().unwrap()])
             .expect_ok();
         p

@@ -615,3 +615,16 @@ pub fn proc_status(pid: i64, key: &str) -> Option<String> {
         .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
         .map(|v| v.trim().to_string())
 }
+
+/// The busybox OCI archive of `scripts/make-oci-image` at `out`, named `reference`.
+pub fn make_oci_image(out: &Path, reference: &str) {
+    let o = Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/make-oci-image"))
+        .arg(out)
+        .arg(reference)
+        .output_within(CLIENT_LIMIT);
+    assert!(
+        o.status.success(),
+        "make-oci-image: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
