@@ -15,6 +15,8 @@ use crate::runtime::seccomp::Filter;
 #[derive(Default)]
 pub struct Recorder {
     calls: RefCell<Vec<String>>,
+    /// The environment of the last execve.
+    env: RefCell<Vec<String>>,
     /// What exists (by `lstat`); anything else does not. Links are not followed by `stat`.
     pub paths: HashMap<PathBuf, Kind>,
     pub links: HashMap<PathBuf, PathBuf>,
@@ -25,6 +27,10 @@ pub struct Recorder {
 impl Recorder {
     pub fn calls(&self) -> Vec<String> {
         self.calls.borrow().clone()
+    }
+
+    pub fn env(&self) -> Vec<String> {
+        self.env.borrow().clone()
     }
 
     fn log(&self, name: &'static str, args: std::fmt::Arguments) -> io::Result<()> {
@@ -246,9 +252,15 @@ impl Kernel for Recorder {
         &self,
         path: &CStr,
         _argv: &[*const libc::c_char],
-        _envp: &[*const libc::c_char],
+        envp: &[*const libc::c_char],
     ) -> io::Error {
         let _ = self.log("execve", format_args!("{}", s(path)));
+        *self.env.borrow_mut() = envp
+            .iter()
+            .take_while(|e| !e.is_null())
+            // SAFETY: the caller's NUL-terminated envp of valid C strings.
+            .map(|&e| s(unsafe { CStr::from_ptr(e) }).into_owned())
+            .collect();
         // A recorder cannot become another program: the exec fails, and the set-up ends.
         io::Error::from_raw_os_error(libc::ENOEXEC)
     }

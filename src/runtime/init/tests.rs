@@ -378,3 +378,37 @@ fn in_a_user_namespace_device_nodes_are_bind_mounted_from_the_host() {
         &["create_file /r/dev/null", "mount /dev/null /r/dev/null"],
     );
 }
+
+#[test]
+fn a_container_of_its_own_without_home_gets_its_users_home_from_passwd() {
+    let k = recorder();
+    let (calls, _) = run(&k, &standalone(serde_json::json!({}), false, false));
+    // The recorder's /etc/passwd gives uid 1000 /home/u.
+    assert_order(&calls, &["read_file /etc/passwd", "execve /bin/sh"]);
+    assert!(k.env().iter().any(|e| e == "HOME=/home/u"), "{:?}", k.env());
+    // One given in the spec is kept, and a pod's container is left as the CRI made it.
+    let k = recorder();
+    let p = standalone(
+        serde_json::json!({"process": {"env": ["PATH=/bin", "HOME=/data"]}}),
+        false,
+        false,
+    );
+    let (calls, _) = run(&k, &p);
+    assert!(
+        !calls.iter().any(|c| c.starts_with("read_file")),
+        "{calls:#?}"
+    );
+    let homes: Vec<String> = k
+        .env()
+        .into_iter()
+        .filter(|e| e.starts_with("HOME="))
+        .collect();
+    assert_eq!(homes, ["HOME=/data"]);
+    let k = recorder();
+    run(&k, &prepared(serde_json::json!({})));
+    assert!(
+        !k.env().iter().any(|e| e.starts_with("HOME=")),
+        "{:?}",
+        k.env()
+    );
+}
