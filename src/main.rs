@@ -125,6 +125,8 @@ fn dispatch(m: &Matches) -> Result<i32, cli::Error> {
             0
         }
         "version" => version(),
+        // Reached only when runc's arguments follow `--`: `podinit runc …` is taken above.
+        "runc" => podinit::runc::main(m.trailing.iter().map(Into::into).collect()),
         other => unreachable!("command {other} is in the table but not dispatched"),
     })
 }

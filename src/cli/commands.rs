@@ -256,6 +256,17 @@ pub static COMMANDS: &[Cmd] = &[
         trailing: None,
     },
     Cmd {
+        name: "runc",
+        about: "runc's command line over podinit's runtime (`podinit runc --help`; \
+                also under a name ending in `runc`, e.g. a link `podinit-runc`; docs/runc.md)",
+        opts: &[],
+        args: &[],
+        trailing: Some(Trailing {
+            name: "ARGS",
+            required: false,
+        }),
+    },
+    Cmd {
         name: "version",
         about: "Print podinit's version",
         opts: &[],
