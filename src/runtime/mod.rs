@@ -231,7 +231,8 @@ fn start_result(fd: &OwnedFd) -> (Option<OwnedFd>, Option<String>) {
 /// An error of a process for container `name`: an exec into it names the container (its
 /// caller reports a probe or hook), a new container's caller names it already.
 fn named(name: &str, exec: bool, msg: String) -> String {
-    if exec {
+    // A front-end that names the container itself (runc's exec) gives no name.
+    if exec && !name.is_empty() {
         format!("container {name}: {msg}")
     } else {
         msg
@@ -247,5 +248,6 @@ mod tests {
         let e = named("lifecycle-demo-container", true, "joining: ESRCH".into());
         assert_eq!(e, "container lifecycle-demo-container: joining: ESRCH");
         assert_eq!(named("lifecycle-demo-container", false, "x".into()), "x");
+        assert_eq!(named("", true, "x".into()), "x");
     }
 }

@@ -241,10 +241,10 @@ pub fn exec(e: &Exec) -> Result<super::Spawned, String> {
             .map(|s| s.as_raw_fd())
             .ok_or("process.terminal is true but no console socket was given (--console-socket)")?;
     }
-    let id = "";
     super::start_prepared(
         &super::Launch {
-            name: id,
+            // The caller names the container in its errors.
+            name: "",
             spec: e.spec,
             stdio: e.stdio,
             cgroup: e.cgroup,
