@@ -28,7 +28,7 @@ pub fn unified_leaf(cgroups_path: Option<&str>, id: &str) -> Option<PathBuf> {
         Some(p) if p.starts_with('/') => PathBuf::from(p.trim_start_matches('/')),
         other => {
             let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-            let own = own.lines().find_map(|l| l.strip_prefix("0::"))?;
+            let own = crate::sys::cgroup::parse_proc_cgroup(&own, true).remove("")?;
             Path::new(own.trim_start_matches('/')).join(other.unwrap_or(id))
         }
     };

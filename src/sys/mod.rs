@@ -6,6 +6,7 @@ pub mod cgroup;
 pub mod clone;
 pub mod devices;
 pub mod mount;
+pub mod packet;
 pub mod pages;
 pub mod pidfd;
 pub mod proc;

@@ -187,23 +187,13 @@ pub fn create(
     }
 }
 
-fn send(fd: &OwnedFd, msg: &[u8]) -> nix::Result<()> {
-    socket::send(fd.as_raw_fd(), msg, socket::MsgFlags::MSG_NOSIGNAL).map(drop)
+fn send(fd: &OwnedFd, msg: &[u8]) -> std::io::Result<()> {
+    crate::sys::packet::send(fd.as_raw_fd(), msg)
 }
 
-/// One message; empty when the child has gone.
-fn recv(fd: &OwnedFd) -> nix::Result<Vec<u8>> {
-    let mut buf = vec![0u8; 64 << 10];
-    loop {
-        match socket::recv(fd.as_raw_fd(), &mut buf, socket::MsgFlags::empty()) {
-            Err(nix::errno::Errno::EINTR) => continue,
-            Err(e) => return Err(e),
-            Ok(n) => {
-                buf.truncate(n);
-                return Ok(buf);
-            }
-        }
-    }
+/// One message (the child's error line at most); empty when the child has gone.
+fn recv(fd: &OwnedFd) -> std::io::Result<Vec<u8>> {
+    crate::sys::packet::recv(fd.as_raw_fd(), 64 << 10)
 }
 
 /// Collect a child that failed, so that no zombie outlives `create`.

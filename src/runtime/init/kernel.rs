@@ -432,29 +432,12 @@ impl Kernel for Linux {
     }
     #[inline]
     fn sync_send(&self, fd: RawFd, msg: &[u8]) -> io::Result<()> {
-        // SAFETY: send from a live buffer; no SIGPIPE when the creator has gone.
-        let n = unsafe { libc::send(fd, msg.as_ptr().cast(), msg.len(), libc::MSG_NOSIGNAL) };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
+        crate::sys::packet::send(fd, msg)
     }
     #[inline]
     fn sync_recv(&self, fd: RawFd) -> io::Result<Vec<u8>> {
-        let mut buf = vec![0u8; 256 << 10];
-        loop {
-            // SAFETY: recv into a live buffer of the given length.
-            let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(e);
-            }
-            buf.truncate(n as usize);
-            return Ok(buf);
-        }
+        // The creator's "go" carries two state documents, annotations and all.
+        crate::sys::packet::recv(fd, 256 << 10)
     }
     #[inline]
     fn pass_gate(&self, fifo: RawFd) -> io::Result<()> {

@@ -98,9 +98,7 @@ pub(super) fn ready_and_wait<K: Kernel>(k: &K, s: &Standalone, st: &States) -> R
 /// us) on the container's stderr, where `run` and the shim's logs show it.
 pub(super) fn report(sync: RawFd, err: &str) {
     let msg = [b"E", err.as_bytes()].concat();
-    // SAFETY: send from a live buffer, without SIGPIPE.
-    let sent = unsafe { libc::send(sync, msg.as_ptr().cast(), msg.len(), libc::MSG_NOSIGNAL) };
-    if sent < 0 {
+    if crate::sys::packet::send(sync, &msg).is_err() {
         let line = format!("podinit-runc: {err}\n");
         // SAFETY: a write to our stderr.
         unsafe { libc::write(2, line.as_ptr().cast(), line.len()) };
