@@ -1,0 +1,11 @@
+//! OCI images: names, digests, the content-addressed store under `--images`, importing
+//! archives and layouts, unpacking layers, and pulling from registries (docs/images.md).
+//!
+//! The store knows no pod; `admission` and the supervisor turn an [`store::Image`] into a
+//! container's base exactly as a bundle is one (`bundle::Bundle`).
+
+pub mod digest;
+pub mod platform;
+pub mod reference;
+pub mod registry;
+pub mod store;
