@@ -1,7 +1,19 @@
-//! containerd's shim v2 for podinit (docs/cri.md): one shim per pod, podinit's supervisor
-//! as the sandbox.
+//! containerd's shim v2 for podinit (docs/cri.md): one shim per pod, podinit's pause as
+//! the sandbox's PID 1, podinit's runtime making every container.
+//!
+//! The same binary plays three parts, by its first argument: `pause` (the sandbox's PID
+//! 1, bind-mounted into the sandbox), `runc …` (podinit's runc front-end, run by the
+//! shim once per verb), and otherwise the shim itself.
+
+#[path = "../shim/mod.rs"]
+mod shim;
 
 fn main() {
-    eprintln!("containerd-shim-podinit-v1: not built yet");
-    std::process::exit(1);
+    let mut args = std::env::args_os();
+    let _ = args.next();
+    match args.next().as_deref().and_then(|a| a.to_str()) {
+        Some("pause") => podinit::sandbox::pause::run(),
+        Some("runc") => std::process::exit(podinit::runc::main(args.collect())),
+        _ => containerd_shim::run::<shim::Shim>("io.containerd.podinit.v1", Some(shim::config())),
+    }
 }

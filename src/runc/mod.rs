@@ -2,7 +2,7 @@
 //! `podinit runc …` or a link whose name ends in `runc`. This module reads the global
 //! flags and hands each verb its own; one file a verb.
 
-mod cgroup;
+pub mod cgroup;
 pub mod cli;
 mod create;
 mod delete;
@@ -17,7 +17,7 @@ mod ps;
 mod run;
 pub mod spec;
 mod start;
-mod state;
+pub mod state;
 mod status;
 mod update;
 mod wait;

@@ -4,6 +4,7 @@
 pub mod cgroup;
 pub mod etc_files;
 pub mod net;
+pub mod pause;
 pub mod rootfs;
 pub mod statedir;
 pub mod sysctls;

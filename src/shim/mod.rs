@@ -1,0 +1,155 @@
+//! containerd's shim v2 for podinit (docs/cri.md). One shim serves a whole pod: the
+//! sandbox task and every container whose `io.kubernetes.cri.sandbox-id` names it. The
+//! sandbox's PID 1 is podinit's pause; each container is made by podinit's runc
+//! front-end; the shim is their subreaper, so exits and OOM kills are its own to report.
+//! The protocol (ttrpc, the `start`/`delete` subcommands, events) is the
+//! rust-extensions `containerd-shim` crate's.
+
+mod metrics;
+mod reaper;
+mod runc;
+mod sandbox;
+mod service;
+mod stdio;
+mod tasks;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc, Condvar, Mutex};
+
+use containerd_shim::publisher::RemotePublisher;
+use containerd_shim::{api, Config, DeleteResponse, ExitSignal, Flags, StartOpts};
+
+/// runc's `--root` for a namespace, as containerd's runc shim keeps `/run/containerd/runc/<ns>`.
+fn runc_root(namespace: &str) -> PathBuf {
+    Path::new("/run/containerd/podinit").join(namespace)
+}
+
+pub struct Shim {
+    namespace: String,
+    id: String,
+    exit: Arc<ExitSignal>,
+}
+
+/// The options the shim runs with: it reaps its children itself (`reaper.rs`).
+pub fn config() -> Config {
+    Config {
+        no_reaper: true,
+        ..Default::default()
+    }
+}
+
+fn shim_err(e: String) -> containerd_shim::Error {
+    containerd_shim::Error::Other(e)
+}
+
+impl containerd_shim::Shim for Shim {
+    type T = service::Service;
+
+    fn new(_runtime_id: &str, args: &Flags, _config: &mut Config) -> Self {
+        Shim {
+            namespace: args.namespace.clone(),
+            id: args.id.clone(),
+            exit: Arc::new(ExitSignal::default()),
+        }
+    }
+
+    /// The address of the pod's shim: started unless it already runs.
+    fn start_shim(&mut self, opts: StartOpts) -> containerd_shim::Result<String> {
+        let bundle = std::env::current_dir().map_err(|e| shim_err(format!("bundle: {e}")))?;
+        let ann = sandbox::annotations(&bundle).map_err(shim_err)?;
+        let grouping = sandbox::grouping(&opts.id, &ann);
+        let address = opts.socket_address(&grouping);
+        if containerd_shim::util::connect(&address).is_ok_and(|fd| {
+            drop(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) });
+            true
+        }) {
+            containerd_shim::util::write_address(&address)?;
+            return Ok(address);
+        }
+        let (_, address) = containerd_shim::spawn(opts, &grouping, Vec::new())?;
+        containerd_shim::util::write_address(&address)?;
+        Ok(address)
+    }
+
+    /// After the shim is gone: remove what is left of the task (its processes, cgroup,
+    /// state and rootfs mount), and report it killed.
+    fn delete_shim(&mut self) -> containerd_shim::Result<DeleteResponse> {
+        let bundle = std::env::current_dir().map_err(|e| shim_err(format!("bundle: {e}")))?;
+        let root = runc_root(&self.namespace);
+        let args = ["--root", &root.to_string_lossy(), "delete", "--force", &self.id]
+            .map(std::ffi::OsString::from)
+            .to_vec();
+        let _ = podinit::runc::main(args);
+        let _ = nix::mount::umount2(&bundle.join("rootfs"), nix::mount::MntFlags::MNT_DETACH);
+        let pid = std::fs::read_to_string(bundle.join("init.pid"))
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0);
+        Ok(DeleteResponse {
+            pid,
+            exit_status: 128 + libc::SIGKILL as u32,
+            exited_at: containerd_shim::protos::protobuf::MessageField::some(tasks::timestamp(
+                std::time::SystemTime::now(),
+            )),
+            ..Default::default()
+        })
+    }
+
+    fn wait(&mut self) {
+        self.exit.wait();
+    }
+
+    fn create_task_service(&self, publisher: RemotePublisher) -> Self::T {
+        let root = runc_root(&self.namespace);
+        if let Err(e) = std::fs::create_dir_all(&root) {
+            eprintln!("containerd-shim-podinit-v1: creating {}: {e}", root.display());
+        }
+        let reaper = Arc::new(reaper::Reaper::default());
+        let (tx, rx) = mpsc::channel();
+        service::publisher_thread(rx, publisher, self.namespace.clone());
+        let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/proc/self/exe"));
+        let runc = match runc::Runc::new(root, Arc::clone(&reaper)) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("containerd-shim-podinit-v1: {e}");
+                std::process::exit(1);
+            }
+        };
+        let inner = Arc::new(service::Inner {
+            containers: Mutex::new(HashMap::new()),
+            exited: Condvar::new(),
+            runc,
+            reaper,
+            events: Mutex::new(tx),
+            exit: Arc::clone(&self.exit),
+            exe,
+        });
+        reaper_thread(Arc::clone(&inner));
+        service::Service(inner)
+    }
+}
+
+/// Reaps on every SIGCHLD and hands the exits to the task table.
+fn reaper_thread(inner: Arc<service::Inner>) {
+    let mut signals = match signal_hook::iterator::Signals::new([libc::SIGCHLD]) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("containerd-shim-podinit-v1: SIGCHLD: {e}");
+            std::process::exit(1);
+        }
+    };
+    std::thread::spawn(move || {
+        // Children that ended before the handler was in place.
+        inner.on_exits(&inner.reaper.reap());
+        for _ in signals.forever() {
+            let exits = inner.reaper.reap();
+            inner.on_exits(&exits);
+        }
+    });
+}
+
+#[allow(dead_code)]
+fn _status_is_exhaustive(s: api::Status) -> api::Status {
+    s
+}

@@ -1,0 +1,125 @@
+//! Running podinit's runc front-end (`src/runc/`) as containerd's runc shim runs runc: as
+//! a child process, one per verb. The shim is multi-threaded (ttrpc), and a runtime that
+//! clones container processes must not be: each verb runs in a fresh, single-threaded
+//! process of this same binary (`… runc VERB`), whose container processes then come to
+//! the shim as their subreaper.
+
+use std::io::Read;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::reaper::Reaper;
+
+/// No verb takes this long; one that does is reported, not waited for forever.
+const VERB_LIMIT: Duration = Duration::from_secs(60);
+
+pub struct Runc {
+    exe: PathBuf,
+    /// runc's `--root`: the containers' state, shared by every shim of a namespace.
+    pub root: PathBuf,
+    reaper: Arc<Reaper>,
+}
+
+/// The three standard streams of a verb's process (create and exec hand them on to the
+/// container's process).
+pub struct Streams {
+    pub stdin: Option<OwnedFd>,
+    pub stdout: Option<OwnedFd>,
+    pub stderr: Option<OwnedFd>,
+}
+
+impl Streams {
+    pub fn none() -> Streams {
+        Streams {
+            stdin: None,
+            stdout: None,
+            stderr: None,
+        }
+    }
+}
+
+fn stdio(fd: Option<OwnedFd>) -> Stdio {
+    fd.map_or_else(Stdio::null, Stdio::from)
+}
+
+impl Runc {
+    pub fn new(root: PathBuf, reaper: Arc<Reaper>) -> Result<Runc, String> {
+        let exe = std::env::current_exe().map_err(|e| format!("finding the shim's own binary: {e}"))?;
+        Ok(Runc { exe, root, reaper })
+    }
+
+    /// Runs `runc --root ROOT --log LOG --log-format json ARGS` with `streams`; its
+    /// standard output on success, else runc's last error (from the log, as containerd
+    /// reads it) as one line.
+    pub fn run(&self, log: &Path, args: &[&str], streams: Streams) -> Result<String, String> {
+        let capture_out = streams.stdout.is_none();
+        let mut cmd = Command::new(&self.exe);
+        cmd.arg("runc")
+            .arg("--root")
+            .arg(&self.root)
+            .arg("--log")
+            .arg(log)
+            .args(["--log-format", "json"])
+            .args(args)
+            .stdin(stdio(streams.stdin))
+            .stdout(if capture_out {
+                Stdio::piped()
+            } else {
+                stdio(streams.stdout)
+            })
+            .stderr(stdio(streams.stderr));
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("running {} runc {}: {e}", self.exe.display(), args.join(" ")))?;
+        drop(cmd);
+        let mut out = String::new();
+        if let Some(mut o) = child.stdout.take() {
+            let _ = o.read_to_string(&mut out);
+        }
+        let pid = child.id() as i32;
+        let exit = self
+            .reaper
+            .wait_for(pid, VERB_LIMIT)
+            .ok_or_else(|| format!("runc {}: no exit after {VERB_LIMIT:?}", args.join(" ")))?;
+        if exit.status == 0 {
+            return Ok(out);
+        }
+        Err(last_error(log).unwrap_or_else(|| {
+            format!("runc {} exited with status {}", args.join(" "), exit.status)
+        }))
+    }
+}
+
+/// The message of the last `error` line of a runc JSON log.
+pub fn last_error(log: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(log).ok()?;
+    text.lines().rev().find_map(|l| {
+        let v: serde_json::Value = serde_json::from_str(l).ok()?;
+        (v.get("level")?.as_str()? == "error").then(|| v.get("msg")?.as_str().map(String::from))?
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_error_line_is_the_reason() {
+        let dir = std::env::temp_dir().join(format!("podinit-shim-log-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("log.json");
+        std::fs::write(
+            &log,
+            "{\"level\":\"error\",\"msg\":\"first\",\"time\":\"t\"}\n{\"level\":\"warning\",\"msg\":\"w\",\"time\":\"t\"}\n{\"level\":\"error\",\"msg\":\"exec: \\\"nope\\\": executable file not found in $PATH\",\"time\":\"t\"}\n",
+        )
+        .unwrap();
+        assert_eq!(
+            last_error(&log).unwrap(),
+            "exec: \"nope\": executable file not found in $PATH"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
