@@ -15,7 +15,10 @@ fn n(v: &Value, path: &[&str]) -> u64 {
         .unwrap_or(0)
 }
 
-fn any(type_url: &str, m: &dyn containerd_shim::protos::protobuf::MessageDyn) -> Result<Any, String> {
+fn any(
+    type_url: &str,
+    m: &dyn containerd_shim::protos::protobuf::MessageDyn,
+) -> Result<Any, String> {
     Ok(Any {
         type_url: type_url.into(),
         value: m

@@ -59,7 +59,7 @@ impl containerd_shim::Shim for Shim {
         let bundle = std::env::current_dir().map_err(|e| shim_err(format!("bundle: {e}")))?;
         let ann = sandbox::annotations(&bundle).map_err(shim_err)?;
         let grouping = sandbox::grouping(&opts.id, &ann);
-        let address = opts.socket_address(&grouping);
+        let address = containerd_shim::socket_address(&opts.address, &opts.namespace, &grouping);
         if containerd_shim::util::connect(&address).is_ok_and(|fd| {
             drop(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) });
             true
@@ -77,9 +77,15 @@ impl containerd_shim::Shim for Shim {
     fn delete_shim(&mut self) -> containerd_shim::Result<DeleteResponse> {
         let bundle = std::env::current_dir().map_err(|e| shim_err(format!("bundle: {e}")))?;
         let root = runc_root(&self.namespace);
-        let args = ["--root", &root.to_string_lossy(), "delete", "--force", &self.id]
-            .map(std::ffi::OsString::from)
-            .to_vec();
+        let args = [
+            "--root",
+            &root.to_string_lossy(),
+            "delete",
+            "--force",
+            &self.id,
+        ]
+        .map(std::ffi::OsString::from)
+        .to_vec();
         let _ = podinit::runc::main(args);
         let _ = nix::mount::umount2(&bundle.join("rootfs"), nix::mount::MntFlags::MNT_DETACH);
         let pid = std::fs::read_to_string(bundle.join("init.pid"))
@@ -103,7 +109,10 @@ impl containerd_shim::Shim for Shim {
     fn create_task_service(&self, publisher: RemotePublisher) -> Self::T {
         let root = runc_root(&self.namespace);
         if let Err(e) = std::fs::create_dir_all(&root) {
-            eprintln!("containerd-shim-podinit-v1: creating {}: {e}", root.display());
+            eprintln!(
+                "containerd-shim-podinit-v1: creating {}: {e}",
+                root.display()
+            );
         }
         let reaper = Arc::new(reaper::Reaper::default());
         let (tx, rx) = mpsc::channel();

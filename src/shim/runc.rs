@@ -47,7 +47,8 @@ fn stdio(fd: Option<OwnedFd>) -> Stdio {
 
 impl Runc {
     pub fn new(root: PathBuf, reaper: Arc<Reaper>) -> Result<Runc, String> {
-        let exe = std::env::current_exe().map_err(|e| format!("finding the shim's own binary: {e}"))?;
+        let exe =
+            std::env::current_exe().map_err(|e| format!("finding the shim's own binary: {e}"))?;
         Ok(Runc { exe, root, reaper })
     }
 
@@ -71,9 +72,13 @@ impl Runc {
                 stdio(streams.stdout)
             })
             .stderr(stdio(streams.stderr));
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| format!("running {} runc {}: {e}", self.exe.display(), args.join(" ")))?;
+        let mut child = cmd.spawn().map_err(|e| {
+            format!(
+                "running {} runc {}: {e}",
+                self.exe.display(),
+                args.join(" ")
+            )
+        })?;
         drop(cmd);
         let mut out = String::new();
         if let Some(mut o) = child.stdout.take() {

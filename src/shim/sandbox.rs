@@ -63,7 +63,9 @@ fn rewrite(v: &mut Value, exe: &Path) -> Result<(), String> {
         .ok_or("the sandbox's config.json is not an object")?
         .entry("mounts")
         .or_insert_with(|| json!([]));
-    let list = mounts.as_array_mut().ok_or("config.json: mounts is not a list")?;
+    let list = mounts
+        .as_array_mut()
+        .ok_or("config.json: mounts is not a list")?;
     if !list
         .iter()
         .any(|m| m.get("destination").and_then(Value::as_str) == Some("/dev"))

@@ -132,7 +132,11 @@ impl Inner {
             topics::TASK_EXIT_EVENT_TOPIC,
             Box::new(ev::TaskExit {
                 container_id: id.clone(),
-                id: if exec.is_empty() { id } else { exec.to_string() },
+                id: if exec.is_empty() {
+                    id
+                } else {
+                    exec.to_string()
+                },
                 pid: p.pid as u32,
                 exit_status: exit.status,
                 exited_at: MessageField::some(tasks::timestamp(exit.at)),
@@ -152,7 +156,10 @@ impl Inner {
     fn create(&self, req: &api::CreateTaskRequest) -> Result<u32, ttrpc::Error> {
         let id = req.id.as_str();
         if self.lock().contains_key(id) {
-            return Err(err(Code::ALREADY_EXISTS, format!("container {id}: already exists")));
+            return Err(err(
+                Code::ALREADY_EXISTS,
+                format!("container {id}: already exists"),
+            ));
         }
         let bundle = PathBuf::from(&req.bundle);
         let rootfs = bundle.join("rootfs");
@@ -170,7 +177,10 @@ impl Inner {
             Ok(c) => {
                 let pid = c.init.pid as u32;
                 let mut map = self.lock();
-                let c = map.entry(id.to_string()).or_insert(Container { mounted_rootfs: mounted, ..c });
+                let c = map.entry(id.to_string()).or_insert(Container {
+                    mounted_rootfs: mounted,
+                    ..c
+                });
                 let init_pid = c.init.pid;
                 self.early_exit(c, "", init_pid);
                 drop(map);
@@ -217,7 +227,10 @@ impl Inner {
         let bundle_s = bundle.to_string_lossy();
         let pid_s = pid_file.to_string_lossy();
         let mut args = vec!["create", "--bundle", &bundle_s, "--pid-file", &pid_s];
-        let console = pre.console.as_ref().map(|(_, p)| p.to_string_lossy().into_owned());
+        let console = pre
+            .console
+            .as_ref()
+            .map(|(_, p)| p.to_string_lossy().into_owned());
         if let Some(c) = &console {
             args.extend(["--console-socket", c]);
         }
@@ -232,7 +245,8 @@ impl Inner {
         run?;
         stdio::attach_console(&mut pre, &paths)?;
         let pid = read_pid(&pid_file)?;
-        let state = podinit::runc::state::load(&podinit::runc::state::Root(self.runc.root.clone()), id)?;
+        let state =
+            podinit::runc::state::load(&podinit::runc::state::Root(self.runc.root.clone()), id)?;
         let oom = tasks::oom_file(&state.cgroup_paths)
             .map(|f| (tasks::oom_kills(&f).unwrap_or(0), f))
             .map(|(n, f)| (f, n));
@@ -270,12 +284,21 @@ impl Inner {
         if status != Status::Created {
             return Err(err(
                 Code::FAILED_PRECONDITION,
-                format!("process {}: cannot start a {:?} process", if exec.is_empty() { id } else { exec }, status).to_lowercase(),
+                format!(
+                    "process {}: cannot start a {:?} process",
+                    if exec.is_empty() { id } else { exec },
+                    status
+                )
+                .to_lowercase(),
             ));
         }
         if exec.is_empty() {
             self.runc
-                .run(&self.log(&bundle), &["start", id], super::runc::Streams::none())
+                .run(
+                    &self.log(&bundle),
+                    &["start", id],
+                    super::runc::Streams::none(),
+                )
                 .map_err(|e| err(Code::UNKNOWN, e))?;
             let mut map = self.lock();
             let c = map.get_mut(id).ok_or_else(|| not_found("container", id))?;
@@ -311,11 +334,22 @@ impl Inner {
         let dir = &self.runc.root;
         let spec_file = dir.join(format!("exec-{name}.json"));
         let pid_file = dir.join(format!("exec-{name}.pid"));
-        std::fs::write(&spec_file, &spec).map_err(|e| fail(format!("writing {}: {e}", spec_file.display())))?;
+        std::fs::write(&spec_file, &spec)
+            .map_err(|e| fail(format!("writing {}: {e}", spec_file.display())))?;
         let mut pre = stdio::prepare(&paths, dir, &name).map_err(fail)?;
         let (spec_s, pid_s) = (spec_file.to_string_lossy(), pid_file.to_string_lossy());
-        let mut args = vec!["exec", "--detach", "--process", &spec_s, "--pid-file", &pid_s];
-        let console = pre.console.as_ref().map(|(_, p)| p.to_string_lossy().into_owned());
+        let mut args = vec![
+            "exec",
+            "--detach",
+            "--process",
+            &spec_s,
+            "--pid-file",
+            &pid_s,
+        ];
+        let console = pre
+            .console
+            .as_ref()
+            .map(|(_, p)| p.to_string_lossy().into_owned());
         if let Some(c) = &console {
             args.extend(["--console-socket", c]);
         }
@@ -334,7 +368,10 @@ impl Inner {
         let _ = std::fs::remove_file(&pid_file);
         let mut map = self.lock();
         let c = map.get_mut(id).ok_or_else(|| not_found("container", id))?;
-        let p = c.execs.get_mut(exec).ok_or_else(|| not_found("process", exec))?;
+        let p = c
+            .execs
+            .get_mut(exec)
+            .ok_or_else(|| not_found("process", exec))?;
         p.pid = pid;
         p.status = Status::Running;
         p.io = pre.io;
@@ -355,8 +392,12 @@ impl Inner {
     fn kill(&self, req: &api::KillRequest) -> Result<(), ttrpc::Error> {
         let (bundle, pid, status) = {
             let map = self.lock();
-            let c = map.get(&req.id).ok_or_else(|| not_found("container", &req.id))?;
-            let p = c.proc(&req.exec_id).ok_or_else(|| not_found("process", &req.exec_id))?;
+            let c = map
+                .get(&req.id)
+                .ok_or_else(|| not_found("container", &req.id))?;
+            let p = c
+                .proc(&req.exec_id)
+                .ok_or_else(|| not_found("process", &req.exec_id))?;
             (c.bundle.clone(), p.pid, p.status)
         };
         if status == Status::Stopped || pid == 0 {
@@ -377,12 +418,19 @@ impl Inner {
         }
         nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(pid),
-            nix::sys::signal::Signal::try_from(req.signal as i32)
-                .map_err(|_| err(Code::INVALID_ARGUMENT, format!("signal {}: invalid", req.signal)))?,
+            nix::sys::signal::Signal::try_from(req.signal as i32).map_err(|_| {
+                err(
+                    Code::INVALID_ARGUMENT,
+                    format!("signal {}: invalid", req.signal),
+                )
+            })?,
         )
         .map_err(|e| match e {
             nix::errno::Errno::ESRCH => err(Code::NOT_FOUND, "process already finished: not found"),
-            e => err(Code::UNKNOWN, format!("signalling process {}: {e}", req.exec_id)),
+            e => err(
+                Code::UNKNOWN,
+                format!("signalling process {}: {e}", req.exec_id),
+            ),
         })
     }
 
@@ -390,25 +438,43 @@ impl Inner {
         let mut map = self.lock();
         let c = map.get_mut(id).ok_or_else(|| not_found("container", id))?;
         if !exec.is_empty() {
-            let p = c.execs.get(exec).ok_or_else(|| not_found("process", exec))?;
+            let p = c
+                .execs
+                .get(exec)
+                .ok_or_else(|| not_found("process", exec))?;
             if p.status == Status::Running || p.status == Status::Paused {
-                return Err(err(Code::FAILED_PRECONDITION, format!("process {exec}: cannot delete a running process")));
+                return Err(err(
+                    Code::FAILED_PRECONDITION,
+                    format!("process {exec}: cannot delete a running process"),
+                ));
             }
             let p = c.execs.remove(exec).expect("found above");
             return Ok(response(&p));
         }
-        if !c.execs.values().all(|p| p.status != Status::Running) && c.init.status == Status::Running {
-            return Err(err(Code::FAILED_PRECONDITION, format!("container {id}: cannot delete a running container")));
+        if !c.execs.values().all(|p| p.status != Status::Running)
+            && c.init.status == Status::Running
+        {
+            return Err(err(
+                Code::FAILED_PRECONDITION,
+                format!("container {id}: cannot delete a running container"),
+            ));
         }
         if c.init.status == Status::Running || c.init.status == Status::Paused {
-            return Err(err(Code::FAILED_PRECONDITION, format!("container {id}: cannot delete a running container")));
+            return Err(err(
+                Code::FAILED_PRECONDITION,
+                format!("container {id}: cannot delete a running container"),
+            ));
         }
         let bundle = c.bundle.clone();
         let created = c.init.status == Status::Created;
         let pid = c.init.pid;
         drop(map);
         self.runc
-            .run(&self.log(&bundle), &["delete", "--force", id], super::runc::Streams::none())
+            .run(
+                &self.log(&bundle),
+                &["delete", "--force", id],
+                super::runc::Streams::none(),
+            )
             .map_err(|e| err(Code::UNKNOWN, e))?;
         let mut map = self.lock();
         if created {
@@ -425,7 +491,11 @@ impl Inner {
                 if left.is_zero() {
                     break;
                 }
-                map = self.exited.wait_timeout(map, left.min(Duration::from_millis(50))).unwrap().0;
+                map = self
+                    .exited
+                    .wait_timeout(map, left.min(Duration::from_millis(50)))
+                    .unwrap()
+                    .0;
             }
         }
         let c = map.remove(id).ok_or_else(|| not_found("container", id))?;
@@ -467,21 +537,44 @@ impl Inner {
     fn set_paused(&self, id: &str, pause: bool) -> Result<(), ttrpc::Error> {
         let bundle = {
             let map = self.lock();
-            map.get(id).ok_or_else(|| not_found("container", id))?.bundle.clone()
+            map.get(id)
+                .ok_or_else(|| not_found("container", id))?
+                .bundle
+                .clone()
         };
         let verb = if pause { "pause" } else { "resume" };
         self.runc
-            .run(&self.log(&bundle), &[verb, id], super::runc::Streams::none())
+            .run(
+                &self.log(&bundle),
+                &[verb, id],
+                super::runc::Streams::none(),
+            )
             .map_err(|e| err(Code::UNKNOWN, e))?;
         if let Some(c) = self.lock().get_mut(id) {
             if c.init.status != Status::Stopped {
-                c.init.status = if pause { Status::Paused } else { Status::Running };
+                c.init.status = if pause {
+                    Status::Paused
+                } else {
+                    Status::Running
+                };
             }
         }
         if pause {
-            self.publish(topics::TASK_PAUSED_EVENT_TOPIC, Box::new(ev::TaskPaused { container_id: id.into(), ..Default::default() }));
+            self.publish(
+                topics::TASK_PAUSED_EVENT_TOPIC,
+                Box::new(ev::TaskPaused {
+                    container_id: id.into(),
+                    ..Default::default()
+                }),
+            );
         } else {
-            self.publish(topics::TASK_RESUMED_EVENT_TOPIC, Box::new(ev::TaskResumed { container_id: id.into(), ..Default::default() }));
+            self.publish(
+                topics::TASK_RESUMED_EVENT_TOPIC,
+                Box::new(ev::TaskResumed {
+                    container_id: id.into(),
+                    ..Default::default()
+                }),
+            );
         }
         Ok(())
     }
@@ -501,18 +594,63 @@ fn response(p: &Proc) -> api::DeleteResponse {
 }
 
 fn read_pid(file: &Path) -> Result<i32, String> {
-    let text = std::fs::read_to_string(file).map_err(|e| format!("reading {}: {e}", file.display()))?;
+    let text =
+        std::fs::read_to_string(file).map_err(|e| format!("reading {}: {e}", file.display()))?;
     text.trim()
         .parse()
         .map_err(|e| format!("pid file {}: {e}", file.display()))
 }
 
-/// Mounts containerd's rootfs mounts at `target`, in order.
-fn mount_rootfs(mounts: &[containerd_shim::protos::api::Mount], target: &Path) -> Result<(), String> {
+/// Mounts containerd's rootfs mounts at `target`, in order (an overlay from the
+/// snapshotter, or a bind). Done here rather than with the shim crate's helper, which
+/// forks and waits through a reaper this shim replaces.
+fn mount_rootfs(
+    mounts: &[containerd_shim::protos::api::Mount],
+    target: &Path,
+) -> Result<(), String> {
+    use nix::mount::{mount, MsFlags};
     std::fs::create_dir_all(target).map_err(|e| format!("creating {}: {e}", target.display()))?;
     for m in mounts {
-        containerd_shim::mount::mount_rootfs(Some(m.type_.as_str()), Some(m.source.as_str()), &m.options, target)
-            .map_err(|e| format!("mounting the rootfs ({} {}) at {}: {e}", m.type_, m.source, target.display()))?;
+        let p = podinit::runtime::mounts::plan(
+            target,
+            Some(&m.type_),
+            Some(Path::new(&m.source)),
+            &m.options,
+        );
+        let flags = MsFlags::from_bits_truncate(p.flags);
+        let fstype = (m.type_ != "bind").then_some(m.type_.as_str());
+        let data = (!p.data.is_empty()).then_some(p.data.as_str());
+        let what = |e: nix::Error| {
+            format!(
+                "mounting the rootfs ({} {}) at {}: {e}",
+                m.type_,
+                m.source,
+                target.display()
+            )
+        };
+        mount(
+            Some(m.source.as_str()),
+            target,
+            fstype,
+            flags & !MsFlags::MS_RDONLY
+                | if p.remount {
+                    MsFlags::empty()
+                } else {
+                    flags & MsFlags::MS_RDONLY
+                },
+            data,
+        )
+        .map_err(what)?;
+        if p.remount {
+            mount(
+                None::<&str>,
+                target,
+                None::<&str>,
+                flags | MsFlags::MS_REMOUNT | MsFlags::MS_BIND,
+                None::<&str>,
+            )
+            .map_err(what)?;
+        }
     }
     Ok(())
 }
@@ -527,27 +665,49 @@ fn status_of(s: Status) -> api::Status {
 }
 
 impl containerd_shim::Task for Service {
-    fn create(&self, _: &TtrpcContext, req: api::CreateTaskRequest) -> TtrpcResult<api::CreateTaskResponse> {
+    fn create(
+        &self,
+        _: &TtrpcContext,
+        req: api::CreateTaskRequest,
+    ) -> TtrpcResult<api::CreateTaskResponse> {
         let pid = self.0.create(&req)?;
-        Ok(api::CreateTaskResponse { pid, ..Default::default() })
+        Ok(api::CreateTaskResponse {
+            pid,
+            ..Default::default()
+        })
     }
 
     fn start(&self, _: &TtrpcContext, req: api::StartRequest) -> TtrpcResult<api::StartResponse> {
         let pid = self.0.start(&req.id, &req.exec_id)?;
-        Ok(api::StartResponse { pid, ..Default::default() })
+        Ok(api::StartResponse {
+            pid,
+            ..Default::default()
+        })
     }
 
-    fn delete(&self, _: &TtrpcContext, req: api::DeleteRequest) -> TtrpcResult<api::DeleteResponse> {
+    fn delete(
+        &self,
+        _: &TtrpcContext,
+        req: api::DeleteRequest,
+    ) -> TtrpcResult<api::DeleteResponse> {
         self.0.delete(&req.id, &req.exec_id)
     }
 
     fn state(&self, _: &TtrpcContext, req: api::StateRequest) -> TtrpcResult<api::StateResponse> {
         let map = self.0.lock();
-        let c = map.get(&req.id).ok_or_else(|| not_found("container", &req.id))?;
-        let p = c.proc(&req.exec_id).ok_or_else(|| not_found("process", &req.exec_id))?;
+        let c = map
+            .get(&req.id)
+            .ok_or_else(|| not_found("container", &req.id))?;
+        let p = c
+            .proc(&req.exec_id)
+            .ok_or_else(|| not_found("process", &req.exec_id))?;
         let e = p.exit;
         Ok(api::StateResponse {
-            id: if req.exec_id.is_empty() { req.id.clone() } else { req.exec_id.clone() },
+            id: if req.exec_id.is_empty() {
+                req.id.clone()
+            } else {
+                req.exec_id.clone()
+            },
             bundle: c.bundle.to_string_lossy().into_owned(),
             pid: p.pid as u32,
             status: status_of(p.status).into(),
@@ -556,7 +716,9 @@ impl containerd_shim::Task for Service {
             stderr: p.paths.stderr.clone(),
             terminal: p.paths.terminal,
             exit_status: e.map_or(0, |e| e.status),
-            exited_at: e.map_or(MessageField::none(), |e| MessageField::some(tasks::timestamp(e.at))),
+            exited_at: e.map_or(MessageField::none(), |e| {
+                MessageField::some(tasks::timestamp(e.at))
+            }),
             exec_id: req.exec_id.clone(),
             ..Default::default()
         })
@@ -565,36 +727,56 @@ impl containerd_shim::Task for Service {
     fn pids(&self, _: &TtrpcContext, req: api::PidsRequest) -> TtrpcResult<api::PidsResponse> {
         let bundle = {
             let map = self.0.lock();
-            map.get(&req.id).ok_or_else(|| not_found("container", &req.id))?.bundle.clone()
+            map.get(&req.id)
+                .ok_or_else(|| not_found("container", &req.id))?
+                .bundle
+                .clone()
         };
         let out = self
             .0
             .runc
-            .run(&self.0.log(&bundle), &["ps", "--format", "json", &req.id], super::runc::Streams::none())
+            .run(
+                &self.0.log(&bundle),
+                &["ps", "--format", "json", &req.id],
+                super::runc::Streams::none(),
+            )
             .map_err(|e| err(Code::UNKNOWN, e))?;
         let pids: Vec<u32> = serde_json::from_str(out.trim()).unwrap_or_default();
         let map = self.0.lock();
         let execs: HashMap<u32, String> = map
             .get(&req.id)
-            .map(|c| c.execs.iter().map(|(k, p)| (p.pid as u32, k.clone())).collect())
+            .map(|c| {
+                c.execs
+                    .iter()
+                    .map(|(k, p)| (p.pid as u32, k.clone()))
+                    .collect()
+            })
             .unwrap_or_default();
         let processes = pids
             .into_iter()
             .map(|pid| {
-                let mut info = containerd_shim::protos::api::ProcessInfo { pid, ..Default::default() };
+                let mut info = containerd_shim::protos::api::ProcessInfo {
+                    pid,
+                    ..Default::default()
+                };
                 if let Some(exec) = execs.get(&pid) {
                     let d = containerd_shim::protos::shim::oci::ProcessDetails {
                         exec_id: exec.clone(),
                         ..Default::default()
                     };
-                    if let Ok(a) = containerd_shim::protos::protobuf::well_known_types::any::Any::pack(&d) {
+                    if let Ok(a) =
+                        containerd_shim::protos::protobuf::well_known_types::any::Any::pack(&d)
+                    {
                         info.info = MessageField::some(a);
                     }
                 }
                 info
             })
             .collect();
-        Ok(api::PidsResponse { processes, ..Default::default() })
+        Ok(api::PidsResponse {
+            processes,
+            ..Default::default()
+        })
     }
 
     fn pause(&self, _: &TtrpcContext, req: api::PauseRequest) -> TtrpcResult<api::Empty> {
@@ -614,12 +796,20 @@ impl containerd_shim::Task for Service {
 
     fn exec(&self, _: &TtrpcContext, req: api::ExecProcessRequest) -> TtrpcResult<api::Empty> {
         let mut map = self.0.lock();
-        let c = map.get_mut(&req.id).ok_or_else(|| not_found("container", &req.id))?;
+        let c = map
+            .get_mut(&req.id)
+            .ok_or_else(|| not_found("container", &req.id))?;
         if c.execs.contains_key(&req.exec_id) {
-            return Err(err(Code::ALREADY_EXISTS, format!("id {}: already exists", req.exec_id)));
+            return Err(err(
+                Code::ALREADY_EXISTS,
+                format!("id {}: already exists", req.exec_id),
+            ));
         }
         if c.init.status == Status::Stopped {
-            return Err(err(Code::FAILED_PRECONDITION, format!("container {}: is stopped", req.id)));
+            return Err(err(
+                Code::FAILED_PRECONDITION,
+                format!("container {}: is stopped", req.id),
+            ));
         }
         let mut p = Proc::new(Paths {
             stdin: req.stdin.clone(),
@@ -627,7 +817,12 @@ impl containerd_shim::Task for Service {
             stderr: req.stderr.clone(),
             terminal: req.terminal,
         });
-        p.spec = Some(req.spec.as_ref().map(|a| a.value.clone()).unwrap_or_default());
+        p.spec = Some(
+            req.spec
+                .as_ref()
+                .map(|a| a.value.clone())
+                .unwrap_or_default(),
+        );
         c.execs.insert(req.exec_id.clone(), p);
         drop(map);
         self.0.publish(
@@ -644,10 +839,17 @@ impl containerd_shim::Task for Service {
     fn resize_pty(&self, _: &TtrpcContext, req: api::ResizePtyRequest) -> TtrpcResult<api::Empty> {
         use std::os::fd::AsRawFd;
         let map = self.0.lock();
-        let c = map.get(&req.id).ok_or_else(|| not_found("container", &req.id))?;
-        let p = c.proc(&req.exec_id).ok_or_else(|| not_found("process", &req.exec_id))?;
+        let c = map
+            .get(&req.id)
+            .ok_or_else(|| not_found("container", &req.id))?;
+        let p = c
+            .proc(&req.exec_id)
+            .ok_or_else(|| not_found("process", &req.exec_id))?;
         let Some(m) = &p.io.console else {
-            return Err(err(Code::FAILED_PRECONDITION, "the process has no terminal"));
+            return Err(err(
+                Code::FAILED_PRECONDITION,
+                "the process has no terminal",
+            ));
         };
         podinit::sys::pty::set_size(m.as_raw_fd(), req.height as u16, req.width as u16)
             .map_err(|e| err(Code::UNKNOWN, format!("resizing the terminal: {e}")))?;
@@ -658,24 +860,36 @@ impl containerd_shim::Task for Service {
         // containerd closes its end of the stdin FIFO before this call: the copy into the
         // process's stdin then ends, and the process reads end-of-file.
         let map = self.0.lock();
-        let c = map.get(&req.id).ok_or_else(|| not_found("container", &req.id))?;
-        c.proc(&req.exec_id).ok_or_else(|| not_found("process", &req.exec_id))?;
+        let c = map
+            .get(&req.id)
+            .ok_or_else(|| not_found("container", &req.id))?;
+        c.proc(&req.exec_id)
+            .ok_or_else(|| not_found("process", &req.exec_id))?;
         Ok(api::Empty::default())
     }
 
     fn update(&self, _: &TtrpcContext, req: api::UpdateTaskRequest) -> TtrpcResult<api::Empty> {
         let bundle = {
             let map = self.0.lock();
-            map.get(&req.id).ok_or_else(|| not_found("container", &req.id))?.bundle.clone()
+            map.get(&req.id)
+                .ok_or_else(|| not_found("container", &req.id))?
+                .bundle
+                .clone()
         };
-        let json = req.resources.as_ref().map(|a| a.value.clone()).unwrap_or_default();
+        let json = req
+            .resources
+            .as_ref()
+            .map(|a| a.value.clone())
+            .unwrap_or_default();
         let file = self.0.runc.root.join(format!("update-{}.json", req.id));
-        std::fs::write(&file, &json).map_err(|e| err(Code::UNKNOWN, format!("writing {}: {e}", file.display())))?;
+        std::fs::write(&file, &json)
+            .map_err(|e| err(Code::UNKNOWN, format!("writing {}: {e}", file.display())))?;
         let f = file.to_string_lossy().into_owned();
-        let r = self
-            .0
-            .runc
-            .run(&self.0.log(&bundle), &["update", "--resources", &f, &req.id], super::runc::Streams::none());
+        let r = self.0.runc.run(
+            &self.0.log(&bundle),
+            &["update", "--resources", &f, &req.id],
+            super::runc::Streams::none(),
+        );
         let _ = std::fs::remove_file(&file);
         r.map_err(|e| err(Code::UNKNOWN, e))?;
         Ok(api::Empty::default())
@@ -691,16 +905,22 @@ impl containerd_shim::Task for Service {
         }
         let root = podinit::runc::state::Root(self.0.runc.root.clone());
         let s = podinit::runc::state::load(&root, &req.id).map_err(|e| err(Code::NOT_FOUND, e))?;
-        let group = podinit::runc::cgroup::open(&req.id, s.cgroups_path.as_deref(), &s.cgroup_paths)
+        let group =
+            podinit::runc::cgroup::open(&req.id, s.cgroups_path.as_deref(), &s.cgroup_paths)
+                .map_err(|e| err(Code::UNKNOWN, e))?;
+        let any = metrics::to_any(&group.stats(), podinit::sys::cgroup::unified())
             .map_err(|e| err(Code::UNKNOWN, e))?;
-        let any = metrics::to_any(&group.stats(), podinit::sys::cgroup::unified()).map_err(|e| err(Code::UNKNOWN, e))?;
         Ok(api::StatsResponse {
             stats: MessageField::some(any),
             ..Default::default()
         })
     }
 
-    fn connect(&self, _: &TtrpcContext, req: api::ConnectRequest) -> TtrpcResult<api::ConnectResponse> {
+    fn connect(
+        &self,
+        _: &TtrpcContext,
+        req: api::ConnectRequest,
+    ) -> TtrpcResult<api::ConnectResponse> {
         let task_pid = self.0.lock().get(&req.id).map_or(0, |c| c.init.pid as u32);
         Ok(api::ConnectResponse {
             shim_pid: std::process::id(),

@@ -94,15 +94,13 @@ pub fn prepare(p: &Paths, socket_dir: &Path, name: &str) -> Result<Prepared, Str
 
 /// After the verb ran: take the terminal's master from the console socket and copy
 /// between it and the FIFOs.
-pub fn attach_console(
-    pre: &mut Prepared,
-    p: &Paths,
-) -> Result<(), String> {
+pub fn attach_console(pre: &mut Prepared, p: &Paths) -> Result<(), String> {
     let Some((l, path)) = pre.console.take() else {
         return Ok(());
     };
     let _ = std::fs::remove_file(&path);
-    l.set_nonblocking(true).map_err(|e| format!("console socket: {e}"))?;
+    l.set_nonblocking(true)
+        .map_err(|e| format!("console socket: {e}"))?;
     let (conn, _) = l
         .accept()
         .map_err(|e| format!("no terminal came on the console socket: {e}"))?;
@@ -110,7 +108,9 @@ pub fn attach_console(
     if !p.stdout.is_empty() {
         let mut from = File::from(master.try_clone().map_err(|e| format!("terminal: {e}"))?);
         let mut to = File::from(fifo_rw(&p.stdout)?);
-        pre.io.copiers.push(std::thread::spawn(move || copy_until_eio(&mut from, &mut to)));
+        pre.io.copiers.push(std::thread::spawn(move || {
+            copy_until_eio(&mut from, &mut to)
+        }));
     }
     if !p.stdin.is_empty() {
         let mut to = File::from(master.try_clone().map_err(|e| format!("terminal: {e}"))?);
@@ -127,7 +127,8 @@ pub fn attach_console(
 }
 
 fn crate_recv_fd(conn: &std::os::unix::net::UnixStream) -> Result<OwnedFd, String> {
-    conn.set_nonblocking(false).map_err(|e| format!("console socket: {e}"))?;
+    conn.set_nonblocking(false)
+        .map_err(|e| format!("console socket: {e}"))?;
     match podinit::sys::pty::recv_fd(conn.as_raw_fd()) {
         Ok(Some((_, Some(fd)))) => Ok(fd),
         Ok(_) => Err("the console socket closed without a terminal".into()),

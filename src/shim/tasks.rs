@@ -101,7 +101,9 @@ pub fn oom_file(dirs: &[PathBuf]) -> Option<PathBuf> {
         .find(|f| f.exists())
 }
 
-pub fn timestamp(t: SystemTime) -> containerd_shim::protos::protobuf::well_known_types::timestamp::Timestamp {
+pub fn timestamp(
+    t: SystemTime,
+) -> containerd_shim::protos::protobuf::well_known_types::timestamp::Timestamp {
     let d = t.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
     containerd_shim::protos::protobuf::well_known_types::timestamp::Timestamp {
         seconds: d.as_secs() as i64,
