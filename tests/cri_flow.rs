@@ -22,7 +22,9 @@ use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use cri::Lab;
+use cri::{
+    assert_pod_gone, container_pid, remove_pod, run, sandbox_identity, wait_state, Lab, WAIT,
+};
 use cri_client::api;
 
 type Record = BTreeMap<&'static str, String>;
@@ -35,48 +37,6 @@ const MAY_DIFFER: &[(&str, &str)] = &[
         "the sandbox's process: the pause image's shell under runc, podinit's supervisor under podinit",
     ),
 ];
-
-const WAIT: Duration = Duration::from_secs(60);
-
-fn wait_state(lab: &Lab, id: &str, state: api::ContainerState) -> api::ContainerStatus {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let st = lab.cri().container_status(id).status.unwrap();
-        if st.state == state as i32 {
-            return st;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "container {id} never reached {state:?}: {st:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// The `info` JSON of a verbose status (pid, runtimeSpec, …).
-fn info(map: &std::collections::HashMap<String, String>) -> serde_json::Value {
-    map.get("info")
-        .and_then(|s| serde_json::from_str(s).ok())
-        .unwrap_or(serde_json::Value::Null)
-}
-
-fn container_pid(lab: &Lab, id: &str) -> i32 {
-    let st = lab.cri().container_status(id);
-    info(&st.info)["pid"]
-        .as_i64()
-        .unwrap_or_else(|| panic!("no pid in {:?}", st.info)) as i32
-}
-
-fn run(lab: &Lab, pod: &str, pc: &api::PodSandboxConfig, cc: &api::ContainerConfig) -> String {
-    let c = lab.cri();
-    let name = cc.metadata.as_ref().unwrap().name.clone();
-    let id = c
-        .create_container(pod, cc, pc)
-        .unwrap_or_else(|e| panic!("CreateContainer {name}: {e}"));
-    c.start_container(&id)
-        .unwrap_or_else(|e| panic!("StartContainer {name}: {e}"));
-    id
-}
 
 fn mount(host: &PathBuf, at: &str) -> api::Mount {
     api::Mount {
@@ -152,66 +112,6 @@ fn http_get(ip: &str, port: u16) -> String {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-}
-
-/// Processes, mounts, cgroups and the network namespace of a removed pod are gone.
-fn assert_pod_gone(lab: &Lab, pod: &str, pids: &[(i32, String)], netns: Option<String>) {
-    assert!(
-        !lab.cri().list_pods().iter().any(|p| p.id == pod),
-        "pod {pod} still listed after RemovePodSandbox"
-    );
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !lab.shims().is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert_eq!(lab.shims(), vec![], "shims left after the pod's removal");
-    for id in pids {
-        assert!(
-            !common::still_running(id),
-            "process {} of pod {pod} left",
-            id.0
-        );
-    }
-    assert_eq!(
-        lab.mounts(),
-        Vec::<String>::new(),
-        "mounts left by pod {pod}"
-    );
-    assert_eq!(
-        lab.container_cgroups(),
-        Vec::<PathBuf>::new(),
-        "cgroups left by pod {pod}"
-    );
-    if let Some(ns) = netns {
-        assert!(
-            !PathBuf::from(&ns).exists(),
-            "network namespace {ns} of pod {pod} left"
-        );
-    }
-    lab.remove_pod_cgroups();
-}
-
-fn sandbox_identity(lab: &Lab, pod: &str) -> ((i32, String), Option<String>) {
-    let st = lab.cri().pod_status(pod);
-    let i = info(&st.info);
-    let pid = i["pid"]
-        .as_i64()
-        .unwrap_or_else(|| panic!("no sandbox pid: {:?}", st.info)) as i32;
-    let netns = i["runtimeSpec"]["linux"]["namespaces"]
-        .as_array()
-        .and_then(|a| a.iter().find(|n| n["type"] == "network"))
-        .and_then(|n| n["path"].as_str())
-        .map(str::to_string);
-    (common::process_identity(pid), netns)
-}
-
-fn remove_pod(lab: &Lab, pod: &str) {
-    lab.cri()
-        .stop_pod(pod)
-        .unwrap_or_else(|e| panic!("StopPodSandbox {pod}: {e}"));
-    lab.cri()
-        .remove_pod(pod)
-        .unwrap_or_else(|e| panic!("RemovePodSandbox {pod}: {e}"));
 }
 
 /// A pod with the host's network: its containers see the host's network namespace.
