@@ -38,7 +38,7 @@ const MAY_DIFFER: &[(&str, &str)] = &[
     ),
 ];
 
-fn mount(host: &PathBuf, at: &str) -> api::Mount {
+fn mount(host: &std::path::Path, at: &str) -> api::Mount {
     api::Mount {
         host_path: host.display().to_string(),
         container_path: at.to_string(),
