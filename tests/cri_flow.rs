@@ -141,7 +141,15 @@ fn host_network(lab: &Lab, handler: &str, rec: &mut Record) {
 /// The main pod, on CNI's bridge.
 fn cni_pod(lab: &Lab, handler: &str, rec: &mut Record) {
     let c = lab.cri();
-    let pc = lab.pod_config(&cri::unique("web"), false, false);
+    let mut pc = lab.pod_config(&cri::unique("web"), false, false);
+    pc.linux.as_mut().unwrap().sysctls = [
+        (
+            "net.ipv4.ip_unprivileged_port_start".to_string(),
+            "80".to_string(),
+        ),
+        ("kernel.shm_rmid_forced".to_string(), "1".to_string()),
+    ]
+    .into();
     let pod = c.run_pod(&pc, handler).expect("RunPodSandbox (CNI)");
     let st = c.pod_status(&pod).status.unwrap();
     rec.insert(
@@ -297,6 +305,92 @@ fn cni_pod(lab: &Lab, handler: &str, rec: &mut Record) {
     rec.insert("exec.stdin_echo", s.stdout.clone());
     rec.insert("exec.stdin_exit_code", format!("{:?}", s.exit_code()));
 
+    // With a terminal (and stdin, as `kubectl exec -it`): the command's stdout is the
+    // terminal, and stderr goes to it too. Without stdin, containerd 1.6 often ends the
+    // session before the terminal's output reaches it, whatever the handler.
+    let url = c
+        .exec_url_for(api::ExecRequest {
+            container_id: web_id.clone(),
+            cmd: ["sh", "-c", "tty; echo on-stderr >&2"]
+                .map(String::from)
+                .to_vec(),
+            tty: true,
+            stdin: true,
+            stdout: true,
+            ..Default::default()
+        })
+        .expect("Exec with a terminal");
+    let s = cri_client::stream_exec(&url, None, WAIT).unwrap();
+    rec.insert(
+        "exec.tty",
+        format!(
+            "a pts: {}, stderr on it: {}, exit {:?}",
+            s.stdout.starts_with("/dev/pts/"),
+            s.stdout.contains("on-stderr"),
+            s.exit_code()
+        ),
+    );
+
+    // The pod's hostname and sysctls, set in the sandbox's namespaces.
+    let r = c
+        .exec_sync(&web_id, &["hostname"], 10)
+        .expect("ExecSync hostname");
+    rec.insert(
+        "sandbox.hostname_is_pods",
+        (String::from_utf8_lossy(&r.stdout).trim() == pc.hostname).to_string(),
+    );
+    let r = c
+        .exec_sync(
+            &web_id,
+            &[
+                "cat",
+                "/proc/sys/net/ipv4/ip_unprivileged_port_start",
+                "/proc/sys/kernel/shm_rmid_forced",
+            ],
+            10,
+        )
+        .expect("ExecSync sysctls");
+    rec.insert("sandbox.sysctls", String::from_utf8_lossy(&r.stdout).into());
+
+    // What containerd reports of a container beside its state: the same for any handler.
+    let st = c.container_status(&web_id).status.unwrap();
+    let mut labels: Vec<_> = st.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    labels.sort();
+    let mounts: Vec<_> = st
+        .mounts
+        .iter()
+        .map(|m| format!("{}:{}", m.container_path, m.readonly))
+        .collect();
+    rec.insert(
+        "web.status",
+        format!(
+            "image {:?} image_ref has digest {} labels {labels:?} log_path ends {} mounts {mounts:?} reason {:?}",
+            st.image.as_ref().map(|i| i.image.clone()),
+            st.image_ref.contains("sha256:"),
+            st.log_path.ends_with("web.log"),
+            st.reason
+        ),
+    );
+
+    // A container with a terminal: its output is logged as stdout.
+    let mut ttyc = lab.container_config("ttyc", &["sh", "-c", "tty; echo tty-done"]);
+    ttyc.tty = true;
+    let ttyc_id = run(lab, &pod, &pc, &ttyc);
+    let st = wait_state(lab, &ttyc_id, api::ContainerState::ContainerExited);
+    let log = wait_log(&pc, &ttyc, "tty-done");
+    rec.insert(
+        "tty_container",
+        format!(
+            "exit {} a pts: {} streams {:?}",
+            st.exit_code,
+            log.starts_with("/dev/pts/"),
+            log_records(&pc, &ttyc)
+                .iter()
+                .map(|r| r.0.clone())
+                .collect::<std::collections::BTreeSet<_>>()
+        ),
+    );
+
     // Stats of the running containers.
     let stats = c.container_stats(&pod);
     for (key, id) in [("stats.web", &web_id), ("stats.writer", &writer_id)] {
@@ -360,7 +454,7 @@ fn cni_pod(lab: &Lab, handler: &str, rec: &mut Record) {
     rec.insert("stop.exit_code", st.exit_code.to_string());
     rec.insert("stop.reason", st.reason.clone());
     c.stop_container(&web_id, 2).expect("StopContainer web");
-    for id in [&init_id, &writer_id, &web_id, &hog_id] {
+    for id in [&init_id, &writer_id, &web_id, &hog_id, &ttyc_id] {
         c.remove_container(id)
             .unwrap_or_else(|e| panic!("RemoveContainer {id}: {e}"));
     }
@@ -504,6 +598,14 @@ fn check(handler: &str, rec: &Record) {
         ("exec_sync.exit_code", "3"),
         ("exec_sync.sees_emptydir", "from-writer\n"),
         ("exec_sync.timeout", "DeadlineExceeded: true"),
+        ("exec.tty", "a pts: true, stderr on it: true, exit Some(0)"),
+        ("sandbox.hostname_is_pods", "true"),
+        ("sandbox.sysctls", "80\n1\n"),
+        (
+            "web.status",
+            "image Some(\"podinit.test/busybox:1\") image_ref has digest true labels [\"podinit.test/container=web\"] log_path ends true mounts [\"/data:false\"] reason \"\"",
+        ),
+        ("tty_container", "exit 0 a pts: true streams {\"stdout\"}"),
         ("exec.stdout", "s-out\n"),
         ("exec.stderr", "s-err\n"),
         ("exec.exit_code", "Some(5)"),

@@ -376,6 +376,7 @@ state = "{state}"
             }),
             args: args.iter().map(|s| s.to_string()).collect(),
             log_path: format!("{name}.log"),
+            labels: [("podinit.test/container".to_string(), name.to_string())].into(),
             linux: Some(api::LinuxContainerConfig::default()),
             ..Default::default()
         }

@@ -269,6 +269,11 @@ impl Client {
             stdout: true,
             stderr: true,
         };
+        self.exec_url_for(req)
+    }
+
+    /// The streaming server's URL for an exec as `req` asks.
+    pub fn exec_url_for(&self, req: api::ExecRequest) -> Result<String, tonic::Status> {
         self.call("Exec", |mut c| async move { c.exec(req).await })
             .map(|r| r.url)
     }
