@@ -1,0 +1,648 @@
+//! The CRI lab: a private containerd 1.6 with its CRI plugin, per test, everything under a
+//! temp dir of its own: config, root, state (network namespaces too), sockets, the runc
+//! handler's state, a CNI bridge network of its own name and subnet, the images. Two
+//! handlers: `runc` (containerd-shim-runc-v2) and `podinit` (containerd-shim-podinit-v1,
+//! the cargo-built shim, found on containerd's PATH).
+//!
+//! Drop removes every pod through the CRI, then stops containerd and removes whatever a
+//! failed test left: processes, mounts, cgroups, the bridge, the CNI cache, the temp dir.
+//! A shim still running once its pods are gone is a defect of the runtime: the drop
+//! reports it (and fails the test when it has not failed already).
+//!
+//! Used by the test files as `#[path = "common/cri.rs"] mod cri;` beside `mod common;`
+//! and `#[path = "common/cri_client.rs"] mod cri_client;`.
+
+#![allow(dead_code)]
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::{kill_and_remove, OutputWithin, CLIENT_LIMIT};
+use crate::cri_client::{api, Client};
+use std::collections::HashMap;
+
+pub const PAUSE_IMAGE: &str = "podinit.test/pause:1";
+pub const BUSYBOX: &str = "podinit.test/busybox:1";
+pub const HANDLERS: [&str; 2] = ["runc", "podinit"];
+
+/// How long containerd may take to come up (or to stop).
+const DAEMON_LIMIT: Duration = Duration::from_secs(30);
+
+pub struct Lab {
+    pub name: String,
+    pub dir: PathBuf,
+    pub sock: PathBuf,
+    /// The CNI network's bridge and its subnet's first three octets.
+    pub bridge: String,
+    pub net_prefix: String,
+    containerd: Option<Child>,
+    client: Option<Client>,
+    ip_forward: Option<String>,
+}
+
+fn random_u32() -> u32 {
+    let mut b = [0u8; 4];
+    std::fs::File::open("/dev/urandom")
+        .unwrap()
+        .read_exact(&mut b)
+        .unwrap();
+    u32::from_le_bytes(b)
+}
+
+/// A unique id for a pod or container name.
+pub fn unique(prefix: &str) -> String {
+    format!("{prefix}-{:08x}", random_u32())
+}
+
+/// Install the Debian packages the lab runs when they are missing.
+fn install_missing() {
+    let mut need = Vec::new();
+    for (cmd, pkg) in [
+        ("/usr/bin/containerd", "containerd"),
+        ("/usr/sbin/runc", "runc"),
+        ("/usr/lib/cni/bridge", "containernetworking-plugins"),
+        ("/bin/busybox", "busybox-static"),
+    ] {
+        if !Path::new(cmd).exists() {
+            need.push(pkg);
+        }
+    }
+    if need.is_empty() {
+        return;
+    }
+    let ok = Command::new("apt-get")
+        .args(["install", "-y", "--no-install-recommends"])
+        .args(&need)
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .stdout(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(ok, "apt-get install {need:?} failed");
+}
+
+impl Lab {
+    /// A lab with containerd running, ready (runtime and network), and the images
+    /// imported.
+    pub fn new(prefix: &str) -> Lab {
+        install_missing();
+        let n = random_u32();
+        let name = format!("{prefix}-{n:08x}");
+        let dir = std::env::temp_dir().join(format!("podinit-cri-{name}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        // A subnet of 10.128.0.0/9 per lab: two labs at once differ but by chance.
+        let net_prefix = format!("10.{}.{}", 128 + (n >> 8) % 128, n % 256);
+        let mut lab = Lab {
+            sock: dir.join("c.sock"),
+            bridge: format!("pcri{:08x}", n),
+            net_prefix,
+            name,
+            dir,
+            containerd: None,
+            client: None,
+            ip_forward: std::fs::read_to_string("/proc/sys/net/ipv4/ip_forward").ok(),
+        };
+        lab.write_config();
+        lab.make_images();
+        lab.start();
+        lab.import_images();
+        lab
+    }
+
+    pub fn cri(&self) -> &Client {
+        self.client.as_ref().expect("containerd is running")
+    }
+
+    fn write_config(&self) {
+        let d = &self.dir;
+        for sub in ["bin", "cni", "logs", "images"] {
+            std::fs::create_dir_all(d.join(sub)).unwrap();
+        }
+        let shim = PathBuf::from(env!("CARGO_BIN_EXE_containerd-shim-podinit-v1"));
+        std::os::unix::fs::symlink(&shim, d.join("bin/containerd-shim-podinit-v1")).unwrap();
+        let p = |s: &str| d.join(s).display().to_string();
+        let config = format!(
+            r#"version = 2
+root = "{root}"
+state = "{state}"
+[grpc]
+  address = "{sock}"
+[ttrpc]
+  address = "{sock}.ttrpc"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "{opt}"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "{PAUSE_IMAGE}"
+  restrict_oom_score_adj = true
+  disable_apparmor = true
+  netns_mounts_under_state_dir = true
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    default_runtime_name = "runc"
+    snapshotter = "overlayfs"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      pod_annotations = ["*", "*/*"]
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        BinaryName = "/usr/sbin/runc"
+        Root = "{runc}"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.podinit]
+      runtime_type = "io.containerd.podinit.v1"
+      pod_annotations = ["*", "*/*"]
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "{cni}"
+    max_conf_num = 1
+"#,
+            root = p("root"),
+            state = p("state"),
+            sock = self.sock.display(),
+            opt = p("opt"),
+            runc = p("runc"),
+            cni = p("cni"),
+        );
+        std::fs::write(d.join("config.toml"), config).unwrap();
+        // ipMasq off: the pods talk to the host only, and no iptables rule is left.
+        let net = serde_json::json!({
+            "cniVersion": "0.4.0",
+            "name": format!("podinit-{}", self.name),
+            "plugins": [{
+                "type": "bridge",
+                "bridge": self.bridge,
+                "isGateway": true,
+                "ipMasq": false,
+                "ipam": {
+                    "type": "host-local",
+                    "ranges": [[{"subnet": format!("{}.0/24", self.net_prefix)}]],
+                    "dataDir": p("ipam"),
+                },
+            }],
+        });
+        std::fs::write(d.join("cni/10-podinit-test.conflist"), net.to_string()).unwrap();
+    }
+
+    fn make_images(&self) {
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/make-cri-images");
+        let out = Command::new(script)
+            .arg(self.dir.join("images"))
+            .output_within(CLIENT_LIMIT);
+        assert!(
+            out.status.success(),
+            "scripts/make-cri-images: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Start containerd (again) and wait until its CRI says runtime and network ready.
+    pub fn start(&mut self) {
+        assert!(self.containerd.is_none(), "containerd is already running");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("containerd.log"))
+            .unwrap();
+        let path = format!(
+            "{}:{}",
+            self.dir.join("bin").display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let child = Command::new("containerd")
+            .arg("--config")
+            .arg(self.dir.join("config.toml"))
+            .env("PATH", path)
+            .current_dir(&self.dir)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("spawn containerd");
+        self.containerd = Some(child);
+        let deadline = Instant::now() + DAEMON_LIMIT;
+        let mut why = String::new();
+        loop {
+            if let Some(st) = self.containerd.as_mut().unwrap().try_wait().unwrap() {
+                panic!("containerd exited ({st}): {}", self.log_tail());
+            }
+            if self.sock.exists() {
+                match Client::connect(&self.sock, Duration::from_secs(5)) {
+                    Ok(c) => match c.ready() {
+                        Ok((true, true)) => {
+                            self.client = Some(c);
+                            return;
+                        }
+                        Ok(r) => why = format!("runtime, network ready: {r:?}"),
+                        Err(e) => why = e.to_string(),
+                    },
+                    Err(e) => why = e,
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "containerd not ready within {DAEMON_LIMIT:?} ({why}): {}",
+                self.log_tail()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Stop containerd (SIGTERM, then SIGKILL past the limit): what it runs stays.
+    pub fn stop(&mut self) {
+        self.client = None;
+        if let Some(mut c) = self.containerd.take() {
+            // SAFETY: our own child, not yet reaped.
+            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+            let deadline = Instant::now() + DAEMON_LIMIT;
+            while c.try_wait().unwrap().is_none() {
+                if Instant::now() > deadline {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+
+    pub fn log_tail(&self) -> String {
+        let log = std::fs::read_to_string(self.dir.join("containerd.log")).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(30)..].join("\n")
+    }
+
+    pub fn ctr(&self) -> Command {
+        let mut c = Command::new("ctr");
+        c.arg("-a").arg(&self.sock).args(["-n", "k8s.io"]);
+        c
+    }
+
+    fn import_images(&self) {
+        for file in ["pause.tar", "busybox.tar"] {
+            let out = self
+                .ctr()
+                .args(["images", "import"])
+                .arg(self.dir.join("images").join(file))
+                .output_within(CLIENT_LIMIT);
+            assert!(
+                out.status.success(),
+                "ctr images import {file}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        // The CRI sees images through containerd's events: wait until it lists both.
+        let deadline = Instant::now() + DAEMON_LIMIT;
+        loop {
+            let have = self.cri().images();
+            if [PAUSE_IMAGE, BUSYBOX]
+                .iter()
+                .all(|i| have.iter().any(|h| h.ends_with(i)))
+            {
+                return;
+            }
+            assert!(Instant::now() < deadline, "the CRI lists {have:?} only");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The cgroup under which this lab's pods go (the kubelet's `kubepods` level).
+    pub fn cgroup_root(&self) -> String {
+        format!("/kubepods/{}", self.name)
+    }
+
+    /// A pod's config: its own name, uid, log directory and cgroup parent; CNI's network
+    /// unless `host_network`; the pod-wide pid namespace when `share_pid`.
+    pub fn pod_config(
+        &self,
+        name: &str,
+        host_network: bool,
+        share_pid: bool,
+    ) -> api::PodSandboxConfig {
+        let uid = format!("{:08x}-{:08x}", random_u32(), random_u32());
+        let log_dir = self.dir.join("logs").join(&uid);
+        std::fs::create_dir_all(&log_dir).unwrap();
+        let mode = |m: api::NamespaceMode| m as i32;
+        api::PodSandboxConfig {
+            metadata: Some(api::PodSandboxMetadata {
+                name: name.to_string(),
+                uid: uid.clone(),
+                namespace: "default".into(),
+                attempt: 0,
+            }),
+            hostname: if host_network {
+                String::new()
+            } else {
+                name.to_string()
+            },
+            log_directory: log_dir.display().to_string(),
+            labels: [("app".to_string(), name.to_string())].into(),
+            annotations: [("podinit.test/lab".to_string(), self.name.clone())].into(),
+            linux: Some(api::LinuxPodSandboxConfig {
+                cgroup_parent: format!("{}/pod{uid}", self.cgroup_root()),
+                security_context: Some(api::LinuxSandboxSecurityContext {
+                    namespace_options: Some(api::NamespaceOption {
+                        network: mode(if host_network {
+                            api::NamespaceMode::Node
+                        } else {
+                            api::NamespaceMode::Pod
+                        }),
+                        pid: mode(if share_pid {
+                            api::NamespaceMode::Pod
+                        } else {
+                            api::NamespaceMode::Container
+                        }),
+                        ipc: mode(api::NamespaceMode::Pod),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    /// A busybox container running `args`, logging to `NAME.log` in the pod's log dir.
+    pub fn container_config(&self, name: &str, args: &[&str]) -> api::ContainerConfig {
+        api::ContainerConfig {
+            metadata: Some(api::ContainerMetadata {
+                name: name.to_string(),
+                attempt: 0,
+            }),
+            image: Some(api::ImageSpec {
+                image: BUSYBOX.to_string(),
+                ..Default::default()
+            }),
+            args: args.iter().map(|s| s.to_string()).collect(),
+            log_path: format!("{name}.log"),
+            labels: [("podinit.test/container".to_string(), name.to_string())].into(),
+            linux: Some(api::LinuxContainerConfig::default()),
+            ..Default::default()
+        }
+    }
+
+    /// Processes of containerd's shims for this lab (their command line names its
+    /// socket): (pid, command line).
+    pub fn shims(&self) -> Vec<(i32, String)> {
+        let needle = self.sock.display().to_string();
+        let mut out = Vec::new();
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+                continue;
+            };
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            if cmd.contains("containerd-shim") && cmd.contains(&needle) {
+                out.push((pid, cmd.trim().to_string()));
+            }
+        }
+        out
+    }
+
+    /// Mount points below the lab's dir.
+    pub fn mounts(&self) -> Vec<String> {
+        let d = self.dir.display().to_string();
+        std::fs::read_to_string("/proc/self/mountinfo")
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.split(' ').nth(4))
+            .filter(|m| m.starts_with(&d))
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// The lab's cgroup directories, in every hierarchy, deepest first.
+    pub fn cgroups(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        let rel = self.cgroup_root();
+        for e in std::fs::read_dir("/sys/fs/cgroup").unwrap().flatten() {
+            let root = e.path().join(rel.trim_start_matches('/'));
+            collect_dirs(&root, &mut out);
+        }
+        if Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
+            collect_dirs(
+                &Path::new("/sys/fs/cgroup").join(rel.trim_start_matches('/')),
+                &mut out,
+            );
+        }
+        out.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
+        out
+    }
+
+    /// Cgroups of containers or sandboxes still there: any directory below a pod's.
+    pub fn container_cgroups(&self) -> Vec<PathBuf> {
+        let depth = |p: &PathBuf| p.components().count();
+        let all = self.cgroups();
+        let Some(min) = all.iter().map(depth).min() else {
+            return all;
+        };
+        // min is the lab's own level; pods one below; containers below that.
+        all.into_iter().filter(|p| depth(p) > min + 1).collect()
+    }
+
+    /// Stop and remove every pod through the CRI: errors are reported, not raised, since
+    /// this runs in the drop too.
+    pub fn remove_all_pods(&self) -> Vec<String> {
+        let mut errors = Vec::new();
+        let Some(c) = self.client.as_ref() else {
+            return errors;
+        };
+        for p in c.list_pods() {
+            if let Err(e) = c.stop_pod(&p.id) {
+                errors.push(format!("StopPodSandbox {}: {e}", p.id));
+            }
+            if let Err(e) = c.remove_pod(&p.id) {
+                errors.push(format!("RemovePodSandbox {}: {e}", p.id));
+            }
+        }
+        errors
+    }
+
+    /// The pod cgroups the kubelet would remove once their pods are gone (containerd
+    /// removes its containers' only).
+    pub fn remove_pod_cgroups(&self) {
+        for d in self.cgroups() {
+            let _ = std::fs::remove_dir(&d);
+        }
+    }
+}
+
+fn collect_dirs(root: &Path, out: &mut Vec<PathBuf>) {
+    if !root.is_dir() {
+        return;
+    }
+    out.push(root.to_path_buf());
+    if let Ok(rd) = std::fs::read_dir(root) {
+        for e in rd.flatten() {
+            if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                collect_dirs(&e.path(), out);
+            }
+        }
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let mut problems = self.remove_all_pods();
+        // A shim serves until containerd deletes its last task: give it a moment.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !self.shims().is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let shims = self.shims();
+        if !shims.is_empty() {
+            problems.push(format!("shims left behind with no pod: {shims:?}"));
+        }
+        self.stop();
+        for (pid, _) in self.shims() {
+            // SAFETY: kill(2) of a shim of this lab's containerd.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        for d in self.cgroups() {
+            kill_and_remove(&d);
+        }
+        let mut mounts = self.mounts();
+        mounts.sort_by_key(|m| std::cmp::Reverse(m.len()));
+        for m in mounts {
+            let _ = Command::new("umount")
+                .args(["-l", &m])
+                .stderr(Stdio::null())
+                .status();
+        }
+        let _ = Command::new("ip")
+            .args(["link", "del", &self.bridge])
+            .stderr(Stdio::null())
+            .status();
+        let net = format!("podinit-{}-", self.name);
+        if let Ok(rd) = std::fs::read_dir("/var/lib/cni/results") {
+            for e in rd.flatten() {
+                if e.file_name().to_string_lossy().starts_with(&net) {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
+        // The bridge plugin turns forwarding on for its gateway: as it was.
+        if let Some(v) = &self.ip_forward {
+            let _ = std::fs::write("/proc/sys/net/ipv4/ip_forward", v);
+        }
+        if std::env::var_os("PODINIT_CRI_KEEP").is_none() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+        // `kubepods` itself, when no other lab uses it.
+        if let Ok(rd) = std::fs::read_dir("/sys/fs/cgroup") {
+            for e in rd.flatten() {
+                let _ = std::fs::remove_dir(e.path().join("kubepods"));
+            }
+        }
+        if !problems.is_empty() && !std::thread::panicking() {
+            panic!("CRI lab {}: {}", self.name, problems.join("; "));
+        }
+    }
+}
+
+// Steps and checks the CRI tests share.
+
+pub const WAIT: Duration = Duration::from_secs(60);
+
+pub fn wait_state(lab: &Lab, id: &str, state: api::ContainerState) -> api::ContainerStatus {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let st = lab.cri().container_status(id).status.unwrap();
+        if st.state == state as i32 {
+            return st;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "container {id} never reached {state:?}: {st:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The `info` JSON of a verbose status (pid, runtimeSpec, …).
+pub fn info(map: &HashMap<String, String>) -> serde_json::Value {
+    map.get("info")
+        .and_then(|s| serde_json::from_str(s).ok())
+        .unwrap_or(serde_json::Value::Null)
+}
+
+pub fn container_pid(lab: &Lab, id: &str) -> i32 {
+    let st = lab.cri().container_status(id);
+    info(&st.info)["pid"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("no pid in {:?}", st.info)) as i32
+}
+
+pub fn run(lab: &Lab, pod: &str, pc: &api::PodSandboxConfig, cc: &api::ContainerConfig) -> String {
+    let c = lab.cri();
+    let name = cc.metadata.as_ref().unwrap().name.clone();
+    let id = c
+        .create_container(pod, cc, pc)
+        .unwrap_or_else(|e| panic!("CreateContainer {name}: {e}"));
+    c.start_container(&id)
+        .unwrap_or_else(|e| panic!("StartContainer {name}: {e}"));
+    id
+}
+
+/// Processes, mounts, cgroups and the network namespace of a removed pod are gone.
+pub fn assert_pod_gone(lab: &Lab, pod: &str, pids: &[(i32, String)], netns: Option<String>) {
+    assert!(
+        !lab.cri().list_pods().iter().any(|p| p.id == pod),
+        "pod {pod} still listed after RemovePodSandbox"
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !lab.shims().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(lab.shims(), vec![], "shims left after the pod's removal");
+    for id in pids {
+        assert!(
+            !crate::common::still_running(id),
+            "process {} of pod {pod} left",
+            id.0
+        );
+    }
+    assert_eq!(
+        lab.mounts(),
+        Vec::<String>::new(),
+        "mounts left by pod {pod}"
+    );
+    assert_eq!(
+        lab.container_cgroups(),
+        Vec::<PathBuf>::new(),
+        "cgroups left by pod {pod}"
+    );
+    if let Some(ns) = netns {
+        assert!(
+            !PathBuf::from(&ns).exists(),
+            "network namespace {ns} of pod {pod} left"
+        );
+    }
+    lab.remove_pod_cgroups();
+}
+
+pub fn sandbox_identity(lab: &Lab, pod: &str) -> ((i32, String), Option<String>) {
+    let st = lab.cri().pod_status(pod);
+    let i = info(&st.info);
+    let pid = i["pid"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("no sandbox pid: {:?}", st.info)) as i32;
+    let netns = i["runtimeSpec"]["linux"]["namespaces"]
+        .as_array()
+        .and_then(|a| a.iter().find(|n| n["type"] == "network"))
+        .and_then(|n| n["path"].as_str())
+        .map(str::to_string);
+    (crate::common::process_identity(pid), netns)
+}
+
+pub fn remove_pod(lab: &Lab, pod: &str) {
+    lab.cri()
+        .stop_pod(pod)
+        .unwrap_or_else(|e| panic!("StopPodSandbox {pod}: {e}"));
+    lab.cri()
+        .remove_pod(pod)
+        .unwrap_or_else(|e| panic!("RemovePodSandbox {pod}: {e}"));
+}

@@ -1,0 +1,288 @@
+//! Issue 25's fault tests on a private containerd (tests/common/cri.rs): a pod's shim
+//! SIGKILLed, containerd restarted under running pods, containers that cannot start. Each
+//! runs on the runc handler (the reference) and on podinit's; the start errors are compared
+//! between the two in one containerd.
+
+mod common;
+#[path = "common/cri.rs"]
+mod cri;
+#[path = "common/cri_client.rs"]
+mod cri_client;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use cri::{
+    assert_pod_gone, container_pid, remove_pod, run, sandbox_identity, wait_state, Lab, WAIT,
+};
+use cri_client::api;
+
+/// A running pod of one `sleep` container: its id, the container's, the sandbox's and the
+/// container's processes, and the path of its network namespace.
+struct Running {
+    pod: String,
+    container: String,
+    pids: Vec<(i32, String)>,
+    netns: Option<String>,
+}
+
+fn running_pod(lab: &Lab, handler: &str, name: &str) -> Running {
+    let pc = lab.pod_config(&cri::unique(name), false, false);
+    let pod = lab
+        .cri()
+        .run_pod(&pc, handler)
+        .unwrap_or_else(|e| panic!("RunPodSandbox on {handler}: {e}"));
+    let (sandbox, netns) = sandbox_identity(lab, &pod);
+    let cc = lab.container_config("sleeper", &["sleep", "3600"]);
+    let container = run(lab, &pod, &pc, &cc);
+    wait_state(lab, &container, api::ContainerState::ContainerRunning);
+    let pids = vec![
+        sandbox,
+        common::process_identity(container_pid(lab, &container)),
+    ];
+    Running {
+        pod,
+        container,
+        pids,
+        netns,
+    }
+}
+
+fn shim_killed(handler: &str) {
+    common::require_root();
+    let lab = Lab::new(&format!("shimkill-{handler}"));
+    let p = running_pod(&lab, handler, "victim");
+    let shims = lab.shims();
+    assert!(!shims.is_empty(), "no shim runs the pod on {handler}");
+    for (pid, _) in &shims {
+        // SAFETY: kill(2) of this lab's shim.
+        unsafe { libc::kill(*pid, libc::SIGKILL) };
+    }
+    // containerd sees the shim's connection close and cleans up after it: the task ends,
+    // the container is reported exited, and nothing of the pod runs.
+    let st = wait_state(&lab, &p.container, api::ContainerState::ContainerExited);
+    assert_ne!(st.finished_at, 0, "exited without a finish time: {st:?}");
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let left: Vec<_> = p
+            .pids
+            .iter()
+            .filter(|id| common::still_running(id))
+            .collect();
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "processes of the pod left after its shim was killed: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let st = lab.cri().pod_status(&p.pod).status.unwrap();
+    assert_eq!(
+        st.state,
+        api::PodSandboxState::SandboxNotready as i32,
+        "the pod of a dead shim is still ready: {st:?}"
+    );
+    remove_pod(&lab, &p.pod);
+    assert_pod_gone(&lab, &p.pod, &p.pids, p.netns);
+}
+
+fn containerd_restarted(handler: &str) {
+    common::require_root();
+    let mut lab = Lab::new(&format!("restart-{handler}"));
+    let a = running_pod(&lab, handler, "survivor-a");
+    let b = running_pod(&lab, handler, "survivor-b");
+    lab.stop();
+    for id in a.pids.iter().chain(&b.pids) {
+        assert!(
+            common::still_running(id),
+            "process {} ended with containerd",
+            id.0
+        );
+    }
+    lab.start();
+    for p in [&a, &b] {
+        let st = lab.cri().pod_status(&p.pod).status.unwrap();
+        assert_eq!(
+            st.state,
+            api::PodSandboxState::SandboxReady as i32,
+            "pod {} after the restart: {st:?}",
+            p.pod
+        );
+        let st = lab.cri().container_status(&p.container).status.unwrap();
+        assert_eq!(
+            st.state,
+            api::ContainerState::ContainerRunning as i32,
+            "container of {} after the restart: {st:?}",
+            p.pod
+        );
+        // containerd talks to the shim again.
+        let r = lab
+            .cri()
+            .exec_sync(&p.container, &["echo", "again"], 10)
+            .expect("ExecSync after containerd's restart");
+        assert_eq!(String::from_utf8_lossy(&r.stdout), "again\n");
+    }
+    let listed = lab.cri().list_pods();
+    for p in [&a, &b] {
+        assert!(
+            listed
+                .iter()
+                .any(|l| l.id == p.pod && l.state == api::PodSandboxState::SandboxReady as i32),
+            "pod {} not listed ready: {listed:?}",
+            p.pod
+        );
+    }
+    for p in [a, b] {
+        remove_pod(&lab, &p.pod);
+        for id in &p.pids {
+            assert!(!common::still_running(id), "process {} left", id.0);
+        }
+        if let Some(ns) = &p.netns {
+            assert!(!std::path::Path::new(ns).exists(), "netns {ns} left");
+        }
+    }
+    assert_pod_gone(&lab, "(all)", &[], None);
+}
+
+/// What a container that cannot start shows through the CRI: StartContainer's error code,
+/// whether its message names the cause, and the container's status after.
+fn start_errors(lab: &Lab, handler: &str) -> BTreeMap<&'static str, String> {
+    let mut rec = BTreeMap::new();
+    let pc = lab.pod_config(&cri::unique("broken"), false, false);
+    let pod = lab
+        .cri()
+        .run_pod(&pc, handler)
+        .unwrap_or_else(|e| panic!("RunPodSandbox on {handler}: {e}"));
+    let (sandbox, netns) = sandbox_identity(lab, &pod);
+    let file = lab.dir.join("a-file");
+    std::fs::write(&file, "not a directory\n").unwrap();
+    let missing = lab.container_config("missing", &["/no/such/binary"]);
+    let mut bad_bundle = lab.container_config("badmount", &["sleep", "1"]);
+    // A file mounted over a directory of the image: the runtime cannot make the rootfs.
+    bad_bundle.mounts = vec![api::Mount {
+        host_path: file.display().to_string(),
+        container_path: "/etc".into(),
+        ..Default::default()
+    }];
+    for (key, cc, cause) in [
+        ("missing", &missing, "no such file or directory"),
+        ("bad_bundle", &bad_bundle, "not a directory"),
+    ] {
+        let id = lab
+            .cri()
+            .create_container(&pod, cc, &pc)
+            .unwrap_or_else(|e| panic!("CreateContainer {key}: {e}"));
+        let err = lab
+            .cri()
+            .start_container(&id)
+            .expect_err("StartContainer of a container that cannot start");
+        let msg = err.message().to_lowercase();
+        rec.insert(
+            match key {
+                "missing" => "missing.start_error",
+                _ => "bad_bundle.start_error",
+            },
+            format!("{:?}, names the cause: {}", err.code(), msg.contains(cause)),
+        );
+        let st = lab.cri().container_status(&id).status.unwrap();
+        let state = api::ContainerState::try_from(st.state)
+            .map(|s| format!("{s:?}"))
+            .unwrap_or_default();
+        rec.insert(
+            match key {
+                "missing" => "missing.status",
+                _ => "bad_bundle.status",
+            },
+            format!(
+                "{state} exit {} reason {} message names the cause: {}",
+                st.exit_code,
+                st.reason,
+                st.message.to_lowercase().contains(cause)
+            ),
+        );
+        lab.cri()
+            .remove_container(&id)
+            .unwrap_or_else(|e| panic!("RemoveContainer {key}: {e}"));
+    }
+    // The pod is still usable after its failures.
+    let ok = run(
+        lab,
+        &pod,
+        &pc,
+        &lab.container_config("after", &["sleep", "3600"]),
+    );
+    wait_state(lab, &ok, api::ContainerState::ContainerRunning);
+    let pids = [sandbox, common::process_identity(container_pid(lab, &ok))];
+    remove_pod(lab, &pod);
+    assert_pod_gone(lab, &pod, &pids, netns);
+    rec
+}
+
+fn check_start_errors(handler: &str, rec: &BTreeMap<&'static str, String>) {
+    let want = [
+        ("missing.start_error", "Unknown, names the cause: true"),
+        (
+            "missing.status",
+            "ContainerExited exit 128 reason StartError message names the cause: true",
+        ),
+        ("bad_bundle.start_error", "Unknown, names the cause: true"),
+        (
+            "bad_bundle.status",
+            "ContainerExited exit 128 reason StartError message names the cause: true",
+        ),
+    ];
+    for (k, v) in want {
+        assert_eq!(
+            rec.get(k).map(String::as_str),
+            Some(v),
+            "{k} on {handler}; all: {rec:#?}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs root: a private containerd with CNI"]
+fn cri_shim_killed_on_runc() {
+    shim_killed("runc");
+}
+
+#[test]
+#[ignore = "needs root; the podinit handler: needs the lead's containerd-shim-podinit-v1"]
+fn cri_shim_killed_on_podinit() {
+    shim_killed("podinit");
+}
+
+#[test]
+#[ignore = "needs root: a private containerd with CNI"]
+fn cri_containerd_restarted_on_runc() {
+    containerd_restarted("runc");
+}
+
+#[test]
+#[ignore = "needs root; the podinit handler: needs the lead's containerd-shim-podinit-v1"]
+fn cri_containerd_restarted_on_podinit() {
+    containerd_restarted("podinit");
+}
+
+#[test]
+#[ignore = "needs root: a private containerd with CNI"]
+fn cri_start_errors_on_runc() {
+    common::require_root();
+    let lab = Lab::new("starterr-runc");
+    let rec = start_errors(&lab, "runc");
+    check_start_errors("runc", &rec);
+}
+
+/// Both handlers in one containerd: podinit's errors are runc's.
+#[test]
+#[ignore = "needs root; the podinit handler: needs the lead's containerd-shim-podinit-v1"]
+fn cri_start_errors_on_podinit_match_runcs() {
+    common::require_root();
+    let lab = Lab::new("starterr-podinit");
+    let runc = start_errors(&lab, "runc");
+    check_start_errors("runc", &runc);
+    let podinit = start_errors(&lab, "podinit");
+    assert_eq!(podinit, runc, "start errors: podinit's differ from runc's");
+}
