@@ -52,11 +52,26 @@ impl Runc {
         Ok(Runc { exe, root, reaper })
     }
 
-    /// Runs `runc --root ROOT --log LOG --log-format json ARGS` with `streams`; its
-    /// standard output on success, else runc's last error (from the log, as containerd
+    /// Runs `runc --root ROOT --log LOG --log-format json ARGS` with `streams` (absent
+    /// ones are /dev/null); on failure runc's last error (from the log, as containerd
     /// reads it) as one line.
-    pub fn run(&self, log: &Path, args: &[&str], streams: Streams) -> Result<String, String> {
-        let capture_out = streams.stdout.is_none();
+    pub fn run(&self, log: &Path, args: &[&str], streams: Streams) -> Result<(), String> {
+        self.verb(log, args, streams, false).map(drop)
+    }
+
+    /// Like [`Runc::run`], for a verb whose standard output is its answer (`ps`). Never
+    /// for create or exec: the container's process would hold the pipe open.
+    pub fn output(&self, log: &Path, args: &[&str]) -> Result<String, String> {
+        self.verb(log, args, Streams::none(), true)
+    }
+
+    fn verb(
+        &self,
+        log: &Path,
+        args: &[&str],
+        streams: Streams,
+        capture_out: bool,
+    ) -> Result<String, String> {
         let mut cmd = Command::new(&self.exe);
         cmd.arg("runc")
             .arg("--root")

@@ -222,7 +222,7 @@ impl Inner {
             stderr: req.stderr.clone(),
             terminal: req.terminal,
         };
-        let mut pre = stdio::prepare(&paths, &self.runc.root, id)?;
+        let mut pre = stdio::prepare(&paths, &self.runc.root)?;
         let pid_file = bundle.join("init.pid");
         let bundle_s = bundle.to_string_lossy();
         let pid_s = pid_file.to_string_lossy();
@@ -336,7 +336,7 @@ impl Inner {
         let pid_file = dir.join(format!("exec-{name}.pid"));
         std::fs::write(&spec_file, &spec)
             .map_err(|e| fail(format!("writing {}: {e}", spec_file.display())))?;
-        let mut pre = stdio::prepare(&paths, dir, &name).map_err(fail)?;
+        let mut pre = stdio::prepare(&paths, dir).map_err(fail)?;
         let (spec_s, pid_s) = (spec_file.to_string_lossy(), pid_file.to_string_lossy());
         let mut args = vec![
             "exec",
@@ -413,7 +413,6 @@ impl Inner {
             return self
                 .runc
                 .run(&self.log(&bundle), &args, super::runc::Streams::none())
-                .map(drop)
                 .map_err(|e| err(Code::UNKNOWN, e));
         }
         nix::sys::signal::kill(
@@ -735,11 +734,7 @@ impl containerd_shim::Task for Service {
         let out = self
             .0
             .runc
-            .run(
-                &self.0.log(&bundle),
-                &["ps", "--format", "json", &req.id],
-                super::runc::Streams::none(),
-            )
+            .output(&self.0.log(&bundle), &["ps", "--format", "json", &req.id])
             .map_err(|e| err(Code::UNKNOWN, e))?;
         let pids: Vec<u32> = serde_json::from_str(out.trim()).unwrap_or_default();
         let map = self.0.lock();

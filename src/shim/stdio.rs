@@ -51,11 +51,16 @@ fn fifo_rw(path: &str) -> Result<OwnedFd, String> {
         .map_err(|e| format!("opening {path}: {e}"))
 }
 
+/// Numbers console sockets: a container's ID would make the path longer than a socket
+/// address may be.
+static CONSOLES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// Opens the streams; `socket_dir` is where a console socket is made (a short path).
-pub fn prepare(p: &Paths, socket_dir: &Path, name: &str) -> Result<Prepared, String> {
+pub fn prepare(p: &Paths, socket_dir: &Path) -> Result<Prepared, String> {
     let io = Io::default();
     if p.terminal {
-        let path = socket_dir.join(format!("console-{name}.sock"));
+        let n = CONSOLES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = socket_dir.join(format!("console-{}-{n}.sock", std::process::id()));
         let _ = std::fs::remove_file(&path);
         let l = UnixListener::bind(&path)
             .map_err(|e| format!("console socket {}: {e}", path.display()))?;
