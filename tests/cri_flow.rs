@@ -438,7 +438,13 @@ fn cni_pod(lab: &Lab, handler: &str, rec: &mut Record) {
         ..Default::default()
     });
     let hog_id = run(lab, &pod, &pc, &hog);
-    let st = wait_state(lab, &hog_id, api::ContainerState::ContainerExited);
+    let mut st = wait_state(lab, &hog_id, api::ContainerState::ContainerExited);
+    // containerd takes the reason from the TaskOOM event, which may come after the exit.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while st.reason != "OOMKilled" && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        st = c.container_status(&hog_id).status.unwrap();
+    }
     rec.insert("oom.exit_code", st.exit_code.to_string());
     rec.insert("oom.reason", st.reason.clone());
 
@@ -651,7 +657,7 @@ fn check(handler: &str, rec: &Record) {
 
 #[test]
 #[ignore = "needs root: a private containerd with CNI"]
-fn cri_flow_on_the_runc_handler() {
+fn cri_flow_on_runc() {
     common::require_root();
     let lab = Lab::new("flow-runc");
     let rec = flow(&lab, "runc");
@@ -662,7 +668,7 @@ fn cri_flow_on_the_runc_handler() {
 /// the two records agree but for MAY_DIFFER.
 #[test]
 #[ignore = "needs root; the podinit handler: needs the lead's containerd-shim-podinit-v1"]
-fn cri_flow_on_the_podinit_handler_agrees_with_runc() {
+fn cri_flow_on_podinit_agrees_with_runc() {
     common::require_root();
     let lab = Lab::new("flow-podinit");
     let runc = flow(&lab, "runc");
