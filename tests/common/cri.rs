@@ -120,7 +120,10 @@ impl Lab {
         for sub in ["bin", "cni", "logs", "images"] {
             std::fs::create_dir_all(d.join(sub)).unwrap();
         }
-        let shim = PathBuf::from(env!("CARGO_BIN_EXE_containerd-shim-podinit-v1"));
+        // PODINIT_CRI_SHIM runs another build of the shim (a release one, say).
+        let shim = std::env::var_os("PODINIT_CRI_SHIM")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_containerd-shim-podinit-v1")));
         std::os::unix::fs::symlink(&shim, d.join("bin/containerd-shim-podinit-v1")).unwrap();
         let p = |s: &str| d.join(s).display().to_string();
         let config = format!(
