@@ -278,7 +278,7 @@ fn cri_start_errors_on_runc() {
 /// Both handlers in one containerd: podinit's errors are runc's.
 #[test]
 #[ignore = "needs root; the podinit handler: needs the lead's containerd-shim-podinit-v1"]
-fn cri_start_errors_on_podinit_match_runcs() {
+fn cri_start_errors_on_podinit_agree_with_runc() {
     common::require_root();
     let lab = Lab::new("starterr-podinit");
     let runc = start_errors(&lab, "runc");

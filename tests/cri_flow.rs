@@ -1,9 +1,10 @@
 //! Issue 25's CRI flow, on a private containerd (tests/common/cri.rs) through raw CRI
 //! calls: pods with CNI and with the host's network, an init-style container, two
-//! long-running ones sharing an emptyDir, statuses (exit codes, reasons, OOMKilled), ExecSync,
-//! Exec through the streaming server, the log files, StopContainer's timeout, stats,
-//! resource updates, the sandbox's removal leaving nothing, and orphans reaped in a pod-wide
-//! pid namespace.
+//! long-running ones sharing an emptyDir, statuses (exit codes, reasons, OOMKilled),
+//! ExecSync, Exec through the streaming server (with and without a terminal, its resize),
+//! Attach with stdin closed on detach, the log files (a tty container's too), the pod's
+//! hostname and sysctls, StopContainer's timeout, stats, resource updates, the sandbox's
+//! removal leaving nothing, and orphans reaped in a pod-wide pid namespace.
 //!
 //! One function runs the flow on a handler and records what it saw; `check` holds what
 //! the CRI requires of any handler. The runc handler is the reference: the podinit test
@@ -331,6 +332,57 @@ fn cni_pod(lab: &Lab, handler: &str, rec: &mut Record) {
         ),
     );
 
+    // A terminal's size sent by the client reaches the process (ResizePty).
+    let url = c
+        .exec_url_for(api::ExecRequest {
+            container_id: web_id.clone(),
+            cmd: ["sh", "-c", "sleep 1; stty size"]
+                .map(String::from)
+                .to_vec(),
+            tty: true,
+            stdin: true,
+            stdout: true,
+            ..Default::default()
+        })
+        .expect("Exec with a terminal");
+    let size: &[u8] = br#"{"Width":123,"Height":45}"#;
+    let s = cri_client::stream(&url, &[(4, size)], None, WAIT).unwrap();
+    rec.insert("exec.resize", s.stdout.trim().to_string());
+
+    // Attach to a container's stdin (stdin_once): what is sent reaches it, and when the
+    // client detaches, its stdin closes (CloseIO) and it ends.
+    let mut reader = lab.container_config(
+        "reader",
+        &[
+            "sh",
+            "-c",
+            "while read l; do echo got:$l; done; echo stdin-closed",
+        ],
+    );
+    reader.stdin = true;
+    reader.stdin_once = true;
+    let reader_id = run(lab, &pod, &pc, &reader);
+    wait_state(lab, &reader_id, api::ContainerState::ContainerRunning);
+    let url = c.attach_url(&reader_id).expect("Attach");
+    let s = cri_client::stream(
+        &url,
+        &[(0, b"hello attach\n")],
+        Some("got:hello attach"),
+        WAIT,
+    )
+    .unwrap();
+    let st = wait_state(lab, &reader_id, api::ContainerState::ContainerExited);
+    let log = wait_log(&pc, &reader, "stdin-closed");
+    rec.insert(
+        "attach",
+        format!(
+            "streamed {:?} exit {} log {:?}",
+            s.stdout.trim(),
+            st.exit_code,
+            log
+        ),
+    );
+
     // The pod's hostname and sysctls, set in the sandbox's namespaces.
     let r = c
         .exec_sync(&web_id, &["hostname"], 10)
@@ -438,7 +490,13 @@ fn cni_pod(lab: &Lab, handler: &str, rec: &mut Record) {
         ..Default::default()
     });
     let hog_id = run(lab, &pod, &pc, &hog);
-    let st = wait_state(lab, &hog_id, api::ContainerState::ContainerExited);
+    let mut st = wait_state(lab, &hog_id, api::ContainerState::ContainerExited);
+    // containerd takes the reason from the TaskOOM event, which may come after the exit.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while st.reason != "OOMKilled" && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        st = c.container_status(&hog_id).status.unwrap();
+    }
     rec.insert("oom.exit_code", st.exit_code.to_string());
     rec.insert("oom.reason", st.reason.clone());
 
@@ -454,7 +512,7 @@ fn cni_pod(lab: &Lab, handler: &str, rec: &mut Record) {
     rec.insert("stop.exit_code", st.exit_code.to_string());
     rec.insert("stop.reason", st.reason.clone());
     c.stop_container(&web_id, 2).expect("StopContainer web");
-    for id in [&init_id, &writer_id, &web_id, &hog_id, &ttyc_id] {
+    for id in [&init_id, &writer_id, &web_id, &hog_id, &ttyc_id, &reader_id] {
         c.remove_container(id)
             .unwrap_or_else(|e| panic!("RemoveContainer {id}: {e}"));
     }
@@ -599,6 +657,11 @@ fn check(handler: &str, rec: &Record) {
         ("exec_sync.sees_emptydir", "from-writer\n"),
         ("exec_sync.timeout", "DeadlineExceeded: true"),
         ("exec.tty", "a pts: true, stderr on it: true, exit Some(0)"),
+        ("exec.resize", "45 123"),
+        (
+            "attach",
+            "streamed \"got:hello attach\" exit 0 log \"got:hello attach\\nstdin-closed\"",
+        ),
         ("sandbox.hostname_is_pods", "true"),
         ("sandbox.sysctls", "80\n1\n"),
         (
@@ -651,7 +714,7 @@ fn check(handler: &str, rec: &Record) {
 
 #[test]
 #[ignore = "needs root: a private containerd with CNI"]
-fn cri_flow_on_the_runc_handler() {
+fn cri_flow_on_runc() {
     common::require_root();
     let lab = Lab::new("flow-runc");
     let rec = flow(&lab, "runc");
@@ -662,7 +725,7 @@ fn cri_flow_on_the_runc_handler() {
 /// the two records agree but for MAY_DIFFER.
 #[test]
 #[ignore = "needs root; the podinit handler: needs the lead's containerd-shim-podinit-v1"]
-fn cri_flow_on_the_podinit_handler_agrees_with_runc() {
+fn cri_flow_on_podinit_agrees_with_runc() {
     common::require_root();
     let lab = Lab::new("flow-podinit");
     let runc = flow(&lab, "runc");

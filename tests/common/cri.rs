@@ -120,7 +120,10 @@ impl Lab {
         for sub in ["bin", "cni", "logs", "images"] {
             std::fs::create_dir_all(d.join(sub)).unwrap();
         }
-        let shim = PathBuf::from(env!("CARGO_BIN_EXE_containerd-shim-podinit-v1"));
+        // PODINIT_CRI_SHIM runs another build of the shim (a release one, say).
+        let shim = std::env::var_os("PODINIT_CRI_SHIM")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_containerd-shim-podinit-v1")));
         std::os::unix::fs::symlink(&shim, d.join("bin/containerd-shim-podinit-v1")).unwrap();
         let p = |s: &str| d.join(s).display().to_string();
         let config = format!(
@@ -450,7 +453,14 @@ state = "{state}"
         let Some(c) = self.client.as_ref() else {
             return errors;
         };
-        for p in c.list_pods() {
+        let pods = match c.try_list_pods() {
+            Ok(p) => p,
+            Err(e) => {
+                errors.push(format!("ListPodSandbox: {e}"));
+                return errors;
+            }
+        };
+        for p in pods {
             if let Err(e) = c.stop_pod(&p.id) {
                 errors.push(format!("StopPodSandbox {}: {e}", p.id));
             }
@@ -486,6 +496,13 @@ fn collect_dirs(root: &Path, out: &mut Vec<PathBuf>) {
 
 impl Drop for Lab {
     fn drop(&mut self) {
+        // containerd may have died with the test (or been killed): then nothing to ask.
+        if let Some(c) = self.containerd.as_mut() {
+            if !matches!(c.try_wait(), Ok(None)) {
+                self.containerd = None;
+                self.client = None;
+            }
+        }
         let mut problems = self.remove_all_pods();
         // A shim serves until containerd deletes its last task: give it a moment.
         let deadline = Instant::now() + Duration::from_secs(10);

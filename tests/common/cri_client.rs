@@ -58,8 +58,8 @@ impl Client {
         })
     }
 
-    /// One call of the runtime service, bounded by `CALL_LIMIT` (a call past it fails the
-    /// test, naming `what`).
+    /// One call of the runtime service, bounded by `CALL_LIMIT` (past it, an error naming
+    /// `what`).
     pub fn call<T, F, Fut>(&self, what: &str, f: F) -> Result<T, tonic::Status>
     where
         F: FnOnce(Rs) -> Fut,
@@ -71,7 +71,9 @@ impl Client {
             .block_on(async { tokio::time::timeout(CALL_LIMIT, fut).await })
         {
             Ok(r) => r.map(tonic::Response::into_inner),
-            Err(_) => panic!("CRI {what}: no answer within {CALL_LIMIT:?}"),
+            Err(_) => Err(tonic::Status::deadline_exceeded(format!(
+                "CRI {what}: no answer within {CALL_LIMIT:?}"
+            ))),
         }
     }
 
@@ -107,7 +109,7 @@ impl Client {
                 )
                 .await
             })
-            .expect("CRI ListImages: no answer")
+            .expect("CRI ListImages: no answer within the limit")
             .expect("CRI ListImages");
         r.into_inner()
             .images
@@ -143,12 +145,15 @@ impl Client {
     }
 
     pub fn list_pods(&self) -> Vec<api::PodSandbox> {
+        self.try_list_pods().expect("ListPodSandbox")
+    }
+
+    pub fn try_list_pods(&self) -> Result<Vec<api::PodSandbox>, tonic::Status> {
         self.call("ListPodSandbox", |mut c| async move {
             c.list_pod_sandbox(api::ListPodSandboxRequest::default())
                 .await
         })
-        .expect("ListPodSandbox")
-        .items
+        .map(|r| r.items)
     }
 
     pub fn stop_pod(&self, id: &str) -> Result<(), tonic::Status> {
@@ -272,6 +277,19 @@ impl Client {
         self.exec_url_for(req)
     }
 
+    /// The streaming server's URL to attach to container `id`'s stdin and stdout.
+    pub fn attach_url(&self, id: &str) -> Result<String, tonic::Status> {
+        let req = api::AttachRequest {
+            container_id: id.to_string(),
+            stdin: true,
+            stdout: true,
+            stderr: true,
+            tty: false,
+        };
+        self.call("Attach", |mut c| async move { c.attach(req).await })
+            .map(|r| r.url)
+    }
+
     /// The streaming server's URL for an exec as `req` asks.
     pub fn exec_url_for(&self, req: api::ExecRequest) -> Result<String, tonic::Status> {
         self.call("Exec", |mut c| async move { c.exec(req).await })
@@ -339,6 +357,20 @@ impl Streamed {
 /// (0 stdin, 1 stdout, 2 stderr, 3 the status). `stdin`, when given, is sent as one
 /// message: the v4 protocol cannot close stdin, so the command must end on its own.
 pub fn stream_exec(url: &str, stdin: Option<&[u8]>, limit: Duration) -> Result<Streamed, String> {
+    let input: Vec<(u8, &[u8])> = stdin.map(|i| (0u8, i)).into_iter().collect();
+    stream(url, &input, None, limit)
+}
+
+/// One session with the streaming server (an Exec or Attach URL): send each `(stream,
+/// bytes)` of `input` as a message (stream 0 is stdin, 4 a terminal's size as JSON), then
+/// read until the server ends the session or, when `until` is given, until stdout holds
+/// it: then the client closes the session itself (as a detaching `kubectl attach` does).
+pub fn stream(
+    url: &str,
+    input: &[(u8, &[u8])],
+    until: Option<&str>,
+    limit: Duration,
+) -> Result<Streamed, String> {
     let rest = url
         .strip_prefix("http://")
         .ok_or_else(|| format!("exec URL {url} is not http://"))?;
@@ -368,11 +400,11 @@ pub fn stream_exec(url: &str, stdin: Option<&[u8]>, limit: Duration) -> Result<S
         return Err(format!("{url}: no upgrade: {head}"));
     }
     buf.drain(..head_end);
-    if let Some(input) = stdin {
-        let mut msg = vec![0u8];
-        msg.extend_from_slice(input);
+    for (stream, bytes) in input {
+        let mut msg = vec![*stream];
+        msg.extend_from_slice(bytes);
         s.write_all(&client_frame(&msg))
-            .map_err(|e| format!("{url}: sending stdin: {e}"))?;
+            .map_err(|e| format!("{url}: sending to stream {stream}: {e}"))?;
     }
     let mut out = Streamed {
         status: serde_json::json!({}),
@@ -402,6 +434,14 @@ pub fn stream_exec(url: &str, stdin: Option<&[u8]>, limit: Duration) -> Result<S
                 }
             }
             None => {
+                if let Some(needle) = until {
+                    if String::from_utf8_lossy(&streams[1]).contains(needle) {
+                        // A close frame (code 1000), then the connection's end.
+                        let _ = s.write_all(&[0x88, 0x82, 0, 0, 0, 0, 0x03, 0xe8]);
+                        let _ = s.shutdown(std::net::Shutdown::Both);
+                        break;
+                    }
+                }
                 if !read_more(&mut s, &mut buf, deadline)? {
                     break;
                 }
