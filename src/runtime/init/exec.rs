@@ -8,11 +8,29 @@ use crate::runtime::prepare::Prepared;
 /// The program to exec: `argv[0]` itself when it has a '/', else the first candidate along
 /// PATH that exists.
 pub(super) fn find<'p, K: Kernel>(k: &K, p: &'p Prepared) -> Result<&'p CStr, String> {
-    if let [only] = p.exe_candidates.as_slice() {
-        return Ok(only);
-    }
     let missing =
         |e: &std::io::Error| matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENOTDIR));
+    if let [only] = p.exe_candidates.as_slice() {
+        // As runc's LookPath: a missing program is a create-time error, not an exec
+        // failure after start.
+        if p.standalone.is_some() {
+            if let Err(e) = k.access(only) {
+                if missing(&e) {
+                    let why = if e.raw_os_error() == Some(libc::ENOTDIR) {
+                        "not a directory"
+                    } else {
+                        "no such file or directory"
+                    };
+                    return Err(format!(
+                        "exec: {:?}: stat {}: {why}",
+                        p.argv0,
+                        only.to_string_lossy()
+                    ));
+                }
+            }
+        }
+        return Ok(only);
+    }
     for cand in &p.exe_candidates {
         match k.access(cand) {
             Err(e) if missing(&e) => continue,
