@@ -59,10 +59,7 @@ impl Inner {
         bundle.join("log.json")
     }
 
-    /// The reaper's exits, given to the processes they belong to. Called on the reaper's
-    /// thread, which must never wait for a runc verb (it reaps them): an exit whose
-    /// output is still being copied, or whose container's other processes must be
-    /// killed, is recorded by a thread of its own once that is done.
+    /// The reaper's exits, given to the processes they belong to (on the reaper's thread).
     pub fn on_exits(self: &Arc<Self>, exits: &[(i32, Exit)]) {
         let mut map = self.lock();
         for (pid, _) in exits {
@@ -76,36 +73,49 @@ impl Inner {
                 continue;
             };
             let c = map.get_mut(&cid).expect("found above");
-            let kill_all = exec.is_empty() && c.kill_all_on_exit;
-            let copiers: Vec<_> = match c.proc_mut(&exec) {
-                Some(p) => p.io.copiers.drain(..).collect(),
-                None => continue,
-            };
-            if copiers.is_empty() && !kill_all {
-                self.record_exit(c, &exec, exit);
+            if let Some(p) = c.proc_mut(&exec).filter(|p| p.starting) {
+                p.pending = Some(exit);
                 continue;
             }
-            let me = Arc::clone(self);
-            let bundle = c.bundle.clone();
-            std::thread::spawn(move || {
-                if kill_all {
-                    let _ = me.runc.run(
-                        &me.log(&bundle),
-                        &["kill", "--all", &cid, "KILL"],
-                        super::runc::Streams::none(),
-                    );
-                }
-                for t in copiers {
-                    let _ = t.join();
-                }
-                let mut map = me.lock();
-                if let Some(c) = map.get_mut(&cid) {
-                    me.record_exit(c, &exec, exit);
-                }
-                me.exited.notify_all();
-            });
+            self.finish(c, &exec, exit);
         }
         self.exited.notify_all();
+    }
+
+    /// Ends a process whose exit was reaped. Its output is copied through first, and an
+    /// init's exit ends every process left in the container when its pid namespace is
+    /// the pod's; either is done by a thread of its own, as the reaper's thread must never
+    /// wait for a runc verb (it reaps them).
+    fn finish(self: &Arc<Self>, c: &mut Container, exec: &str, exit: Exit) {
+        let kill_all = exec.is_empty() && c.kill_all_on_exit;
+        let copiers: Vec<_> = match c.proc_mut(exec) {
+            Some(p) => p.io.copiers.drain(..).collect(),
+            None => return,
+        };
+        if copiers.is_empty() && !kill_all {
+            self.record_exit(c, exec, exit);
+            self.exited.notify_all();
+            return;
+        }
+        let me = Arc::clone(self);
+        let (cid, exec, bundle) = (c.id.clone(), exec.to_string(), c.bundle.clone());
+        std::thread::spawn(move || {
+            if kill_all {
+                let _ = me.runc.run(
+                    &me.log(&bundle),
+                    &["kill", "--all", &cid, "KILL"],
+                    super::runc::Streams::none(),
+                );
+            }
+            for t in copiers {
+                let _ = t.join();
+            }
+            let mut map = me.lock();
+            if let Some(c) = map.get_mut(&cid) {
+                me.record_exit(c, &exec, exit);
+            }
+            me.exited.notify_all();
+        });
     }
 
     /// Marks a process exited; an OOM kill of the container is published before its
@@ -146,14 +156,13 @@ impl Inner {
     }
 
     /// Takes an exit that came before the process was recorded.
-    fn early_exit(&self, c: &mut Container, exec: &str, pid: i32) {
+    fn early_exit(self: &Arc<Self>, c: &mut Container, exec: &str, pid: i32) {
         if let Some(exit) = self.reaper.take(pid) {
-            self.record_exit(c, exec, exit);
-            self.exited.notify_all();
+            self.finish(c, exec, exit);
         }
     }
 
-    fn create(&self, req: &api::CreateTaskRequest) -> Result<u32, ttrpc::Error> {
+    fn create(self: &Arc<Self>, req: &api::CreateTaskRequest) -> Result<u32, ttrpc::Error> {
         let id = req.id.as_str();
         if self.lock().contains_key(id) {
             return Err(err(
@@ -177,13 +186,7 @@ impl Inner {
             Ok(c) => {
                 let pid = c.init.pid as u32;
                 let mut map = self.lock();
-                let c = map.entry(id.to_string()).or_insert(Container {
-                    mounted_rootfs: mounted,
-                    ..c
-                });
-                let init_pid = c.init.pid;
-                self.early_exit(c, "", init_pid);
-                drop(map);
+                // TaskCreate first: an init that is already gone reports its exit after.
                 self.publish(
                     topics::TASK_CREATE_EVENT_TOPIC,
                     Box::new(ev::TaskCreate {
@@ -201,6 +204,12 @@ impl Inner {
                         ..Default::default()
                     }),
                 );
+                let c = map.entry(id.to_string()).or_insert(Container {
+                    mounted_rootfs: mounted,
+                    ..c
+                });
+                let init_pid = c.init.pid;
+                self.early_exit(c, "", init_pid);
                 Ok(pid)
             }
             Err(e) => {
@@ -274,12 +283,16 @@ impl Inner {
         })
     }
 
-    fn start(&self, id: &str, exec: &str) -> Result<u32, ttrpc::Error> {
+    fn start(self: &Arc<Self>, id: &str, exec: &str) -> Result<u32, ttrpc::Error> {
         let (bundle, status) = {
-            let map = self.lock();
-            let c = map.get(id).ok_or_else(|| not_found("container", id))?;
-            let p = c.proc(exec).ok_or_else(|| not_found("process", exec))?;
-            (c.bundle.clone(), p.status)
+            let mut map = self.lock();
+            let c = map.get_mut(id).ok_or_else(|| not_found("container", id))?;
+            let bundle = c.bundle.clone();
+            let p = c.proc_mut(exec).ok_or_else(|| not_found("process", exec))?;
+            if p.status == Status::Created && exec.is_empty() {
+                p.starting = true;
+            }
+            (bundle, p.status)
         };
         if status != Status::Created {
             return Err(err(
@@ -293,20 +306,26 @@ impl Inner {
             ));
         }
         if exec.is_empty() {
-            self.runc
-                .run(
-                    &self.log(&bundle),
-                    &["start", id],
-                    super::runc::Streams::none(),
-                )
-                .map_err(|e| err(Code::UNKNOWN, e))?;
+            let ran = self.runc.run(
+                &self.log(&bundle),
+                &["start", id],
+                super::runc::Streams::none(),
+            );
             let mut map = self.lock();
             let c = map.get_mut(id).ok_or_else(|| not_found("container", id))?;
+            c.init.starting = false;
+            let pending = c.init.pending.take();
+            if let Err(e) = ran {
+                if let Some(exit) = pending {
+                    self.finish(c, "", exit);
+                }
+                return Err(err(Code::UNKNOWN, e));
+            }
             if c.init.status == Status::Created {
                 c.init.status = Status::Running;
             }
             let pid = c.init.pid as u32;
-            drop(map);
+            // Under the lock, so that the reaper's TaskExit cannot come first.
             self.publish(
                 topics::TASK_START_EVENT_TOPIC,
                 Box::new(ev::TaskStart {
@@ -315,12 +334,20 @@ impl Inner {
                     ..Default::default()
                 }),
             );
+            if let Some(exit) = pending {
+                self.finish(c, "", exit);
+            }
             return Ok(pid);
         }
         self.start_exec(id, exec, &bundle)
     }
 
-    fn start_exec(&self, id: &str, exec: &str, bundle: &Path) -> Result<u32, ttrpc::Error> {
+    fn start_exec(
+        self: &Arc<Self>,
+        id: &str,
+        exec: &str,
+        bundle: &Path,
+    ) -> Result<u32, ttrpc::Error> {
         let (spec, paths) = {
             let map = self.lock();
             let p = map
@@ -375,8 +402,6 @@ impl Inner {
         p.pid = pid;
         p.status = Status::Running;
         p.io = pre.io;
-        self.early_exit(c, exec, pid);
-        drop(map);
         self.publish(
             topics::TASK_EXEC_STARTED_EVENT_TOPIC,
             Box::new(ev::TaskExecStarted {
@@ -386,6 +411,7 @@ impl Inner {
                 ..Default::default()
             }),
         );
+        self.early_exit(c, exec, pid);
         Ok(pid as u32)
     }
 

@@ -26,6 +26,10 @@ pub struct Proc {
     pub io: Io,
     /// An exec's process (JSON of the OCI `process`), until started.
     pub spec: Option<Vec<u8>>,
+    /// `start` is running: an exit now is held in `pending` until TaskStart is out, so
+    /// that containerd never sees an exit before the start.
+    pub starting: bool,
+    pub pending: Option<Exit>,
 }
 
 impl Proc {
@@ -37,6 +41,8 @@ impl Proc {
             paths,
             io: Io::default(),
             spec: None,
+            starting: false,
+            pending: None,
         }
     }
 }

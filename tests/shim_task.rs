@@ -1,0 +1,436 @@
+//! containerd-shim-podinit-v1 driven as containerd drives it, without containerd: the
+//! shim's `start` per task, ttrpc Task calls on the address it answers, and an events
+//! service of the test's own at `TTRPC_ADDRESS`. The bundles are shaped as the CRI makes
+//! them (a sandbox, containers joining its namespaces by /proc path), so this runs where
+//! containerd cannot: the pure cgroup v2 VM (scripts/vm-v2-test).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use containerd_shim::protos::api;
+use containerd_shim::protos::protobuf::well_known_types::any::Any;
+use containerd_shim::protos::shim_sync::{create_events, Events, TaskClient};
+use containerd_shim::protos::ttrpc::{self, context, Client, Server, TtrpcContext};
+use serde_json::json;
+
+const SHIM: &str = env!("CARGO_BIN_EXE_containerd-shim-podinit-v1");
+
+/// The events the shim published: (topic, container or exec id).
+#[derive(Clone, Default)]
+struct Recorded(Arc<Mutex<Vec<(String, String)>>>);
+
+impl Events for Recorded {
+    fn forward(&self, _: &TtrpcContext, req: api::ForwardRequest) -> ttrpc::Result<api::Empty> {
+        let e = req.envelope.unwrap_or_default();
+        let id = event_id(&e.event.unwrap_or_default());
+        self.0.lock().unwrap().push((e.topic, id));
+        Ok(api::Empty::default())
+    }
+}
+
+/// The container's id in an event (the exec's for exec events).
+fn event_id(a: &Any) -> String {
+    use containerd_shim::protos::events::task::*;
+    use containerd_shim::protos::protobuf::Message;
+    let v = &a.value;
+    match a.type_url.rsplit('.').next().unwrap_or("") {
+        "TaskExit" => TaskExit::parse_from_bytes(v)
+            .map(|e| e.id)
+            .unwrap_or_default(),
+        "TaskCreate" => TaskCreate::parse_from_bytes(v)
+            .map(|e| e.container_id)
+            .unwrap_or_default(),
+        "TaskStart" => TaskStart::parse_from_bytes(v)
+            .map(|e| e.container_id)
+            .unwrap_or_default(),
+        "TaskDelete" => TaskDelete::parse_from_bytes(v)
+            .map(|e| e.container_id)
+            .unwrap_or_default(),
+        "TaskExecAdded" => TaskExecAdded::parse_from_bytes(v)
+            .map(|e| e.exec_id)
+            .unwrap_or_default(),
+        "TaskExecStarted" => TaskExecStarted::parse_from_bytes(v)
+            .map(|e| e.exec_id)
+            .unwrap_or_default(),
+        other => other.to_string(),
+    }
+}
+
+/// Removes everything the test made, failed or not.
+struct Lab {
+    dir: PathBuf,
+    ns: String,
+    parent: String,
+    shim: Option<i32>,
+    ids: Vec<String>,
+    /// The read ends of the bundles' `log` FIFOs, which the shim writes its log to.
+    logs: Vec<std::fs::File>,
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let root = format!("/run/containerd/podinit/{}", self.ns);
+        for id in &self.ids {
+            let _ = Command::new(SHIM)
+                .args(["runc", "--root", &root, "delete", "--force", id])
+                .stderr(Stdio::null())
+                .status();
+        }
+        if let Some(pid) = self.shim {
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        let _ = std::fs::remove_dir(&root);
+        for h in cgroup_hierarchies() {
+            let _ = std::fs::remove_dir(h.join(&self.parent));
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn cgroup_hierarchies() -> Vec<PathBuf> {
+    let base = Path::new("/sys/fs/cgroup");
+    if base.join("cgroup.controllers").exists() {
+        return vec![base.to_path_buf()];
+    }
+    std::fs::read_dir(base)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn bundle(
+    lab: &mut Lab,
+    id: &str,
+    args: &[&str],
+    namespaces: serde_json::Value,
+    kind: &str,
+) -> PathBuf {
+    let dir = lab.dir.join(id);
+    std::fs::create_dir_all(&dir).unwrap();
+    let base = common::bundles().join("busybox");
+    let mut spec: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(base.join("config.json")).unwrap()).unwrap();
+    spec["root"] = json!({"path": base.join("rootfs"), "readonly": true});
+    spec["process"]["args"] = json!(args);
+    spec["hostname"] = json!("shim-test-pod");
+    spec["linux"]["namespaces"] = namespaces;
+    spec["linux"]["cgroupsPath"] = json!(format!("/{}/{id}", lab.parent));
+    spec["annotations"] = json!({
+        "io.kubernetes.cri.container-type": kind,
+        "io.kubernetes.cri.sandbox-id": "sb",
+    });
+    std::fs::write(dir.join("config.json"), spec.to_string()).unwrap();
+    // containerd makes this FIFO and reads it: the shim's log.
+    let log = dir.join("log");
+    nix::unistd::mkfifo(&log, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let r = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&log)
+        .unwrap();
+    lab.logs.push(r);
+    dir
+}
+
+/// The shim's `start`, run as containerd runs it: in the bundle, with TTRPC_ADDRESS.
+fn shim_start(lab: &Lab, bundle: &Path, id: &str) -> String {
+    let out = Command::new(SHIM)
+        .args(["-namespace", &lab.ns, "-id", id, "-address"])
+        .arg(lab.dir.join("containerd.sock"))
+        .args(["-publish-binary", "/bin/true", "start"])
+        .current_dir(bundle)
+        .env("TTRPC_ADDRESS", lab.dir.join("events.sock"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "shim start: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+fn ctx() -> context::Context {
+    context::with_timeout(Duration::from_secs(30).as_nanos() as i64)
+}
+
+fn fifo(lab: &Lab, name: &str) -> (String, std::fs::File) {
+    let p = lab.dir.join(name);
+    nix::unistd::mkfifo(&p, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let r = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&p)
+        .unwrap();
+    (p.display().to_string(), r)
+}
+
+/// Everything in the FIFO until every writer is gone.
+fn drain(mut f: std::fs::File) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) if !out.is_empty() => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) => panic!("reading a FIFO: {e}"),
+        }
+        assert!(Instant::now() < deadline, "FIFO never closed: {out:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn create(c: &TaskClient, id: &str, bundle: &Path, stdout: &str) -> u32 {
+    let req = api::CreateTaskRequest {
+        id: id.into(),
+        bundle: bundle.display().to_string(),
+        stdout: stdout.into(),
+        ..Default::default()
+    };
+    c.create(ctx(), &req)
+        .unwrap_or_else(|e| panic!("Create {id}: {e}"))
+        .pid
+}
+
+fn start(c: &TaskClient, id: &str, exec: &str) -> u32 {
+    let req = api::StartRequest {
+        id: id.into(),
+        exec_id: exec.into(),
+        ..Default::default()
+    };
+    c.start(ctx(), &req)
+        .unwrap_or_else(|e| panic!("Start {id}/{exec}: {e}"))
+        .pid
+}
+
+fn wait(c: &TaskClient, id: &str, exec: &str) -> u32 {
+    let req = api::WaitRequest {
+        id: id.into(),
+        exec_id: exec.into(),
+        ..Default::default()
+    };
+    c.wait(ctx(), &req)
+        .unwrap_or_else(|e| panic!("Wait {id}/{exec}: {e}"))
+        .exit_status
+}
+
+fn kill(c: &TaskClient, id: &str, sig: u32) {
+    let req = api::KillRequest {
+        id: id.into(),
+        signal: sig,
+        ..Default::default()
+    };
+    c.kill(ctx(), &req)
+        .unwrap_or_else(|e| panic!("Kill {id}: {e}"));
+}
+
+fn delete(c: &TaskClient, id: &str, exec: &str) -> api::DeleteResponse {
+    let req = api::DeleteRequest {
+        id: id.into(),
+        exec_id: exec.into(),
+        ..Default::default()
+    };
+    c.delete(ctx(), &req)
+        .unwrap_or_else(|e| panic!("Delete {id}/{exec}: {e}"))
+}
+
+#[test]
+#[ignore = "needs root: namespaces, cgroups and a shim"]
+fn a_cri_shaped_pod_through_the_shims_task_api() {
+    common::require_root();
+    let tag = format!("podinit-shim-test-{}", std::process::id());
+    let mut lab = Lab {
+        dir: std::env::temp_dir().join(&tag),
+        ns: tag.clone(),
+        parent: tag.clone(),
+        shim: None,
+        ids: vec!["sb".into(), "c1".into(), "c2".into()],
+        logs: Vec::new(),
+    };
+    std::fs::create_dir_all(&lab.dir).unwrap();
+    let events = Recorded::default();
+    let events_sock = format!("unix://{}", lab.dir.join("events.sock").display());
+    let mut server = Server::new()
+        .bind(&events_sock)
+        .unwrap()
+        .register_service(create_events(Arc::new(events.clone())));
+    server.start().unwrap();
+
+    // The sandbox: new pid, ipc, uts, mount and network namespaces; podinit's pause.
+    let sb = bundle(
+        &mut lab,
+        "sb",
+        &["/pause"],
+        json!([{"type": "pid"}, {"type": "ipc"}, {"type": "uts"}, {"type": "mount"}, {"type": "network"}]),
+        "sandbox",
+    );
+    let address = shim_start(&lab, &sb, "sb");
+    let client = TaskClient::new(Client::connect(&address).unwrap());
+    let connect = client
+        .connect(
+            ctx(),
+            &api::ConnectRequest {
+                id: "sb".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    lab.shim = Some(connect.shim_pid as i32);
+    let sb_pid = create(&client, "sb", &sb, "");
+    assert_eq!(start(&client, "sb", ""), sb_pid);
+    let cmdline = std::fs::read_to_string(format!("/proc/{sb_pid}/cmdline")).unwrap();
+    assert_eq!(
+        cmdline, "/dev/.podinit-pause\0pause\0",
+        "the sandbox's PID 1"
+    );
+
+    // A container in the pod: the sandbox's namespaces by path, its own mount namespace.
+    let ns = |t: &str, f: &str| json!({"type": t, "path": format!("/proc/{sb_pid}/ns/{f}")});
+    let joined = json!([ns("pid", "pid"), ns("ipc", "ipc"), ns("uts", "uts"), ns("network", "net"), {"type": "mount"}]);
+    let c1 = bundle(
+        &mut lab,
+        "c1",
+        &["sh", "-c", "echo hello; hostname; sleep 30 & exit 7"],
+        joined.clone(),
+        "container",
+    );
+    assert_eq!(shim_start(&lab, &c1, "c1"), address, "one shim per pod");
+    let (out1, r1) = fifo(&lab, "c1.out");
+    let c1_pid = create(&client, "c1", &c1, &out1);
+    start(&client, "c1", "");
+    assert_eq!(wait(&client, "c1", ""), 7);
+    assert_eq!(
+        drain(r1),
+        "hello\nshim-test-pod\n",
+        "output, and the pod's hostname"
+    );
+    // Its init's exit ended what it left in the pod's pid namespace (the background sleep).
+    let d = delete(&client, "c1", "");
+    assert_eq!((d.pid, d.exit_status), (c1_pid, 7));
+
+    // A long-running container: exec, stats, kill.
+    let c2 = bundle(&mut lab, "c2", &["sleep", "600"], joined, "container");
+    shim_start(&lab, &c2, "c2");
+    create(&client, "c2", &c2, "");
+    start(&client, "c2", "");
+    let (oute, re) = fifo(&lab, "e1.out");
+    let process = json!({"args": ["sh", "-c", "echo from-exec; exit 3"], "cwd": "/", "env": ["PATH=/bin"], "user": {"uid": 0, "gid": 0}});
+    let exec = api::ExecProcessRequest {
+        id: "c2".into(),
+        exec_id: "e1".into(),
+        stdout: oute,
+        spec: Some(Any {
+            type_url: "types.containerd.io/opencontainers/runtime-spec/1/Process".into(),
+            value: process.to_string().into_bytes(),
+            ..Default::default()
+        })
+        .into(),
+        ..Default::default()
+    };
+    client.exec(ctx(), &exec).unwrap();
+    start(&client, "c2", "e1");
+    assert_eq!(wait(&client, "c2", "e1"), 3);
+    assert_eq!(drain(re), "from-exec\n");
+    assert_eq!(delete(&client, "c2", "e1").exit_status, 3);
+    let stats = client
+        .stats(
+            ctx(),
+            &api::StatsRequest {
+                id: "c2".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let want = if Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
+        "v2"
+    } else {
+        "v1"
+    };
+    assert_eq!(
+        stats.stats.type_url,
+        format!("io.containerd.cgroups.{want}.Metrics")
+    );
+    kill(&client, "c2", libc::SIGKILL as u32);
+    assert_eq!(wait(&client, "c2", ""), 137);
+    assert_eq!(delete(&client, "c2", "").exit_status, 137);
+
+    // The sandbox ends on SIGTERM with 0, as pause does; then the shim may go.
+    kill(&client, "sb", libc::SIGTERM as u32);
+    assert_eq!(wait(&client, "sb", ""), 0);
+    delete(&client, "sb", "");
+    client
+        .shutdown(
+            ctx(),
+            &api::ShutdownRequest {
+                id: "sb".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let shim = connect.shim_pid as i32;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Path::new(&format!("/proc/{shim}")).exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the shim did not exit after Shutdown"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    lab.shim = None;
+
+    let got = events.0.lock().unwrap().clone();
+    let per: BTreeMap<&str, Vec<&str>> = got.iter().fold(BTreeMap::new(), |mut m, (t, id)| {
+        m.entry(id.as_str()).or_default().push(t.as_str());
+        m
+    });
+    assert_eq!(
+        per["c1"],
+        [
+            "/tasks/create",
+            "/tasks/start",
+            "/tasks/exit",
+            "/tasks/delete"
+        ]
+    );
+    assert_eq!(
+        per["e1"],
+        ["/tasks/exec-added", "/tasks/exec-started", "/tasks/exit"]
+    );
+    assert_eq!(
+        per["sb"],
+        [
+            "/tasks/create",
+            "/tasks/start",
+            "/tasks/exit",
+            "/tasks/delete"
+        ]
+    );
+    for h in cgroup_hierarchies() {
+        for id in ["sb", "c1", "c2"] {
+            assert!(
+                !h.join(&lab.parent).join(id).exists(),
+                "cgroup {id} left in {}",
+                h.display()
+            );
+        }
+    }
+    assert!(
+        !Path::new(&format!("/proc/{sb_pid}")).exists(),
+        "the sandbox's process is gone"
+    );
+    server.shutdown();
+}
