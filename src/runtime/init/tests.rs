@@ -294,6 +294,26 @@ fn a_terminal_comes_from_the_containers_own_root_before_the_process_part() {
     );
 }
 
+#[test]
+fn a_missing_program_of_a_container_of_its_own_fails_before_ready_as_runc_words_it() {
+    let k = recorder();
+    let p = standalone(
+        serde_json::json!({"process": {"args": ["/no/such/binary"]}}),
+        false,
+        false,
+    );
+    let (calls, err) = run(&k, &p);
+    assert_eq!(
+        err,
+        "exec: \"/no/such/binary\": stat /no/such/binary: no such file or directory"
+    );
+    assert!(!calls.iter().any(|c| c == "sync_send 7 R"), "{calls:#?}");
+    assert!(
+        !calls.iter().any(|c| c.starts_with("pass_gate")),
+        "{calls:#?}"
+    );
+}
+
 fn standalone(extra: serde_json::Value, runtime_hooks: bool, no_pivot: bool) -> Prepared {
     let mut p = prepared_with(extra, crate::runtime::prepare::Namespaces::Any);
     p.standalone = Some(crate::runtime::prepare::Standalone {
@@ -313,7 +333,8 @@ fn standalone(extra: serde_json::Value, runtime_hooks: bool, no_pivot: bool) -> 
 
 #[test]
 fn a_container_of_its_own_waits_for_go_runs_hooks_before_pivot_and_waits_at_the_fifo_last() {
-    let k = recorder();
+    let mut k = recorder();
+    k.paths.insert("/bin/sh".into(), Kind::Other);
     let mut p = standalone(
         serde_json::json!({"process": {"noNewPrivileges": true},
                            "linux": {"seccomp": {"defaultAction": "SCMP_ACT_ALLOW"}}}),
@@ -381,13 +402,15 @@ fn in_a_user_namespace_device_nodes_are_bind_mounted_from_the_host() {
 
 #[test]
 fn a_container_of_its_own_without_home_gets_its_users_home_from_passwd() {
-    let k = recorder();
+    let mut k = recorder();
+    k.paths.insert("/bin/sh".into(), Kind::Other);
     let (calls, _) = run(&k, &standalone(serde_json::json!({}), false, false));
     // The recorder's /etc/passwd gives uid 1000 /home/u.
     assert_order(&calls, &["read_file /etc/passwd", "execve /bin/sh"]);
     assert!(k.env().iter().any(|e| e == "HOME=/home/u"), "{:?}", k.env());
     // One given in the spec is kept, and a pod's container is left as the CRI made it.
-    let k = recorder();
+    let mut k = recorder();
+    k.paths.insert("/bin/sh".into(), Kind::Other);
     let p = standalone(
         serde_json::json!({"process": {"env": ["PATH=/bin", "HOME=/data"]}}),
         false,
