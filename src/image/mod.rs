@@ -5,6 +5,7 @@
 //! container's base exactly as a bundle is one (`bundle::Bundle`).
 
 pub mod digest;
+pub mod import;
 mod lock;
 pub mod media;
 mod names;
