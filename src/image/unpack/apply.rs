@@ -164,8 +164,15 @@ impl Applier {
             }
             EntryType::Char | EntryType::Block | EntryType::Fifo => {
                 let h = entry.header();
-                let major = h.device_major().map_err(|e| e.to_string())?.unwrap_or(0);
-                let minor = h.device_minor().map_err(|e| e.to_string())?.unwrap_or(0);
+                // A fifo has no device numbers; writers leave the fields blank.
+                let (major, minor) = if kind == EntryType::Fifo {
+                    (0, 0)
+                } else {
+                    (
+                        h.device_major().map_err(|e| e.to_string())?.unwrap_or(0),
+                        h.device_minor().map_err(|e| e.to_string())?.unwrap_or(0),
+                    )
+                };
                 let flag = match kind {
                     EntryType::Char => SFlag::S_IFCHR,
                     EntryType::Block => SFlag::S_IFBLK,

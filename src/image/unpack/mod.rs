@@ -36,9 +36,11 @@ pub fn unpack(
             let input = BufReader::with_capacity(CHUNK, file);
             let plain: Box<dyn Read> = match compression {
                 Compression::None => Box::new(input),
-                Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(input)),
+                Compression::Gzip => {
+                    Box::new(Named("gzip", flate2::bufread::MultiGzDecoder::new(input)))
+                }
                 Compression::Zstd => match ruzstd::decoding::StreamingDecoder::new(input) {
-                    Ok(d) => Box::new(d),
+                    Ok(d) => Box::new(Named("zstd", d)),
                     Err(e) => {
                         let _ = tx.send(Err(io::Error::new(
                             io::ErrorKind::InvalidData,
@@ -77,16 +79,31 @@ pub fn unpack(
     let mut rest = archive.into_inner();
     // The stream's own error (corrupt gzip, wrong diffID) says more than what the tar
     // reader made of it; past the end-of-archive blocks the rest is read to be hashed.
-    let result = match applied {
-        Ok(()) => io::copy(&mut rest, &mut io::sink())
-            .map(drop)
-            .map_err(|e| e.to_string()),
-        Err(e) => Err(rest.failed.take().map_or(e, |(_, msg)| msg)),
+    // A damaged stream often shows first as a tar entry that makes no sense, so on an
+    // entry's error the rest is read too, and a stream error wins.
+    let drained = io::copy(&mut rest, &mut io::sink())
+        .map(drop)
+        .map_err(|e| e.to_string());
+    let result = match (applied, drained) {
+        (Ok(()), d) => d,
+        (Err(e), Ok(())) => Err(e),
+        (Err(e), Err(stream)) => Err(rest.failed.take().map_or(e, |_| stream)),
     };
     // Dropping the receiver stops a producer that is still decompressing.
     drop(rest);
     let _ = producer.join();
     result.map_err(|e| e.replace('\n', " "))
+}
+
+/// A decompressor whose errors say which it is.
+struct Named<R>(&'static str, R);
+
+impl<R: Read> Read for Named<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.1
+            .read(buf)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", self.0)))
+    }
 }
 
 /// Reads until `buf` is full or the input ends.
