@@ -26,6 +26,8 @@ pub struct Applier {
     dirs: HashSet<PathBuf>,
     /// Directories whose times are set last: writing into one changes its mtime.
     dir_times: Vec<(PathBuf, i64)>,
+    /// File contents go through this, in writes larger than `io::copy`'s.
+    buf: Vec<u8>,
 }
 
 /// What one entry asks for, read from its header and PAX records.
@@ -45,6 +47,7 @@ impl Applier {
             root: root.to_path_buf(),
             dirs,
             dir_times: vec![],
+            buf: vec![0; 256 * 1024],
         }
     }
 
@@ -108,15 +111,24 @@ impl Applier {
                 if kind == EntryType::GNUSparse {
                     return Err("GNU sparse files are not supported".into());
                 }
-                self.replace(&rel)?;
-                let mut f = fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o600)
-                    .open(&path)
-                    .map_err(|e| e.to_string())?;
+                let create = || {
+                    fs::OpenOptions::new()
+                        .write(true)
+                        .create_new(true)
+                        .mode(0o600)
+                        .open(&path)
+                };
+                // Most paths are new: try first, clear the way only when one is not.
+                let mut f = match create() {
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                        self.replace(&rel)?;
+                        create()
+                    }
+                    r => r,
+                }
+                .map_err(|e| e.to_string())?;
                 let want = entry.size();
-                let got = io::copy(entry, &mut f).map_err(|e| e.to_string())?;
+                let got = copy(entry, &mut f, &mut self.buf).map_err(|e| e.to_string())?;
                 if got != want {
                     return Err(format!("truncated: {got} of its {want} bytes"));
                 }
@@ -338,6 +350,21 @@ fn meta<R: Read>(entry: &mut tar::Entry<R>) -> Result<Meta, String> {
         }
     }
     Ok(m)
+}
+
+/// `io::copy` with the caller's buffer; returns the bytes copied.
+fn copy(r: &mut impl Read, w: &mut impl io::Write, buf: &mut [u8]) -> io::Result<u64> {
+    let mut n = 0;
+    loop {
+        let k = match r.read(buf) {
+            Ok(0) => return Ok(n),
+            Ok(k) => k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        w.write_all(&buf[..k])?;
+        n += k as u64;
+    }
 }
 
 fn set_mtime(path: &Path, mtime: i64) -> nix::Result<()> {
