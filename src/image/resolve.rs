@@ -122,3 +122,110 @@ pub fn resolve(top: &Digest, read: ReadBlob) -> Result<Resolved, String> {
         blobs,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::collections::HashMap;
+
+    /// Blobs in memory, by digest.
+    #[derive(Default)]
+    struct Blobs(HashMap<Digest, Vec<u8>>);
+
+    impl Blobs {
+        fn put(&mut self, v: serde_json::Value) -> (Digest, u64) {
+            let b = serde_json::to_vec(&v).unwrap();
+            let d = Digest::of(&b);
+            let n = b.len() as u64;
+            self.0.insert(d.clone(), b);
+            (d, n)
+        }
+
+        fn resolve(&self, top: &Digest) -> Result<Resolved, String> {
+            resolve(top, &|d| Ok(self.0.get(d).cloned()))
+        }
+    }
+
+    fn desc(media: &str, (d, n): (Digest, u64)) -> serde_json::Value {
+        json!({"mediaType": media, "digest": d.to_string(), "size": n})
+    }
+
+    fn image(b: &mut Blobs, arch: &str, layers: usize, diff_ids: usize) -> (Digest, u64) {
+        let ids: Vec<String> = (0..diff_ids)
+            .map(|i| Digest::of(format!("{arch}{i}").as_bytes()).to_string())
+            .collect();
+        let config = b.put(json!({"architecture": arch, "os": "linux",
+            "rootfs": {"type": "layers", "diff_ids": ids}}));
+        let layers: Vec<_> = (0..layers)
+            .map(|i| {
+                let d = Digest::of(format!("blob{arch}{i}").as_bytes());
+                desc(media::OCI_LAYER_GZIP, (d, 10))
+            })
+            .collect();
+        b.put(json!({"schemaVersion": 2, "mediaType": media::OCI_MANIFEST,
+            "config": desc(media::OCI_CONFIG, config), "layers": layers}))
+    }
+
+    #[test]
+    fn resolves_an_index_to_this_machines_manifest() {
+        let mut b = Blobs::default();
+        let host = platform::Platform::host();
+        let mine = image(&mut b, &host.arch, 2, 2);
+        let other = image(&mut b, "s390x", 1, 1);
+        let with_platform = |m: (Digest, u64), arch: &str| {
+            let mut d = desc(media::OCI_MANIFEST, m);
+            d["platform"] = json!({"os": "linux", "architecture": arch});
+            d
+        };
+        let index = b.put(json!({"schemaVersion": 2, "manifests": [
+            with_platform(other.clone(), "s390x"), with_platform(mine.clone(), &host.arch)]}));
+        let r = b.resolve(&index.0).unwrap();
+        assert_eq!(r.manifest, mine.0);
+        assert_eq!(r.layers.len(), 2);
+        assert_eq!(r.layers[0].compression, Compression::Gzip);
+        assert_eq!(r.config.architecture().to_string(), host.arch);
+        // The index, both manifests, this config and its layers; not the other's config.
+        assert_eq!(r.blobs.len(), 3 + 1 + 2);
+        assert!(r.blobs.contains(&other.0));
+    }
+
+    #[test]
+    fn refuses_what_does_not_add_up() {
+        let mut b = Blobs::default();
+        let bad = image(&mut b, "amd64", 2, 1);
+        let e = b.resolve(&bad.0).unwrap_err();
+        assert!(
+            e.ends_with("2 layers but its config sha256:") || e.contains("lists 1 diff_ids"),
+            "{e}"
+        );
+        let missing = Digest::of(b"nothing");
+        assert_eq!(
+            b.resolve(&missing).unwrap_err(),
+            format!("manifest {missing} is not in the store")
+        );
+        let odd = b.put(json!({"schemaVersion": 2, "mediaType": "application/x-odd"}));
+        assert!(b
+            .resolve(&odd.0)
+            .unwrap_err()
+            .contains("unknown manifest media type"));
+        let v1 = b.put(json!({"schemaVersion": 1, "fsLayers": []}));
+        assert!(b.resolve(&v1.0).unwrap_err().contains("schema 1"));
+        let cfg = b.put(json!({}));
+        let wrong = b.put(
+            json!({"schemaVersion": 2, "config": desc("application/x-thing", cfg),
+            "layers": []}),
+        );
+        assert!(b
+            .resolve(&wrong.0)
+            .unwrap_err()
+            .contains("is not an image's"));
+        let mut nested = b.put(json!({"schemaVersion": 2, "manifests": []})).0;
+        for _ in 0..6 {
+            nested = b
+                .put(json!({"schemaVersion": 2, "manifests": [desc(media::OCI_INDEX, (nested.clone(), 1))]}))
+                .0;
+        }
+        assert!(b.resolve(&nested).unwrap_err().contains("nested more than"));
+    }
+}

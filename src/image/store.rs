@@ -472,3 +472,64 @@ fn remove_any(p: &Path) -> Result<(), String> {
     };
     r.map_err(|e| format!("image store: removing {}: {e}", p.display()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_store(what: &str) -> (PathBuf, Store) {
+        let root = std::env::temp_dir().join(names::unique(what));
+        let s = Store::open(&root).unwrap();
+        (root, s)
+    }
+
+    #[test]
+    fn blobs_enter_only_verified() {
+        let (root, s) = temp_store("store-blobs");
+        let d = Digest::of(b"hello");
+        let e = s.put_blob(&d, Some(5), &mut &b"hellO"[..]).unwrap_err();
+        assert!(e.starts_with(&format!("blob {d}: digest mismatch")), "{e}");
+        assert!(!s.has_blob(&d));
+        let e = s.put_blob(&d, Some(4), &mut &b"hello"[..]).unwrap_err();
+        assert!(e.contains("more than the 4 bytes"), "{e}");
+        s.put_blob(&d, Some(5), &mut &b"hello"[..]).unwrap();
+        assert!(s.has_blob(&d));
+        assert_eq!(s.read_blob(&d).unwrap(), b"hello");
+        assert_eq!(
+            s.put_blob_unnamed(&mut &b"world"[..]).unwrap(),
+            (Digest::of(b"world"), 5)
+        );
+        assert_eq!(
+            fs::read_dir(s.tmp()).unwrap().count(),
+            0,
+            "temporary files left"
+        );
+        assert_eq!(s.list().unwrap().len(), 0);
+        assert!(s.get("nginx").unwrap().is_none());
+        assert!(s
+            .remove("nginx")
+            .unwrap_err()
+            .starts_with("no image nginx in the store"));
+        // What only the two blobs put here use goes; nothing names them.
+        s.drop_unused(&[d.clone(), Digest::of(b"world")]).unwrap();
+        assert!(!s.has_blob(&d));
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn open_removes_a_dead_writers_leftovers() {
+        let (root, s) = temp_store("store-open");
+        fs::create_dir_all(s.tmp().join("layer-1/usr")).unwrap();
+        fs::write(s.tmp().join("blob-1"), b"half").unwrap();
+        {
+            // A live writer's files stay.
+            let _w = s.writing().unwrap();
+            Store::open(&root).unwrap();
+            assert_eq!(fs::read_dir(s.tmp()).unwrap().count(), 2);
+        }
+        Store::open(&root).unwrap();
+        assert_eq!(fs::read_dir(s.tmp()).unwrap().count(), 0);
+        assert!(root.join("oci-layout").is_file());
+        fs::remove_dir_all(root).unwrap();
+    }
+}
