@@ -304,6 +304,33 @@ fn images_import_every_form_and_unpack_file_by_file() {
         assert_eq!(by_digest.name, name);
         assert!(s.get(&image.config_digest.to_string()).unwrap().is_some());
     }
+    // `docker save | gzip` and a zstd oci-archive, named with --name.
+    for (src, tool, name) in [
+        ("layers.docker.tar", "gzip", "docker.io/team/gz:1"),
+        ("layers.oci.tar", "zstd", "localhost:5000/zst:2"),
+    ] {
+        let packed = tmp.0.join(format!("{src}.{tool}"));
+        let o = run(Command::new("sh").arg("-c").arg(format!(
+            "{tool} -c < {} > {}",
+            imgs.join(src).display(),
+            packed.display()
+        )));
+        assert!(
+            o.status.success(),
+            "{tool}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let store = tmp.0.join(format!("store-{tool}"));
+        let short = name.trim_start_matches("docker.io/");
+        let out = ok(images(
+            &store,
+            &["import", packed.to_str().unwrap(), "--name", short],
+        ));
+        assert!(out.starts_with(&format!("{name} sha256:")), "{out}");
+        assert_eq!(ok(images(&store, &["ls", "-q"])), format!("{name}\n"));
+        let image = Store::open(&store).unwrap().get(short).unwrap().unwrap();
+        check_layers(&image.layers);
+    }
 }
 
 #[test]
