@@ -291,7 +291,16 @@ impl Applier {
                 .map_err(|e| format!("chmod: {e}"))?;
         }
         for (k, v) in &meta.xattrs {
-            setxattr(&path, k, v).map_err(|e| format!("xattr {k}: {e}"))?;
+            // overlayfs's own attributes come from whiteouts only: a layer that brought
+            // them could redirect lookups into other layers.
+            if k.starts_with("trusted.overlay.") {
+                continue;
+            }
+            match setxattr(&path, k, v) {
+                // As containerd: a filesystem without xattrs of that kind is not an error.
+                Err(e) if e.raw_os_error() == Some(libc::ENOTSUP) => {}
+                r => r.map_err(|e| format!("xattr {k}: {e}"))?,
+            }
         }
         if is_symlink {
             set_mtime(&path, meta.mtime).map_err(|e| format!("setting its time: {e}"))?;
