@@ -496,3 +496,67 @@ fn images_leftovers_of_a_crash_go_at_the_next_open() {
     assert_eq!(ok(images(&store, &["ls", "-q"])), "");
     assert_empty(&store);
 }
+
+/// skopeo, installed from Debian when missing.
+fn skopeo() -> &'static str {
+    if Command::new("skopeo").arg("--version").output().is_err() {
+        let o = run(Command::new("apt-get")
+            .args(["install", "-y", "--no-install-recommends", "skopeo"])
+            .env("DEBIAN_FRONTEND", "noninteractive"));
+        assert!(
+            o.status.success(),
+            "apt-get install skopeo: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    "skopeo"
+}
+
+#[test]
+#[ignore = "needs root: layers keep owners, devices and trusted xattrs"]
+fn images_import_what_skopeo_writes() {
+    common::require_root();
+    let tmp = Tmp::new("images-skopeo");
+    let imgs = make_images(&tmp.0);
+    let store = tmp.0.join("store");
+    // skopeo's docker-archive links each layer.tar to a blob beside it; its OCI layout
+    // here has the layers recompressed with gzip.
+    let docker = format!(
+        "docker-archive:{}",
+        imgs.join("layers.docker.tar").display()
+    );
+    for (dest, name, path) in [
+        (
+            "docker-archive:{}/sk.tar:example.com/sk/docker:2",
+            "example.com/sk/docker:2",
+            "sk.tar",
+        ),
+        (
+            "oci:{}/sk-oci:example.com/sk/oci:3",
+            "example.com/sk/oci:3",
+            "sk-oci",
+        ),
+    ] {
+        let dest = dest.replace("{}", &tmp.0.display().to_string());
+        let mut cmd = Command::new(skopeo());
+        cmd.args(["copy", "-q"]);
+        if dest.starts_with("oci:") {
+            cmd.arg("--dest-compress");
+        }
+        let o = run(cmd.arg(&docker).arg(&dest));
+        assert!(
+            o.status.success(),
+            "skopeo copy to {dest}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let out = ok(images(
+            &store,
+            &["import", tmp.0.join(path).to_str().unwrap()],
+        ));
+        assert!(out.starts_with(&format!("{name} sha256:")), "{out}");
+        let image = Store::open(&store).unwrap().get(name).unwrap().unwrap();
+        check_layers(&image.layers);
+    }
+    // Both are the same layers: unpacked once.
+    assert_eq!(entries(&store.join("layers")).len(), 3);
+}
