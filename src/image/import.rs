@@ -112,8 +112,12 @@ fn from_dir(store: &Store, dir: &Path, added: &mut Vec<Digest>) -> Result<Source
         };
         for (top, _) in oci_tops(&index)? {
             let r = super::resolve::resolve(&top, &read)?;
-            for b in &r.blobs {
-                let path = dir.join("blobs/sha256").join(&b.hex);
+            // Other platforms' manifests come along when the layout has them (small, and
+            // they keep the index whole), their configs and layers do not.
+            let blobs = dir.join("blobs/sha256");
+            let others = r.others.iter().filter(|d| blobs.join(&d.hex).is_file());
+            for b in r.blobs.iter().chain(others) {
+                let path = blobs.join(&b.hex);
                 put_new(store, b, added, || {
                     let mut f = File::open(&path).map_err(|e| format!("blob {b}: {e}"))?;
                     store.put_blob(b, None, &mut f)

@@ -27,9 +27,11 @@ pub struct Resolved {
     pub config: ImageConfiguration,
     /// Lowest first.
     pub layers: Vec<Layer>,
-    /// Every blob of the image the store has: indexes, all their manifests, and this
-    /// platform's config and layers.
+    /// The blobs this platform's image is made of: the indexes on the way, the manifest,
+    /// config and layers.
     pub blobs: Vec<Digest>,
+    /// The other platforms' manifests the indexes list, which a store may or may not have.
+    pub others: Vec<Digest>,
 }
 
 /// Descriptor digest as ours.
@@ -46,6 +48,7 @@ pub fn resolve(top: &Digest, read: ReadBlob) -> Result<Resolved, String> {
         read(d)?.ok_or_else(|| format!("{what} {d} is not in the store"))
     };
     let mut blobs = vec![top.clone()];
+    let mut others = vec![];
     let mut current = top.clone();
     let mut bytes = need(top, "manifest")?;
     for depth in 0.. {
@@ -59,14 +62,11 @@ pub fn resolve(top: &Digest, read: ReadBlob) -> Result<Resolved, String> {
             Doc::Index => {
                 let index: ImageIndex =
                     serde_json::from_value(json).map_err(|e| format!("index {current}: {e}"))?;
-                for m in index.manifests() {
-                    let d = digest_of(m)?;
-                    if read(&d)?.is_some() && !blobs.contains(&d) {
-                        blobs.push(d);
-                    }
-                }
                 let chosen =
                     platform::select(&index).map_err(|e| format!("index {current}: {e}"))?;
+                for m in index.manifests().iter().filter(|m| *m != chosen) {
+                    others.push(digest_of(m)?);
+                }
                 media::doc(chosen.media_type().as_ref())
                     .map_err(|e| format!("index {current}: {e}"))?;
                 current = digest_of(chosen)?;
@@ -120,6 +120,7 @@ pub fn resolve(top: &Digest, read: ReadBlob) -> Result<Resolved, String> {
         config,
         layers,
         blobs,
+        others,
     })
 }
 
@@ -185,9 +186,9 @@ mod tests {
         assert_eq!(r.layers.len(), 2);
         assert_eq!(r.layers[0].compression, Compression::Gzip);
         assert_eq!(r.config.architecture().to_string(), host.arch);
-        // The index, both manifests, this config and its layers; not the other's config.
-        assert_eq!(r.blobs.len(), 3 + 1 + 2);
-        assert!(r.blobs.contains(&other.0));
+        // The index, this manifest, config and layers; the other manifest apart.
+        assert_eq!(r.blobs.len(), 2 + 1 + 2);
+        assert_eq!(r.others, [other.0]);
     }
 
     #[test]

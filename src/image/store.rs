@@ -420,6 +420,7 @@ impl Store {
             blobs.insert(n.digest.clone());
             if let Ok(r) = self.resolve(&n.digest) {
                 blobs.extend(r.blobs);
+                blobs.extend(r.others);
                 layers.extend(r.layers.into_iter().map(|l| l.diff_id));
             }
         }
