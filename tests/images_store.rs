@@ -460,6 +460,11 @@ fn images_bad_input_is_one_clear_line_and_leaves_nothing() {
             "unknown manifest media type \"application/vnd.example.manifest+json\"",
         ),
         ("wrong-digest", false, "digest mismatch"),
+        (
+            "wrong-diffid",
+            true,
+            "the uncompressed layer is not its diffID: digest mismatch",
+        ),
     ] {
         let store = tmp.0.join(format!("store-{name}"));
         let archive = imgs.join(format!("bad/{name}.tar"));

@@ -62,6 +62,13 @@ pub fn unpack(
                         }
                     }
                     Err(e) => {
+                        let e = match e.to_string() {
+                            m if m.starts_with("digest mismatch") => io::Error::new(
+                                e.kind(),
+                                format!("the uncompressed layer is not its diffID: {m}"),
+                            ),
+                            _ => e,
+                        };
                         let _ = tx.send(Err(e));
                         return;
                     }
@@ -77,10 +84,9 @@ pub fn unpack(
     });
     let applied = apply::Applier::new(dest).apply(&mut archive);
     let mut rest = archive.into_inner();
-    // The stream's own error (corrupt gzip, wrong diffID) says more than what the tar
-    // reader made of it; past the end-of-archive blocks the rest is read to be hashed.
-    // A damaged stream often shows first as a tar entry that makes no sense, so on an
-    // entry's error the rest is read too, and a stream error wins.
+    // The rest past the end-of-archive blocks is read to be hashed. A damaged stream
+    // often shows first as a tar entry that makes no sense, so after an entry's error the
+    // rest is read too, and the stream's own error (corrupt gzip, wrong diffID) wins.
     let drained = io::copy(&mut rest, &mut io::sink())
         .map(drop)
         .map_err(|e| e.to_string());
