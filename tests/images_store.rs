@@ -465,6 +465,11 @@ fn images_bad_input_is_one_clear_line_and_leaves_nothing() {
             true,
             "the uncompressed layer is not its diffID: digest mismatch",
         ),
+        (
+            "second",
+            true,
+            "entry \"../escaped\": path \"../escaped\" leaves the layer",
+        ),
     ] {
         let store = tmp.0.join(format!("store-{name}"));
         let archive = imgs.join(format!("bad/{name}.tar"));

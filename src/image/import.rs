@@ -49,6 +49,11 @@ fn import_locked(
     };
     let tops = source.tops(store, added)?;
     let tops = name_them(tops, name)?;
+    // Every image is unpacked before any is named, so that one bad image of several
+    // leaves no name behind.
+    for (r, top) in &tops {
+        store.prepare(top).map_err(|e| format!("{r}: {e}"))?;
+    }
     let mut images = vec![];
     for (r, top) in tops {
         images.push(store.commit(&r, &top)?);

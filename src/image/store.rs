@@ -237,6 +237,11 @@ impl Store {
         Ok(image)
     }
 
+    /// Unpacks what of the image `top` is not unpacked yet, without naming it.
+    pub fn prepare(&self, top: &Digest) -> Result<(), String> {
+        self.ready("", top).map(drop)
+    }
+
     /// Resolves `top` and unpacks what of it is not unpacked yet.
     fn ready(&self, name: &str, top: &Digest) -> Result<Image, String> {
         let r = self.resolve(top)?;
@@ -428,15 +433,26 @@ impl Store {
     }
 
     /// Removes the blobs of `added` that no name uses: what an import or a pull brought
-    /// that ended up unused (another platform's layers) or that a failure left behind.
+    /// that ended up unused (another platform's layers) or that a failure left behind;
+    /// and unpacked layers no name uses (of an image that failed after they were unpacked).
     /// The caller must not hold [`Store::writing`].
     pub fn drop_unused(&self, added: &[Digest]) -> Result<(), String> {
-        if added.is_empty() {
-            return Ok(());
-        }
         let _only = lock::take(&self.lock_path(), true)?;
         let all = names::load(&self.index_path())?;
-        let (used, _) = self.references(&all);
+        let (used, used_layers) = self.references(&all);
+        let dir = self.root.join("layers");
+        for e in fs::read_dir(&dir).map_err(|e| format!("image store: {}: {e}", dir.display()))? {
+            let e = e.map_err(|e| format!("image store: {}: {e}", dir.display()))?;
+            let name = e.file_name().to_string_lossy().into_owned();
+            let unused =
+                Digest::parse(&format!("sha256:{name}")).is_ok_and(|d| !used_layers.contains(&d));
+            // A layer a container holds stays, named or not.
+            if unused && lock::dir(&e.path(), true)?.is_some() {
+                let doomed = self.tmp().join(names::unique("rm"));
+                fs::rename(e.path(), &doomed).map_err(|e| format!("removing layer {name}: {e}"))?;
+                remove_any(&doomed)?;
+            }
+        }
         for d in added.iter().filter(|d| !used.contains(d)) {
             match fs::remove_file(self.blob_path(d)) {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => {
