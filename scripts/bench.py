@@ -77,17 +77,18 @@ def write(name, text):
     return p
 
 
-def hyperfine(cmds, runs=30, per_round=3):
+def hyperfine(cmds, runs=30, per_round=3, prepare=None):
     """Wall times (ms) of each command, `runs` each, measured by hyperfine in rounds of
     `per_round` runs that alternate between the commands (their order turning each round):
     this VM's speed drifts by ±15 % over minutes, and one block of runs per command made
-    the ratios depend on when each block ran."""
+    the ratios depend on when each block ran. `prepare` runs before each run."""
     out = os.path.join(WORK, "hf.json")
     times = [[] for _ in cmds]
     for r in range(-(-runs // per_round)):
         order = [(r + k) % len(cmds) for k in range(len(cmds))]
         subprocess.run(["hyperfine", "-N", "--warmup", "3" if r == 0 else "1", "--runs", str(per_round),
-                        "--export-json", out, "--style", "none"] + [cmds[k] for k in order],
+                        "--export-json", out, "--style", "none"]
+                       + (["--prepare", prepare] if prepare else []) + [cmds[k] for k in order],
                        check=True, stdout=subprocess.DEVNULL)
         with open(out) as f:
             for k, res in zip(order, json.load(f)["results"]):
@@ -309,6 +310,58 @@ def runc_front_end():
             subprocess.run(rt + ["delete", "--force", id_], stderr=subprocess.DEVNULL)
 
 
+def image_unpack():
+    """`podinit images import` of a ~100 MB (uncompressed) one-layer gzip image against
+    `tar -xzf` of the same layer, each into a fresh directory on the same disk."""
+    import gzip, hashlib, io, tarfile
+    d = tempfile.mkdtemp(prefix="podinit-bench-img.", dir="/var/tmp")
+    try:
+        raw = io.BytesIO()
+        total = 0
+        with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as t:
+            for top in ("/usr/lib", "/usr/share", "/usr/bin"):
+                for dirpath, dirs, files in os.walk(top):
+                    dirs.sort()
+                    for name in sorted(files):
+                        p = os.path.join(dirpath, name)
+                        if total > 100_000_000 or not os.path.isfile(p) or os.path.islink(p):
+                            continue
+                        total += os.path.getsize(p)
+                        t.add(p, arcname=p.lstrip("/"), recursive=False)
+        plain = raw.getvalue()
+        layer = gzip.compress(plain, compresslevel=6)
+        with open(os.path.join(d, "layer.tar.gz"), "wb") as f:
+            f.write(layer)
+        sha = lambda b: "sha256:" + hashlib.sha256(b).hexdigest()
+        blobs = {}
+        def blob(b):
+            blobs[sha(b)] = b
+            return {"digest": sha(b), "size": len(b)}
+        m = "application/vnd.oci.image."
+        cfg = json.dumps({"architecture": "amd64", "os": "linux", "config": {},
+                          "rootfs": {"type": "layers", "diff_ids": [sha(plain)]}}).encode()
+        man = json.dumps({"schemaVersion": 2, "mediaType": m + "manifest.v1+json",
+                          "config": {"mediaType": m + "config.v1+json", **blob(cfg)},
+                          "layers": [{"mediaType": m + "layer.v1.tar+gzip", **blob(layer)}]}).encode()
+        idx = json.dumps({"schemaVersion": 2, "manifests": [{"mediaType": m + "manifest.v1+json", **blob(man),
+                          "annotations": {"org.opencontainers.image.ref.name": "bench.test/big:1"}}]}).encode()
+        with tarfile.open(os.path.join(d, "image.tar"), "w") as t:
+            for name, data in [("oci-layout", b'{"imageLayoutVersion":"1.0.0"}'), ("index.json", idx)] + \
+                    [("blobs/sha256/" + k[7:], v) for k, v in blobs.items()]:
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                t.addfile(info, io.BytesIO(data))
+        del raw, plain, layer, blobs
+        store, out = os.path.join(d, "store"), os.path.join(d, "out")
+        p, r = hyperfine([f"{BIN} images --images {store} import {d}/image.tar",
+                          f"/bin/sh -c 'mkdir {out} && tar -xzf {d}/layer.tar.gz -C {out}'"],
+                         runs=6, per_round=1, prepare=f"rm -rf {store} {out}")
+        row(f"unpacking a {total / 1e6:.0f} MB one-layer gzip image: `images import`", "ms", p, r,
+            "tar -xzf of its layer", "≤ 1.2 × tar")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def main():
     print(f"machine: {os.cpu_count()} cores, kernel {os.uname().release}", flush=True)
 
@@ -456,6 +509,9 @@ def main():
 
     # 9. The runc front-end (`podinit runc`, issue 24) against runc itself, same bundle.
     runc_front_end()
+
+    # 10. Unpacking an image (issue 27) against tar.
+    image_unpack()
 
     os.makedirs(os.path.join(ROOT, "bench"), exist_ok=True)
     with open(os.path.join(ROOT, "bench/latest.json"), "w") as f:

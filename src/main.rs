@@ -11,6 +11,9 @@ fn main() {
         std::process::exit(podinit::runc::main(args.collect()));
     }
     let rest: Vec<_> = args.collect();
+    if rest.first().is_some_and(|a| a == "images") {
+        std::process::exit(podinit::cli::images::main(rest[1..].to_vec()));
+    }
     if rest.first().is_some_and(|a| a == "runc") {
         std::process::exit(podinit::runc::main(rest[1..].to_vec()));
     }
@@ -126,6 +129,7 @@ fn dispatch(m: &Matches) -> Result<i32, cli::Error> {
         }
         "version" => version(),
         // Reached only when runc's arguments follow `--`: `podinit runc …` is taken above.
+        "images" => podinit::cli::images::main(m.trailing.iter().map(Into::into).collect()),
         "runc" => podinit::runc::main(m.trailing.iter().map(Into::into).collect()),
         other => unreachable!("command {other} is in the table but not dispatched"),
     })

@@ -266,6 +266,7 @@ pub static COMMANDS: &[Cmd] = &[
             required: false,
         }),
     },
+    super::images::CMD,
     Cmd {
         name: "version",
         about: "Print podinit's version",

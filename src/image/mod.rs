@@ -5,7 +5,13 @@
 //! container's base exactly as a bundle is one (`bundle::Bundle`).
 
 pub mod digest;
+pub mod import;
+mod lock;
+pub mod media;
+mod names;
 pub mod platform;
 pub mod reference;
 pub mod registry;
+pub mod resolve;
 pub mod store;
+pub mod unpack;

@@ -3,10 +3,18 @@
 //! top-level digests. File locks make concurrent users safe; everything enters by rename,
 //! so a crash leaves nothing half-used.
 
-use super::digest::Digest;
+use super::digest::{Digest, Verifier};
+use super::lock::{self, Lock};
+use super::names::{self, Named};
 use super::reference::Reference;
+use super::resolve::{self, Layer, Resolved};
+use super::unpack;
 use oci_spec::image::ImageConfiguration;
-use std::io::Read;
+use sha2::Digest as _;
+use std::collections::HashSet;
+use std::fs;
+use std::io::{self, Read, Write};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 /// Default for `--images`.
@@ -41,20 +49,78 @@ pub struct Listed {
     pub size: u64,
 }
 
+/// Shared locks on an image's layers while a container uses them: `remove` refuses to
+/// delete a held layer. Dropping it lets go.
+pub struct Held {
+    _locks: Vec<Lock>,
+}
+
 impl Store {
     /// Opens (creating if needed) the store at `root`.
     pub fn open(root: &Path) -> Result<Store, String> {
-        let _ = root;
-        todo!("image::store::open")
+        let s = Store {
+            root: root.to_path_buf(),
+        };
+        let mk = |p: &Path, mode: u32| {
+            fs::DirBuilder::new()
+                .recursive(true)
+                .mode(mode)
+                .create(p)
+                .map_err(|e| format!("image store: creating {}: {e}", p.display()))
+        };
+        mk(root, 0o711)?;
+        mk(&root.join("blobs/sha256"), 0o755)?;
+        // Unpacked layers keep their set-id binaries: only root may reach them.
+        mk(&root.join("layers"), 0o700)?;
+        mk(&s.tmp(), 0o700)?;
+        let layout = root.join("oci-layout");
+        if !layout.exists() {
+            fs::write(&layout, br#"{"imageLayoutVersion":"1.0.0"}"#)
+                .map_err(|e| format!("image store: writing {}: {e}", layout.display()))?;
+        }
+        // Leftovers of a writer that died; a live writer holds the lock shared.
+        if let Some(_only) = lock::try_exclusive(&s.lock_path())? {
+            for e in fs::read_dir(s.tmp()).map_err(|e| format!("image store: {e}"))? {
+                let p = e.map_err(|e| format!("image store: {e}"))?.path();
+                remove_any(&p)?;
+            }
+        }
+        Ok(s)
     }
 
     pub fn root(&self) -> &Path {
         &self.root
     }
 
+    fn tmp(&self) -> PathBuf {
+        self.root.join("tmp")
+    }
+
+    fn lock_path(&self) -> PathBuf {
+        self.root.join("lock")
+    }
+
+    fn index_path(&self) -> PathBuf {
+        self.root.join("index.json")
+    }
+
+    pub fn blob_path(&self, d: &Digest) -> PathBuf {
+        self.root.join("blobs/sha256").join(&d.hex)
+    }
+
+    /// The directory a layer is unpacked in, by its diffID.
+    pub fn layer_path(&self, diff_id: &Digest) -> PathBuf {
+        self.root.join("layers").join(&diff_id.hex)
+    }
+
+    /// Held while writing content that no name points at yet (blobs of an import or a
+    /// pull): `remove` and the clean-up of `tmp/` wait for it.
+    pub fn writing(&self) -> Result<Lock, String> {
+        lock::take(&self.lock_path(), false)
+    }
+
     pub fn has_blob(&self, d: &Digest) -> bool {
-        let _ = d;
-        todo!("image::store::has_blob")
+        self.blob_path(d).is_file()
     }
 
     /// Streams a blob in, verifying its digest (and size when known); it appears under
@@ -65,36 +131,422 @@ impl Store {
         size: Option<u64>,
         r: &mut dyn Read,
     ) -> Result<(), String> {
-        let _ = (expected, size, r);
-        todo!("image::store::put_blob")
+        if self.has_blob(expected) {
+            return Ok(());
+        }
+        let _w = self.writing()?;
+        let mut v = Verifier::new(r, expected, size);
+        self.put(&mut v, |_| Ok(expected.clone()))
+            .map(drop)
+            .map_err(|e| format!("blob {expected}: {e}"))
+    }
+
+    /// Streams in a blob whose digest is not known beforehand (a docker-save archive's
+    /// files); returns its digest and size.
+    pub fn put_blob_unnamed(&self, r: &mut dyn Read) -> Result<(Digest, u64), String> {
+        let _w = self.writing()?;
+        let mut h = Hashing {
+            inner: r,
+            hasher: sha2::Sha256::new(),
+            n: 0,
+        };
+        let mut n = 0;
+        let d = self.put(&mut h, |h| {
+            n = h.n;
+            let hex: String = std::mem::take(&mut h.hasher)
+                .finalize()
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            Digest::parse(&format!("sha256:{hex}"))
+        })?;
+        Ok((d, n))
+    }
+
+    /// Copies `r` to a temporary file, then renames it to the blob `name` gives.
+    fn put<R: Read>(
+        &self,
+        r: &mut R,
+        name: impl FnOnce(&mut R) -> Result<Digest, String>,
+    ) -> Result<Digest, String> {
+        let (tmp, mut f) = names::tempfile_in(&self.tmp(), "blob")
+            .map_err(|e| format!("creating a temporary file: {e}"))?;
+        let written = io::copy(r, &mut f)
+            .and_then(|_| f.flush())
+            .and_then(|()| f.sync_all())
+            .map_err(|e| e.to_string())
+            .and_then(|()| name(r));
+        let d = match written {
+            Ok(d) => d,
+            Err(e) => {
+                let _ = fs::remove_file(&tmp);
+                return Err(e);
+            }
+        };
+        fs::rename(&tmp, self.blob_path(&d)).map_err(|e| {
+            let _ = fs::remove_file(&tmp);
+            format!("storing blob {d}: {e}")
+        })?;
+        Ok(d)
     }
 
     pub fn read_blob(&self, d: &Digest) -> Result<Vec<u8>, String> {
-        let _ = d;
-        todo!("image::store::read_blob")
+        fs::read(self.blob_path(d)).map_err(|e| format!("blob {d}: {e}"))
+    }
+
+    fn read_if_present(&self, d: &Digest) -> Result<Option<Vec<u8>>, String> {
+        match fs::read(self.blob_path(d)) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(format!("blob {d}: {e}")),
+        }
+    }
+
+    /// The image `top` is, for this machine.
+    pub fn resolve(&self, top: &Digest) -> Result<Resolved, String> {
+        resolve::resolve(top, &|d| self.read_if_present(d))
     }
 
     /// Names `name` as the image whose top-level manifest or index is `top` (its blobs
     /// already in the store), unpacking this platform's layers first.
     pub fn commit(&self, name: &Reference, top: &Digest) -> Result<Image, String> {
-        let _ = (name, top);
-        todo!("image::store::commit")
+        let full = name.to_string();
+        // Held until the name is written, so that a `remove` cannot take the layers that
+        // this image shares with the one it removes in between.
+        let _w = self.writing()?;
+        let image = self.ready(&full, top).map_err(|e| format!("{full}: {e}"))?;
+        let _names = lock::take(&self.root.join("names.lock"), true)?;
+        let mut all = names::load(&self.index_path())?;
+        let bytes = self.read_blob(top)?;
+        let json: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+        let media_type = match json["mediaType"].as_str() {
+            Some(m) => m.to_string(),
+            None => match super::media::sniff_doc(&json) {
+                Ok(super::media::Doc::Index) => super::media::OCI_INDEX.into(),
+                _ => super::media::OCI_MANIFEST.into(),
+            },
+        };
+        all.retain(|n| n.name != full);
+        all.push(Named {
+            name: full,
+            digest: top.clone(),
+            media_type,
+            size: bytes.len() as u64,
+        });
+        names::save(&self.index_path(), &self.tmp(), &all)?;
+        Ok(image)
+    }
+
+    /// Unpacks what of the image `top` is not unpacked yet, without naming it.
+    pub fn prepare(&self, top: &Digest) -> Result<(), String> {
+        self.ready("", top).map(drop)
+    }
+
+    /// Resolves `top` and unpacks what of it is not unpacked yet.
+    fn ready(&self, name: &str, top: &Digest) -> Result<Image, String> {
+        let r = self.resolve(top)?;
+        let _w = self.writing()?;
+        let mut layers = vec![];
+        for l in &r.layers {
+            layers.push(self.unpacked(l)?);
+        }
+        Ok(Image {
+            name: name.to_string(),
+            digest: top.clone(),
+            config_digest: r.config_digest,
+            config: r.config,
+            layers,
+        })
+    }
+
+    /// The layer's directory, unpacked into `tmp/` and renamed into place if it was not
+    /// there yet. Two writers may both unpack it; the first rename wins.
+    fn unpacked(&self, l: &Layer) -> Result<PathBuf, String> {
+        let dest = self.layer_path(&l.diff_id);
+        if dest.is_dir() {
+            return Ok(dest);
+        }
+        let blob = self.blob_path(&l.blob);
+        if !blob.is_file() {
+            return Err(format!("layer {} is not in the store", l.blob));
+        }
+        let tmp = self.tmp().join(names::unique("layer"));
+        fs::create_dir(&tmp).map_err(|e| format!("creating {}: {e}", tmp.display()))?;
+        if let Err(e) = unpack::unpack(&blob, l.compression, &l.diff_id, &tmp) {
+            let _ = remove_any(&tmp);
+            return Err(format!("layer {}: {e}", l.blob));
+        }
+        if let Err(e) = fs::rename(&tmp, &dest) {
+            let _ = remove_any(&tmp);
+            if !dest.is_dir() {
+                return Err(format!("layer {}: storing it: {e}", l.blob));
+            }
+        }
+        Ok(dest)
+    }
+
+    /// The names a name or digest means: the normalised name, `repo@digest` for a stored
+    /// `repo` with that top digest, or a bare digest of a top-level manifest or config.
+    fn matching(&self, all: &[Named], what: &str) -> Result<Vec<Named>, String> {
+        if what.starts_with("sha256:") {
+            let d = Digest::parse(what)?;
+            let mut out = vec![];
+            for n in all {
+                let by_config = || self.resolve(&n.digest).is_ok_and(|r| r.config_digest == d);
+                if n.digest == d || by_config() {
+                    out.push(n.clone());
+                }
+            }
+            return Ok(out);
+        }
+        let r = Reference::parse(what)?;
+        let full = r.to_string();
+        let exact: Vec<Named> = all.iter().filter(|n| n.name == full).cloned().collect();
+        if !exact.is_empty() || r.digest.is_none() {
+            return Ok(exact);
+        }
+        let repo = r.repository();
+        let d = r.digest.expect("checked above");
+        Ok(all
+            .iter()
+            .filter(|n| n.digest == d && n.name.starts_with(&repo))
+            .filter(|n| Reference::parse(&n.name).is_ok_and(|x| x.repository() == repo))
+            .cloned()
+            .collect())
     }
 
     /// The image a name (normalised first) or a digest (`sha256:…`, of the top-level
     /// manifest or the config) names, if the store has it.
     pub fn get(&self, name: &str) -> Result<Option<Image>, String> {
-        let _ = name;
-        todo!("image::store::get")
+        let all = names::load(&self.index_path())?;
+        let Some(n) = self.matching(&all, name)?.into_iter().next() else {
+            return Ok(None);
+        };
+        // Asked for as `repo@digest`, it is that name that kubelet reports.
+        let shown = match Reference::parse(name) {
+            Ok(r) if r.digest.is_some() => r.to_string(),
+            _ => n.name.clone(),
+        };
+        self.ready(&shown, &n.digest)
+            .map(Some)
+            .map_err(|e| format!("{}: {e}", n.name))
     }
 
     pub fn list(&self) -> Result<Vec<Listed>, String> {
-        todo!("image::store::list")
+        let mut out = vec![];
+        for n in names::load(&self.index_path())? {
+            // An image whose content cannot be read still shows, so that it can be removed.
+            let size = self.resolve(&n.digest).map_or(0, |r| {
+                r.config_size + r.layers.iter().map(|l| l.size).sum::<u64>()
+            });
+            out.push(Listed {
+                name: n.name,
+                digest: n.digest,
+                size,
+            });
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    /// Keeps `image`'s layers from being removed while the returned value lives.
+    pub fn hold(&self, image: &Image) -> Result<Held, String> {
+        let mut locks = vec![];
+        for l in &image.layers {
+            locks.extend(lock::dir(l, false)?);
+        }
+        Ok(Held { _locks: locks })
     }
 
     /// Removes the name; blobs and layers no other name uses go too.
     pub fn remove(&self, name: &str) -> Result<(), String> {
-        let _ = name;
-        todo!("image::store::remove")
+        let _only = lock::take(&self.lock_path(), true)?;
+        let _names = lock::take(&self.root.join("names.lock"), true)?;
+        let all = names::load(&self.index_path())?;
+        let gone = self.matching(&all, name)?;
+        if gone.is_empty() {
+            return Err(format!(
+                "no image {name} in the store {}",
+                self.root.display()
+            ));
+        }
+        let keep: Vec<Named> = all
+            .into_iter()
+            .filter(|n| {
+                !gone
+                    .iter()
+                    .any(|g| g.name == n.name && g.digest == n.digest)
+            })
+            .collect();
+        let (kept_blobs, kept_layers) = self.references(&keep);
+        let (blobs, layers) = self.references(&gone);
+        let layers: Vec<&Digest> = layers.iter().filter(|l| !kept_layers.contains(l)).collect();
+        // In use by a running container: refuse before anything changes.
+        let mut locks = vec![];
+        for l in &layers {
+            let p = self.layer_path(l);
+            if p.is_dir() {
+                match lock::dir(&p, true)? {
+                    Some(held) => locks.push(held),
+                    None => {
+                        return Err(format!(
+                            "{name}: a running container uses the image's layer {l}"
+                        ))
+                    }
+                }
+            }
+        }
+        names::save(&self.index_path(), &self.tmp(), &keep)?;
+        for l in layers {
+            // Out of sight by rename first, so that no reader sees half a layer.
+            let p = self.layer_path(l);
+            if p.is_dir() {
+                let doomed = self.tmp().join(names::unique("rm"));
+                fs::rename(&p, &doomed).map_err(|e| format!("removing layer {l}: {e}"))?;
+                remove_any(&doomed)?;
+            }
+        }
+        for b in blobs.difference(&kept_blobs) {
+            match fs::remove_file(self.blob_path(b)) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                    return Err(format!("removing blob {b}: {e}"))
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Blobs and layers (by diffID) that `names` use.
+    fn references(&self, names: &[Named]) -> (HashSet<Digest>, HashSet<Digest>) {
+        let mut blobs = HashSet::new();
+        let mut layers = HashSet::new();
+        for n in names {
+            blobs.insert(n.digest.clone());
+            if let Ok(r) = self.resolve(&n.digest) {
+                blobs.extend(r.blobs);
+                blobs.extend(r.others);
+                layers.extend(r.layers.into_iter().map(|l| l.diff_id));
+            }
+        }
+        (blobs, layers)
+    }
+
+    /// Removes the blobs of `added` that no name uses: what an import or a pull brought
+    /// that ended up unused (another platform's layers) or that a failure left behind;
+    /// and unpacked layers no name uses (of an image that failed after they were unpacked).
+    /// The caller must not hold [`Store::writing`].
+    pub fn drop_unused(&self, added: &[Digest]) -> Result<(), String> {
+        let _only = lock::take(&self.lock_path(), true)?;
+        let all = names::load(&self.index_path())?;
+        let (used, used_layers) = self.references(&all);
+        let dir = self.root.join("layers");
+        for e in fs::read_dir(&dir).map_err(|e| format!("image store: {}: {e}", dir.display()))? {
+            let e = e.map_err(|e| format!("image store: {}: {e}", dir.display()))?;
+            let name = e.file_name().to_string_lossy().into_owned();
+            let unused =
+                Digest::parse(&format!("sha256:{name}")).is_ok_and(|d| !used_layers.contains(&d));
+            // A layer a container holds stays, named or not.
+            if unused && lock::dir(&e.path(), true)?.is_some() {
+                let doomed = self.tmp().join(names::unique("rm"));
+                fs::rename(e.path(), &doomed).map_err(|e| format!("removing layer {name}: {e}"))?;
+                remove_any(&doomed)?;
+            }
+        }
+        for d in added.iter().filter(|d| !used.contains(d)) {
+            match fs::remove_file(self.blob_path(d)) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                    return Err(format!("removing blob {d}: {e}"))
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Hashes what it reads, for blobs named by their content once read.
+struct Hashing<'a> {
+    inner: &'a mut dyn Read,
+    hasher: sha2::Sha256,
+    n: u64,
+}
+
+impl Read for Hashing<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.n += n as u64;
+        Ok(n)
+    }
+}
+
+fn remove_any(p: &Path) -> Result<(), String> {
+    let r = match fs::symlink_metadata(p) {
+        Ok(m) if m.is_dir() => fs::remove_dir_all(p),
+        Ok(_) => fs::remove_file(p),
+        Err(_) => Ok(()),
+    };
+    r.map_err(|e| format!("image store: removing {}: {e}", p.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_store(what: &str) -> (PathBuf, Store) {
+        let root = std::env::temp_dir().join(names::unique(what));
+        let s = Store::open(&root).unwrap();
+        (root, s)
+    }
+
+    #[test]
+    fn blobs_enter_only_verified() {
+        let (root, s) = temp_store("store-blobs");
+        let d = Digest::of(b"hello");
+        let e = s.put_blob(&d, Some(5), &mut &b"hellO"[..]).unwrap_err();
+        assert!(e.starts_with(&format!("blob {d}: digest mismatch")), "{e}");
+        assert!(!s.has_blob(&d));
+        let e = s.put_blob(&d, Some(4), &mut &b"hello"[..]).unwrap_err();
+        assert!(e.contains("more than the 4 bytes"), "{e}");
+        s.put_blob(&d, Some(5), &mut &b"hello"[..]).unwrap();
+        assert!(s.has_blob(&d));
+        assert_eq!(s.read_blob(&d).unwrap(), b"hello");
+        assert_eq!(
+            s.put_blob_unnamed(&mut &b"world"[..]).unwrap(),
+            (Digest::of(b"world"), 5)
+        );
+        assert_eq!(
+            fs::read_dir(s.tmp()).unwrap().count(),
+            0,
+            "temporary files left"
+        );
+        assert_eq!(s.list().unwrap().len(), 0);
+        assert!(s.get("nginx").unwrap().is_none());
+        assert!(s
+            .remove("nginx")
+            .unwrap_err()
+            .starts_with("no image nginx in the store"));
+        // What only the two blobs put here use goes; nothing names them.
+        s.drop_unused(&[d.clone(), Digest::of(b"world")]).unwrap();
+        assert!(!s.has_blob(&d));
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn open_removes_a_dead_writers_leftovers() {
+        let (root, s) = temp_store("store-open");
+        fs::create_dir_all(s.tmp().join("layer-1/usr")).unwrap();
+        fs::write(s.tmp().join("blob-1"), b"half").unwrap();
+        {
+            // A live writer's files stay.
+            let _w = s.writing().unwrap();
+            Store::open(&root).unwrap();
+            assert_eq!(fs::read_dir(s.tmp()).unwrap().count(), 2);
+        }
+        Store::open(&root).unwrap();
+        assert_eq!(fs::read_dir(s.tmp()).unwrap().count(), 0);
+        assert!(root.join("oci-layout").is_file());
+        fs::remove_dir_all(root).unwrap();
     }
 }

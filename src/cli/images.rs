@@ -1,0 +1,269 @@
+//! `podinit images import|ls|rm|pull` (docs/images.md): the image store's commands, with
+//! their own small grammar under `images`, as `runc` has its own.
+
+use super::{opt, Cmd, Opt, Trailing};
+use crate::image::store::{Store, DEFAULT_ROOT};
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// `--images DIR`, for `images` and for the commands that run images.
+pub const IMAGES: Opt = opt("images", "DIR", "The image store (docs/images.md)")
+    .default(DEFAULT_ROOT)
+    .path();
+
+/// The entry in `podinit --help` and the completions.
+pub const CMD: Cmd = Cmd {
+    name: "images",
+    about: "Manage the image store: `images import FILE|DIR [--name NAME]`, `images ls [-q]`, \
+            `images rm NAME|DIGEST...`, `images pull NAME` (`podinit images --help`)",
+    opts: &[IMAGES],
+    args: &[],
+    trailing: Some(Trailing {
+        name: "ARGS",
+        required: false,
+    }),
+};
+
+const HELP: &str = "\
+Manage the image store (docs/images.md)
+
+Usage: podinit images [--images DIR] <COMMAND> [ARGS]
+
+Commands:
+  import FILE|DIR [--name NAME]  Import an OCI image layout, an oci-archive or a docker save archive
+  ls [-q|--quiet]                List the images: NAME, DIGEST, SIZE (-q: names only)
+  rm NAME|DIGEST...              Remove images; blobs and layers no other image uses go too
+  pull NAME                      Pull an image from its registry
+
+Options:
+  --images <DIR>  The image store [default: /var/lib/podinit/images]
+  -h, --help      Print help
+";
+
+/// What the words ask for.
+#[derive(Debug, PartialEq)]
+enum Action {
+    Help,
+    Import { path: PathBuf, name: Option<String> },
+    List { quiet: bool },
+    Remove(Vec<String>),
+    Pull(String),
+}
+
+/// Parses the words after `images`; returns the store's root and the action.
+fn parse(args: Vec<OsString>) -> Result<(PathBuf, Action), String> {
+    use lexopt::Arg::{Long, Short, Value};
+    let mut p = lexopt::Parser::from_args(args);
+    let mut root = PathBuf::from(DEFAULT_ROOT);
+    let mut cmd: Option<String> = None;
+    let mut words: Vec<String> = vec![];
+    let mut name = None;
+    let mut quiet = false;
+    let str = |v: OsString| {
+        v.into_string()
+            .map_err(|v| format!("not valid UTF-8: {v:?}"))
+    };
+    while let Some(arg) = p.next().map_err(|e| e.to_string())? {
+        match arg {
+            Long("help") | Short('h') => return Ok((root, Action::Help)),
+            Long("images") => root = p.value().map_err(|e| e.to_string())?.into(),
+            Long("name") if cmd.as_deref() == Some("import") => {
+                name = Some(str(p.value().map_err(|e| e.to_string())?)?)
+            }
+            Long("quiet") | Short('q') if cmd.as_deref() == Some("ls") => quiet = true,
+            Value(v) if cmd.is_none() => cmd = Some(str(v)?),
+            Value(v) => words.push(str(v)?),
+            other => return Err(format!("unknown option {}", super::show(&other))),
+        }
+    }
+    let one = |what: &str, words: Vec<String>| match <[String; 1]>::try_from(words) {
+        Ok([w]) => Ok(w),
+        Err(w) if w.is_empty() => Err(format!("{what} is missing")),
+        Err(w) => Err(format!("unexpected argument {:?}", w[1])),
+    };
+    let action = match cmd.as_deref() {
+        None => return Err("no images command given".into()),
+        Some("import") => Action::Import {
+            path: one("FILE|DIR", words)?.into(),
+            name,
+        },
+        Some("ls" | "list") if words.is_empty() => Action::List { quiet },
+        Some("ls" | "list") => return Err(format!("unexpected argument {:?}", words[0])),
+        Some("rm" | "remove") if words.is_empty() => return Err("NAME|DIGEST is missing".into()),
+        Some("rm" | "remove") => Action::Remove(words),
+        Some("pull") => Action::Pull(one("NAME", words)?),
+        Some(other) => return Err(format!("unknown images command {other:?}")),
+    };
+    Ok((root, action))
+}
+
+/// `podinit images …`; returns the exit status.
+pub fn main(args: Vec<OsString>) -> i32 {
+    let (root, action) = match parse(args) {
+        Ok(p) => p,
+        Err(e) => {
+            crate::log::error(&format!("{e} (see `podinit images --help`)"));
+            return crate::run::EXIT_INVALID;
+        }
+    };
+    if action == Action::Help {
+        print!("{HELP}");
+        return 0;
+    }
+    match run(&root, action) {
+        Ok(()) => 0,
+        Err(e) => {
+            crate::log::error(&e);
+            1
+        }
+    }
+}
+
+fn run(root: &std::path::Path, action: Action) -> Result<(), String> {
+    let store = Store::open(root)?;
+    match action {
+        Action::Help => {}
+        Action::Import { path, name } => {
+            for image in crate::image::import::import(&store, &path, name.as_deref())? {
+                println!("{} {}", image.name, image.digest);
+            }
+        }
+        Action::List { quiet } => print!("{}", table(&store.list()?, quiet)),
+        Action::Remove(names) => {
+            // As `crictl rmi`: every name is tried, the first failure decides the status.
+            let mut first = Ok(());
+            for n in names {
+                match store.remove(&n) {
+                    Ok(()) => println!("{n}"),
+                    Err(e) => {
+                        crate::log::error(&e);
+                        first = first.and(Err(format!("{n}: not removed")));
+                    }
+                }
+            }
+            first?;
+        }
+        Action::Pull(name) => pull(&store, &name)?,
+    }
+    Ok(())
+}
+
+/// `images pull`: helper REGISTRY's (`image::registry::pull`), with its options and the
+/// progress line.
+fn pull(store: &Store, name: &str) -> Result<(), String> {
+    let r = crate::image::reference::Reference::parse(name)?;
+    let image = crate::image::registry::pull(
+        store,
+        &r,
+        &crate::image::registry::Options::default(),
+        &mut |_| {},
+    )?;
+    println!("{} {}", image.name, image.digest);
+    Ok(())
+}
+
+/// `ls`'s table, or its names alone.
+fn table(images: &[crate::image::store::Listed], quiet: bool) -> String {
+    if quiet {
+        return images.iter().map(|i| format!("{}\n", i.name)).collect();
+    }
+    let w = images
+        .iter()
+        .map(|i| i.name.len())
+        .max()
+        .unwrap_or(0)
+        .max(4);
+    let mut out = format!("{:<w$}  {:<71}  SIZE\n", "NAME", "DIGEST");
+    for i in images {
+        out.push_str(&format!(
+            "{:<w$}  {:<71}  {}\n",
+            i.name,
+            i.digest.to_string(),
+            size(i.size)
+        ));
+    }
+    out
+}
+
+/// Sizes as docker and crictl print them: decimal units, three significant figures.
+fn size(n: u64) -> String {
+    let units = ["B", "kB", "MB", "GB", "TB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1000.0 && u + 1 < units.len() {
+        v /= 1000.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n}B")
+    } else {
+        let digits = if v >= 100.0 {
+            0
+        } else if v >= 10.0 {
+            1
+        } else {
+            2
+        };
+        format!("{v:.digits$}{}", units[u])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(w: &[&str]) -> Result<(PathBuf, Action), String> {
+        parse(w.iter().map(OsString::from).collect())
+    }
+
+    #[test]
+    fn parses_the_commands() {
+        let (root, a) = words(&["--images", "/s", "import", "x.tar", "--name", "a:1"]).unwrap();
+        assert_eq!(root, PathBuf::from("/s"));
+        assert_eq!(
+            a,
+            Action::Import {
+                path: "x.tar".into(),
+                name: Some("a:1".into())
+            }
+        );
+        let (root, a) = words(&["ls", "-q", "--images", "/t"]).unwrap();
+        assert_eq!(
+            (root, a),
+            (PathBuf::from("/t"), Action::List { quiet: true })
+        );
+        assert_eq!(words(&["ls"]).unwrap().0, PathBuf::from(DEFAULT_ROOT));
+        assert_eq!(
+            words(&["rm", "a", "b"]).unwrap().1,
+            Action::Remove(vec!["a".into(), "b".into()])
+        );
+        assert_eq!(
+            words(&["pull", "nginx"]).unwrap().1,
+            Action::Pull("nginx".into())
+        );
+        assert_eq!(words(&["--help"]).unwrap().1, Action::Help);
+        assert_eq!(words(&["import"]).unwrap_err(), "FILE|DIR is missing");
+        assert_eq!(words(&["rm"]).unwrap_err(), "NAME|DIGEST is missing");
+        assert_eq!(
+            words(&["ls", "x"]).unwrap_err(),
+            "unexpected argument \"x\""
+        );
+        assert_eq!(
+            words(&["ls", "--name", "x"]).unwrap_err(),
+            "unknown option --name"
+        );
+        assert_eq!(
+            words(&["frob"]).unwrap_err(),
+            "unknown images command \"frob\""
+        );
+        assert_eq!(words(&[]).unwrap_err(), "no images command given");
+    }
+
+    #[test]
+    fn sizes_read_like_docker() {
+        assert_eq!(size(999), "999B");
+        assert_eq!(size(1_234), "1.23kB");
+        assert_eq!(size(4_270_000), "4.27MB");
+        assert_eq!(size(123_456_789), "123MB");
+    }
+}
