@@ -1,5 +1,6 @@
-//! `podinit images import|ls|rm|pull` (docs/images.md): the image store's commands, with
-//! their own small grammar under `images`, as `runc` has its own.
+//! `podinit images import|ls|rm` (docs/images.md): the image store's commands, with their
+//! own small grammar under `images`, as `runc` has its own. `images pull` is
+//! `cli::images_pull`'s.
 
 use super::{opt, Cmd, Opt, Trailing};
 use crate::image::store::{Store, DEFAULT_ROOT};
@@ -33,7 +34,7 @@ Commands:
   import FILE|DIR [--name NAME]  Import an OCI image layout, an oci-archive or a docker save archive
   ls [-q|--quiet]                List the images: NAME, DIGEST, SIZE (-q: names only)
   rm NAME|DIGEST...              Remove images; blobs and layers no other image uses go too
-  pull NAME                      Pull an image from its registry
+  pull NAME                      Pull an image from its registry (`podinit images pull --help`)
 
 Options:
   --images <DIR>  The image store [default: /var/lib/podinit/images]
@@ -47,7 +48,6 @@ enum Action {
     Import { path: PathBuf, name: Option<String> },
     List { quiet: bool },
     Remove(Vec<String>),
-    Pull(String),
 }
 
 /// Parses the words after `images`; returns the store's root and the action.
@@ -91,7 +91,8 @@ fn parse(args: Vec<OsString>) -> Result<(PathBuf, Action), String> {
         Some("ls" | "list") => return Err(format!("unexpected argument {:?}", words[0])),
         Some("rm" | "remove") if words.is_empty() => return Err("NAME|DIGEST is missing".into()),
         Some("rm" | "remove") => Action::Remove(words),
-        Some("pull") => Action::Pull(one("NAME", words)?),
+        // `images pull` has options of its own and is read by `cli::images_pull`, which
+        // main.rs hands it to before this parser sees it.
         Some(other) => return Err(format!("unknown images command {other:?}")),
     };
     Ok((root, action))
@@ -143,22 +144,7 @@ fn run(root: &std::path::Path, action: Action) -> Result<(), String> {
             }
             first?;
         }
-        Action::Pull(name) => pull(&store, &name)?,
     }
-    Ok(())
-}
-
-/// `images pull`: helper REGISTRY's (`image::registry::pull`), with its options and the
-/// progress line.
-fn pull(store: &Store, name: &str) -> Result<(), String> {
-    let r = crate::image::reference::Reference::parse(name)?;
-    let image = crate::image::registry::pull(
-        store,
-        &r,
-        &crate::image::registry::Options::default(),
-        &mut |_| {},
-    )?;
-    println!("{} {}", image.name, image.digest);
     Ok(())
 }
 
@@ -236,10 +222,6 @@ mod tests {
         assert_eq!(
             words(&["rm", "a", "b"]).unwrap().1,
             Action::Remove(vec!["a".into(), "b".into()])
-        );
-        assert_eq!(
-            words(&["pull", "nginx"]).unwrap().1,
-            Action::Pull("nginx".into())
         );
         assert_eq!(words(&["--help"]).unwrap().1, Action::Help);
         assert_eq!(words(&["import"]).unwrap_err(), "FILE|DIR is missing");

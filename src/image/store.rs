@@ -119,6 +119,16 @@ impl Store {
         lock::take(&self.lock_path(), false)
     }
 
+    /// A new directory under `tmp/` for a writer's work in progress (a pull's staging),
+    /// with the writing lock that keeps it from [`Store::open`]'s clean-up while held.
+    pub fn scratch(&self, what: &str) -> Result<(Lock, PathBuf), String> {
+        let held = self.writing()?;
+        let dir = self.tmp().join(names::unique(what));
+        fs::create_dir(&dir)
+            .map_err(|e| format!("image store: creating {}: {e}", dir.display()))?;
+        Ok((held, dir))
+    }
+
     pub fn has_blob(&self, d: &Digest) -> bool {
         self.blob_path(d).is_file()
     }
@@ -540,9 +550,10 @@ mod tests {
         fs::write(s.tmp().join("blob-1"), b"half").unwrap();
         {
             // A live writer's files stay.
-            let _w = s.writing().unwrap();
+            let (_w, scratch) = s.scratch("pull").unwrap();
+            assert!(scratch.starts_with(s.tmp()) && scratch.is_dir());
             Store::open(&root).unwrap();
-            assert_eq!(fs::read_dir(s.tmp()).unwrap().count(), 2);
+            assert_eq!(fs::read_dir(s.tmp()).unwrap().count(), 3);
         }
         Store::open(&root).unwrap();
         assert_eq!(fs::read_dir(s.tmp()).unwrap().count(), 0);

@@ -107,10 +107,8 @@ impl Applier {
                 self.dir_times.push((rel, meta.mtime));
                 return Ok(());
             }
-            EntryType::Regular | EntryType::Continuous | EntryType::GNUSparse => {
-                if kind == EntryType::GNUSparse {
-                    return Err("GNU sparse files are not supported".into());
-                }
+            EntryType::GNUSparse => return Err("GNU sparse files are not supported".into()),
+            EntryType::Regular | EntryType::Continuous => {
                 let create = || {
                     fs::OpenOptions::new()
                         .write(true)
