@@ -14,6 +14,9 @@ fn main() {
     if rest.first().is_some_and(|a| a == "runc") {
         std::process::exit(podinit::runc::main(rest[1..].to_vec()));
     }
+    if rest.first().is_some_and(|a| a == "images") && rest.get(1).is_some_and(|a| a == "pull") {
+        std::process::exit(podinit::cli::images_pull::main(rest[2..].to_vec()));
+    }
     let m = match cli::parse(std::env::args_os().skip(1)) {
         Ok(Parsed::Command(m)) => m,
         Ok(Parsed::Help(text)) => {

@@ -7,6 +7,7 @@ pub mod client;
 pub mod commands;
 pub mod completions;
 pub mod help;
+pub mod images_pull;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
