@@ -91,9 +91,11 @@ fn fetch(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Digest, String> {
     let mut client = connect(name, opts)?;
+    // Hidden in the store's root: the same filesystem, and a crash's leftover is plainly
+    // a pull's.
     let staging = store
         .root()
-        .join(format!("tmp/pull-{}-{}", std::process::id(), unique()));
+        .join(format!(".pull-{}-{}", std::process::id(), unique()));
     pull::fetch(&mut client, store, &staging, name, progress)
 }
 
