@@ -273,6 +273,12 @@ pub fn registry_error(resp: &mut Response) -> String {
     let status = format!("{} {}", resp.status, resp.reason);
     let body = resp.read_body(64 * 1024).unwrap_or_default();
     let Ok(e) = serde_json::from_slice::<Errors>(&body) else {
+        // A short line of text (a TLS server's answer to plain HTTP) says what went wrong.
+        let text = String::from_utf8_lossy(&body);
+        let text = text.trim();
+        if !text.is_empty() && text.len() <= 200 && !text.starts_with('<') && !text.contains('\n') {
+            return format!("{status} ({text})");
+        }
         return status;
     };
     let items: Vec<_> = e

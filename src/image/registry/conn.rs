@@ -77,7 +77,14 @@ fn handshake(
                     url.authority()
                 )
             } else {
-                format!("{}: TLS handshake: {e}", url.authority())
+                let tls_err = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>());
+                let hint = match tls_err {
+                    Some(rustls::Error::InvalidCertificate(_)) => {
+                        " (a registry with a private CA needs --registry-ca)"
+                    }
+                    _ => "",
+                };
+                format!("{}: TLS handshake: {e}{hint}", url.authority())
             });
         }
     }
