@@ -310,3 +310,124 @@ fn registry_that_never_answers_times_out() {
     assert_nothing_stored(&store);
     drop(l);
 }
+
+/// This machine's OCI architecture and another.
+fn arches() -> (&'static str, &'static str) {
+    match std::env::consts::ARCH {
+        "x86_64" => ("amd64", "arm64"),
+        "aarch64" => ("arm64", "amd64"),
+        other => panic!("no OCI architecture known for {other}"),
+    }
+}
+
+/// Turns the single-platform archive into one whose index has two platforms: this
+/// machine's manifest and another's (same layer, its own config).
+fn two_platform_archive(dir: &Path) -> PathBuf {
+    use podinit::image::digest::Digest;
+    let src = archive(dir);
+    let layout = dir.join("layout");
+    std::fs::create_dir_all(&layout).unwrap();
+    let mut c = Command::new("tar");
+    c.arg("-xf").arg(&src).arg("-C").arg(&layout);
+    assert!(run_bounded(c, LIMIT).status.success());
+    let blob = |d: &str| {
+        layout
+            .join("blobs/sha256")
+            .join(d.trim_start_matches("sha256:"))
+    };
+    let put = |v: &serde_json::Value| -> (String, usize) {
+        let b = serde_json::to_vec(v).unwrap();
+        let d = Digest::of(&b).to_string();
+        std::fs::write(blob(&d), &b).unwrap();
+        (d, b.len())
+    };
+    let index: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(layout.join("index.json")).unwrap()).unwrap();
+    let m_desc = &index["manifests"][0];
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(blob(m_desc["digest"].as_str().unwrap())).unwrap())
+            .unwrap();
+    let config: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(blob(manifest["config"]["digest"].as_str().unwrap())).unwrap(),
+    )
+    .unwrap();
+    let (this, other) = arches();
+    let mut out = vec![];
+    for arch in [this, other] {
+        let mut cfg = config.clone();
+        cfg["architecture"] = arch.into();
+        let (cd, cl) = put(&cfg);
+        let mut m = manifest.clone();
+        m["config"]["digest"] = cd.clone().into();
+        m["config"]["size"] = cl.into();
+        let (md, ml) = put(&m);
+        out.push(serde_json::json!({
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "digest": md, "size": ml,
+            "platform": {"os": "linux", "architecture": arch},
+        }));
+    }
+    let (id, il) = put(&serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.index.v1+json",
+        "manifests": out,
+    }));
+    let top = serde_json::json!({"schemaVersion": 2, "manifests": [{
+        "mediaType": "application/vnd.oci.image.index.v1+json", "digest": id, "size": il,
+        "annotations": {"org.opencontainers.image.ref.name": "1"},
+    }]});
+    std::fs::write(layout.join("index.json"), top.to_string()).unwrap();
+    let archive = dir.join("two.tar");
+    let mut c = Command::new("tar");
+    c.arg("-cf").arg(&archive).arg("-C").arg(&layout).arg(".");
+    assert!(run_bounded(c, LIMIT).status.success());
+    archive
+}
+
+#[test]
+#[ignore = "needs root: runs a registry and pulls into a store"]
+fn registry_index_pulls_this_platform_only() {
+    common::require_root();
+    let tmp = TempDir::new("reg-index");
+    let reg = Registry::start("reg-index-srv", &Auth::None, None);
+    let archive = two_platform_archive(tmp.path());
+    let mut c = Command::new("skopeo");
+    c.args(["copy", "-q", "--all", "--dest-tls-verify=false"])
+        .arg(format!("oci-archive:{}", archive.display()))
+        .arg(format!("docker://{}/{REPO}:1", reg.host()));
+    let o = run_bounded(c, LIMIT);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let index = reg.tag_digest(REPO, "1");
+    // skopeo compresses the layer on the way, so the digests are the registry's.
+    let manifests: serde_json::Value = serde_json::from_slice(&reg.blob(&index)).unwrap();
+    let of = |arch: &str| -> String {
+        let m = manifests["manifests"].as_array().unwrap();
+        let m = m
+            .iter()
+            .find(|m| m["platform"]["architecture"] == arch)
+            .unwrap();
+        m["digest"].as_str().unwrap().to_string()
+    };
+    let this_manifest = of(arches().0);
+    let other: serde_json::Value = serde_json::from_slice(&reg.blob(&of(arches().1))).unwrap();
+    let other_config = other["config"]["digest"].as_str().unwrap().to_string();
+    let store = tmp.path().join("store");
+    let name = format!("{}/{REPO}:1", reg.host());
+    let p = pull(&store, &name, &[]);
+    assert_eq!(p.code, 0, "{}", p.stderr);
+    assert_eq!(p.stdout, index, "the name points at the index");
+    let s = Store::open(&store).unwrap();
+    let img = s.get(&name).unwrap().expect("pulled image");
+    assert_eq!(img.digest.to_string(), index);
+    let has = |d: &str| s.has_blob(&podinit::image::digest::Digest::parse(d).unwrap());
+    assert!(has(&index) && has(&this_manifest));
+    assert!(
+        !has(&other_config),
+        "the other platform's config was not fetched"
+    );
+    assert_eq!(
+        img.config.architecture().to_string(),
+        arches().0,
+        "this machine's config"
+    );
+}
