@@ -297,9 +297,10 @@ impl Drop for Registry {
     }
 }
 
-/// `user:$2y$…`: bcrypt through Python's crypt module, as the registry's htpasswd wants.
+/// `user:$2y$…`: bcrypt, the only hash the registry takes: Python's crypt module where
+/// it still is (Debian 12), else `htpasswd -B` (apache2-utils, installed if missing).
 fn htpasswd_line(user: &str, password: &str) -> String {
-    let out = Command::new("python3")
+    let py = Command::new("python3")
         .args([
             "-W",
             "ignore",
@@ -307,15 +308,27 @@ fn htpasswd_line(user: &str, password: &str) -> String {
             "import crypt,sys;print(crypt.crypt(sys.argv[1],crypt.mksalt(crypt.METHOD_BLOWFISH,rounds=16)))",
             password,
         ])
+        .output();
+    if let Ok(out) = py {
+        let hash = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if out.status.success() && hash.starts_with("$2") {
+            return format!("{user}:{hash}");
+        }
+    }
+    sh("command -v htpasswd >/dev/null || \
+        DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        apache2-utils >/dev/null");
+    let out = Command::new("htpasswd")
+        .args(["-nbB", "-C", "4", user, password])
         .output()
         .unwrap();
-    let hash = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let line = String::from_utf8_lossy(&out.stdout).trim().to_string();
     assert!(
-        hash.starts_with("$2"),
-        "bcrypt hash: {hash:?} {}",
+        out.status.success() && line.starts_with(&format!("{user}:$2")),
+        "htpasswd: {line:?} {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    format!("{user}:{hash}")
+    line
 }
 
 /// A token server: grants every scope asked, as JWTs signed with ES256 by a key whose
