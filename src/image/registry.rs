@@ -11,6 +11,7 @@ mod conn;
 mod credentials;
 mod http;
 mod media;
+mod proxy;
 mod pull;
 #[cfg(test)]
 mod testserver;
@@ -111,14 +112,12 @@ fn connect(name: &Reference, opts: &Options) -> Result<client::Client, String> {
     let tls = tls::config(&opts.ca_files)?;
     #[cfg(not(feature = "tls"))]
     let tls = conn::Tls;
-    client::Client::new(
-        &name.domain,
-        &name.path,
-        &opts.insecure,
+    let net = conn::Net {
         tls,
-        opts.timeout.unwrap_or(DEFAULT_TIMEOUT),
-        login,
-    )
+        timeout: opts.timeout.unwrap_or(DEFAULT_TIMEOUT),
+        proxies: proxy::Settings::from_env(),
+    };
+    client::Client::new(&name.domain, &name.path, &opts.insecure, net, login)
 }
 
 /// Distinguishes staging directories of concurrent pulls in one process.

@@ -4,11 +4,10 @@
 //! Basic credentials, then kept for the requests that follow.
 
 use super::auth::{self, Challenge};
-use super::conn::Tls;
+use super::conn::Net;
 use super::http::{self, Response, SendError};
 use super::url::{self, Url};
 use super::Credential;
-use std::time::Duration;
 
 const MAX_REDIRECTS: usize = 10;
 
@@ -21,8 +20,7 @@ pub struct Client {
     base: Url,
     /// A loopback registry was tried over http first; it may turn out to speak https.
     may_be_https: bool,
-    tls: Tls,
-    timeout: Duration,
+    net: Net,
     login: Option<Credential>,
     /// The `Authorization` header the registry accepted, for the requests after.
     authorization: Option<String>,
@@ -61,8 +59,7 @@ impl Client {
         domain: &str,
         path: &str,
         insecure: &[String],
-        tls: Tls,
-        timeout: Duration,
+        net: Net,
         login: Option<Credential>,
     ) -> Result<Client, String> {
         let (base, may_be_https) = endpoint(domain, insecure)?;
@@ -71,8 +68,7 @@ impl Client {
             path: path.to_string(),
             base,
             may_be_https,
-            tls,
-            timeout,
+            net,
             login,
             authorization: None,
         })
@@ -128,7 +124,7 @@ impl Client {
             {
                 headers.push(("Authorization", a.clone()));
             }
-            let resp = http::send("GET", &url, &headers, &self.tls, self.timeout)?;
+            let resp = http::send("GET", &url, &headers, &self.net)?;
             if !matches!(resp.status, 301 | 302 | 303 | 307 | 308) {
                 return Ok(resp);
             }
@@ -199,7 +195,7 @@ impl Client {
         }
         let mut url = realm_url;
         for _ in 0..MAX_REDIRECTS {
-            let mut resp = http::send("GET", &url, &headers, &self.tls, self.timeout)
+            let mut resp = http::send("GET", &url, &headers, &self.net)
                 .map_err(|e| format!("token server: {}", e.msg))?;
             match resp.status {
                 200 => {

@@ -1,14 +1,6 @@
 use super::*;
-use crate::image::registry::testserver::{answer, Server};
-
-#[cfg(feature = "tls")]
-fn tls() -> Tls {
-    crate::image::registry::tls::config(&[]).unwrap()
-}
-#[cfg(not(feature = "tls"))]
-fn tls() -> Tls {
-    Tls
-}
+use crate::image::registry::testserver::{answer, net, Server};
+use std::time::Duration;
 
 fn login(u: &str, p: &str) -> Option<Credential> {
     Some(Credential {
@@ -20,15 +12,7 @@ fn login(u: &str, p: &str) -> Option<Credential> {
 
 fn client(port: u16, login: Option<Credential>) -> Client {
     let domain = format!("127.0.0.1:{port}");
-    Client::new(
-        &domain,
-        "team/app",
-        &[],
-        tls(),
-        Duration::from_secs(5),
-        login,
-    )
-    .unwrap()
+    Client::new(&domain, "team/app", &[], net(Duration::from_secs(5)), login).unwrap()
 }
 
 #[test]
@@ -207,4 +191,59 @@ fn registry_errors_are_one_line() {
         registry_error(&mut r),
         "404 Not Found (MANIFEST_UNKNOWN: manifest unknown)"
     );
+}
+
+/// A client of `domain` whose proxies point at 127.0.0.1:`proxy_port`.
+fn proxied(domain: &str, insecure: &[String], proxy_port: u16) -> Client {
+    let mut n = net(Duration::from_secs(5));
+    let p = format!("http://u:p@127.0.0.1:{proxy_port}");
+    n.proxies = crate::image::registry::proxy::Settings {
+        http: Some(p.clone()),
+        https: Some(p),
+        no_proxy: "no.example".into(),
+    };
+    Client::new(domain, "team/app", insecure, n, None).unwrap()
+}
+
+#[test]
+fn plain_http_through_a_proxy_names_the_whole_url() {
+    let proxy = Server::start(|_, _| answer("200 OK", &[], b"via proxy"));
+    let insecure = ["registry.example:5000".to_string()];
+    let mut c = proxied("registry.example:5000", &insecure, proxy.port);
+    let mut r = c.get("manifests/1", "").unwrap();
+    assert_eq!(r.read_body(100).unwrap(), b"via proxy");
+    let seen = proxy.seen.lock().unwrap();
+    assert_eq!(
+        seen[0].target,
+        "http://registry.example:5000/v2/team/app/manifests/1"
+    );
+    assert_eq!(seen[0].header("proxy-authorization"), Some("Basic dTpw"));
+    assert_eq!(seen[0].header("host"), Some("registry.example:5000"));
+}
+
+#[test]
+fn https_through_a_proxy_asks_for_a_tunnel() {
+    let proxy = Server::start(|r, _| match r.target.as_str() {
+        "registry.example:443" => answer("407 Proxy Authentication Required", &[], b""),
+        _ => answer("500 Nope", &[], b""),
+    });
+    let e = proxied("registry.example", &[], proxy.port)
+        .get("manifests/1", "")
+        .err()
+        .unwrap();
+    assert!(
+        e.contains("through the proxy 127.0.0.1:")
+            && e.contains("CONNECT refused: HTTP/1.1 407 Proxy Authentication Required"),
+        "{e}"
+    );
+    let seen = proxy.seen.lock().unwrap();
+    assert_eq!(seen[0].header("proxy-authorization"), Some("Basic dTpw"));
+    // NO_PROXY names go direct: here, to a name that does not resolve.
+    drop(seen);
+    let e = proxied("no.example", &[], proxy.port)
+        .get("manifests/1", "")
+        .err()
+        .unwrap();
+    assert!(e.contains("cannot resolve no.example"), "{e}");
+    assert_eq!(proxy.targets().len(), 1);
 }

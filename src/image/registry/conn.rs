@@ -1,7 +1,8 @@
 //! One connection to a registry's server: TCP with connect and read timeouts, then TLS
 //! when the URL is https (`tls.rs`).
 
-use super::url::Url;
+use super::proxy::{self, Proxy};
+use super::url::{self, Url};
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
@@ -23,11 +24,109 @@ pub type Tls = std::sync::Arc<rustls::ClientConfig>;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Tls;
 
-/// Connects to `url`'s server; `timeout` bounds the connect and each read and write.
-pub fn connect(url: &Url, tls: &Tls, timeout: Duration) -> Result<Stream, String> {
-    let addrs = (url.host.as_str(), url.port)
+/// How a pull reaches servers.
+#[derive(Clone, Debug)]
+pub struct Net {
+    pub tls: Tls,
+    /// Bounds the connect and each read and write.
+    pub timeout: Duration,
+    pub proxies: proxy::Settings,
+}
+
+/// A connection ready for a request.
+pub struct Connection {
+    pub stream: Stream,
+    /// Plain HTTP through a proxy: the request names the absolute URL, with this
+    /// `Proxy-Authorization` if any.
+    pub forward: Option<Option<String>>,
+}
+
+/// Connects to `url`'s server, through a proxy when the environment names one.
+pub fn connect(url: &Url, net: &Net) -> Result<Connection, String> {
+    let proxy = net.proxies.for_url(url)?;
+    let timeout = net.timeout;
+    let (host, port) = match &proxy {
+        Some(p) => (p.host.as_str(), p.port),
+        None => (url.host.as_str(), url.port),
+    };
+    let label = match &proxy {
+        Some(p) => format!(
+            "{} (through the proxy {}:{})",
+            url.authority(),
+            url::bracketed(&p.host),
+            p.port
+        ),
+        None => url.authority(),
+    };
+    let mut sock = dial(host, port, &label, timeout)?;
+    match (url.https, proxy) {
+        (false, None) => Ok(Connection {
+            stream: Stream::Plain(sock),
+            forward: None,
+        }),
+        (false, Some(p)) => Ok(Connection {
+            stream: Stream::Plain(sock),
+            forward: Some(p.authorization),
+        }),
+        (true, p) => {
+            if let Some(p) = p {
+                tunnel(&mut sock, url, &p, &label, timeout)?;
+            }
+            Ok(Connection {
+                stream: handshake(url, &net.tls, sock, timeout)?,
+                forward: None,
+            })
+        }
+    }
+}
+
+/// Asks the proxy for a tunnel to `url`'s server (`CONNECT host:port`).
+fn tunnel(
+    sock: &mut TcpStream,
+    url: &Url,
+    p: &Proxy,
+    label: &str,
+    timeout: Duration,
+) -> Result<(), String> {
+    let target = format!("{}:{}", url::bracketed(&url.host), url.port);
+    let mut req = format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n");
+    if let Some(a) = &p.authorization {
+        req.push_str(&format!("Proxy-Authorization: {a}\r\n"));
+    }
+    req.push_str("\r\n");
+    let fail = |e: io::Error| {
+        if is_timeout(&e) {
+            format!("{label}: CONNECT: no answer within {timeout:?}")
+        } else {
+            format!("{label}: CONNECT: {e}")
+        }
+    };
+    sock.write_all(req.as_bytes()).map_err(fail)?;
+    // Byte by byte: what follows the answer's head is the server's TLS, not ours to read.
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        let mut b = [0u8; 1];
+        if sock.read(&mut b).map_err(fail)? == 0 || head.len() > 16 * 1024 {
+            return Err(format!(
+                "{label}: CONNECT: the proxy closed without an answer"
+            ));
+        }
+        head.push(b[0]);
+    }
+    let status_line = String::from_utf8_lossy(&head);
+    let status_line = status_line.lines().next().unwrap_or("");
+    let code = status_line.split(' ').nth(1).unwrap_or("");
+    if !code.starts_with('2') {
+        return Err(format!("{label}: CONNECT refused: {status_line}"));
+    }
+    Ok(())
+}
+
+/// A TCP connection to `host:port`, with `timeout` on reads and writes.
+fn dial(host: &str, port: u16, label: &str, timeout: Duration) -> Result<TcpStream, String> {
+    let addrs = (host, port)
         .to_socket_addrs()
-        .map_err(|e| format!("{}: cannot resolve {}: {e}", url.authority(), url.host))?;
+        .map_err(|e| format!("{label}: cannot resolve {host}: {e}"))?;
     let mut last = None;
     let mut sock = None;
     let connect_timeout = timeout.min(CONNECT_TIMEOUT);
@@ -41,21 +140,15 @@ pub fn connect(url: &Url, tls: &Tls, timeout: Duration) -> Result<Stream, String
         }
     }
     let sock = sock.ok_or_else(|| match last {
-        Some(e) if is_timeout(&e) => format!(
-            "{}: no connection within {connect_timeout:?}",
-            url.authority()
-        ),
-        Some(e) => format!("{}: cannot connect: {e}", url.authority()),
-        None => format!("{}: {} has no address", url.authority(), url.host),
+        Some(e) if is_timeout(&e) => format!("{label}: no connection within {connect_timeout:?}"),
+        Some(e) => format!("{label}: cannot connect: {e}"),
+        None => format!("{label}: {host} has no address"),
     })?;
-    let set = |r: io::Result<()>| r.map_err(|e| format!("{}: socket: {e}", url.authority()));
+    let set = |r: io::Result<()>| r.map_err(|e| format!("{label}: socket: {e}"));
     set(sock.set_read_timeout(Some(timeout)))?;
     set(sock.set_write_timeout(Some(timeout)))?;
     set(sock.set_nodelay(true))?;
-    if !url.https {
-        return Ok(Stream::Plain(sock));
-    }
-    handshake(url, tls, sock, timeout)
+    Ok(sock)
 }
 
 #[cfg(feature = "tls")]

@@ -3,7 +3,7 @@
 //! Content-Length or chunked framing, and a body shorter or longer than announced an
 //! error. Redirects and auth are the caller's (`client.rs`).
 
-use super::conn::{self, Stream, Tls};
+use super::conn::{self, Net, Stream};
 use super::url::Url;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::time::Duration;
@@ -84,16 +84,24 @@ pub fn send(
     method: &str,
     url: &Url,
     headers: &[(&str, String)],
-    tls: &Tls,
-    timeout: Duration,
+    net: &Net,
 ) -> Result<Response, SendError> {
-    let mut stream = conn::connect(url, tls, timeout)?;
+    let timeout = net.timeout;
+    let conn = conn::connect(url, net)?;
+    let mut stream = conn.stream;
+    // Through a proxy, plain HTTP names the whole URL.
+    let target = match conn.forward {
+        Some(_) => url.to_string(),
+        None => url.target.clone(),
+    };
     let mut req = format!(
-        "{method} {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: podinit/{}\r\nConnection: close\r\n",
-        url.target,
+        "{method} {target} HTTP/1.1\r\nHost: {}\r\nUser-Agent: podinit/{}\r\nConnection: close\r\n",
         url.authority(),
         env!("CARGO_PKG_VERSION")
     );
+    if let Some(Some(a)) = &conn.forward {
+        req.push_str(&format!("Proxy-Authorization: {a}\r\n"));
+    }
     for (k, v) in headers {
         req.push_str(&format!("{k}: {v}\r\n"));
     }

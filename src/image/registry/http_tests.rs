@@ -1,4 +1,5 @@
 use super::*;
+use crate::image::registry::testserver::net;
 use std::net::TcpListener;
 use std::thread;
 
@@ -33,16 +34,7 @@ pub fn serve(answers: Vec<Vec<u8>>) -> (Url, thread::JoinHandle<Vec<String>>) {
 const T: Duration = Duration::from_secs(5);
 
 fn get(url: &Url) -> Response {
-    send("GET", url, &[("Accept", "x/y".into())], &tls(), T).unwrap()
-}
-
-#[cfg(feature = "tls")]
-fn tls() -> Tls {
-    crate::image::registry::tls::config(&[]).unwrap()
-}
-#[cfg(not(feature = "tls"))]
-fn tls() -> Tls {
-    Tls
+    send("GET", url, &[("Accept", "x/y".into())], &net(T)).unwrap()
 }
 
 #[test]
@@ -111,7 +103,7 @@ fn head_and_no_content_have_no_body() {
         b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n".to_vec(),
         b"HTTP/1.1 204 No Content\r\n\r\n".to_vec(),
     ]);
-    let mut r = send("HEAD", &url, &[], &tls(), T).unwrap();
+    let mut r = send("HEAD", &url, &[], &net(T)).unwrap();
     assert_eq!(r.read_body(10).unwrap(), b"");
     assert_eq!(get(&url).read_body(10).unwrap(), b"");
     h.join().unwrap();
@@ -121,7 +113,7 @@ fn head_and_no_content_have_no_body() {
 fn a_server_that_never_answers_times_out() {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = Url::parse(&format!("http://{}/v2/", l.local_addr().unwrap())).unwrap();
-    let e = send("GET", &url, &[], &tls(), Duration::from_millis(300))
+    let e = send("GET", &url, &[], &net(Duration::from_millis(300)))
         .err()
         .unwrap();
     assert!(
@@ -136,13 +128,13 @@ fn a_server_that_never_answers_times_out() {
 #[test]
 fn a_server_that_closes_or_talks_nonsense_is_an_error() {
     let (url, h) = serve(vec![b"".to_vec(), b"garbage\r\n\r\n".to_vec()]);
-    let e = send("GET", &url, &[], &tls(), T).err().unwrap();
+    let e = send("GET", &url, &[], &net(T)).err().unwrap();
     assert!(
         e.msg.contains("without answering") && e.not_http,
         "{}",
         e.msg
     );
-    let e = send("GET", &url, &[], &tls(), T).err().unwrap();
+    let e = send("GET", &url, &[], &net(T)).err().unwrap();
     assert!(
         e.msg.contains("malformed HTTP answer") && e.not_http,
         "{}",

@@ -1,5 +1,5 @@
 use super::*;
-use crate::image::registry::testserver::{answer, Server};
+use crate::image::registry::testserver::{answer, net, Server};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -98,11 +98,7 @@ fn run(
     blobs: &Map,
     dir: &Path,
 ) -> (Result<Digest, String>, Vec<Progress>) {
-    #[cfg(feature = "tls")]
-    let tls = crate::image::registry::tls::config(&[]).unwrap();
-    #[cfg(not(feature = "tls"))]
-    let tls = crate::image::registry::conn::Tls;
-    let mut c = Client::new(&r.domain, &r.path, &[], tls, Duration::from_secs(5), None).unwrap();
+    let mut c = Client::new(&r.domain, &r.path, &[], net(Duration::from_secs(5)), None).unwrap();
     let mut seen = Vec::new();
     let res = fetch(&mut c, blobs, dir, r, &mut |p| seen.push(p));
     let _ = port;

@@ -91,6 +91,18 @@ fn read_req(c: &TcpStream) -> Option<Req> {
     Some(Req { target, headers })
 }
 
+/// Direct connections (no proxy), the system's roots, `timeout`.
+pub fn net(timeout: std::time::Duration) -> super::conn::Net {
+    super::conn::Net {
+        #[cfg(feature = "tls")]
+        tls: super::tls::config(&[]).unwrap(),
+        #[cfg(not(feature = "tls"))]
+        tls: super::conn::Tls,
+        timeout,
+        proxies: Default::default(),
+    }
+}
+
 /// A whole answer with a Content-Length.
 pub fn answer(status: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
     let mut out = format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\n", body.len());
