@@ -11,6 +11,8 @@ use super::Credential;
 
 const MAX_REDIRECTS: usize = 10;
 
+/// Cloned for each download thread: the clone keeps the accepted `Authorization`.
+#[derive(Clone)]
 pub struct Client {
     /// The registry as the image name says it (`docker.io`, `127.0.0.1:5000`).
     domain: String,

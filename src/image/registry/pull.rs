@@ -13,11 +13,16 @@ use oci_spec::image::{Descriptor, ImageIndex, ImageManifest};
 use std::fs::File;
 use std::io::{self, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::thread;
 
 /// A manifest or index larger than this is refused (containerd's limit).
 const MAX_MANIFEST: u64 = 4 << 20;
 /// Indexes pointing at indexes are followed this deep.
 const MAX_DEPTH: usize = 4;
+/// Blobs fetched at once (containerd's `max_concurrent_downloads` default).
+const MAX_CONCURRENT_DOWNLOADS: usize = 3;
 
 /// Where blobs go: the store, or a test's map.
 pub trait Blobs {
@@ -142,9 +147,10 @@ fn manifest(
     Ok((media_type, bytes, got))
 }
 
-/// The config and layers of `m`, those the store lacks staged.
+/// The config and layers of `m` that the store lacks, staged: up to
+/// `MAX_CONCURRENT_DOWNLOADS` at a time, the first failure stopping the others.
 fn content(
-    client: &mut Client,
+    client: &Client,
     blobs: &dyn Blobs,
     m: &ImageManifest,
     staged: &mut Staged,
@@ -154,25 +160,70 @@ fn content(
     for l in m.layers() {
         media::check_layer(l)?;
     }
+    let mut todo: Vec<(Digest, u64)> = Vec::new();
     for d in std::iter::once(m.config()).chain(m.layers()) {
         let digest = Digest::parse(d.digest().as_ref())?;
-        if blobs.has_blob(&digest) || staged.files.iter().any(|(s, _, _)| *s == digest) {
-            continue;
+        if !blobs.has_blob(&digest) && !todo.iter().any(|(t, _)| *t == digest) {
+            todo.push((digest, d.size()));
         }
-        let path = staged.dir.join(&digest.hex);
-        blob(client, &digest, d.size(), &path, progress)?;
-        staged.files.push((digest, d.size(), path));
+    }
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let dir = staged.dir.clone();
+    let (tx, rx) = mpsc::channel::<Progress>();
+    let results: Vec<Result<(), String>> = thread::scope(|s| {
+        let workers: Vec<_> = (0..MAX_CONCURRENT_DOWNLOADS.min(todo.len()))
+            .map(|_| {
+                let (tx, mut c) = (tx.clone(), client.clone());
+                let (todo, next, failed, dir) = (&todo, &next, &failed, &dir);
+                s.spawn(move || -> Result<(), String> {
+                    let report = |p| {
+                        // The receiver lives until every worker is done.
+                        let _ = tx.send(p);
+                    };
+                    while !failed.load(Ordering::SeqCst) {
+                        let Some((d, size)) = todo.get(next.fetch_add(1, Ordering::SeqCst)) else {
+                            break;
+                        };
+                        let path = dir.join(&d.hex);
+                        if let Err(e) = blob(&mut c, d, *size, &path, failed, &report) {
+                            failed.store(true, Ordering::SeqCst);
+                            return Err(e);
+                        }
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        drop(tx);
+        for p in rx {
+            progress(p);
+        }
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join()
+                    .unwrap_or_else(|_| Err("a download panicked".into()))
+            })
+            .collect()
+    });
+    results.into_iter().collect::<Result<Vec<()>, String>>()?;
+    for (d, size) in todo {
+        let path = dir.join(&d.hex);
+        staged.files.push((d, size, path));
     }
     Ok(())
 }
 
-/// Streams one blob into `path` through a `Verifier`.
+/// Streams one blob into `path` through a `Verifier`; stops early (its result then
+/// unused) once `cancel` is set by another download's failure.
 fn blob(
     client: &mut Client,
     digest: &Digest,
     size: u64,
     path: &Path,
-    progress: &mut dyn FnMut(Progress),
+    cancel: &AtomicBool,
+    progress: &dyn Fn(Progress),
 ) -> Result<(), String> {
     let what = format!("blob {digest}");
     let mut resp = client.get(&format!("blobs/{digest}"), "")?;
@@ -193,7 +244,7 @@ fn blob(
         done: 0,
         total: size,
     });
-    loop {
+    while !cancel.load(Ordering::SeqCst) {
         let n = match v.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => n,

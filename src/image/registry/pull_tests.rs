@@ -218,3 +218,69 @@ fn a_registry_lying_about_a_blobs_size_is_refused() {
     );
     assert!(blobs.0.borrow().is_empty());
 }
+
+/// An image of `n` layers, served with the layer `missing` (if any) absent.
+fn serve_layers(n: usize, missing: Option<usize>) -> (Server, Vec<Digest>) {
+    let config = br#"{"architecture":"amd64","os":"linux"}"#.to_vec();
+    let layers: Vec<Vec<u8>> = (0..n).map(|i| vec![i as u8; 300_000 + i]).collect();
+    let desc = |t: &str, b: &[u8]| serde_json::json!({"mediaType": t, "digest": Digest::of(b).to_string(), "size": b.len()});
+    let manifest = serde_json::to_vec(&serde_json::json!({
+        "schemaVersion": 2,
+        "config": desc("application/vnd.oci.image.config.v1+json", &config),
+        "layers": layers.iter().map(|l| desc("application/vnd.oci.image.layer.v1.tar", l)).collect::<Vec<_>>(),
+    }))
+    .unwrap();
+    let mut blobs = BTreeMap::new();
+    blobs.insert(format!("blobs/{}", Digest::of(&config)), config.clone());
+    for (i, l) in layers.iter().enumerate() {
+        if Some(i) != missing {
+            blobs.insert(format!("blobs/{}", Digest::of(l)), l.clone());
+        }
+    }
+    let mut all = vec![Digest::of(&manifest), Digest::of(&config)];
+    all.extend(layers.iter().map(|l| Digest::of(l)));
+    let s = Server::start(move |r, _| {
+        let t = r.target.strip_prefix("/v2/team/app/").unwrap_or("");
+        if t.starts_with("manifests/") {
+            return answer(
+                "200 OK",
+                &[("Content-Type", media::OCI_MANIFEST)],
+                &manifest,
+            );
+        }
+        match blobs.get(t) {
+            Some(b) => answer("200 OK", &[], b),
+            None => answer("404 Not Found", &[], b""),
+        }
+    });
+    (s, all)
+}
+
+#[test]
+fn many_layers_come_at_once_and_all_arrive() {
+    let (s, all) = serve_layers(7, None);
+    let blobs = Map::default();
+    let (res, progress) = run(s.port, &reference(s.port, "1"), &blobs, &staging("many"));
+    assert_eq!(res.unwrap(), all[0]);
+    assert_eq!(blobs.0.borrow().len(), all.len());
+    for d in &all[1..] {
+        let d = d.to_string();
+        assert!(
+            progress.iter().any(|p| matches!(p, Progress::Blob { digest, done, total } if *digest == d && done == total)),
+            "no final progress for {d}"
+        );
+    }
+}
+
+#[test]
+fn one_missing_layer_of_many_fails_the_pull_and_stores_nothing() {
+    let (s, _) = serve_layers(7, Some(4));
+    let blobs = Map::default();
+    let dir = staging("many-bad");
+    let e = run(s.port, &reference(s.port, "1"), &blobs, &dir)
+        .0
+        .unwrap_err();
+    assert!(e.contains("not found: 404 Not Found"), "{e}");
+    assert!(blobs.0.borrow().is_empty());
+    assert!(!dir.exists());
+}
