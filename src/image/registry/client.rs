@@ -94,7 +94,7 @@ impl Client {
             };
             if resp.status == 400 && self.may_be_https && !resp.url.https {
                 let mut resp = resp;
-                let body = resp.read_body(4096).unwrap_or_default();
+                let body = resp.buffer_body(4096).unwrap_or_default();
                 if String::from_utf8_lossy(&body).contains("HTTPS") {
                     self.may_be_https = false;
                     self.base.https = true;

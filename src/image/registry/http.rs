@@ -48,6 +48,13 @@ impl Response {
         &mut self.body
     }
 
+    /// Reads the whole body (up to `limit` bytes) into memory, where it is read again.
+    pub fn buffer_body(&mut self, limit: u64) -> Result<Vec<u8>, String> {
+        let b = self.read_body(limit)?;
+        self.body.buffered = Some(io::Cursor::new(b.clone()));
+        Ok(b)
+    }
+
     /// The whole body, refusing more than `limit` bytes.
     pub fn read_body(&mut self, limit: u64) -> Result<Vec<u8>, String> {
         let mut out = Vec::new();
@@ -148,6 +155,7 @@ pub fn send(
             done: 0,
             chunk_left: None,
             finished: false,
+            buffered: None,
             url: url.clone(),
             timeout,
         },
@@ -244,6 +252,8 @@ pub struct Body {
     /// In a chunked body: what is left of the current chunk (`None` between chunks).
     chunk_left: Option<u64>,
     finished: bool,
+    /// The body already read by `Response::buffer_body`.
+    buffered: Option<io::Cursor<Vec<u8>>>,
     url: Url,
     timeout: Duration,
 }
@@ -352,6 +362,9 @@ impl Body {
 
 impl Read for Body {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if let Some(b) = &mut self.buffered {
+            return b.read(buf);
+        }
         if self.finished || buf.is_empty() {
             return Ok(0);
         }

@@ -142,3 +142,12 @@ fn a_server_that_closes_or_talks_nonsense_is_an_error() {
     );
     h.join().unwrap();
 }
+
+#[test]
+fn a_buffered_body_is_read_again() {
+    let (url, h) = serve(vec![b"HTTP/1.0 400 Bad Request\r\n\r\nplain text".to_vec()]);
+    let mut r = get(&url);
+    assert_eq!(r.buffer_body(100).unwrap(), b"plain text");
+    assert_eq!(r.read_body(100).unwrap(), b"plain text");
+    h.join().unwrap();
+}
