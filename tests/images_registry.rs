@@ -431,3 +431,119 @@ fn registry_index_pulls_this_platform_only() {
         "this machine's config"
     );
 }
+
+/// A registry stand-in that lies about sizes: tag `short` has a layer whose descriptor
+/// says more bytes than the registry serves (and announces), tag `cut` a layer whose
+/// connection closes half way through the announced length.
+fn lying_registry() -> (
+    String,
+    std::thread::JoinHandle<()>,
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+) {
+    use podinit::image::digest::Digest;
+    use std::io::{BufRead, BufReader, Write};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let layer = vec![7u8; 100_000];
+    let config =
+        br#"{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]}}"#;
+    let manifest = |size: usize| {
+        serde_json::to_vec(&serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
+                       "digest": Digest::of(config).to_string(), "size": config.len()},
+            "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar",
+                        "digest": Digest::of(&layer).to_string(), "size": size}],
+        }))
+        .unwrap()
+    };
+    let (short, cut) = (manifest(layer.len() + 10), manifest(layer.len()));
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let host = l.local_addr().unwrap().to_string();
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let st = stop.clone();
+    let t = std::thread::spawn(move || {
+        // Which manifest the last request asked for decides how the layer is served.
+        let mut cut_next = false;
+        for c in l.incoming() {
+            if st.load(Ordering::SeqCst) {
+                break;
+            }
+            let Ok(mut c) = c else { continue };
+            let mut first = String::new();
+            let mut r = BufReader::new(c.try_clone().unwrap());
+            if r.read_line(&mut first).is_err() {
+                continue;
+            }
+            loop {
+                let mut line = String::new();
+                if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+            }
+            let target = first.split(' ').nth(1).unwrap_or("").to_string();
+            let head = |len: usize, t: &str| {
+                format!("HTTP/1.1 200 OK\r\nContent-Type: {t}\r\nContent-Length: {len}\r\n\r\n")
+            };
+            let oci = "application/vnd.oci.image.manifest.v1+json";
+            let out: Vec<u8> = if target.ends_with("/manifests/short") {
+                cut_next = false;
+                [head(short.len(), oci).as_bytes(), &short].concat()
+            } else if target.ends_with("/manifests/cut") {
+                cut_next = true;
+                [head(cut.len(), oci).as_bytes(), &cut].concat()
+            } else if target.contains(&Digest::of(config).hex) {
+                [
+                    head(config.len(), "application/octet-stream").as_bytes(),
+                    config,
+                ]
+                .concat()
+            } else if cut_next {
+                [
+                    head(layer.len(), "application/octet-stream").as_bytes(),
+                    &layer[..layer.len() / 2],
+                ]
+                .concat()
+            } else {
+                [
+                    head(layer.len(), "application/octet-stream").as_bytes(),
+                    &layer,
+                ]
+                .concat()
+            };
+            let _ = c.write_all(&out);
+        }
+    });
+    (host, t, stop)
+}
+
+#[test]
+#[ignore = "needs root: pulls into a store"]
+fn registry_lying_about_sizes_is_a_clear_error_and_stores_nothing() {
+    common::require_root();
+    let tmp = TempDir::new("reg-lies");
+    let (host, t, stop) = lying_registry();
+    let store = tmp.path().join("store");
+    let p = pull(&store, &format!("{host}/{REPO}:short"), &[]);
+    assert_eq!(p.code, 1, "{}", p.stderr);
+    assert!(
+        p.stderr.contains(&format!("pull {host}/{REPO}:short"))
+            && p.stderr
+                .contains("the registry announces 100000 bytes, its descriptor says 100010"),
+        "{}",
+        p.stderr
+    );
+    assert_nothing_stored(&store);
+    let p = pull(&store, &format!("{host}/{REPO}:cut"), &[]);
+    assert_eq!(p.code, 1, "{}", p.stderr);
+    assert!(
+        p.stderr
+            .contains("connection closed after 50000 of the 100000 bytes announced"),
+        "{}",
+        p.stderr
+    );
+    assert_nothing_stored(&store);
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let _ = std::net::TcpStream::connect(&host);
+    t.join().unwrap();
+}
