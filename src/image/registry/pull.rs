@@ -86,7 +86,7 @@ pub fn fetch(
                 let m = ImageManifest::from_reader(&bytes[..])
                     .map_err(|e| format!("manifest {}: {e}", staged.small.last().unwrap().0))?;
                 content(client, blobs, &m, &mut staged, progress)?;
-                for (d, b) in &staged.small {
+                for (d, b) in staged.small.iter().filter(|(d, _)| !blobs.has_blob(d)) {
                     blobs.put_blob(d, Some(b.len() as u64), &mut &b[..])?;
                 }
                 for (d, size, path) in &staged.files {
