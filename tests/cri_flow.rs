@@ -35,7 +35,7 @@ const MAY_DIFFER: &[(&str, &str)] = &[
     ("cni.ip", "each pod gets its own lease from the bridge's subnet"),
     (
         "reaper.pid1",
-        "the sandbox's process: the pause image's shell under runc, podinit's supervisor under podinit",
+        "the sandbox's process: the pause image's shell under runc, podinit's pause under podinit",
     ),
 ];
 

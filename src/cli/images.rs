@@ -100,6 +100,17 @@ fn parse(args: Vec<OsString>) -> Result<(PathBuf, Action), String> {
 
 /// `podinit images …`; returns the exit status.
 pub fn main(args: Vec<OsString>) -> i32 {
+    // `pull` has a parser of its own (registry options); `--images` may come before it.
+    let skip = match args.first().map(|a| a.to_string_lossy().into_owned()) {
+        Some(a) if a == "--images" => 2,
+        Some(a) if a.starts_with("--images=") => 1,
+        _ => 0,
+    };
+    if args.get(skip).is_some_and(|a| a == "pull") {
+        let mut rest = args;
+        rest.remove(skip);
+        return super::images_pull::main(rest);
+    }
     let (root, action) = match parse(args) {
         Ok(p) => p,
         Err(e) => {

@@ -8,6 +8,7 @@ pub mod commands;
 pub mod completions;
 pub mod help;
 pub mod images;
+pub mod images_pull;
 
 use std::ffi::OsString;
 use std::path::PathBuf;

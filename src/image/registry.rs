@@ -1,10 +1,33 @@
 //! Pulling from registries: the OCI distribution protocol over HTTPS (rustls) or plain HTTP
-//! for loopback and `--insecure-registry`, with bearer-token and basic auth.
+//! for loopback and `--insecure-registry`, with bearer-token and basic auth
+//! (docs/images-registry.md). Each part is a file of `registry/`: `url`, `conn`, `tls` and
+//! `proxy` (a connection), `http` (one exchange), `auth` and `credentials` (logins), `client` (a
+//! conversation with one repository), `media` (which types are taken), `pull` (fetching an
+//! image's content).
 
+mod auth;
+mod client;
+mod conn;
+mod credentials;
+mod http;
+mod media;
+mod proxy;
+mod pull;
+#[cfg(test)]
+mod testserver;
+#[cfg(feature = "tls")]
+mod tls;
+mod url;
+
+use super::digest::Digest;
 use super::reference::Reference;
 use super::store::{Image, Store};
+use std::io::Read;
 use std::path::PathBuf;
 use std::time::Duration;
+
+/// `Options.timeout` when none is given: CRI's `image_pull_progress_timeout`.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// How to reach registries.
 #[derive(Clone, Debug, Default)]
@@ -44,8 +67,7 @@ pub enum Progress {
 /// Parses a docker config JSON (`.dockerconfigjson` or `~/.docker/config.json`: `auths`
 /// with `auth` base64 or `username`/`password`).
 pub fn credentials_from_docker_config(json: &[u8]) -> Result<Vec<Credential>, String> {
-    let _ = json;
-    todo!("image::registry::credentials_from_docker_config")
+    credentials::from_docker_config(json)
 }
 
 /// Pulls `name` into `store` and names it there.
@@ -55,6 +77,62 @@ pub fn pull(
     opts: &Options,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Image, String> {
-    let _ = (store, name, opts, progress);
-    todo!("image::registry::pull")
+    let top = fetch(store, name, opts, progress).map_err(|e| format!("pull {name}: {e}"))?;
+    store
+        .commit(name, &top)
+        .map_err(|e| format!("pull {name}: {e}"))
+}
+
+/// Fetches what `name` needs into `blobs` (staging under the store's root); the digest of
+/// its top-level manifest or index.
+fn fetch(
+    store: &Store,
+    name: &Reference,
+    opts: &Options,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Digest, String> {
+    let mut client = connect(name, opts)?;
+    // Hidden in the store's root: the same filesystem, and a crash's leftover is plainly
+    // a pull's.
+    let staging = store
+        .root()
+        .join(format!(".pull-{}-{}", std::process::id(), unique()));
+    pull::fetch(&mut client, store, &staging, name, progress)
+}
+
+/// A client for `name`'s repository with the login that matches it: from
+/// `opts.credentials` (imagePullSecrets, `--creds`) first, else `~/.docker/config.json`.
+fn connect(name: &Reference, opts: &Options) -> Result<client::Client, String> {
+    let mut login = credentials::find(&opts.credentials, &name.domain, &name.path).cloned();
+    if login.is_none() {
+        let file = credentials::from_default_file()?;
+        login = credentials::find(&file, &name.domain, &name.path).cloned();
+    }
+    #[cfg(feature = "tls")]
+    let tls = tls::config(&opts.ca_files)?;
+    #[cfg(not(feature = "tls"))]
+    let tls = conn::Tls;
+    let net = conn::Net {
+        tls,
+        timeout: opts.timeout.unwrap_or(DEFAULT_TIMEOUT),
+        proxies: proxy::Settings::from_env(),
+    };
+    client::Client::new(&name.domain, &name.path, &opts.insecure, net, login)
+}
+
+/// Distinguishes staging directories of concurrent pulls in one process.
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+impl pull::Blobs for Store {
+    fn has_blob(&self, d: &Digest) -> bool {
+        Store::has_blob(self, d)
+    }
+
+    fn put_blob(&self, d: &Digest, size: Option<u64>, r: &mut dyn Read) -> Result<(), String> {
+        Store::put_blob(self, d, size, r)
+    }
 }

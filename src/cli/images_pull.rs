@@ -1,0 +1,254 @@
+//! `podinit images pull NAME`: pull an image from its registry into the store, with a
+//! progress line on a terminal and the digest of what was pulled on stdout at the end.
+//! Its options repeat (`--registry-ca`, `--insecure-registry`), so it reads its own words.
+
+use crate::image::reference::Reference;
+use crate::image::registry::{self, Credential, Options, Progress};
+use crate::image::store::{self, Store};
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+const EXIT_FAILED: i32 = 1;
+const EXIT_USAGE: i32 = 2;
+
+pub const HELP: &str = "\
+Pull an image from its registry into the image store; prints its digest
+
+Usage: podinit images pull [OPTIONS] NAME
+
+Arguments:
+  NAME  The image: nginx, registry.example:5000/team/app:1, repo@sha256:…
+
+Options:
+      --images DIR                  The image store [default: /var/lib/podinit/images]
+      --registry-ca FILE            Trust this PEM CA for registries too (repeatable)
+      --insecure-registry HOST[:PORT]
+                                    Plain HTTP to this registry (repeatable; loopback
+                                    registries are plain HTTP unless they speak TLS)
+      --creds USER:PASS             The registry's login [default: ~/.docker/config.json]
+      --timeout SECONDS             Fail when the registry sends nothing for this long
+                                    [default: 300]
+  -q, --quiet                       No progress line
+  -h, --help                        Print help
+";
+
+struct Args {
+    name: String,
+    images: PathBuf,
+    opts: Options,
+    creds: Option<(String, String)>,
+    quiet: bool,
+}
+
+/// Runs `podinit images pull` on the words after `pull`; the exit code.
+pub fn main(args: Vec<OsString>) -> i32 {
+    let a = match parse(args) {
+        Ok(Some(a)) => a,
+        Ok(None) => {
+            print!("{HELP}");
+            return 0;
+        }
+        Err(e) => {
+            crate::log::error(&format!("{e} (see `podinit images pull --help`)"));
+            return EXIT_USAGE;
+        }
+    };
+    match pull(a) {
+        Ok(digest) => {
+            println!("{digest}");
+            0
+        }
+        Err(e) => {
+            crate::log::error(&e);
+            EXIT_FAILED
+        }
+    }
+}
+
+fn parse(args: Vec<OsString>) -> Result<Option<Args>, String> {
+    use lexopt::Arg::{Long, Short, Value};
+    let mut p = lexopt::Parser::from_args(args);
+    let mut name = None;
+    let mut a = Args {
+        name: String::new(),
+        images: PathBuf::from(store::DEFAULT_ROOT),
+        opts: Options::default(),
+        creds: None,
+        quiet: false,
+    };
+    let text = |v: OsString, what: &str| {
+        v.into_string()
+            .map_err(|v| format!("{what}: not valid UTF-8: {v:?}"))
+    };
+    while let Some(arg) = p.next().map_err(|e| e.to_string())? {
+        match arg {
+            Long("help") | Short('h') => return Ok(None),
+            Long("quiet") | Short('q') => a.quiet = true,
+            Long("images") => a.images = p.value().map_err(|e| e.to_string())?.into(),
+            Long("registry-ca") => a
+                .opts
+                .ca_files
+                .push(p.value().map_err(|e| e.to_string())?.into()),
+            Long("insecure-registry") => {
+                let v = text(p.value().map_err(|e| e.to_string())?, "--insecure-registry")?;
+                a.opts.insecure.push(v);
+            }
+            Long("creds") => {
+                let v = text(p.value().map_err(|e| e.to_string())?, "--creds")?;
+                let (u, pw) = v.split_once(':').ok_or("--creds: want USER:PASS")?;
+                a.creds = Some((u.to_string(), pw.to_string()));
+            }
+            Long("timeout") => {
+                let v = text(p.value().map_err(|e| e.to_string())?, "--timeout")?;
+                let s: u64 = v.parse().ok().filter(|&s| s > 0).ok_or(format!(
+                    "--timeout: {v:?} is not a whole number of seconds above 0"
+                ))?;
+                a.opts.timeout = Some(Duration::from_secs(s));
+            }
+            Value(v) if name.is_none() => name = Some(text(v, "NAME")?),
+            Value(v) => return Err(format!("unexpected argument {v:?}")),
+            other => return Err(other.unexpected().to_string()),
+        }
+    }
+    a.name = name.ok_or("NAME is missing")?;
+    Ok(Some(a))
+}
+
+fn pull(mut a: Args) -> Result<String, String> {
+    let name = Reference::parse(&a.name)?;
+    if let Some((username, password)) = a.creds.take() {
+        // Given on the command line, it is for this image's registry.
+        a.opts.credentials.push(Credential {
+            registry: name.domain.clone(),
+            username,
+            password,
+        });
+    }
+    let store = Store::open(&a.images)?;
+    let tty = !a.quiet && nix::unistd::isatty(std::io::stderr()).unwrap_or(false);
+    let mut line = ProgressLine::new(&name.to_string(), tty);
+    let image = registry::pull(&store, &name, &a.opts, &mut |p| line.show(&p));
+    line.clear();
+    Ok(image?.digest.to_string())
+}
+
+/// One line on stderr, rewritten at most ten times a second.
+struct ProgressLine {
+    name: String,
+    on: bool,
+    last: Option<Instant>,
+    shown: bool,
+}
+
+impl ProgressLine {
+    fn new(name: &str, on: bool) -> Self {
+        ProgressLine {
+            name: name.to_string(),
+            on,
+            last: None,
+            shown: false,
+        }
+    }
+
+    fn show(&mut self, p: &Progress) {
+        if !self.on {
+            return;
+        }
+        let text = match p {
+            Progress::Resolved { digest } => format!("{}: resolved {digest}", self.name),
+            Progress::Blob {
+                digest,
+                done,
+                total,
+            } => {
+                let finished = done == total;
+                if !finished
+                    && self
+                        .last
+                        .is_some_and(|t| t.elapsed() < Duration::from_millis(100))
+                {
+                    return;
+                }
+                format!(
+                    "{}: {} {} of {}",
+                    self.name,
+                    short(digest),
+                    mib(*done),
+                    mib(*total)
+                )
+            }
+        };
+        self.last = Some(Instant::now());
+        self.shown = true;
+        let mut e = std::io::stderr();
+        let _ = write!(e, "\r\x1b[K{text}");
+        let _ = e.flush();
+    }
+
+    fn clear(&mut self) {
+        if self.shown {
+            let _ = write!(std::io::stderr(), "\r\x1b[K");
+        }
+    }
+}
+
+/// `sha256:0123456789ab`: enough to tell blobs apart on one line.
+fn short(digest: &str) -> &str {
+    &digest[..digest.len().min(19)]
+}
+
+fn mib(n: u64) -> String {
+    format!("{:.1} MiB", n as f64 / (1024.0 * 1024.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &str) -> Vec<OsString> {
+        s.split_whitespace().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn parses_repeated_options() {
+        let a = parse(words(
+            "--registry-ca a.pem --insecure-registry r:5000 --registry-ca b.pem \
+             --insecure-registry s --creds u:p:x --timeout 7 --images /i -q nginx",
+        ))
+        .unwrap()
+        .unwrap();
+        assert_eq!(a.name, "nginx");
+        assert_eq!(
+            a.opts.ca_files,
+            [PathBuf::from("a.pem"), PathBuf::from("b.pem")]
+        );
+        assert_eq!(a.opts.insecure, ["r:5000", "s"]);
+        assert_eq!(a.creds, Some(("u".into(), "p:x".into())));
+        assert_eq!(a.opts.timeout, Some(Duration::from_secs(7)));
+        assert_eq!((a.images, a.quiet), (PathBuf::from("/i"), true));
+        assert!(parse(words("--help")).unwrap().is_none());
+    }
+
+    #[test]
+    fn refuses_bad_words() {
+        for (w, want) in [
+            ("", "NAME is missing"),
+            ("a b", "unexpected argument"),
+            ("--creds u a", "want USER:PASS"),
+            ("--timeout 0 a", "whole number"),
+            ("--bogus a", "--bogus"),
+            ("a --registry-ca", "--registry-ca"),
+        ] {
+            let e = parse(words(w)).err().unwrap();
+            assert!(e.contains(want), "{w}: {e}");
+        }
+    }
+
+    #[test]
+    fn formats_progress() {
+        assert_eq!(mib(3 * 1024 * 1024 / 2), "1.5 MiB");
+        assert_eq!(short("sha256:0123456789abcdef"), "sha256:0123456789ab");
+    }
+}
