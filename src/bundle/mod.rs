@@ -35,6 +35,7 @@
 //!   is refused. `hostname` and `linux.cgroupsPath` are dropped (the pod's UTS namespace
 //!   and podinit's cgroups apply).
 
+pub mod image;
 mod merge;
 mod seccomp;
 mod seccomp_default;
@@ -48,14 +49,62 @@ use oci_spec::runtime::Spec;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// A loaded bundle.
+/// A container's base: a loaded bundle, or an image from the store (`image::from_image`).
 #[derive(Clone, Debug)]
 pub struct Bundle {
-    /// Absolute path of the bundle directory.
+    /// Absolute path of the bundle directory (an image's lowest layer).
     pub dir: PathBuf,
-    /// Absolute path of its root filesystem.
+    /// Absolute path of its root filesystem (an image's uppermost layer).
     pub rootfs: PathBuf,
     pub spec: Spec,
+    /// The read-only lower layers of a run's overlay root, uppermost first: the bundle's
+    /// rootfs alone, or an image's unpacked layers.
+    pub lowers: Vec<PathBuf>,
+    /// How many leading `process.args` are the ENTRYPOINT, which `args` alone keeps: the
+    /// bundle's `args[0]`, or the image's Entrypoint.
+    pub entrypoint_len: usize,
+    /// The image it comes from, when not a bundle.
+    pub image: Option<ImageRef>,
+}
+
+/// What a container's status says of an image from the store.
+#[derive(Clone, Debug)]
+pub struct ImageRef {
+    /// The normalised name (`status.image`).
+    pub name: String,
+    /// `repository@sha256:…` (`status.imageID`).
+    pub id: String,
+    /// The image config's `User` could not be resolved: an error unless the container
+    /// sets `runAsUser`, which replaces it.
+    pub user_error: Option<String>,
+}
+
+impl Bundle {
+    /// A bundle directory's base: its rootfs the one lower layer.
+    pub fn of_dir(dir: PathBuf, rootfs: PathBuf, spec: Spec) -> Bundle {
+        Bundle {
+            lowers: vec![rootfs.clone()],
+            dir,
+            rootfs,
+            spec,
+            entrypoint_len: 1,
+            image: None,
+        }
+    }
+
+    /// The text of a file of the root filesystem (`etc/passwd`) as the container sees it.
+    pub fn read_file(&self, rel: &str) -> Option<String> {
+        image::read_layered(&self.lowers, rel)
+    }
+
+    /// `status.image` and `status.imageID`: an image's name and repo digest, or the
+    /// image as written and the bundle's path.
+    pub fn status_image(&self, written: &str) -> (String, String) {
+        match &self.image {
+            Some(i) => (i.name.clone(), i.id.clone()),
+            None => (written.to_string(), self.dir.display().to_string()),
+        }
+    }
 }
 
 /// A volume as the sandbox made it available on the host.
@@ -182,7 +231,7 @@ pub fn load(dir: &Path) -> Result<Bundle, String> {
     if spec.process().is_none() {
         return Err(format!("{}: process: Required value", cfg.display()));
     }
-    Ok(Bundle { dir, rootfs, spec })
+    Ok(Bundle::of_dir(dir, rootfs, spec))
 }
 
 /// The container's stop signal: `lifecycle.stopSignal`, else the bundle's

@@ -162,7 +162,7 @@ impl Ctr {
                 )),
             },
         )?;
-        let rootfs = rootfs::prepare(&self.bundle.rootfs, &self.dir).map_err(|e| e.to_string())?;
+        let rootfs = rootfs::prepare(&self.bundle.lowers, &self.dir).map_err(|e| e.to_string())?;
         if let Some(root) = spec.root_mut() {
             root.set_path(rootfs);
         }
