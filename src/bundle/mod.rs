@@ -168,6 +168,20 @@ pub fn resolve(image: &str, bundles_dir: &Path) -> Result<PathBuf, String> {
     ))
 }
 
+/// The bundle a name (not a path) names under `bundles_dir`, if there is one: rules 2 and
+/// 3 of [`resolve`]. A name that would leave the directory is an error.
+pub fn find(image: &str, bundles_dir: &Path) -> Result<Option<PathBuf>, String> {
+    if image.is_empty() {
+        return Err("Required value".into());
+    }
+    below_bundles(image)?;
+    let bare = strip_tag(image);
+    Ok([image, bare]
+        .into_iter()
+        .map(|n| bundles_dir.join(n))
+        .find(|c| c.join("config.json").is_file()))
+}
+
 /// An image that names a directory itself rather than a bundle under `BUNDLES`.
 pub fn is_path(image: &str) -> bool {
     image.starts_with('/') || image.starts_with("./") || image.starts_with("../")
