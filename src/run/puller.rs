@@ -116,6 +116,12 @@ pub(super) fn spawn(setup: Setup) -> Result<(Cloned, OwnedFd), String> {
             drop(ours);
             // SAFETY: prctl with integer arguments.
             unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
+            // A Ctrl-C reaches the whole process group: the pod's termination is the
+            // supervisor's to carry out, and `podinit run` ends the puller itself after.
+            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+                // SAFETY: setting a signal to be ignored.
+                unsafe { libc::signal(sig, libc::SIG_IGN) };
+            }
             serve(&theirs, &setup);
             std::process::exit(0);
         }

@@ -140,7 +140,9 @@ impl Supervisor<'_> {
                     Err(e) => format!("the image puller is gone: {e}"),
                     Ok(_) => "the image puller is gone".to_string(),
                 };
-                crate::log::warn(&why);
+                if self.st.terminating.is_none() {
+                    crate::log::warn(&why);
+                }
                 self.cfg.puller = None;
                 for i in 0..self.containers.len() {
                     let waiting = self.containers[i]
