@@ -260,11 +260,12 @@ pub fn stop_signal(bundle: &Bundle, c: &Container) -> Result<i32, String> {
         .as_ref()
         .and_then(|a| a.get("org.opencontainers.image.stopSignal"))
     {
-        return signal::parse(s).map_err(|e| {
-            format!(
+        return signal::parse(s).map_err(|e| match &bundle.image {
+            Some(i) => format!("image {}: config.StopSignal: {e}", i.name),
+            None => format!(
                 "bundle {}: annotation org.opencontainers.image.stopSignal: {e}",
                 bundle.dir.display()
-            )
+            ),
         });
     }
     Ok(libc::SIGTERM)

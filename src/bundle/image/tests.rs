@@ -249,3 +249,20 @@ fn an_unknown_image_user_fails_unless_run_as_user_replaces_it() {
     assert_eq!(s.process().as_ref().unwrap().user().uid(), 1000);
     std::fs::remove_dir_all(l).unwrap();
 }
+
+#[test]
+fn a_bad_stop_signal_names_the_image() {
+    let l = tmp("sig");
+    let b = from_image(&image(
+        vec![l.clone()],
+        json!({"Cmd": ["sh"], "StopSignal": "SIGNOPE"}),
+    ))
+    .unwrap();
+    let c: Container = serde_yaml_ng::from_str("{name: c}").unwrap();
+    let e = super::super::stop_signal(&b, &c).unwrap_err();
+    assert_eq!(
+        e,
+        "image 127.0.0.1:5000/team/app:v1: config.StopSignal: invalid signal \"SIGNOPE\""
+    );
+    std::fs::remove_dir_all(l).unwrap();
+}
