@@ -92,10 +92,24 @@ impl Supervisor<'_> {
             .on_start(plan, &mut self.st, i, stored.is_some(), now)
         {
             Gate::Ready => {
+                let ctr = &mut self.containers[i].ctr;
                 let based = stored
                     .ok_or_else(|| format!("image {reference} is not in the store after its pull"))
-                    .and_then(|image| crate::bundle::image::from_image(&image))
-                    .and_then(|b| self.containers[i].ctr.set_base(b));
+                    .and_then(|image| {
+                        // The base made at admission (or the last start) serves while the
+                        // name points at the same image.
+                        let id =
+                            crate::bundle::image::image_id(&image.name, &image.digest.to_string());
+                        let same = ctr
+                            .bundle
+                            .as_ref()
+                            .and_then(|b| b.image.as_ref())
+                            .is_some_and(|r| r.id == id);
+                        if same {
+                            return Ok(());
+                        }
+                        crate::bundle::image::from_image(&image).and_then(|b| ctr.set_base(b))
+                    });
                 match based {
                     Ok(()) => true,
                     Err(msg) => {
