@@ -127,7 +127,6 @@ pub struct ImageGate {
     /// As the container writes it: kubelet's messages quote it so.
     pub image: String,
     pub policy: Policy,
-    backoff: PullBackoff,
     /// A pull for the start in progress was asked at this time.
     pub pulling_since: Option<Millis>,
     /// The start in progress has its image (pulled just now).
@@ -161,19 +160,21 @@ impl ImageGate {
         ImageGate {
             image: image.to_string(),
             policy,
-            backoff: PullBackoff::default(),
             pulling_since: None,
             pulled: false,
         }
     }
 
-    /// `step` asked to start container `i`; `present`: the store has its image now.
+    /// `step` asked to start container `i`; `present`: the store has its image now;
+    /// `backoff`: the pod's back-off of this image (kubelet keys it by the pod's UID and
+    /// the image, so containers of one image share it).
     pub fn on_start(
         &mut self,
         plan: &PodPlan,
         st: &mut PodState,
         i: usize,
         present: bool,
+        backoff: &PullBackoff,
         now: Millis,
     ) -> Gate {
         if std::mem::take(&mut self.pulled) {
@@ -208,7 +209,7 @@ impl ImageGate {
                 );
                 Gate::Failed
             }
-            Decision::Pull => match self.backoff.until(now) {
+            Decision::Pull => match backoff.until(now) {
                 Some(until) => {
                     let msg = format!("Back-off pulling image {image:?}");
                     st.event(
@@ -242,6 +243,7 @@ impl ImageGate {
         st: &mut PodState,
         i: usize,
         result: PullResult,
+        backoff: &mut PullBackoff,
         now: Millis,
     ) -> bool {
         let Some(since) = self.pulling_since.take() else {
@@ -250,7 +252,7 @@ impl ImageGate {
         let image = &self.image;
         match result {
             PullResult::Pulled { took_ms, size } => {
-                self.backoff.succeeded(now);
+                backoff.succeeded(now);
                 st.event(
                     EventType::Normal,
                     EventReason::Pulled,
@@ -275,7 +277,7 @@ impl ImageGate {
                     format!("Failed to pull image {image:?}: {err}"),
                     Some(i),
                 );
-                self.backoff.failed(now);
+                backoff.failed(now);
                 st.image_failed(
                     plan,
                     i,

@@ -83,13 +83,17 @@ impl Supervisor<'_> {
                 return false;
             }
         };
+        let backoff = self
+            .image_backoff
+            .entry(img.name.written.clone())
+            .or_default();
         let stored = crate::admission::stored(&self.cfg.images, &reference).unwrap_or_else(|e| {
             crate::log::warn(&format!("image {reference}: {e}"));
             None
         });
         match img
             .gate
-            .on_start(plan, &mut self.st, i, stored.is_some(), now)
+            .on_start(plan, &mut self.st, i, stored.is_some(), backoff, now)
         {
             Gate::Ready => {
                 let ctr = &mut self.containers[i].ctr;
@@ -189,7 +193,14 @@ impl Supervisor<'_> {
         let Some(img) = self.containers[i].ctr.image.as_mut() else {
             return;
         };
-        if img.gate.on_pulled(&self.cfg.plan, &mut self.st, i, r, now) {
+        let backoff = self
+            .image_backoff
+            .entry(img.name.written.clone())
+            .or_default();
+        if img
+            .gate
+            .on_pulled(&self.cfg.plan, &mut self.st, i, r, backoff, now)
+        {
             self.start(i);
         }
     }

@@ -139,6 +139,8 @@ struct Supervisor<'a> {
     stdin_waiting: Vec<String>,
     /// Disk emptyDirs with a size limit, measured on a timer.
     volume_usage: volume_usage::Watch,
+    /// The pod's image pull back-off, by image as written (`images`).
+    image_backoff: BTreeMap<String, pod::image_pull::PullBackoff>,
 }
 
 /// Where probes and hooks connect: the pod's IP, or loopback where the pod has none.
@@ -222,6 +224,7 @@ pub fn run(mut cfg: Config, sd: &StateDir) -> i32 {
         release_at: None,
         stdin_waiting: Vec::new(),
         volume_usage,
+        image_backoff: BTreeMap::new(),
     };
     let now = s.now();
     s.st.on_sandbox_ready(now);

@@ -117,8 +117,9 @@ fn a_present_image_is_used_with_kubelets_event() {
     let mut st = PodState::new(&p);
     st.on_sandbox_ready(0);
     assert_eq!(starts(&step(&p, &mut st, 0)), [0]);
+    let mut b = PullBackoff::default();
     let mut g = ImageGate::new("busybox:1.36", Policy::IfNotPresent);
-    assert_eq!(g.on_start(&p, &mut st, 0, true, 0), Gate::Ready);
+    assert_eq!(g.on_start(&p, &mut st, 0, true, &b, 0), Gate::Ready);
     st.on_started(&p, 0, 0);
     let ev = events(&step(&p, &mut st, 0));
     assert_eq!(
@@ -138,16 +139,17 @@ fn always_pulls_at_every_start_even_when_present() {
     let mut st = PodState::new(&p);
     st.on_sandbox_ready(0);
     step(&p, &mut st, 0);
+    let mut b = PullBackoff::default();
     let mut g = ImageGate::new("reg:5000/app", Policy::Always);
-    assert_eq!(g.on_start(&p, &mut st, 0, true, 0), Gate::Pull);
+    assert_eq!(g.on_start(&p, &mut st, 0, true, &b, 0), Gate::Pull);
     assert!(st.containers[0].is_active(), "being created while it pulls");
     let r = PullResult::Pulled {
         took_ms: 1200,
         size: 4096,
     };
-    assert!(g.on_pulled(&p, &mut st, 0, r, 1500));
+    assert!(g.on_pulled(&p, &mut st, 0, r, &mut b, 1500));
     // The start that follows uses what was pulled, once.
-    assert_eq!(g.on_start(&p, &mut st, 0, true, 1500), Gate::Ready);
+    assert_eq!(g.on_start(&p, &mut st, 0, true, &b, 1500), Gate::Ready);
     st.on_started(&p, 0, 1500);
     let ev = events(&step(&p, &mut st, 1500));
     let texts: Vec<&str> = ev.iter().map(|e| e.2.as_str()).collect();
@@ -158,7 +160,7 @@ fn always_pulls_at_every_start_even_when_present() {
             "Successfully pulled image \"reg:5000/app\" in 1.2s (1.5s including waiting). Image size: 4096 bytes."
         ]
     );
-    assert_eq!(g.on_start(&p, &mut st, 0, true, 2000), Gate::Pull);
+    assert_eq!(g.on_start(&p, &mut st, 0, true, &b, 2000), Gate::Pull);
 }
 
 #[test]
@@ -166,6 +168,7 @@ fn a_failed_pull_is_err_image_pull_then_image_pull_back_off() {
     let p = plan(&[("web", Kind::App)]);
     let mut st = PodState::new(&p);
     st.on_sandbox_ready(0);
+    let mut b = PullBackoff::default();
     let mut g = ImageGate::new("127.0.0.1:1/none:v1", Policy::IfNotPresent);
     let mut now = 0;
     let mut pulls = Vec::new();
@@ -175,11 +178,11 @@ fn a_failed_pull_is_err_image_pull_then_image_pull_back_off() {
         let acts = step(&p, &mut st, now);
         all.extend(events(&acts));
         for i in starts(&acts) {
-            match g.on_start(&p, &mut st, i, false, now) {
+            match g.on_start(&p, &mut st, i, false, &b, now) {
                 Gate::Pull => {
                     pulls.push(now / 1000);
                     let r = PullResult::Failed("connection refused".into());
-                    assert!(!g.on_pulled(&p, &mut st, i, r, now));
+                    assert!(!g.on_pulled(&p, &mut st, i, r, &mut b, now));
                 }
                 Gate::Failed => {}
                 Gate::Ready => panic!("nothing to start"),
@@ -231,7 +234,7 @@ fn a_failed_pull_is_err_image_pull_then_image_pull_back_off() {
     // The waiting message of the back-off is kubelet's.
     let acts = step(&p, &mut st, 330_000);
     for i in starts(&acts) {
-        g.on_start(&p, &mut st, i, false, 330_000);
+        g.on_start(&p, &mut st, i, false, &b, 330_000);
     }
     assert_eq!(
         waiting(&st, 0),
@@ -247,9 +250,10 @@ fn never_with_a_missing_image_waits_in_err_image_never_pull_until_it_is_there() 
     let p = plan(&[("web", Kind::App)]);
     let mut st = PodState::new(&p);
     st.on_sandbox_ready(0);
+    let mut b = PullBackoff::default();
     let mut g = ImageGate::new("app:v1", Policy::Never);
     step(&p, &mut st, 0);
-    assert_eq!(g.on_start(&p, &mut st, 0, false, 0), Gate::Failed);
+    assert_eq!(g.on_start(&p, &mut st, 0, false, &b, 0), Gate::Failed);
     assert_eq!(
         waiting(&st, 0),
         (
@@ -264,7 +268,7 @@ fn never_with_a_missing_image_waits_in_err_image_never_pull_until_it_is_there() 
     // Looked at again at the next sync; imported meanwhile, it is used.
     assert!(starts(&step(&p, &mut st, 9_999)).is_empty());
     assert_eq!(starts(&step(&p, &mut st, 10_000)), [0]);
-    assert_eq!(g.on_start(&p, &mut st, 0, true, 10_000), Gate::Ready);
+    assert_eq!(g.on_start(&p, &mut st, 0, true, &b, 10_000), Gate::Ready);
 }
 
 #[test]
@@ -272,11 +276,12 @@ fn an_init_container_waiting_for_its_image_holds_the_apps_back() {
     let p = plan(&[("init", Kind::Init), ("web", Kind::App)]);
     let mut st = PodState::new(&p);
     st.on_sandbox_ready(0);
+    let mut b = PullBackoff::default();
     let mut g = ImageGate::new("init:v1", Policy::IfNotPresent);
     assert_eq!(starts(&step(&p, &mut st, 0)), [0]);
-    assert_eq!(g.on_start(&p, &mut st, 0, false, 0), Gate::Pull);
+    assert_eq!(g.on_start(&p, &mut st, 0, false, &b, 0), Gate::Pull);
     assert!(starts(&step(&p, &mut st, 1)).is_empty());
-    g.on_pulled(&p, &mut st, 0, PullResult::Failed("nope".into()), 2);
+    g.on_pulled(&p, &mut st, 0, PullResult::Failed("nope".into()), &mut b, 2);
     assert!(starts(&step(&p, &mut st, 3)).is_empty(), "the app waits");
     assert_eq!(waiting(&st, 1).0, "PodInitializing");
 }
@@ -286,9 +291,10 @@ fn a_pod_deleted_during_a_pull_ends_without_starting_it() {
     let p = plan(&[("web", Kind::App)]);
     let mut st = PodState::new(&p);
     st.on_sandbox_ready(0);
+    let mut b = PullBackoff::default();
     let mut g = ImageGate::new("app:v1", Policy::IfNotPresent);
     step(&p, &mut st, 0);
-    assert_eq!(g.on_start(&p, &mut st, 0, false, 0), Gate::Pull);
+    assert_eq!(g.on_start(&p, &mut st, 0, false, &b, 0), Gate::Pull);
     st.request_deletion(&p, 100, None);
     step(&p, &mut st, 100);
     g.abandon(&mut st, 0);
@@ -299,7 +305,7 @@ fn a_pod_deleted_during_a_pull_ends_without_starting_it() {
         took_ms: 5,
         size: 1,
     };
-    assert!(!g.on_pulled(&p, &mut st, 0, r, 300));
+    assert!(!g.on_pulled(&p, &mut st, 0, r, &mut b, 300));
 }
 
 #[test]
@@ -323,4 +329,35 @@ fn an_invalid_name_waits_in_invalid_image_name() {
     assert_eq!(waiting(&st, 0).0, "InvalidImageName");
     let ev = events(&step(&p, &mut st, 0));
     assert_eq!(ev[0].1, "InspectFailed");
+}
+
+#[test]
+fn containers_of_one_image_share_the_pods_back_off() {
+    let p = plan(&[("a", Kind::App), ("b", Kind::App)]);
+    let mut st = PodState::new(&p);
+    st.on_sandbox_ready(0);
+    let mut b = PullBackoff::default();
+    let (mut ga, mut gb) = (
+        ImageGate::new("reg:5000/app:v1", Policy::IfNotPresent),
+        ImageGate::new("reg:5000/app:v1", Policy::IfNotPresent),
+    );
+    // Containers start one after the other: b's turn comes once a's pull has ended.
+    assert_eq!(starts(&step(&p, &mut st, 0)), [0]);
+    assert_eq!(ga.on_start(&p, &mut st, 0, false, &b, 0), Gate::Pull);
+    assert!(starts(&step(&p, &mut st, 50)).is_empty());
+    ga.on_pulled(
+        &p,
+        &mut st,
+        0,
+        PullResult::Failed("refused".into()),
+        &mut b,
+        100,
+    );
+    assert_eq!(starts(&step(&p, &mut st, 100)), [1]);
+    // Within the back-off a's failure set, b does not pull the same image again.
+    assert_eq!(gb.on_start(&p, &mut st, 1, false, &b, 100), Gate::Failed);
+    assert_eq!(waiting(&st, 1).0, "ImagePullBackOff");
+    // At the next sync a pulls again (its sync came after the delay of 10 s); b waits.
+    assert_eq!(starts(&step(&p, &mut st, 10_100)), [0, 1]);
+    assert_eq!(ga.on_start(&p, &mut st, 0, false, &b, 10_100), Gate::Pull);
 }
