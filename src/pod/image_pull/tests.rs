@@ -117,7 +117,7 @@ fn a_present_image_is_used_with_kubelets_event() {
     let mut st = PodState::new(&p);
     st.on_sandbox_ready(0);
     assert_eq!(starts(&step(&p, &mut st, 0)), [0]);
-    let mut b = PullBackoff::default();
+    let b = PullBackoff::default();
     let mut g = ImageGate::new("busybox:1.36", Policy::IfNotPresent);
     assert_eq!(g.on_start(&p, &mut st, 0, true, &b, 0), Gate::Ready);
     st.on_started(&p, 0, 0);
@@ -250,7 +250,7 @@ fn never_with_a_missing_image_waits_in_err_image_never_pull_until_it_is_there() 
     let p = plan(&[("web", Kind::App)]);
     let mut st = PodState::new(&p);
     st.on_sandbox_ready(0);
-    let mut b = PullBackoff::default();
+    let b = PullBackoff::default();
     let mut g = ImageGate::new("app:v1", Policy::Never);
     step(&p, &mut st, 0);
     assert_eq!(g.on_start(&p, &mut st, 0, false, &b, 0), Gate::Failed);
