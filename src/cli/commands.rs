@@ -220,7 +220,7 @@ pub static COMMANDS: &[Cmd] = &[
             opt(
                 "image",
                 "IMAGE",
-                "The debug container's image (an OCI bundle)",
+                "The debug container's image (a bundle, or an image of the store or a registry)",
             ),
             opt(
                 "target",
