@@ -242,4 +242,17 @@ mod tests {
         );
         let _ = std::fs::remove_dir_all(&dir);
     }
+
+    #[test]
+    fn a_store_that_does_not_exist_has_nothing_and_is_not_made() {
+        let root = std::env::temp_dir().join(format!("podinit-nostore-{}", std::process::id()));
+        assert!(stored(&root, "docker.io/library/busybox:latest")
+            .unwrap()
+            .is_none());
+        assert!(!root.exists());
+        assert_eq!(
+            images_dir(None),
+            PathBuf::from(crate::image::store::DEFAULT_ROOT)
+        );
+    }
 }

@@ -213,7 +213,7 @@ fn never_with_an_image_the_store_lacks_waits_in_err_image_never_pull() {
     let mut p = TestPod::new(
         "imgnever",
         &format!(
-            "apiVersion: v1\nkind: Pod\nmetadata: {{name: NAME}}\nspec:\n  containers:\n  - name: c\n    image: {image}\n    imagePullPolicy: Never\n"
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: NAME}}\nspec:\n  imagePullSecrets: [{{name: regcred}}]\n  containers:\n  - name: c\n    image: {image}\n    imagePullPolicy: Never\n"
         ),
     );
     images.start(&mut p);
@@ -234,6 +234,12 @@ fn never_with_an_image_the_store_lacks_waits_in_err_image_never_pull() {
     );
     wait_event(&p, "Failed", "Error: ErrImageNeverPull");
     assert!(!has_event(&p, "Pulling", ""), "{:#?}", events(&p));
+    // The manifest has no Secret `regcred`: kubelet's warning, and the pod goes on.
+    wait_event(
+        &p,
+        "FailedToRetrieveImagePullSecret",
+        "Unable to retrieve some image pull secrets (regcred); attempting to pull the image may not succeed.",
+    );
     stop(&mut p);
     p.assert_nothing_left();
 }
