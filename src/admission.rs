@@ -41,6 +41,21 @@ pub struct Base {
     pub image: Option<ImageName>,
 }
 
+impl Base {
+    /// A start of the container may pull: its image is not a bundle, and either the store
+    /// lacked it at admission or `imagePullPolicy` is `Always`.
+    pub fn may_pull(&self) -> bool {
+        self.image.as_ref().is_some_and(|n| {
+            n.reference.is_ok()
+                && match n.policy {
+                    Policy::Always => true,
+                    Policy::IfNotPresent => self.bundle.is_none(),
+                    Policy::Never => false,
+                }
+        })
+    }
+}
+
 /// A container's image that is not a bundle.
 #[derive(Clone, Debug)]
 pub struct ImageName {
@@ -241,6 +256,35 @@ mod tests {
             "{e}"
         );
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn only_a_container_that_may_pull_needs_the_puller() {
+        let r = Reference {
+            domain: "docker.io".into(),
+            path: "library/busybox".into(),
+            tag: Some("1.36".into()),
+            digest: None,
+        };
+        let stored = Bundle::of_dir("/l".into(), "/l".into(), Default::default());
+        let base = |policy, present: bool, reference: Result<Reference, String>| Base {
+            bundle: present.then(|| stored.clone()),
+            image: Some(ImageName {
+                written: "busybox:1.36".into(),
+                reference,
+                policy,
+            }),
+        };
+        assert!(base(Policy::Always, true, Ok(r.clone())).may_pull());
+        assert!(base(Policy::IfNotPresent, false, Ok(r.clone())).may_pull());
+        assert!(!base(Policy::IfNotPresent, true, Ok(r.clone())).may_pull());
+        assert!(!base(Policy::Never, false, Ok(r)).may_pull());
+        assert!(!base(Policy::Always, false, Err("bad".into())).may_pull());
+        let bundle = Base {
+            bundle: Some(stored),
+            image: None,
+        };
+        assert!(!bundle.may_pull());
     }
 
     #[test]

@@ -155,7 +155,9 @@ impl Sandbox {
             .cgroup
             .create(&adm.pod, opts.cgroup_parent.as_deref(), pid1)?;
         // Forked before the sandbox's namespaces exist: it pulls from where podinit runs.
-        let puller = if adm.containers.iter().any(|(_, _, b)| b.image.is_some()) {
+        // Only a pod that may pull has one: a pod on bundles and images of the store starts
+        // as fast as one on bundles alone.
+        let puller = if adm.containers.iter().any(|(_, _, b)| b.may_pull()) {
             let (child, fd) = puller::spawn(puller::Setup {
                 images: images_dir(opts.images.as_deref()),
                 ca_files: opts.registry_ca.clone(),
