@@ -41,8 +41,9 @@ pub fn prepare(lowers: &[PathBuf], dir: &Path) -> io::Result<PathBuf> {
     Ok(merged)
 }
 
-/// The overlay's mount data. Its separators may not appear in a path, and the whole
-/// must fit the page the kernel copies mount data into.
+/// The overlay's mount data. A lower layer's `:` (a store naming layers by digest) is
+/// escaped as overlayfs reads it; a `,` is refused anywhere, and the whole must fit the
+/// page the kernel copies mount data into.
 fn options(lowers: &[PathBuf], upper: &Path, work: &Path) -> io::Result<String> {
     let invalid = |m: String| io::Error::new(io::ErrorKind::InvalidInput, m);
     if lowers.is_empty() {
@@ -50,7 +51,7 @@ fn options(lowers: &[PathBuf], upper: &Path, work: &Path) -> io::Result<String> 
     }
     for p in lowers.iter().map(PathBuf::as_path).chain([upper, work]) {
         let s = p.to_string_lossy();
-        if s.contains([',', ':']) {
+        if s.contains(',') || (s.contains(':') && (p == upper || p == work)) {
             return Err(invalid(format!(
                 "overlay rootfs: path {s:?} contains ',' or ':'"
             )));
@@ -58,7 +59,12 @@ fn options(lowers: &[PathBuf], upper: &Path, work: &Path) -> io::Result<String> 
     }
     let lower = lowers
         .iter()
-        .map(|l| l.display().to_string())
+        .map(|l| {
+            l.display()
+                .to_string()
+                .replace('\\', "\\\\")
+                .replace(':', "\\:")
+        })
         .collect::<Vec<_>>()
         .join(":");
     let data = format!(
@@ -103,8 +109,18 @@ mod tests {
             options(&l, Path::new("/c/upper"), Path::new("/c/work")).unwrap(),
             "lowerdir=/s/l2:/s/l1,upperdir=/c/upper,workdir=/c/work"
         );
-        let e = options(&[PathBuf::from("/a:b")], Path::new("/u"), Path::new("/w")).unwrap_err();
-        assert!(e.to_string().contains("\"/a:b\""), "{e}");
+        assert_eq!(
+            options(
+                &[PathBuf::from("/s/sha256:ab")],
+                Path::new("/u"),
+                Path::new("/w")
+            )
+            .unwrap(),
+            "lowerdir=/s/sha256\\:ab,upperdir=/u,workdir=/w"
+        );
+        let e = options(&[PathBuf::from("/a,b")], Path::new("/u"), Path::new("/w")).unwrap_err();
+        assert!(e.to_string().contains("\"/a,b\""), "{e}");
+        assert!(options(&[PathBuf::from("/l")], Path::new("/u:x"), Path::new("/w")).is_err());
         assert!(options(&[], Path::new("/u"), Path::new("/w")).is_err());
         let many: Vec<PathBuf> = (0..200)
             .map(|i| PathBuf::from(format!("/var/lib/podinit/images/layers/{i:040}")))
