@@ -76,7 +76,9 @@ pub const DEFAULT_SECCOMP_ROOT: &str = "/var/lib/kubelet/seccomp";
 
 /// `podinit run`: returns the process exit status.
 pub fn run(opts: &RunOptions) -> i32 {
-    let node_flags = match node::Flags::parse(opts) {
+    let node_flags = match node::Flags::parse(opts).and_then(|f| {
+        puller::check_options(&opts.registry_ca, &opts.insecure_registries).map(|()| f)
+    }) {
         Ok(f) => f,
         Err(e) => {
             crate::log::error(&e);

@@ -86,6 +86,28 @@ pub(super) fn docker_config_of(s: &Secret) -> Option<Vec<u8>> {
     }
 }
 
+/// `--registry-ca` and `--insecure-registry` as given: a CA file that is not there, or a
+/// registry that is not `HOST[:PORT]`, is bad input, refused before anything is made.
+pub(super) fn check_options(ca_files: &[PathBuf], insecure: &[String]) -> Result<(), String> {
+    for f in ca_files {
+        if !f.is_file() {
+            return Err(format!(
+                "--registry-ca {}: not a readable file",
+                f.display()
+            ));
+        }
+    }
+    for h in insecure {
+        let bad = h.is_empty() || h.contains(['/', '@', ' ']) || h.contains("://");
+        if bad {
+            return Err(format!(
+                "--insecure-registry {h:?}: want HOST[:PORT], as in registry.example:5000"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// How the puller reaches registries and where it stores what it pulls.
 pub(super) struct Setup {
     pub images: PathBuf,
@@ -249,6 +271,16 @@ mod tests {
             type_: Some(type_.into()),
             data: Some([(key.to_string(), ByteString(value.as_bytes().to_vec()))].into()),
             ..Default::default()
+        }
+    }
+
+    #[test]
+    fn registry_options_are_checked() {
+        assert!(check_options(&[], &["reg.example:5000".into(), "[::1]:5000".into()]).is_ok());
+        let e = check_options(&[PathBuf::from("/nonexistent/ca.pem")], &[]).unwrap_err();
+        assert!(e.starts_with("--registry-ca /nonexistent/ca.pem"), "{e}");
+        for bad in ["https://reg.example", "reg.example/path", ""] {
+            assert!(check_options(&[], &[bad.into()]).is_err(), "{bad}");
         }
     }
 
