@@ -272,7 +272,7 @@ fn a_registry_nobody_answers_is_err_image_pull_then_image_pull_back_off() {
     wait_event(&p, "Pulling", &format!("Pulling image \"{image}\""));
     wait_event(&p, "Failed", &format!("Failed to pull image \"{image}\": "));
     wait_event(&p, "Failed", "Error: ErrImagePull");
-    // The second failure's back-off (20 s) outlasts kubelet's next sync (10 s).
+    // The second failure's back-off outlasts kubelet's next sync.
     let s = p.wait_status(LIMIT, waiting("ImagePullBackOff"));
     assert_eq!(
         container_status(&s, "c")["state"]["waiting"]["message"],

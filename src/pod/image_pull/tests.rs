@@ -192,7 +192,8 @@ fn a_failed_pull_is_err_image_pull_then_image_pull_back_off() {
         all.extend(events(&step(&p, &mut st, now)));
         now += 1000;
     }
-    // Kubelet's sync 10 s after each error, against the back-off of 10, 20, 40, 80 … s.
+    // kubelet syncs again a while after each error; a pull happens only once the back-off
+    // the last failure set has run out.
     assert_eq!(pulls, [0, 10, 30, 70, 150, 310]);
     assert_eq!(
         states[..4],
@@ -357,7 +358,7 @@ fn containers_of_one_image_share_the_pods_back_off() {
     // Within the back-off a's failure set, b does not pull the same image again.
     assert_eq!(gb.on_start(&p, &mut st, 1, false, &b, 100), Gate::Failed);
     assert_eq!(waiting(&st, 1).0, "ImagePullBackOff");
-    // At the next sync a pulls again (its sync came after the delay of 10 s); b waits.
+    // At the next sync, the back-off over, a pulls again.
     assert_eq!(starts(&step(&p, &mut st, 10_100)), [0, 1]);
     assert_eq!(ga.on_start(&p, &mut st, 0, false, &b, 10_100), Gate::Pull);
 }
