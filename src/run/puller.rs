@@ -49,8 +49,11 @@ impl Logins {
                 configs.push((format!("secret {:?}", name.name), json));
             }
         }
-        if let Some(home) = std::env::var_os("HOME") {
-            let p = PathBuf::from(home).join(".docker/config.json");
+        // Docker's own lookup: `$DOCKER_CONFIG/config.json`, else `~/.docker/config.json`.
+        let dir = std::env::var_os("DOCKER_CONFIG")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".docker")));
+        if let Some(p) = dir.map(|d| d.join("config.json")) {
             if let Ok(json) = std::fs::read(&p) {
                 configs.push((p.display().to_string(), json));
             }
