@@ -339,3 +339,179 @@ spec:
     // The layers outlive the pods, in the store.
     assert!(da.iter().all(|l| Path::new(l).is_dir()), "{da:?}");
 }
+
+/// A private `docker-registry` on 127.0.0.1 with htpasswd auth (Debian's package,
+/// installed when missing); killed and removed on drop.
+struct Registry {
+    child: std::process::Child,
+    dir: PathBuf,
+    addr: String,
+}
+
+const REG_USER: &str = "puller";
+const REG_PASSWORD: &str = "s3cret";
+
+impl Registry {
+    fn start(tag: &str) -> Registry {
+        for (bin, pkg) in [("docker-registry", "docker-registry"), ("skopeo", "skopeo")] {
+            let found = Command::new("sh")
+                .args(["-c", &format!("command -v {bin}")])
+                .output_within(CLIENT_LIMIT)
+                .status
+                .success();
+            if !found {
+                let ok = Command::new("apt-get")
+                    .args(["install", "-y", "--no-install-recommends", pkg])
+                    .env("DEBIAN_FRONTEND", "noninteractive")
+                    .output_within(Duration::from_secs(300))
+                    .status
+                    .success();
+                assert!(ok, "installing {pkg}");
+            }
+        }
+        let dir =
+            std::env::temp_dir().join(format!("podinit-it-registry-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("data")).unwrap();
+        let hash = Command::new("python3")
+            .args([
+                "-c",
+                "import crypt,sys; print(crypt.crypt(sys.argv[1], crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=16)))",
+                REG_PASSWORD,
+            ])
+            .output_within(CLIENT_LIMIT);
+        assert!(hash.status.success(), "{hash:?}");
+        let hash = String::from_utf8(hash.stdout).unwrap();
+        std::fs::write(dir.join("htpasswd"), format!("{REG_USER}:{}", hash.trim())).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let addr = format!("127.0.0.1:{port}");
+        std::fs::write(
+            dir.join("config.yml"),
+            format!(
+                "version: 0.1\nlog: {{level: error}}\nhttp: {{addr: {addr}}}\nstorage: {{filesystem: {{rootdirectory: {}}}}}\nauth: {{htpasswd: {{realm: podinit-test, path: {}}}}}\n",
+                dir.join("data").display(),
+                dir.join("htpasswd").display()
+            ),
+        )
+        .unwrap();
+        let child = Command::new("docker-registry")
+            .arg("serve")
+            .arg(dir.join("config.yml"))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("starting docker-registry");
+        let reg = Registry { child, dir, addr };
+        let deadline = std::time::Instant::now() + LIMIT;
+        while std::net::TcpStream::connect(&reg.addr).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the registry never listened"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        reg
+    }
+
+    /// Push an OCI archive as `repo:tag` with skopeo.
+    fn push(&self, archive: &Path, repo_tag: &str) {
+        let out = Command::new("skopeo")
+            .arg("copy")
+            .arg(format!("oci-archive:{}", archive.display()))
+            .arg(format!("docker://{}/{repo_tag}", self.addr))
+            .args(["--dest-tls-verify=false", "--dest-creds"])
+            .arg(format!("{REG_USER}:{REG_PASSWORD}"))
+            .output_within(CLIENT_LIMIT);
+        assert!(out.status.success(), "skopeo copy: {out:?}");
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
+fn an_image_is_pulled_with_the_pods_pull_secret_and_runs() {
+    require_root();
+    let images = Images::new("pull");
+    let reg = Registry::start("pull");
+    reg.push(
+        &images.dir.join("archives/layered.tar"),
+        "imgpod/layered:v1",
+    );
+    let image = format!("{}/imgpod/layered:v1", reg.addr);
+    let auth = {
+        // base64 of user:password, as `docker login` writes it.
+        let out = Command::new("sh")
+            .args([
+                "-c",
+                &format!("printf %s '{REG_USER}:{REG_PASSWORD}' | base64 -w0"),
+            ])
+            .output_within(CLIENT_LIMIT);
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let config = format!(r#"{{"auths":{{"{}":{{"auth":"{auth}"}}}}}}"#, reg.addr);
+    let pod = |secrets: bool| {
+        format!(
+            r#"apiVersion: v1
+kind: Pod
+metadata: {{name: NAME}}
+spec:
+  {}
+  containers:
+  - name: c
+    image: {image}
+    imagePullPolicy: Always
+    args: ["trap 'exit 0' TERM; echo layer=$(cat /layer); echo done; sleep 3600 & wait"]
+---
+apiVersion: v1
+kind: Secret
+metadata: {{name: regcred}}
+type: kubernetes.io/dockerconfigjson
+stringData:
+  .dockerconfigjson: '{config}'
+"#,
+            if secrets {
+                "imagePullSecrets: [{name: regcred}]"
+            } else {
+                "restartPolicy: Always"
+            }
+        )
+    };
+    // Without the Secret, the registry refuses the pull.
+    let mut denied = TestPod::new("imgdenied", &pod(false));
+    images.start(&mut denied);
+    denied.wait_status(LIMIT, |s| {
+        s["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] == "ErrImagePull"
+    });
+    stop(&mut denied);
+    denied.assert_nothing_left();
+
+    let mut p = TestPod::new("imgpulled", &pod(true));
+    images.start(&mut p);
+    let log = p.wait_log("c", 0, LIMIT, "done");
+    assert!(log.contains("layer=top"), "{log}");
+    wait_event(&p, "Pulling", &format!("Pulling image \"{image}\""));
+    wait_event(
+        &p,
+        "Pulled",
+        &format!("Successfully pulled image \"{image}\" in "),
+    );
+    let s = p.wait_status(LIMIT, |_| true);
+    let c = container_status(&s, "c");
+    assert_eq!(c["image"], image.as_str());
+    let repo = format!("{}/imgpod/layered@sha256:", reg.addr);
+    assert!(c["imageID"].as_str().unwrap().starts_with(&repo), "{c}");
+    stop(&mut p);
+    p.assert_nothing_left();
+}
