@@ -5,8 +5,9 @@
 //!
 //! The bundle's `config.json` is the base. Then, from the pod's container:
 //! - **command / args** (the bundle's `process.args[0]` plays the image ENTRYPOINT, the rest
-//!   its CMD): neither → the bundle's args; `command` only → `command`; `args` only →
-//!   `process.args[0]` followed by `args`; both → `command` + `args`. `$(VAR)` references
+//!   its CMD; an image of the store has its own Entrypoint and Cmd, `image`): neither →
+//!   the base's args; `command` only → `command`; `args` only → the ENTRYPOINT followed
+//!   by `args`; both → `command` + `args`. `$(VAR)` references
 //!   to the container's env are expanded (`$$` escapes, unknown references stay as written).
 //! - **env**: the bundle's env, then the container's `env` in order, each replacing a
 //!   variable of the same name; values expand `$(VAR)` of variables defined before them in
