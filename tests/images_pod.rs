@@ -274,9 +274,16 @@ fn a_registry_nobody_answers_is_err_image_pull_then_image_pull_back_off() {
     wait_event(&p, "Failed", "Error: ErrImagePull");
     // The second failure's back-off outlasts kubelet's next sync.
     let s = p.wait_status(LIMIT, waiting("ImagePullBackOff"));
-    assert_eq!(
-        container_status(&s, "c")["state"]["waiting"]["message"],
-        format!("Back-off pulling image \"{image}\"")
+    // kubelet's message: the back-off, then why the last pull failed.
+    let waiting = container_status(&s, "c")["state"]["waiting"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        waiting.starts_with(&format!(
+            "Back-off pulling image \"{image}\": ErrImagePull: "
+        )),
+        "{waiting}"
     );
     wait_event(
         &p,

@@ -90,16 +90,20 @@ pub fn decide(policy: Policy, present: bool) -> Decision {
 pub struct PullBackoff {
     /// The last failure and the delay it set.
     last: Option<(Millis, Millis)>,
+    /// Why the last pull failed (`ErrImagePull: <message>`), until the next pull begins:
+    /// kubelet adds it to the back-off's waiting message.
+    last_error: Option<String>,
 }
 
 impl PullBackoff {
-    /// A pull failed at `now` (`Backoff.Next`).
-    pub fn failed(&mut self, now: Millis) {
+    /// A pull failed at `now` with `err` (`Backoff.Next`).
+    pub fn failed(&mut self, now: Millis, err: &str) {
         let delay = match self.last {
             Some((at, d)) if now.saturating_sub(at) <= 2 * MAX_MS => (d * 2).min(MAX_MS),
             _ => INITIAL_MS,
         };
         self.last = Some((now, delay));
+        self.last_error = Some(format!("{}: {err}", WaitingReason::ErrImagePull));
     }
 
     /// `IsInBackOffSinceUpdate`: until when a start is refused, if it is now.
@@ -174,7 +178,7 @@ impl ImageGate {
         st: &mut PodState,
         i: usize,
         present: bool,
-        backoff: &PullBackoff,
+        backoff: &mut PullBackoff,
         now: Millis,
     ) -> Gate {
         if std::mem::take(&mut self.pulled) {
@@ -218,10 +222,15 @@ impl ImageGate {
                         msg.clone(),
                         Some(i),
                     );
-                    st.image_failed(plan, i, WaitingReason::ImagePullBackOff, &msg, until);
+                    let waiting = match &backoff.last_error {
+                        Some(e) => format!("{msg}: {e}"),
+                        None => msg,
+                    };
+                    st.image_failed(plan, i, WaitingReason::ImagePullBackOff, &waiting, until);
                     Gate::Failed
                 }
                 None => {
+                    backoff.last_error = None;
                     st.event(
                         EventType::Normal,
                         EventReason::Pulling,
@@ -277,7 +286,7 @@ impl ImageGate {
                     format!("Failed to pull image {image:?}: {err}"),
                     Some(i),
                 );
-                backoff.failed(now);
+                backoff.failed(now, &err);
                 st.image_failed(
                     plan,
                     i,

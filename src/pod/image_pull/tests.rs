@@ -90,7 +90,7 @@ fn the_back_off_doubles_to_five_minutes_and_forgets_old_failures() {
     let mut now = 0;
     let mut delays = Vec::new();
     for _ in 0..8 {
-        b.failed(now);
+        b.failed(now, "x");
         let until = b.until(now).unwrap();
         delays.push((until - now) / 1000);
         assert_eq!(b.until(until), None, "free again once the delay is over");
@@ -99,7 +99,7 @@ fn the_back_off_doubles_to_five_minutes_and_forgets_old_failures() {
     assert_eq!(delays, [10, 20, 40, 80, 160, 300, 300, 300]);
     // An entry older than twice the cap starts from the initial delay again.
     now += 2 * MAX_MS + 1;
-    b.failed(now);
+    b.failed(now, "x");
     assert_eq!(b.until(now), Some(now + INITIAL_MS));
 }
 
@@ -117,9 +117,9 @@ fn a_present_image_is_used_with_kubelets_event() {
     let mut st = PodState::new(&p);
     st.on_sandbox_ready(0);
     assert_eq!(starts(&step(&p, &mut st, 0)), [0]);
-    let b = PullBackoff::default();
+    let mut b = PullBackoff::default();
     let mut g = ImageGate::new("busybox:1.36", Policy::IfNotPresent);
-    assert_eq!(g.on_start(&p, &mut st, 0, true, &b, 0), Gate::Ready);
+    assert_eq!(g.on_start(&p, &mut st, 0, true, &mut b, 0), Gate::Ready);
     st.on_started(&p, 0, 0);
     let ev = events(&step(&p, &mut st, 0));
     assert_eq!(
@@ -141,7 +141,7 @@ fn always_pulls_at_every_start_even_when_present() {
     step(&p, &mut st, 0);
     let mut b = PullBackoff::default();
     let mut g = ImageGate::new("reg:5000/app", Policy::Always);
-    assert_eq!(g.on_start(&p, &mut st, 0, true, &b, 0), Gate::Pull);
+    assert_eq!(g.on_start(&p, &mut st, 0, true, &mut b, 0), Gate::Pull);
     assert!(st.containers[0].is_active(), "being created while it pulls");
     let r = PullResult::Pulled {
         took_ms: 1200,
@@ -149,7 +149,7 @@ fn always_pulls_at_every_start_even_when_present() {
     };
     assert!(g.on_pulled(&p, &mut st, 0, r, &mut b, 1500));
     // The start that follows uses what was pulled, once.
-    assert_eq!(g.on_start(&p, &mut st, 0, true, &b, 1500), Gate::Ready);
+    assert_eq!(g.on_start(&p, &mut st, 0, true, &mut b, 1500), Gate::Ready);
     st.on_started(&p, 0, 1500);
     let ev = events(&step(&p, &mut st, 1500));
     let texts: Vec<&str> = ev.iter().map(|e| e.2.as_str()).collect();
@@ -160,7 +160,7 @@ fn always_pulls_at_every_start_even_when_present() {
             "Successfully pulled image \"reg:5000/app\" in 1.2s (1.5s including waiting). Image size: 4096 bytes."
         ]
     );
-    assert_eq!(g.on_start(&p, &mut st, 0, true, &b, 2000), Gate::Pull);
+    assert_eq!(g.on_start(&p, &mut st, 0, true, &mut b, 2000), Gate::Pull);
 }
 
 #[test]
@@ -178,7 +178,7 @@ fn a_failed_pull_is_err_image_pull_then_image_pull_back_off() {
         let acts = step(&p, &mut st, now);
         all.extend(events(&acts));
         for i in starts(&acts) {
-            match g.on_start(&p, &mut st, i, false, &b, now) {
+            match g.on_start(&p, &mut st, i, false, &mut b, now) {
                 Gate::Pull => {
                     pulls.push(now / 1000);
                     let r = PullResult::Failed("connection refused".into());
@@ -235,13 +235,15 @@ fn a_failed_pull_is_err_image_pull_then_image_pull_back_off() {
     // The waiting message of the back-off is kubelet's.
     let acts = step(&p, &mut st, 330_000);
     for i in starts(&acts) {
-        g.on_start(&p, &mut st, i, false, &b, 330_000);
+        g.on_start(&p, &mut st, i, false, &mut b, 330_000);
     }
+    // kubelet's waiting message of the back-off carries the last pull's error.
     assert_eq!(
         waiting(&st, 0),
         (
             "ImagePullBackOff".into(),
-            "Back-off pulling image \"127.0.0.1:1/none:v1\"".into()
+            "Back-off pulling image \"127.0.0.1:1/none:v1\": ErrImagePull: connection refused"
+                .into()
         )
     );
 }
@@ -251,10 +253,10 @@ fn never_with_a_missing_image_waits_in_err_image_never_pull_until_it_is_there() 
     let p = plan(&[("web", Kind::App)]);
     let mut st = PodState::new(&p);
     st.on_sandbox_ready(0);
-    let b = PullBackoff::default();
+    let mut b = PullBackoff::default();
     let mut g = ImageGate::new("app:v1", Policy::Never);
     step(&p, &mut st, 0);
-    assert_eq!(g.on_start(&p, &mut st, 0, false, &b, 0), Gate::Failed);
+    assert_eq!(g.on_start(&p, &mut st, 0, false, &mut b, 0), Gate::Failed);
     assert_eq!(
         waiting(&st, 0),
         (
@@ -269,7 +271,10 @@ fn never_with_a_missing_image_waits_in_err_image_never_pull_until_it_is_there() 
     // Looked at again at the next sync; imported meanwhile, it is used.
     assert!(starts(&step(&p, &mut st, 9_999)).is_empty());
     assert_eq!(starts(&step(&p, &mut st, 10_000)), [0]);
-    assert_eq!(g.on_start(&p, &mut st, 0, true, &b, 10_000), Gate::Ready);
+    assert_eq!(
+        g.on_start(&p, &mut st, 0, true, &mut b, 10_000),
+        Gate::Ready
+    );
 }
 
 #[test]
@@ -280,7 +285,7 @@ fn an_init_container_waiting_for_its_image_holds_the_apps_back() {
     let mut b = PullBackoff::default();
     let mut g = ImageGate::new("init:v1", Policy::IfNotPresent);
     assert_eq!(starts(&step(&p, &mut st, 0)), [0]);
-    assert_eq!(g.on_start(&p, &mut st, 0, false, &b, 0), Gate::Pull);
+    assert_eq!(g.on_start(&p, &mut st, 0, false, &mut b, 0), Gate::Pull);
     assert!(starts(&step(&p, &mut st, 1)).is_empty());
     g.on_pulled(&p, &mut st, 0, PullResult::Failed("nope".into()), &mut b, 2);
     assert!(starts(&step(&p, &mut st, 3)).is_empty(), "the app waits");
@@ -295,7 +300,7 @@ fn a_pod_deleted_during_a_pull_ends_without_starting_it() {
     let mut b = PullBackoff::default();
     let mut g = ImageGate::new("app:v1", Policy::IfNotPresent);
     step(&p, &mut st, 0);
-    assert_eq!(g.on_start(&p, &mut st, 0, false, &b, 0), Gate::Pull);
+    assert_eq!(g.on_start(&p, &mut st, 0, false, &mut b, 0), Gate::Pull);
     st.request_deletion(&p, 100, None);
     step(&p, &mut st, 100);
     g.abandon(&mut st, 0);
@@ -344,7 +349,7 @@ fn containers_of_one_image_share_the_pods_back_off() {
     );
     // Containers start one after the other: b's turn comes once a's pull has ended.
     assert_eq!(starts(&step(&p, &mut st, 0)), [0]);
-    assert_eq!(ga.on_start(&p, &mut st, 0, false, &b, 0), Gate::Pull);
+    assert_eq!(ga.on_start(&p, &mut st, 0, false, &mut b, 0), Gate::Pull);
     assert!(starts(&step(&p, &mut st, 50)).is_empty());
     ga.on_pulled(
         &p,
@@ -356,9 +361,15 @@ fn containers_of_one_image_share_the_pods_back_off() {
     );
     assert_eq!(starts(&step(&p, &mut st, 100)), [1]);
     // Within the back-off a's failure set, b does not pull the same image again.
-    assert_eq!(gb.on_start(&p, &mut st, 1, false, &b, 100), Gate::Failed);
+    assert_eq!(
+        gb.on_start(&p, &mut st, 1, false, &mut b, 100),
+        Gate::Failed
+    );
     assert_eq!(waiting(&st, 1).0, "ImagePullBackOff");
     // At the next sync, the back-off over, a pulls again.
     assert_eq!(starts(&step(&p, &mut st, 10_100)), [0, 1]);
-    assert_eq!(ga.on_start(&p, &mut st, 0, false, &b, 10_100), Gate::Pull);
+    assert_eq!(
+        ga.on_start(&p, &mut st, 0, false, &mut b, 10_100),
+        Gate::Pull
+    );
 }
