@@ -1,21 +1,27 @@
 //! Admission: a manifest (`podinit run`, `podinit validate`) or an ephemeral container
 //! added to the running pod (the supervisor's `POST /v1/ephemeralcontainers`) becomes
-//! containers with their bundles, or one line that says which field is wrong. Both routes
-//! resolve an image the same way, here; it stands on `manifest`, `bundle` and `pod` only,
-//! so `run` and `supervisor` can both use it.
+//! containers with their bases, or one line that says which field is wrong. Both routes
+//! resolve an image the same way, here: a bundle, else an image in the store (`--images`),
+//! else an image to pull when the container starts (`pod::image_pull` decides, with
+//! `imagePullPolicy`). It stands on `manifest`, `bundle`, `image` and `pod` only, so `run`
+//! and `supervisor` can both use it.
 
 use k8s_openapi::api::core::v1::{ConfigMap, Container, EphemeralContainer, Pod, PodSpec, Secret};
 use std::path::{Path, PathBuf};
 
 use crate::bundle::{self, Bundle};
+use crate::image::reference::Reference;
+use crate::image::store::Store;
+use crate::pod::image_pull::Policy;
 use crate::pod::{Kind, PodPlan};
 
-/// A manifest that passed admission, with every image resolved to a loaded bundle.
+/// A manifest that passed admission, with every image resolved to a loaded bundle, an
+/// image of the store, or a name to pull.
 pub struct Admission {
     pub pod: Pod,
     pub plan: PodPlan,
     /// In plan order (init containers, then app containers).
-    pub containers: Vec<(Kind, Container, Bundle)>,
+    pub containers: Vec<(Kind, Container, Base)>,
     /// The manifest's ConfigMaps and Secrets (sources of env and volumes).
     pub config_maps: Vec<ConfigMap>,
     pub secrets: Vec<Secret>,
@@ -24,6 +30,55 @@ pub struct Admission {
     /// The node's allocatable CPU (millicores) and memory (bytes) once the pod is bound to
     /// it: the downward API's default for a container without a limit.
     pub node_allocatable: Option<(i64, i64)>,
+}
+
+/// What a container runs on.
+#[derive(Clone, Debug)]
+pub struct Base {
+    /// The bundle, or the image as the store had it at admission; `None` until pulled.
+    pub bundle: Option<Bundle>,
+    /// Not a bundle: the image, looked up in the store (and pulled) at each start.
+    pub image: Option<ImageName>,
+}
+
+impl Base {
+    /// A start of the container may pull: its image is not a bundle, and either the store
+    /// lacked it at admission or `imagePullPolicy` is `Always`.
+    pub fn may_pull(&self) -> bool {
+        self.image.as_ref().is_some_and(|n| {
+            n.reference.is_ok()
+                && match n.policy {
+                    Policy::Always => true,
+                    Policy::IfNotPresent => self.bundle.is_none(),
+                    Policy::Never => false,
+                }
+        })
+    }
+}
+
+/// A container's image that is not a bundle.
+#[derive(Clone, Debug)]
+pub struct ImageName {
+    /// As the container writes it (kubelet's messages quote it so).
+    pub written: String,
+    /// Normalised, or why it is not a reference (the container then waits in
+    /// `InvalidImageName`, as under kubelet: the API server takes any non-empty name).
+    pub reference: Result<Reference, String>,
+    pub policy: Policy,
+}
+
+/// Where images are looked for: the bundles directory and the image store.
+#[derive(Clone, Copy, Debug)]
+pub struct Dirs<'a> {
+    pub bundles: &'a Path,
+    /// `--images`: looked in only if it exists (admission creates nothing).
+    pub images: &'a Path,
+}
+
+/// `--images`, else the store's default.
+pub fn images_dir(opt: Option<&Path>) -> PathBuf {
+    opt.map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from(crate::image::store::DEFAULT_ROOT))
 }
 
 /// `--bundles`, else `$PODINIT_BUNDLES`, else `./oci-bundles`.
@@ -37,7 +92,7 @@ pub fn bundles_dir(opt: Option<&Path>) -> PathBuf {
 /// line to print (the field path first).
 pub fn admit(
     manifest: &Path,
-    bundles: &Path,
+    dirs: Dirs,
     presets: Option<&Path>,
     max_backoff_secs: u64,
 ) -> Result<Admission, String> {
@@ -48,8 +103,10 @@ pub fn admit(
     let mut containers = Vec::new();
     for ((field, c), p) in container_fields(spec).zip(&plan.containers) {
         debug_assert_eq!(c.name, p.name);
-        let b = container_bundle(c, &field, bundles)?;
-        bundle::stop_signal(&b, c).map_err(|e| format!("{field}.lifecycle.stopSignal: {e}"))?;
+        let b = container_base(c, &field, dirs)?;
+        if let Some(b) = &b.bundle {
+            bundle::stop_signal(b, c).map_err(|e| format!("{field}.lifecycle.stopSignal: {e}"))?;
+        }
         containers.push((p.kind, c.clone(), b));
     }
     Ok(Admission {
@@ -64,27 +121,63 @@ pub fn admit(
 }
 
 /// Admit `ec` as the `index`-th ephemeral container of the running pod
-/// (`POST /v1/ephemeralcontainers`): the container, defaulted, and its bundle. The error
+/// (`POST /v1/ephemeralcontainers`): the container, defaulted, and its base. The error
 /// is one line, the field path first.
 pub fn admit_ephemeral(
     ec: &EphemeralContainer,
     spec: &PodSpec,
     index: usize,
-    bundles: &Path,
-) -> Result<(Container, Bundle), String> {
+    dirs: Dirs,
+) -> Result<(Container, Base), String> {
     let c = crate::manifest::ephemeral::admit(ec, spec, index)
         .map_err(|e| format!("{}: {}", e.field, e.message))?;
-    let b = container_bundle(&c, &format!("spec.ephemeralContainers[{index}]"), bundles)?;
+    let b = container_base(&c, &format!("spec.ephemeralContainers[{index}]"), dirs)?;
     Ok((c, b))
 }
 
-/// The bundle of container `c`'s image; `field` is the container's path in the pod
-/// (`spec.containers[1]`), for the error.
-fn container_bundle(c: &Container, field: &str, bundles: &Path) -> Result<Bundle, String> {
+/// The base of container `c`'s image (docs/interface.md §1): a path is a bundle or an
+/// error; a name is a bundle under `dirs.bundles` if there is one, else an image. `field`
+/// is the container's path in the pod (`spec.containers[1]`), for the error.
+fn container_base(c: &Container, field: &str, dirs: Dirs) -> Result<Base, String> {
     let image = c.image.as_deref().unwrap_or_default();
-    bundle::resolve(image, bundles)
-        .and_then(|dir| bundle::load(&dir))
-        .map_err(|e| format!("{field}.image: {e}"))
+    let ctx = |e: String| format!("{field}.image: {e}");
+    let dir = if bundle::is_path(image) {
+        Some(bundle::resolve(image, dirs.bundles).map_err(ctx)?)
+    } else {
+        bundle::find(image, dirs.bundles).map_err(ctx)?
+    };
+    if let Some(dir) = dir {
+        let b = bundle::load(&dir).map_err(ctx)?;
+        return Ok(Base {
+            bundle: Some(b),
+            image: None,
+        });
+    }
+    let reference = Reference::parse(image);
+    let bundle = match &reference {
+        Ok(r) => stored(dirs.images, &r.to_string())
+            .map_err(ctx)?
+            .map(|img| bundle::image::from_image(&img))
+            .transpose()
+            .map_err(ctx)?,
+        Err(_) => None,
+    };
+    Ok(Base {
+        bundle,
+        image: Some(ImageName {
+            written: image.to_string(),
+            reference,
+            policy: Policy::of(c.image_pull_policy.as_deref()),
+        }),
+    })
+}
+
+/// The image the store at `root` has under `name`, if the store exists and has it.
+pub fn stored(root: &Path, name: &str) -> Result<Option<crate::image::store::Image>, String> {
+    if !root.is_dir() {
+        return Ok(None);
+    }
+    Store::open(root)?.get(name)
 }
 
 /// Every init and app container of `spec` with its field path, in plan order.
@@ -119,20 +212,43 @@ mod tests {
     }
 
     #[test]
-    fn an_image_without_a_bundle_names_its_field() {
+    fn a_path_without_a_bundle_names_its_field_and_a_bundle_wins_over_images() {
         let dir = std::env::temp_dir().join(format!("podinit-admission-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::create_dir_all(dir.join("busybox/rootfs")).unwrap();
+        std::fs::write(
+            dir.join("busybox/config.json"),
+            r#"{"ociVersion":"1.0.2","root":{"path":"rootfs"},"process":{"cwd":"/","args":["sh"],"user":{"uid":0,"gid":0}}}"#,
+        )
+        .unwrap();
+        let dirs = Dirs {
+            bundles: &dir,
+            images: &dir.join("no-store"),
+        };
         let spec: PodSpec =
             serde_yaml_ng::from_str("containers: [{name: web, image: busybox}]").unwrap();
+        // A path is only ever a bundle: never looked up in the store nor pulled.
         let ec: EphemeralContainer =
-            serde_yaml_ng::from_str("{name: dbg, image: no-such-image}").unwrap();
-        let e = admit_ephemeral(&ec, &spec, 2, &dir).unwrap_err();
-        assert!(e.starts_with("spec.ephemeralContainers[2].image: "), "{e}");
+            serde_yaml_ng::from_str("{name: dbg, image: ./no-such-bundle}").unwrap();
+        let e = admit_ephemeral(&ec, &spec, 2, dirs).unwrap_err();
+        assert!(
+            e.starts_with(
+                "spec.ephemeralContainers[2].image: image \"./no-such-bundle\" not found"
+            ),
+            "{e}"
+        );
+        let ec: EphemeralContainer =
+            serde_yaml_ng::from_str("{name: dbg, image: \"busybox:1.36\"}").unwrap();
+        let (c, b) = admit_ephemeral(&ec, &spec, 1, dirs).unwrap();
+        assert!(
+            b.image.is_none() && b.bundle.is_some(),
+            "the bundle, not an image"
+        );
+        assert_eq!(c.image_pull_policy.as_deref(), Some("IfNotPresent"));
         let e = admit_ephemeral(
             &serde_yaml_ng::from_str("{name: web, image: x}").unwrap(),
             &spec,
             0,
-            &dir,
+            dirs,
         )
         .unwrap_err();
         assert!(
@@ -140,5 +256,47 @@ mod tests {
             "{e}"
         );
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn only_a_container_that_may_pull_needs_the_puller() {
+        let r = Reference {
+            domain: "docker.io".into(),
+            path: "library/busybox".into(),
+            tag: Some("1.36".into()),
+            digest: None,
+        };
+        let stored = Bundle::of_dir("/l".into(), "/l".into(), Default::default());
+        let base = |policy, present: bool, reference: Result<Reference, String>| Base {
+            bundle: present.then(|| stored.clone()),
+            image: Some(ImageName {
+                written: "busybox:1.36".into(),
+                reference,
+                policy,
+            }),
+        };
+        assert!(base(Policy::Always, true, Ok(r.clone())).may_pull());
+        assert!(base(Policy::IfNotPresent, false, Ok(r.clone())).may_pull());
+        assert!(!base(Policy::IfNotPresent, true, Ok(r.clone())).may_pull());
+        assert!(!base(Policy::Never, false, Ok(r)).may_pull());
+        assert!(!base(Policy::Always, false, Err("bad".into())).may_pull());
+        let bundle = Base {
+            bundle: Some(stored),
+            image: None,
+        };
+        assert!(!bundle.may_pull());
+    }
+
+    #[test]
+    fn a_store_that_does_not_exist_has_nothing_and_is_not_made() {
+        let root = std::env::temp_dir().join(format!("podinit-nostore-{}", std::process::id()));
+        assert!(stored(&root, "docker.io/library/busybox:latest")
+            .unwrap()
+            .is_none());
+        assert!(!root.exists());
+        assert_eq!(
+            images_dir(None),
+            PathBuf::from(crate::image::store::DEFAULT_ROOT)
+        );
     }
 }

@@ -52,6 +52,17 @@ fn dispatch(m: &Matches) -> Result<i32, cli::Error> {
             podinit::run::run(&podinit::run::RunOptions {
                 manifest: PathBuf::from(m.arg(0)),
                 bundles: m.path("bundles"),
+                images: m.path("images"),
+                registry_ca: m.path("registry-ca").into_iter().collect(),
+                insecure_registries: m
+                    .string("insecure-registry")?
+                    .map(|s| {
+                        s.split(',')
+                            .filter(|h| !h.is_empty())
+                            .map(str::to_string)
+                            .collect()
+                    })
+                    .unwrap_or_default(),
                 presets: m.path("presets"),
                 state_dir: m.path("state-dir"),
                 cgroup_parent: m.string("cgroup-parent")?,
@@ -69,7 +80,12 @@ fn dispatch(m: &Matches) -> Result<i32, cli::Error> {
         "validate" => {
             let manifest = PathBuf::from(m.arg(0));
             let dir = podinit::run::bundles_dir(m.path("bundles").as_deref());
-            match podinit::run::admit(&manifest, &dir, m.path("presets").as_deref(), 300) {
+            let images = podinit::run::images_dir(m.path("images").as_deref());
+            let dirs = podinit::run::Dirs {
+                bundles: &dir,
+                images: &images,
+            };
+            match podinit::run::admit(&manifest, dirs, m.path("presets").as_deref(), 300) {
                 Ok(a) => {
                     if let Some(c) = &a.preset_conflict {
                         podinit::log::warn(c);

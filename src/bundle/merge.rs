@@ -12,7 +12,8 @@ use super::security::{devices, privileged_spec, security};
 use super::{Bundle, MergeContext};
 use crate::quantity;
 
-const DEFAULT_PATH: &str = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+pub(super) const DEFAULT_PATH: &str =
+    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 /// CFS period for CPU limits, as kubelet uses (100 ms).
 const CPU_PERIOD_US: u64 = 100_000;
 const MIN_QUOTA_US: i64 = 1000;
@@ -66,7 +67,12 @@ pub fn merge(b: &Bundle, pod: &PodSpec, c: &Container, cx: &MergeContext) -> Res
     let mut argv: Vec<String> = match (command, args) {
         (Some(cmd), Some(a)) => cmd.into_iter().chain(a).collect(),
         (Some(cmd), None) => cmd,
-        (None, Some(a)) => bundle_args.iter().take(1).cloned().chain(a).collect(),
+        (None, Some(a)) => bundle_args
+            .iter()
+            .take(b.entrypoint_len)
+            .cloned()
+            .chain(a)
+            .collect(),
         (None, None) => bundle_args,
     };
     argv = argv.iter().map(|a| expand(a, &own)).collect();
@@ -87,6 +93,13 @@ pub fn merge(b: &Bundle, pod: &PodSpec, c: &Container, cx: &MergeContext) -> Res
     // `tty: true` is the CRI's `tty`: the runtime gives the process a terminal.
     process["terminal"] = json!(c.tty == Some(true));
 
+    if let Some(e) = b.image.as_ref().and_then(|i| i.user_error.as_ref()) {
+        let run_as_user = c.security_context.as_ref().and_then(|s| s.run_as_user);
+        let pod_user = pod.security_context.as_ref().and_then(|s| s.run_as_user);
+        if run_as_user.or(pod_user).is_none() {
+            return Err(who("image", e.clone()));
+        }
+    }
     security(&mut v, b, pod, c).map_err(|e| who("securityContext", e))?;
     resources(&mut v, c).map_err(|e| who("resources", e))?;
     let privileged = c

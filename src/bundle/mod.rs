@@ -5,8 +5,9 @@
 //!
 //! The bundle's `config.json` is the base. Then, from the pod's container:
 //! - **command / args** (the bundle's `process.args[0]` plays the image ENTRYPOINT, the rest
-//!   its CMD): neither → the bundle's args; `command` only → `command`; `args` only →
-//!   `process.args[0]` followed by `args`; both → `command` + `args`. `$(VAR)` references
+//!   its CMD; an image of the store has its own Entrypoint and Cmd, `image`): neither →
+//!   the base's args; `command` only → `command`; `args` only → the ENTRYPOINT followed
+//!   by `args`; both → `command` + `args`. `$(VAR)` references
 //!   to the container's env are expanded (`$$` escapes, unknown references stay as written).
 //! - **env**: the bundle's env, then the container's `env` in order, each replacing a
 //!   variable of the same name; values expand `$(VAR)` of variables defined before them in
@@ -35,6 +36,7 @@
 //!   is refused. `hostname` and `linux.cgroupsPath` are dropped (the pod's UTS namespace
 //!   and podinit's cgroups apply).
 
+pub mod image;
 mod merge;
 mod seccomp;
 mod seccomp_default;
@@ -48,14 +50,62 @@ use oci_spec::runtime::Spec;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// A loaded bundle.
+/// A container's base: a loaded bundle, or an image from the store (`image::from_image`).
 #[derive(Clone, Debug)]
 pub struct Bundle {
-    /// Absolute path of the bundle directory.
+    /// Absolute path of the bundle directory (an image's lowest layer).
     pub dir: PathBuf,
-    /// Absolute path of its root filesystem.
+    /// Absolute path of its root filesystem (an image's uppermost layer).
     pub rootfs: PathBuf,
     pub spec: Spec,
+    /// The read-only lower layers of a run's overlay root, uppermost first: the bundle's
+    /// rootfs alone, or an image's unpacked layers.
+    pub lowers: Vec<PathBuf>,
+    /// How many leading `process.args` are the ENTRYPOINT, which `args` alone keeps: the
+    /// bundle's `args[0]`, or the image's Entrypoint.
+    pub entrypoint_len: usize,
+    /// The image it comes from, when not a bundle.
+    pub image: Option<ImageRef>,
+}
+
+/// What a container's status says of an image from the store.
+#[derive(Clone, Debug)]
+pub struct ImageRef {
+    /// The normalised name (`status.image`).
+    pub name: String,
+    /// `repository@sha256:…` (`status.imageID`).
+    pub id: String,
+    /// The image config's `User` could not be resolved: an error unless the container
+    /// sets `runAsUser`, which replaces it.
+    pub user_error: Option<String>,
+}
+
+impl Bundle {
+    /// A bundle directory's base: its rootfs the one lower layer.
+    pub fn of_dir(dir: PathBuf, rootfs: PathBuf, spec: Spec) -> Bundle {
+        Bundle {
+            lowers: vec![rootfs.clone()],
+            dir,
+            rootfs,
+            spec,
+            entrypoint_len: 1,
+            image: None,
+        }
+    }
+
+    /// The text of a file of the root filesystem (`etc/passwd`) as the container sees it.
+    pub fn read_file(&self, rel: &str) -> Option<String> {
+        image::read_layered(&self.lowers, rel)
+    }
+
+    /// `status.image` and `status.imageID`: an image's name and repo digest, or the
+    /// image as written and the bundle's path.
+    pub fn status_image(&self, written: &str) -> (String, String) {
+        match &self.image {
+            Some(i) => (i.name.clone(), i.id.clone()),
+            None => (written.to_string(), self.dir.display().to_string()),
+        }
+    }
 }
 
 /// A volume as the sandbox made it available on the host.
@@ -117,6 +167,20 @@ pub fn resolve(image: &str, bundles_dir: &Path) -> Result<PathBuf, String> {
         "image {image:?} not found: no OCI bundle (config.json) at {}",
         tried.join(" or ")
     ))
+}
+
+/// The bundle a name (not a path) names under `bundles_dir`, if there is one: rules 2 and
+/// 3 of [`resolve`]. A name that would leave the directory is an error.
+pub fn find(image: &str, bundles_dir: &Path) -> Result<Option<PathBuf>, String> {
+    if image.is_empty() {
+        return Err("Required value".into());
+    }
+    below_bundles(image)?;
+    let bare = strip_tag(image);
+    Ok([image, bare]
+        .into_iter()
+        .map(|n| bundles_dir.join(n))
+        .find(|c| c.join("config.json").is_file()))
 }
 
 /// An image that names a directory itself rather than a bundle under `BUNDLES`.
@@ -182,7 +246,7 @@ pub fn load(dir: &Path) -> Result<Bundle, String> {
     if spec.process().is_none() {
         return Err(format!("{}: process: Required value", cfg.display()));
     }
-    Ok(Bundle { dir, rootfs, spec })
+    Ok(Bundle::of_dir(dir, rootfs, spec))
 }
 
 /// The container's stop signal: `lifecycle.stopSignal`, else the bundle's
@@ -197,11 +261,12 @@ pub fn stop_signal(bundle: &Bundle, c: &Container) -> Result<i32, String> {
         .as_ref()
         .and_then(|a| a.get("org.opencontainers.image.stopSignal"))
     {
-        return signal::parse(s).map_err(|e| {
-            format!(
+        return signal::parse(s).map_err(|e| match &bundle.image {
+            Some(i) => format!("image {}: config.StopSignal: {e}", i.name),
+            None => format!(
                 "bundle {}: annotation org.opencontainers.image.stopSignal: {e}",
                 bundle.dir.display()
-            )
+            ),
         });
     }
     Ok(libc::SIGTERM)

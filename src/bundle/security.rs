@@ -3,7 +3,6 @@
 
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 use serde_json::{json, Value};
-use std::path::Path;
 
 use super::merge::{obj, strings};
 use super::Bundle;
@@ -49,7 +48,7 @@ pub(super) fn security(
     }
     let mut extra_gids: Vec<i64> = Vec::new();
     let uid = run_as_user.or_else(|| user["uid"].as_i64()).unwrap_or(0);
-    let (passwd_gid, groups) = passwd_lookup(&b.rootfs, uid);
+    let (passwd_gid, groups) = passwd_lookup(b, uid);
     if run_as_user.is_some() {
         user["uid"] = json!(uid);
         if run_as_group.is_none() {
@@ -208,8 +207,8 @@ pub(super) fn devices(v: &mut Value, privileged: bool) {
 
 /// The primary gid of `uid` and the groups it belongs to, from the rootfs' `/etc/passwd`
 /// and `/etc/group` (0 and none when it is not listed), as containerd does for a bare uid.
-fn passwd_lookup(rootfs: &Path, uid: i64) -> (i64, Vec<i64>) {
-    let passwd = std::fs::read_to_string(rootfs.join("etc/passwd")).unwrap_or_default();
+fn passwd_lookup(b: &Bundle, uid: i64) -> (i64, Vec<i64>) {
+    let passwd = b.read_file("etc/passwd").unwrap_or_default();
     let entry = passwd.lines().find_map(|l| {
         let f: Vec<&str> = l.split(':').collect();
         (f.len() >= 4 && f[2].parse::<i64>().ok() == Some(uid))
@@ -218,7 +217,7 @@ fn passwd_lookup(rootfs: &Path, uid: i64) -> (i64, Vec<i64>) {
     let Some((name, gid)) = entry else {
         return (0, Vec::new());
     };
-    let group = std::fs::read_to_string(rootfs.join("etc/group")).unwrap_or_default();
+    let group = b.read_file("etc/group").unwrap_or_default();
     let groups = group
         .lines()
         .filter_map(|l| {
@@ -253,11 +252,7 @@ mod tests {
             "root:x:0:\napp:x:1000:\nusers:x:100:app\nwheel:x:10:root,app\n",
         )
         .unwrap();
-        let b = Bundle {
-            dir: root.clone(),
-            rootfs: root.clone(),
-            spec: Default::default(),
-        };
+        let b = Bundle::of_dir(root.clone(), root.clone(), Default::default());
         let pod: PodSpec =
             serde_yaml_ng::from_str(&format!("containers: []\nsecurityContext: {pod_sc}")).unwrap();
         let c: Container =

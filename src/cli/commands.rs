@@ -14,6 +14,12 @@ const BUNDLES: Opt = opt(
     "Where images are resolved to OCI bundles [default: $PODINIT_BUNDLES, else ./oci-bundles]",
 )
 .path();
+const IMAGES: Opt = opt(
+    "images",
+    "DIR",
+    "The image store, for images that are not bundles [default: /var/lib/podinit/images]",
+)
+.path();
 const PRESETS: Opt = opt(
     "presets",
     "DIR",
@@ -39,6 +45,18 @@ pub static COMMANDS: &[Cmd] = &[
         about: "Run the pod in POD.yaml in the foreground until it has ended",
         opts: &[
             BUNDLES,
+            IMAGES,
+            opt(
+                "registry-ca",
+                "FILE",
+                "PEM CA certificates registries are checked against, beside the system's",
+            )
+            .path(),
+            opt(
+                "insecure-registry",
+                "HOST[:PORT],...",
+                "Registries reached over plain HTTP (loopback ones always are)",
+            ),
             PRESETS,
             opt(
                 "state-dir",
@@ -112,7 +130,7 @@ pub static COMMANDS: &[Cmd] = &[
     Cmd {
         name: "validate",
         about: "Admit POD.yaml and print the effective pod as YAML",
-        opts: &[BUNDLES, PRESETS],
+        opts: &[BUNDLES, IMAGES, PRESETS],
         args: &[MANIFEST],
         trailing: None,
     },
@@ -202,7 +220,7 @@ pub static COMMANDS: &[Cmd] = &[
             opt(
                 "image",
                 "IMAGE",
-                "The debug container's image (an OCI bundle)",
+                "The debug container's image (a bundle, or an image of the store or a registry)",
             ),
             opt(
                 "target",

@@ -86,12 +86,7 @@ pub(super) fn container(c: &mut Container) {
         .get_or_insert_with(|| "File".into());
     if c.image_pull_policy.is_none() {
         let image = c.image.as_deref().unwrap_or("");
-        let tag = image
-            .rsplit_once(':')
-            .map(|(_, t)| t)
-            .filter(|t| !t.contains('/'));
-        let latest = !image.contains('@') && tag.is_none_or(|t| t == "latest");
-        c.image_pull_policy = Some(if latest { "Always" } else { "IfNotPresent" }.into());
+        c.image_pull_policy = Some(crate::pod::image_pull::default_policy(image).into());
     }
     for p in c.ports.iter_mut().flatten() {
         p.protocol.get_or_insert_with(|| "TCP".into());

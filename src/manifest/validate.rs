@@ -6,6 +6,7 @@ mod containers;
 mod dns;
 mod env;
 mod handlers;
+mod images;
 mod names;
 mod pod_resources;
 mod resources;
@@ -122,6 +123,7 @@ pub fn pod(pod: &Pod) -> R {
         names::dns1123_label("spec.hostname", h)?;
     }
     let vols = volumes::pod(spec)?;
+    images::pull_secrets(spec)?;
     // Containers.
     if spec.containers.is_empty() {
         return err("spec.containers", "Required value");

@@ -50,6 +50,14 @@ words! {
         CreateContainerConfigError = "CreateContainerConfigError",
         /// Killed because its postStart hook failed; waits to be restarted.
         PostStartHookError = "PostStartHookError",
+        /// Its image could not be pulled (`pod::image_pull`); tried again after a back-off.
+        ErrImagePull = "ErrImagePull",
+        /// Waiting out the back-off after a failed pull.
+        ImagePullBackOff = "ImagePullBackOff",
+        /// `imagePullPolicy: Never` and the image is not in the store.
+        ErrImageNeverPull = "ErrImageNeverPull",
+        /// The image name cannot be parsed as a reference.
+        InvalidImageName = "InvalidImageName",
     }
 }
 
@@ -94,6 +102,13 @@ words! {
         InvalidEnvironmentVariableNames = "InvalidEnvironmentVariableNames",
         /// A volume could not be set up (kubelet's `FailedMountVolume`).
         FailedMount = "FailedMount",
+        Pulling = "Pulling",
+        Pulled = "Pulled",
+        ErrImageNeverPull = "ErrImageNeverPull",
+        /// An image name that does not parse (kubelet's `FailedToInspectImage`).
+        InspectFailed = "InspectFailed",
+        /// An `imagePullSecrets` entry names no Secret the pod was given.
+        FailedToRetrieveImagePullSecret = "FailedToRetrieveImagePullSecret",
     }
 }
 

@@ -9,6 +9,11 @@ impl Sandbox {
     /// Remove everything and wait for a supervisor that is still exiting; `code` is the
     /// run's exit status so far, the process's exit status is returned.
     pub(super) fn clean_up(mut self, code: i32) -> i32 {
+        if let Some(p) = self.puller.take() {
+            // A pull in flight is abandoned with the pod; the store keeps nothing half-made.
+            let _ = crate::sys::pidfd::send_signal(&p.pidfd, libc::SIGKILL);
+            let _ = wait_supervisor(p.pid);
+        }
         let mut removed = self.remove(code != EXIT_SANDBOX);
         // A supervisor that announced its end is waited for now: its exit status has the
         // last word, and `podinit run` never outlives a process of its pod.

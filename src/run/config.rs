@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::pod_cgroup::{Made, PodCgroup};
 use super::{RunOptions, DEFAULT_SECCOMP_ROOT};
-use crate::admission::{bundles_dir, Admission};
+use crate::admission::{bundles_dir, images_dir, Admission};
 use crate::sandbox::statedir::StateDir;
 use crate::supervisor::{self, containers::Ctr};
 
@@ -21,6 +21,7 @@ pub(super) fn supervisor_config(
     cgroup: &mut PodCgroup,
     sd: &StateDir,
     pid1: bool,
+    puller: Option<std::os::fd::OwnedFd>,
 ) -> Result<supervisor::Config, String> {
     let hostname = super::names::uts_hostname(&adm.pod)?;
     if !pid1 {
@@ -65,6 +66,8 @@ pub(super) fn supervisor_config(
                 .filter(|s| !s.is_empty()),
         ),
         bundles: bundles_dir(opts.bundles.as_deref()),
+        images: images_dir(opts.images.as_deref()),
+        puller,
         seccomp_root: opts
             .seccomp_root
             .clone()

@@ -20,10 +20,11 @@ mod names;
 mod namespaces;
 mod node;
 mod pod_cgroup;
+mod puller;
 mod relay;
 mod supervise;
 
-pub use crate::admission::{admit, bundles_dir, Admission};
+pub use crate::admission::{admit, bundles_dir, images_dir, Admission, Dirs};
 pub use names::{default_state_dir, hostname, uts_hostname};
 
 use std::path::PathBuf;
@@ -39,6 +40,13 @@ pub const EXIT_INVALID: i32 = 2;
 pub struct RunOptions {
     pub manifest: PathBuf,
     pub bundles: Option<PathBuf>,
+    /// `--images DIR`: the image store.
+    pub images: Option<PathBuf>,
+    /// `--registry-ca FILE`: CA certificates registries are checked against, beside the
+    /// system's.
+    pub registry_ca: Vec<PathBuf>,
+    /// `--insecure-registry HOST[:PORT],…`: reached over plain HTTP.
+    pub insecure_registries: Vec<String>,
     /// `--presets DIR`.
     pub presets: Option<PathBuf>,
     pub state_dir: Option<PathBuf>,
@@ -68,7 +76,9 @@ pub const DEFAULT_SECCOMP_ROOT: &str = "/var/lib/kubelet/seccomp";
 
 /// `podinit run`: returns the process exit status.
 pub fn run(opts: &RunOptions) -> i32 {
-    let node_flags = match node::Flags::parse(opts) {
+    let node_flags = match node::Flags::parse(opts).and_then(|f| {
+        puller::check_options(&opts.registry_ca, &opts.insecure_registries).map(|()| f)
+    }) {
         Ok(f) => f,
         Err(e) => {
             crate::log::error(&e);
@@ -109,6 +119,7 @@ pub fn run(opts: &RunOptions) -> i32 {
         cgroup: pod_cgroup::PodCgroup::default(),
         sd: Some(sd),
         exiting: None,
+        puller: None,
     };
     let code = sandbox.launch(adm, opts).unwrap_or_else(|e| {
         crate::log::error(&format!("setting up the sandbox: {e}"));
@@ -123,6 +134,8 @@ struct Sandbox {
     sd: Option<StateDir>,
     /// The supervisor said it is done and is exiting: waited for after the first removal.
     exiting: Option<crate::sys::clone::Cloned>,
+    /// The image puller (`puller`), when a container's image is not a bundle.
+    puller: Option<crate::sys::clone::Cloned>,
 }
 
 /// PID-1 mode (docs/interface.md §2): a runtime made the sandbox and runs `podinit run` as its
@@ -143,7 +156,22 @@ impl Sandbox {
         let made = self
             .cgroup
             .create(&adm.pod, opts.cgroup_parent.as_deref(), pid1)?;
-        let cfg = config::supervisor_config(adm, opts, &made, &mut self.cgroup, sd, pid1)?;
+        // Forked before the sandbox's namespaces exist: it pulls from where podinit runs.
+        // Only a pod that may pull has one: a pod on bundles and images of the store starts
+        // as fast as one on bundles alone.
+        let puller = if adm.containers.iter().any(|(_, _, b)| b.may_pull()) {
+            let (child, fd) = puller::spawn(puller::Setup {
+                images: images_dir(opts.images.as_deref()),
+                ca_files: opts.registry_ca.clone(),
+                insecure: opts.insecure_registries.clone(),
+                logins: puller::Logins::of(&adm.pod, &adm.secrets),
+            })?;
+            self.puller = Some(child);
+            Some(fd)
+        } else {
+            None
+        };
+        let cfg = config::supervisor_config(adm, opts, &made, &mut self.cgroup, sd, pid1, puller)?;
         if pid1 {
             return Ok(supervise::supervise(cfg, sd, true, false));
         }

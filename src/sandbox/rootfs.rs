@@ -1,8 +1,9 @@
-//! A container's root filesystem: the bundle's rootfs as the read-only lower layer of an
-//! overlay with a fresh writable layer per run, as a CRI runtime gives every new container
-//! (a restart starts from the image again, and two containers of one image never see each
-//! other's writes). Mounted in the supervisor's mount namespace, so a killed supervisor
-//! takes the mounts with it.
+//! A container's root filesystem: the bundle's rootfs, or an image's unpacked layers, as
+//! the read-only lower layers of an overlay with a fresh writable layer per run, as a CRI
+//! runtime gives every new container (a restart starts from the image again, and two
+//! containers of one image never see each other's writes; the layers themselves are
+//! shared by every container of every pod that uses them). Mounted in the supervisor's
+//! mount namespace, so a killed supervisor takes the mounts with it.
 
 use std::fs;
 use std::io;
@@ -10,28 +11,15 @@ use std::path::{Path, PathBuf};
 
 use crate::sys::mount::{detach, mount};
 
-/// Mount `<dir>/rootfs` = overlay(lower: `lower`, upper: `<dir>/upper`), returning it.
-pub fn prepare(lower: &Path, dir: &Path) -> io::Result<PathBuf> {
+/// Mount `<dir>/rootfs` = overlay(lowers: `lowers`, uppermost first; upper:
+/// `<dir>/upper`), returning it.
+pub fn prepare(lowers: &[PathBuf], dir: &Path) -> io::Result<PathBuf> {
     release(dir);
     let (upper, work, merged) = (dir.join("upper"), dir.join("work"), dir.join("rootfs"));
+    let data = options(lowers, &upper, &work)?;
     for d in [&upper, &work, &merged] {
         fs::create_dir_all(d).map_err(|e| ctx(e, format!("creating {}", d.display())))?;
     }
-    for p in [lower, &upper, &work] {
-        let s = p.to_string_lossy();
-        if s.contains([',', ':']) {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("overlay rootfs: path {s:?} contains ',' or ':'"),
-            ));
-        }
-    }
-    let data = format!(
-        "lowerdir={},upperdir={},workdir={}",
-        lower.display(),
-        upper.display(),
-        work.display()
-    );
     mount(
         Some(Path::new("overlay")),
         &merged,
@@ -43,11 +31,59 @@ pub fn prepare(lower: &Path, dir: &Path) -> io::Result<PathBuf> {
         io::Error::other(format!(
             "mounting overlay rootfs at {} over {}: {e}",
             merged.display(),
-            lower.display()
+            lowers
+                .iter()
+                .map(|l| l.display().to_string())
+                .collect::<Vec<_>>()
+                .join(":")
         ))
     })?;
     Ok(merged)
 }
+
+/// The overlay's mount data. A lower layer's `:` (a store naming layers by digest) is
+/// escaped as overlayfs reads it; a `,` is refused anywhere, and the whole must fit the
+/// page the kernel copies mount data into.
+fn options(lowers: &[PathBuf], upper: &Path, work: &Path) -> io::Result<String> {
+    let invalid = |m: String| io::Error::new(io::ErrorKind::InvalidInput, m);
+    if lowers.is_empty() {
+        return Err(invalid("overlay rootfs: no lower layer".into()));
+    }
+    for p in lowers.iter().map(PathBuf::as_path).chain([upper, work]) {
+        let s = p.to_string_lossy();
+        if s.contains(',') || (s.contains(':') && (p == upper || p == work)) {
+            return Err(invalid(format!(
+                "overlay rootfs: path {s:?} contains ',' or ':'"
+            )));
+        }
+    }
+    let lower = lowers
+        .iter()
+        .map(|l| {
+            l.display()
+                .to_string()
+                .replace('\\', "\\\\")
+                .replace(':', "\\:")
+        })
+        .collect::<Vec<_>>()
+        .join(":");
+    let data = format!(
+        "lowerdir={lower},upperdir={},workdir={}",
+        upper.display(),
+        work.display()
+    );
+    if data.len() >= MAX_DATA {
+        return Err(invalid(format!(
+            "overlay rootfs: {} layers make mount options of {} bytes, more than the kernel takes ({MAX_DATA})",
+            lowers.len(),
+            data.len()
+        )));
+    }
+    Ok(data)
+}
+
+/// mount(2) copies at most a page of options.
+const MAX_DATA: usize = 4096;
 
 /// Unmount and remove a run's root filesystem and writable layer (no error if absent).
 pub fn release(dir: &Path) {
@@ -60,4 +96,36 @@ pub fn release(dir: &Path) {
 
 fn ctx(e: io::Error, what: String) -> io::Error {
     io::Error::new(e.kind(), format!("{what}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lowers_are_listed_uppermost_first_and_bad_paths_refused() {
+        let l = [PathBuf::from("/s/l2"), PathBuf::from("/s/l1")];
+        assert_eq!(
+            options(&l, Path::new("/c/upper"), Path::new("/c/work")).unwrap(),
+            "lowerdir=/s/l2:/s/l1,upperdir=/c/upper,workdir=/c/work"
+        );
+        assert_eq!(
+            options(
+                &[PathBuf::from("/s/sha256:ab")],
+                Path::new("/u"),
+                Path::new("/w")
+            )
+            .unwrap(),
+            "lowerdir=/s/sha256\\:ab,upperdir=/u,workdir=/w"
+        );
+        let e = options(&[PathBuf::from("/a,b")], Path::new("/u"), Path::new("/w")).unwrap_err();
+        assert!(e.to_string().contains("\"/a,b\""), "{e}");
+        assert!(options(&[PathBuf::from("/l")], Path::new("/u:x"), Path::new("/w")).is_err());
+        assert!(options(&[], Path::new("/u"), Path::new("/w")).is_err());
+        let many: Vec<PathBuf> = (0..200)
+            .map(|i| PathBuf::from(format!("/var/lib/podinit/images/layers/{i:040}")))
+            .collect();
+        let e = options(&many, Path::new("/u"), Path::new("/w")).unwrap_err();
+        assert!(e.to_string().contains("200 layers"), "{e}");
+    }
 }

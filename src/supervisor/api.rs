@@ -173,11 +173,11 @@ impl Supervisor<'_> {
             );
         }
         let index = spec.ephemeral_containers.as_ref().map_or(0, Vec::len);
-        let (c, bundle) =
-            match crate::admission::admit_ephemeral(&ec, spec, index, &self.cfg.bundles) {
-                Ok(admitted) => admitted,
-                Err(e) => return error(422, "Invalid", &e),
-            };
+        let (c, bundle) = match crate::admission::admit_ephemeral(&ec, spec, index, self.cfg.dirs())
+        {
+            Ok(admitted) => admitted,
+            Err(e) => return error(422, "Invalid", &e),
+        };
         let ctr = match super::containers::Ctr::new(
             c.name.clone(),
             crate::pod::Kind::Ephemeral,

@@ -12,6 +12,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
+use crate::admission::{Base, ImageName};
 use crate::bundle::{self, Bundle, HostVolume, MergeContext};
 use crate::logs::{LogFile, Stream};
 use crate::pod::{termination, Exit, Kind};
@@ -25,7 +26,11 @@ pub struct Ctr {
     pub name: String,
     pub kind: Kind,
     pub spec: Container,
-    pub bundle: Bundle,
+    /// What it runs on: a bundle, or an image of the store; `None` while its image is
+    /// still to be pulled.
+    pub bundle: Option<Bundle>,
+    /// An image that is not a bundle: looked up in the store (and pulled) at each start.
+    pub image: Option<ImageState>,
     pub stop_signal: i32,
     /// Private directory: overlay layers, termination-log file.
     pub dir: PathBuf,
@@ -41,6 +46,12 @@ pub struct Ctr {
     pub target: Option<usize>,
     /// The uid, gid and groups of the last run's process, for `status.user.linux`.
     pub user: Option<(u32, u32, Vec<u32>)>,
+}
+
+/// A container's image that is not a bundle, and kubelet's image manager's view of it.
+pub struct ImageState {
+    pub name: ImageName,
+    pub gate: crate::pod::image_pull::ImageGate,
 }
 
 /// One run of a container: its main process and where its output goes.
@@ -97,18 +108,23 @@ impl Ctr {
         name: String,
         kind: Kind,
         spec: Container,
-        bundle: Bundle,
+        base: Base,
         dir: PathBuf,
         cgroups: &CgroupRoot,
         pod_cgroup: &str,
     ) -> Result<Ctr, String> {
-        let stop_signal = bundle::stop_signal(&bundle, &spec)?;
+        let stop_signal = stop_signal_of(base.bundle.as_ref(), &spec)?;
         let cgroup = cgroups.group(&cgroup_name(pod_cgroup, &name));
+        let image = base.image.map(|n| ImageState {
+            gate: crate::pod::image_pull::ImageGate::new(&n.written, n.policy),
+            name: n,
+        });
         Ok(Ctr {
             name,
             kind,
             spec,
-            bundle,
+            bundle: base.bundle,
+            image,
             stop_signal,
             dir,
             cgroup,
@@ -119,6 +135,13 @@ impl Ctr {
             target: None,
             user: None,
         })
+    }
+
+    /// Run on `b` from the next start on (the image the store has now).
+    pub fn set_base(&mut self, b: Bundle) -> Result<(), String> {
+        self.stop_signal = stop_signal_of(Some(&b), &self.spec)?;
+        self.bundle = Some(b);
+        Ok(())
     }
 
     /// Start a new run. On success the process exists and its output pipes are returned;
@@ -140,8 +163,14 @@ impl Ctr {
         fs::set_permissions(&term_log, fs::Permissions::from_mode(0o666))
             .map_err(|e| format!("chmod {}: {e}", term_log.display()))?;
 
+        let base = self.bundle.as_ref().ok_or_else(|| {
+            format!(
+                "image {:?} is not in the store",
+                self.spec.image.as_deref().unwrap_or_default()
+            )
+        })?;
         let mut spec = bundle::merge(
-            &self.bundle,
+            base,
             cx.pod_spec,
             &self.spec,
             &MergeContext {
@@ -162,7 +191,7 @@ impl Ctr {
                 )),
             },
         )?;
-        let rootfs = rootfs::prepare(&self.bundle.rootfs, &self.dir).map_err(|e| e.to_string())?;
+        let rootfs = rootfs::prepare(&base.lowers, &self.dir).map_err(|e| e.to_string())?;
         if let Some(root) = spec.root_mut() {
             root.set_path(rootfs);
         }
@@ -409,6 +438,18 @@ impl Ctr {
             self.cgroup_created = false;
         }
         Ok(())
+    }
+}
+
+/// The stop signal of a container on `b`; without a base yet, its own or SIGTERM (set
+/// again once the image is there).
+fn stop_signal_of(b: Option<&Bundle>, c: &Container) -> Result<i32, String> {
+    match b {
+        Some(b) => bundle::stop_signal(b, c),
+        None => match c.lifecycle.as_ref().and_then(|l| l.stop_signal.as_deref()) {
+            Some(s) => bundle::signal::parse(s),
+            None => Ok(libc::SIGTERM),
+        },
     }
 }
 

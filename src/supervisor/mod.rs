@@ -9,6 +9,7 @@ mod api;
 mod attach;
 mod checks;
 pub mod containers;
+pub mod images;
 mod metrics;
 mod output;
 mod reap;
@@ -55,6 +56,11 @@ pub struct Config {
     /// For containers added later (ephemeral): where images are, the cgroup tree and the
     /// pod cgroup's name in it.
     pub bundles: std::path::PathBuf,
+    /// The image store (`--images`), for images that are not bundles.
+    pub images: std::path::PathBuf,
+    /// Where pulls are asked for (`images::Puller`): the outer process's puller, in the
+    /// host's namespaces.
+    pub puller: Option<std::os::fd::OwnedFd>,
     /// Where `Localhost` seccomp profiles are (`--seccomp-root`).
     pub seccomp_root: std::path::PathBuf,
     pub cgroups: crate::sandbox::cgroup::CgroupRoot,
@@ -133,6 +139,8 @@ struct Supervisor<'a> {
     stdin_waiting: Vec<String>,
     /// Disk emptyDirs with a size limit, measured on a timer.
     volume_usage: volume_usage::Watch,
+    /// The pod's image pull back-off, by image as written (`images`).
+    image_backoff: BTreeMap<String, pod::image_pull::PullBackoff>,
 }
 
 /// Where probes and hooks connect: the pod's IP, or loopback where the pod has none.
@@ -216,6 +224,7 @@ pub fn run(mut cfg: Config, sd: &StateDir) -> i32 {
         release_at: None,
         stdin_waiting: Vec::new(),
         volume_usage,
+        image_backoff: BTreeMap::new(),
     };
     let now = s.now();
     s.st.on_sandbox_ready(now);
@@ -229,6 +238,7 @@ pub fn run(mut cfg: Config, sd: &StateDir) -> i32 {
     if let Some(c) = s.cfg.preset_conflict.take() {
         s.event(pod::events::preset_conflict(&c));
     }
+    s.report_missing_pull_secrets();
     if s.cfg.missing_cluster_dns {
         s.event(pod::events::missing_cluster_dns(&s.cfg.plan));
     }
@@ -286,6 +296,7 @@ impl Supervisor<'_> {
         // Each round carries out actions that may change state (a failed start, a hook
         // skipped); a pod has few containers, so a few rounds settle it.
         for _ in 0..64 {
+            self.abandon_pulls();
             let now = self.now();
             let actions = pod::step(&self.cfg.plan, &mut self.st, now);
             if actions.is_empty() {
@@ -386,8 +397,13 @@ impl Supervisor<'_> {
         let mut server = self.server.take();
         let check_set = self.check_fds();
         let stdin_set = self.stdin_fds();
-        let (sig_ready, pipe_ready, check_ready, notify_ready, api_ready) = {
+        let (sig_ready, pipe_ready, check_ready, notify_ready, api_ready, pull_ready) = {
             let mut fds = vec![PollFd::new(sig.fd(), PollFlags::POLLIN)];
+            let pull_at = fds.len();
+            if let Some(fd) = &self.cfg.puller {
+                fds.push(PollFd::new(fd.as_fd(), PollFlags::POLLIN));
+            }
+            let pipe_base = fds.len();
             for p in &self.pipes {
                 fds.push(PollFd::new(p.fd.as_fd(), PollFlags::POLLIN));
             }
@@ -429,8 +445,9 @@ impl Supervisor<'_> {
             }
             let ready = |f: &PollFd| f.revents().is_some_and(|r| !r.is_empty());
             let sig_ready = ready(&fds[0]);
+            let pull_ready = pipe_base > pull_at && ready(&fds[pull_at]);
             let pipe_ready: Vec<usize> = (0..self.pipes.len())
-                .filter(|k| ready(&fds[1 + k]))
+                .filter(|k| ready(&fds[pipe_base + k]))
                 .collect();
             let mut check_ready: Vec<usize> = check_set
                 .iter()
@@ -446,8 +463,18 @@ impl Supervisor<'_> {
                 .map(|(_, (_, _, slot))| *slot)
                 .collect();
             let notify_ready = api_base > notify_at && ready(&fds[notify_at]);
-            (sig_ready, pipe_ready, check_ready, notify_ready, api_ready)
+            (
+                sig_ready,
+                pipe_ready,
+                check_ready,
+                notify_ready,
+                api_ready,
+                pull_ready,
+            )
         };
+        if pull_ready {
+            self.pulls_ready();
+        }
         if notify_ready {
             self.cfg.notifier.writable();
         }

@@ -82,6 +82,9 @@ impl Supervisor<'_> {
         self.release_later();
         let now = self.now();
         self.containers[i].start_requested = Some(now);
+        if !self.image_ready(i, now) {
+            return;
+        }
         // An ephemeral container with a target joins the target's pid namespace.
         let target_pidfd = match self.containers[i].ctr.target {
             Some(t) => match self.containers[t].ctr.run.as_ref() {

@@ -15,11 +15,21 @@ impl Supervisor<'_> {
             .containers
             .iter()
             .map(|m| &m.ctr)
-            .map(|c| ContainerMeta {
-                image: c.spec.image.clone().unwrap_or_default(),
-                image_id: c.bundle.dir.display().to_string(),
-                container_id: c.container_id.clone(),
-                user: c.user.clone(),
+            .map(|c| {
+                let written = c.spec.image.as_deref().unwrap_or_default();
+                // An image never pulled has no ID yet, as under kubelet.
+                let (image, image_id) = c
+                    .bundle
+                    .as_ref()
+                    .map_or((written.to_string(), String::new()), |b| {
+                        b.status_image(written)
+                    });
+                ContainerMeta {
+                    image,
+                    image_id,
+                    container_id: c.container_id.clone(),
+                    user: c.user.clone(),
+                }
             })
             .collect();
         let status = render::pod_status(

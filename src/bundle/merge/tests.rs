@@ -22,11 +22,7 @@ fn bundle() -> Bundle {
                   "cgroupsPath": "/x", "seccomp": {"defaultAction": "SCMP_ACT_LOG"}}
     }))
     .unwrap();
-    Bundle {
-        dir: PathBuf::from("/b"),
-        rootfs: PathBuf::from("/b/rootfs"),
-        spec,
-    }
+    Bundle::of_dir(PathBuf::from("/b"), PathBuf::from("/b/rootfs"), spec)
 }
 
 fn container(yaml: &str) -> Container {

@@ -28,6 +28,7 @@ pub(super) fn container(
     if c.image.as_deref().unwrap_or("").trim().is_empty() {
         return err(format!("{p}.image"), "Required value");
     }
+    super::images::pull_policy(c, p)?;
     if let Some(sc) = &c.security_context {
         super::security::container(sc, p)?;
     }

@@ -1,0 +1,319 @@
+//! The image puller: a process forked by `podinit run` before the sandbox exists, so it
+//! stays in the caller's namespaces, where registries (one on the host's loopback too) are
+//! reachable; the supervisor, in the pod's network namespace, asks it for pulls over a
+//! `SOCK_SEQPACKET` socket (`supervisor::images`) and goes on with its loop meanwhile. It
+//! pulls one image at a time, as kubelet's default serial puller does, and ends when the
+//! supervisor's end of the socket closes.
+
+use std::io::IsTerminal;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Pod, Secret};
+
+use crate::image::reference::Reference;
+use crate::image::registry::{self, Credential, Options, Progress};
+use crate::image::store::Store;
+use crate::pod::image_pull::PullResult;
+use crate::supervisor::images::{parse_request, reply, MAX_MESSAGE};
+use crate::sys::clone::Cloned;
+
+/// No progress for this long fails a pull: containerd's `image_pull_progress_timeout`.
+const PROGRESS_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// What a pull may log in with, read when the first pull is asked: the pod's
+/// `imagePullSecrets` (in its order) before the caller's `~/.docker/config.json`, as
+/// kubelet tries the pod's secrets before the node's credentials.
+pub(super) struct Logins {
+    /// Where each docker config came from (for the warning when it cannot be read), and
+    /// its JSON with an `auths` object.
+    configs: Vec<(String, Vec<u8>)>,
+}
+
+impl Logins {
+    pub(super) fn of(pod: &Pod, secrets: &[Secret]) -> Logins {
+        let mut configs = Vec::new();
+        let names = pod
+            .spec
+            .iter()
+            .flat_map(|s| s.image_pull_secrets.iter().flatten());
+        for name in names {
+            let Some(s) = secrets
+                .iter()
+                .find(|s| s.metadata.name.as_deref() == Some(name.name.as_str()))
+            else {
+                continue;
+            };
+            if let Some(json) = docker_config_of(s) {
+                configs.push((format!("secret {:?}", name.name), json));
+            }
+        }
+        // Docker's own lookup: `$DOCKER_CONFIG/config.json`, else `~/.docker/config.json`.
+        let dir = std::env::var_os("DOCKER_CONFIG")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".docker")));
+        if let Some(p) = dir.map(|d| d.join("config.json")) {
+            if let Ok(json) = std::fs::read(&p) {
+                configs.push((p.display().to_string(), json));
+            }
+        }
+        Logins { configs }
+    }
+
+    fn credentials(&self) -> Vec<Credential> {
+        let mut out = Vec::new();
+        for (from, json) in &self.configs {
+            match registry::credentials_from_docker_config(json) {
+                Ok(c) => out.extend(c),
+                Err(e) => crate::log::warn(&format!("image pull credentials from {from}: {e}")),
+            }
+        }
+        out
+    }
+}
+
+/// A Secret's docker config: `kubernetes.io/dockerconfigjson` (`.dockerconfigjson`, an
+/// object with `auths`) or the older `kubernetes.io/dockercfg` (`.dockercfg`, the `auths`
+/// object itself).
+pub(super) fn docker_config_of(s: &Secret) -> Option<Vec<u8>> {
+    let data = s.data.as_ref()?;
+    match s.type_.as_deref() {
+        Some("kubernetes.io/dockerconfigjson") => Some(data.get(".dockerconfigjson")?.0.clone()),
+        Some("kubernetes.io/dockercfg") => {
+            let auths: serde_json::Value =
+                serde_json::from_slice(&data.get(".dockercfg")?.0).ok()?;
+            serde_json::to_vec(&serde_json::json!({ "auths": auths })).ok()
+        }
+        _ => None,
+    }
+}
+
+/// `--registry-ca` and `--insecure-registry` as given: a CA file that is not there, or a
+/// registry that is not `HOST[:PORT]`, is bad input, refused before anything is made.
+pub(super) fn check_options(ca_files: &[PathBuf], insecure: &[String]) -> Result<(), String> {
+    for f in ca_files {
+        if !f.is_file() {
+            return Err(format!(
+                "--registry-ca {}: not a readable file",
+                f.display()
+            ));
+        }
+    }
+    for h in insecure {
+        let bad = h.is_empty() || h.contains(['/', '@', ' ']) || h.contains("://");
+        if bad {
+            return Err(format!(
+                "--insecure-registry {h:?}: want HOST[:PORT], as in registry.example:5000"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// How the puller reaches registries and where it stores what it pulls.
+pub(super) struct Setup {
+    pub images: PathBuf,
+    pub ca_files: Vec<PathBuf>,
+    pub insecure: Vec<String>,
+    pub logins: Logins,
+}
+
+/// Fork the puller; returns it and the supervisor's end of its socket. Must be called
+/// while `podinit run` is single-threaded.
+pub(super) fn spawn(setup: Setup) -> Result<(Cloned, OwnedFd), String> {
+    let (ours, theirs) = nix::sys::socket::socketpair(
+        nix::sys::socket::AddressFamily::Unix,
+        nix::sys::socket::SockType::SeqPacket,
+        None,
+        nix::sys::socket::SockFlag::SOCK_CLOEXEC,
+    )
+    .map_err(|e| format!("socketpair for the image puller: {e}"))?;
+    // SAFETY: podinit run is single-threaded here.
+    let cloned = unsafe { crate::sys::clone::clone3(0, None) }
+        .map_err(|e| format!("starting the image puller: {e}"))?;
+    match cloned {
+        Some(child) => {
+            drop(theirs);
+            Ok((child, ours))
+        }
+        None => {
+            drop(ours);
+            // SAFETY: prctl with integer arguments.
+            unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
+            // A Ctrl-C reaches the whole process group: the pod's termination is the
+            // supervisor's to carry out, and `podinit run` ends the puller itself after.
+            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+                // SAFETY: setting a signal to be ignored.
+                unsafe { libc::signal(sig, libc::SIG_IGN) };
+            }
+            serve(&theirs, &setup);
+            std::process::exit(0);
+        }
+    }
+}
+
+/// Answer pull requests until the supervisor's end closes.
+fn serve(fd: &OwnedFd, setup: &Setup) {
+    let mut opts: Option<Options> = None;
+    loop {
+        let m = match crate::sys::packet::recv(fd.as_raw_fd(), MAX_MESSAGE) {
+            Ok(m) if !m.is_empty() => m,
+            _ => return,
+        };
+        let Some((i, name)) = parse_request(&m) else {
+            continue;
+        };
+        let opts = opts.get_or_insert_with(|| Options {
+            ca_files: setup.ca_files.clone(),
+            insecure: setup.insecure.clone(),
+            credentials: setup.logins.credentials(),
+            timeout: Some(PROGRESS_TIMEOUT),
+        });
+        let r = pull(setup, &name, opts);
+        if crate::sys::packet::send(fd.as_raw_fd(), &reply(i, &r)).is_err() {
+            return;
+        }
+    }
+}
+
+/// One pull, timed: its result as the supervisor hears it.
+fn pull(setup: &Setup, name: &str, opts: &Options) -> PullResult {
+    let started = Instant::now();
+    let mut line = ProgressLine::new(name);
+    let pulled = Reference::parse(name).and_then(|r| {
+        let store = Store::open(&setup.images)?;
+        let img = registry::pull(&store, &r, opts, &mut |p| line.update(p))?;
+        let size = store
+            .list()
+            .ok()
+            .and_then(|l| l.into_iter().find(|e| e.digest == img.digest))
+            .map_or(0, |e| e.size);
+        Ok(size)
+    });
+    line.finish();
+    match pulled {
+        Ok(size) => PullResult::Pulled {
+            took_ms: started.elapsed().as_millis() as u64,
+            size,
+        },
+        Err(e) => PullResult::Failed(e),
+    }
+}
+
+/// The pull's progress on podinit's stderr when it is a terminal: one line, redrawn.
+struct ProgressLine {
+    name: String,
+    on: bool,
+    blobs: Vec<(String, u64, u64)>,
+    drawn: Option<Instant>,
+}
+
+impl ProgressLine {
+    fn new(name: &str) -> ProgressLine {
+        ProgressLine {
+            name: name.to_string(),
+            on: std::io::stderr().is_terminal(),
+            blobs: Vec::new(),
+            drawn: None,
+        }
+    }
+
+    fn update(&mut self, p: Progress) {
+        if !self.on {
+            return;
+        }
+        if let Progress::Blob {
+            digest,
+            done,
+            total,
+        } = p
+        {
+            match self.blobs.iter_mut().find(|b| b.0 == digest) {
+                Some(b) => (b.1, b.2) = (done, total),
+                None => self.blobs.push((digest, done, total)),
+            }
+        }
+        if self
+            .drawn
+            .is_some_and(|t| t.elapsed() < Duration::from_millis(200))
+        {
+            return;
+        }
+        self.drawn = Some(Instant::now());
+        let (done, total) = self
+            .blobs
+            .iter()
+            .fold((0, 0), |(d, t), b| (d + b.1, t + b.2));
+        eprint!(
+            "\r\x1b[Kpodinit: pulling {}: {:.1} of {:.1} MB",
+            self.name,
+            done as f64 / 1e6,
+            total as f64 / 1e6
+        );
+    }
+
+    fn finish(&self) {
+        if self.on && self.drawn.is_some() {
+            eprint!("\r\x1b[K");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::ByteString;
+
+    fn secret(name: &str, type_: &str, key: &str, value: &str) -> Secret {
+        Secret {
+            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                name: Some(name.into()),
+                ..Default::default()
+            },
+            type_: Some(type_.into()),
+            data: Some([(key.to_string(), ByteString(value.as_bytes().to_vec()))].into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn registry_options_are_checked() {
+        assert!(check_options(&[], &["reg.example:5000".into(), "[::1]:5000".into()]).is_ok());
+        let e = check_options(&[PathBuf::from("/nonexistent/ca.pem")], &[]).unwrap_err();
+        assert!(e.starts_with("--registry-ca /nonexistent/ca.pem"), "{e}");
+        for bad in ["https://reg.example", "reg.example/path", ""] {
+            assert!(check_options(&[], &[bad.into()]).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn pull_secrets_in_the_pods_order_and_of_docker_types_only() {
+        let auths = r#"{"auths":{"r:5000":{"auth":"dTpw"}}}"#;
+        let secrets = [
+            secret(
+                "b",
+                "kubernetes.io/dockerconfigjson",
+                ".dockerconfigjson",
+                auths,
+            ),
+            secret(
+                "a",
+                "kubernetes.io/dockercfg",
+                ".dockercfg",
+                r#"{"r:5001":{"auth":"dTpw"}}"#,
+            ),
+            secret("c", "Opaque", ".dockerconfigjson", auths),
+        ];
+        let pod: Pod = serde_yaml_ng::from_str(
+            "metadata: {name: p}\nspec:\n  containers: []\n  imagePullSecrets: [{name: a}, {name: c}, {name: missing}, {name: b}]",
+        )
+        .unwrap();
+        let l = Logins::of(&pod, &secrets);
+        let from: Vec<&str> = l.configs.iter().map(|c| c.0.as_str()).collect();
+        assert_eq!(from[..2], ["secret \"a\"", "secret \"b\""]);
+        let legacy: serde_json::Value = serde_json::from_slice(&l.configs[0].1).unwrap();
+        assert_eq!(legacy["auths"]["r:5001"]["auth"], "dTpw");
+        assert_eq!(l.configs[1].1, auths.as_bytes());
+    }
+}

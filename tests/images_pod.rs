@@ -1,0 +1,524 @@
+//! Pods on real images (issue 27): images made from busybox-static
+//! (tests/fixtures/images_pod/make-images, scripts/make-oci-image), imported into a store
+//! of the test's own with `podinit images import`, run by `podinit run --images`. What the
+//! containers see is checked from inside them; status, events and what is left from
+//! outside.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+const BASE: &str = "podinit.test/imgpod/base:1";
+const LAYERED: &str = "podinit.test/imgpod/layered:v1";
+const CONFIG: &str = "podinit.test/imgpod/config:v1";
+
+/// A private image store holding the test images; removed on drop, even on failure.
+struct Images {
+    dir: PathBuf,
+    store: PathBuf,
+    /// Reference → digest of its manifest.
+    digests: serde_json::Value,
+}
+
+impl Images {
+    fn new(tag: &str) -> Images {
+        let dir =
+            std::env::temp_dir().join(format!("podinit-it-images-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let archives = dir.join("archives");
+        std::fs::create_dir_all(&archives).unwrap();
+        let mut images = Images {
+            store: dir.join("store"),
+            dir,
+            digests: serde_json::Value::Null,
+        };
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let made = Command::new(root.join("tests/fixtures/images_pod/make-images"))
+            .arg(&archives)
+            .output_within(CLIENT_LIMIT);
+        assert!(made.status.success(), "make-images: {made:?}");
+        let base = archives.join("base.tar");
+        let made = Command::new(root.join("scripts/make-oci-image"))
+            .arg(&base)
+            .arg(BASE)
+            .output_within(CLIENT_LIMIT);
+        assert!(made.status.success(), "make-oci-image: {made:?}");
+        for a in ["base.tar", "layered.tar", "config.tar"] {
+            let out = Command::new(bin())
+                .args(["images", "import"])
+                .arg(archives.join(a))
+                .arg("--images")
+                .arg(&images.store)
+                .output_within(CLIENT_LIMIT);
+            assert!(
+                out.status.success(),
+                "podinit images import {a}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let digests = std::fs::read(archives.join("digests.json")).unwrap();
+        images.digests = serde_json::from_slice(&digests).unwrap();
+        images
+    }
+
+    fn command(&self, p: &TestPod) -> Command {
+        let mut c = p.command();
+        c.arg("--images").arg(&self.store);
+        c
+    }
+
+    fn start(&self, p: &mut TestPod) {
+        let c = self.command(p);
+        p.start_with(c);
+    }
+}
+
+impl Drop for Images {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The lower layers of the container's root overlay, from the root mount's line of its
+/// mountinfo as a container prints it (`awk '$5 == "/"' /proc/self/mountinfo`).
+fn lowerdirs(log: &str) -> Vec<String> {
+    let line = log
+        .lines()
+        .find(|l| l.contains(" - overlay "))
+        .unwrap_or_else(|| panic!("no overlay root in {log}"));
+    let opts = line.rsplit(' ').next().unwrap();
+    let lower = opts
+        .split(',')
+        .find_map(|o| o.strip_prefix("lowerdir="))
+        .unwrap_or_else(|| panic!("no lowerdir in {line}"));
+    lower.split(':').map(str::to_string).collect()
+}
+
+fn stop(p: &mut TestPod) -> Outcome {
+    p.signal(libc::SIGTERM);
+    p.wait(LIMIT)
+}
+
+#[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
+fn a_pod_of_three_images_runs_with_what_each_image_configures() {
+    require_root();
+    let images = Images::new("three");
+    let mut p = TestPod::new(
+        "img3",
+        &format!(
+            r#"apiVersion: v1
+kind: Pod
+metadata: {{name: NAME}}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 20
+  initContainers:
+  - name: init
+    image: {BASE}
+    command: [sh, -c, "echo init-ran"]
+  containers:
+  - name: layered
+    image: {LAYERED}
+    args:
+    - |
+      trap 'exit 0' TERM
+      test -e /etc/removed || echo removed-is-gone
+      echo data=$(ls /data)
+      echo layer=$(cat /layer)
+      awk '$5 == "/"' /proc/self/mountinfo
+      echo done
+      sleep 3600 & wait
+  - name: config
+    image: {CONFIG}
+    env: [{{name: OVERRIDE, value: pod}}]
+"#
+        ),
+    );
+    images.start(&mut p);
+    p.wait_status(LIMIT, |s| {
+        s["status"]["containerStatuses"]
+            .as_array()
+            .is_some_and(|a| a.iter().all(|c| c["ready"] == true))
+    });
+    assert!(p.log("init", 0).contains("init-ran"));
+    // The layers applied in order: a whiteout removed a file of a lower layer, an opaque
+    // directory hid what was below it, a file of the top layer replaced the one beneath.
+    let layered = p.wait_log("layered", 0, LIMIT, "done");
+    assert!(layered.contains("removed-is-gone"), "{layered}");
+    assert!(layered.contains("data=new\n"), "{layered}");
+    assert!(layered.contains("layer=top"), "{layered}");
+    let lowers = lowerdirs(&layered);
+    assert_eq!(lowers.len(), 3, "{lowers:?}");
+    let store = images.store.canonicalize().unwrap();
+    for l in &lowers {
+        assert!(
+            Path::new(l).starts_with(&store),
+            "{l} outside {}",
+            store.display()
+        );
+    }
+    // Entrypoint and Cmd, Env merged under the container's, WorkingDir, User by name.
+    let config = p.wait_log("config", 0, LIMIT, "ready");
+    assert!(config.contains("cwd=/srv/app"), "{config}");
+    assert!(
+        config.contains("id=uid=1000(app) gid=50(staff)"),
+        "{config}"
+    );
+    assert!(config.contains("FROM_IMAGE=yes OVERRIDE=pod"), "{config}");
+
+    let status = p.wait_status(LIMIT, |_| true);
+    for (name, image) in [("init", BASE), ("layered", LAYERED), ("config", CONFIG)] {
+        let c = container_status(&status, name);
+        assert_eq!(c["image"], image, "{c}");
+        let repo = image.rsplit_once(':').unwrap().0;
+        let id = c["imageID"].as_str().unwrap();
+        assert!(id.starts_with(&format!("{repo}@sha256:")), "{c}");
+        if let Some(d) = images.digests[image].as_str() {
+            assert_eq!(id, format!("{repo}@{d}"));
+        }
+        assert!(
+            has_event(
+                &p,
+                "Pulled",
+                &format!("Container image \"{image}\" already present on machine")
+            ),
+            "{:#?}",
+            events(&p)
+        );
+    }
+    // The image's StopSignal (SIGUSR1) is what stops the config container.
+    let out = stop(&mut p);
+    assert!(
+        p.log("config", 0).contains("got-usr1"),
+        "{}",
+        p.log("config", 0)
+    );
+    let c = container_status(&out.status, "config");
+    assert_eq!(c["state"]["terminated"]["exitCode"], 0, "{c}");
+    p.assert_nothing_left();
+}
+
+#[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
+fn never_with_an_image_the_store_lacks_waits_in_err_image_never_pull() {
+    require_root();
+    let images = Images::new("never");
+    let image = "podinit.test/imgpod/absent:v1";
+    let mut p = TestPod::new(
+        "imgnever",
+        &format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: NAME}}\nspec:\n  imagePullSecrets: [{{name: regcred}}]\n  containers:\n  - name: c\n    image: {image}\n    imagePullPolicy: Never\n"
+        ),
+    );
+    images.start(&mut p);
+    let s = p.wait_status(LIMIT, |s| {
+        s["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] == "ErrImageNeverPull"
+    });
+    let c = container_status(&s, "c");
+    assert_eq!(
+        c["state"]["waiting"]["message"],
+        format!("Container image \"{image}\" is not present with pull policy of Never")
+    );
+    assert_eq!(c["imageID"], "", "never pulled, no ID");
+    assert_eq!(s["status"]["phase"], "Pending");
+    wait_event(
+        &p,
+        "ErrImageNeverPull",
+        "is not present with pull policy of Never",
+    );
+    wait_event(&p, "Failed", "Error: ErrImageNeverPull");
+    assert!(!has_event(&p, "Pulling", ""), "{:#?}", events(&p));
+    // The manifest has no Secret `regcred`: kubelet's warning, and the pod goes on.
+    wait_event(
+        &p,
+        "FailedToRetrieveImagePullSecret",
+        "Unable to retrieve some image pull secrets (regcred); attempting to pull the image may not succeed.",
+    );
+    stop(&mut p);
+    p.assert_nothing_left();
+}
+
+#[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
+fn a_registry_nobody_answers_is_err_image_pull_then_image_pull_back_off() {
+    require_root();
+    let images = Images::new("backoff");
+    // Port 1 on loopback: plain HTTP (loopback), and nobody listens.
+    let image = "127.0.0.1:1/imgpod/none:v1";
+    let mut p = TestPod::new(
+        "imgpull",
+        &format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: NAME}}\nspec:\n  containers:\n  - name: c\n    image: {image}\n"
+        ),
+    );
+    images.start(&mut p);
+    let waiting = |reason: &'static str| {
+        move |s: &serde_json::Value| {
+            s["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] == reason
+        }
+    };
+    let s = p.wait_status(LIMIT, waiting("ErrImagePull"));
+    let msg = container_status(&s, "c")["state"]["waiting"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(!msg.is_empty(), "{s}");
+    wait_event(&p, "Pulling", &format!("Pulling image \"{image}\""));
+    wait_event(&p, "Failed", &format!("Failed to pull image \"{image}\": "));
+    wait_event(&p, "Failed", "Error: ErrImagePull");
+    // The second failure's back-off outlasts kubelet's next sync.
+    let s = p.wait_status(LIMIT, waiting("ImagePullBackOff"));
+    // kubelet's message: the back-off, then why the last pull failed.
+    let waiting = container_status(&s, "c")["state"]["waiting"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        waiting.starts_with(&format!(
+            "Back-off pulling image \"{image}\": ErrImagePull: "
+        )),
+        "{waiting}"
+    );
+    wait_event(
+        &p,
+        "BackOff",
+        &format!("Back-off pulling image \"{image}\""),
+    );
+    wait_event(&p, "Failed", "Error: ImagePullBackOff");
+    let backoff = events(&p)
+        .into_iter()
+        .find(|e| e["reason"] == "BackOff")
+        .unwrap();
+    assert_eq!(
+        backoff["type"], "Normal",
+        "kubelet's BackOff of a pull is Normal"
+    );
+    assert_eq!(backoff["involvedObject"]["fieldPath"], "spec.containers{c}");
+    assert_eq!(container_status(&s, "c")["restartCount"], 0);
+    let out = stop(&mut p);
+    assert_ne!(out.code, 3, "{}", out.stderr);
+    p.assert_nothing_left();
+}
+
+#[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
+fn two_pods_on_one_image_share_its_unpacked_layers() {
+    require_root();
+    let images = Images::new("share");
+    let yaml = format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata: {{name: NAME}}
+spec:
+  containers:
+  - name: c
+    image: {LAYERED}
+    args: ["trap 'exit 0' TERM; awk '$5 == \"/\"' /proc/self/mountinfo; echo written > /layer; echo done; sleep 3600 & wait"]
+"#
+    );
+    let mut a = TestPod::new("imgsharea", &yaml);
+    let mut b = TestPod::new("imgshareb", &yaml);
+    images.start(&mut a);
+    images.start(&mut b);
+    let (la, lb) = (
+        a.wait_log("c", 0, LIMIT, "done"),
+        b.wait_log("c", 0, LIMIT, "done"),
+    );
+    let (da, db) = (lowerdirs(&la), lowerdirs(&lb));
+    assert_eq!(da, db, "both pods run on the same layer directories");
+    // A container's writes go to its own upper layer, never to the shared layers.
+    for l in &da {
+        let top = Path::new(l).join("layer");
+        if let Ok(t) = std::fs::read_to_string(&top) {
+            assert_ne!(t, "written\n", "{} was written through", top.display());
+        }
+    }
+    for p in [&mut a, &mut b] {
+        stop(p);
+        p.assert_nothing_left();
+    }
+    // The layers outlive the pods, in the store.
+    assert!(da.iter().all(|l| Path::new(l).is_dir()), "{da:?}");
+}
+
+/// A private `docker-registry` on 127.0.0.1 with htpasswd auth (Debian's package,
+/// installed when missing); killed and removed on drop.
+struct Registry {
+    child: std::process::Child,
+    dir: PathBuf,
+    addr: String,
+}
+
+const REG_USER: &str = "puller";
+const REG_PASSWORD: &str = "s3cret";
+
+impl Registry {
+    fn start(tag: &str) -> Registry {
+        for (bin, pkg) in [("docker-registry", "docker-registry"), ("skopeo", "skopeo")] {
+            let found = Command::new("sh")
+                .args(["-c", &format!("command -v {bin}")])
+                .output_within(CLIENT_LIMIT)
+                .status
+                .success();
+            if !found {
+                let ok = Command::new("apt-get")
+                    .args(["install", "-y", "--no-install-recommends", pkg])
+                    .env("DEBIAN_FRONTEND", "noninteractive")
+                    .output_within(Duration::from_secs(300))
+                    .status
+                    .success();
+                assert!(ok, "installing {pkg}");
+            }
+        }
+        let dir =
+            std::env::temp_dir().join(format!("podinit-it-registry-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("data")).unwrap();
+        let hash = Command::new("python3")
+            .args([
+                "-c",
+                "import crypt,sys; print(crypt.crypt(sys.argv[1], crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=16)))",
+                REG_PASSWORD,
+            ])
+            .output_within(CLIENT_LIMIT);
+        assert!(hash.status.success(), "{hash:?}");
+        let hash = String::from_utf8(hash.stdout).unwrap();
+        std::fs::write(dir.join("htpasswd"), format!("{REG_USER}:{}", hash.trim())).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let addr = format!("127.0.0.1:{port}");
+        std::fs::write(
+            dir.join("config.yml"),
+            format!(
+                "version: 0.1\nlog: {{level: error}}\nhttp: {{addr: {addr}}}\nstorage: {{filesystem: {{rootdirectory: {}}}}}\nauth: {{htpasswd: {{realm: podinit-test, path: {}}}}}\n",
+                dir.join("data").display(),
+                dir.join("htpasswd").display()
+            ),
+        )
+        .unwrap();
+        let child = Command::new("docker-registry")
+            .arg("serve")
+            .arg(dir.join("config.yml"))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("starting docker-registry");
+        let reg = Registry { child, dir, addr };
+        let deadline = std::time::Instant::now() + LIMIT;
+        while std::net::TcpStream::connect(&reg.addr).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the registry never listened"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        reg
+    }
+
+    /// Push an OCI archive as `repo:tag` with skopeo.
+    fn push(&self, archive: &Path, repo_tag: &str) {
+        let out = Command::new("skopeo")
+            .arg("copy")
+            .arg(format!("oci-archive:{}", archive.display()))
+            .arg(format!("docker://{}/{repo_tag}", self.addr))
+            .args(["--dest-tls-verify=false", "--dest-creds"])
+            .arg(format!("{REG_USER}:{REG_PASSWORD}"))
+            .output_within(CLIENT_LIMIT);
+        assert!(out.status.success(), "skopeo copy: {out:?}");
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
+fn an_image_is_pulled_with_the_pods_pull_secret_and_runs() {
+    require_root();
+    let images = Images::new("pull");
+    let reg = Registry::start("pull");
+    reg.push(
+        &images.dir.join("archives/layered.tar"),
+        "imgpod/layered:v1",
+    );
+    let image = format!("{}/imgpod/layered:v1", reg.addr);
+    let auth = {
+        // base64 of user:password, as `docker login` writes it.
+        let out = Command::new("sh")
+            .args([
+                "-c",
+                &format!("printf %s '{REG_USER}:{REG_PASSWORD}' | base64 -w0"),
+            ])
+            .output_within(CLIENT_LIMIT);
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let config = format!(r#"{{"auths":{{"{}":{{"auth":"{auth}"}}}}}}"#, reg.addr);
+    let pod = |secrets: bool| {
+        format!(
+            r#"apiVersion: v1
+kind: Pod
+metadata: {{name: NAME}}
+spec:
+  {}
+  containers:
+  - name: c
+    image: {image}
+    imagePullPolicy: Always
+    args: ["trap 'exit 0' TERM; echo layer=$(cat /layer); echo done; sleep 3600 & wait"]
+---
+apiVersion: v1
+kind: Secret
+metadata: {{name: regcred}}
+type: kubernetes.io/dockerconfigjson
+stringData:
+  .dockerconfigjson: '{config}'
+"#,
+            if secrets {
+                "imagePullSecrets: [{name: regcred}]"
+            } else {
+                "restartPolicy: Always"
+            }
+        )
+    };
+    // Without the Secret, the registry refuses the pull.
+    let mut denied = TestPod::new("imgdenied", &pod(false));
+    images.start(&mut denied);
+    denied.wait_status(LIMIT, |s| {
+        s["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] == "ErrImagePull"
+    });
+    stop(&mut denied);
+    denied.assert_nothing_left();
+
+    let mut p = TestPod::new("imgpulled", &pod(true));
+    images.start(&mut p);
+    let log = p.wait_log("c", 0, LIMIT, "done");
+    assert!(log.contains("layer=top"), "{log}");
+    wait_event(&p, "Pulling", &format!("Pulling image \"{image}\""));
+    wait_event(
+        &p,
+        "Pulled",
+        &format!("Successfully pulled image \"{image}\" in "),
+    );
+    let s = p.wait_status(LIMIT, |_| true);
+    let c = container_status(&s, "c");
+    assert_eq!(c["image"], image.as_str());
+    let repo = format!("{}/imgpod/layered@sha256:", reg.addr);
+    assert!(c["imageID"].as_str().unwrap().starts_with(&repo), "{c}");
+    stop(&mut p);
+    p.assert_nothing_left();
+}
