@@ -214,6 +214,49 @@ fn cni_pod(lab: &Lab, handler: &str, rec: &mut Record) {
     lines.sort();
     rec.insert("init.log", lines.join("|"));
 
+    // What the container's spec says of its process: environment, working dir, user and
+    // group, a read-only rootfs; and capabilities (all dropped but one) for root.
+    let mut ident = lab.container_config(
+        "ident",
+        &[
+            "sh",
+            "-c",
+            "echo env=$FOO cwd=$(pwd) uid=$(id -u) gid=$(id -g); touch /x 2>/dev/null && echo rw || echo ro",
+        ],
+    );
+    ident.envs = vec![api::KeyValue {
+        key: "FOO".into(),
+        value: "bar baz".into(),
+    }];
+    ident.working_dir = "/tmp".into();
+    ident.linux.as_mut().unwrap().security_context = Some(api::LinuxContainerSecurityContext {
+        run_as_user: Some(api::Int64Value { value: 65534 }),
+        run_as_group: Some(api::Int64Value { value: 65534 }),
+        readonly_rootfs: true,
+        ..Default::default()
+    });
+    let mut caps = lab.container_config(
+        "caps",
+        &["sh", "-c", "grep -E '^Cap(Eff|Bnd)' /proc/self/status"],
+    );
+    caps.linux.as_mut().unwrap().security_context = Some(api::LinuxContainerSecurityContext {
+        capabilities: Some(api::Capability {
+            drop_capabilities: vec!["ALL".into()],
+            add_capabilities: vec!["CHOWN".into()],
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    let mut spec_ids = Vec::new();
+    for (key, cc) in [("spec.process", &ident), ("spec.capabilities", &caps)] {
+        let id = run(lab, &pod, &pc, cc);
+        let st = wait_state(lab, &id, api::ContainerState::ContainerExited);
+        let recs = log_records(&pc, cc);
+        let text: Vec<&str> = recs.iter().map(|r| r.2.as_str()).collect();
+        rec.insert(key, format!("exit {} {}", st.exit_code, text.join("|")));
+        spec_ids.push(id);
+    }
+
     // Two long-running containers sharing the emptyDir; `writer` ignores SIGTERM.
     let mut writer = lab.container_config(
         "writer",
@@ -383,6 +426,27 @@ fn cni_pod(lab: &Lab, handler: &str, rec: &mut Record) {
         ),
     );
 
+    // Each container of a pod without a shared pid namespace is PID 1 of its own.
+    let r = c
+        .exec_sync(&web_id, &["cat", "/proc/1/cmdline"], 10)
+        .expect("ExecSync cmdline");
+    rec.insert(
+        "web.pid1_is_its_own",
+        String::from_utf8_lossy(&r.stdout)
+            .starts_with("httpd")
+            .to_string(),
+    );
+    // What containerd put in the sandbox's spec: the CRI's annotations and the pod's.
+    let spec = &cri::info(&c.pod_status(&pod).info)["runtimeSpec"]["annotations"];
+    rec.insert(
+        "sandbox.annotations",
+        format!(
+            "type {} pod's {}",
+            spec["io.kubernetes.cri.container-type"],
+            spec["podinit.test/lab"] == serde_json::json!(lab.name)
+        ),
+    );
+
     // The pod's hostname and sysctls, set in the sandbox's namespaces.
     let r = c
         .exec_sync(&web_id, &["hostname"], 10)
@@ -512,7 +576,10 @@ fn cni_pod(lab: &Lab, handler: &str, rec: &mut Record) {
     rec.insert("stop.exit_code", st.exit_code.to_string());
     rec.insert("stop.reason", st.reason.clone());
     c.stop_container(&web_id, 2).expect("StopContainer web");
-    for id in [&init_id, &writer_id, &web_id, &hog_id, &ttyc_id, &reader_id] {
+    for id in [&init_id, &writer_id, &web_id, &hog_id, &ttyc_id, &reader_id]
+        .into_iter()
+        .chain(&spec_ids)
+    {
         c.remove_container(id)
             .unwrap_or_else(|e| panic!("RemoveContainer {id}: {e}"));
     }
@@ -662,6 +729,13 @@ fn check(handler: &str, rec: &Record) {
             "attach",
             "streamed \"got:hello attach\" exit 0 log \"got:hello attach\\nstdin-closed\"",
         ),
+        ("spec.process", "exit 0 env=bar baz cwd=/tmp uid=65534 gid=65534|ro"),
+        (
+            "spec.capabilities",
+            "exit 0 CapEff:\t0000000000000001|CapBnd:\t0000000000000001",
+        ),
+        ("web.pid1_is_its_own", "true"),
+        ("sandbox.annotations", "type \"sandbox\" pod's true"),
         ("sandbox.hostname_is_pods", "true"),
         ("sandbox.sysctls", "80\n1\n"),
         (
