@@ -39,7 +39,6 @@ pub struct Lab {
     pub net_prefix: String,
     containerd: Option<Child>,
     client: Option<Client>,
-    ip_forward: Option<String>,
 }
 
 fn random_u32() -> u32 {
@@ -102,9 +101,9 @@ impl Lab {
             dir,
             containerd: None,
             client: None,
-            ip_forward: std::fs::read_to_string("/proc/sys/net/ipv4/ip_forward").ok(),
         };
         lab.write_config();
+        lab.make_bridge();
         lab.make_images();
         lab.start();
         lab.import_images();
@@ -168,14 +167,17 @@ state = "{state}"
             cni = p("cni"),
         );
         std::fs::write(d.join("config.toml"), config).unwrap();
-        // ipMasq off: the pods talk to the host only, and no iptables rule is left.
+        // The bridge is the lab's, made with its gateway address before containerd starts:
+        // the plugin then neither turns the host's forwarding on (isGateway would) nor
+        // adds iptables rules (ipMasq off). The pods reach the host only, and host-local
+        // leaves the gateway's address out of its leases.
         let net = serde_json::json!({
             "cniVersion": "0.4.0",
             "name": format!("podinit-{}", self.name),
             "plugins": [{
                 "type": "bridge",
                 "bridge": self.bridge,
-                "isGateway": true,
+                "isGateway": false,
                 "ipMasq": false,
                 "ipam": {
                     "type": "host-local",
@@ -185,6 +187,23 @@ state = "{state}"
             }],
         });
         std::fs::write(d.join("cni/10-podinit-test.conflist"), net.to_string()).unwrap();
+    }
+
+    fn make_bridge(&self) {
+        let gw = format!("{}.1/24", self.net_prefix);
+        for args in [
+            vec!["link", "add", "name", &self.bridge, "type", "bridge"],
+            vec!["addr", "add", &gw, "dev", &self.bridge],
+            vec!["link", "set", &self.bridge, "up"],
+        ] {
+            let out = Command::new("ip").args(&args).output_within(CLIENT_LIMIT);
+            assert!(
+                out.status.success(),
+                "ip {}: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
     }
 
     fn make_images(&self) {
@@ -540,10 +559,6 @@ impl Drop for Lab {
                     let _ = std::fs::remove_file(e.path());
                 }
             }
-        }
-        // The bridge plugin turns forwarding on for its gateway: as it was.
-        if let Some(v) = &self.ip_forward {
-            let _ = std::fs::write("/proc/sys/net/ipv4/ip_forward", v);
         }
         if std::env::var_os("PODINIT_CRI_KEEP").is_none() {
             let _ = std::fs::remove_dir_all(&self.dir);
