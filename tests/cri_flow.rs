@@ -822,3 +822,53 @@ fn cri_flow_on_podinit_agrees_with_runc() {
     check("podinit", &podinit);
     assert!(diff.is_empty(), "the handlers differ:\n{}", diff.join("\n"));
 }
+
+/// The least a handler must do: a pod on CNI with one container that logs, answers an
+/// ExecSync and exits with its code when stopped, and nothing left after the pod's
+/// removal. A first check of a handler before the whole flow.
+fn smoke(handler: &str) {
+    common::require_root();
+    let lab = Lab::new(&format!("smoke-{handler}"));
+    let c = lab.cri();
+    let pc = lab.pod_config(&cri::unique("smoke"), false, false);
+    let pod = c
+        .run_pod(&pc, handler)
+        .unwrap_or_else(|e| panic!("RunPodSandbox on {handler}: {e}"));
+    let (sandbox, netns) = sandbox_identity(&lab, &pod);
+    let cc = lab.container_config(
+        "main",
+        &[
+            "sh",
+            "-c",
+            "echo started; trap 'exit 7' TERM; sleep 3600 & wait",
+        ],
+    );
+    let id = run(&lab, &pod, &pc, &cc);
+    wait_state(&lab, &id, api::ContainerState::ContainerRunning);
+    wait_log(&pc, &cc, "started");
+    let r = c
+        .exec_sync(&id, &["sh", "-c", "echo hi; exit 2"], 10)
+        .expect("ExecSync");
+    assert_eq!(
+        (String::from_utf8_lossy(&r.stdout).as_ref(), r.exit_code),
+        ("hi\n", 2)
+    );
+    let pids = [sandbox, common::process_identity(container_pid(&lab, &id))];
+    c.stop_container(&id, 10).expect("StopContainer");
+    let st = wait_state(&lab, &id, api::ContainerState::ContainerExited);
+    assert_eq!((st.exit_code, st.reason.as_str()), (7, "Error"), "{st:?}");
+    remove_pod(&lab, &pod);
+    assert_pod_gone(&lab, &pod, &pids, netns);
+}
+
+#[test]
+#[ignore = "needs root: a private containerd with CNI"]
+fn cri_smoke_on_runc() {
+    smoke("runc");
+}
+
+#[test]
+#[ignore = "needs root; the podinit handler: needs the lead's containerd-shim-podinit-v1"]
+fn cri_smoke_on_podinit() {
+    smoke("podinit");
+}

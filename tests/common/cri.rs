@@ -10,7 +10,9 @@
 //! reports it (and fails the test when it has not failed already).
 //!
 //! Used by the test files as `#[path = "common/cri.rs"] mod cri;` beside `mod common;`
-//! and `#[path = "common/cri_client.rs"] mod cri_client;`.
+//! and `#[path = "common/cri_client.rs"] mod cri_client;` (benches/cri.rs too). Set
+//! `PODINIT_CRI_KEEP=1` to keep the lab's dir (config, containerd.log, pod logs) after a
+//! run, and `PODINIT_CRI_SHIM=PATH` to run the podinit handler on another shim build.
 
 #![allow(dead_code)]
 
