@@ -409,7 +409,7 @@ state = "{state}"
     /// Processes of containerd's shims for this lab (their command line names its
     /// socket): (pid, command line).
     pub fn shims(&self) -> Vec<(i32, String)> {
-        let needle = self.sock.display().to_string();
+        let needle = format!(" -address {} ", self.sock.display());
         let mut out = Vec::new();
         for e in std::fs::read_dir("/proc").unwrap().flatten() {
             let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
@@ -418,8 +418,10 @@ state = "{state}"
             let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
                 continue;
             };
-            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-            if cmd.contains("containerd-shim") && cmd.contains(&needle) {
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ") + " ";
+            // containerd starts a shim as `SHIM -namespace NS -id ID -address SOCK …`, its
+            // argv[0] being the binary's resolved path (whatever the link's name).
+            if cmd.contains(" -id ") && cmd.contains(&needle) {
                 out.push((pid, cmd.trim().to_string()));
             }
         }
