@@ -544,6 +544,46 @@ fn cni_pod(lab: &Lab, handler: &str, rec: &mut Record) {
     rec.insert("update.before", before);
     rec.insert("update.after", after);
 
+    // ExecSync of a program the image does not have, and into an exited container.
+    rec.insert(
+        "exec_sync.missing_program",
+        match c.exec_sync(&web_id, &["/no/such/program"], 10) {
+            Ok(r) => format!("exit {}", r.exit_code),
+            Err(e) => format!("{:?}", e.code()),
+        },
+    );
+    rec.insert(
+        "exec_sync.exited_container",
+        match c.exec_sync(&init_id, &["true"], 10) {
+            Ok(r) => format!("exit {}", r.exit_code),
+            Err(e) => format!("{:?}", e.code()),
+        },
+    );
+
+    // A container killed from outside (SIGKILL to its process): 128 + the signal.
+    let victim = lab.container_config("victim", &["sleep", "3600"]);
+    let victim_id = run(lab, &pod, &pc, &victim);
+    wait_state(lab, &victim_id, api::ContainerState::ContainerRunning);
+    // SAFETY: kill(2) of the container's own process, found through the CRI.
+    unsafe { libc::kill(container_pid(lab, &victim_id), libc::SIGKILL) };
+    let st = wait_state(lab, &victim_id, api::ContainerState::ContainerExited);
+    rec.insert(
+        "killed.status",
+        format!("exit {} reason {}", st.exit_code, st.reason),
+    );
+    // RemoveContainer of a running container stops it first.
+    let doomed = lab.container_config("doomed", &["sleep", "3600"]);
+    let doomed_id = run(lab, &pod, &pc, &doomed);
+    wait_state(lab, &doomed_id, api::ContainerState::ContainerRunning);
+    let doomed_pid = common::process_identity(container_pid(lab, &doomed_id));
+    rec.insert(
+        "remove_running",
+        match c.remove_container(&doomed_id) {
+            Ok(()) => format!("ok, process ended: {}", !common::still_running(&doomed_pid)),
+            Err(e) => format!("{:?}", e.code()),
+        },
+    );
+
     // OOMKilled under a memory limit.
     let mut hog = lab.container_config(
         "hog",
@@ -576,9 +616,11 @@ fn cni_pod(lab: &Lab, handler: &str, rec: &mut Record) {
     rec.insert("stop.exit_code", st.exit_code.to_string());
     rec.insert("stop.reason", st.reason.clone());
     c.stop_container(&web_id, 2).expect("StopContainer web");
-    for id in [&init_id, &writer_id, &web_id, &hog_id, &ttyc_id, &reader_id]
-        .into_iter()
-        .chain(&spec_ids)
+    for id in [
+        &init_id, &writer_id, &web_id, &hog_id, &ttyc_id, &reader_id, &victim_id,
+    ]
+    .into_iter()
+    .chain(&spec_ids)
     {
         c.remove_container(id)
             .unwrap_or_else(|e| panic!("RemoveContainer {id}: {e}"));
@@ -691,6 +733,18 @@ fn orphans(lab: &Lab, handler: &str, rec: &mut Record) {
         }
     };
     rec.insert("reaper.orphan_end", end);
+    // Not PID 1 of a namespace, a process dies of the SIGTERM that StopContainer sends:
+    // 128 + 15.
+    let termed = lab.container_config("termed", &["sleep", "3600"]);
+    let termed_id = run(lab, &pod, &pc, &termed);
+    wait_state(lab, &termed_id, api::ContainerState::ContainerRunning);
+    c.stop_container(&termed_id, 30)
+        .expect("StopContainer termed");
+    let st = wait_state(lab, &termed_id, api::ContainerState::ContainerExited);
+    rec.insert(
+        "termed.status",
+        format!("exit {} reason {}", st.exit_code, st.reason),
+    );
     let pids = [sandbox, common::process_identity(container_pid(lab, &id))];
     remove_pod(lab, &pod);
     assert_pod_gone(lab, &pod, &pids, netns);
@@ -724,6 +778,11 @@ fn check(handler: &str, rec: &Record) {
         ("exec_sync.sees_emptydir", "from-writer\n"),
         ("exec_sync.timeout", "DeadlineExceeded: true"),
         ("exec.tty", "a pts: true, stderr on it: true, exit Some(0)"),
+        ("exec_sync.missing_program", "Unknown"),
+        ("exec_sync.exited_container", "Unknown"),
+        ("killed.status", "exit 137 reason Error"),
+        ("remove_running", "ok, process ended: true"),
+        ("termed.status", "exit 143 reason Error"),
         ("exec.resize", "45 123"),
         (
             "attach",
@@ -792,6 +851,7 @@ fn cri_flow_on_runc() {
     common::require_root();
     let lab = Lab::new("flow-runc");
     let rec = flow(&lab, "runc");
+    eprintln!("the CRI flow on runc: {rec:#?}");
     check("runc", &rec);
 }
 
