@@ -428,6 +428,32 @@ state = "{state}"
         out
     }
 
+    /// The sockets containerd gives the shims of this lab's tasks (a shim killed leaves
+    /// its own behind): `/run/containerd/s/` and the SHA-256 of `ADDRESS/NAMESPACE/ID`, for
+    /// each sandbox and container id that containerd logged.
+    pub fn shim_sockets(&self) -> Vec<PathBuf> {
+        use sha2::Digest;
+        let log = std::fs::read_to_string(self.dir.join("containerd.log")).unwrap_or_default();
+        let mut ids: Vec<&str> = Vec::new();
+        for key in ["sandbox id \\\"", "container id \\\""] {
+            for (i, _) in log.match_indices(key) {
+                if let Some(id) = log.get(i + key.len()..i + key.len() + 64) {
+                    if id.bytes().all(|b| b.is_ascii_hexdigit()) && !ids.contains(&id) {
+                        ids.push(id);
+                    }
+                }
+            }
+        }
+        ids.iter()
+            .map(|id| {
+                let d = sha2::Sha256::digest(format!("{}/k8s.io/{id}", self.sock.display()));
+                let hex: String = d.iter().map(|b| format!("{b:02x}")).collect();
+                PathBuf::from("/run/containerd/s").join(hex)
+            })
+            .filter(|p| p.exists())
+            .collect()
+    }
+
     /// Mount points below the lab's dir.
     pub fn mounts(&self) -> Vec<String> {
         let d = self.dir.display().to_string();
@@ -556,10 +582,18 @@ impl Drop for Lab {
             .args(["link", "del", &self.bridge])
             .stderr(Stdio::null())
             .status();
+        for sock in self.shim_sockets() {
+            let _ = std::fs::remove_file(sock);
+        }
         let net = format!("podinit-{}-", self.name);
+        // CNI's cache of the lab's attachments: its network's, and loopback's, whose
+        // records name a network namespace below the lab's dir.
+        let dir = self.dir.display().to_string();
         if let Ok(rd) = std::fs::read_dir("/var/lib/cni/results") {
             for e in rd.flatten() {
-                if e.file_name().to_string_lossy().starts_with(&net) {
+                let ours = e.file_name().to_string_lossy().starts_with(&net)
+                    || std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains(&dir));
+                if ours {
                     let _ = std::fs::remove_file(e.path());
                 }
             }
