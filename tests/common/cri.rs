@@ -668,6 +668,11 @@ pub fn assert_pod_gone(lab: &Lab, pod: &str, pids: &[(i32, String)], netns: Opti
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_eq!(lab.shims(), vec![], "shims left after the pod's removal");
+    assert_eq!(
+        lab.shim_sockets(),
+        Vec::<PathBuf>::new(),
+        "shim sockets left after the pod's removal"
+    );
     for id in pids {
         assert!(
             !crate::common::still_running(id),
