@@ -16,6 +16,7 @@
 
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -23,7 +24,6 @@ use std::time::{Duration, Instant};
 
 use crate::common::{kill_and_remove, OutputWithin, CLIENT_LIMIT};
 use crate::cri_client::{api, Client};
-use std::collections::HashMap;
 
 pub const PAUSE_IMAGE: &str = "podinit.test/pause:1";
 pub const BUSYBOX: &str = "podinit.test/busybox:1";
@@ -615,8 +615,10 @@ impl Drop for Lab {
 
 // Steps and checks the CRI tests share.
 
+/// How long a container or a pod may take to reach a state the test waits for.
 pub const WAIT: Duration = Duration::from_secs(60);
 
+/// Poll ContainerStatus until the container is in `state` (bounded by WAIT).
 pub fn wait_state(lab: &Lab, id: &str, state: api::ContainerState) -> api::ContainerStatus {
     let deadline = Instant::now() + WAIT;
     loop {
@@ -639,6 +641,7 @@ pub fn info(map: &HashMap<String, String>) -> serde_json::Value {
         .unwrap_or(serde_json::Value::Null)
 }
 
+/// The host pid of container `id`'s process, as containerd reports it.
 pub fn container_pid(lab: &Lab, id: &str) -> i32 {
     let st = lab.cri().container_status(id);
     info(&st.info)["pid"]
@@ -646,6 +649,7 @@ pub fn container_pid(lab: &Lab, id: &str) -> i32 {
         .unwrap_or_else(|| panic!("no pid in {:?}", st.info)) as i32
 }
 
+/// CreateContainer and StartContainer: the container's id.
 pub fn run(lab: &Lab, pod: &str, pc: &api::PodSandboxConfig, cc: &api::ContainerConfig) -> String {
     let c = lab.cri();
     let name = cc.metadata.as_ref().unwrap().name.clone();
@@ -699,6 +703,8 @@ pub fn assert_pod_gone(lab: &Lab, pod: &str, pids: &[(i32, String)], netns: Opti
     lab.remove_pod_cgroups();
 }
 
+/// The sandbox's process (pid and start time) and the path of its network namespace, from
+/// the verbose PodSandboxStatus.
 pub fn sandbox_identity(lab: &Lab, pod: &str) -> ((i32, String), Option<String>) {
     let st = lab.cri().pod_status(pod);
     let i = info(&st.info);
@@ -713,6 +719,7 @@ pub fn sandbox_identity(lab: &Lab, pod: &str) -> ((i32, String), Option<String>)
     (crate::common::process_identity(pid), netns)
 }
 
+/// StopPodSandbox then RemovePodSandbox, as the kubelet ends a pod.
 pub fn remove_pod(lab: &Lab, pod: &str) {
     lab.cri()
         .stop_pod(pod)
