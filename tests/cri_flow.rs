@@ -295,6 +295,8 @@ fn cni_pod(lab: &Lab, handler: &str, rec: &mut Record) {
             .contains("from-writer")
             .to_string(),
     );
+    // One shim serves the whole pod: containers carrying the sandbox's id join its shim.
+    rec.insert("cni.shims_serving_the_pod", lab.shims().len().to_string());
     let body = http_get(&ip, 8080);
     rec.insert(
         "cni.reachable_from_host",
@@ -767,6 +769,7 @@ fn check(handler: &str, rec: &Record) {
         ("cni.ip_in_subnet", "true"),
         ("cni.netns_is_cni", "true"),
         ("cni.reachable_from_host", "true"),
+        ("cni.shims_serving_the_pod", "1"),
         ("init.exit_code", "0"),
         ("init.reason", "Completed"),
         ("init.log", "stderr F init-err|stdout F init-out"),
