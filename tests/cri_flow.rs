@@ -32,10 +32,13 @@ type Record = BTreeMap<&'static str, String>;
 
 /// Fields of the record that may differ between handlers, and why.
 const MAY_DIFFER: &[(&str, &str)] = &[
-    ("cni.ip", "each pod gets its own lease from the bridge's subnet"),
+    (
+        "cni.ip",
+        "each pod gets its own lease from the bridge's subnet",
+    ),
     (
         "reaper.pid1",
-        "the sandbox's process: the pause image's shell under runc, podinit's supervisor under podinit",
+        "the sandbox's process: pause under runc, podinit's supervisor under podinit",
     ),
 ];
 
