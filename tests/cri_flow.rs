@@ -32,10 +32,17 @@ type Record = BTreeMap<&'static str, String>;
 
 /// Fields of the record that may differ between handlers, and why.
 const MAY_DIFFER: &[(&str, &str)] = &[
-    ("cni.ip", "each pod gets its own lease from the bridge's subnet"),
+    (
+        "cni.ip",
+        "each pod gets its own lease from the bridge's subnet",
+    ),
     (
         "reaper.pid1",
+<<<<<<< HEAD
         "the sandbox's process: the pause image's shell under runc, podinit's pause under podinit",
+=======
+        "the sandbox's process: pause under runc, podinit's supervisor under podinit",
+>>>>>>> cri
     ),
 ];
 
@@ -214,6 +221,49 @@ fn cni_pod(lab: &Lab, handler: &str, rec: &mut Record) {
     lines.sort();
     rec.insert("init.log", lines.join("|"));
 
+    // What the container's spec says of its process: environment, working dir, user and
+    // group, a read-only rootfs; and capabilities (all dropped but one) for root.
+    let mut ident = lab.container_config(
+        "ident",
+        &[
+            "sh",
+            "-c",
+            "echo env=$FOO cwd=$(pwd) uid=$(id -u) gid=$(id -g); touch /x 2>/dev/null && echo rw || echo ro",
+        ],
+    );
+    ident.envs = vec![api::KeyValue {
+        key: "FOO".into(),
+        value: "bar baz".into(),
+    }];
+    ident.working_dir = "/tmp".into();
+    ident.linux.as_mut().unwrap().security_context = Some(api::LinuxContainerSecurityContext {
+        run_as_user: Some(api::Int64Value { value: 65534 }),
+        run_as_group: Some(api::Int64Value { value: 65534 }),
+        readonly_rootfs: true,
+        ..Default::default()
+    });
+    let mut caps = lab.container_config(
+        "caps",
+        &["sh", "-c", "grep -E '^Cap(Eff|Bnd)' /proc/self/status"],
+    );
+    caps.linux.as_mut().unwrap().security_context = Some(api::LinuxContainerSecurityContext {
+        capabilities: Some(api::Capability {
+            drop_capabilities: vec!["ALL".into()],
+            add_capabilities: vec!["CHOWN".into()],
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    let mut spec_ids = Vec::new();
+    for (key, cc) in [("spec.process", &ident), ("spec.capabilities", &caps)] {
+        let id = run(lab, &pod, &pc, cc);
+        let st = wait_state(lab, &id, api::ContainerState::ContainerExited);
+        let recs = log_records(&pc, cc);
+        let text: Vec<&str> = recs.iter().map(|r| r.2.as_str()).collect();
+        rec.insert(key, format!("exit {} {}", st.exit_code, text.join("|")));
+        spec_ids.push(id);
+    }
+
     // Two long-running containers sharing the emptyDir; `writer` ignores SIGTERM.
     let mut writer = lab.container_config(
         "writer",
@@ -252,6 +302,8 @@ fn cni_pod(lab: &Lab, handler: &str, rec: &mut Record) {
             .contains("from-writer")
             .to_string(),
     );
+    // One shim serves the whole pod: containers carrying the sandbox's id join its shim.
+    rec.insert("cni.shims_serving_the_pod", lab.shims().len().to_string());
     let body = http_get(&ip, 8080);
     rec.insert(
         "cni.reachable_from_host",
@@ -383,6 +435,27 @@ fn cni_pod(lab: &Lab, handler: &str, rec: &mut Record) {
         ),
     );
 
+    // Each container of a pod without a shared pid namespace is PID 1 of its own.
+    let r = c
+        .exec_sync(&web_id, &["cat", "/proc/1/cmdline"], 10)
+        .expect("ExecSync cmdline");
+    rec.insert(
+        "web.pid1_is_its_own",
+        String::from_utf8_lossy(&r.stdout)
+            .starts_with("httpd")
+            .to_string(),
+    );
+    // What containerd put in the sandbox's spec: the CRI's annotations and the pod's.
+    let spec = &cri::info(&c.pod_status(&pod).info)["runtimeSpec"]["annotations"];
+    rec.insert(
+        "sandbox.annotations",
+        format!(
+            "type {} pod's {}",
+            spec["io.kubernetes.cri.container-type"],
+            spec["podinit.test/lab"] == serde_json::json!(lab.name)
+        ),
+    );
+
     // The pod's hostname and sysctls, set in the sandbox's namespaces.
     let r = c
         .exec_sync(&web_id, &["hostname"], 10)
@@ -480,6 +553,46 @@ fn cni_pod(lab: &Lab, handler: &str, rec: &mut Record) {
     rec.insert("update.before", before);
     rec.insert("update.after", after);
 
+    // ExecSync of a program the image does not have, and into an exited container.
+    rec.insert(
+        "exec_sync.missing_program",
+        match c.exec_sync(&web_id, &["/no/such/program"], 10) {
+            Ok(r) => format!("exit {}", r.exit_code),
+            Err(e) => format!("{:?}", e.code()),
+        },
+    );
+    rec.insert(
+        "exec_sync.exited_container",
+        match c.exec_sync(&init_id, &["true"], 10) {
+            Ok(r) => format!("exit {}", r.exit_code),
+            Err(e) => format!("{:?}", e.code()),
+        },
+    );
+
+    // A container killed from outside (SIGKILL to its process): 128 + the signal.
+    let victim = lab.container_config("victim", &["sleep", "3600"]);
+    let victim_id = run(lab, &pod, &pc, &victim);
+    wait_state(lab, &victim_id, api::ContainerState::ContainerRunning);
+    // SAFETY: kill(2) of the container's own process, found through the CRI.
+    unsafe { libc::kill(container_pid(lab, &victim_id), libc::SIGKILL) };
+    let st = wait_state(lab, &victim_id, api::ContainerState::ContainerExited);
+    rec.insert(
+        "killed.status",
+        format!("exit {} reason {}", st.exit_code, st.reason),
+    );
+    // RemoveContainer of a running container stops it first.
+    let doomed = lab.container_config("doomed", &["sleep", "3600"]);
+    let doomed_id = run(lab, &pod, &pc, &doomed);
+    wait_state(lab, &doomed_id, api::ContainerState::ContainerRunning);
+    let doomed_pid = common::process_identity(container_pid(lab, &doomed_id));
+    rec.insert(
+        "remove_running",
+        match c.remove_container(&doomed_id) {
+            Ok(()) => format!("ok, process ended: {}", !common::still_running(&doomed_pid)),
+            Err(e) => format!("{:?}", e.code()),
+        },
+    );
+
     // OOMKilled under a memory limit.
     let mut hog = lab.container_config(
         "hog",
@@ -512,7 +625,12 @@ fn cni_pod(lab: &Lab, handler: &str, rec: &mut Record) {
     rec.insert("stop.exit_code", st.exit_code.to_string());
     rec.insert("stop.reason", st.reason.clone());
     c.stop_container(&web_id, 2).expect("StopContainer web");
-    for id in [&init_id, &writer_id, &web_id, &hog_id, &ttyc_id, &reader_id] {
+    for id in [
+        &init_id, &writer_id, &web_id, &hog_id, &ttyc_id, &reader_id, &victim_id,
+    ]
+    .into_iter()
+    .chain(&spec_ids)
+    {
         c.remove_container(id)
             .unwrap_or_else(|e| panic!("RemoveContainer {id}: {e}"));
     }
@@ -624,6 +742,18 @@ fn orphans(lab: &Lab, handler: &str, rec: &mut Record) {
         }
     };
     rec.insert("reaper.orphan_end", end);
+    // Not PID 1 of a namespace, a process dies of the SIGTERM that StopContainer sends:
+    // 128 + 15.
+    let termed = lab.container_config("termed", &["sleep", "3600"]);
+    let termed_id = run(lab, &pod, &pc, &termed);
+    wait_state(lab, &termed_id, api::ContainerState::ContainerRunning);
+    c.stop_container(&termed_id, 30)
+        .expect("StopContainer termed");
+    let st = wait_state(lab, &termed_id, api::ContainerState::ContainerExited);
+    rec.insert(
+        "termed.status",
+        format!("exit {} reason {}", st.exit_code, st.reason),
+    );
     let pids = [sandbox, common::process_identity(container_pid(lab, &id))];
     remove_pod(lab, &pod);
     assert_pod_gone(lab, &pod, &pids, netns);
@@ -646,6 +776,7 @@ fn check(handler: &str, rec: &Record) {
         ("cni.ip_in_subnet", "true"),
         ("cni.netns_is_cni", "true"),
         ("cni.reachable_from_host", "true"),
+        ("cni.shims_serving_the_pod", "1"),
         ("init.exit_code", "0"),
         ("init.reason", "Completed"),
         ("init.log", "stderr F init-err|stdout F init-out"),
@@ -657,11 +788,23 @@ fn check(handler: &str, rec: &Record) {
         ("exec_sync.sees_emptydir", "from-writer\n"),
         ("exec_sync.timeout", "DeadlineExceeded: true"),
         ("exec.tty", "a pts: true, stderr on it: true, exit Some(0)"),
+        ("exec_sync.missing_program", "Unknown"),
+        ("exec_sync.exited_container", "Unknown"),
+        ("killed.status", "exit 137 reason Error"),
+        ("remove_running", "ok, process ended: true"),
+        ("termed.status", "exit 143 reason Error"),
         ("exec.resize", "45 123"),
         (
             "attach",
             "streamed \"got:hello attach\" exit 0 log \"got:hello attach\\nstdin-closed\"",
         ),
+        ("spec.process", "exit 0 env=bar baz cwd=/tmp uid=65534 gid=65534|ro"),
+        (
+            "spec.capabilities",
+            "exit 0 CapEff:\t0000000000000001|CapBnd:\t0000000000000001",
+        ),
+        ("web.pid1_is_its_own", "true"),
+        ("sandbox.annotations", "type \"sandbox\" pod's true"),
         ("sandbox.hostname_is_pods", "true"),
         ("sandbox.sysctls", "80\n1\n"),
         (
@@ -718,6 +861,7 @@ fn cri_flow_on_runc() {
     common::require_root();
     let lab = Lab::new("flow-runc");
     let rec = flow(&lab, "runc");
+    eprintln!("the CRI flow on runc: {rec:#?}");
     check("runc", &rec);
 }
 
@@ -747,4 +891,54 @@ fn cri_flow_on_podinit_agrees_with_runc() {
     }
     check("podinit", &podinit);
     assert!(diff.is_empty(), "the handlers differ:\n{}", diff.join("\n"));
+}
+
+/// The least a handler must do: a pod on CNI with one container that logs, answers an
+/// ExecSync and exits with its code when stopped, and nothing left after the pod's
+/// removal. A first check of a handler before the whole flow.
+fn smoke(handler: &str) {
+    common::require_root();
+    let lab = Lab::new(&format!("smoke-{handler}"));
+    let c = lab.cri();
+    let pc = lab.pod_config(&cri::unique("smoke"), false, false);
+    let pod = c
+        .run_pod(&pc, handler)
+        .unwrap_or_else(|e| panic!("RunPodSandbox on {handler}: {e}"));
+    let (sandbox, netns) = sandbox_identity(&lab, &pod);
+    let cc = lab.container_config(
+        "main",
+        &[
+            "sh",
+            "-c",
+            "echo started; trap 'exit 7' TERM; sleep 3600 & wait",
+        ],
+    );
+    let id = run(&lab, &pod, &pc, &cc);
+    wait_state(&lab, &id, api::ContainerState::ContainerRunning);
+    wait_log(&pc, &cc, "started");
+    let r = c
+        .exec_sync(&id, &["sh", "-c", "echo hi; exit 2"], 10)
+        .expect("ExecSync");
+    assert_eq!(
+        (String::from_utf8_lossy(&r.stdout).as_ref(), r.exit_code),
+        ("hi\n", 2)
+    );
+    let pids = [sandbox, common::process_identity(container_pid(&lab, &id))];
+    c.stop_container(&id, 10).expect("StopContainer");
+    let st = wait_state(&lab, &id, api::ContainerState::ContainerExited);
+    assert_eq!((st.exit_code, st.reason.as_str()), (7, "Error"), "{st:?}");
+    remove_pod(&lab, &pod);
+    assert_pod_gone(&lab, &pod, &pids, netns);
+}
+
+#[test]
+#[ignore = "needs root: a private containerd with CNI"]
+fn cri_smoke_on_runc() {
+    smoke("runc");
+}
+
+#[test]
+#[ignore = "needs root; the podinit handler: needs the lead's containerd-shim-podinit-v1"]
+fn cri_smoke_on_podinit() {
+    smoke("podinit");
 }

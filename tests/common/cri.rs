@@ -10,10 +10,13 @@
 //! reports it (and fails the test when it has not failed already).
 //!
 //! Used by the test files as `#[path = "common/cri.rs"] mod cri;` beside `mod common;`
-//! and `#[path = "common/cri_client.rs"] mod cri_client;`.
+//! and `#[path = "common/cri_client.rs"] mod cri_client;` (benches/cri.rs too). Set
+//! `PODINIT_CRI_KEEP=1` to keep the lab's dir (config, containerd.log, pod logs) after a
+//! run, and `PODINIT_CRI_SHIM=PATH` to run the podinit handler on another shim build.
 
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -21,7 +24,6 @@ use std::time::{Duration, Instant};
 
 use crate::common::{kill_and_remove, OutputWithin, CLIENT_LIMIT};
 use crate::cri_client::{api, Client};
-use std::collections::HashMap;
 
 pub const PAUSE_IMAGE: &str = "podinit.test/pause:1";
 pub const BUSYBOX: &str = "podinit.test/busybox:1";
@@ -39,7 +41,6 @@ pub struct Lab {
     pub net_prefix: String,
     containerd: Option<Child>,
     client: Option<Client>,
-    ip_forward: Option<String>,
 }
 
 fn random_u32() -> u32 {
@@ -102,9 +103,9 @@ impl Lab {
             dir,
             containerd: None,
             client: None,
-            ip_forward: std::fs::read_to_string("/proc/sys/net/ipv4/ip_forward").ok(),
         };
         lab.write_config();
+        lab.make_bridge();
         lab.make_images();
         lab.start();
         lab.import_images();
@@ -168,14 +169,17 @@ state = "{state}"
             cni = p("cni"),
         );
         std::fs::write(d.join("config.toml"), config).unwrap();
-        // ipMasq off: the pods talk to the host only, and no iptables rule is left.
+        // The bridge is the lab's, made with its gateway address before containerd starts:
+        // the plugin then neither turns the host's forwarding on (isGateway would) nor
+        // adds iptables rules (ipMasq off). The pods reach the host only, and host-local
+        // leaves the gateway's address out of its leases.
         let net = serde_json::json!({
             "cniVersion": "0.4.0",
             "name": format!("podinit-{}", self.name),
             "plugins": [{
                 "type": "bridge",
                 "bridge": self.bridge,
-                "isGateway": true,
+                "isGateway": false,
                 "ipMasq": false,
                 "ipam": {
                     "type": "host-local",
@@ -185,6 +189,23 @@ state = "{state}"
             }],
         });
         std::fs::write(d.join("cni/10-podinit-test.conflist"), net.to_string()).unwrap();
+    }
+
+    fn make_bridge(&self) {
+        let gw = format!("{}.1/24", self.net_prefix);
+        for args in [
+            vec!["link", "add", "name", &self.bridge, "type", "bridge"],
+            vec!["addr", "add", &gw, "dev", &self.bridge],
+            vec!["link", "set", &self.bridge, "up"],
+        ] {
+            let out = Command::new("ip").args(&args).output_within(CLIENT_LIMIT);
+            assert!(
+                out.status.success(),
+                "ip {}: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
     }
 
     fn make_images(&self) {
@@ -388,7 +409,7 @@ state = "{state}"
     /// Processes of containerd's shims for this lab (their command line names its
     /// socket): (pid, command line).
     pub fn shims(&self) -> Vec<(i32, String)> {
-        let needle = self.sock.display().to_string();
+        let needle = format!(" -address {} ", self.sock.display());
         let mut out = Vec::new();
         for e in std::fs::read_dir("/proc").unwrap().flatten() {
             let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
@@ -397,12 +418,40 @@ state = "{state}"
             let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
                 continue;
             };
-            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-            if cmd.contains("containerd-shim") && cmd.contains(&needle) {
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ") + " ";
+            // containerd starts a shim as `SHIM -namespace NS -id ID -address SOCK …`, its
+            // argv[0] being the binary's resolved path (whatever the link's name).
+            if cmd.contains(" -id ") && cmd.contains(&needle) {
                 out.push((pid, cmd.trim().to_string()));
             }
         }
         out
+    }
+
+    /// The sockets containerd gives the shims of this lab's tasks (a shim killed leaves
+    /// its own behind): `/run/containerd/s/` and the SHA-256 of `ADDRESS/NAMESPACE/ID`, for
+    /// each sandbox and container id that containerd logged.
+    pub fn shim_sockets(&self) -> Vec<PathBuf> {
+        use sha2::Digest;
+        let log = std::fs::read_to_string(self.dir.join("containerd.log")).unwrap_or_default();
+        let mut ids: Vec<&str> = Vec::new();
+        for key in ["sandbox id \\\"", "container id \\\""] {
+            for (i, _) in log.match_indices(key) {
+                if let Some(id) = log.get(i + key.len()..i + key.len() + 64) {
+                    if id.bytes().all(|b| b.is_ascii_hexdigit()) && !ids.contains(&id) {
+                        ids.push(id);
+                    }
+                }
+            }
+        }
+        ids.iter()
+            .map(|id| {
+                let d = sha2::Sha256::digest(format!("{}/k8s.io/{id}", self.sock.display()));
+                let hex: String = d.iter().map(|b| format!("{b:02x}")).collect();
+                PathBuf::from("/run/containerd/s").join(hex)
+            })
+            .filter(|p| p.exists())
+            .collect()
     }
 
     /// Mount points below the lab's dir.
@@ -533,17 +582,21 @@ impl Drop for Lab {
             .args(["link", "del", &self.bridge])
             .stderr(Stdio::null())
             .status();
+        for sock in self.shim_sockets() {
+            let _ = std::fs::remove_file(sock);
+        }
         let net = format!("podinit-{}-", self.name);
+        // CNI's cache of the lab's attachments: its network's, and loopback's, whose
+        // records name a network namespace below the lab's dir.
+        let dir = self.dir.display().to_string();
         if let Ok(rd) = std::fs::read_dir("/var/lib/cni/results") {
             for e in rd.flatten() {
-                if e.file_name().to_string_lossy().starts_with(&net) {
+                let ours = e.file_name().to_string_lossy().starts_with(&net)
+                    || std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains(&dir));
+                if ours {
                     let _ = std::fs::remove_file(e.path());
                 }
             }
-        }
-        // The bridge plugin turns forwarding on for its gateway: as it was.
-        if let Some(v) = &self.ip_forward {
-            let _ = std::fs::write("/proc/sys/net/ipv4/ip_forward", v);
         }
         if std::env::var_os("PODINIT_CRI_KEEP").is_none() {
             let _ = std::fs::remove_dir_all(&self.dir);
@@ -562,8 +615,10 @@ impl Drop for Lab {
 
 // Steps and checks the CRI tests share.
 
+/// How long a container or a pod may take to reach a state the test waits for.
 pub const WAIT: Duration = Duration::from_secs(60);
 
+/// Poll ContainerStatus until the container is in `state` (bounded by WAIT).
 pub fn wait_state(lab: &Lab, id: &str, state: api::ContainerState) -> api::ContainerStatus {
     let deadline = Instant::now() + WAIT;
     loop {
@@ -586,6 +641,7 @@ pub fn info(map: &HashMap<String, String>) -> serde_json::Value {
         .unwrap_or(serde_json::Value::Null)
 }
 
+/// The host pid of container `id`'s process, as containerd reports it.
 pub fn container_pid(lab: &Lab, id: &str) -> i32 {
     let st = lab.cri().container_status(id);
     info(&st.info)["pid"]
@@ -593,6 +649,7 @@ pub fn container_pid(lab: &Lab, id: &str) -> i32 {
         .unwrap_or_else(|| panic!("no pid in {:?}", st.info)) as i32
 }
 
+/// CreateContainer and StartContainer: the container's id.
 pub fn run(lab: &Lab, pod: &str, pc: &api::PodSandboxConfig, cc: &api::ContainerConfig) -> String {
     let c = lab.cri();
     let name = cc.metadata.as_ref().unwrap().name.clone();
@@ -615,6 +672,11 @@ pub fn assert_pod_gone(lab: &Lab, pod: &str, pids: &[(i32, String)], netns: Opti
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_eq!(lab.shims(), vec![], "shims left after the pod's removal");
+    assert_eq!(
+        lab.shim_sockets(),
+        Vec::<PathBuf>::new(),
+        "shim sockets left after the pod's removal"
+    );
     for id in pids {
         assert!(
             !crate::common::still_running(id),
@@ -641,6 +703,8 @@ pub fn assert_pod_gone(lab: &Lab, pod: &str, pids: &[(i32, String)], netns: Opti
     lab.remove_pod_cgroups();
 }
 
+/// The sandbox's process (pid and start time) and the path of its network namespace, from
+/// the verbose PodSandboxStatus.
 pub fn sandbox_identity(lab: &Lab, pod: &str) -> ((i32, String), Option<String>) {
     let st = lab.cri().pod_status(pod);
     let i = info(&st.info);
@@ -655,6 +719,7 @@ pub fn sandbox_identity(lab: &Lab, pod: &str) -> ((i32, String), Option<String>)
     (crate::common::process_identity(pid), netns)
 }
 
+/// StopPodSandbox then RemovePodSandbox, as the kubelet ends a pod.
 pub fn remove_pod(lab: &Lab, pod: &str) {
     lab.cri()
         .stop_pod(pod)

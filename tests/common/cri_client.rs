@@ -182,9 +182,24 @@ impl Client {
         config: &api::ContainerConfig,
         pod_config: &api::PodSandboxConfig,
     ) -> Result<String, tonic::Status> {
+        // As the kubelet does: a container's namespaces are its pod's, unless it says.
+        let mut config = config.clone();
+        let pod_ns = pod_config
+            .linux
+            .as_ref()
+            .and_then(|l| l.security_context.as_ref())
+            .and_then(|s| s.namespace_options.clone());
+        let sc = config
+            .linux
+            .get_or_insert_with(Default::default)
+            .security_context
+            .get_or_insert_with(Default::default);
+        if sc.namespace_options.is_none() {
+            sc.namespace_options = pod_ns;
+        }
         let req = api::CreateContainerRequest {
             pod_sandbox_id: pod.to_string(),
-            config: Some(config.clone()),
+            config: Some(config),
             sandbox_config: Some(pod_config.clone()),
         };
         self.call("CreateContainer", |mut c| async move {
