@@ -38,11 +38,7 @@ const MAY_DIFFER: &[(&str, &str)] = &[
     ),
     (
         "reaper.pid1",
-<<<<<<< HEAD
-        "the sandbox's process: the pause image's shell under runc, podinit's pause under podinit",
-=======
-        "the sandbox's process: pause under runc, podinit's supervisor under podinit",
->>>>>>> cri
+        "the sandbox's process: Kubernetes' pause under runc, podinit's pause under podinit",
     ),
 ];
 
