@@ -384,12 +384,22 @@ impl Inner {
         let streams = std::mem::replace(&mut pre.streams, super::runc::Streams::none());
         let run = self.runc.run(&self.log(bundle), &args, streams);
         let _ = std::fs::remove_file(&spec_file);
-        if run.is_err() {
+        if let Err(e) = run {
             if let Some((_, p)) = &pre.console {
                 let _ = std::fs::remove_file(p);
             }
+            // As containerd's runc shim: an exec that never ran is over, so a Wait made
+            // before Start returns (the CRI's ExecSync waits so).
+            if let Some(p) = self.lock().get_mut(id).and_then(|c| c.execs.get_mut(exec)) {
+                p.status = Status::Stopped;
+                p.exit = Some(Exit {
+                    status: 0,
+                    at: SystemTime::now(),
+                });
+            }
+            self.exited.notify_all();
+            return Err(fail(e));
         }
-        run.map_err(fail)?;
         stdio::attach_console(&mut pre, &paths).map_err(fail)?;
         let pid = read_pid(&pid_file).map_err(fail)?;
         let _ = std::fs::remove_file(&pid_file);
@@ -474,6 +484,8 @@ impl Inner {
                 ));
             }
             let p = c.execs.remove(exec).expect("found above");
+            // A Wait on it ends: the process is not found any more.
+            self.exited.notify_all();
             return Ok(response(&p));
         }
         if !c.execs.values().all(|p| p.status != Status::Running)
@@ -524,6 +536,7 @@ impl Inner {
             }
         }
         let c = map.remove(id).ok_or_else(|| not_found("container", id))?;
+        self.exited.notify_all();
         drop(map);
         if c.mounted_rootfs {
             let _ = nix::mount::umount2(&c.bundle.join("rootfs"), nix::mount::MntFlags::MNT_DETACH);
