@@ -285,8 +285,8 @@ fn bad_input_exits_2_and_creates_nothing() {
         |spec: &str| format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: NAME}}\nspec:\n{spec}");
     let cases = [
         (
-            "unknown image",
-            pod("  containers:\n  - {name: c, image: no-such-image}\n"),
+            "a bundle path that does not exist",
+            pod("  containers:\n  - {name: c, image: ./no-such-image}\n"),
             "no-such-image",
         ),
         (
