@@ -112,11 +112,11 @@ fn assert_nothing_stored(store: &Path) {
     }
 }
 
+/// A pull stages in the store's scratch space (`tmp/`), which it empties when done.
 fn assert_no_staging(store: &Path) {
-    let staging: Vec<_> = std::fs::read_dir(store)
+    let staging: Vec<_> = std::fs::read_dir(store.join("tmp"))
         .map(|d| {
             d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                .filter(|n| n.starts_with(".pull-"))
                 .collect()
         })
         .unwrap_or_default();

@@ -92,11 +92,9 @@ fn fetch(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Digest, String> {
     let mut client = connect(name, opts)?;
-    // Hidden in the store's root: the same filesystem, and a crash's leftover is plainly
-    // a pull's.
-    let staging = store
-        .root()
-        .join(format!(".pull-{}-{}", std::process::id(), unique()));
+    // In the store's scratch space: the same filesystem, held as a writer, so that the
+    // next open removes what a crash leaves.
+    let (_writing, staging) = store.scratch("pull")?;
     pull::fetch(&mut client, store, &staging, name, progress)
 }
 
@@ -118,13 +116,6 @@ fn connect(name: &Reference, opts: &Options) -> Result<client::Client, String> {
         proxies: proxy::Settings::from_env(),
     };
     client::Client::new(&name.domain, &name.path, &opts.insecure, net, login)
-}
-
-/// Distinguishes staging directories of concurrent pulls in one process.
-fn unique() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    N.fetch_add(1, Ordering::Relaxed)
 }
 
 impl pull::Blobs for Store {

@@ -52,6 +52,9 @@ pub struct Ctr {
 pub struct ImageState {
     pub name: ImageName,
     pub gate: crate::pod::image_pull::ImageGate,
+    /// The image's layers held (shared locks) while the container may run on them, so
+    /// that `podinit images rm` refuses to remove them.
+    pub held: Option<crate::image::store::Held>,
 }
 
 /// One run of a container: its main process and where its output goes.
@@ -118,6 +121,7 @@ impl Ctr {
         let image = base.image.map(|n| ImageState {
             gate: crate::pod::image_pull::ImageGate::new(&n.written, n.policy),
             name: n,
+            held: None,
         });
         Ok(Ctr {
             name,

@@ -100,6 +100,11 @@ impl Supervisor<'_> {
                 let based = stored
                     .ok_or_else(|| format!("image {reference} is not in the store after its pull"))
                     .and_then(|image| {
+                        let held = crate::image::store::Store::open(&self.cfg.images)
+                            .and_then(|s| s.hold(&image))?;
+                        if let Some(st) = ctr.image.as_mut() {
+                            st.held = Some(held);
+                        }
                         // The base made at admission (or the last start) serves while the
                         // name points at the same image.
                         let id =
