@@ -16,7 +16,7 @@ mod pause;
 mod ps;
 mod run;
 pub mod spec;
-mod start;
+pub mod start;
 pub mod state;
 mod status;
 mod update;
