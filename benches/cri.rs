@@ -131,6 +131,10 @@ fn parents() -> HashMap<i32, i32> {
 /// descendants, the containers' processes (and theirs) left out: what the runtime adds for
 /// the pods running now. The sandboxes count apart from the shims: a runtime may run its
 /// sandbox outside the shim's tree, so that the pod outlives the shim.
+/// How long a pod runs before its memory is read: its steady state, start-up over (a
+/// podinit shim gives its start-up pages back after a second without calls).
+const SETTLE: Duration = Duration::from_secs(2);
+
 fn runtime_rss_kib(lab: &Lab, pods: &[Pod]) -> u64 {
     let parents = parents();
     let containers: Vec<i32> = pods
@@ -231,7 +235,7 @@ fn main() {
     }
     for h in &live {
         let p = start_pod(&lab, h).unwrap();
-        std::thread::sleep(Duration::from_millis(500));
+        std::thread::sleep(SETTLE);
         let kib = runtime_rss_kib(&lab, std::slice::from_ref(&p));
         figs.get_mut(h).unwrap().add("rss_1", kib as f64 / 1024.0);
         remove(&lab, &p);
@@ -251,7 +255,7 @@ fn main() {
             let e = exec_ms(&lab, p);
             figs.get_mut(h).unwrap().add("exec_sync_n", e);
         }
-        std::thread::sleep(Duration::from_millis(500));
+        std::thread::sleep(SETTLE);
         let kib = runtime_rss_kib(&lab, &pods);
         let f = figs.get_mut(h).unwrap();
         f.add("rss_n_total", kib as f64 / 1024.0);

@@ -16,6 +16,8 @@ pub fn run() -> ! {
         eprintln!("podinit pause: blocking signals: {e}");
         std::process::exit(1);
     }
+    // It waits for the pod's life: none of the start-up's pages will be used again.
+    crate::sys::pages::release_startup_pages();
     loop {
         match set.wait() {
             Ok(Signal::SIGCHLD) => reap_all(),

@@ -137,31 +137,10 @@ impl containerd_shim::Shim for Shim {
             events: Mutex::new(tx),
             exit: Arc::clone(&self.exit),
             exe,
-            calls: std::sync::atomic::AtomicU64::new(1),
         });
         reaper_thread(Arc::clone(&inner));
-        release_thread(Arc::clone(&inner));
         service::Service(inner)
     }
-}
-
-/// Gives code pages back a second after the last burst of calls: a pod's shim spends its
-/// life waiting, and what ran for a create or a start is mapped again from the page cache
-/// if it runs again (`sys::pages`, as podinit's supervisor does).
-fn release_thread(inner: Arc<service::Inner>) {
-    std::thread::spawn(move || {
-        let mut seen = 0;
-        let mut released = 0;
-        loop {
-            std::thread::sleep(std::time::Duration::from_secs(1));
-            let now = inner.calls.load(std::sync::atomic::Ordering::Relaxed);
-            if now == seen && now != released {
-                podinit::sys::pages::release_startup_pages();
-                released = now;
-            }
-            seen = now;
-        }
-    });
 }
 
 /// Reaps on every SIGCHLD and hands the exits to the task table.

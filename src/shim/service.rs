@@ -33,8 +33,6 @@ pub struct Inner {
     pub events: Mutex<mpsc::Sender<Event>>,
     pub exit: Arc<ExitSignal>,
     pub exe: PathBuf,
-    /// Calls that changed a task, for `release_thread`.
-    pub calls: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Clone)]
@@ -54,9 +52,6 @@ impl Inner {
     }
 
     pub fn publish(&self, topic: &'static str, e: Box<dyn MessageDyn>) {
-        // Every change publishes an event: the count of them says the shim was busy.
-        self.calls
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let _ = self.events.lock().unwrap().send((topic, e));
     }
 
@@ -991,11 +986,27 @@ impl containerd_shim::Task for Service {
     }
 }
 
-/// Publishes events in the order they were made.
+/// Publishes events in the order they were made. Every change to a task publishes one,
+/// so this thread also knows when the shim has been quiet for a second: then it gives
+/// code pages back (a pod's shim spends its life waiting, and what ran for a create or a
+/// start is mapped again from the page cache if it runs again; `sys::pages`, as podinit's
+/// supervisor does).
 pub fn publisher_thread(rx: mpsc::Receiver<Event>, publisher: RemotePublisher, namespace: String) {
     std::thread::spawn(move || {
-        for (topic, e) in rx {
-            let _ = publisher.publish(Context::default(), topic, &namespace, e);
+        let mut busy = true;
+        loop {
+            match rx.recv_timeout(Duration::from_secs(1)) {
+                Ok((topic, e)) => {
+                    let _ = publisher.publish(Context::default(), topic, &namespace, e);
+                    busy = true;
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) if busy => {
+                    podinit::sys::pages::release_startup_pages();
+                    busy = false;
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => return,
+            }
         }
     });
 }
