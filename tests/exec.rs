@@ -161,6 +161,8 @@ spec:
         err.contains("spec.ephemeralContainers[2].name: Duplicate value"),
         "{err}"
     );
+    // An image that is neither a bundle nor stored, in a pod that pulls nothing (it has no
+    // puller): added, and waiting for its image.
     let (code, _, err) = debug(&p, &["--image", "nope", "--", "true"]);
     assert_eq!(code, 1);
     assert!(err.contains("image"), "{err}");
@@ -188,18 +190,26 @@ spec:
         out
     };
     assert!(body.starts_with("HTTP/1.1 422"), "{body}");
+    // The index is the new container's: the one on image `nope` above was added (it waits
+    // for its image, as the API server accepts any image name).
     assert!(
-        body.contains("spec.ephemeralContainers[3].ports: Forbidden"),
+        body.contains("spec.ephemeralContainers[4].ports: Forbidden"),
         "{body}"
     );
 
     p.signal(libc::SIGTERM);
     let out = p.wait(LIMIT);
-    assert_eq!(
-        out.status["status"]["ephemeralContainerStatuses"]
-            .as_array()
-            .map(Vec::len),
-        Some(3)
-    );
+    let statuses = out.status["status"]["ephemeralContainerStatuses"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(statuses.len(), 4, "{statuses:#?}");
+    // The one on `nope` never ran: kubelet's image failure, not a start.
+    let nope = statuses
+        .iter()
+        .find(|s| s["image"] == "nope")
+        .unwrap_or_else(|| panic!("{statuses:#?}"));
+    assert_eq!(nope["restartCount"], 0, "{nope:#}");
+    assert!(nope["lastState"].get("terminated").is_none(), "{nope:#}");
     p.assert_nothing_left();
 }
