@@ -590,9 +590,11 @@ fn cni_pod(lab: &Lab, handler: &str, rec: &mut Record) {
     );
 
     // OOMKilled under a memory limit.
+    // A second's wait first: containerd's runc shim registers its OOM watch after the start,
+    // and an OOM kill before that is never reported (its race, not this test's subject).
     let mut hog = lab.container_config(
         "hog",
-        &["dd", "if=/dev/zero", "of=/dev/null", "bs=64M", "count=1"],
+        &["sh", "-c", "sleep 1; exec dd if=/dev/zero of=/dev/null bs=64M count=1"],
     );
     hog.linux.as_mut().unwrap().resources = Some(api::LinuxContainerResources {
         memory_limit_in_bytes: 16 << 20,
