@@ -594,7 +594,11 @@ fn cni_pod(lab: &Lab, handler: &str, rec: &mut Record) {
     // and an OOM kill before that is never reported (its race, not this test's subject).
     let mut hog = lab.container_config(
         "hog",
-        &["sh", "-c", "sleep 1; exec dd if=/dev/zero of=/dev/null bs=64M count=1"],
+        &[
+            "sh",
+            "-c",
+            "sleep 1; exec dd if=/dev/zero of=/dev/null bs=64M count=1",
+        ],
     );
     hog.linux.as_mut().unwrap().resources = Some(api::LinuxContainerResources {
         memory_limit_in_bytes: 16 << 20,
