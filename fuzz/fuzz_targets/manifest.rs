@@ -40,11 +40,11 @@ fuzz_target!(|data: &[u8]| {
         node_cpu_milli: 2000,
         node_memory: 1 << 30,
     };
-    let bundle = Bundle {
-        dir: PathBuf::from("/nonexistent/bundle"),
-        rootfs: PathBuf::from("/nonexistent/bundle/rootfs"),
-        spec: serde_json::from_str(CONFIG).unwrap(),
-    };
+    let bundle = Bundle::of_dir(
+        PathBuf::from("/nonexistent/bundle"),
+        PathBuf::from("/nonexistent/bundle/rootfs"),
+        serde_json::from_str(CONFIG).unwrap(),
+    );
     let volumes: BTreeMap<String, HostVolume> = spec
         .volumes
         .iter()
