@@ -51,6 +51,13 @@ impl Inner {
         self.containers.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// A container's bundle directory.
+    fn bundle_of(&self, id: &str) -> Result<PathBuf, ttrpc::Error> {
+        let map = self.lock();
+        let c = map.get(id).ok_or_else(|| not_found("container", id))?;
+        Ok(c.bundle.clone())
+    }
+
     pub fn publish(&self, topic: &'static str, e: Box<dyn MessageDyn>) {
         let _ = self.events.lock().unwrap().send((topic, e));
     }
@@ -587,13 +594,7 @@ impl Inner {
     }
 
     fn set_paused(&self, id: &str, pause: bool) -> Result<(), ttrpc::Error> {
-        let bundle = {
-            let map = self.lock();
-            map.get(id)
-                .ok_or_else(|| not_found("container", id))?
-                .bundle
-                .clone()
-        };
+        let bundle = self.bundle_of(id)?;
         let verb = if pause { "pause" } else { "resume" };
         self.runc
             .run(
@@ -777,13 +778,7 @@ impl containerd_shim::Task for Service {
     }
 
     fn pids(&self, _: &TtrpcContext, req: api::PidsRequest) -> TtrpcResult<api::PidsResponse> {
-        let bundle = {
-            let map = self.0.lock();
-            map.get(&req.id)
-                .ok_or_else(|| not_found("container", &req.id))?
-                .bundle
-                .clone()
-        };
+        let bundle = self.0.bundle_of(&req.id)?;
         let out = self
             .0
             .runc
@@ -917,13 +912,7 @@ impl containerd_shim::Task for Service {
     }
 
     fn update(&self, _: &TtrpcContext, req: api::UpdateTaskRequest) -> TtrpcResult<api::Empty> {
-        let bundle = {
-            let map = self.0.lock();
-            map.get(&req.id)
-                .ok_or_else(|| not_found("container", &req.id))?
-                .bundle
-                .clone()
-        };
+        let bundle = self.0.bundle_of(&req.id)?;
         let json = req
             .resources
             .as_ref()
