@@ -7,8 +7,8 @@
 //! `--rounds` pods made and removed one at a time, the handlers interleaved; then the
 //! same with `--pods` pods at once; and the host memory the runtime adds per pod: the
 //! summed RSS of the pod's shim, its sandbox process and their descendants but the
-//! containers' own (runc: containerd-shim-runc-v2 and pause; podinit: the shim and the
-//! supervisor), with one pod and with `--pods` at once.
+//! containers' own (runc: containerd-shim-runc-v2 and pause; podinit: the shim and
+//! podinit's pause), with one pod and with `--pods` at once, read once the pod settled.
 //!
 //! `cargo bench --bench cri -- [--rounds N] [--pods N] [--json FILE] [--md FILE]
 //! [--update BENCHMARKS.md]`, as root. `--update` replaces the table between the file's
