@@ -259,10 +259,25 @@ impl Inner {
             }
         }
         run?;
-        stdio::attach_console(&mut pre, &paths)?;
-        let pid = read_pid(&pid_file)?;
-        let state =
-            podinit::runc::state::load(&podinit::runc::state::Root(self.runc.root.clone()), id)?;
+        // From here a failure must not leave the created container behind.
+        let made = (|| {
+            stdio::attach_console(&mut pre, &paths)?;
+            let pid = read_pid(&pid_file)?;
+            let root = podinit::runc::state::Root(self.runc.root.clone());
+            Ok::<_, String>((pid, podinit::runc::state::load(&root, id)?))
+        })();
+        let (pid, state) = match made {
+            Ok(m) => m,
+            Err(e) => {
+                let log = self.log(bundle);
+                let _ = self.runc.run(
+                    &log,
+                    &["delete", "--force", id],
+                    super::runc::Streams::none(),
+                );
+                return Err(e);
+            }
+        };
         let oom = tasks::oom_file(&state.cgroup_paths)
             .map(|f| (tasks::oom_kills(&f).unwrap_or(0), f))
             .map(|(n, f)| (f, n));
@@ -508,14 +523,6 @@ impl Inner {
             // A Wait on it ends: the process is not found any more.
             self.exited.notify_all();
             return Ok(response(&p));
-        }
-        if !c.execs.values().all(|p| p.status != Status::Running)
-            && c.init.status == Status::Running
-        {
-            return Err(err(
-                Code::FAILED_PRECONDITION,
-                format!("container {id}: cannot delete a running container"),
-            ));
         }
         if c.init.status == Status::Running || c.init.status == Status::Paused {
             return Err(err(
