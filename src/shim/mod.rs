@@ -5,12 +5,15 @@
 //! The protocol (ttrpc, the `start`/`delete` subcommands, events) is the
 //! rust-extensions `containerd-shim` crate's.
 
+mod events;
 mod metrics;
 mod reaper;
+mod rootfs;
 mod runc;
 mod sandbox;
 mod service;
 mod stdio;
+mod task_api;
 mod tasks;
 
 use std::collections::HashMap;
@@ -120,7 +123,7 @@ impl containerd_shim::Shim for Shim {
         }
         let reaper = Arc::new(reaper::Reaper::default());
         let (tx, rx) = mpsc::channel();
-        service::publisher_thread(rx, publisher, self.namespace.clone());
+        events::publisher_thread(rx, publisher, self.namespace.clone());
         let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/proc/self/exe"));
         let runc = match runc::Runc::new(root, Arc::clone(&reaper)) {
             Ok(r) => r,

@@ -12,14 +12,13 @@ use containerd_shim::protos::events::task as ev;
 use containerd_shim::protos::protobuf::{MessageDyn, MessageField};
 use containerd_shim::protos::topics;
 use containerd_shim::protos::ttrpc::{self, Code};
-use containerd_shim::publisher::RemotePublisher;
-use containerd_shim::{Context, ExitSignal, TtrpcContext, TtrpcResult};
+use containerd_shim::ExitSignal;
 
 use super::reaper::{Exit, Reaper};
 use super::runc::Runc;
+use super::sandbox;
 use super::stdio::{self, Paths};
 use super::tasks::{self, Container, Proc, Status};
-use super::{metrics, sandbox};
 
 /// An event for containerd, published in order by one thread.
 pub type Event = (&'static str, Box<dyn MessageDyn>);
@@ -38,21 +37,21 @@ pub struct Inner {
 #[derive(Clone)]
 pub struct Service(pub Arc<Inner>);
 
-fn err(code: Code, msg: impl ToString) -> ttrpc::Error {
+pub(super) fn err(code: Code, msg: impl ToString) -> ttrpc::Error {
     ttrpc::Error::RpcStatus(ttrpc::get_status(code, msg))
 }
 
-fn not_found(what: &str, id: &str) -> ttrpc::Error {
+pub(super) fn not_found(what: &str, id: &str) -> ttrpc::Error {
     err(Code::NOT_FOUND, format!("{what} {id}: not found"))
 }
 
 impl Inner {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Container>> {
+    pub(super) fn lock(&self) -> MutexGuard<'_, HashMap<String, Container>> {
         self.containers.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// A container's bundle directory.
-    fn bundle_of(&self, id: &str) -> Result<PathBuf, ttrpc::Error> {
+    pub(super) fn bundle_of(&self, id: &str) -> Result<PathBuf, ttrpc::Error> {
         let map = self.lock();
         let c = map.get(id).ok_or_else(|| not_found("container", id))?;
         Ok(c.bundle.clone())
@@ -62,7 +61,7 @@ impl Inner {
         let _ = self.events.lock().unwrap().send((topic, e));
     }
 
-    fn log(&self, bundle: &Path) -> PathBuf {
+    pub(super) fn log(&self, bundle: &Path) -> PathBuf {
         bundle.join("log.json")
     }
 
@@ -169,7 +168,10 @@ impl Inner {
         }
     }
 
-    fn create(self: &Arc<Self>, req: &api::CreateTaskRequest) -> Result<u32, ttrpc::Error> {
+    pub(super) fn create(
+        self: &Arc<Self>,
+        req: &api::CreateTaskRequest,
+    ) -> Result<u32, ttrpc::Error> {
         let id = req.id.as_str();
         if self.lock().contains_key(id) {
             return Err(err(
@@ -181,7 +183,8 @@ impl Inner {
         let rootfs = bundle.join("rootfs");
         let mounted = !req.rootfs.is_empty();
         if mounted {
-            mount_rootfs(&req.rootfs, &rootfs).map_err(|e| err(Code::INTERNAL, e))?;
+            super::rootfs::mount_rootfs(&req.rootfs, &rootfs)
+                .map_err(|e| err(Code::INTERNAL, e))?;
         }
         let undo_mount = |m: bool| {
             if m {
@@ -305,7 +308,7 @@ impl Inner {
         })
     }
 
-    fn start(self: &Arc<Self>, id: &str, exec: &str) -> Result<u32, ttrpc::Error> {
+    pub(super) fn start(self: &Arc<Self>, id: &str, exec: &str) -> Result<u32, ttrpc::Error> {
         let (bundle, status) = {
             let mut map = self.lock();
             let c = map.get_mut(id).ok_or_else(|| not_found("container", id))?;
@@ -461,7 +464,7 @@ impl Inner {
         Ok(pid as u32)
     }
 
-    fn kill(&self, req: &api::KillRequest) -> Result<(), ttrpc::Error> {
+    pub(super) fn kill(&self, req: &api::KillRequest) -> Result<(), ttrpc::Error> {
         let (bundle, pid, status) = {
             let map = self.lock();
             let c = map
@@ -505,7 +508,7 @@ impl Inner {
         })
     }
 
-    fn delete(&self, id: &str, exec: &str) -> Result<api::DeleteResponse, ttrpc::Error> {
+    pub(super) fn delete(&self, id: &str, exec: &str) -> Result<api::DeleteResponse, ttrpc::Error> {
         let mut map = self.lock();
         let c = map.get_mut(id).ok_or_else(|| not_found("container", id))?;
         if !exec.is_empty() {
@@ -584,7 +587,7 @@ impl Inner {
         Ok(r)
     }
 
-    fn wait(&self, id: &str, exec: &str) -> Result<api::WaitResponse, ttrpc::Error> {
+    pub(super) fn wait(&self, id: &str, exec: &str) -> Result<api::WaitResponse, ttrpc::Error> {
         let mut map = self.lock();
         loop {
             let c = map.get(id).ok_or_else(|| not_found("container", id))?;
@@ -600,7 +603,7 @@ impl Inner {
         }
     }
 
-    fn set_paused(&self, id: &str, pause: bool) -> Result<(), ttrpc::Error> {
+    pub(super) fn set_paused(&self, id: &str, pause: bool) -> Result<(), ttrpc::Error> {
         let bundle = self.bundle_of(id)?;
         let verb = if pause { "pause" } else { "resume" };
         self.runc
@@ -659,350 +662,4 @@ fn read_pid(file: &Path) -> Result<i32, String> {
     text.trim()
         .parse()
         .map_err(|e| format!("pid file {}: {e}", file.display()))
-}
-
-/// Mounts containerd's rootfs mounts at `target`, in order (an overlay from the
-/// snapshotter, or a bind). Done here rather than with the shim crate's helper, which
-/// forks and waits through a reaper this shim replaces.
-fn mount_rootfs(
-    mounts: &[containerd_shim::protos::api::Mount],
-    target: &Path,
-) -> Result<(), String> {
-    use nix::mount::{mount, MsFlags};
-    std::fs::create_dir_all(target).map_err(|e| format!("creating {}: {e}", target.display()))?;
-    for m in mounts {
-        let p = podinit::runtime::mounts::plan(
-            target,
-            Some(&m.type_),
-            Some(Path::new(&m.source)),
-            &m.options,
-        );
-        let flags = MsFlags::from_bits_truncate(p.flags);
-        let fstype = (m.type_ != "bind").then_some(m.type_.as_str());
-        let data = (!p.data.is_empty()).then_some(p.data.as_str());
-        let what = |e: nix::Error| {
-            format!(
-                "mounting the rootfs ({} {}) at {}: {e}",
-                m.type_,
-                m.source,
-                target.display()
-            )
-        };
-        mount(
-            Some(m.source.as_str()),
-            target,
-            fstype,
-            flags & !MsFlags::MS_RDONLY
-                | if p.remount {
-                    MsFlags::empty()
-                } else {
-                    flags & MsFlags::MS_RDONLY
-                },
-            data,
-        )
-        .map_err(what)?;
-        if p.remount {
-            mount(
-                None::<&str>,
-                target,
-                None::<&str>,
-                flags | MsFlags::MS_REMOUNT | MsFlags::MS_BIND,
-                None::<&str>,
-            )
-            .map_err(what)?;
-        }
-    }
-    Ok(())
-}
-
-fn status_of(s: Status) -> api::Status {
-    match s {
-        Status::Created => api::Status::CREATED,
-        Status::Running => api::Status::RUNNING,
-        Status::Paused => api::Status::PAUSED,
-        Status::Stopped => api::Status::STOPPED,
-    }
-}
-
-impl containerd_shim::Task for Service {
-    fn create(
-        &self,
-        _: &TtrpcContext,
-        req: api::CreateTaskRequest,
-    ) -> TtrpcResult<api::CreateTaskResponse> {
-        let pid = self.0.create(&req)?;
-        Ok(api::CreateTaskResponse {
-            pid,
-            ..Default::default()
-        })
-    }
-
-    fn start(&self, _: &TtrpcContext, req: api::StartRequest) -> TtrpcResult<api::StartResponse> {
-        let pid = self.0.start(&req.id, &req.exec_id)?;
-        Ok(api::StartResponse {
-            pid,
-            ..Default::default()
-        })
-    }
-
-    fn delete(
-        &self,
-        _: &TtrpcContext,
-        req: api::DeleteRequest,
-    ) -> TtrpcResult<api::DeleteResponse> {
-        self.0.delete(&req.id, &req.exec_id)
-    }
-
-    fn state(&self, _: &TtrpcContext, req: api::StateRequest) -> TtrpcResult<api::StateResponse> {
-        let map = self.0.lock();
-        let c = map
-            .get(&req.id)
-            .ok_or_else(|| not_found("container", &req.id))?;
-        let p = c
-            .proc(&req.exec_id)
-            .ok_or_else(|| not_found("process", &req.exec_id))?;
-        let e = p.exit;
-        Ok(api::StateResponse {
-            id: if req.exec_id.is_empty() {
-                req.id.clone()
-            } else {
-                req.exec_id.clone()
-            },
-            bundle: c.bundle.to_string_lossy().into_owned(),
-            pid: p.pid as u32,
-            status: status_of(p.status).into(),
-            stdin: p.paths.stdin.clone(),
-            stdout: p.paths.stdout.clone(),
-            stderr: p.paths.stderr.clone(),
-            terminal: p.paths.terminal,
-            exit_status: e.map_or(0, |e| e.status),
-            exited_at: e.map_or(MessageField::none(), |e| {
-                MessageField::some(tasks::timestamp(e.at))
-            }),
-            exec_id: req.exec_id.clone(),
-            ..Default::default()
-        })
-    }
-
-    fn pids(&self, _: &TtrpcContext, req: api::PidsRequest) -> TtrpcResult<api::PidsResponse> {
-        let bundle = self.0.bundle_of(&req.id)?;
-        let out = self
-            .0
-            .runc
-            .output(&self.0.log(&bundle), &["ps", "--format", "json", &req.id])
-            .map_err(|e| err(Code::UNKNOWN, e))?;
-        let pids: Vec<u32> = serde_json::from_str(out.trim()).unwrap_or_default();
-        let map = self.0.lock();
-        let execs: HashMap<u32, String> = map
-            .get(&req.id)
-            .map(|c| {
-                c.execs
-                    .iter()
-                    .map(|(k, p)| (p.pid as u32, k.clone()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let processes = pids
-            .into_iter()
-            .map(|pid| {
-                let mut info = containerd_shim::protos::api::ProcessInfo {
-                    pid,
-                    ..Default::default()
-                };
-                if let Some(exec) = execs.get(&pid) {
-                    let d = containerd_shim::protos::shim::oci::ProcessDetails {
-                        exec_id: exec.clone(),
-                        ..Default::default()
-                    };
-                    if let Ok(a) =
-                        containerd_shim::protos::protobuf::well_known_types::any::Any::pack(&d)
-                    {
-                        info.info = MessageField::some(a);
-                    }
-                }
-                info
-            })
-            .collect();
-        Ok(api::PidsResponse {
-            processes,
-            ..Default::default()
-        })
-    }
-
-    fn pause(&self, _: &TtrpcContext, req: api::PauseRequest) -> TtrpcResult<api::Empty> {
-        self.0.set_paused(&req.id, true)?;
-        Ok(api::Empty::default())
-    }
-
-    fn resume(&self, _: &TtrpcContext, req: api::ResumeRequest) -> TtrpcResult<api::Empty> {
-        self.0.set_paused(&req.id, false)?;
-        Ok(api::Empty::default())
-    }
-
-    fn kill(&self, _: &TtrpcContext, req: api::KillRequest) -> TtrpcResult<api::Empty> {
-        self.0.kill(&req)?;
-        Ok(api::Empty::default())
-    }
-
-    fn exec(&self, _: &TtrpcContext, req: api::ExecProcessRequest) -> TtrpcResult<api::Empty> {
-        let mut map = self.0.lock();
-        let c = map
-            .get_mut(&req.id)
-            .ok_or_else(|| not_found("container", &req.id))?;
-        if c.execs.contains_key(&req.exec_id) {
-            return Err(err(
-                Code::ALREADY_EXISTS,
-                format!("id {}: already exists", req.exec_id),
-            ));
-        }
-        if c.init.status == Status::Stopped {
-            return Err(err(
-                Code::FAILED_PRECONDITION,
-                format!("container {}: is stopped", req.id),
-            ));
-        }
-        let mut p = Proc::new(Paths {
-            stdin: req.stdin.clone(),
-            stdout: req.stdout.clone(),
-            stderr: req.stderr.clone(),
-            terminal: req.terminal,
-        });
-        p.spec = Some(
-            req.spec
-                .as_ref()
-                .map(|a| a.value.clone())
-                .unwrap_or_default(),
-        );
-        c.execs.insert(req.exec_id.clone(), p);
-        drop(map);
-        self.0.publish(
-            topics::TASK_EXEC_ADDED_EVENT_TOPIC,
-            Box::new(ev::TaskExecAdded {
-                container_id: req.id.clone(),
-                exec_id: req.exec_id.clone(),
-                ..Default::default()
-            }),
-        );
-        Ok(api::Empty::default())
-    }
-
-    fn resize_pty(&self, _: &TtrpcContext, req: api::ResizePtyRequest) -> TtrpcResult<api::Empty> {
-        use std::os::fd::AsRawFd;
-        let map = self.0.lock();
-        let c = map
-            .get(&req.id)
-            .ok_or_else(|| not_found("container", &req.id))?;
-        let p = c
-            .proc(&req.exec_id)
-            .ok_or_else(|| not_found("process", &req.exec_id))?;
-        let Some(m) = &p.io.console else {
-            return Err(err(
-                Code::FAILED_PRECONDITION,
-                "the process has no terminal",
-            ));
-        };
-        podinit::sys::pty::set_size(m.as_raw_fd(), req.height as u16, req.width as u16)
-            .map_err(|e| err(Code::UNKNOWN, format!("resizing the terminal: {e}")))?;
-        Ok(api::Empty::default())
-    }
-
-    fn close_io(&self, _: &TtrpcContext, req: api::CloseIORequest) -> TtrpcResult<api::Empty> {
-        // containerd closes its end of the stdin FIFO before this call: the copy into the
-        // process's stdin then ends, and the process reads end-of-file.
-        let map = self.0.lock();
-        let c = map
-            .get(&req.id)
-            .ok_or_else(|| not_found("container", &req.id))?;
-        c.proc(&req.exec_id)
-            .ok_or_else(|| not_found("process", &req.exec_id))?;
-        Ok(api::Empty::default())
-    }
-
-    fn update(&self, _: &TtrpcContext, req: api::UpdateTaskRequest) -> TtrpcResult<api::Empty> {
-        let bundle = self.0.bundle_of(&req.id)?;
-        let json = req
-            .resources
-            .as_ref()
-            .map(|a| a.value.clone())
-            .unwrap_or_default();
-        let file = self.0.runc.root.join(format!("update-{}.json", req.id));
-        std::fs::write(&file, &json)
-            .map_err(|e| err(Code::UNKNOWN, format!("writing {}: {e}", file.display())))?;
-        let f = file.to_string_lossy().into_owned();
-        let r = self.0.runc.run(
-            &self.0.log(&bundle),
-            &["update", "--resources", &f, &req.id],
-            super::runc::Streams::none(),
-        );
-        let _ = std::fs::remove_file(&file);
-        r.map_err(|e| err(Code::UNKNOWN, e))?;
-        Ok(api::Empty::default())
-    }
-
-    fn wait(&self, _: &TtrpcContext, req: api::WaitRequest) -> TtrpcResult<api::WaitResponse> {
-        self.0.wait(&req.id, &req.exec_id)
-    }
-
-    fn stats(&self, _: &TtrpcContext, req: api::StatsRequest) -> TtrpcResult<api::StatsResponse> {
-        if !self.0.lock().contains_key(&req.id) {
-            return Err(not_found("container", &req.id));
-        }
-        let root = podinit::runc::state::Root(self.0.runc.root.clone());
-        let s = podinit::runc::state::load(&root, &req.id).map_err(|e| err(Code::NOT_FOUND, e))?;
-        let group =
-            podinit::runc::cgroup::open(&req.id, s.cgroups_path.as_deref(), &s.cgroup_paths)
-                .map_err(|e| err(Code::UNKNOWN, e))?;
-        let any = metrics::to_any(&group.stats(), podinit::sys::cgroup::unified())
-            .map_err(|e| err(Code::UNKNOWN, e))?;
-        Ok(api::StatsResponse {
-            stats: MessageField::some(any),
-            ..Default::default()
-        })
-    }
-
-    fn connect(
-        &self,
-        _: &TtrpcContext,
-        req: api::ConnectRequest,
-    ) -> TtrpcResult<api::ConnectResponse> {
-        let task_pid = self.0.lock().get(&req.id).map_or(0, |c| c.init.pid as u32);
-        Ok(api::ConnectResponse {
-            shim_pid: std::process::id(),
-            task_pid,
-            version: env!("CARGO_PKG_VERSION").into(),
-            ..Default::default()
-        })
-    }
-
-    fn shutdown(&self, _: &TtrpcContext, _: api::ShutdownRequest) -> TtrpcResult<api::Empty> {
-        if self.0.lock().is_empty() {
-            self.0.exit.signal();
-        }
-        Ok(api::Empty::default())
-    }
-}
-
-/// Publishes events in the order they were made. Every change to a task publishes one,
-/// so this thread also knows when the shim has been quiet for a second: then it gives
-/// code pages back (a pod's shim spends its life waiting, and what ran for a create or a
-/// start is mapped again from the page cache if it runs again; `sys::pages`, as podinit's
-/// supervisor does).
-pub fn publisher_thread(rx: mpsc::Receiver<Event>, publisher: RemotePublisher, namespace: String) {
-    std::thread::spawn(move || {
-        let mut busy = true;
-        loop {
-            match rx.recv_timeout(Duration::from_secs(1)) {
-                Ok((topic, e)) => {
-                    let _ = publisher.publish(Context::default(), topic, &namespace, e);
-                    busy = true;
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) if busy => {
-                    podinit::sys::pages::release_startup_pages();
-                    busy = false;
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => return,
-            }
-        }
-    });
 }
