@@ -1,6 +1,6 @@
-//! containerd's Task service over the task table: each call as containerd's runc shim
-//! answers it (its statuses, errors and events), the work done by podinit's runc
-//! front-end (`runc.rs`).
+//! The task table and what each Task call does to it, as containerd's runc shim does it
+//! (its statuses, errors and events); the work of making processes is podinit's runc
+//! front-end's (`runc.rs`), the ttrpc surface is `task_api.rs`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
