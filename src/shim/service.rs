@@ -50,6 +50,32 @@ impl Inner {
         self.containers.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Runs `create` or `exec` (`args`, then the console socket if any, then `id`) with
+    /// the process's streams; a console socket that got no terminal is removed.
+    fn run_with_stdio(
+        &self,
+        bundle: &Path,
+        args: &[&str],
+        id: &str,
+        pre: &mut stdio::Prepared,
+    ) -> Result<(), String> {
+        let console = pre
+            .console
+            .as_ref()
+            .map(|(_, p)| p.to_string_lossy().into_owned());
+        let mut all = args.to_vec();
+        if let Some(c) = &console {
+            all.extend(["--console-socket", c]);
+        }
+        all.push(id);
+        let streams = std::mem::replace(&mut pre.streams, super::runc::Streams::none());
+        let run = self.runc.run(&self.log(bundle), &all, streams);
+        if let (Err(_), Some((_, p))) = (&run, &pre.console) {
+            let _ = std::fs::remove_file(p);
+        }
+        run
+    }
+
     /// A container's bundle directory.
     pub(super) fn bundle_of(&self, id: &str) -> Result<PathBuf, ttrpc::Error> {
         let map = self.lock();
@@ -245,23 +271,8 @@ impl Inner {
         let pid_file = bundle.join("init.pid");
         let bundle_s = bundle.to_string_lossy();
         let pid_s = pid_file.to_string_lossy();
-        let mut args = vec!["create", "--bundle", &bundle_s, "--pid-file", &pid_s];
-        let console = pre
-            .console
-            .as_ref()
-            .map(|(_, p)| p.to_string_lossy().into_owned());
-        if let Some(c) = &console {
-            args.extend(["--console-socket", c]);
-        }
-        args.push(id);
-        let streams = std::mem::replace(&mut pre.streams, super::runc::Streams::none());
-        let run = self.runc.run(&self.log(bundle), &args, streams);
-        if let Some((_, p)) = &pre.console {
-            if run.is_err() {
-                let _ = std::fs::remove_file(p);
-            }
-        }
-        run?;
+        let args = ["create", "--bundle", &bundle_s, "--pid-file", &pid_s];
+        self.run_with_stdio(bundle, &args, id, &mut pre)?;
         // From here a failure must not leave the created container behind.
         let made = (|| {
             stdio::attach_console(&mut pre, &paths)?;
@@ -404,7 +415,7 @@ impl Inner {
             .map_err(|e| fail(format!("writing {}: {e}", spec_file.display())))?;
         let mut pre = stdio::prepare(&paths, dir).map_err(fail)?;
         let (spec_s, pid_s) = (spec_file.to_string_lossy(), pid_file.to_string_lossy());
-        let mut args = vec![
+        let args = [
             "exec",
             "--detach",
             "--process",
@@ -412,21 +423,9 @@ impl Inner {
             "--pid-file",
             &pid_s,
         ];
-        let console = pre
-            .console
-            .as_ref()
-            .map(|(_, p)| p.to_string_lossy().into_owned());
-        if let Some(c) = &console {
-            args.extend(["--console-socket", c]);
-        }
-        args.push(id);
-        let streams = std::mem::replace(&mut pre.streams, super::runc::Streams::none());
-        let run = self.runc.run(&self.log(bundle), &args, streams);
+        let run = self.run_with_stdio(bundle, &args, id, &mut pre);
         let _ = std::fs::remove_file(&spec_file);
         if let Err(e) = run {
-            if let Some((_, p)) = &pre.console {
-                let _ = std::fs::remove_file(p);
-            }
             // As containerd's runc shim: an exec that never ran is over, so a Wait made
             // before Start returns (the CRI's ExecSync waits so).
             if let Some(p) = self.lock().get_mut(id).and_then(|c| c.execs.get_mut(exec)) {
