@@ -83,9 +83,39 @@ pub fn ensure_dir(path: &Path) -> io::Result<()> {
     }
 }
 
+/// `s` with each `marker` followed by `digits` digits in `radix` replaced by that byte
+/// (mountinfo's `\040`, a URL's `%20`); anything else is kept as written.
+pub fn unescape_codes(s: &str, marker: u8, digits: usize, radix: u32) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == marker && i + digits < b.len() {
+            if let Some(v) = s
+                .get(i + 1..i + 1 + digits)
+                .and_then(|d| u8::from_str_radix(d, radix).ok())
+            {
+                out.push(v);
+                i += 1 + digits;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn escaped_bytes_in_either_notation() {
+        assert_eq!(unescape_codes("u%40x%2", b'%', 2, 16), "u@x%2");
+        assert_eq!(unescape_codes(r"/a\040b\9", b'\\', 3, 8), "/a b\\9");
+        assert_eq!(unescape_codes("%zz", b'%', 2, 16), "%zz");
+    }
 
     #[test]
     fn hex_ids_have_the_asked_length_and_differ() {

@@ -155,21 +155,7 @@ pub fn unmount_below(dir: &Path) {
 
 /// mountinfo escapes space, tab, newline and backslash as octal.
 fn unescape_mountinfo(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\' && i + 3 < b.len() {
-            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 4], 8) {
-                out.push(v);
-                i += 4;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    crate::util::unescape_codes(s, b'\\', 3, 8)
 }
 
 #[cfg(test)]

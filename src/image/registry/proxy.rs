@@ -118,21 +118,7 @@ fn parse(setting: &str) -> Result<Proxy, String> {
 
 /// Percent-decoding of a proxy URL's user and password.
 fn unescape(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() {
-            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
-                out.push(v);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    crate::util::unescape_codes(s, b'%', 2, 16)
 }
 
 #[cfg(test)]
