@@ -86,6 +86,23 @@ impl RestartPolicy {
 }
 
 impl PodPlan {
+    /// A pod `p` in `default` with kubelet's defaults (30 s grace, 300 s back-off cap, no
+    /// deadline or readiness gates, BestEffort): the plan the rules' tests start from.
+    pub fn bare(restart_policy: RestartPolicy, containers: Vec<ContainerPlan>) -> PodPlan {
+        PodPlan {
+            name: "p".into(),
+            namespace: "default".into(),
+            uid: "u".into(),
+            restart_policy,
+            containers,
+            grace_seconds: 30,
+            active_deadline_seconds: None,
+            max_backoff_ms: 300_000,
+            readiness_gates: vec![],
+            qos_class: QosClass::BestEffort,
+        }
+    }
+
     /// Extract the plan from an admitted (defaulted, validated) Pod.
     pub fn from_pod(pod: &k8s_openapi::api::core::v1::Pod, max_backoff_ms: u64) -> PodPlan {
         let spec = pod.spec.clone().unwrap_or_default();

@@ -56,21 +56,10 @@ pub fn should_restart(plan: &PodPlan, kind: Kind, failed: bool) -> bool {
 mod tests {
     use super::*;
     use crate::pod::plan::ContainerPlan;
-    use crate::pod::{QosClass, TerminatedReason};
+    use crate::pod::TerminatedReason;
 
     fn plan(policy: RestartPolicy) -> PodPlan {
-        PodPlan {
-            name: "p".into(),
-            namespace: "default".into(),
-            uid: "u".into(),
-            restart_policy: policy,
-            containers: vec![ContainerPlan::bare("c", Kind::App)],
-            grace_seconds: 30,
-            active_deadline_seconds: None,
-            max_backoff_ms: 300_000,
-            readiness_gates: vec![],
-            qos_class: QosClass::BestEffort,
-        }
+        PodPlan::bare(policy, vec![ContainerPlan::bare("c", Kind::App)])
     }
 
     fn ended(code: i32, reason: TerminatedReason) -> Terminated {

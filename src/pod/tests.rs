@@ -2,7 +2,7 @@
 
 use super::plan::{ContainerPlan, Kind, PodPlan, RestartPolicy};
 use super::probes::{ProbeKind, Probes, Timing};
-use super::reason::{QosClass, StartFailure};
+use super::reason::StartFailure;
 use super::state::{Exit, PodPhase, PodState, State};
 use super::step::EventSpec;
 use super::step::{step, Action};
@@ -20,18 +20,7 @@ fn cp(name: &str, kind: Kind) -> ContainerPlan {
 
 impl Sim {
     fn new(policy: RestartPolicy, cs: Vec<ContainerPlan>) -> Sim {
-        let plan = PodPlan {
-            name: "p".into(),
-            namespace: "default".into(),
-            uid: "u".into(),
-            restart_policy: policy,
-            containers: cs,
-            grace_seconds: 30,
-            active_deadline_seconds: None,
-            max_backoff_ms: 300_000,
-            readiness_gates: vec![],
-            qos_class: QosClass::BestEffort,
-        };
+        let plan = PodPlan::bare(policy, cs);
         let mut st = PodState::new(&plan);
         st.on_sandbox_ready(0);
         Sim { plan, st, now: 0 }

@@ -119,26 +119,18 @@ impl PodState {
 mod tests {
     use super::*;
     use crate::pod::plan::{ContainerPlan, Kind, PodPlan, RestartPolicy};
-    use crate::pod::reason::{QosClass, WaitingReason};
+    use crate::pod::reason::WaitingReason;
     use crate::pod::state::{PodPhase, State};
     use crate::pod::step::{step, Action};
 
     fn plan(kinds: &[(&str, Kind)]) -> PodPlan {
-        PodPlan {
-            name: "p".into(),
-            namespace: "default".into(),
-            uid: "u".into(),
-            restart_policy: RestartPolicy::Always,
-            containers: kinds
+        PodPlan::bare(
+            RestartPolicy::Always,
+            kinds
                 .iter()
                 .map(|(n, k)| ContainerPlan::bare(n, *k))
                 .collect(),
-            grace_seconds: 30,
-            active_deadline_seconds: None,
-            max_backoff_ms: 300_000,
-            readiness_gates: vec![],
-            qos_class: QosClass::BestEffort,
-        }
+        )
     }
 
     fn events(acts: &[Action]) -> Vec<String> {

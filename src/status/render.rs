@@ -192,18 +192,10 @@ mod tests {
 
     fn plan() -> PodPlan {
         let c = ContainerPlan::bare;
-        PodPlan {
-            name: "p".into(),
-            namespace: "default".into(),
-            uid: "u".into(),
-            restart_policy: RestartPolicy::Never,
-            containers: vec![c("init", Kind::Init), c("web", Kind::App)],
-            grace_seconds: 30,
-            active_deadline_seconds: None,
-            max_backoff_ms: 300_000,
-            readiness_gates: vec![],
-            qos_class: pod::QosClass::BestEffort,
-        }
+        PodPlan::bare(
+            RestartPolicy::Never,
+            vec![c("init", Kind::Init), c("web", Kind::App)],
+        )
     }
 
     #[test]

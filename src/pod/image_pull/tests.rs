@@ -1,24 +1,15 @@
 use super::*;
 use crate::pod::plan::{ContainerPlan, Kind, RestartPolicy};
-use crate::pod::reason::QosClass;
 use crate::pod::step::{step, Action, EventSpec};
 
 fn plan(kinds: &[(&str, Kind)]) -> PodPlan {
-    PodPlan {
-        name: "p".into(),
-        namespace: "default".into(),
-        uid: "u".into(),
-        restart_policy: RestartPolicy::Always,
-        containers: kinds
+    PodPlan::bare(
+        RestartPolicy::Always,
+        kinds
             .iter()
             .map(|(n, k)| ContainerPlan::bare(n, *k))
             .collect(),
-        grace_seconds: 30,
-        active_deadline_seconds: None,
-        max_backoff_ms: 300_000,
-        readiness_gates: vec![],
-        qos_class: QosClass::BestEffort,
-    }
+    )
 }
 
 fn starts(acts: &[Action]) -> Vec<usize> {
