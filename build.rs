@@ -2,7 +2,7 @@
 fn main() {
     let dir = env!("CARGO_MANIFEST_DIR");
     // The steady-state code together (link/hot-functions.txt, made by scripts/hot-code/run):
-    // the supervisor gives back its code pages once started, and the kernel maps code back
+    // the supervisor and the containerd shim give back their code pages once started, and the kernel maps code back
     // by whole page-cache folios (fault-around, 64–128 KiB), so what runs at rest costs a
     // few folios when it sits together instead of one per function when it is spread over
     // the binary. Names the binary lacks (renamed since the file was made) are skipped: the
@@ -15,7 +15,9 @@ fn main() {
     // scripts/hot-code (symbol names carry a hash of the build's settings, so they must
     // come from the very build that is traced).
     let out = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
-    println!("cargo:rustc-link-arg-bins=-Wl,-Map={out}/podinit.map");
+    for bin in ["podinit", "containerd-shim-podinit-v1"] {
+        println!("cargo:rustc-link-arg-bin={bin}=-Wl,-Map={out}/{bin}.map");
+    }
     println!("cargo:rustc-link-arg-bins=-Wl,--no-demangle");
     // Relative relocations packed (DT_RELR, glibc ≥ 2.36 also in static PIE): 140 KB less.
     println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");

@@ -13,6 +13,13 @@
 //! `cargo bench --bench cri -- [--rounds N] [--pods N] [--json FILE] [--md FILE]
 //! [--update BENCHMARKS.md]`, as root. `--update` replaces the table between the file's
 //! `<!-- cri-bench -->` and `<!-- /cri-bench -->` lines.
+//! `--strace DIR` instead traces containerd and everything it starts (`strace -f -tt`)
+//! while each handler runs one pod after the warm-up, writes `DIR/<handler>.strace`, and
+//! measures nothing else: where a handler's RunPodSandbox time goes.
+//! `--timeline DIR` records every exec and exit on the machine (`perf record`, which slows
+//! nothing down) while each handler runs `--rounds` pods, and writes `DIR/<handler>.perf`
+//! and `DIR/<handler>.calls` (each pod's RunPodSandbox start and end, and its container's
+//! start's end, on the same clock): what of RunPodSandbox is containerd's and CNI's.
 //! A handler whose pods cannot run (podinit before its shim exists) gets its error in the
 //! table instead of figures.
 
@@ -34,6 +41,8 @@ struct Args {
     json: Option<String>,
     md: Option<String>,
     update: Option<String>,
+    strace: Option<String>,
+    timeline: Option<String>,
 }
 
 fn args() -> Args {
@@ -43,6 +52,8 @@ fn args() -> Args {
         json: None,
         md: None,
         update: None,
+        strace: None,
+        timeline: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -53,6 +64,8 @@ fn args() -> Args {
             "--json" => a.json = Some(val()),
             "--md" => a.md = Some(val()),
             "--update" => a.update = Some(val()),
+            "--strace" => a.strace = Some(val()),
+            "--timeline" => a.timeline = Some(val()),
             // cargo bench passes --bench to a bench without libtest's harness.
             "--bench" => {}
             other => panic!("cri bench: unknown argument {other}"),
@@ -98,6 +111,103 @@ fn start_pod(lab: &Lab, handler: &str) -> Result<Pod, String> {
     })
 }
 
+/// CLOCK_MONOTONIC now, in seconds: perf's clock with `-k CLOCK_MONOTONIC`.
+fn monotonic() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+}
+
+/// `rounds` pods per handler under `perf record` of every exec and exit.
+fn timeline(lab: &Lab, handlers: &[&str], dir: &str, rounds: usize) {
+    std::fs::create_dir_all(dir).expect("--timeline DIR");
+    for h in handlers {
+        let out = format!("{dir}/{h}.perf");
+        let mut perf = std::process::Command::new("perf")
+            .args([
+                "record",
+                "-q",
+                "-a",
+                "-k",
+                "CLOCK_MONOTONIC",
+                "-e",
+                "sched:sched_process_exec",
+                "-e",
+                "sched:sched_process_exit",
+                "-o",
+                &out,
+            ])
+            .spawn()
+            .expect("perf");
+        std::thread::sleep(Duration::from_millis(1000));
+        let mut calls = String::new();
+        for _ in 0..rounds {
+            let t0 = monotonic();
+            let p = start_pod(lab, h).unwrap_or_else(|e| panic!("{h}: {e}"));
+            let t2 = monotonic();
+            let t1 = t0 + p.sandbox_ms / 1000.0;
+            calls += &format!("{t0:.6} {t1:.6} {t2:.6}\n");
+            remove(lab, &p);
+        }
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(perf.id() as i32, libc::SIGINT) };
+        let _ = perf.wait();
+        std::fs::write(format!("{dir}/{h}.calls"), calls).unwrap();
+        eprintln!("cri bench: {out}");
+    }
+}
+
+/// One pod per handler with containerd and its children under `strace -f -tt`.
+fn trace(lab: &Lab, handlers: &[&str], dir: &str) {
+    std::fs::create_dir_all(dir).expect("--strace DIR");
+    for h in handlers {
+        let out = format!("{dir}/{h}.strace");
+        let mut st = std::process::Command::new("strace")
+            .args(["-f", "-tt", "-qq", "-e", "trace=execve,clone,clone3,vfork,wait4,mount,umount2,pivot_root,connect,accept4,exit_group,unshare,setns", "-o", &out, "-p"])
+            .arg(lab.containerd_pid().to_string())
+            .spawn()
+            .expect("strace");
+        // strace attaches within a moment; the pod must not start before.
+        std::thread::sleep(Duration::from_millis(500));
+        let p = start_pod(lab, h).unwrap_or_else(|e| panic!("{h}: {e}"));
+        eprintln!(
+            "cri bench: {h}: RunPodSandbox {:.1} ms, Create+Start {:.1} ms (traced: slower)",
+            p.sandbox_ms, p.create_start_ms
+        );
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(st.id() as i32, libc::SIGINT) };
+        let _ = st.wait();
+        std::thread::sleep(SETTLE);
+        // Before the CRI calls below, which may reach the shim.
+        for (pid, _) in lab.shims() {
+            eprintln!(
+                "cri bench: {h}: shim {pid} RSS {} KiB before any CRI call",
+                common::usage(pid).rss_kib
+            );
+        }
+        for pid in runtime_procs(lab, std::slice::from_ref(&p)) {
+            let u = common::usage(pid);
+            let _ = std::fs::copy(
+                format!("/proc/{pid}/smaps"),
+                format!("{dir}/{h}-{pid}.smaps"),
+            );
+            let cmd = std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            eprintln!(
+                "cri bench: {h}: pid {pid} RSS {} KiB, anonymous {} KiB: {}",
+                u.rss_kib,
+                u.anon_kib,
+                cmd.replace('\0', " ").chars().take(80).collect::<String>()
+            );
+        }
+        remove(lab, &p);
+        eprintln!("cri bench: {out}");
+    }
+}
+
 fn exec_ms(lab: &Lab, pod: &Pod) -> f64 {
     let t = Instant::now();
     let r = lab
@@ -136,6 +246,15 @@ fn parents() -> HashMap<i32, i32> {
 const SETTLE: Duration = Duration::from_secs(2);
 
 fn runtime_rss_kib(lab: &Lab, pods: &[Pod]) -> u64 {
+    runtime_procs(lab, pods)
+        .into_iter()
+        .map(|pid| common::usage(pid).rss_kib)
+        .sum()
+}
+
+/// The processes the runtime adds for `pods`: their shims, sandbox processes and their
+/// descendants but the containers' own.
+fn runtime_procs(lab: &Lab, pods: &[Pod]) -> Vec<i32> {
     let parents = parents();
     let containers: Vec<i32> = pods
         .iter()
@@ -156,16 +275,13 @@ fn runtime_rss_kib(lab: &Lab, pods: &[Pod]) -> u64 {
         }
         false
     };
-    let mut sum = 0;
-    for &pid in parents.keys() {
-        if under(pid, &roots) && !under(pid, &containers) {
-            // A process may end while it is read: it adds nothing then.
-            if std::fs::metadata(format!("/proc/{pid}/smaps_rollup")).is_ok() {
-                sum += common::usage(pid).rss_kib;
-            }
-        }
-    }
-    sum
+    // A process may end while it is read: it adds nothing then.
+    parents
+        .keys()
+        .copied()
+        .filter(|&pid| under(pid, &roots) && !under(pid, &containers))
+        .filter(|pid| std::fs::metadata(format!("/proc/{pid}/smaps_rollup")).is_ok())
+        .collect()
 }
 
 #[derive(Default)]
@@ -220,6 +336,14 @@ fn main() {
         .copied()
         .filter(|h| figs[h].error.is_none())
         .collect();
+    if let Some(dir) = &a.strace {
+        trace(&lab, &live, dir);
+        return;
+    }
+    if let Some(dir) = &a.timeline {
+        timeline(&lab, &live, dir, a.rounds);
+        return;
+    }
     eprintln!("cri bench: {} rounds of one pod", a.rounds);
     for _ in 0..a.rounds {
         for h in &live {

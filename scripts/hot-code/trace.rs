@@ -3,7 +3,8 @@
 //! speed once its working set is known. Memory shared with the process (its vfork-like
 //! children, which run in it until they exec) counts; forked children (a container's
 //! init, a copy of the memory) are followed only to keep them from tripping over the
-//! copied breakpoints. At the end every breakpoint left is removed.
+//! copied breakpoints. Every thread of the process is traced (the containerd shim has
+//! many). At the end every breakpoint left is removed.
 //! Used by scripts/hot-code; built with plain rustc, no crates.
 //!
 //! usage: trace PID SECONDS < entry-addresses > hit-addresses   (hex, one a line, in the
@@ -56,6 +57,17 @@ fn poke_byte(pid: i32, addr: usize, byte: u8) {
     let word = (peek(pid, addr) & !0xff) | byte as u64;
     // SAFETY: writes a stopped tracee's memory.
     unsafe { ptrace(PTRACE_POKETEXT, pid, addr, word as usize) };
+}
+
+/// The process a thread belongs to.
+fn tgid(tid: i32) -> Option<i32> {
+    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// The functions containing the stopped process's instruction pointer and every word of
@@ -113,15 +125,29 @@ fn main() {
     entries.dedup();
     let opts = O_TRACESYSGOOD | O_TRACEFORK | O_TRACEVFORK | O_TRACECLONE | O_TRACEEXEC;
     let mut status = 0;
-    // SAFETY: attaching to the pid we were given and waiting for it to stop.
-    unsafe {
-        assert_eq!(ptrace(PTRACE_SEIZE, pid, 0, opts), 0, "PTRACE_SEIZE {pid}");
-        ptrace(PTRACE_INTERRUPT, pid, 0, 0);
-        waitpid(pid, &mut status, WALL);
+    // Every thread of the process (a breakpoint hit by an untraced one would kill it).
+    let threads: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .expect("the process's threads")
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    for &t in &threads {
+        // SAFETY: attaching to a thread of the pid we were given and waiting for it to stop.
+        unsafe {
+            assert_eq!(ptrace(PTRACE_SEIZE, t, 0, opts), 0, "PTRACE_SEIZE {t}");
+            ptrace(PTRACE_INTERRUPT, t, 0, 0);
+            waitpid(t, &mut status, WALL);
+        }
     }
     // The functions under way when we attach (the event loop, its callers) are entered
-    // before the trace and never again: take them from the stack's return addresses.
-    let mut hits: Vec<usize> = on_stack(pid, &entries); // in the order of their first run
+    // before the trace and never again: take them from the stacks' return addresses.
+    let mut hits: Vec<usize> = Vec::new(); // in the order of their first run
+    for &t in &threads {
+        for f in on_stack(t, &entries) {
+            if !hits.contains(&f) {
+                hits.push(f);
+            }
+        }
+    }
     let mut hit: HashSet<usize> = hits.iter().copied().collect();
     let mut orig: HashMap<usize, u8> = HashMap::new();
     for &a in &entries {
@@ -131,8 +157,10 @@ fn main() {
     // The process's own memory is followed syscall by syscall: its page release (madvise
     // MADV_DONTNEED of the binary) drops the private pages that hold our breakpoints, so
     // they are set again after each.
-    // SAFETY: the tracee is stopped.
-    unsafe { ptrace(PTRACE_SYSCALL, pid, 0, 0) };
+    for &t in &threads {
+        // SAFETY: the tracee is stopped.
+        unsafe { ptrace(PTRACE_SYSCALL, t, 0, 0) };
+    }
     // The deadline arrives as a signal the tracer intercepts (and the tracee never sees).
     std::thread::spawn(move || {
         std::thread::sleep(Duration::from_secs(secs));
@@ -140,7 +168,7 @@ fn main() {
         unsafe { kill(pid, SIGURG) };
     });
     // Tracees and whether they share the process's memory.
-    let mut shared: HashMap<i32, bool> = [(pid, true)].into();
+    let mut shared: HashMap<i32, bool> = threads.iter().map(|&t| (t, true)).collect();
     let mut ending = false;
     while !shared.is_empty() {
         // SAFETY: waiting for our tracees.
@@ -154,7 +182,8 @@ fn main() {
         }
         let sig = (status >> 8) & 0xff;
         let event = status >> 16;
-        let mine = *shared.entry(p).or_insert(false);
+        // A new thread may stop before its creator reports it.
+        let mine = *shared.entry(p).or_insert_with(|| tgid(p) == Some(pid));
         let mut deliver = 0;
         // SAFETY: `p` is a stopped tracee throughout.
         unsafe {
@@ -162,7 +191,10 @@ fn main() {
                 EVENT_FORK | EVENT_VFORK | EVENT_CLONE => {
                     let mut child = 0usize;
                     ptrace(PTRACE_GETEVENTMSG, p, 0, &mut child as *mut usize as usize);
-                    shared.insert(child as i32, mine && event == EVENT_VFORK);
+                    // A vfork-like child runs in our memory until it execs; a new
+                    // thread of the process for good.
+                    let same = event == EVENT_VFORK || tgid(child as i32) == Some(pid);
+                    shared.insert(child as i32, mine && same);
                 }
                 EVENT_EXEC if p != pid => {
                     ptrace(PTRACE_DETACH, p, 0, 0);
@@ -194,7 +226,8 @@ fn main() {
                         deliver = sig;
                     }
                 }
-                0 if p == pid && sig == SIGURG => ending = true,
+                // The deadline, sent to the process: any of its threads may take it.
+                0 if mine && sig == SIGURG => ending = true,
                 0 if sig != SIGSTOP => deliver = sig,
                 _ => {}
             }

@@ -46,6 +46,11 @@ pub fn config() -> Config {
     }
 }
 
+/// The shim daemon's malloc, set where glibc reads it (at start, from the environment):
+/// no per-thread caches. Each of the shim's two dozen threads (ttrpc's) would keep freed
+/// blocks in a cache of its own, out of `malloc_trim`'s reach, for a life of waiting.
+const DAEMON_MALLOC: (&str, &str) = ("GLIBC_TUNABLES", "glibc.malloc.tcache_count=0");
+
 fn shim_err(e: String) -> containerd_shim::Error {
     containerd_shim::Error::Other(e)
 }
@@ -67,14 +72,11 @@ impl containerd_shim::Shim for Shim {
         let ann = sandbox::annotations(&bundle).map_err(shim_err)?;
         let grouping = sandbox::grouping(&opts.id, &ann);
         let address = containerd_shim::socket_address(&opts.address, &opts.namespace, &grouping);
-        if containerd_shim::util::connect(&address).is_ok_and(|fd| {
-            drop(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) });
-            true
-        }) {
+        if serves(&address) {
             containerd_shim::util::write_address(&address)?;
             return Ok(address);
         }
-        let (_, address) = containerd_shim::spawn(opts, &grouping, Vec::new())?;
+        let (_, address) = containerd_shim::spawn(opts, &grouping, vec![DAEMON_MALLOC])?;
         containerd_shim::util::write_address(&address)?;
         Ok(address)
     }
@@ -146,6 +148,12 @@ impl containerd_shim::Shim for Shim {
     }
 }
 
+/// Whether a shim already listens at `address` (`unix:///run/containerd/s/…`).
+fn serves(address: &str) -> bool {
+    let path = address.strip_prefix("unix://").unwrap_or(address);
+    std::os::unix::net::UnixStream::connect(path).is_ok()
+}
+
 /// Reaps on every SIGCHLD and hands the exits to the task table.
 fn reaper_thread(inner: Arc<service::Inner>) {
     let mut signals = match signal_hook::iterator::Signals::new([libc::SIGCHLD]) {
@@ -163,6 +171,22 @@ fn reaper_thread(inner: Arc<service::Inner>) {
             inner.on_exits(&exits);
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_live_shim_is_found_by_its_url() {
+        let dir = std::env::temp_dir().join(format!("podinit-shim-serves-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s.sock");
+        let url = format!("unix://{}", path.display());
+        assert!(!super::serves(&url), "nothing listens yet");
+        let l = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        assert!(super::serves(&url), "a listening socket, named by its URL");
+        drop(l);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
 
 #[allow(dead_code)]

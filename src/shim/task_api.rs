@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use containerd_shim::api;
 use containerd_shim::protos::events::task as ev;
-use containerd_shim::protos::protobuf::MessageField;
+use containerd_shim::protos::protobuf::{Message, MessageField};
 use containerd_shim::protos::topics;
 use containerd_shim::protos::ttrpc::Code;
 use containerd_shim::{TtrpcContext, TtrpcResult};
@@ -13,6 +13,9 @@ use containerd_shim::{TtrpcContext, TtrpcResult};
 use super::metrics;
 use super::service::{err, not_found, Service};
 use super::stdio::Paths;
+
+/// The `Any` type of a process's details in a Pids answer, as `Any::pack` names it.
+const PROCESS_DETAILS: &str = "type.googleapis.com/containerd.runc.v1.ProcessDetails";
 use super::tasks::{self, Proc, Status};
 
 fn status_of(s: Status) -> api::Status {
@@ -114,10 +117,16 @@ impl containerd_shim::Task for Service {
                         exec_id: exec.clone(),
                         ..Default::default()
                     };
-                    if let Ok(a) =
-                        containerd_shim::protos::protobuf::well_known_types::any::Any::pack(&d)
-                    {
-                        info.info = MessageField::some(a);
+                    // Packed by hand: `Any::pack` would build protobuf's reflection
+                    // tables for the message, and keep them (src/shim/events.rs).
+                    if let Ok(value) = d.write_to_bytes() {
+                        info.info = MessageField::some(
+                            containerd_shim::protos::protobuf::well_known_types::any::Any {
+                                type_url: PROCESS_DETAILS.into(),
+                                value,
+                                ..Default::default()
+                            },
+                        );
                     }
                 }
                 info
@@ -279,5 +288,16 @@ impl containerd_shim::Task for Service {
             self.0.exit.signal();
         }
         Ok(api::Empty::default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The hand-packed name is the one `Any::pack` gives (reflection, in the test only).
+    #[test]
+    fn process_details_are_named_as_any_pack_names_them() {
+        let d = containerd_shim::protos::shim::oci::ProcessDetails::default();
+        let any = containerd_shim::protos::protobuf::well_known_types::any::Any::pack(&d).unwrap();
+        assert_eq!(any.type_url, super::PROCESS_DETAILS);
     }
 }

@@ -8,14 +8,23 @@
 /// and RELRO segments (relocated at start, so private copies) are not touched; the dead
 /// part of the stack is dropped too.
 pub fn release_startup_pages() {
-    let mut ranges: Vec<(usize, usize)> = Vec::new();
+    /// The read-only segments of the executable (a handful), in a fixed array: freeing a
+    /// Vec after the release would map malloc's code back.
+    struct Ranges {
+        r: [(usize, usize); 8],
+        n: usize,
+    }
+    let mut ranges = Ranges {
+        r: [(0, 0); 8],
+        n: 0,
+    };
     unsafe extern "C" fn each(
         info: *mut libc::dl_phdr_info,
         _size: libc::size_t,
         data: *mut libc::c_void,
     ) -> libc::c_int {
-        // SAFETY: dl_iterate_phdr hands a valid info; `data` is the Vec below.
-        let (info, ranges) = unsafe { (&*info, &mut *(data as *mut Vec<(usize, usize)>)) };
+        // SAFETY: dl_iterate_phdr hands a valid info; `data` is the Ranges below.
+        let (info, ranges) = unsafe { (&*info, &mut *(data as *mut Ranges)) };
         // SAFETY: dlpi_phdr points at dlpi_phnum program headers.
         let phdrs = unsafe { std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize) };
         let page = 4096;
@@ -29,19 +38,15 @@ pub fn release_startup_pages() {
             let overlaps_relro = relro.is_some_and(|r| {
                 (r.p_vaddr as usize) < end && start < (r.p_vaddr + r.p_memsz) as usize
             });
-            if start < end && !overlaps_relro {
-                ranges.push((info.dlpi_addr as usize + start, end - start));
+            if start < end && !overlaps_relro && ranges.n < ranges.r.len() {
+                ranges.r[ranges.n] = (info.dlpi_addr as usize + start, end - start);
+                ranges.n += 1;
             }
         }
         1 // the executable comes first; what follows (the vDSO) is not ours
     }
     // SAFETY: the callback only reads the headers it is given.
     unsafe { libc::dl_iterate_phdr(Some(each), &mut ranges as *mut _ as *mut libc::c_void) };
-    for (addr, len) in ranges {
-        // SAFETY: read-only, file-backed mappings of our own executable: dropping them
-        // loses nothing, the next access maps the same page again.
-        unsafe { libc::madvise(addr as *mut libc::c_void, len, libc::MADV_DONTNEED) };
-    }
     // On the main thread (the supervisor's and the outer process's only one), the stack
     // below us is dead: start-up went deeper (parsing, validation) than the event loop
     // does. 16 KiB are left for this call and any signal handler; below the main stack
@@ -64,6 +69,14 @@ pub fn release_startup_pages() {
     }
     // SAFETY: no other thread allocates during the call (glibc locks anyway).
     unsafe { libc::malloc_trim(0) };
+    // The code last, and through libc's `syscall` alone: what runs after the drop is mapped
+    // back with its neighbours (the kernel's fault-around, 64 KiB a fault), so the fewer
+    // places it runs in on the way back to the caller, the better.
+    for &(addr, len) in &ranges.r[..ranges.n] {
+        // SAFETY: read-only, file-backed mappings of our own executable: dropping them
+        // loses nothing, the next access maps the same page again.
+        unsafe { libc::syscall(libc::SYS_madvise, addr, len, libc::MADV_DONTNEED) };
+    }
 }
 
 #[cfg(test)]

@@ -116,6 +116,15 @@ impl Lab {
         self.client.as_ref().expect("containerd is running")
     }
 
+    /// containerd's pid (to trace it, say).
+    #[allow(dead_code)]
+    pub fn containerd_pid(&self) -> u32 {
+        self.containerd
+            .as_ref()
+            .expect("containerd is running")
+            .id()
+    }
+
     fn write_config(&self) {
         let d = &self.dir;
         for sub in ["bin", "cni", "logs", "images"] {
