@@ -28,6 +28,7 @@ pub mod state;
 pub mod step;
 pub mod sysctls;
 pub mod termination;
+pub mod userns;
 #[cfg(test)]
 mod tests;
 pub mod volume_file;

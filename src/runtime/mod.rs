@@ -29,7 +29,7 @@ mod syscall_table;
 
 use crate::sys::cgroup::Placement;
 use oci_spec::runtime::Spec;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 pub struct Launch<'a> {
     /// The container's name, whole: the errors of a process joining it say which container
@@ -45,6 +45,9 @@ pub struct Launch<'a> {
     /// Instead of a new pid namespace, join the one of this process (a pidfd): an
     /// ephemeral container with a `targetContainerName`.
     pub pid_ns_of: Option<&'a OwnedFd>,
+    /// The pod's user namespace (`hostUsers: false`): a new container's mount and pid
+    /// namespaces are made inside it, owned by it; an exec joins it with the container's.
+    pub user_ns: Option<BorrowedFd<'a>>,
 }
 
 pub struct Spawned {
@@ -90,6 +93,14 @@ fn start_prepared(
     join: Option<&OwnedFd>,
 ) -> Result<Spawned, SpawnError> {
     prepared.join = join.map(|fd| fd.as_raw_fd());
+    if l.user_ns.is_some() {
+        prepared.user_ns_root = true;
+        if join.is_some() {
+            // Into the container's user namespace first: the kernel then joins its mount
+            // namespace with the credentials of that namespace.
+            prepared.join_flags |= libc::CLONE_NEWUSER;
+        }
+    }
     let (parent_end, child_end) = nix::sys::socket::socketpair(
         nix::sys::socket::AddressFamily::Unix,
         nix::sys::socket::SockType::SeqPacket,
@@ -154,15 +165,20 @@ fn start_prepared(
         sock: child_end.as_raw_fd(),
         other: parent_end.as_raw_fd(),
     };
-    // SAFETY: the supervisor is single-threaded; `vfork_child` only runs `init::run`,
-    // which ends in exec or _exit and frees nothing of ours; `args` outlives the call.
-    let cloned = unsafe {
-        crate::sys::clone::clone3_vfork(
-            flags,
-            cgroup,
-            vfork_child,
-            &mut args as *mut VforkChild as *mut libc::c_void,
-        )
+    let cloned = match l.user_ns.filter(|_| join.is_none()) {
+        // SAFETY: as below; `hop` outlives the call.
+        Some(userns) => unsafe { userns_hop(userns, flags, cgroup, &mut args) },
+        // SAFETY: the supervisor is single-threaded; `vfork_child` only runs `init::run`,
+        // which ends in exec or _exit and frees nothing of ours; `args` outlives the call.
+        None => unsafe {
+            crate::sys::clone::clone3_vfork(
+                flags,
+                cgroup,
+                vfork_child,
+                &mut args as *mut VforkChild as *mut libc::c_void,
+            )
+        }
+        .map_err(|e| format!("clone3: {e}")),
     };
     if let Some(own) = restore_pid_ns {
         // SAFETY: back to our own pid namespace for later children.
@@ -173,7 +189,7 @@ fn start_prepared(
             ));
         }
     }
-    let child = cloned.map_err(|e| SpawnError::Create(format!("clone3: {e}")))?;
+    let child = cloned.map_err(SpawnError::Create)?;
     drop(child_end);
     let (console, start_error) = start_result(&parent_end);
     Ok(Spawned {
@@ -203,6 +219,96 @@ extern "C" fn vfork_child(arg: *mut libc::c_void) -> ! {
     // SAFETY: the child's copy of the fd is its own to own and close.
     let sock = unsafe { OwnedFd::from_raw_fd(a.sock) };
     init::run(a.prepared, a.tasks, sock)
+}
+
+/// What the hop of [`userns_hop`] needs, in the waiting parent's memory.
+struct Hop<'a, 'b> {
+    userns: RawFd,
+    /// The container's clone flags (its mount and pid namespaces).
+    flags: u64,
+    child: &'a mut VforkChild<'b>,
+    /// Set by the hop: the container's pid, or 0 if the hop failed (its error is on the
+    /// start-result socket).
+    pid: i32,
+}
+
+/// A new container in the pod's user namespace: a short-lived vfork-like child (the hop)
+/// joins it, then clones the container's process with CLONE_PARENT, so that its mount
+/// and pid namespaces are made inside the user namespace and owned by it, and it is our
+/// child as any container's process is (runc's nsexec takes the same steps with a fork
+/// whose child it leaves). The hop is placed in the container's cgroup and the process
+/// inherits it; the hop has exited, and the process exec'd or failed, when this returns.
+///
+/// # Safety
+/// As [`crate::sys::clone::clone3_vfork`].
+unsafe fn userns_hop(
+    userns: BorrowedFd,
+    flags: u64,
+    cgroup: Option<BorrowedFd>,
+    child: &mut VforkChild,
+) -> Result<crate::sys::clone::Cloned, String> {
+    const CLONE_CLEAR_SIGHAND: u64 = 0x1_0000_0000;
+    let mut hop = Hop {
+        userns: userns.as_raw_fd(),
+        flags,
+        child,
+        pid: 0,
+    };
+    let ours = hop.child.other;
+    let h = crate::sys::clone::clone3_vfork(
+        CLONE_CLEAR_SIGHAND,
+        cgroup,
+        hop_child,
+        &mut hop as *mut Hop as *mut libc::c_void,
+    )
+    .map_err(|e| format!("clone3: {e}"))?;
+    let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(h.pid), None);
+    if hop.pid <= 0 {
+        let msg = crate::sys::packet::recv(ours, 64 << 10).unwrap_or_default();
+        return Err(String::from_utf8_lossy(&msg).into_owned());
+    }
+    // Our child (CLONE_PARENT): its pid stays its own until we reap it.
+    let pidfd = crate::sys::pidfd::open(hop.pid)
+        .map_err(|e| format!("pidfd_open of the container's process: {e}"))?;
+    Ok(crate::sys::clone::Cloned { pid: hop.pid, pidfd })
+}
+
+extern "C" fn hop_child(arg: *mut libc::c_void) -> ! {
+    // SAFETY: `userns_hop` passes a live Hop and waits until we exit.
+    let h = unsafe { &mut *(arg as *mut Hop) };
+    let sock = h.child.sock;
+    let fail = |what: &str, e: std::io::Error| -> ! {
+        let msg = format!("{what}: {e}");
+        // SAFETY: writing a message to the start-result socket, then exiting.
+        unsafe {
+            libc::write(sock, msg.as_ptr().cast(), msg.len());
+            libc::_exit(128)
+        }
+    };
+    // SAFETY: setns with the fd of a user namespace.
+    if unsafe { libc::setns(h.userns, libc::CLONE_NEWUSER) } != 0 {
+        fail(
+            "joining the pod's user namespace",
+            std::io::Error::last_os_error(),
+        );
+    }
+    let child = &mut *h.child as *mut VforkChild as *mut libc::c_void;
+    // SAFETY: we are single-threaded and our parent waits; `vfork_child` ends in exec or
+    // _exit, and we wait for that before going on.
+    match unsafe {
+        crate::sys::clone::clone3_vfork_nested(
+            h.flags | libc::CLONE_PARENT as u64,
+            vfork_child,
+            child,
+        )
+    } {
+        Ok(c) => {
+            h.pid = c.pid;
+            // SAFETY: our work is done; the pidfd closes with us.
+            unsafe { libc::_exit(0) }
+        }
+        Err(e) => fail("clone3 in the pod's user namespace", e),
+    }
 }
 
 /// The start result, once the vfork-like clone has returned: the terminal's master if the

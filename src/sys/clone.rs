@@ -94,13 +94,37 @@ pub unsafe fn clone3_vfork(
     child: extern "C" fn(*mut libc::c_void) -> !,
     arg: *mut libc::c_void,
 ) -> io::Result<Cloned> {
+    static STACK_BASE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    clone3_vfork_on(&STACK_BASE, flags, cgroup, child, arg)
+}
+
+/// [`clone3_vfork`] called by a vfork-like child itself (which runs on the first stack):
+/// its own child gets a second stack.
+///
+/// # Safety
+/// As [`clone3_vfork`], from a vfork-like child of it only.
+pub unsafe fn clone3_vfork_nested(
+    flags: u64,
+    child: extern "C" fn(*mut libc::c_void) -> !,
+    arg: *mut libc::c_void,
+) -> io::Result<Cloned> {
+    static STACK_BASE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    clone3_vfork_on(&STACK_BASE, flags, None, child, arg)
+}
+
+unsafe fn clone3_vfork_on(
+    stack_base: &std::sync::OnceLock<usize>,
+    flags: u64,
+    cgroup: Option<std::os::fd::BorrowedFd>,
+    child: extern "C" fn(*mut libc::c_void) -> !,
+    arg: *mut libc::c_void,
+) -> io::Result<Cloned> {
     // One stack for every child: we wait for each before the next. Mapped once, on first
     // use; the pages a child touched stay ours. A guard page below it: a child that
     // overflowed it would otherwise write into whatever of ours is mapped there.
     const STACK: usize = 256 << 10;
     const GUARD: usize = 4096;
-    static STACK_BASE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    let base = match STACK_BASE.get() {
+    let base = match stack_base.get() {
         Some(&b) => b,
         None => {
             let p = libc::mmap(
@@ -119,7 +143,7 @@ pub unsafe fn clone3_vfork(
                 libc::munmap(p, GUARD + STACK);
                 return Err(e);
             }
-            *STACK_BASE.get_or_init(|| p as usize + GUARD)
+            *stack_base.get_or_init(|| p as usize + GUARD)
         }
     };
     let mut pidfd: libc::c_int = -1;

@@ -27,7 +27,7 @@ pub(super) fn dev<K: Kernel>(k: &K, p: &Prepared) -> R {
     });
     // In a user namespace no device node may be made: the host's are bind-mounted, as
     // runc does.
-    let bind = p.standalone.as_ref().is_some_and(|s| s.become_root);
+    let bind = p.in_user_ns();
     let root_owned = !gid_option && k.is_root() && !bind;
     for (name, major, minor) in defaults {
         // /dev is the tmpfs just mounted: one mknod each, owned by us (root) already.
