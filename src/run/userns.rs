@@ -53,6 +53,13 @@ pub(super) fn make(
     let base = b.base;
     *block = Some(b);
     let ns = userns::create(base)?;
+    // The containers' set-up, as the pod's root, reaches its root filesystem and volumes
+    // below the state dir: that root's group may traverse it, nobody else.
+    std::os::unix::fs::chown(&sd.root, None, Some(base))
+        .and_then(|()| {
+            std::fs::set_permissions(&sd.root, std::os::unix::fs::PermissionsExt::from_mode(0o710))
+        })
+        .map_err(|e| format!("giving {} to the pod's root group: {e}", sd.root.display()))?;
     let work = sd.work();
     std::fs::create_dir_all(&work).map_err(|e| format!("creating {}: {e}", work.display()))?;
     let mut dirs: Vec<(&str, PathBuf)> = vec![("the pod's state directory", work)];

@@ -55,7 +55,8 @@ struct CloneArgs {
 }
 
 impl CloneArgs {
-    /// `flags` with `CLONE_PIDFD` (the pidfd lands in `pidfd`), SIGCHLD at exit, and
+    /// `flags` with `CLONE_PIDFD` (the pidfd lands in `pidfd`), SIGCHLD at exit (with
+    /// `CLONE_PARENT` the caller's own exit signal, which clone3 wants left 0), and
     /// `CLONE_INTO_CGROUP` when `cgroup` is given.
     fn new(
         flags: u64,
@@ -66,7 +67,11 @@ impl CloneArgs {
         let mut args = CloneArgs {
             flags: flags | libc::CLONE_PIDFD as u64,
             pidfd: pidfd as *mut libc::c_int as u64,
-            exit_signal: libc::SIGCHLD as u64,
+            exit_signal: if flags & libc::CLONE_PARENT as u64 != 0 {
+                0
+            } else {
+                libc::SIGCHLD as u64
+            },
             ..Default::default()
         };
         if let Some(fd) = cgroup {
