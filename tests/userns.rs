@@ -288,3 +288,24 @@ fn a_pod_in_a_user_namespace_may_not_share_the_nodes_namespaces() {
     assert_eq!(block_of(&p.name), None);
     p.assert_sandbox_gone();
 }
+
+#[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
+fn a_given_network_namespace_is_refused_for_a_pod_in_a_user_namespace() {
+    require_root();
+    let mut p = waiting_pod("userns-netns", "");
+    let mut cmd = p.command();
+    cmd.arg("--netns").arg("/proc/self/ns/net");
+    p.start_with(cmd);
+    let out = p.wait(LIMIT);
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "--netns cannot be used with spec.hostUsers: false: the pod's network namespace must be owned by its user namespace"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(block_of(&p.name), None);
+    p.assert_sandbox_gone();
+}
