@@ -325,7 +325,7 @@ struct HeldUserns(std::process::Child);
 impl HeldUserns {
     fn new() -> HeldUserns {
         let child = Command::new("unshare")
-            .args(["--user", "sleep", "600"])
+            .args(["-U", "sleep", "600"])
             .spawn()
             .expect("unshare --user");
         let held = HeldUserns(child);
@@ -333,7 +333,10 @@ impl HeldUserns {
         let own = std::fs::read_link("/proc/self/ns/user").unwrap();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         while std::fs::read_link(format!("/proc/{pid}/ns/user")).is_ok_and(|l| l == own) {
-            assert!(std::time::Instant::now() < deadline, "unshare --user made no namespace");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "unshare --user made no namespace"
+            );
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         for f in ["uid_map", "gid_map"] {

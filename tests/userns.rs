@@ -27,7 +27,7 @@ fn turn() -> std::sync::MutexGuard<'static, ()> {
 /// is given the idmap of a user namespace made by `unshare`.
 fn tmpfs_takes_idmap() -> bool {
     let mut helper = Command::new("unshare")
-        .args(["--user", "--map-root-user", "sleep", "30"])
+        .args(["-U", "-r", "sleep", "30"])
         .stdin(Stdio::null())
         .spawn()
         .expect("unshare");
@@ -199,8 +199,25 @@ fn containers_run_as_root_of_their_own_user_namespace() {
         assert!(log.contains(want), "{want} missing: {log}");
     }
     assert!(p.log("user", 0).contains("id=1000"), "{}", p.log("user", 0));
+    // An exec joins the container's user namespace with its other namespaces.
+    let out = Command::new(bin())
+        .args(["exec", "user", "--", "sh", "-c"])
+        .arg("id -u; cat /proc/self/uid_map; cat /data/by-root")
+        .env("PODINIT_SOCKET", p.state.join("pod.sock"))
+        .output_within(CLIENT_LIMIT);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let words: Vec<&str> = text.split_whitespace().collect();
+    assert_eq!(
+        words,
+        ["1000", "0", base.to_string().as_str(), "65536", "e"],
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // On the host: the processes run as the mapped ids.
-    let mut uids: Vec<u32> = children(supervisor_pid(&p)).into_iter().map(host_uid).collect();
+    let mut uids: Vec<u32> = children(supervisor_pid(&p))
+        .into_iter()
+        .map(host_uid)
+        .collect();
     uids.sort();
     assert_eq!(uids, [base, base + 1000]);
     // What the container writes to its root filesystem lands in the upper layer as the

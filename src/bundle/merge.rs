@@ -267,7 +267,10 @@ fn mounts(v: &mut Value, c: &Container, cx: &MergeContext) -> Result<(), String>
                 ));
             }
             src = src.join(p);
-            let made = vol.made_at.as_ref().map_or_else(|| src.clone(), |m| m.join(p));
+            let made = vol
+                .made_at
+                .as_ref()
+                .map_or_else(|| src.clone(), |m| m.join(p));
             if !made.exists() {
                 std::fs::create_dir_all(&made)
                     .map_err(|e| format!("{field}.subPath: creating {}: {e}", made.display()))?;

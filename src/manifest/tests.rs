@@ -331,13 +331,20 @@ fn host_users_false_shares_no_namespace_with_the_node() {
         ("hostIPC", "spec.HostIPC"),
     ] {
         assert_eq!(
-            err_of(&pod_with(&format!("  hostUsers: false\n  {host}: true\n{c}"))),
+            err_of(&pod_with(&format!(
+                "  hostUsers: false\n  {host}: true\n{c}"
+            ))),
             format!("{field}: Forbidden: when `pod.Spec.HostUsers` is false")
         );
     }
-    admit_str(&pod_with(&format!("  hostUsers: true\n  hostNetwork: true\n{c}"))).unwrap();
+    admit_str(&pod_with(&format!(
+        "  hostUsers: true\n  hostNetwork: true\n{c}"
+    )))
+    .unwrap();
     assert_eq!(
-        err_of(&pod_with(&format!("  hostUsers: false\n  shareProcessNamespace: true\n{c}"))),
+        err_of(&pod_with(&format!(
+            "  hostUsers: false\n  shareProcessNamespace: true\n{c}"
+        ))),
         "spec.shareProcessNamespace: not supported with `hostUsers: false`"
     );
 }

@@ -28,9 +28,9 @@ pub mod state;
 pub mod step;
 pub mod sysctls;
 pub mod termination;
-pub mod userns;
 #[cfg(test)]
 mod tests;
+pub mod userns;
 pub mod volume_file;
 pub mod volumes;
 

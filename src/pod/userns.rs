@@ -33,7 +33,12 @@ impl Range {
 /// kubelet's range from /etc/passwd, /etc/subuid and /etc/subgid as read (what its
 /// `getsubids kubelet` and `getsubids -g kubelet` answer), checked as kubelet checks it
 /// for `max_pods` pods. Errors are kubelet's.
-pub fn kubelet_range(passwd: &str, subuid: &str, subgid: &str, max_pods: u32) -> Result<Range, String> {
+pub fn kubelet_range(
+    passwd: &str,
+    subuid: &str,
+    subgid: &str,
+    max_pods: u32,
+) -> Result<Range, String> {
     const USER: &str = "kubelet";
     if !passwd.lines().any(|l| l.split(':').next() == Some(USER)) {
         return Ok(DEFAULT_RANGE);
@@ -47,13 +52,19 @@ pub fn kubelet_range(passwd: &str, subuid: &str, subgid: &str, max_pods: u32) ->
     };
     let (uids, gids) = (entries(subuid), entries(subgid));
     if uids.is_empty() {
-        return Err(format!("kubelet mappings: error retrieving additional ids for user {USER:?}"));
+        return Err(format!(
+            "kubelet mappings: error retrieving additional ids for user {USER:?}"
+        ));
     }
     if gids.is_empty() {
-        return Err(format!("kubelet mappings: error retrieving additional gids for user {USER:?}"));
+        return Err(format!(
+            "kubelet mappings: error retrieving additional gids for user {USER:?}"
+        ));
     }
     if uids != gids {
-        return Err(format!("kubelet mappings: mismatched subuids and subgids for user {USER:?}"));
+        return Err(format!(
+            "kubelet mappings: mismatched subuids and subgids for user {USER:?}"
+        ));
     }
     if uids.len() != 1 {
         return Err(format!(
@@ -63,25 +74,32 @@ pub fn kubelet_range(passwd: &str, subuid: &str, subgid: &str, max_pods: u32) ->
     }
     let parts: Vec<&str> = uids[0].split(':').collect();
     let num = |s: &str| {
-        s.parse::<u32>().map_err(|e| {
-            format!("kubelet mappings: error parsing line {:?}: {e}", uids[0])
-        })
+        s.parse::<u32>()
+            .map_err(|e| format!("kubelet mappings: error parsing line {:?}: {e}", uids[0]))
     };
     if parts.len() != 3 {
         return Err(format!("kubelet mappings: invalid line {:?}", uids[0]));
     }
     let (first, count) = (num(parts[1])?, num(parts[2])?);
     if first % IDS_PER_POD != 0 {
-        return Err(format!("kubelet user assigned ID {first} is not a multiple of {IDS_PER_POD}"));
+        return Err(format!(
+            "kubelet user assigned ID {first} is not a multiple of {IDS_PER_POD}"
+        ));
     }
     if first < IDS_PER_POD {
-        return Err(format!("kubelet user assigned ID {first} must be greater or equal to {IDS_PER_POD}"));
+        return Err(format!(
+            "kubelet user assigned ID {first} must be greater or equal to {IDS_PER_POD}"
+        ));
     }
     if count % IDS_PER_POD != 0 {
-        return Err(format!("kubelet user assigned IDs length {count} is not a multiple of {IDS_PER_POD}"));
+        return Err(format!(
+            "kubelet user assigned IDs length {count} is not a multiple of {IDS_PER_POD}"
+        ));
     }
     if count / IDS_PER_POD < max_pods {
-        return Err(format!("kubelet user assigned IDs are not enough to support {max_pods} pods"));
+        return Err(format!(
+            "kubelet user assigned IDs are not enough to support {max_pods} pods"
+        ));
     }
     Ok(Range { first, count })
 }
@@ -131,7 +149,13 @@ mod tests {
     fn the_kubelet_users_subordinate_ids_are_checked_as_kubelet_does() {
         let line = "kubelet:65536:7208960\n";
         let r = kubelet_range(PASSWD, line, line, 110).unwrap();
-        assert_eq!(r, Range { first: 65536, count: 7208960 });
+        assert_eq!(
+            r,
+            Range {
+                first: 65536,
+                count: 7208960
+            }
+        );
         assert_eq!(r.blocks().count(), 110);
         let err = |u: &str, g: &str| kubelet_range(PASSWD, u, g, 110).unwrap_err();
         assert_eq!(
@@ -167,9 +191,18 @@ mod tests {
         assert_eq!(host_namespaces_refusal(false, false, false), None);
         assert_eq!(
             host_namespaces_refusal(true, true, false),
-            Some(("spec.hostNetwork", "Forbidden: when `pod.Spec.HostUsers` is false"))
+            Some((
+                "spec.hostNetwork",
+                "Forbidden: when `pod.Spec.HostUsers` is false"
+            ))
         );
-        assert_eq!(host_namespaces_refusal(false, true, true).unwrap().0, "spec.HostPID");
-        assert_eq!(host_namespaces_refusal(false, false, true).unwrap().0, "spec.HostIPC");
+        assert_eq!(
+            host_namespaces_refusal(false, true, true).unwrap().0,
+            "spec.HostPID"
+        );
+        assert_eq!(
+            host_namespaces_refusal(false, false, true).unwrap().0,
+            "spec.HostIPC"
+        );
     }
 }

@@ -230,7 +230,10 @@ mod tests {
             | libc::CLONE_NEWNET) as u64;
         assert_eq!(clone_flags(NONE, false, false), all);
         // A joined network namespace replaces the pod's own; the UTS one stays.
-        assert_eq!(clone_flags(NONE, true, false), all & !(libc::CLONE_NEWNET as u64));
+        assert_eq!(
+            clone_flags(NONE, true, false),
+            all & !(libc::CLONE_NEWNET as u64)
+        );
         let host = HostNamespaces {
             network: true,
             pid: true,
@@ -243,6 +246,9 @@ mod tests {
             (libc::CLONE_NEWNS | libc::CLONE_NEWPID) as u64
         );
         let host_pid = HostNamespaces { pid: true, ..NONE };
-        assert_eq!(clone_flags(host_pid, false, false) & libc::CLONE_NEWPID as u64, 0);
+        assert_eq!(
+            clone_flags(host_pid, false, false) & libc::CLONE_NEWPID as u64,
+            0
+        );
     }
 }

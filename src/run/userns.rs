@@ -57,7 +57,10 @@ pub(super) fn make(
     // below the state dir: that root's group may traverse it, nobody else.
     std::os::unix::fs::chown(&sd.root, None, Some(base))
         .and_then(|()| {
-            std::fs::set_permissions(&sd.root, std::os::unix::fs::PermissionsExt::from_mode(0o710))
+            std::fs::set_permissions(
+                &sd.root,
+                std::os::unix::fs::PermissionsExt::from_mode(0o710),
+            )
         })
         .map_err(|e| format!("giving {} to the pod's root group: {e}", sd.root.display()))?;
     let work = sd.work();
@@ -65,7 +68,11 @@ pub(super) fn make(
     let mut dirs: Vec<(&str, PathBuf)> = vec![("the pod's state directory", work)];
     for c in &cfg.containers {
         match &c.bundle {
-            Some(b) => dirs.extend(b.lowers.iter().map(|l| ("a root filesystem layer", l.clone()))),
+            Some(b) => dirs.extend(
+                b.lowers
+                    .iter()
+                    .map(|l| ("a root filesystem layer", l.clone())),
+            ),
             None => dirs.push(("the image store", cfg.images.clone())),
         }
     }

@@ -270,7 +270,10 @@ unsafe fn userns_hop(
     // Our child (CLONE_PARENT): its pid stays its own until we reap it.
     let pidfd = crate::sys::pidfd::open(hop.pid)
         .map_err(|e| format!("pidfd_open of the container's process: {e}"))?;
-    Ok(crate::sys::clone::Cloned { pid: hop.pid, pidfd })
+    Ok(crate::sys::clone::Cloned {
+        pid: hop.pid,
+        pidfd,
+    })
 }
 
 extern "C" fn hop_child(arg: *mut libc::c_void) -> ! {

@@ -101,7 +101,11 @@ pub fn create(base: u32) -> Result<PodUserns, String> {
         let ok = nix::unistd::read(&go_r, &mut b) == Ok(1)
             // SAFETY: unshare with flags.
             && unsafe { libc::unshare(libc::CLONE_NEWNET | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS) } == 0;
-        let errno = if ok { 0 } else { nix::errno::Errno::last_raw() as u8 };
+        let errno = if ok {
+            0
+        } else {
+            nix::errno::Errno::last_raw() as u8
+        };
         let _ = nix::unistd::write(&done_w, &[errno]);
         // Until the parent has our namespaces and kills us.
         let _ = nix::unistd::read(&go_r, &mut b);

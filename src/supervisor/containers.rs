@@ -372,9 +372,7 @@ impl Ctr {
                 cgroup: &placement,
                 pid_ns_of: None,
                 // SAFETY: the pod's user namespace fd lives as long as the supervisor.
-                user_ns: self
-                    .user_ns
-                    .map(|fd| unsafe { BorrowedFd::borrow_raw(fd) }),
+                user_ns: self.user_ns.map(|fd| unsafe { BorrowedFd::borrow_raw(fd) }),
             },
         )
         .map_err(|runtime::SpawnError::Create(m)| m)?;
