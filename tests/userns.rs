@@ -184,7 +184,7 @@ fn containers_run_as_root_of_their_own_user_namespace() {
     let log = p.wait_log("root", 0, LIMIT, "ready");
     p.wait_log("user", 0, LIMIT, "ready");
     let base = block_of(&p.name).expect("the pod holds a block");
-    assert!(base >= 65536 && base % 65536 == 0, "block {base}");
+    assert!(base >= 65536 && base.is_multiple_of(65536), "block {base}");
     assert!(
         log.contains(&format!("map 0 {base} 65536")),
         "uid_map of the container: {log}"

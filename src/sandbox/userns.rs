@@ -201,7 +201,7 @@ pub fn probe(ns: &PodUserns, dirs: &[(&str, &Path)], tmpfs: bool) -> Result<(), 
 fn fs_name(dir: &Path) -> String {
     match nix::sys::statfs::statfs(dir) {
         Ok(st) => {
-            let t = st.filesystem_type().0 as i64;
+            let t = st.filesystem_type().0;
             match t {
                 0x0102_1994 => "tmpfs".into(),
                 0xEF53 => "ext4".into(),
