@@ -214,3 +214,42 @@ fn fs_name(dir: &Path) -> String {
         Err(_) => "its filesystem".into(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// flock locks belong to open files: a second open in this process conflicts as
+    /// another podinit's would.
+    #[test]
+    fn blocks_are_taken_lowest_first_given_back_and_taken_again_when_stale() {
+        let dir =
+            std::env::temp_dir().join(format!("podinit-userns-{}", crate::util::random_hex(4)));
+        let range = Range {
+            first: 65536,
+            count: 3 * 65536,
+        };
+        let a = Block::allocate(&dir, range, "ns/a").unwrap();
+        let b = Block::allocate(&dir, range, "ns/b").unwrap();
+        assert_eq!((a.base, b.base), (65536, 131072));
+        assert_eq!(fs::read_to_string(dir.join("65536")).unwrap(), "ns/a\n");
+        a.release();
+        assert!(!dir.join("65536").exists());
+        let c = Block::allocate(&dir, range, "ns/c").unwrap();
+        assert_eq!(c.base, 65536);
+        // A pod that died holding 196608: its file is left, unlocked.
+        fs::write(dir.join("196608"), "ns/dead\n").unwrap();
+        let d = Block::allocate(&dir, range, "ns/d").unwrap();
+        assert_eq!(d.base, 196608);
+        assert_eq!(fs::read_to_string(dir.join("196608")).unwrap(), "ns/d\n");
+        let e = Block::allocate(&dir, range, "ns/e").err().unwrap();
+        assert_eq!(
+            e,
+            "could not find an empty slot to allocate a user namespace"
+        );
+        for x in [b, c, d] {
+            x.release();
+        }
+        fs::remove_dir(&dir).unwrap();
+    }
+}
