@@ -213,6 +213,23 @@ fn containers_run_as_root_of_their_own_user_namespace() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // An ephemeral container in the pod's user namespace, in its target's pid namespace.
+    let out = Command::new(bin())
+        .args([
+            "debug", "--image", "busybox", "--target", "user", "--", "sh", "-c",
+        ])
+        .arg("head -c 2 /proc/1/cmdline; echo; id -u")
+        .env("PODINIT_SOCKET", p.state.join("pod.sock"))
+        .output_within(CLIENT_LIMIT);
+    assert_eq!(
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).as_ref()
+        ),
+        (Some(0), "sh\n0\n"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // On the host: the processes run as the mapped ids.
     let mut uids: Vec<u32> = children(supervisor_pid(&p))
         .into_iter()

@@ -119,6 +119,11 @@ fn start_prepared(
     // clone (setns to a descendant pid namespace and back is allowed; only
     // pid_for_children changes).
     let mut restore_pid_ns = None;
+    // A new container in the pod's user namespace is cloned by a hop, which joins a
+    // target's pid namespace itself: born there, it would see the container's pid as
+    // that namespace numbers it, not as we do.
+    let hop = join.is_none() && l.user_ns.is_some();
+    let mut hop_pid_ns = None;
     match join.or(l.pid_ns_of) {
         None => {
             flags |= libc::CLONE_NEWNS as u64;
@@ -131,23 +136,27 @@ fn start_prepared(
                 // A new container in another one's pid namespace: its own mounts.
                 flags |= libc::CLONE_NEWNS as u64;
             }
-            let own = std::fs::File::open("/proc/self/ns/pid")
-                .map_err(|e| SpawnError::Create(format!("opening /proc/self/ns/pid: {e}")))?;
-            // SAFETY: setns with a pidfd and one namespace flag.
-            if unsafe { libc::setns(target.as_raw_fd(), libc::CLONE_NEWPID) } != 0 {
-                let e = std::io::Error::last_os_error();
-                let what = if join.is_some() {
-                    "joining the container's pid namespace"
-                } else {
-                    "joining the pid namespace of its target container"
-                };
-                return Err(SpawnError::Create(named(
-                    l.name,
-                    join.is_some(),
-                    format!("{what}: {e}"),
-                )));
+            if hop {
+                hop_pid_ns = Some(target.as_raw_fd());
+            } else {
+                let own = std::fs::File::open("/proc/self/ns/pid")
+                    .map_err(|e| SpawnError::Create(format!("opening /proc/self/ns/pid: {e}")))?;
+                // SAFETY: setns with a pidfd and one namespace flag.
+                if unsafe { libc::setns(target.as_raw_fd(), libc::CLONE_NEWPID) } != 0 {
+                    let e = std::io::Error::last_os_error();
+                    let what = if join.is_some() {
+                        "joining the container's pid namespace"
+                    } else {
+                        "joining the pid namespace of its target container"
+                    };
+                    return Err(SpawnError::Create(named(
+                        l.name,
+                        join.is_some(),
+                        format!("{what}: {e}"),
+                    )));
+                }
+                restore_pid_ns = Some(own);
             }
-            restore_pid_ns = Some(own);
         }
         Some(_) => {
             if join.is_none() {
@@ -165,9 +174,9 @@ fn start_prepared(
         sock: child_end.as_raw_fd(),
         other: parent_end.as_raw_fd(),
     };
-    let cloned = match l.user_ns.filter(|_| join.is_none()) {
-        // SAFETY: as below; `hop` outlives the call.
-        Some(userns) => unsafe { userns_hop(userns, flags, cgroup, &mut args) },
+    let cloned = match l.user_ns.filter(|_| hop) {
+        // SAFETY: as below.
+        Some(userns) => unsafe { userns_hop(userns, hop_pid_ns, flags, cgroup, &mut args) },
         // SAFETY: the supervisor is single-threaded; `vfork_child` only runs `init::run`,
         // which ends in exec or _exit and frees nothing of ours; `args` outlives the call.
         None => unsafe {
@@ -224,6 +233,8 @@ extern "C" fn vfork_child(arg: *mut libc::c_void) -> ! {
 /// What the hop of [`userns_hop`] needs, in the waiting parent's memory.
 struct Hop<'a, 'b> {
     userns: RawFd,
+    /// A target container's pidfd, whose pid namespace the process joins.
+    pid_ns: Option<RawFd>,
     /// The container's clone flags (its mount and pid namespaces).
     flags: u64,
     child: &'a mut VforkChild<'b>,
@@ -243,6 +254,7 @@ struct Hop<'a, 'b> {
 /// As [`crate::sys::clone::clone3_vfork`].
 unsafe fn userns_hop(
     userns: BorrowedFd,
+    pid_ns: Option<RawFd>,
     flags: u64,
     cgroup: Option<BorrowedFd>,
     child: &mut VforkChild,
@@ -250,6 +262,7 @@ unsafe fn userns_hop(
     const CLONE_CLEAR_SIGHAND: u64 = 0x1_0000_0000;
     let mut hop = Hop {
         userns: userns.as_raw_fd(),
+        pid_ns,
         flags,
         child,
         pid: 0,
@@ -264,8 +277,13 @@ unsafe fn userns_hop(
     .map_err(|e| format!("clone3: {e}"))?;
     let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(h.pid), None);
     if hop.pid <= 0 {
-        let msg = crate::sys::packet::recv(ours, 64 << 10).unwrap_or_default();
-        return Err(String::from_utf8_lossy(&msg).into_owned());
+        let mut buf = [0u8; 1024];
+        // SAFETY: recv into a live buffer; not waiting: the hop has exited.
+        let n = libc::recv(ours, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT);
+        return Err(match n {
+            n if n > 0 => String::from_utf8_lossy(&buf[..n as usize]).into_owned(),
+            _ => "the hop into the pod's user namespace exited".to_string(),
+        });
     }
     // Our child (CLONE_PARENT): its pid stays its own until we reap it.
     let pidfd = crate::sys::pidfd::open(hop.pid)
@@ -294,6 +312,15 @@ extern "C" fn hop_child(arg: *mut libc::c_void) -> ! {
             "joining the pod's user namespace",
             std::io::Error::last_os_error(),
         );
+    }
+    if let Some(fd) = h.pid_ns {
+        // SAFETY: setns with a pidfd and one namespace flag (our children only).
+        if unsafe { libc::setns(fd, libc::CLONE_NEWPID) } != 0 {
+            fail(
+                "joining the pid namespace of its target container",
+                std::io::Error::last_os_error(),
+            );
+        }
     }
     let child = &mut *h.child as *mut VforkChild as *mut libc::c_void;
     // SAFETY: we are single-threaded and our parent waits; `vfork_child` ends in exec or
