@@ -21,6 +21,7 @@
 mod caps_set;
 pub mod container;
 pub mod hooks;
+mod hop;
 mod init;
 pub mod mounts;
 mod prepare;
@@ -176,7 +177,7 @@ fn start_prepared(
     };
     let cloned = match l.user_ns.filter(|_| hop) {
         // SAFETY: as below.
-        Some(userns) => unsafe { userns_hop(userns, hop_pid_ns, flags, cgroup, &mut args) },
+        Some(userns) => unsafe { hop::vfork_in(userns, hop_pid_ns, flags, cgroup, &mut args) },
         // SAFETY: the supervisor is single-threaded; `vfork_child` only runs `init::run`,
         // which ends in exec or _exit and frees nothing of ours; `args` outlives the call.
         None => unsafe {
@@ -228,117 +229,6 @@ extern "C" fn vfork_child(arg: *mut libc::c_void) -> ! {
     // SAFETY: the child's copy of the fd is its own to own and close.
     let sock = unsafe { OwnedFd::from_raw_fd(a.sock) };
     init::run(a.prepared, a.tasks, sock)
-}
-
-/// What the hop of [`userns_hop`] needs, in the waiting parent's memory.
-struct Hop<'a, 'b> {
-    userns: RawFd,
-    /// A target container's pidfd, whose pid namespace the process joins.
-    pid_ns: Option<RawFd>,
-    /// The container's clone flags (its mount and pid namespaces).
-    flags: u64,
-    child: &'a mut VforkChild<'b>,
-    /// Set by the hop: the container's pid, or 0 if the hop failed (its error is on the
-    /// start-result socket).
-    pid: i32,
-}
-
-/// A new container in the pod's user namespace: a short-lived vfork-like child (the hop)
-/// joins it, then clones the container's process with CLONE_PARENT, so that its mount
-/// and pid namespaces are made inside the user namespace and owned by it, and it is our
-/// child as any container's process is (runc's nsexec takes the same steps with a fork
-/// whose child it leaves). The hop is placed in the container's cgroup and the process
-/// inherits it; the hop has exited, and the process exec'd or failed, when this returns.
-///
-/// # Safety
-/// As [`crate::sys::clone::clone3_vfork`].
-unsafe fn userns_hop(
-    userns: BorrowedFd,
-    pid_ns: Option<RawFd>,
-    flags: u64,
-    cgroup: Option<BorrowedFd>,
-    child: &mut VforkChild,
-) -> Result<crate::sys::clone::Cloned, String> {
-    const CLONE_CLEAR_SIGHAND: u64 = 0x1_0000_0000;
-    let mut hop = Hop {
-        userns: userns.as_raw_fd(),
-        pid_ns,
-        flags,
-        child,
-        pid: 0,
-    };
-    let ours = hop.child.other;
-    let h = crate::sys::clone::clone3_vfork(
-        CLONE_CLEAR_SIGHAND,
-        cgroup,
-        hop_child,
-        &mut hop as *mut Hop as *mut libc::c_void,
-    )
-    .map_err(|e| format!("clone3: {e}"))?;
-    let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(h.pid), None);
-    if hop.pid <= 0 {
-        let mut buf = [0u8; 1024];
-        // SAFETY: recv into a live buffer; not waiting: the hop has exited.
-        let n = libc::recv(ours, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT);
-        return Err(match n {
-            n if n > 0 => String::from_utf8_lossy(&buf[..n as usize]).into_owned(),
-            _ => "the hop into the pod's user namespace exited".to_string(),
-        });
-    }
-    // Our child (CLONE_PARENT): its pid stays its own until we reap it.
-    let pidfd = crate::sys::pidfd::open(hop.pid)
-        .map_err(|e| format!("pidfd_open of the container's process: {e}"))?;
-    Ok(crate::sys::clone::Cloned {
-        pid: hop.pid,
-        pidfd,
-    })
-}
-
-extern "C" fn hop_child(arg: *mut libc::c_void) -> ! {
-    // SAFETY: `userns_hop` passes a live Hop and waits until we exit.
-    let h = unsafe { &mut *(arg as *mut Hop) };
-    let sock = h.child.sock;
-    let fail = |what: &str, e: std::io::Error| -> ! {
-        let msg = format!("{what}: {e}");
-        // SAFETY: writing a message to the start-result socket, then exiting.
-        unsafe {
-            libc::write(sock, msg.as_ptr().cast(), msg.len());
-            libc::_exit(128)
-        }
-    };
-    // SAFETY: setns with the fd of a user namespace.
-    if unsafe { libc::setns(h.userns, libc::CLONE_NEWUSER) } != 0 {
-        fail(
-            "joining the pod's user namespace",
-            std::io::Error::last_os_error(),
-        );
-    }
-    if let Some(fd) = h.pid_ns {
-        // SAFETY: setns with a pidfd and one namespace flag (our children only).
-        if unsafe { libc::setns(fd, libc::CLONE_NEWPID) } != 0 {
-            fail(
-                "joining the pid namespace of its target container",
-                std::io::Error::last_os_error(),
-            );
-        }
-    }
-    let child = &mut *h.child as *mut VforkChild as *mut libc::c_void;
-    // SAFETY: we are single-threaded and our parent waits; `vfork_child` ends in exec or
-    // _exit, and we wait for that before going on.
-    match unsafe {
-        crate::sys::clone::clone3_vfork_nested(
-            h.flags | libc::CLONE_PARENT as u64,
-            vfork_child,
-            child,
-        )
-    } {
-        Ok(c) => {
-            h.pid = c.pid;
-            // SAFETY: our work is done; the pidfd closes with us.
-            unsafe { libc::_exit(0) }
-        }
-        Err(e) => fail("clone3 in the pod's user namespace", e),
-    }
 }
 
 /// The start result, once the vfork-like clone has returned: the terminal's master if the

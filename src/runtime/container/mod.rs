@@ -5,7 +5,6 @@
 //! further process in a running container, joining its namespaces through its pidfd.
 
 mod cgroup_mount;
-mod hop;
 mod id_maps;
 mod namespaces;
 
@@ -133,7 +132,7 @@ pub fn create(
             }
             let ends = [child_end.as_raw_fd(), parent_end.as_raw_fd()];
             // SAFETY: single-threaded; the hop ends in _exit, its child in `init::run`.
-            unsafe { hop::clone_in(userns.as_fd(), flags, cgroup, &p, ends) }
+            unsafe { super::hop::fork_in(userns.as_fd(), flags, cgroup, &p, ends) }
         }
         _ => {
             // SAFETY: the creating process is single-threaded; the child only runs
