@@ -343,3 +343,49 @@ fn a_given_network_namespace_is_refused_for_a_pod_in_a_user_namespace() {
     assert_eq!(block_of(&p.name), None);
     p.assert_sandbox_gone();
 }
+
+#[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
+fn privileged_and_read_only_containers_in_a_user_namespace() {
+    require_root();
+    let _turn = turn();
+    let mut p = TestPod::new(
+        "userns-priv",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  hostUsers: false
+  restartPolicy: Never
+  containers:
+  - name: priv
+    image: busybox
+    securityContext: {privileged: true}
+    command: [sh, -c, "echo map $(cat /proc/self/uid_map); test -c /dev/tty && test -c /dev/null && echo host-devices"]
+  - name: ro
+    image: busybox
+    securityContext: {readOnlyRootFilesystem: true}
+    command: [sh, -c, "touch /x || echo read-only; echo bye > /dev/termination-log"]
+"#,
+    );
+    p.state_on_tmpfs("64m");
+    let supported = tmpfs_takes_idmap();
+    let out = p.run(LIMIT);
+    if !supported {
+        assert_eq!(out.code, 3, "{}", out.stderr);
+        p.assert_sandbox_gone();
+        return;
+    }
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let priv_log = p.log("priv", 0);
+    assert!(
+        priv_log.contains("map 0 ") && priv_log.contains("host-devices"),
+        "{priv_log}"
+    );
+    assert!(p.log("ro", 0).contains("read-only"), "{}", p.log("ro", 0));
+    let ro = container_status(&out.status, "ro");
+    assert_eq!(ro["state"]["terminated"]["exitCode"], 0, "{ro}");
+    assert_eq!(ro["state"]["terminated"]["message"], "bye\n", "{ro}");
+    p.assert_nothing_left();
+    assert_eq!(block_of(&p.name), None);
+}

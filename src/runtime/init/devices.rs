@@ -90,8 +90,12 @@ fn mknod<K: Kernel>(k: &K, path: &Path, d: &Device, bind: bool) -> R {
     }
     let _ = k.remove_file(path);
     if bind {
-        k.create_file(path)
-            .map_err(|e| format!("creating {}: {e}", path.display()))?;
+        // A node bound there already (a default device the spec lists too) stays, and the
+        // host's is bound over it: opening it to create it could fail (/dev/tty, ENXIO).
+        if k.lstat(path).is_none() {
+            k.create_file(path)
+                .map_err(|e| format!("creating {}: {e}", path.display()))?;
+        }
         return k
             .mount(Some(&d.path), path, None, libc::MS_BIND, "")
             .map_err(|e| {
