@@ -9,6 +9,7 @@ use common::runc::*;
 use common::*;
 use serde_json::{json, Value};
 use std::path::Path;
+use std::process::Command;
 use std::time::Duration;
 
 /// What a container reports about itself, in sections `== NAME`.
@@ -315,6 +316,77 @@ fn runc_diff_sees_the_same_in_a_user_namespace() {
         ["0 100000 65536", "0 100000 65536", "65534:65534"],
         "{s:#?}"
     );
+}
+
+/// A user namespace mapping 0..65535 to 100000..165535, held by a sleeping process
+/// that is killed when this goes.
+struct HeldUserns(std::process::Child);
+
+impl HeldUserns {
+    fn new() -> HeldUserns {
+        let child = Command::new("unshare")
+            .args(["-U", "sleep", "600"])
+            .spawn()
+            .expect("unshare --user");
+        let held = HeldUserns(child);
+        let pid = held.0.id();
+        let own = std::fs::read_link("/proc/self/ns/user").unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::fs::read_link(format!("/proc/{pid}/ns/user")).is_ok_and(|l| l == own) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "unshare --user made no namespace"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        for f in ["uid_map", "gid_map"] {
+            std::fs::write(format!("/proc/{pid}/{f}"), "0 100000 65536\n").unwrap();
+        }
+        held
+    }
+
+    fn path(&self) -> String {
+        format!("/proc/{}/ns/user", self.0.id())
+    }
+}
+
+impl Drop for HeldUserns {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A user namespace given by path with new pid and mount namespaces: those are made
+/// inside it (runc's nsexec joins it first), so /proc of the container's own pid
+/// namespace can be mounted.
+#[test]
+#[ignore = "needs root: runc and namespaces"]
+fn runc_diff_makes_namespaces_inside_a_user_namespace_given_by_path() {
+    require_root();
+    let lab = Lab::new("seesuserpath");
+    let held = HeldUserns::new();
+    let s = sees(
+        &lab,
+        "cat /proc/self/uid_map; echo pid=$$; id -u",
+        &[],
+        |b| {
+            let mut ns = b.config["linux"]["namespaces"].clone();
+            ns.as_array_mut()
+                .unwrap()
+                .push(json!({"type": "user", "path": held.path()}));
+            b.set("/linux/namespaces", ns);
+            // runc wants the namespace's maps written out as well.
+            let map = json!([{"containerID": 0, "hostID": 100000, "size": 65536}]);
+            b.set("/linux/uidMappings", map.clone());
+            b.set("/linux/gidMappings", map);
+        },
+    );
+    let extra: Vec<String> = section(&s, "extra")
+        .iter()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(extra, ["0 100000 65536", "pid=1", "0"], "{s:#?}");
 }
 
 #[test]

@@ -110,6 +110,19 @@ pub fn merge(b: &Bundle, pod: &PodSpec, c: &Container, cx: &MergeContext) -> Res
     if privileged {
         privileged_spec(&mut v);
     }
+    // `procMount: Unmasked` (admitted with `hostUsers: false` only): /proc as the kernel
+    // shows it, as the CRI's unmasked proc mount is.
+    let unmasked = c
+        .security_context
+        .as_ref()
+        .and_then(|s| s.proc_mount.as_deref())
+        == Some("Unmasked");
+    if unmasked {
+        if let Some(l) = v.get_mut("linux").and_then(Value::as_object_mut) {
+            l.remove("maskedPaths");
+            l.remove("readonlyPaths");
+        }
+    }
     // After the capabilities: the default profile depends on the bounding set.
     super::seccomp::apply(&mut v, pod, c, cx.seccomp_root)
         .map_err(|e| format!("container {}: {e}", c.name))?;
@@ -254,9 +267,13 @@ fn mounts(v: &mut Value, c: &Container, cx: &MergeContext) -> Result<(), String>
                 ));
             }
             src = src.join(p);
-            if !src.exists() {
-                std::fs::create_dir_all(&src)
-                    .map_err(|e| format!("{field}.subPath: creating {}: {e}", src.display()))?;
+            let made = vol
+                .made_at
+                .as_ref()
+                .map_or_else(|| src.clone(), |m| m.join(p));
+            if !made.exists() {
+                std::fs::create_dir_all(&made)
+                    .map_err(|e| format!("{field}.subPath: creating {}: {e}", made.display()))?;
             }
         }
         let ro = vm.read_only.unwrap_or(false) || vol.read_only;

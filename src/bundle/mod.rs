@@ -114,6 +114,10 @@ pub struct HostVolume {
     pub host_path: PathBuf,
     /// The volume itself is read-only (every mount of it is).
     pub read_only: bool,
+    /// Where a `subPath` of it is made when `host_path` is not the volume itself but an
+    /// idmapped mount of it (`hostUsers: false`), through which the supervisor, whose ids
+    /// it does not map, may create nothing.
+    pub made_at: Option<PathBuf>,
 }
 
 /// What the pod gives every container's merge.

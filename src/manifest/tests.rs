@@ -132,7 +132,6 @@ fn unknown_fields_are_named() {
 #[test]
 fn unsupported_fields_are_named() {
     for (spec, field) in [
-        ("  hostUsers: false\n  containers:\n  - {name: c, image: busybox}\n", "spec.hostUsers"),
         ("  containers:\n  - name: c\n    image: busybox\n    volumeMounts: [{name: v, mountPath: /v, mountPropagation: Bidirectional}]\n  volumes: [{name: v, emptyDir: {}}]\n", "spec.containers[0].volumeMounts[0].mountPropagation"),
         ("  containers:\n  - {name: c, image: busybox}\n  volumes: [{name: v, nfs: {server: s, path: /x}}]\n", "spec.volumes[0].nfs"),
         ("  containers:\n  - {name: c, image: busybox, securityContext: {seLinuxOptions: {level: s0}}}\n", "spec.containers[0].securityContext.seLinuxOptions"),
@@ -315,6 +314,38 @@ fn privileged_and_proc_mount_rules() {
     assert_eq!(
         err_of(&c("{procMount: Unmasked}")),
         "spec.containers[0].securityContext.procMount: Invalid value: \"Unmasked\": `hostUsers` must be false to use `Unmasked`"
+    );
+    admit_str(&pod_with(
+        "  hostUsers: false\n  containers:\n  - {name: c, image: busybox, securityContext: {procMount: Unmasked}}\n",
+    ))
+    .unwrap();
+}
+
+#[test]
+fn host_users_false_shares_no_namespace_with_the_node() {
+    let c = "  containers:\n  - {name: c, image: busybox}\n";
+    admit_str(&pod_with(&format!("  hostUsers: false\n{c}"))).unwrap();
+    for (host, field) in [
+        ("hostNetwork", "spec.hostNetwork"),
+        ("hostPID", "spec.HostPID"),
+        ("hostIPC", "spec.HostIPC"),
+    ] {
+        assert_eq!(
+            err_of(&pod_with(&format!(
+                "  hostUsers: false\n  {host}: true\n{c}"
+            ))),
+            format!("{field}: Forbidden: when `pod.Spec.HostUsers` is false")
+        );
+    }
+    admit_str(&pod_with(&format!(
+        "  hostUsers: true\n  hostNetwork: true\n{c}"
+    )))
+    .unwrap();
+    assert_eq!(
+        err_of(&pod_with(&format!(
+            "  hostUsers: false\n  shareProcessNamespace: true\n{c}"
+        ))),
+        "spec.shareProcessNamespace: not supported with `hostUsers: false`"
     );
 }
 

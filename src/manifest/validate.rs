@@ -54,6 +54,16 @@ pub fn pod(pod: &Pod) -> R {
         }
     }
     dns::dns(spec)?;
+    let user_ns = spec.host_users == Some(false);
+    if user_ns {
+        if let Some((field, why)) = crate::pod::userns::host_namespaces_refusal(
+            spec.host_network == Some(true),
+            spec.host_pid == Some(true),
+            spec.host_ipc == Some(true),
+        ) {
+            return err(field, why);
+        }
+    }
     if spec.share_process_namespace == Some(true) && spec.host_pid == Some(true) {
         return err(
             "spec.shareProcessNamespace",
@@ -137,6 +147,7 @@ pub fn pod(pod: &Pod) -> R {
             true,
             &vols,
             &mut names,
+            user_ns,
         )?;
     }
     for (i, c) in spec.containers.iter().enumerate() {
@@ -146,6 +157,7 @@ pub fn pod(pod: &Pod) -> R {
             false,
             &vols,
             &mut names,
+            user_ns,
         )?;
     }
     pod_resources::pod(spec)?;

@@ -30,6 +30,7 @@ pub mod sysctls;
 pub mod termination;
 #[cfg(test)]
 mod tests;
+pub mod userns;
 pub mod volume_file;
 pub mod volumes;
 

@@ -30,6 +30,10 @@ impl Sandbox {
             }
             None => code,
         };
+        // Once no process of the pod is left: its ids are free for another pod.
+        if let Some(b) = self.userns.take() {
+            b.release();
+        }
         if let Err(e) = removed {
             crate::log::error(&format!("cleaning up the sandbox: {e}"));
             if code == 0 {

@@ -85,5 +85,6 @@ pub(super) fn supervisor_config(
         config_maps: adm.config_maps,
         secrets: adm.secrets,
         unmounted: Vec::new(),
+        userns: None,
     })
 }

@@ -23,6 +23,7 @@ mod pod_cgroup;
 mod puller;
 mod relay;
 mod supervise;
+mod userns;
 
 pub use crate::admission::{admit, bundles_dir, images_dir, Admission, Dirs};
 pub use names::{default_state_dir, hostname, uts_hostname};
@@ -120,6 +121,7 @@ pub fn run(opts: &RunOptions) -> i32 {
         sd: Some(sd),
         exiting: None,
         puller: None,
+        userns: None,
     };
     let code = sandbox.launch(adm, opts).unwrap_or_else(|e| {
         crate::log::error(&format!("setting up the sandbox: {e}"));
@@ -136,6 +138,8 @@ struct Sandbox {
     exiting: Option<crate::sys::clone::Cloned>,
     /// The image puller (`puller`), when a container's image is not a bundle.
     puller: Option<crate::sys::clone::Cloned>,
+    /// The block of host ids of a pod with `hostUsers: false`, given back at the end.
+    userns: Option<crate::sandbox::userns::Block>,
 }
 
 /// PID-1 mode (docs/interface.md §2): a runtime made the sandbox and runs `podinit run` as its
@@ -153,6 +157,10 @@ impl Sandbox {
     fn launch(&mut self, adm: Admission, opts: &RunOptions) -> Result<i32, String> {
         let sd = self.sd.as_ref().expect("state dir is open");
         let pid1 = pid1_mode();
+        let user_ns = adm.pod.spec.as_ref().and_then(|s| s.host_users) == Some(false);
+        if let Some(why) = user_ns.then(|| userns::refusal(opts, pid1)).flatten() {
+            return Err(why);
+        }
         let made = self
             .cgroup
             .create(&adm.pod, opts.cgroup_parent.as_deref(), pid1)?;
@@ -171,7 +179,11 @@ impl Sandbox {
         } else {
             None
         };
-        let cfg = config::supervisor_config(adm, opts, &made, &mut self.cgroup, sd, pid1, puller)?;
+        let mut cfg =
+            config::supervisor_config(adm, opts, &made, &mut self.cgroup, sd, pid1, puller)?;
+        if user_ns {
+            cfg.userns = Some(userns::make(&cfg, sd, &mut self.userns)?);
+        }
         if pid1 {
             return Ok(supervise::supervise(cfg, sd, true, false));
         }

@@ -47,10 +47,14 @@ pub(super) fn clone_supervisor(
         ),
         None => None,
     };
+    // A pod in a user namespace joins the network, IPC and UTS namespaces it owns after
+    // the clone; its pid namespace stays the node's user namespace's (the supervisor is
+    // host root), its containers' are the pod's (`runtime::Launch::user_ns`).
+    let owned = cfg.userns.is_some();
     // SAFETY: podinit run is single-threaded here.
     let cloned = unsafe {
         crate::sys::clone::clone3(
-            clone_flags(host, netns.is_some()),
+            clone_flags(host, netns.is_some(), owned),
             placement.dir.as_ref().map(|d| d.as_fd()),
         )
     }
@@ -65,6 +69,12 @@ pub(super) fn clone_supervisor(
         unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
         if outer_is_gone(alive_r) {
             std::process::exit(EXIT_SANDBOX);
+        }
+        if let Some(u) = &cfg.userns {
+            if let Err(e) = crate::sandbox::userns::join_owned(u) {
+                crate::log::error(&format!("setting up the sandbox: {e}"));
+                std::process::exit(EXIT_SANDBOX);
+            }
         }
         if let Some(ns) = &netns {
             // SAFETY: setns with an fd we own.
@@ -92,11 +102,15 @@ pub(super) fn clone_supervisor(
 }
 
 /// The namespaces the supervisor is cloned into: a mount namespace always, and each of
-/// the others unless the pod uses the node's (a joined `--netns` is set after the clone).
-fn clone_flags(host: HostNamespaces, join_netns: bool) -> u64 {
+/// the others unless the pod uses the node's (a joined `--netns` is set after the clone)
+/// or they are owned by the pod's user namespace (`owned`: joined after the clone).
+fn clone_flags(host: HostNamespaces, join_netns: bool, owned: bool) -> u64 {
     let mut flags = libc::CLONE_NEWNS as u64;
     if !host.pid {
         flags |= libc::CLONE_NEWPID as u64;
+    }
+    if owned {
+        return flags;
     }
     if !host.ipc {
         flags |= libc::CLONE_NEWIPC as u64;
@@ -214,16 +228,27 @@ mod tests {
             | libc::CLONE_NEWIPC
             | libc::CLONE_NEWUTS
             | libc::CLONE_NEWNET) as u64;
-        assert_eq!(clone_flags(NONE, false), all);
+        assert_eq!(clone_flags(NONE, false, false), all);
         // A joined network namespace replaces the pod's own; the UTS one stays.
-        assert_eq!(clone_flags(NONE, true), all & !(libc::CLONE_NEWNET as u64));
+        assert_eq!(
+            clone_flags(NONE, true, false),
+            all & !(libc::CLONE_NEWNET as u64)
+        );
         let host = HostNamespaces {
             network: true,
             pid: true,
             ipc: true,
         };
-        assert_eq!(clone_flags(host, false), libc::CLONE_NEWNS as u64);
+        assert_eq!(clone_flags(host, false, false), libc::CLONE_NEWNS as u64);
+        // In a user namespace: net, ipc and uts are the ones it owns, joined after.
+        assert_eq!(
+            clone_flags(NONE, false, true),
+            (libc::CLONE_NEWNS | libc::CLONE_NEWPID) as u64
+        );
         let host_pid = HostNamespaces { pid: true, ..NONE };
-        assert_eq!(clone_flags(host_pid, false) & libc::CLONE_NEWPID as u64, 0);
+        assert_eq!(
+            clone_flags(host_pid, false, false) & libc::CLONE_NEWPID as u64,
+            0
+        );
     }
 }

@@ -80,7 +80,18 @@ fn finish_sandbox(
         .collect();
     crate::sandbox::sysctls::apply(&sysctls)?;
     let (files, missing_dns) = pod_files(&cfg.pod, &cfg.pod_ips, &cfg.hostname, sd)?;
-    cfg.pod_files = files;
+    cfg.pod_files = match &cfg.userns {
+        // Bound from an idmapped view of their directory: owned by the container's root.
+        Some(ns) => {
+            let mapped = sd.work().join("idmap").join("etc");
+            supervisor::idmapped(&sd.work().join("etc"), &mapped, ns.user_fd())?;
+            files
+                .into_iter()
+                .map(|(p, dest)| (mapped.join(p.file_name().unwrap_or_default()), dest))
+                .collect()
+        }
+        None => files,
+    };
     cfg.missing_cluster_dns = missing_dns;
     Ok(())
 }

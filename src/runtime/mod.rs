@@ -21,6 +21,7 @@
 mod caps_set;
 pub mod container;
 pub mod hooks;
+mod hop;
 mod init;
 pub mod mounts;
 mod prepare;
@@ -29,7 +30,7 @@ mod syscall_table;
 
 use crate::sys::cgroup::Placement;
 use oci_spec::runtime::Spec;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 pub struct Launch<'a> {
     /// The container's name, whole: the errors of a process joining it say which container
@@ -45,6 +46,9 @@ pub struct Launch<'a> {
     /// Instead of a new pid namespace, join the one of this process (a pidfd): an
     /// ephemeral container with a `targetContainerName`.
     pub pid_ns_of: Option<&'a OwnedFd>,
+    /// The pod's user namespace (`hostUsers: false`): a new container's mount and pid
+    /// namespaces are made inside it, owned by it; an exec joins it with the container's.
+    pub user_ns: Option<BorrowedFd<'a>>,
 }
 
 pub struct Spawned {
@@ -90,6 +94,14 @@ fn start_prepared(
     join: Option<&OwnedFd>,
 ) -> Result<Spawned, SpawnError> {
     prepared.join = join.map(|fd| fd.as_raw_fd());
+    if l.user_ns.is_some() {
+        prepared.user_ns_root = true;
+        if join.is_some() {
+            // Into the container's user namespace first: the kernel then joins its mount
+            // namespace with the credentials of that namespace.
+            prepared.join_flags |= libc::CLONE_NEWUSER;
+        }
+    }
     let (parent_end, child_end) = nix::sys::socket::socketpair(
         nix::sys::socket::AddressFamily::Unix,
         nix::sys::socket::SockType::SeqPacket,
@@ -108,6 +120,11 @@ fn start_prepared(
     // clone (setns to a descendant pid namespace and back is allowed; only
     // pid_for_children changes).
     let mut restore_pid_ns = None;
+    // A new container in the pod's user namespace is cloned by a hop, which joins a
+    // target's pid namespace itself: born there, it would see the container's pid as
+    // that namespace numbers it, not as we do.
+    let hop = join.is_none() && l.user_ns.is_some();
+    let mut hop_pid_ns = None;
     match join.or(l.pid_ns_of) {
         None => {
             flags |= libc::CLONE_NEWNS as u64;
@@ -120,23 +137,27 @@ fn start_prepared(
                 // A new container in another one's pid namespace: its own mounts.
                 flags |= libc::CLONE_NEWNS as u64;
             }
-            let own = std::fs::File::open("/proc/self/ns/pid")
-                .map_err(|e| SpawnError::Create(format!("opening /proc/self/ns/pid: {e}")))?;
-            // SAFETY: setns with a pidfd and one namespace flag.
-            if unsafe { libc::setns(target.as_raw_fd(), libc::CLONE_NEWPID) } != 0 {
-                let e = std::io::Error::last_os_error();
-                let what = if join.is_some() {
-                    "joining the container's pid namespace"
-                } else {
-                    "joining the pid namespace of its target container"
-                };
-                return Err(SpawnError::Create(named(
-                    l.name,
-                    join.is_some(),
-                    format!("{what}: {e}"),
-                )));
+            if hop {
+                hop_pid_ns = Some(target.as_raw_fd());
+            } else {
+                let own = std::fs::File::open("/proc/self/ns/pid")
+                    .map_err(|e| SpawnError::Create(format!("opening /proc/self/ns/pid: {e}")))?;
+                // SAFETY: setns with a pidfd and one namespace flag.
+                if unsafe { libc::setns(target.as_raw_fd(), libc::CLONE_NEWPID) } != 0 {
+                    let e = std::io::Error::last_os_error();
+                    let what = if join.is_some() {
+                        "joining the container's pid namespace"
+                    } else {
+                        "joining the pid namespace of its target container"
+                    };
+                    return Err(SpawnError::Create(named(
+                        l.name,
+                        join.is_some(),
+                        format!("{what}: {e}"),
+                    )));
+                }
+                restore_pid_ns = Some(own);
             }
-            restore_pid_ns = Some(own);
         }
         Some(_) => {
             if join.is_none() {
@@ -154,15 +175,20 @@ fn start_prepared(
         sock: child_end.as_raw_fd(),
         other: parent_end.as_raw_fd(),
     };
-    // SAFETY: the supervisor is single-threaded; `vfork_child` only runs `init::run`,
-    // which ends in exec or _exit and frees nothing of ours; `args` outlives the call.
-    let cloned = unsafe {
-        crate::sys::clone::clone3_vfork(
-            flags,
-            cgroup,
-            vfork_child,
-            &mut args as *mut VforkChild as *mut libc::c_void,
-        )
+    let cloned = match l.user_ns.filter(|_| hop) {
+        // SAFETY: as below.
+        Some(userns) => unsafe { hop::vfork_in(userns, hop_pid_ns, flags, cgroup, &mut args) },
+        // SAFETY: the supervisor is single-threaded; `vfork_child` only runs `init::run`,
+        // which ends in exec or _exit and frees nothing of ours; `args` outlives the call.
+        None => unsafe {
+            crate::sys::clone::clone3_vfork(
+                flags,
+                cgroup,
+                vfork_child,
+                &mut args as *mut VforkChild as *mut libc::c_void,
+            )
+        }
+        .map_err(|e| format!("clone3: {e}")),
     };
     if let Some(own) = restore_pid_ns {
         // SAFETY: back to our own pid namespace for later children.
@@ -173,7 +199,7 @@ fn start_prepared(
             ));
         }
     }
-    let child = cloned.map_err(|e| SpawnError::Create(format!("clone3: {e}")))?;
+    let child = cloned.map_err(SpawnError::Create)?;
     drop(child_end);
     let (console, start_error) = start_result(&parent_end);
     Ok(Spawned {

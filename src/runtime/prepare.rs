@@ -48,6 +48,9 @@ pub struct Prepared {
     pub join: Option<RawFd>,
     pub new_pid_ns: bool,
     pub new_cgroup_ns: bool,
+    /// Born in the pod's user namespace (`runtime::Launch::user_ns`): the process becomes
+    /// its root before anything else, so that what it creates is owned by mapped ids.
+    pub user_ns_root: bool,
     pub root: PathBuf,
     pub root_readonly: bool,
     pub root_propagation: libc::c_ulong,
@@ -309,6 +312,7 @@ impl Prepared {
             join: None,
             new_pid_ns,
             new_cgroup_ns,
+            user_ns_root: false,
             root: root.path().clone(),
             root_readonly: root.readonly().unwrap_or(false),
             root_propagation: match linux.rootfs_propagation().as_deref() {
@@ -354,6 +358,14 @@ impl Prepared {
             cgroup2_host: crate::sys::cgroup::unified(),
             ignored_signals: crate::sys::signals::ignored_signals(),
         })
+    }
+}
+
+impl Prepared {
+    /// In a user namespace (the pod's, or a container of its own's): no device node may
+    /// be made, and a remount keeps the flags the kernel locked on the mount.
+    pub fn in_user_ns(&self) -> bool {
+        self.user_ns_root || self.standalone.as_ref().is_some_and(|s| s.become_root)
     }
 }
 

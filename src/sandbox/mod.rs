@@ -8,6 +8,7 @@ pub mod pause;
 pub mod rootfs;
 pub mod statedir;
 pub mod sysctls;
+pub mod userns;
 pub mod volumes;
 
 // Device rules are data the bundle uses too: they live in `sys`.

@@ -7,18 +7,48 @@
 
 use std::fs;
 use std::io;
+use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
 
 use crate::sys::mount::{detach, mount};
 
 /// Mount `<dir>/rootfs` = overlay(lowers: `lowers`, uppermost first; upper:
-/// `<dir>/upper`), returning it.
-pub fn prepare(lowers: &[PathBuf], dir: &Path) -> io::Result<PathBuf> {
+/// `<dir>/upper`), returning it. With `idmap` (a pod's user namespace and the first host
+/// id it maps), each lower layer is an idmapped mount of it (`<dir>/lower/<i>`) and the
+/// upper layer's root is the namespace's root's: the container's root owns what host
+/// root owns in the image, and what it writes lands in the upper layer as the mapped ids.
+pub fn prepare(
+    lowers: &[PathBuf],
+    dir: &Path,
+    idmap: Option<(BorrowedFd, u32)>,
+) -> io::Result<PathBuf> {
     release(dir);
     let (upper, work, merged) = (dir.join("upper"), dir.join("work"), dir.join("rootfs"));
+    let mapped: Vec<PathBuf>;
+    let lowers = match idmap {
+        Some((userns, _)) => {
+            mapped = (0..lowers.len())
+                .map(|i| dir.join("lower").join(i.to_string()))
+                .collect();
+            for (l, m) in lowers.iter().zip(&mapped) {
+                crate::sys::idmap::bind(l, m, userns).map_err(|e| {
+                    ctx(
+                        e,
+                        format!("idmapped mount of layer {} at {}", l.display(), m.display()),
+                    )
+                })?;
+            }
+            &mapped[..]
+        }
+        None => lowers,
+    };
     let data = options(lowers, &upper, &work)?;
     for d in [&upper, &work, &merged] {
         fs::create_dir_all(d).map_err(|e| ctx(e, format!("creating {}", d.display())))?;
+    }
+    if let Some((_, base)) = idmap {
+        std::os::unix::fs::chown(&upper, Some(base), Some(base))
+            .map_err(|e| ctx(e, format!("chown {}", upper.display())))?;
     }
     mount(
         Some(Path::new("overlay")),
@@ -91,6 +121,16 @@ pub fn release(dir: &Path) {
     while detach(&merged).is_ok() {}
     for d in ["rootfs", "upper", "work"] {
         let _ = fs::remove_dir_all(dir.join(d));
+    }
+    // Idmapped views of the image's layers: unmounted, then their empty mount points
+    // removed one by one (never recursively: a layer still mounted keeps its files).
+    let lower = dir.join("lower");
+    if let Ok(entries) = fs::read_dir(&lower) {
+        for e in entries.flatten() {
+            while detach(&e.path()).is_ok() {}
+            let _ = fs::remove_dir(e.path());
+        }
+        let _ = fs::remove_dir(&lower);
     }
 }
 

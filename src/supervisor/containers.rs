@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::{self, Read, Seek, SeekFrom};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -46,6 +46,8 @@ pub struct Ctr {
     pub target: Option<usize>,
     /// The uid, gid and groups of the last run's process, for `status.user.linux`.
     pub user: Option<(u32, u32, Vec<u32>)>,
+    /// The pod's user namespace the run was started in (its execs join it).
+    pub user_ns: Option<RawFd>,
 }
 
 /// A container's image that is not a bundle, and kubelet's image manager's view of it.
@@ -99,6 +101,8 @@ pub struct StartContext<'a> {
     pub pod_files: &'a [(PathBuf, &'static str)],
     /// Where `Localhost` seccomp profiles are.
     pub seccomp_root: &'a Path,
+    /// The pod's user namespace and the first host id it maps (`hostUsers: false`).
+    pub user_ns: Option<(BorrowedFd<'a>, u32)>,
 }
 
 /// A container's cgroup, below the pod's.
@@ -138,6 +142,7 @@ impl Ctr {
             container_id: None,
             target: None,
             user: None,
+            user_ns: None,
         })
     }
 
@@ -195,7 +200,8 @@ impl Ctr {
                 )),
             },
         )?;
-        let rootfs = rootfs::prepare(&base.lowers, &self.dir).map_err(|e| e.to_string())?;
+        let rootfs =
+            rootfs::prepare(&base.lowers, &self.dir, cx.user_ns).map_err(|e| e.to_string())?;
         if let Some(root) = spec.root_mut() {
             root.set_path(rootfs);
         }
@@ -257,6 +263,7 @@ impl Ctr {
             stdio: [stdin_fd, out_w.as_raw_fd(), err_w.as_raw_fd()],
             cgroup: &placement,
             pid_ns_of: cx.pid_ns_of,
+            user_ns: cx.user_ns.map(|(fd, _)| fd),
         })
         .map_err(|runtime::SpawnError::Create(m)| m)?;
         // Our copies of the write ends must go, or the pipes never reach EOF.
@@ -283,6 +290,7 @@ impl Ctr {
         };
 
         self.runs += 1;
+        self.user_ns = cx.user_ns.map(|(fd, _)| fd.as_raw_fd());
         self.container_id = Some(format!("podinit://{id}"));
         self.user = spec.process().as_ref().map(|p| {
             let u = p.user();
@@ -363,6 +371,8 @@ impl Ctr {
                 stdio: [devnull.as_raw_fd(), out_w.as_raw_fd(), err_fd],
                 cgroup: &placement,
                 pid_ns_of: None,
+                // SAFETY: the pod's user namespace fd lives as long as the supervisor.
+                user_ns: self.user_ns.map(|fd| unsafe { BorrowedFd::borrow_raw(fd) }),
             },
         )
         .map_err(|runtime::SpawnError::Create(m)| m)?;

@@ -19,7 +19,7 @@ mod status;
 mod teardown;
 mod volume_usage;
 
-pub use start::{node_capacity, set_up_volumes};
+pub use start::{idmapped, node_capacity, set_up_volumes};
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -84,6 +84,8 @@ pub struct Config {
     /// Volumes the containers mount that could not be set up, with why: the containers
     /// wait while they are tried again (`pod::volumes`).
     pub unmounted: Vec<(String, String)>,
+    /// The pod's user namespace (`hostUsers: false`), made by the outer process.
+    pub userns: Option<crate::sandbox::userns::PodUserns>,
 }
 
 /// Signals the supervisor handles. As PID 1 it would not even see the others.

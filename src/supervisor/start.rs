@@ -55,14 +55,50 @@ pub fn set_up_volumes(
             .filter(|v| names.is_none_or(|n| n.contains(&v.name)));
         crate::sandbox::volumes::prepare(wanted, spec, sd, mem, &files_of)
     };
+    let mut failed = failed;
     for (name, (host_path, read_only)) in made {
-        let v = HostVolume {
-            host_path,
-            read_only,
+        let v = match &cfg.userns {
+            // Seen through the pod's idmap: what host root owns, container root owns.
+            Some(ns) => {
+                let mapped = sd.work().join("idmap").join("volumes").join(&name);
+                match idmapped(&host_path, &mapped, ns.user_fd()) {
+                    Ok(()) => HostVolume {
+                        host_path: mapped,
+                        read_only,
+                        made_at: Some(host_path),
+                    },
+                    Err(e) => {
+                        failed.push((name, e));
+                        continue;
+                    }
+                }
+            }
+            None => HostVolume {
+                host_path,
+                read_only,
+                made_at: None,
+            },
         };
         cfg.volumes.insert(name, v);
     }
     failed
+}
+
+/// `src` idmapped with the pod's user namespace at `target` (one made earlier there, for
+/// a volume set up again, replaced).
+pub fn idmapped(
+    src: &std::path::Path,
+    target: &std::path::Path,
+    userns: std::os::fd::BorrowedFd,
+) -> Result<(), String> {
+    while crate::sys::mount::detach(target).is_ok() {}
+    crate::sys::idmap::bind(src, target, userns).map_err(|e| {
+        format!(
+            "idmapped mount of {} at {}: {e}",
+            src.display(),
+            target.display()
+        )
+    })
 }
 
 impl Supervisor<'_> {
@@ -135,6 +171,7 @@ impl Supervisor<'_> {
             env: &env.env,
             pod_files: &self.cfg.pod_files,
             seccomp_root: &self.cfg.seccomp_root,
+            user_ns: self.cfg.userns.as_ref().map(|u| (u.user_fd(), u.base)),
         };
         match self.containers[i].ctr.start(&cx) {
             Ok(pipes) => {

@@ -55,7 +55,8 @@ struct CloneArgs {
 }
 
 impl CloneArgs {
-    /// `flags` with `CLONE_PIDFD` (the pidfd lands in `pidfd`), SIGCHLD at exit, and
+    /// `flags` with `CLONE_PIDFD` (the pidfd lands in `pidfd`), SIGCHLD at exit (with
+    /// `CLONE_PARENT` the caller's own exit signal, which clone3 wants left 0), and
     /// `CLONE_INTO_CGROUP` when `cgroup` is given.
     fn new(
         flags: u64,
@@ -66,7 +67,11 @@ impl CloneArgs {
         let mut args = CloneArgs {
             flags: flags | libc::CLONE_PIDFD as u64,
             pidfd: pidfd as *mut libc::c_int as u64,
-            exit_signal: libc::SIGCHLD as u64,
+            exit_signal: if flags & libc::CLONE_PARENT as u64 != 0 {
+                0
+            } else {
+                libc::SIGCHLD as u64
+            },
             ..Default::default()
         };
         if let Some(fd) = cgroup {
@@ -94,13 +99,37 @@ pub unsafe fn clone3_vfork(
     child: extern "C" fn(*mut libc::c_void) -> !,
     arg: *mut libc::c_void,
 ) -> io::Result<Cloned> {
+    static STACK_BASE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    clone3_vfork_on(&STACK_BASE, flags, cgroup, child, arg)
+}
+
+/// [`clone3_vfork`] called by a vfork-like child itself (which runs on the first stack):
+/// its own child gets a second stack.
+///
+/// # Safety
+/// As [`clone3_vfork`], from a vfork-like child of it only.
+pub unsafe fn clone3_vfork_nested(
+    flags: u64,
+    child: extern "C" fn(*mut libc::c_void) -> !,
+    arg: *mut libc::c_void,
+) -> io::Result<Cloned> {
+    static STACK_BASE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    clone3_vfork_on(&STACK_BASE, flags, None, child, arg)
+}
+
+unsafe fn clone3_vfork_on(
+    stack_base: &std::sync::OnceLock<usize>,
+    flags: u64,
+    cgroup: Option<std::os::fd::BorrowedFd>,
+    child: extern "C" fn(*mut libc::c_void) -> !,
+    arg: *mut libc::c_void,
+) -> io::Result<Cloned> {
     // One stack for every child: we wait for each before the next. Mapped once, on first
     // use; the pages a child touched stay ours. A guard page below it: a child that
     // overflowed it would otherwise write into whatever of ours is mapped there.
     const STACK: usize = 256 << 10;
     const GUARD: usize = 4096;
-    static STACK_BASE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    let base = match STACK_BASE.get() {
+    let base = match stack_base.get() {
         Some(&b) => b,
         None => {
             let p = libc::mmap(
@@ -119,7 +148,7 @@ pub unsafe fn clone3_vfork(
                 libc::munmap(p, GUARD + STACK);
                 return Err(e);
             }
-            *STACK_BASE.get_or_init(|| p as usize + GUARD)
+            *stack_base.get_or_init(|| p as usize + GUARD)
         }
     };
     let mut pidfd: libc::c_int = -1;

@@ -5,6 +5,7 @@ pub mod bpf;
 pub mod cgroup;
 pub mod clone;
 pub mod devices;
+pub mod idmap;
 pub mod mount;
 pub mod packet;
 pub mod pages;

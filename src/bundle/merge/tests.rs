@@ -40,6 +40,7 @@ fn run_in(c: &Container, pod: &PodSpec, share: bool, root: &Path) -> Result<Spec
         HostVolume {
             host_path: PathBuf::from("/host/data"),
             read_only: false,
+            made_at: None,
         },
     );
     merge(

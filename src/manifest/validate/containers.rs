@@ -7,13 +7,15 @@ use std::collections::BTreeSet;
 
 use super::{err, Error, R};
 
-/// Container `c` at field path `p`; `names` are the pod's container names so far.
+/// Container `c` at field path `p`; `names` are the pod's container names so far;
+/// `user_ns`: the pod has `hostUsers: false`.
 pub(super) fn container(
     c: &Container,
     p: &str,
     init: bool,
     vols: &BTreeSet<String>,
     names: &mut BTreeSet<String>,
+    user_ns: bool,
 ) -> R {
     if c.name.is_empty() {
         return err(format!("{p}.name"), "Required value");
@@ -30,7 +32,7 @@ pub(super) fn container(
     }
     super::images::pull_policy(c, p)?;
     if let Some(sc) = &c.security_context {
-        super::security::container(sc, p)?;
+        super::security::container(sc, p, user_ns)?;
     }
     let sidecar = match c.restart_policy.as_deref() {
         None => false,

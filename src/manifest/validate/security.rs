@@ -7,8 +7,9 @@ use k8s_openapi::api::core::v1::{
 
 use super::{err, R};
 
-/// A container's security context, at field path `p` (the container's).
-pub(super) fn container(sc: &SecurityContext, p: &str) -> R {
+/// A container's security context, at field path `p` (the container's), in a pod with
+/// a user namespace of its own (`user_ns`) or not.
+pub(super) fn container(sc: &SecurityContext, p: &str, user_ns: bool) -> R {
     if let Some(sp) = &sc.seccomp_profile {
         seccomp_profile(sp, &format!("{p}.securityContext.seccompProfile"))?;
     }
@@ -20,7 +21,7 @@ pub(super) fn container(sc: &SecurityContext, p: &str) -> R {
     }
     match sc.proc_mount.as_deref() {
         None | Some("Default") => {}
-        // Unmasked needs a user namespace (hostUsers: false), which podinit does not make.
+        Some("Unmasked") if user_ns => {}
         Some("Unmasked") => {
             return err(
                 format!("{p}.securityContext.procMount"),

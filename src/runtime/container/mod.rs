@@ -122,16 +122,30 @@ pub fn create(
     const CLONE_CLEAR_SIGHAND: u64 = 0x1_0000_0000;
     let flags = CLONE_CLEAR_SIGHAND | ns.clone_flags as u64;
     let cgroup = c.cgroup.dir.as_ref().map(|d| d.as_fd());
-    // SAFETY: the creating process is single-threaded; the child only runs `init::run`,
-    // which ends in exec or _exit.
-    let cloned = unsafe { crate::sys::clone::clone3(flags, cgroup) };
-    let cloned = match cloned {
-        Ok(None) => {
-            drop(parent_end);
-            super::init::run(&p, &[], child_end)
+    let cloned = match ns.user_path.as_ref() {
+        // New namespaces inside a user namespace given by path are made by a process
+        // already in it, so that it owns them (a pid namespace of its own lets the
+        // container mount /proc): a hop joins it and clones the child for us.
+        Some(userns) if ns.clone_flags != 0 => {
+            if let Some(s) = p.standalone.as_mut() {
+                s.user_ns = None;
+            }
+            let ends = [child_end.as_raw_fd(), parent_end.as_raw_fd()];
+            // SAFETY: single-threaded; the hop ends in _exit, its child in `init::run`.
+            unsafe { super::hop::fork_in(userns.as_fd(), flags, cgroup, &p, ends) }
         }
-        Ok(Some(child)) => Ok(child),
-        Err(e) => Err(format!("clone3: {e}")),
+        _ => {
+            // SAFETY: the creating process is single-threaded; the child only runs
+            // `init::run`, which ends in exec or _exit.
+            match unsafe { crate::sys::clone::clone3(flags, cgroup) } {
+                Ok(None) => {
+                    drop(parent_end);
+                    super::init::run(&p, &[], child_end)
+                }
+                Ok(Some(child)) => Ok(child),
+                Err(e) => Err(format!("clone3: {e}")),
+            }
+        }
     };
     let left = joined.leave();
     let child = cloned?;
@@ -239,6 +253,7 @@ pub fn exec(e: &Exec) -> Result<super::Spawned, String> {
             stdio: e.stdio,
             cgroup: e.cgroup,
             pid_ns_of: None,
+            user_ns: None,
         },
         p,
         Some(e.target),

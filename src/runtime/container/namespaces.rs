@@ -1,6 +1,7 @@
 //! A container's namespaces as `linux.namespaces` lists them: which the clone makes, which
-//! are joined by path (by the creator around the clone, a user namespace by the child
-//! first of all), and, for an exec, which the container does not share with us.
+//! are joined by path (by the creator around the clone; a user namespace by the child
+//! first of all, or, when the clone makes namespaces, by a hop that clones the child from
+//! inside it: `hop`), and, for an exec, which the container does not share with us.
 
 use oci_spec::runtime::{Linux, LinuxNamespaceType as T};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -99,11 +100,6 @@ impl Plan {
         }
         if plan.new_user && !maps {
             return Err("linux.namespaces: a new user namespace needs linux.uidMappings and linux.gidMappings".into());
-        }
-        if plan.user_path.is_some() && plan.clone_flags & libc::CLONE_NEWPID != 0 {
-            // The pid namespace would belong to our user namespace, not the joined one,
-            // and /proc could not be mounted in the container.
-            return Err("linux.namespaces: a new pid namespace inside a user namespace given by path is not supported".into());
         }
         Ok(plan)
     }

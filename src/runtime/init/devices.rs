@@ -27,7 +27,7 @@ pub(super) fn dev<K: Kernel>(k: &K, p: &Prepared) -> R {
     });
     // In a user namespace no device node may be made: the host's are bind-mounted, as
     // runc does.
-    let bind = p.standalone.as_ref().is_some_and(|s| s.become_root);
+    let bind = p.in_user_ns();
     let root_owned = !gid_option && k.is_root() && !bind;
     for (name, major, minor) in defaults {
         // /dev is the tmpfs just mounted: one mknod each, owned by us (root) already.
@@ -90,8 +90,12 @@ fn mknod<K: Kernel>(k: &K, path: &Path, d: &Device, bind: bool) -> R {
     }
     let _ = k.remove_file(path);
     if bind {
-        k.create_file(path)
-            .map_err(|e| format!("creating {}: {e}", path.display()))?;
+        // A node bound there already (a default device the spec lists too) stays, and the
+        // host's is bound over it: opening it to create it could fail (/dev/tty, ENXIO).
+        if k.lstat(path).is_none() {
+            k.create_file(path)
+                .map_err(|e| format!("creating {}: {e}", path.display()))?;
+        }
         return k
             .mount(Some(&d.path), path, None, libc::MS_BIND, "")
             .map_err(|e| {

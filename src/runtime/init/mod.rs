@@ -55,6 +55,14 @@ fn setup<K: Kernel>(k: &K, p: &Prepared, cgroup_tasks: &[PathBuf]) -> Result<Nev
     // Into our cgroups before anything else, so that all we do is accounted there and the
     // cgroup namespace below is rooted in it.
     k.join_cgroups(cgroup_tasks)?;
+    if p.user_ns_root && p.join.is_none() {
+        // Still host root (v1's tasks files above needed that): now the pod's user
+        // namespace's root, so that the rootfs set-up makes files of mapped ids.
+        k.setresgid(0)
+            .map_err(|e| format!("becoming root in the pod's user namespace (setresgid 0): {e}"))?;
+        k.setresuid(0)
+            .map_err(|e| format!("becoming root in the pod's user namespace (setresuid 0): {e}"))?;
+    }
     k.reset_signals(p.ignored_signals);
     if p.new_cgroup_ns && p.join.is_none() {
         k.unshare(libc::CLONE_NEWCGROUP)

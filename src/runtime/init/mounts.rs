@@ -191,11 +191,19 @@ fn mount_one<K: Kernel>(k: &K, p: &Prepared, m: &MountPlan) -> R {
         )
     })?;
     if m.remount {
+        // In a user namespace the mount's nosuid, nodev and noexec are locked: kept.
+        let locked = if p.in_user_ns() {
+            k.mount_flags(&c_path(&target)?)
+                .map_err(|e| format!("remounting {dest} with its options: {e}"))?
+                & (libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC)
+        } else {
+            0
+        };
         k.mount(
             None,
             &target,
             None,
-            m.flags | libc::MS_REMOUNT | libc::MS_BIND,
+            m.flags | locked | libc::MS_REMOUNT | libc::MS_BIND,
             "",
         )
         .map_err(|e| format!("remounting {dest} with its options: {e}"))?;
