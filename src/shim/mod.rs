@@ -173,6 +173,11 @@ fn reaper_thread(inner: Arc<service::Inner>) {
     });
 }
 
+#[allow(dead_code)]
+fn _status_is_exhaustive(s: api::Status) -> api::Status {
+    s
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -187,9 +192,4 @@ mod tests {
         drop(l);
         std::fs::remove_dir_all(&dir).unwrap();
     }
-}
-
-#[allow(dead_code)]
-fn _status_is_exhaustive(s: api::Status) -> api::Status {
-    s
 }
