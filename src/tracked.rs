@@ -9,7 +9,7 @@
 //! them: keys joined by `.`, indexes as `[i]`, `.` for the document itself.
 
 use serde::de::value::BorrowedStrDeserializer;
-use serde::de::{self, DeserializeSeed, Deserializer, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, Expected, Unexpected, Visitor};
 use serde_json::{Error, Value};
 use std::cell::RefCell;
 
@@ -27,15 +27,27 @@ struct Track<'a> {
 }
 
 impl<'a> Track<'a> {
-    /// Runs `f` one step further down; the innermost error keeps its path.
+    /// Runs `f` one step further down; the innermost error keeps its path. The work around
+    /// the call is in functions of their own, so that each of the many instances of this
+    /// one (one per type read) is little more than the call.
     fn at<T>(&self, step: Step<'a>, f: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
-        self.path.borrow_mut().push(step);
+        self.enter(step);
         let r = f();
-        if r.is_err() && self.failed.borrow().is_none() {
+        self.leave(r.is_err());
+        r
+    }
+
+    #[inline(never)]
+    fn enter(&self, step: Step<'a>) {
+        self.path.borrow_mut().push(step);
+    }
+
+    #[inline(never)]
+    fn leave(&self, failed: bool) {
+        if failed && self.failed.borrow().is_none() {
             *self.failed.borrow_mut() = Some(self.render());
         }
         self.path.borrow_mut().pop();
-        r
     }
 
     fn render(&self) -> String {
@@ -83,6 +95,88 @@ struct De<'a, 't> {
     track: &'t Track<'a>,
 }
 
+/// What a value is, for "invalid type" errors.
+fn unexpected(v: &Value) -> Unexpected<'_> {
+    match v {
+        Value::Null => Unexpected::Unit,
+        Value::Bool(b) => Unexpected::Bool(*b),
+        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) => Unexpected::Unsigned(u),
+            (_, Some(i)) => Unexpected::Signed(i),
+            _ => Unexpected::Float(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Value::String(s) => Unexpected::Str(s),
+        Value::Array(_) => Unexpected::Seq,
+        Value::Object(_) => Unexpected::Map,
+    }
+}
+
+// Each `deserialize_*` accepts the kinds of value serde_json's own value deserializer
+// accepts and calls the visitor only for those (not every `visit_*` as `deserialize_any`
+// does): the same errors, and much less code for each of the Pod's many types.
+impl<'a> De<'a, '_> {
+    fn invalid(&self, exp: &dyn Expected) -> Error {
+        de::Error::invalid_type(unexpected(self.value), exp)
+    }
+
+    fn number<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, Error> {
+        match self.value {
+            Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+                (Some(u), _) => visitor.visit_u64(u),
+                (_, Some(i)) => visitor.visit_i64(i),
+                _ => visitor.visit_f64(n.as_f64().unwrap_or(f64::NAN)),
+            },
+            _ => Err(self.invalid(&visitor)),
+        }
+    }
+
+    fn seq<V: Visitor<'a>>(self, items: &'a [Value], visitor: V) -> Result<V::Value, Error> {
+        let mut seq = Seq {
+            items: items.iter(),
+            index: 0,
+            track: self.track,
+        };
+        let v = visitor.visit_seq(&mut seq)?;
+        // As serde_json's own value deserializer: what the visitor left is an error.
+        match seq.items.len() {
+            0 => Ok(v),
+            _ => Err(de::Error::invalid_length(
+                items.len(),
+                &"fewer elements in array",
+            )),
+        }
+    }
+
+    fn map<V: Visitor<'a>>(
+        self,
+        entries: &'a serde_json::Map<String, Value>,
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        let mut map = Map {
+            entries: entries.iter(),
+            value: None,
+            track: self.track,
+        };
+        let v = visitor.visit_map(&mut map)?;
+        match map.entries.len() {
+            0 => Ok(v),
+            _ => Err(de::Error::invalid_length(
+                entries.len(),
+                &"fewer elements in map",
+            )),
+        }
+    }
+}
+
+/// The numeric `deserialize_*`: a number of any kind goes to the visitor, which range-checks.
+macro_rules! numbers {
+    ($($method:ident)*) => {$(
+        fn $method<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, Error> {
+            self.number(visitor)
+        }
+    )*};
+}
+
 impl<'a> Deserializer<'a> for De<'a, '_> {
     type Error = Error;
 
@@ -90,44 +184,49 @@ impl<'a> Deserializer<'a> for De<'a, '_> {
         match self.value {
             Value::Null => visitor.visit_unit(),
             Value::Bool(b) => visitor.visit_bool(*b),
-            Value::Number(n) => match (n.as_u64(), n.as_i64(), n.as_f64()) {
-                (Some(u), _, _) => visitor.visit_u64(u),
-                (_, Some(i), _) => visitor.visit_i64(i),
-                (_, _, f) => visitor.visit_f64(f.unwrap_or(f64::NAN)),
-            },
+            Value::Number(_) => self.number(visitor),
             Value::String(s) => visitor.visit_borrowed_str(s),
-            Value::Array(items) => {
-                let mut seq = Seq {
-                    items: items.iter(),
-                    index: 0,
-                    track: self.track,
-                };
-                let v = visitor.visit_seq(&mut seq)?;
-                // As serde_json's own value deserializer: what the visitor left is an error.
-                match seq.items.len() {
-                    0 => Ok(v),
-                    _ => Err(de::Error::invalid_length(
-                        items.len(),
-                        &"fewer elements in array",
-                    )),
-                }
-            }
-            Value::Object(entries) => {
-                let mut map = Map {
-                    entries: entries.iter(),
-                    value: None,
-                    track: self.track,
-                };
-                let v = visitor.visit_map(&mut map)?;
-                match map.entries.len() {
-                    0 => Ok(v),
-                    _ => Err(de::Error::invalid_length(
-                        entries.len(),
-                        &"fewer elements in map",
-                    )),
-                }
-            }
+            Value::Array(items) => self.seq(items, visitor),
+            Value::Object(entries) => self.map(entries, visitor),
         }
+    }
+
+    fn deserialize_bool<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, Error> {
+        match self.value {
+            Value::Bool(b) => visitor.visit_bool(*b),
+            _ => Err(self.invalid(&visitor)),
+        }
+    }
+
+    fn deserialize_str<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, Error> {
+        match self.value {
+            Value::String(s) => visitor.visit_borrowed_str(s),
+            _ => Err(self.invalid(&visitor)),
+        }
+    }
+
+    fn deserialize_string<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, Error> {
+        self.deserialize_str(visitor)
+    }
+
+    fn deserialize_char<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, Error> {
+        self.deserialize_str(visitor)
+    }
+
+    fn deserialize_identifier<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, Error> {
+        self.deserialize_str(visitor)
+    }
+
+    fn deserialize_bytes<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, Error> {
+        match self.value {
+            Value::String(s) => visitor.visit_borrowed_str(s),
+            Value::Array(items) => self.seq(items, visitor),
+            _ => Err(self.invalid(&visitor)),
+        }
+    }
+
+    fn deserialize_byte_buf<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, Error> {
+        self.deserialize_bytes(visitor)
     }
 
     fn deserialize_option<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, Error> {
@@ -137,12 +236,67 @@ impl<'a> Deserializer<'a> for De<'a, '_> {
         }
     }
 
+    fn deserialize_unit<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, Error> {
+        match self.value {
+            Value::Null => visitor.visit_unit(),
+            _ => Err(self.invalid(&visitor)),
+        }
+    }
+
+    fn deserialize_unit_struct<V: Visitor<'a>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        self.deserialize_unit(visitor)
+    }
+
     fn deserialize_newtype_struct<V: Visitor<'a>>(
         self,
         _name: &'static str,
         visitor: V,
     ) -> Result<V::Value, Error> {
         visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_seq<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, Error> {
+        match self.value {
+            Value::Array(items) => self.seq(items, visitor),
+            _ => Err(self.invalid(&visitor)),
+        }
+    }
+
+    fn deserialize_tuple<V: Visitor<'a>>(self, _len: usize, visitor: V) -> Result<V::Value, Error> {
+        self.deserialize_seq(visitor)
+    }
+
+    fn deserialize_tuple_struct<V: Visitor<'a>>(
+        self,
+        _name: &'static str,
+        _len: usize,
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        self.deserialize_seq(visitor)
+    }
+
+    fn deserialize_map<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, Error> {
+        match self.value {
+            Value::Object(entries) => self.map(entries, visitor),
+            _ => Err(self.invalid(&visitor)),
+        }
+    }
+
+    fn deserialize_struct<V: Visitor<'a>>(
+        self,
+        _name: &'static str,
+        _fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        match self.value {
+            Value::Object(entries) => self.map(entries, visitor),
+            Value::Array(items) => self.seq(items, visitor),
+            _ => Err(self.invalid(&visitor)),
+        }
     }
 
     /// Enums are serde_json's own (no Kubernetes type is one); their path ends at them.
@@ -159,10 +313,10 @@ impl<'a> Deserializer<'a> for De<'a, '_> {
         visitor.visit_unit()
     }
 
-    serde::forward_to_deserialize_any! {
-        <W: Visitor<'a>>
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
-        bytes byte_buf unit unit_struct seq tuple tuple_struct map struct identifier
+    numbers! {
+        deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64 deserialize_i128
+        deserialize_u8 deserialize_u16 deserialize_u32 deserialize_u64 deserialize_u128
+        deserialize_f32 deserialize_f64
     }
 }
 
