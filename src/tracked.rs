@@ -81,10 +81,16 @@ pub fn deserialize<'a, T: de::Deserialize<'a>>(doc: &'a Value) -> Result<T, (Str
 }
 
 /// JSON text into `T`: a syntax error says where it is (line and column), a type error
-/// which field it is in (`process.args[0]: invalid type: …`).
+/// which field it is in (`process.args[0]: invalid type: …`). Every typed read of JSON goes
+/// through here or `from_value`, so that each type's deserializer is in the binary once.
 pub fn from_slice<T: de::DeserializeOwned>(text: &[u8]) -> Result<T, String> {
     let doc: Value = serde_json::from_slice(text).map_err(|e| e.to_string())?;
-    deserialize(&doc).map_err(|(path, e)| match path.as_str() {
+    from_value(&doc)
+}
+
+/// `doc` into `T`; a type error names its field, as `from_slice`'s.
+pub fn from_value<T: de::DeserializeOwned>(doc: &Value) -> Result<T, String> {
+    deserialize(doc).map_err(|(path, e)| match path.as_str() {
         "." => e.to_string(),
         _ => format!("{path}: {e}"),
     })
