@@ -365,7 +365,10 @@ struct Map<'a, 't> {
 impl<'a> de::MapAccess<'a> for Map<'a, '_> {
     type Error = Error;
 
-    fn next_key_seed<K: DeserializeSeed<'a>>(&mut self, seed: K) -> Result<Option<K::Value>, Error> {
+    fn next_key_seed<K: DeserializeSeed<'a>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, Error> {
         let Some((key, value)) = self.entries.next() else {
             return Ok(None);
         };

@@ -60,8 +60,8 @@ pub fn resolve(top: &Digest, read: ReadBlob) -> Result<Resolved, String> {
                 return Err(format!("{top}: indexes nested more than {MAX_DEPTH} deep"))
             }
             Doc::Index => {
-                let index: ImageIndex =
-                    crate::tracked::from_value(&json).map_err(|e| format!("index {current}: {e}"))?;
+                let index: ImageIndex = crate::tracked::from_value(&json)
+                    .map_err(|e| format!("index {current}: {e}"))?;
                 let chosen =
                     platform::select(&index).map_err(|e| format!("index {current}: {e}"))?;
                 for m in index.manifests().iter().filter(|m| *m != chosen) {

@@ -138,7 +138,8 @@ mod tests {
 
     #[test]
     fn owners_are_named_from_passwd() {
-        let passwd = "root:x:0:0:root:/root:/bin/sh\n# comment\nbad\nu:x:1000:1000::/home/u:/bin/sh\n";
+        let passwd =
+            "root:x:0:0:root:/root:/bin/sh\n# comment\nbad\nu:x:1000:1000::/home/u:/bin/sh\n";
         assert_eq!(passwd_name(passwd, 0).as_deref(), Some("root"));
         assert_eq!(passwd_name(passwd, 1000).as_deref(), Some("u"));
         assert_eq!(passwd_name(passwd, 5), None);
