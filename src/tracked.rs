@@ -1,12 +1,13 @@
 //! A deserializer of a JSON value that names the path of the field that failed
-//! (`spec.containers[0].ports[1].containerPort`): manifests (`manifest::strict::typed`) and
-//! OCI specs are read through it.
+//! (`spec.containers[0].ports[1].containerPort`). Every typed read of JSON in podinit goes
+//! through it (manifests via `manifest::strict::typed`, OCI specs, image manifests, state
+//! files), so that each type's deserializer is in the binary once, for this one input.
 //!
 //! Why not serde_path_to_error: it wraps any deserializer, so every type of a Pod was
-//! deserialized through two layers of generic code (its wrappers around serde_json's
-//! value deserializer); this one reads the value itself and tracks the path in one layer,
-//! which took 0.2 MB out of the binary. Paths are written as serde_path_to_error wrote
-//! them: keys joined by `.`, indexes as `[i]`, `.` for the document itself.
+//! deserialized through two layers of generic code (its wrappers around serde_json's value
+//! deserializer); this one reads the value itself and keeps the path out of line (0.3 MB
+//! less, BENCHMARKS.md). Paths are written as serde_path_to_error wrote them: keys joined
+//! by `.`, indexes as `[i]`, `.` for the document itself.
 
 use serde::de::value::BorrowedStrDeserializer;
 use serde::de::{self, DeserializeSeed, Deserializer, Expected, Unexpected, Visitor};
