@@ -23,4 +23,5 @@ pub mod sandbox;
 pub mod status;
 pub mod supervisor;
 pub mod sys;
+pub mod tracked;
 pub mod util;

@@ -52,7 +52,7 @@ pub fn from_image(img: &Image) -> Result<Bundle, String> {
         Err(e) => (json!({"uid": 0, "gid": 0}), Some(e)),
     };
     v["process"]["user"] = user;
-    let spec: Spec = serde_json::from_value(v).map_err(|e| who(format!("base spec: {e}")))?;
+    let spec: Spec = crate::tracked::from_value(&v).map_err(|e| who(format!("base spec: {e}")))?;
     Ok(Bundle {
         dir: img.layers.first().cloned().unwrap_or_else(|| top.clone()),
         rootfs: top,

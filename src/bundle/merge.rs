@@ -139,7 +139,7 @@ pub fn merge(b: &Bundle, pod: &PodSpec, c: &Container, cx: &MergeContext) -> Res
     if let Some(l) = v.get_mut("linux").and_then(Value::as_object_mut) {
         l.remove("cgroupsPath");
     }
-    serde_json::from_value(v).map_err(|e| who("effective spec", e.to_string()))
+    crate::tracked::from_value(&v).map_err(|e| who("effective spec", e))
 }
 
 /// `v[key]` as an object, created if missing.

@@ -224,7 +224,7 @@ pub fn load(dir: &Path) -> Result<Bundle, String> {
     let cfg = dir.join("config.json");
     let text = std::fs::read(&cfg).map_err(|e| format!("reading {}: {e}", cfg.display()))?;
     let spec: Spec =
-        serde_json::from_slice(&text).map_err(|e| format!("parsing {}: {e}", cfg.display()))?;
+        crate::tracked::from_slice(&text).map_err(|e| format!("parsing {}: {e}", cfg.display()))?;
     let root = spec
         .root()
         .as_ref()

@@ -68,7 +68,7 @@ pub fn apply(v: &mut Value, pod: &PodSpec, c: &Container, root: &Path) -> Result
 fn localhost(path: &Path) -> Result<Value, String> {
     let text = std::fs::read(path)
         .map_err(|e| format!("cannot load seccomp profile {:?}: {e}", path.display()))?;
-    let parsed: oci_spec::runtime::LinuxSeccomp = serde_json::from_slice(&text)
+    let parsed: oci_spec::runtime::LinuxSeccomp = crate::tracked::from_slice(&text)
         .map_err(|e| format!("decoding seccomp profile failed {:?}: {e}", path.display()))?;
     // Refuse what the runtime cannot do now, naming the file, rather than at the start.
     crate::runtime::seccomp::compile(&parsed)

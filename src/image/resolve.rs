@@ -60,8 +60,8 @@ pub fn resolve(top: &Digest, read: ReadBlob) -> Result<Resolved, String> {
                 return Err(format!("{top}: indexes nested more than {MAX_DEPTH} deep"))
             }
             Doc::Index => {
-                let index: ImageIndex =
-                    serde_json::from_value(json).map_err(|e| format!("index {current}: {e}"))?;
+                let index: ImageIndex = crate::tracked::from_value(&json)
+                    .map_err(|e| format!("index {current}: {e}"))?;
                 let chosen =
                     platform::select(&index).map_err(|e| format!("index {current}: {e}"))?;
                 for m in index.manifests().iter().filter(|m| *m != chosen) {
@@ -78,7 +78,7 @@ pub fn resolve(top: &Digest, read: ReadBlob) -> Result<Resolved, String> {
         }
     }
     let manifest: ImageManifest =
-        serde_json::from_slice(&bytes).map_err(|e| format!("manifest {current}: {e}"))?;
+        crate::tracked::from_slice(&bytes).map_err(|e| format!("manifest {current}: {e}"))?;
     let cfg = manifest.config();
     let cfg_type = cfg.media_type().to_string();
     if !media::is_config(&cfg_type) {
@@ -88,7 +88,7 @@ pub fn resolve(top: &Digest, read: ReadBlob) -> Result<Resolved, String> {
     }
     let config_digest = digest_of(cfg)?;
     let config_bytes = need(&config_digest, "config")?;
-    let config: ImageConfiguration = serde_json::from_slice(&config_bytes)
+    let config: ImageConfiguration = crate::tracked::from_slice(&config_bytes)
         .map_err(|e| format!("config {config_digest}: {e}"))?;
     blobs.push(config_digest.clone());
     let diff_ids = config.rootfs().diff_ids();

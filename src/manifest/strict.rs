@@ -30,11 +30,10 @@ pub fn pod(doc: &Value) -> Result<Pod, Error> {
 
 /// Deserialize with the failing field's path in the error.
 pub fn typed<T: DeserializeOwned>(doc: &Value) -> Result<T, Error> {
-    serde_path_to_error::deserialize(doc).map_err(|e| {
-        let path = e.path().to_string();
+    crate::tracked::deserialize(doc).map_err(|(path, e)| {
         Error::new(
             if path == "." { "document".into() } else { path },
-            e.inner().to_string(),
+            e.to_string(),
         )
     })
 }

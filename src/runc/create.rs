@@ -128,8 +128,7 @@ pub fn load_spec(bundle: &Path) -> Result<Spec, String> {
     }
     let text = std::fs::read(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
     let mut spec: Spec =
-        serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_slice(&text))
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        crate::tracked::from_slice(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     check_version(spec.version())?;
     let root = spec
         .root()

@@ -89,14 +89,24 @@ fn containers(g: &Globals) -> Result<Vec<(String, State)>, String> {
         let uid = std::fs::metadata(g.root.dir(&id))
             .map(|m| m.uid())
             .unwrap_or(0);
-        let owner = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
-            .ok()
-            .flatten()
-            .map(|u| u.name)
-            .unwrap_or_else(|| format!("#{uid}"));
+        let owner = user_name(uid).unwrap_or_else(|| format!("#{uid}"));
         out.push((owner, s));
     }
     Ok(out)
+}
+
+/// The name of `uid` in /etc/passwd, as runc's static build (Go's `osusergo`) looks it
+/// up; glibc's `getpwuid_r` in a static binary can load no NSS module anyway.
+fn user_name(uid: u32) -> Option<String> {
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd_name(&passwd, uid)
+}
+
+fn passwd_name(passwd: &str, uid: u32) -> Option<String> {
+    passwd.lines().find_map(|l| {
+        let f: Vec<&str> = l.split(':').collect();
+        (f.len() > 2 && f[2].parse() == Ok(uid)).then(|| f[0].to_string())
+    })
 }
 
 /// Go's tabwriter with minwidth 12, padding 3: every cell but the last of a line padded
@@ -125,6 +135,15 @@ pub fn table<const N: usize>(lines: &[[String; N]]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn owners_are_named_from_passwd() {
+        let passwd =
+            "root:x:0:0:root:/root:/bin/sh\n# comment\nbad\nu:x:1000:1000::/home/u:/bin/sh\n";
+        assert_eq!(passwd_name(passwd, 0).as_deref(), Some("root"));
+        assert_eq!(passwd_name(passwd, 1000).as_deref(), Some("u"));
+        assert_eq!(passwd_name(passwd, 5), None);
+    }
 
     #[test]
     fn the_table_is_laid_out_as_runc_lays_it_out() {

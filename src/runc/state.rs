@@ -91,14 +91,18 @@ pub fn load(root: &Root, id: &str) -> Result<State, String> {
         }
         Err(e) => return Err(format!("reading {}: {e}", path.display())),
     };
-    serde_json::from_slice(&text).map_err(|e| format!("reading {}: {e}", path.display()))
+    crate::tracked::from_slice(&text).map_err(|e| format!("reading {}: {e}", path.display()))
 }
 
 /// Write state.json atomically (temp file + rename), mode 0600.
 pub fn save(root: &Root, s: &State) -> Result<(), String> {
     let dir = root.dir(&s.id);
     let path = state_file(&dir);
-    let data = serde_json::to_vec(s).map_err(|e| format!("encoding state of {}: {e}", s.id))?;
+    // Through a value: the spec in it is then serialised by the one serializer the rest of
+    // podinit uses for specs (one copy of that code in the binary, not two).
+    let data = serde_json::to_value(s)
+        .and_then(|v| serde_json::to_vec(&v))
+        .map_err(|e| format!("encoding state of {}: {e}", s.id))?;
     let tmp = dir.join(".state.json.tmp");
     let fail = |e: io::Error| format!("writing {}: {e}", path.display());
     fs::write(&tmp, &data).map_err(fail)?;

@@ -74,7 +74,7 @@ pub fn fetch(
     for _ in 0..MAX_DEPTH {
         match media_type.as_str() {
             media::OCI_INDEX | media::DOCKER_LIST => {
-                let index = ImageIndex::from_reader(&bytes[..])
+                let index: ImageIndex = crate::tracked::from_slice(&bytes)
                     .map_err(|e| format!("index {}: {e}", staged.small.last().unwrap().0))?;
                 let d = platform::select(&index)?;
                 let digest = Digest::parse(d.digest().as_ref())?;
@@ -83,7 +83,7 @@ pub fn fetch(
                 (media_type, bytes) = (mt, b);
             }
             media::OCI_MANIFEST | media::DOCKER_MANIFEST => {
-                let m = ImageManifest::from_reader(&bytes[..])
+                let m: ImageManifest = crate::tracked::from_slice(&bytes)
                     .map_err(|e| format!("manifest {}: {e}", staged.small.last().unwrap().0))?;
                 content(client, blobs, &m, &mut staged, progress)?;
                 for (d, b) in staged.small.iter().filter(|(d, _)| !blobs.has_blob(d)) {
