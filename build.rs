@@ -2,10 +2,10 @@
 fn main() {
     let dir = env!("CARGO_MANIFEST_DIR");
     // The steady-state code together (link/hot-functions.txt, made by scripts/hot-code/run):
-    // the supervisor and the containerd shim give back their code pages once started, and the kernel maps code back
-    // by whole page-cache folios (fault-around, 64–128 KiB), so what runs at rest costs a
-    // few folios when it sits together instead of one per function when it is spread over
-    // the binary. Names the binary lacks (renamed since the file was made) are skipped: the
+    // the supervisor and the containerd shim give back their code pages once started, and
+    // the kernel maps code back by whole page-cache folios (fault-around, 64–128 KiB), so
+    // what runs at rest costs a few folios when it sits together instead of one per
+    // function when it is spread over the binary. Names the binary lacks (renamed since the file was made) are skipped: the
     // order is a layout hint, not a requirement.
     let order = format!("{dir}/link/hot-functions.txt");
     println!("cargo:rerun-if-changed={order}");
@@ -19,7 +19,8 @@ fn main() {
         println!("cargo:rustc-link-arg-bin={bin}=-Wl,-Map={out}/{bin}.map");
     }
     println!("cargo:rustc-link-arg-bins=-Wl,--no-demangle");
-    // Relative relocations packed (DT_RELR, glibc ≥ 2.36 also in static PIE): 140 KB less.
+    // Relative relocations packed (DT_RELR, glibc ≥ 2.36 also in static PIE): 140 KB less
+    // when built position-independent (.cargo/config.toml builds fixed-address, with none).
     println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
     // Identical functions folded into one (generic code instantiated for types of the
     // same layout, mostly): 64 KB less. Rust promises no distinct function addresses.
