@@ -56,6 +56,7 @@ fuzz_target!(|data: &[u8]| {
                 HostVolume {
                     host_path,
                     read_only: false,
+                    made_at: None,
                 },
             )
         })
