@@ -253,7 +253,7 @@ fn cri_shim_killed_on_runc() {
 }
 
 #[test]
-#[ignore = "needs root; the podinit handler: needs the lead's containerd-shim-podinit-v1"]
+#[ignore = "needs root: a private containerd"]
 fn cri_shim_killed_on_podinit() {
     shim_killed("podinit");
 }
@@ -265,7 +265,7 @@ fn cri_containerd_restarted_on_runc() {
 }
 
 #[test]
-#[ignore = "needs root; the podinit handler: needs the lead's containerd-shim-podinit-v1"]
+#[ignore = "needs root: a private containerd"]
 fn cri_containerd_restarted_on_podinit() {
     containerd_restarted("podinit");
 }
@@ -281,7 +281,7 @@ fn cri_start_errors_on_runc() {
 
 /// Both handlers in one containerd: podinit's errors are runc's.
 #[test]
-#[ignore = "needs root; the podinit handler: needs the lead's containerd-shim-podinit-v1"]
+#[ignore = "needs root: a private containerd"]
 fn cri_start_errors_on_podinit_agree_with_runc() {
     common::require_root();
     let lab = Lab::new("starterr-podinit");

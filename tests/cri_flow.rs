@@ -870,7 +870,7 @@ fn cri_flow_on_runc() {
 /// The podinit handler, beside runc's in the same containerd: each passes the flow, and
 /// the two records agree but for MAY_DIFFER.
 #[test]
-#[ignore = "needs root; the podinit handler: needs the lead's containerd-shim-podinit-v1"]
+#[ignore = "needs root: a private containerd"]
 fn cri_flow_on_podinit_agrees_with_runc() {
     common::require_root();
     let lab = Lab::new("flow-podinit");
@@ -940,7 +940,7 @@ fn cri_smoke_on_runc() {
 }
 
 #[test]
-#[ignore = "needs root; the podinit handler: needs the lead's containerd-shim-podinit-v1"]
+#[ignore = "needs root: a private containerd"]
 fn cri_smoke_on_podinit() {
     smoke("podinit");
 }
