@@ -46,11 +46,6 @@ pub fn config() -> Config {
     }
 }
 
-/// The shim daemon's malloc, set where glibc reads it (at start, from the environment):
-/// no per-thread caches. Each of the shim's two dozen threads (ttrpc's) would keep freed
-/// blocks in a cache of its own, out of `malloc_trim`'s reach, for a life of waiting.
-const DAEMON_MALLOC: (&str, &str) = ("GLIBC_TUNABLES", "glibc.malloc.tcache_count=0");
-
 fn shim_err(e: String) -> containerd_shim::Error {
     containerd_shim::Error::Other(e)
 }
@@ -76,7 +71,7 @@ impl containerd_shim::Shim for Shim {
             containerd_shim::util::write_address(&address)?;
             return Ok(address);
         }
-        let (_, address) = containerd_shim::spawn(opts, &grouping, vec![DAEMON_MALLOC])?;
+        let (_, address) = containerd_shim::spawn(opts, &grouping, Vec::new())?;
         containerd_shim::util::write_address(&address)?;
         Ok(address)
     }
