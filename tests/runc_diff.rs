@@ -454,6 +454,21 @@ fn runc_diff_sees_the_same_process_settings() {
     assert_eq!(section(&s, "extra"), ["640"], "{s:#?}");
 }
 
+/// A cwd missing from the rootfs is made (runc 1.1 makes it inside the new root, as root,
+/// before the root turns read-only), not an error at start.
+#[test]
+#[ignore = "needs root: runc and namespaces"]
+fn runc_diff_makes_a_missing_cwd() {
+    require_root();
+    let lab = Lab::new("seescwd");
+    let s = sees(&lab, "stat -c %u:%g .", &[], |b| {
+        b.set("/process/user", json!({"uid": 1000, "gid": 1000}));
+        b.set("/process/cwd", json!("/no/such/dir"));
+    });
+    assert_eq!(section(&s, "cwd"), ["/no/such/dir"]);
+    assert_eq!(section(&s, "extra"), ["0:0"], "{s:#?}");
+}
+
 #[test]
 #[ignore = "needs root: runc and namespaces"]
 fn runc_diff_sees_the_same_seccomp_filter() {

@@ -71,6 +71,12 @@ pub(super) fn rootfs<K: Kernel>(k: &K, p: &Prepared, before_pivot: impl FnOnce()
             .map_err(|e| format!("detaching the old root: {e}"))?;
     }
     k.chdir(c"/").map_err(|e| format!("chdir /: {e}"))?;
+    // A cwd the rootfs lacks is made, inside the new root and before it may turn
+    // read-only, as runc makes it (0755 as root, whatever user the process runs as).
+    if k.stat(&p.cwd).is_err() {
+        k.create_dir_all(&p.cwd)
+            .map_err(|e| format!("creating cwd {}: {e}", p.cwd.display()))?;
+    }
     if shared {
         k.mount(None, Path::new("/"), None, p.root_propagation, "")
             .map_err(|e| format!("applying the root propagation to /: {e}"))?;
