@@ -186,6 +186,24 @@ fn sees_but(
     runc
 }
 
+/// Adds the user namespace `ns` to `b`, its ids 0–65535 mapped to 100000 on.
+fn with_user_ns(b: &mut Bundle, ns: Value) {
+    let mut all = b.config["linux"]["namespaces"].clone();
+    all.as_array_mut().unwrap().push(ns);
+    b.set("/linux/namespaces", all);
+    let map = json!([{"containerID": 0, "hostID": 100000, "size": 65536}]);
+    b.set("/linux/uidMappings", map.clone());
+    b.set("/linux/gidMappings", map);
+}
+
+/// The extra section's lines, their runs of blanks made one space (uid_map's columns).
+fn extra_words(s: &Sections) -> Vec<String> {
+    section(s, "extra")
+        .iter()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
 fn has(lines: &[String], needle: &str) -> bool {
     lines.iter().any(|l| l.contains(needle))
 }
@@ -298,19 +316,9 @@ fn runc_diff_sees_the_same_in_a_user_namespace() {
         &lab,
         "cat /proc/self/uid_map /proc/self/gid_map; stat -c %u:%g /bin/busybox",
         &[],
-        |b| {
-            let mut ns = b.config["linux"]["namespaces"].clone();
-            ns.as_array_mut().unwrap().push(json!({"type": "user"}));
-            b.set("/linux/namespaces", ns);
-            let map = json!([{"containerID": 0, "hostID": 100000, "size": 65536}]);
-            b.set("/linux/uidMappings", map.clone());
-            b.set("/linux/gidMappings", map);
-        },
+        |b| with_user_ns(b, json!({"type": "user"})),
     );
-    let extra: Vec<String> = section(&s, "extra")
-        .iter()
-        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
-        .collect();
+    let extra = extra_words(&s);
     assert_eq!(
         extra,
         ["0 100000 65536", "0 100000 65536", "65534:65534"],
@@ -370,22 +378,10 @@ fn runc_diff_makes_namespaces_inside_a_user_namespace_given_by_path() {
         &lab,
         "cat /proc/self/uid_map; echo pid=$$; id -u",
         &[],
-        |b| {
-            let mut ns = b.config["linux"]["namespaces"].clone();
-            ns.as_array_mut()
-                .unwrap()
-                .push(json!({"type": "user", "path": held.path()}));
-            b.set("/linux/namespaces", ns);
-            // runc wants the namespace's maps written out as well.
-            let map = json!([{"containerID": 0, "hostID": 100000, "size": 65536}]);
-            b.set("/linux/uidMappings", map.clone());
-            b.set("/linux/gidMappings", map);
-        },
+        // runc wants the namespace's maps written out as well.
+        |b| with_user_ns(b, json!({"type": "user", "path": held.path()})),
     );
-    let extra: Vec<String> = section(&s, "extra")
-        .iter()
-        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
-        .collect();
+    let extra = extra_words(&s);
     assert_eq!(extra, ["0 100000 65536", "pid=1", "0"], "{s:#?}");
 }
 

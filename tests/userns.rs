@@ -312,15 +312,12 @@ fn a_pod_in_a_user_namespace_may_not_share_the_nodes_namespaces() {
     require_root();
     let mut p = waiting_pod("userns-hostnet", "  hostNetwork: true\n");
     let out = p.run(LIMIT);
-    assert_eq!(out.code, 2, "{}", out.stderr);
-    assert!(
-        out.stderr
-            .contains("spec.hostNetwork: Forbidden: when `pod.Spec.HostUsers` is false"),
-        "{}",
-        out.stderr
+    assert_refused(
+        &p,
+        &out,
+        2,
+        "spec.hostNetwork: Forbidden: when `pod.Spec.HostUsers` is false",
     );
-    assert_eq!(block_of(&p.name), None);
-    p.assert_sandbox_gone();
 }
 
 #[test]
@@ -332,14 +329,19 @@ fn a_given_network_namespace_is_refused_for_a_pod_in_a_user_namespace() {
     cmd.arg("--netns").arg("/proc/self/ns/net");
     p.start_with(cmd);
     let out = p.wait(LIMIT);
-    assert_eq!(out.code, 3, "{}", out.stderr);
-    assert!(
-        out.stderr.contains(
-            "--netns cannot be used with spec.hostUsers: false: the pod's network namespace must be owned by its user namespace"
-        ),
-        "{}",
-        out.stderr
+    assert_refused(
+        &p,
+        &out,
+        3,
+        "--netns cannot be used with spec.hostUsers: false: the pod's network namespace must be owned by its user namespace",
     );
+}
+
+/// `out` is the refusal `message` with exit `code`, and the pod left no id block and no
+/// sandbox behind.
+fn assert_refused(p: &TestPod, out: &Outcome, code: i32, message: &str) {
+    assert_eq!(out.code, code, "{}", out.stderr);
+    assert!(out.stderr.contains(message), "{}", out.stderr);
     assert_eq!(block_of(&p.name), None);
     p.assert_sandbox_gone();
 }

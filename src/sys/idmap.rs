@@ -37,6 +37,28 @@ fn check(rc: libc::c_long) -> io::Result<libc::c_long> {
     }
 }
 
+/// Gives the detached mount (a tree, with `AT_RECURSIVE`) `fd` the id mapping of `userns`.
+fn set_idmap(fd: &OwnedFd, userns: BorrowedFd, flags: libc::c_uint) -> io::Result<()> {
+    let attr = MountAttr {
+        attr_set: MOUNT_ATTR_IDMAP,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: userns.as_raw_fd() as u64,
+    };
+    // SAFETY: mount_setattr on a detached mount of ours, with a mount_attr of the size given.
+    check(unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            fd.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH as libc::c_uint | flags,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    })
+    .map(drop)
+}
+
 /// A detached copy of the mount tree at `src`, idmapped with `userns`'s mapping: a file
 /// owned by id N on disk is seen as owned by the user namespace's N (and written back as
 /// N). EINVAL from mount_setattr: the filesystem (or the kernel) has no idmapped mounts.
@@ -53,23 +75,7 @@ pub fn idmapped_tree(src: &Path, userns: BorrowedFd) -> io::Result<OwnedFd> {
     })?;
     // SAFETY: a new fd of ours.
     let tree = unsafe { OwnedFd::from_raw_fd(fd as i32) };
-    let attr = MountAttr {
-        attr_set: MOUNT_ATTR_IDMAP,
-        attr_clr: 0,
-        propagation: 0,
-        userns_fd: userns.as_raw_fd() as u64,
-    };
-    // SAFETY: mount_setattr on our detached tree, with a mount_attr of the size given.
-    check(unsafe {
-        libc::syscall(
-            libc::SYS_mount_setattr,
-            tree.as_raw_fd(),
-            c"".as_ptr(),
-            libc::AT_EMPTY_PATH as libc::c_uint | AT_RECURSIVE,
-            &attr as *const MountAttr,
-            std::mem::size_of::<MountAttr>(),
-        )
-    })?;
+    set_idmap(&tree, userns, AT_RECURSIVE)?;
     Ok(tree)
 }
 
@@ -132,22 +138,5 @@ pub fn tmpfs_takes_idmap(userns: BorrowedFd) -> io::Result<()> {
     let m = check(unsafe { libc::syscall(libc::SYS_fsmount, fs.as_raw_fd(), FSMOUNT_CLOEXEC, 0) })?;
     // SAFETY: a new fd of ours.
     let m = unsafe { OwnedFd::from_raw_fd(m as i32) };
-    let attr = MountAttr {
-        attr_set: MOUNT_ATTR_IDMAP,
-        attr_clr: 0,
-        propagation: 0,
-        userns_fd: userns.as_raw_fd() as u64,
-    };
-    // SAFETY: mount_setattr on our detached mount.
-    check(unsafe {
-        libc::syscall(
-            libc::SYS_mount_setattr,
-            m.as_raw_fd(),
-            c"".as_ptr(),
-            libc::AT_EMPTY_PATH as libc::c_uint,
-            &attr as *const MountAttr,
-            std::mem::size_of::<MountAttr>(),
-        )
-    })
-    .map(drop)
+    set_idmap(&m, userns, 0)
 }
