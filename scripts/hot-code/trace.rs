@@ -215,12 +215,15 @@ fn main() {
                 0 if sig == SIGTRAP => {
                     let at = ptrace(PTRACE_PEEKUSER, p, RIP, 0) as usize - 1;
                     if let Some(&b) = orig.get(&at) {
+                        // Another thread may have hit the same breakpoint at the same
+                        // time and put the byte back already: this one ran the int3 all
+                        // the same, and resumes at the instruction's start either way.
                         if peek(p, at) as u8 == 0xcc {
                             poke_byte(p, at, b);
-                            ptrace(PTRACE_POKEUSER, p, RIP, at);
-                            if mine && hit.insert(at) {
-                                hits.push(at);
-                            }
+                        }
+                        ptrace(PTRACE_POKEUSER, p, RIP, at);
+                        if mine && hit.insert(at) {
+                            hits.push(at);
                         }
                     } else {
                         deliver = sig;
