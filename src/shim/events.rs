@@ -3,7 +3,6 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use containerd_shim::protos::protobuf::well_known_types::any::Any;
 use containerd_shim::protos::protobuf::MessageField;
 use containerd_shim::protos::shim::event::Envelope;
 use containerd_shim::protos::shim::events::ForwardRequest;
@@ -14,9 +13,7 @@ use containerd_shim::publisher::RemotePublisher;
 use super::service::Event;
 
 /// The protobuf type of each event we publish, by topic, as containerd names them in an
-/// event's `Any`. The crate's `publish` asks protobuf's reflection for the name instead,
-/// which builds the descriptor tables of containerd's event protos on first use and keeps
-/// them for good: 350 KiB of a shim's heap, more than the rest of it.
+/// event's `Any` (given by hand: `pack.rs` says why).
 fn type_name(topic: &str) -> Option<&'static str> {
     Some(match topic {
         topics::TASK_CREATE_EVENT_TOPIC => "containerd.events.TaskCreate",
@@ -33,17 +30,12 @@ fn type_name(topic: &str) -> Option<&'static str> {
 }
 
 /// The envelope containerd's events service takes.
-fn envelope(topic: &str, namespace: &str, e: &Event) -> Option<ForwardRequest> {
-    let value = e.1.write_to_bytes_dyn().ok()?;
+fn envelope(namespace: &str, (topic, e): &Event) -> Option<ForwardRequest> {
     let envelope = Envelope {
         timestamp: MessageField::some(super::tasks::timestamp(std::time::SystemTime::now())),
         namespace: namespace.to_string(),
         topic: topic.to_string(),
-        event: MessageField::some(Any {
-            type_url: type_name(topic)?.to_string(),
-            value,
-            ..Default::default()
-        }),
+        event: MessageField::some(super::pack::any(type_name(topic)?, e.as_ref()).ok()?),
         ..Default::default()
     };
     Some(ForwardRequest {
@@ -77,7 +69,7 @@ pub fn publisher_thread(rx: mpsc::Receiver<Event>, publisher: RemotePublisher, n
         loop {
             match rx.recv_timeout(Duration::from_secs(1)) {
                 Ok(e) => {
-                    if let Some(req) = envelope(e.0, &namespace, &e) {
+                    if let Some(req) = envelope(&namespace, &e) {
                         let _ = publisher.forward(&context(), req);
                     }
                     busy = true;
@@ -152,7 +144,6 @@ mod tests {
             ..Default::default()
         };
         let req = envelope(
-            topics::TASK_START_EVENT_TOPIC,
             "k8s.io",
             &(topics::TASK_START_EVENT_TOPIC, Box::new(e.clone())),
         )

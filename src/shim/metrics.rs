@@ -19,13 +19,7 @@ fn any(
     type_url: &str,
     m: &dyn containerd_shim::protos::protobuf::MessageDyn,
 ) -> Result<Any, String> {
-    Ok(Any {
-        type_url: type_url.into(),
-        value: m
-            .write_to_bytes_dyn()
-            .map_err(|e| format!("encoding metrics: {e}"))?,
-        ..Default::default()
-    })
+    super::pack::any(type_url, m).map_err(|e| format!("encoding metrics: {e}"))
 }
 
 /// `stats` is runc's stats data for the cgroup; `v2` whether it is a cgroup v2 one.

@@ -7,6 +7,7 @@
 
 mod events;
 mod metrics;
+mod pack;
 mod reaper;
 mod rootfs;
 mod runc;

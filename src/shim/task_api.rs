@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use containerd_shim::api;
 use containerd_shim::protos::events::task as ev;
-use containerd_shim::protos::protobuf::{Message, MessageField};
+use containerd_shim::protos::protobuf::MessageField;
 use containerd_shim::protos::topics;
 use containerd_shim::protos::ttrpc::Code;
 use containerd_shim::{TtrpcContext, TtrpcResult};
@@ -13,10 +13,10 @@ use containerd_shim::{TtrpcContext, TtrpcResult};
 use super::metrics;
 use super::service::{err, not_found, Service};
 use super::stdio::Paths;
+use super::tasks::{self, Proc, Status};
 
 /// The `Any` type of a process's details in a Pids answer, as `Any::pack` names it.
 const PROCESS_DETAILS: &str = "type.googleapis.com/containerd.runc.v1.ProcessDetails";
-use super::tasks::{self, Proc, Status};
 
 fn status_of(s: Status) -> api::Status {
     match s {
@@ -117,16 +117,8 @@ impl containerd_shim::Task for Service {
                         exec_id: exec.clone(),
                         ..Default::default()
                     };
-                    // Packed by hand: `Any::pack` would build protobuf's reflection
-                    // tables for the message, and keep them (src/shim/events.rs).
-                    if let Ok(value) = d.write_to_bytes() {
-                        info.info = MessageField::some(
-                            containerd_shim::protos::protobuf::well_known_types::any::Any {
-                                type_url: PROCESS_DETAILS.into(),
-                                value,
-                                ..Default::default()
-                            },
-                        );
+                    if let Ok(a) = super::pack::any(PROCESS_DETAILS, &d) {
+                        info.info = MessageField::some(a);
                     }
                 }
                 info
