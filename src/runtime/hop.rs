@@ -12,6 +12,27 @@ use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use super::prepare::Prepared;
 use crate::sys::clone::Cloned;
 
+/// Runs `main(hop)` in a hop, vfork-like and placed in `cgroup`, until it has exited; what
+/// it did is in `hop`.
+///
+/// # Safety
+/// As [`crate::sys::clone::clone3_vfork`].
+unsafe fn run_hop<T>(
+    cgroup: Option<BorrowedFd>,
+    main: extern "C" fn(*mut libc::c_void) -> !,
+    hop: &mut T,
+) -> Result<(), String> {
+    let h = crate::sys::clone::clone3_vfork(
+        crate::sys::clone::CLONE_CLEAR_SIGHAND,
+        cgroup,
+        main,
+        hop as *mut T as *mut libc::c_void,
+    )
+    .map_err(|e| format!("clone3: {e}"))?;
+    let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(h.pid), None);
+    Ok(())
+}
+
 /// What the hop of [`vfork_in`] needs, in the waiting parent's memory.
 struct Hop<'a, 'b> {
     userns: RawFd,
@@ -39,7 +60,6 @@ pub(super) unsafe fn vfork_in(
     cgroup: Option<BorrowedFd>,
     child: &mut super::VforkChild,
 ) -> Result<Cloned, String> {
-    const CLONE_CLEAR_SIGHAND: u64 = 0x1_0000_0000;
     let mut hop = Hop {
         userns: userns.as_raw_fd(),
         pid_ns,
@@ -48,14 +68,7 @@ pub(super) unsafe fn vfork_in(
         pid: 0,
     };
     let ours = hop.child.other;
-    let h = crate::sys::clone::clone3_vfork(
-        CLONE_CLEAR_SIGHAND,
-        cgroup,
-        hop_child,
-        &mut hop as *mut Hop as *mut libc::c_void,
-    )
-    .map_err(|e| format!("clone3: {e}"))?;
-    let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(h.pid), None);
+    run_hop(cgroup, hop_child, &mut hop)?;
     if hop.pid <= 0 {
         let mut buf = [0u8; 1024];
         // SAFETY: recv into a live buffer; not waiting: the hop has exited.
@@ -152,7 +165,6 @@ pub unsafe fn fork_in(
     p: &Prepared,
     ends: [RawFd; 2],
 ) -> Result<Cloned, String> {
-    const CLONE_CLEAR_SIGHAND: u64 = 0x1_0000_0000;
     let mut hop = ForkHop {
         userns: userns.as_raw_fd(),
         flags,
@@ -160,14 +172,7 @@ pub unsafe fn fork_in(
         ends,
         out: Err("the hop into the user namespace exited".into()),
     };
-    let h = crate::sys::clone::clone3_vfork(
-        CLONE_CLEAR_SIGHAND,
-        cgroup,
-        fork_hop_main,
-        &mut hop as *mut ForkHop as *mut libc::c_void,
-    )
-    .map_err(|e| format!("clone3: {e}"))?;
-    let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(h.pid), None);
+    run_hop(cgroup, fork_hop_main, &mut hop)?;
     let pid = std::mem::replace(&mut hop.out, Ok(0))?;
     pidfd_of(pid)
 }

@@ -114,8 +114,7 @@ fn start_prepared(
     }
     // The supervisor's signal handlers are not the child's: reset by the kernel, so that
     // none of them can run in the child (ignored signals the child resets itself).
-    const CLONE_CLEAR_SIGHAND: u64 = 0x1_0000_0000;
-    let mut flags = CLONE_CLEAR_SIGHAND;
+    let mut flags = crate::sys::clone::CLONE_CLEAR_SIGHAND;
     // Joining: the container's pid namespace becomes ours for children just for this
     // clone (setns to a descendant pid namespace and back is allowed; only
     // pid_for_children changes).

@@ -3,6 +3,10 @@
 
 use std::io;
 
+/// The child's signal handlers are reset to the default by the kernel (libc has no name
+/// for the flag yet): none of its parent's can run in it.
+pub const CLONE_CLEAR_SIGHAND: u64 = 0x1_0000_0000;
+
 /// The result of [`clone3`] in the parent.
 pub struct Cloned {
     pub pid: i32,

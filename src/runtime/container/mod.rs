@@ -119,8 +119,7 @@ pub fn create(
     // The child is born in the namespaces given by path (joined here for the clone and
     // left after it) and makes the others with the clone.
     let joined = ns.enter()?;
-    const CLONE_CLEAR_SIGHAND: u64 = 0x1_0000_0000;
-    let flags = CLONE_CLEAR_SIGHAND | ns.clone_flags as u64;
+    let flags = crate::sys::clone::CLONE_CLEAR_SIGHAND | ns.clone_flags as u64;
     let cgroup = c.cgroup.dir.as_ref().map(|d| d.as_fd());
     let cloned = match ns.user_path.as_ref() {
         // New namespaces inside a user namespace given by path are made by a process
