@@ -310,9 +310,8 @@ pub fn create(
     let mut placement = group.placement().map_err(cg)?;
     if let Some(u) = cgroup::unified_leaf(st.cgroups_path.as_deref(), id) {
         std::fs::create_dir_all(&u).map_err(cg)?;
-        // Written by the creator like the v1 `tasks` files: the whole process moves.
-        placement.tasks.push(u.join("cgroup.procs"));
-        undo.unified = Some(u);
+        undo.unified = Some(u.clone());
+        placement = placement.with_unified(&u).map_err(cg)?;
     }
     let fifo = state::fifo_path(&dir);
     nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o622))

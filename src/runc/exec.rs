@@ -92,8 +92,9 @@ fn exec(g: &Globals, a: &Args) -> Result<i32, String> {
         .placement()
         .map_err(|e| format!("cgroup of container {id}: {e}"))?;
     if let Some(u) = super::cgroup::unified_leaf(s.cgroups_path.as_deref(), id) {
-        // The process writes "0" to it first thing, as to the v1 `tasks` files.
-        placement.tasks.push(u.join("cgroup.procs"));
+        placement = placement
+            .with_unified(&u)
+            .map_err(|e| format!("cgroup of container {id}: {e}"))?;
     }
     if !detach {
         // SAFETY: prctl with integer arguments.

@@ -33,16 +33,8 @@ impl Placement {
             let dir = dirs
                 .first()
                 .ok_or_else(|| io::Error::other("cgroup v2: no directory"))?;
-            let fd = nix::fcntl::open(
-                dir,
-                nix::fcntl::OFlag::O_PATH
-                    | nix::fcntl::OFlag::O_DIRECTORY
-                    | nix::fcntl::OFlag::O_CLOEXEC,
-                nix::sys::stat::Mode::empty(),
-            )
-            .map_err(|e| io::Error::other(format!("opening cgroup {}: {e}", dir.display())))?;
             return Ok(Placement {
-                dir: Some(fd),
+                dir: Some(open_dir(dir)?),
                 tasks: Vec::new(),
             });
         }
@@ -51,6 +43,23 @@ impl Placement {
             tasks: dirs.iter().map(|d| d.join("tasks")).collect(),
         })
     }
+
+    /// On a hybrid host, also the cgroup `dir` of the unified hierarchy (which has no
+    /// controllers): `CLONE_INTO_CGROUP` works there too, as the v2 hierarchy is the
+    /// kernel's default one.
+    pub fn with_unified(mut self, dir: &Path) -> io::Result<Placement> {
+        self.dir = Some(open_dir(dir)?);
+        Ok(self)
+    }
+}
+
+fn open_dir(dir: &Path) -> io::Result<OwnedFd> {
+    nix::fcntl::open(
+        dir,
+        nix::fcntl::OFlag::O_PATH | nix::fcntl::OFlag::O_DIRECTORY | nix::fcntl::OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    )
+    .map_err(|e| io::Error::other(format!("opening cgroup {}: {e}", dir.display())))
 }
 
 /// In a freshly cloned, single-threaded process: move it into the cgroups of

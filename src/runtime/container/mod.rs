@@ -118,6 +118,14 @@ pub fn create(
     });
     // The child is born in the namespaces given by path (joined here for the clone and
     // left after it) and makes the others with the clone.
+    // v1: a child still in our user namespace moves itself (see `Placement`); one born
+    // in a new user namespace may not write the host's cgroup files, so we place it, at
+    // the cost of the kernel's global lock.
+    let self_placed: &[std::path::PathBuf] = if ns.new_user || ns.user_path.is_some() {
+        &[]
+    } else {
+        &c.cgroup.tasks
+    };
     let joined = ns.enter()?;
     let flags = crate::sys::clone::CLONE_CLEAR_SIGHAND | ns.clone_flags as u64;
     let cgroup = c.cgroup.dir.as_ref().map(|d| d.as_fd());
@@ -139,7 +147,7 @@ pub fn create(
             match unsafe { crate::sys::clone::clone3(flags, cgroup) } {
                 Ok(None) => {
                     drop(parent_end);
-                    super::init::run(&p, &[], child_end)
+                    super::init::run(&p, self_placed, child_end)
                 }
                 Ok(Some(child)) => Ok(child),
                 Err(e) => Err(format!("clone3: {e}")),
@@ -155,9 +163,12 @@ pub fn create(
         why
     };
     left.map_err(&kill)?;
-    for tasks in &c.cgroup.tasks {
-        // v1: the creator places the child (a child in a new user namespace may not write
-        // to the host's cgroup files).
+    let creator_placed = if self_placed.is_empty() {
+        &c.cgroup.tasks[..]
+    } else {
+        &[]
+    };
+    for tasks in creator_placed {
         std::fs::write(tasks, child.pid.to_string())
             .map_err(|e| kill(format!("placing the process in {}: {e}", tasks.display())))?;
     }
