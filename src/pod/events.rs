@@ -30,6 +30,17 @@ pub fn missing_cluster_dns(plan: &PodPlan) -> EventSpec {
     warning(EventReason::MissingClusterDNS, message, None)
 }
 
+/// The pod's pause died and is made again for the next container start: kubelet's event
+/// when it finds a pod's sandbox gone.
+pub fn sandbox_changed() -> EventSpec {
+    EventSpec {
+        type_: EventType::Normal,
+        reason: EventReason::SandboxChanged,
+        message: "Pod sandbox changed, it will be killed and re-created.".into(),
+        container: None,
+    }
+}
+
 /// Matching PodPresets conflicted, so none was applied; `why` says how.
 pub fn preset_conflict(why: &str) -> EventSpec {
     warning(EventReason::PodPresetConflict, why.to_string(), None)
