@@ -161,6 +161,16 @@ mod tests {
         assert_eq!(pre_stop_failed(0).message, "PreStopHook failed");
         assert_eq!(preset_conflict("x").reason, EventReason::PodPresetConflict);
         assert_eq!(invalid_env_names(0, "w").container, Some(0));
+        let e = sandbox_changed();
+        assert_eq!(
+            (e.type_, e.reason, e.message.as_str(), e.container),
+            (
+                EventType::Normal,
+                EventReason::SandboxChanged,
+                "Pod sandbox changed, it will be killed and re-created.",
+                None
+            )
+        );
     }
 
     #[test]

@@ -225,7 +225,11 @@ struct Pid1Hop {
 ///
 /// # Safety
 /// Single-threaded caller; `main` must not return (it ends in `_exit` or runs for good).
-pub unsafe fn pid1_in(userns: BorrowedFd, main: fn(RawFd) -> !, arg: RawFd) -> Result<Cloned, String> {
+pub unsafe fn pid1_in(
+    userns: BorrowedFd,
+    main: fn(RawFd) -> !,
+    arg: RawFd,
+) -> Result<Cloned, String> {
     let mut hop = Pid1Hop {
         userns: userns.as_raw_fd(),
         main,

@@ -50,7 +50,12 @@ pub fn run_in_user_namespace(ready: RawFd) -> ! {
 }
 
 fn become_pause(ready: RawFd) -> Result<(), String> {
-    let os = |what: &str| format!("the pod's pause: {what}: {}", std::io::Error::last_os_error());
+    let os = |what: &str| {
+        format!(
+            "the pod's pause: {what}: {}",
+            std::io::Error::last_os_error()
+        )
+    };
     rename();
     // SAFETY: setgroups with no groups, then the pod's root ids: uid and gid 0 of the
     // user namespace we were born in.
