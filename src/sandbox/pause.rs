@@ -37,9 +37,9 @@ pub fn run() -> ! {
 /// pod's root without capabilities, undumpable (its memory and its files are the
 /// supervisor's: no container process may read them through `/proc/1`), named `pause`,
 /// with none of the supervisor's files open; then it waits as [`run`] does. Closing
-/// `ready` says it is ready; on failure it writes why there and exits.
+/// `ready` (above stdio) says it is ready; on failure it writes why there and exits.
 pub fn run_in_user_namespace(ready: RawFd) -> ! {
-    if let Err(e) = become_pause(ready) {
+    if let Err(e) = become_pause() {
         // SAFETY: a write to the pipe our creator reads, then exiting.
         unsafe {
             libc::write(ready, e.as_ptr().cast(), e.len());
@@ -49,7 +49,7 @@ pub fn run_in_user_namespace(ready: RawFd) -> ! {
     run()
 }
 
-fn become_pause(ready: RawFd) -> Result<(), String> {
+fn become_pause() -> Result<(), String> {
     let os = |what: &str| {
         format!(
             "the pod's pause: {what}: {}",
@@ -88,8 +88,8 @@ fn become_pause(ready: RawFd) -> Result<(), String> {
     .map_err(|e| format!("the pod's pause: opening /dev/null: {e}"))?;
     let null = std::os::fd::IntoRawFd::into_raw_fd(null);
     for fd in 0..3 {
-        // SAFETY: dup2 of an fd of ours over our stdio.
-        if fd != ready && unsafe { libc::dup2(null, fd) } < 0 {
+        // SAFETY: dup2 of an fd of ours over our stdio (`ready` is above it).
+        if unsafe { libc::dup2(null, fd) } < 0 {
             return Err(os("dup2"));
         }
     }

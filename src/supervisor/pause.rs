@@ -22,8 +22,17 @@ pub struct Pause {
 /// Make the pause in the user namespace `userns`: once this returns it runs, as the pod's
 /// root, or it has failed and said why.
 fn make(userns: std::os::fd::BorrowedFd) -> Result<Pause, String> {
-    let (ready_r, ready_w) =
+    let (ready_r, pipe_w) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
+    // Above stdio, which the pause replaces and keeps open: its closing all the others is
+    // its ready.
+    let ready_w = nix::fcntl::fcntl(&pipe_w, nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(3))
+        .map(|fd| {
+            // SAFETY: a new fd that only we own.
+            unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) }
+        })
+        .map_err(|e| format!("dup of a pipe: {e}"))?;
+    drop(pipe_w);
     // SAFETY: the supervisor is single-threaded; the pause never returns.
     let child = unsafe {
         crate::runtime::spawn_pid1(
