@@ -442,7 +442,8 @@ fn container_process(supervisor: i32, uid: u32, not: Option<i32>) -> i32 {
 }
 
 /// A pod sharing its pid namespace in its user namespace: `root` leaves an orphan behind
-/// (a child of a shell that exits at once) and both write a termination message.
+/// (a child of a shell that exits at once, until the test kills it) and both write a
+/// termination message.
 fn shared_pid_pod(prefix: &str, restart: &str) -> TestPod {
     let mut p = TestPod::new(
         prefix,
@@ -465,7 +466,7 @@ spec:
       echo map $(cat /proc/self/uid_map)
       echo pid1=$(cat /proc/1/comm)
       ls /proc/1/status >/dev/null && echo proc-mounted
-      sh -c 'sleep 2 & exit 0'
+      sh -c 'sleep 1000 & exit 0'
       echo root-message > /dev/termination-log
       echo ready
       exec sleep 1000
@@ -536,6 +537,8 @@ fn containers_share_the_pid_namespace_of_a_pause_in_the_pods_user_namespace() {
         orphans.len() == 1 && comm(orphans[0]) == "sleep",
         "the pause's children: {orphans:?}"
     );
+    // SAFETY: kill(2) of the orphan.
+    unsafe { libc::kill(orphans[0], libc::SIGKILL) };
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while !children(pause).is_empty() {
         assert!(
