@@ -391,3 +391,280 @@ spec:
     p.assert_nothing_left();
     assert_eq!(block_of(&p.name), None);
 }
+
+/// The pid namespace of a process, as its link names it.
+fn pid_ns(pid: i32) -> PathBuf {
+    std::fs::read_link(format!("/proc/{pid}/ns/pid")).unwrap()
+}
+
+fn comm(pid: i32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// The supervisor's child that is the pod's pause (bounded wait).
+fn pause_of(supervisor: i32) -> i32 {
+    let deadline = std::time::Instant::now() + LIMIT;
+    loop {
+        if let Some(p) = children(supervisor)
+            .into_iter()
+            .find(|&c| comm(c) == "pause")
+        {
+            return p;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the supervisor {supervisor} has no pause child"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The supervisor's child running as host uid `uid` other than the pause (bounded wait).
+fn container_process(supervisor: i32, uid: u32, not: Option<i32>) -> i32 {
+    let deadline = std::time::Instant::now() + LIMIT;
+    loop {
+        if let Some(p) = children(supervisor).into_iter().find(|&c| {
+            Some(c) != not
+                && comm(c) != "pause"
+                && std::fs::metadata(format!("/proc/{c}")).is_ok_and(|m| m.uid() == uid)
+        }) {
+            return p;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no process of host uid {uid} under the supervisor"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A pod sharing its pid namespace in its user namespace: `root` leaves an orphan behind
+/// (a child of a shell that exits at once, until the test kills it) and both write a
+/// termination message.
+fn shared_pid_pod(prefix: &str, restart: &str) -> TestPod {
+    let mut p = TestPod::new(
+        prefix,
+        &format!(
+            r#"apiVersion: v1
+kind: Pod
+metadata: {{name: NAME}}
+spec:
+  hostUsers: false
+  shareProcessNamespace: true
+  restartPolicy: {restart}
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: root
+    image: busybox
+    command:
+    - sh
+    - -c
+    - |
+      echo map $(cat /proc/self/uid_map)
+      echo pid1=$(cat /proc/1/comm)
+      ls /proc/1/status >/dev/null && echo proc-mounted
+      sh -c 'sleep 1000 & exit 0'
+      echo root-message > /dev/termination-log
+      echo ready
+      exec sleep 1000
+  - name: user
+    image: busybox
+    securityContext: {{runAsUser: 1000, runAsGroup: 1000}}
+    command: [sh, -c, "echo id=$(id -u) pid1=$(cat /proc/1/comm); echo user-message > /dev/termination-log; echo ready; exec sleep 1000"]
+"#
+        ),
+    );
+    p.state_on_tmpfs("64m");
+    p
+}
+
+/// Where the kernel has no idmapped tmpfs: the pod is refused before anything starts.
+fn assert_idmap_refusal(p: &mut TestPod) {
+    let out = p.run(LIMIT);
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "spec.hostUsers: false needs idmapped mounts, which this kernel does not make on tmpfs"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(block_of(&p.name), None, "the block is given back");
+    p.assert_sandbox_gone();
+}
+
+#[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
+fn containers_share_the_pid_namespace_of_a_pause_in_the_pods_user_namespace() {
+    require_root();
+    let _turn = turn();
+    let mut p = shared_pid_pod("userns-sharepid", "Always");
+    if !tmpfs_takes_idmap() {
+        assert_idmap_refusal(&mut p);
+        return;
+    }
+    p.start();
+    let log = p.wait_log("root", 0, LIMIT, "ready");
+    let user_log = p.wait_log("user", 0, LIMIT, "ready");
+    let base = block_of(&p.name).expect("the pod holds a block");
+    for want in [
+        format!("map 0 {base} 65536"),
+        "pid1=pause".into(),
+        "proc-mounted".into(),
+    ] {
+        assert!(log.contains(&want), "{want} missing: {log}");
+    }
+    assert!(user_log.contains("id=1000 pid1=pause"), "{user_log}");
+    // On the host: the pause is the supervisor's child, PID 1 of a pid namespace of its
+    // own that both containers are in, and runs as the pod's root.
+    let sup = supervisor_pid(&p);
+    let pause = pause_of(sup);
+    let root = container_process(sup, base, Some(pause));
+    let user = container_process(sup, base + 1000, None);
+    assert_eq!(host_uid(pause), base);
+    let status = std::fs::read_to_string(format!("/proc/{pause}/status")).unwrap();
+    let nspid = status.lines().find(|l| l.starts_with("NSpid:")).unwrap();
+    assert!(nspid.ends_with("\t1"), "{nspid}");
+    assert_ne!(pid_ns(pause), pid_ns(sup));
+    assert_eq!((pid_ns(root), pid_ns(user)), (pid_ns(pause), pid_ns(pause)));
+    // The orphan `root` left is the pause's child, and reaped by it when it exits: no
+    // zombie is left in the namespace.
+    let orphans = children(pause);
+    assert!(
+        orphans.len() == 1 && comm(orphans[0]) == "sleep",
+        "the pause's children: {orphans:?}"
+    );
+    // SAFETY: kill(2) of the orphan.
+    unsafe { libc::kill(orphans[0], libc::SIGKILL) };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !children(pause).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the orphan is never reaped"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // An exec into a container is in that namespace and sees every container's processes.
+    let out = Command::new(bin())
+        .args(["exec", "user", "--", "sh", "-c"])
+        .arg("id -u; ps -o pid,args")
+        .env("PODINIT_SOCKET", p.state.join("pod.sock"))
+        .output_within(CLIENT_LIMIT);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("1000\n"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.split_whitespace().eq(["1", "pause"])),
+        "{text}"
+    );
+    let sleeps = text.lines().filter(|l| l.ends_with("sleep 1000")).count();
+    assert_eq!(sleeps, 2, "{text}");
+    // So is an ephemeral container, without a target.
+    let out = Command::new(bin())
+        .args(["debug", "--image", "busybox", "--", "sh", "-c"])
+        .arg("cat /proc/1/comm; id -u")
+        .env("PODINIT_SOCKET", p.state.join("pod.sock"))
+        .output_within(CLIENT_LIMIT);
+    assert_eq!(
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).as_ref()
+        ),
+        (Some(0), "pause\n0\n"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A container whose process is killed restarts in the same namespace, with the same
+    // pause; its termination message is its last state's.
+    // SAFETY: kill(2) of the container's process.
+    unsafe { libc::kill(user, libc::SIGKILL) };
+    p.wait_log("user", 1, LIMIT, "ready");
+    let again = container_process(sup, base + 1000, Some(user));
+    assert_eq!(pid_ns(again), pid_ns(pause));
+    assert_eq!(pause_of(sup), pause);
+    let st = p.wait_status(LIMIT, |s| {
+        s["status"]["containerStatuses"]
+            .as_array()
+            .is_some_and(|a| {
+                a.iter()
+                    .any(|c| c["name"] == "user" && c["restartCount"] == 1)
+            })
+    });
+    let user_status = container_status(&st, "user");
+    assert_eq!(
+        user_status["lastState"]["terminated"]["message"], "user-message\n",
+        "{user_status}"
+    );
+    assert!(!has_event(&p, "SandboxChanged", ""));
+    // Not PID 1 of their namespace, the containers' processes die of SIGTERM (143: the
+    // pod fails).
+    p.signal(libc::SIGTERM);
+    let out = p.wait(LIMIT);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let root_status = &container_status(&out.status, "root")["state"]["terminated"];
+    assert_eq!(
+        (&root_status["exitCode"], &root_status["message"]),
+        (
+            &serde_json::json!(143),
+            &serde_json::json!("root-message\n")
+        ),
+        "{root_status}"
+    );
+    assert!(
+        !Path::new(&format!("/proc/{pause}")).exists(),
+        "the pause is left"
+    );
+    p.assert_nothing_left();
+    assert_eq!(block_of(&p.name), None, "the block is given back");
+    assert!(!Path::new(ALLOCATIONS).join(base.to_string()).exists());
+}
+
+#[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
+fn a_dead_pause_is_made_again_and_a_killed_supervisor_takes_its_pause_along() {
+    require_root();
+    let _turn = turn();
+    let mut p = shared_pid_pod("userns-pause", "Always");
+    if !tmpfs_takes_idmap() {
+        assert_idmap_refusal(&mut p);
+        return;
+    }
+    p.start();
+    p.wait_log("root", 0, LIMIT, "ready");
+    p.wait_log("user", 0, LIMIT, "ready");
+    let base = block_of(&p.name).expect("the pod holds a block");
+    let sup = supervisor_pid(&p);
+    let pause = pause_of(sup);
+    let old_ns = pid_ns(pause);
+    // The pause dies: the kernel kills every process of its namespace, and the containers
+    // restart in a new one, with a new pause.
+    // SAFETY: kill(2) of the pod's pause.
+    unsafe { libc::kill(pause, libc::SIGKILL) };
+    wait_event(
+        &p,
+        "SandboxChanged",
+        "Pod sandbox changed, it will be killed and re-created.",
+    );
+    let log = p.wait_log("root", 1, LIMIT, "ready");
+    assert!(log.contains("pid1=pause"), "{log}");
+    let new_pause = pause_of(sup);
+    assert_ne!(pid_ns(new_pause), old_ns);
+    let root = container_process(sup, base, Some(new_pause));
+    assert_eq!(pid_ns(root), pid_ns(new_pause));
+    // The supervisor is killed: the pause dies with the supervisor's pid namespace, and
+    // `podinit run` gives everything back.
+    let pause_id = process_identity(new_pause);
+    // SAFETY: kill(2) of the pod's supervisor.
+    unsafe { libc::kill(sup, libc::SIGKILL) };
+    let out = p.wait(LIMIT);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        !still_running(&pause_id),
+        "the pause outlived the supervisor"
+    );
+    p.assert_nothing_left();
+    assert_eq!(block_of(&p.name), None, "the block is given back");
+}

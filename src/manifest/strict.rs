@@ -134,14 +134,6 @@ fn unsupported_err(path: String) -> Result<(), Error> {
 /// The one table of what podinit does not support yet; shrink it as features land.
 pub fn unsupported(pod: &Pod) -> Result<(), Error> {
     let spec = pod.spec.as_ref().expect("validated");
-    if spec.host_users == Some(false) && spec.share_process_namespace == Some(true) {
-        // Each container of a pod in a user namespace gets a pid namespace owned by it;
-        // the one they would share is the supervisor's, owned by the node's.
-        return Err(Error::new(
-            "spec.shareProcessNamespace",
-            "not supported with `hostUsers: false`",
-        ));
-    }
     for (f, on) in [
         (
             "ephemeralContainers",

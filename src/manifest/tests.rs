@@ -341,12 +341,11 @@ fn host_users_false_shares_no_namespace_with_the_node() {
         "  hostUsers: true\n  hostNetwork: true\n{c}"
     )))
     .unwrap();
-    assert_eq!(
-        err_of(&pod_with(&format!(
-            "  hostUsers: false\n  shareProcessNamespace: true\n{c}"
-        ))),
-        "spec.shareProcessNamespace: not supported with `hostUsers: false`"
-    );
+    // The shared pid namespace is then a pause's, in the pod's user namespace.
+    admit_str(&pod_with(&format!(
+        "  hostUsers: false\n  shareProcessNamespace: true\n{c}"
+    )))
+    .unwrap();
 }
 
 #[test]

@@ -30,6 +30,17 @@ pub fn missing_cluster_dns(plan: &PodPlan) -> EventSpec {
     warning(EventReason::MissingClusterDNS, message, None)
 }
 
+/// The pod's pause died and is made again for the next container start: kubelet's event
+/// when it finds a pod's sandbox gone.
+pub fn sandbox_changed() -> EventSpec {
+    EventSpec {
+        type_: EventType::Normal,
+        reason: EventReason::SandboxChanged,
+        message: "Pod sandbox changed, it will be killed and re-created.".into(),
+        container: None,
+    }
+}
+
 /// Matching PodPresets conflicted, so none was applied; `why` says how.
 pub fn preset_conflict(why: &str) -> EventSpec {
     warning(EventReason::PodPresetConflict, why.to_string(), None)
@@ -150,6 +161,16 @@ mod tests {
         assert_eq!(pre_stop_failed(0).message, "PreStopHook failed");
         assert_eq!(preset_conflict("x").reason, EventReason::PodPresetConflict);
         assert_eq!(invalid_env_names(0, "w").container, Some(0));
+        let e = sandbox_changed();
+        assert_eq!(
+            (e.type_, e.reason, e.message.as_str(), e.container),
+            (
+                EventType::Normal,
+                EventReason::SandboxChanged,
+                "Pod sandbox changed, it will be killed and re-created.",
+                None
+            )
+        );
     }
 
     #[test]

@@ -109,6 +109,8 @@ words! {
         InspectFailed = "InspectFailed",
         /// An `imagePullSecrets` entry names no Secret the pod was given.
         FailedToRetrieveImagePullSecret = "FailedToRetrieveImagePullSecret",
+        /// The pod's sandbox (its pause) is gone and is made again.
+        SandboxChanged = "SandboxChanged",
     }
 }
 

@@ -128,9 +128,56 @@ pub fn host_namespaces_refusal(
     .map(|(_, field)| (field, WHY))
 }
 
+/// Whose pid namespace a container of the pod lives in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PidNamespace {
+    /// One of its own (the default).
+    Own,
+    /// The supervisor's: the pod's shared one (`shareProcessNamespace`), or the node's
+    /// (`hostPID`).
+    Supervisor,
+    /// The pod's shared one in its user namespace (`shareProcessNamespace` with
+    /// `hostUsers: false`): the supervisor's is owned by the node's user namespace, so the
+    /// shared one is a pause's, made inside the pod's, as Kubernetes' pause is PID 1 of a
+    /// shared pid namespace.
+    Pause,
+}
+
+/// The pid namespace of the containers of a pod with this spec.
+pub fn pid_namespace(spec: &k8s_openapi::api::core::v1::PodSpec) -> PidNamespace {
+    let shared = spec.share_process_namespace == Some(true);
+    if spec.host_pid == Some(true) || shared && spec.host_users != Some(false) {
+        PidNamespace::Supervisor
+    } else if shared {
+        PidNamespace::Pause
+    } else {
+        PidNamespace::Own
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shared_pid_namespace_is_a_pauses_in_a_user_namespace() {
+        let spec = |share: Option<bool>, host_pid: Option<bool>, host_users: Option<bool>| {
+            pid_namespace(&k8s_openapi::api::core::v1::PodSpec {
+                share_process_namespace: share,
+                host_pid,
+                host_users,
+                ..Default::default()
+            })
+        };
+        use PidNamespace::*;
+        assert_eq!(spec(None, None, None), Own);
+        assert_eq!(spec(None, None, Some(false)), Own);
+        assert_eq!(spec(Some(false), None, Some(false)), Own);
+        assert_eq!(spec(Some(true), None, None), Supervisor);
+        assert_eq!(spec(Some(true), None, Some(true)), Supervisor);
+        assert_eq!(spec(None, Some(true), None), Supervisor);
+        assert_eq!(spec(Some(true), None, Some(false)), Pause);
+    }
 
     const PASSWD: &str = "root:x:0:0::/root:/bin/sh\nkubelet:x:999:999::/:/sbin/nologin\n";
 

@@ -5,7 +5,9 @@
 //! container's process is (runc's nsexec joins the user namespace before it unshares the
 //! rest, for the same reason). A pod's container is cloned vfork-like in turn
 //! ([`vfork_in`]); a container of its own fork-like, since its creator talks to it while
-//! it waits for `start` ([`fork_in`]).
+//! it waits for `start` ([`fork_in`]). The pause of a pod whose containers share a pid
+//! namespace is made the same way, fork-like, as PID 1 of a new one ([`pid1_in`]): the first
+//! process of a pid namespace owned by a user namespace must be made from inside it.
 
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
@@ -107,21 +109,24 @@ extern "C" fn hop_child(arg: *mut libc::c_void) -> ! {
             libc::_exit(128)
         }
     };
+    // The pid namespace first, as host root: joining by pidfd takes ptrace access to the
+    // process, which a pod's shared namespace's pause, undumpable, gives nobody in the
+    // pod's user namespace.
+    if let Some(fd) = h.pid_ns {
+        // SAFETY: setns with a pidfd and one namespace flag (our children only).
+        if unsafe { libc::setns(fd, libc::CLONE_NEWPID) } != 0 {
+            fail(
+                "joining the pid namespace it shares",
+                std::io::Error::last_os_error(),
+            );
+        }
+    }
     // SAFETY: setns with the fd of a user namespace.
     if unsafe { libc::setns(h.userns, libc::CLONE_NEWUSER) } != 0 {
         fail(
             "joining the pod's user namespace",
             std::io::Error::last_os_error(),
         );
-    }
-    if let Some(fd) = h.pid_ns {
-        // SAFETY: setns with a pidfd and one namespace flag (our children only).
-        if unsafe { libc::setns(fd, libc::CLONE_NEWPID) } != 0 {
-            fail(
-                "joining the pid namespace of its target container",
-                std::io::Error::last_os_error(),
-            );
-        }
     }
     let child = &mut *h.child as *mut super::VforkChild as *mut libc::c_void;
     // SAFETY: we are single-threaded and our parent waits; `vfork_child` ends in exec or
@@ -201,6 +206,59 @@ extern "C" fn fork_hop_main(arg: *mut libc::c_void) -> ! {
         }
         Ok(Some(c)) => h.out = Ok(c.pid),
         Err(e) => h.out = Err(format!("clone3 in the user namespace: {e}")),
+    }
+    // SAFETY: exiting the hop; the pidfd closes with it.
+    unsafe { libc::_exit(0) }
+}
+
+/// What the hop of [`pid1_in`] needs, in the waiting creator's memory.
+struct Pid1Hop {
+    userns: RawFd,
+    main: fn(RawFd) -> !,
+    arg: RawFd,
+    /// Set by the hop: the process's pid, or why there is none.
+    out: Result<i32, String>,
+}
+
+/// Our child, PID 1 of a new pid namespace owned by `userns`, running `main(arg)` with a
+/// copy of our memory (fork-like) in our cgroup.
+///
+/// # Safety
+/// Single-threaded caller; `main` must not return (it ends in `_exit` or runs for good).
+pub unsafe fn pid1_in(
+    userns: BorrowedFd,
+    main: fn(RawFd) -> !,
+    arg: RawFd,
+) -> Result<Cloned, String> {
+    let mut hop = Pid1Hop {
+        userns: userns.as_raw_fd(),
+        main,
+        arg,
+        out: Err("the hop into the user namespace exited".into()),
+    };
+    run_hop(None, pid1_hop_main, &mut hop)?;
+    let pid = std::mem::replace(&mut hop.out, Ok(0))?;
+    pidfd_of(pid)
+}
+
+extern "C" fn pid1_hop_main(arg: *mut libc::c_void) -> ! {
+    // SAFETY: `pid1_in` passes a live Hop and waits until we exit.
+    let h = unsafe { &mut *(arg as *mut Pid1Hop) };
+    // SAFETY: setns with the fd of a user namespace.
+    if unsafe { libc::setns(h.userns, libc::CLONE_NEWUSER) } != 0 {
+        h.out = Err(format!(
+            "joining the pod's user namespace: {}",
+            std::io::Error::last_os_error()
+        ));
+        // SAFETY: exiting the hop.
+        unsafe { libc::_exit(1) }
+    }
+    let flags = (libc::CLONE_NEWPID | libc::CLONE_PARENT) as u64;
+    // SAFETY: fork-like: the child has its own copy of our memory and never returns.
+    match unsafe { crate::sys::clone::clone3(flags, None) } {
+        Ok(None) => (h.main)(h.arg),
+        Ok(Some(c)) => h.out = Ok(c.pid),
+        Err(e) => h.out = Err(format!("clone3 in the pod's user namespace: {e}")),
     }
     // SAFETY: exiting the hop; the pidfd closes with it.
     unsafe { libc::_exit(0) }

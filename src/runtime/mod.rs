@@ -44,7 +44,8 @@ pub struct Launch<'a> {
     /// Where the process goes before it runs anything of its own.
     pub cgroup: &'a Placement,
     /// Instead of a new pid namespace, join the one of this process (a pidfd): an
-    /// ephemeral container with a `targetContainerName`.
+    /// ephemeral container with a `targetContainerName`, or a container of a pod whose
+    /// shared pid namespace is its pause's.
     pub pid_ns_of: Option<&'a OwnedFd>,
     /// The pod's user namespace (`hostUsers: false`): a new container's mount and pid
     /// namespaces are made inside it, owned by it; an exec joins it with the container's.
@@ -71,6 +72,20 @@ pub enum SpawnError {
 /// Create the container's process and release it once it is in its cgroups.
 pub fn spawn(l: &Launch) -> Result<Spawned, SpawnError> {
     start(l, None)
+}
+
+/// Our child, PID 1 of a new pid namespace owned by the user namespace `userns`, running
+/// `main(arg)` on a copy of our memory: the first process of such a namespace must be made
+/// from inside the user namespace, which we cannot join and leave (`hop`).
+///
+/// # Safety
+/// Single-threaded caller; `main` never returns.
+pub unsafe fn spawn_pid1(
+    userns: BorrowedFd,
+    main: fn(RawFd) -> !,
+    arg: RawFd,
+) -> Result<crate::sys::clone::Cloned, String> {
+    hop::pid1_in(userns, main, arg)
 }
 
 /// Start `l.spec.process` inside the running container whose main process `target` (a

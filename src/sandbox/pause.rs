@@ -1,6 +1,10 @@
 //! The sandbox's PID 1 under containerd (docs/cri.md): podinit in pause's place. It holds
 //! the pod's namespaces for as long as it lives, reaps every orphan reparented to it, and
-//! ends on SIGTERM or SIGINT with status 0, as pause does.
+//! ends on SIGTERM or SIGINT with status 0, as pause does. Under `podinit run`, the same
+//! loop is PID 1 of the shared pid namespace of a pod in a user namespace
+//! ([`run_in_user_namespace`]).
+
+use std::os::fd::RawFd;
 
 /// Runs until SIGTERM or SIGINT; never returns.
 pub fn run() -> ! {
@@ -26,6 +30,96 @@ pub fn run() -> ! {
     // It waits for the pod's life: none of the start-up's pages will be used again.
     crate::sys::pages::release_startup_pages();
     wait_loop(&set)
+}
+
+/// PID 1 of a pod's shared pid namespace in the pod's user namespace, made by the
+/// supervisor (`supervisor::pause`) as a copy of itself that never execs. It becomes the
+/// pod's root without capabilities, undumpable (its memory and its files are the
+/// supervisor's: no container process may read them through `/proc/1`), named `pause`,
+/// with none of the supervisor's files open; then it waits as [`run`] does. Closing
+/// `ready` (above stdio) says it is ready; on failure it writes why there and exits.
+pub fn run_in_user_namespace(ready: RawFd) -> ! {
+    if let Err(e) = become_pause() {
+        // SAFETY: a write to the pipe our creator reads, then exiting.
+        unsafe {
+            libc::write(ready, e.as_ptr().cast(), e.len());
+            libc::_exit(1)
+        }
+    }
+    run()
+}
+
+fn become_pause() -> Result<(), String> {
+    let os = |what: &str| {
+        format!(
+            "the pod's pause: {what}: {}",
+            std::io::Error::last_os_error()
+        )
+    };
+    rename();
+    // SAFETY: setgroups with no groups, then the pod's root ids: uid and gid 0 of the
+    // user namespace we were born in.
+    unsafe {
+        if libc::setgroups(0, std::ptr::null()) != 0 {
+            return Err(os("setgroups"));
+        }
+        if libc::setresgid(0, 0, 0) != 0 {
+            return Err(os("setresgid"));
+        }
+        if libc::setresuid(0, 0, 0) != 0 {
+            return Err(os("setresuid"));
+        }
+        if libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 {
+            return Err(os("prctl(PR_SET_DUMPABLE)"));
+        }
+    }
+    for set in [
+        caps::CapSet::Effective,
+        caps::CapSet::Permitted,
+        caps::CapSet::Inheritable,
+    ] {
+        caps::clear(None, set).map_err(|e| format!("the pod's pause: clearing {set:?}: {e}"))?;
+    }
+    let null = nix::fcntl::open(
+        "/dev/null",
+        nix::fcntl::OFlag::O_RDWR,
+        nix::sys::stat::Mode::empty(),
+    )
+    .map_err(|e| format!("the pod's pause: opening /dev/null: {e}"))?;
+    let null = std::os::fd::IntoRawFd::into_raw_fd(null);
+    for fd in 0..3 {
+        // SAFETY: dup2 of an fd of ours over our stdio (`ready` is above it).
+        if unsafe { libc::dup2(null, fd) } < 0 {
+            return Err(os("dup2"));
+        }
+    }
+    // SAFETY: close_range over every fd but stdio: the supervisor's, `ready` among them.
+    if unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) } != 0 {
+        return Err(os("close_range"));
+    }
+    Ok(())
+}
+
+/// `pause` as `ps` shows it, for its name and its command line (the supervisor's until
+/// now, which says where the pod's files are on the host).
+fn rename() {
+    // SAFETY: prctl with a NUL-terminated name.
+    unsafe { libc::prctl(libc::PR_SET_NAME, c"pause".as_ptr(), 0, 0, 0) };
+    let Ok(stat) = procfs::process::Process::myself().and_then(|p| p.stat()) else {
+        return;
+    };
+    if let (Some(start), Some(end)) = (stat.arg_start, stat.arg_end) {
+        let (start, len) = (start as usize, end.saturating_sub(start) as usize);
+        let name = b"pause";
+        if len > name.len() {
+            // SAFETY: [arg_start, arg_end) is our own argument strings, on our stack,
+            // writable, read by nothing of ours after start-up.
+            unsafe {
+                std::ptr::write_bytes(start as *mut u8, 0, len);
+                std::ptr::copy_nonoverlapping(name.as_ptr(), start as *mut u8, name.len());
+            }
+        }
+    }
 }
 
 /// The whole life of the pause after start-up, in as few code pages as can be: every page

@@ -93,7 +93,8 @@ pub struct StartContext<'a> {
     pub volumes: &'a BTreeMap<String, HostVolume>,
     pub hostname: &'a str,
     pub logs_dir: &'a Path,
-    /// Join this process's pid namespace instead of making one (see `target`).
+    /// Join this process's pid namespace instead of making one (see `target`; or the
+    /// pod's pause).
     pub pid_ns_of: Option<&'a OwnedFd>,
     /// The container's environment, resolved (`manifest::env`).
     pub env: &'a [(String, String)],
@@ -186,8 +187,9 @@ impl Ctr {
                 volumes: cx.volumes,
                 termination_log: Some(&term_log),
                 // hostPID: the container stays in the supervisor's pid namespace, the host's.
-                share_process_namespace: cx.pod_spec.share_process_namespace == Some(true)
-                    || cx.pod_spec.host_pid == Some(true),
+                // A pause's shared namespace is joined as a target's is (`pid_ns_of`).
+                share_process_namespace: crate::pod::userns::pid_namespace(cx.pod_spec)
+                    == crate::pod::userns::PidNamespace::Supervisor,
                 hostname: cx.hostname,
                 env: Some(cx.env),
                 pod_files: cx.pod_files,

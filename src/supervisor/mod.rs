@@ -3,7 +3,7 @@
 //! Events in (signals, reaped children, container output, timers) and start results become
 //! observations on `pod::PodState`; `pod::step` says what to do; `containers` does it.
 //! This file holds the loop; what it does per event lives in files named for the job
-//! (`start`, `reap`, `output`, `checks`, `status`, `api`, `teardown`).
+//! (`start`, `reap`, `output`, `checks`, `status`, `api`, `teardown`, `pause`).
 
 mod api;
 mod attach;
@@ -12,6 +12,7 @@ pub mod containers;
 pub mod images;
 mod metrics;
 mod output;
+mod pause;
 mod reap;
 pub mod signals;
 mod start;
@@ -143,6 +144,8 @@ struct Supervisor<'a> {
     volume_usage: volume_usage::Watch,
     /// The pod's image pull back-off, by image as written (`images`).
     image_backoff: BTreeMap<String, pod::image_pull::PullBackoff>,
+    /// PID 1 of the pod's shared pid namespace in its user namespace, while it lives.
+    pause: Option<pause::Pause>,
 }
 
 /// Where probes and hooks connect: the pod's IP, or loopback where the pod has none.
@@ -227,6 +230,7 @@ pub fn run(mut cfg: Config, sd: &StateDir) -> i32 {
         stdin_waiting: Vec::new(),
         volume_usage,
         image_backoff: BTreeMap::new(),
+        pause: None,
     };
     let now = s.now();
     s.st.on_sandbox_ready(now);

@@ -1,6 +1,6 @@
 //! Reaping: the only `waitpid` in podinit. A container's main process becomes an
-//! observation; an exec handler's process ends its check; anything else (an orphan in a
-//! shared pid namespace) is just collected.
+//! observation; an exec handler's process ends its check; the pause's exit is said;
+//! anything else (an orphan in a shared pid namespace) is just collected.
 
 use super::Supervisor;
 use crate::pod::{self, StartFailure};
@@ -17,7 +17,7 @@ impl Supervisor<'_> {
                 return;
             }
             self.reaped += 1;
-            if self.check_exited(pid, status) {
+            if self.check_exited(pid, status) || self.pause_reaped(pid, status) {
                 continue;
             }
             let Some(i) = self

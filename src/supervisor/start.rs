@@ -1,5 +1,5 @@
 //! Starting a container when `pod` says so: the environment resolved at each start (as
-//! kubelet does), the target's pid namespace for an ephemeral container, the run itself,
+//! kubelet does), the target's or the pause's pid namespace, the run itself,
 //! and what its start tells `pod`; and the volumes the containers need, set up before.
 
 use k8s_openapi::api::core::v1::Volume;
@@ -121,7 +121,8 @@ impl Supervisor<'_> {
         if !self.image_ready(i, now) {
             return;
         }
-        // An ephemeral container with a target joins the target's pid namespace.
+        // An ephemeral container with a target joins the target's pid namespace (the
+        // pause's too when the pod shares one).
         let target_pidfd = match self.containers[i].ctr.target {
             Some(t) => match self.containers[t].ctr.run.as_ref() {
                 Some(r) => r.pidfd.try_clone().ok(),
@@ -135,6 +136,22 @@ impl Supervisor<'_> {
                     return;
                 }
             },
+            // The others of a pod whose shared pid namespace is its pause's join that one.
+            None if pod::userns::pid_namespace(
+                self.cfg.pod.spec.as_ref().expect("admitted pod has a spec"),
+            ) == pod::userns::PidNamespace::Pause =>
+            {
+                match self.pause_pidfd() {
+                    Ok(fd) => Some(fd),
+                    Err(msg) => {
+                        let name = &self.containers[i].ctr.name;
+                        crate::log::warn(&format!("container {name}: {msg}"));
+                        self.st
+                            .on_start_failed(&self.cfg.plan, i, StartFailure::Create, &msg, now);
+                        return;
+                    }
+                }
+            }
             None => None,
         };
         // The environment, resolved at each start as kubelet does: a missing key keeps the

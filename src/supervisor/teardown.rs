@@ -1,5 +1,5 @@
-//! After the pod has ended: kill what is left, drain the output, remove each container's
-//! cgroup and private files.
+//! After the pod has ended: kill what is left (the pause last), drain the output, remove
+//! each container's cgroup and private files.
 
 use super::Supervisor;
 use crate::api::server::Stream;
@@ -22,6 +22,8 @@ impl Supervisor<'_> {
             self.reap();
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
+        // Last: its death would kill the containers it holds before their stop signal.
+        self.end_pause();
         let all: Vec<usize> = (0..self.pipes.len()).collect();
         self.read_pipes(&all);
         self.pipes.clear();

@@ -32,6 +32,16 @@ pub fn is_running(pid: i32, start_time: u64) -> bool {
         )
 }
 
+/// Whether process `pid` has begun to exit (PF_EXITING in its `stat` flags), a zombie
+/// included, or is gone. A pid namespace's init that is exiting still runs until every
+/// other process of the namespace has been reaped, and its namespace takes no new one.
+pub fn exiting(pid: i32) -> bool {
+    const PF_EXITING: u32 = 0x4;
+    Process::new(pid)
+        .and_then(|p| p.stat())
+        .map_or(true, |s| s.flags & PF_EXITING != 0)
+}
+
 /// The parsed `/proc/<pid>/status` (names, ids, capability and signal masks).
 pub fn status(pid: i32) -> io::Result<Status> {
     Process::new(pid)
@@ -61,6 +71,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_exited_child_is_exiting_before_it_is_reaped() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id() as i32;
+        for _ in 0..1000 {
+            if state(pid) == Some(ProcState::Zombie) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(state(pid), Some(ProcState::Zombie));
+        assert!(exiting(pid));
+        child.wait().unwrap();
+    }
+
+    #[test]
     fn this_process_is_running_until_its_start_time_differs() {
         let me = std::process::id() as i32;
         let t = start_time(me).expect("own start time");
@@ -73,6 +98,7 @@ mod tests {
             Some(ProcState::Running | ProcState::Sleeping)
         ));
         assert_eq!(status(me).unwrap().pid, me);
+        assert!(!exiting(me));
         assert!(mountinfo(me)
             .unwrap()
             .iter()
