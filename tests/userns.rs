@@ -167,17 +167,7 @@ fn containers_run_as_root_of_their_own_user_namespace() {
     let _turn = turn();
     let mut p = waiting_pod("userns", "");
     if !tmpfs_takes_idmap() {
-        let out = p.run(LIMIT);
-        assert_eq!(out.code, 3, "{}", out.stderr);
-        assert!(
-            out.stderr.contains(
-                "spec.hostUsers: false needs idmapped mounts, which this kernel does not make on tmpfs"
-            ),
-            "{}",
-            out.stderr
-        );
-        assert_eq!(block_of(&p.name), None, "the block is given back");
-        p.assert_sandbox_gone();
+        assert_idmap_refusal(&mut p);
         return;
     }
     p.start();
@@ -262,8 +252,7 @@ fn two_pods_get_different_blocks_and_a_dead_pods_block_is_taken_again() {
     let _turn = turn();
     if !tmpfs_takes_idmap() {
         // The refusal is checked by the test above.
-        let mut p = waiting_pod("userns-refused", "");
-        assert_eq!(p.run(LIMIT).code, 3);
+        assert_idmap_refusal(&mut waiting_pod("userns-refused", ""));
         return;
     }
     // A block whose pod died without giving it back: its file is there, unlocked.

@@ -147,15 +147,32 @@ extern "C" fn hop_child(arg: *mut libc::c_void) -> ! {
     }
 }
 
-/// What the hop of [`fork_in`] needs, in the waiting creator's memory.
+/// What a fork-like hop ([`fork_in`], [`pid1_in`]) needs, in the waiting creator's memory.
 struct ForkHop<'a> {
     userns: RawFd,
     flags: u64,
-    p: &'a Prepared,
-    /// The child's end of the sync socket, and the creator's (closed in the child).
-    ends: [RawFd; 2],
+    what: Forked<'a>,
     /// Set by the hop: the process's pid, or why there is none.
     out: Result<i32, String>,
+}
+
+/// What the hop's child runs.
+enum Forked<'a> {
+    /// A container's set-up, `init::run(p)` on the socket end `ends[0]` (`ends[1]`, the
+    /// creator's, closed in the child).
+    Init { p: &'a Prepared, ends: [RawFd; 2] },
+    /// `main(arg)`, which never returns.
+    Main { main: fn(RawFd) -> !, arg: RawFd },
+}
+
+/// Runs `hop` in a hop placed in `cgroup`; the pidfd of the process it cloned.
+///
+/// # Safety
+/// Single-threaded caller.
+unsafe fn fork_hop(cgroup: Option<BorrowedFd>, mut hop: ForkHop) -> Result<Cloned, String> {
+    run_hop(cgroup, fork_hop_main, &mut hop)?;
+    let pid = std::mem::replace(&mut hop.out, Ok(0))?;
+    pidfd_of(pid)
 }
 
 /// Clone the container's process with `flags` (its new namespaces) from inside `userns`,
@@ -170,54 +187,13 @@ pub unsafe fn fork_in(
     p: &Prepared,
     ends: [RawFd; 2],
 ) -> Result<Cloned, String> {
-    let mut hop = ForkHop {
+    let hop = ForkHop {
         userns: userns.as_raw_fd(),
         flags,
-        p,
-        ends,
+        what: Forked::Init { p, ends },
         out: Err("the hop into the user namespace exited".into()),
     };
-    run_hop(cgroup, fork_hop_main, &mut hop)?;
-    let pid = std::mem::replace(&mut hop.out, Ok(0))?;
-    pidfd_of(pid)
-}
-
-extern "C" fn fork_hop_main(arg: *mut libc::c_void) -> ! {
-    // SAFETY: `fork_in` passes a live Hop and waits until we exit.
-    let h = unsafe { &mut *(arg as *mut ForkHop) };
-    // SAFETY: setns with the fd of a user namespace.
-    if unsafe { libc::setns(h.userns, libc::CLONE_NEWUSER) } != 0 {
-        h.out = Err(format!(
-            "joining the user namespace: {}",
-            std::io::Error::last_os_error()
-        ));
-        // SAFETY: exiting the hop.
-        unsafe { libc::_exit(1) }
-    }
-    // SAFETY: fork-like: the child has its own copy of our memory and runs `init::run`,
-    // which ends in exec or _exit.
-    match unsafe { crate::sys::clone::clone3(h.flags | libc::CLONE_PARENT as u64, None) } {
-        Ok(None) => {
-            // SAFETY: the creator's end, our copy of it.
-            unsafe { libc::close(h.ends[1]) };
-            // SAFETY: our copy of the child's end, ours to own.
-            let sock = unsafe { OwnedFd::from_raw_fd(h.ends[0]) };
-            crate::runtime::init::run(h.p, &[], sock)
-        }
-        Ok(Some(c)) => h.out = Ok(c.pid),
-        Err(e) => h.out = Err(format!("clone3 in the user namespace: {e}")),
-    }
-    // SAFETY: exiting the hop; the pidfd closes with it.
-    unsafe { libc::_exit(0) }
-}
-
-/// What the hop of [`pid1_in`] needs, in the waiting creator's memory.
-struct Pid1Hop {
-    userns: RawFd,
-    main: fn(RawFd) -> !,
-    arg: RawFd,
-    /// Set by the hop: the process's pid, or why there is none.
-    out: Result<i32, String>,
+    fork_hop(cgroup, hop)
 }
 
 /// Our child, PID 1 of a new pid namespace owned by `userns`, running `main(arg)` with a
@@ -230,35 +206,42 @@ pub unsafe fn pid1_in(
     main: fn(RawFd) -> !,
     arg: RawFd,
 ) -> Result<Cloned, String> {
-    let mut hop = Pid1Hop {
+    let hop = ForkHop {
         userns: userns.as_raw_fd(),
-        main,
-        arg,
+        flags: libc::CLONE_NEWPID as u64,
+        what: Forked::Main { main, arg },
         out: Err("the hop into the user namespace exited".into()),
     };
-    run_hop(None, pid1_hop_main, &mut hop)?;
-    let pid = std::mem::replace(&mut hop.out, Ok(0))?;
-    pidfd_of(pid)
+    fork_hop(None, hop)
 }
 
-extern "C" fn pid1_hop_main(arg: *mut libc::c_void) -> ! {
-    // SAFETY: `pid1_in` passes a live Hop and waits until we exit.
-    let h = unsafe { &mut *(arg as *mut Pid1Hop) };
+extern "C" fn fork_hop_main(arg: *mut libc::c_void) -> ! {
+    // SAFETY: `fork_hop` passes a live Hop and waits until we exit.
+    let h = unsafe { &mut *(arg as *mut ForkHop) };
     // SAFETY: setns with the fd of a user namespace.
     if unsafe { libc::setns(h.userns, libc::CLONE_NEWUSER) } != 0 {
         h.out = Err(format!(
-            "joining the pod's user namespace: {}",
+            "joining the user namespace: {}",
             std::io::Error::last_os_error()
         ));
         // SAFETY: exiting the hop.
         unsafe { libc::_exit(1) }
     }
-    let flags = (libc::CLONE_NEWPID | libc::CLONE_PARENT) as u64;
-    // SAFETY: fork-like: the child has its own copy of our memory and never returns.
-    match unsafe { crate::sys::clone::clone3(flags, None) } {
-        Ok(None) => (h.main)(h.arg),
+    // SAFETY: fork-like: the child has its own copy of our memory and ends in exec or
+    // _exit, or runs for good.
+    match unsafe { crate::sys::clone::clone3(h.flags | libc::CLONE_PARENT as u64, None) } {
+        Ok(None) => match h.what {
+            Forked::Init { p, ends } => {
+                // SAFETY: the creator's end, our copy of it.
+                unsafe { libc::close(ends[1]) };
+                // SAFETY: our copy of the child's end, ours to own.
+                let sock = unsafe { OwnedFd::from_raw_fd(ends[0]) };
+                crate::runtime::init::run(p, &[], sock)
+            }
+            Forked::Main { main, arg } => main(arg),
+        },
         Ok(Some(c)) => h.out = Ok(c.pid),
-        Err(e) => h.out = Err(format!("clone3 in the pod's user namespace: {e}")),
+        Err(e) => h.out = Err(format!("clone3 in the user namespace: {e}")),
     }
     // SAFETY: exiting the hop; the pidfd closes with it.
     unsafe { libc::_exit(0) }
