@@ -14,6 +14,6 @@ fn main() {
     match args.next().as_deref().and_then(|a| a.to_str()) {
         Some("pause") => podinit::sandbox::pause::run(),
         Some("runc") => std::process::exit(podinit::runc::main(args.collect())),
-        _ => containerd_shim::run::<shim::Shim>("io.containerd.podinit.v1", Some(shim::config())),
+        _ => shim::boot::main(),
     }
 }

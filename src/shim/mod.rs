@@ -5,6 +5,7 @@
 //! The protocol (ttrpc, the `start`/`delete` subcommands, events) is the
 //! rust-extensions `containerd-shim` crate's.
 
+pub mod boot;
 mod events;
 mod metrics;
 mod pack;
@@ -62,19 +63,10 @@ impl containerd_shim::Shim for Shim {
         }
     }
 
-    /// The address of the pod's shim: started unless it already runs.
+    /// The address of the pod's shim: started unless it already runs (`boot` runs
+    /// `start` itself; this serves the crate's trait).
     fn start_shim(&mut self, opts: StartOpts) -> containerd_shim::Result<String> {
-        let bundle = std::env::current_dir().map_err(|e| shim_err(format!("bundle: {e}")))?;
-        let ann = sandbox::annotations(&bundle).map_err(shim_err)?;
-        let grouping = sandbox::grouping(&opts.id, &ann);
-        let address = containerd_shim::socket_address(&opts.address, &opts.namespace, &grouping);
-        if serves(&address) {
-            containerd_shim::util::write_address(&address)?;
-            return Ok(address);
-        }
-        let (_, address) = containerd_shim::spawn(opts, &grouping, Vec::new())?;
-        containerd_shim::util::write_address(&address)?;
-        Ok(address)
+        boot::start_address(&opts.id, &opts.namespace, &opts.address, opts.debug).map_err(shim_err)
     }
 
     /// After the shim is gone: remove what is left of the task (its processes, cgroup,

@@ -1,0 +1,211 @@
+//! How the shim comes up: `start` binds the pod's socket itself and hands it to the daemon
+//! it spawns, then answers containerd at once, as containerd's Go shims do; the daemon
+//! serves on the socket it was given. The shim crate's `start` instead waits until its
+//! daemon has bound the socket and set up its ttrpc client and server (1.5–1.8 ms here),
+//! while containerd's own work after `start` could overlap them (BENCHMARKS.md, issue 25).
+//! `delete`, `-v` and the rest stay the crate's.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::net::UnixListener;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use containerd_shim::publisher::RemotePublisher;
+use containerd_shim::Shim as _;
+
+use super::Shim;
+
+const RUNTIME_ID: &str = "io.containerd.podinit.v1";
+
+/// The fd on which the daemon finds its listening socket, and the variable that says so.
+const LISTENER_FD: RawFd = 3;
+const LISTENER_ENV: &str = "PODINIT_SHIM_LISTENER";
+
+/// The shim's entry point (after `pause` and `runc`, which are the binary's other parts).
+pub fn main() -> ! {
+    let config = super::config();
+    let args: Vec<_> = std::env::args_os().collect();
+    let flags = match containerd_shim::parse(&args[1..]) {
+        Ok(f) => f,
+        Err(_) => crate_run(config),
+    };
+    let ours = !flags.version && !flags.info && !flags.namespace.is_empty();
+    let result = match flags.action.as_str() {
+        "start" if ours => start(&flags),
+        "" if ours && !flags.socket.is_empty() => daemon(&flags, config),
+        _ => crate_run(config),
+    };
+    if let Err(e) = result {
+        eprintln!("{RUNTIME_ID}: {e}");
+        std::process::exit(1);
+    }
+    std::process::exit(0)
+}
+
+fn crate_run(config: containerd_shim::Config) -> ! {
+    containerd_shim::run::<Shim>(RUNTIME_ID, Some(config));
+    std::process::exit(0)
+}
+
+/// `start`: the address of the pod's shim on stdout.
+fn start(flags: &containerd_shim::Flags) -> Result<(), String> {
+    let address = start_address(&flags.id, &flags.namespace, &flags.address, flags.debug)?;
+    print!("{address}");
+    Ok(())
+}
+
+/// The address of the pod's shim, started unless it already runs, also written to the
+/// bundle's `address` file (as the crate's `start` does).
+pub fn start_address(
+    id: &str,
+    namespace: &str,
+    containerd: &str,
+    debug: bool,
+) -> Result<String, String> {
+    let bundle = std::env::current_dir().map_err(|e| format!("bundle: {e}"))?;
+    let ann = super::sandbox::annotations(&bundle)?;
+    let grouping = super::sandbox::grouping(id, &ann);
+    let address = containerd_shim::socket_address(containerd, namespace, &grouping);
+    if let Some(listener) = bind(&address)? {
+        spawn_daemon([namespace, id, containerd, &address], debug, listener)?;
+    }
+    containerd_shim::util::write_address(&address)
+        .map_err(|e| format!("writing the address file in {}: {e}", bundle.display()))?;
+    Ok(address)
+}
+
+/// The pod's socket, bound and listening; `None` when a shim already serves it (this is
+/// a container of a pod whose shim runs, or another `start` has just bound it).
+fn bind(address: &str) -> Result<Option<UnixListener>, String> {
+    let path = Path::new(address.strip_prefix("unix://").unwrap_or(address));
+    if super::serves(address) {
+        return Ok(None);
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    }
+    match UnixListener::bind(path) {
+        Ok(l) => Ok(Some(l)),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+            if super::serves(address) {
+                return Ok(None);
+            }
+            // Left by a shim that was killed: nobody listens on it.
+            let _ = std::fs::remove_file(path);
+            UnixListener::bind(path)
+                .map(Some)
+                .map_err(|e| format!("binding {}: {e}", path.display()))
+        }
+        Err(e) => Err(format!("binding {}: {e}", path.display())),
+    }
+}
+
+/// The daemon: this binary again, with the crate's daemon arguments and the listening
+/// socket as fd 3. Not waited for: containerd connects and its calls queue on the socket.
+fn spawn_daemon(
+    [namespace, id, containerd, address]: [&str; 4],
+    debug: bool,
+    listener: UnixListener,
+) -> Result<(), String> {
+    let exe = std::env::current_exe().map_err(|e| format!("finding the shim's binary: {e}"))?;
+    let fd = listener.as_raw_fd();
+    let mut cmd = Command::new(&exe);
+    cmd.args(["-namespace", namespace, "-id", id])
+        .args(["-address", containerd, "-socket", address])
+        .args(debug.then_some("-debug"))
+        .env(LISTENER_ENV, LISTENER_FD.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // SAFETY: between fork and exec, only dup2 and fcntl on an fd we own.
+    unsafe {
+        cmd.pre_exec(move || {
+            if fd == LISTENER_FD {
+                let flags = libc::fcntl(fd, libc::F_GETFD);
+                if flags < 0 || libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            } else if libc::dup2(fd, LISTENER_FD) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn()
+        .map_err(|e| format!("starting the shim's daemon {}: {e}", exe.display()))?;
+    Ok(())
+}
+
+/// The daemon: the crate's, serving the socket `start` bound (or binding it itself when
+/// run without one).
+fn daemon(
+    flags: &containerd_shim::Flags,
+    mut config: containerd_shim::Config,
+) -> Result<(), String> {
+    let ttrpc_address =
+        std::env::var("TTRPC_ADDRESS").map_err(|e| format!("TTRPC_ADDRESS: {e}"))?;
+    // As the crate: containerd's SIGTERM and SIGINT, and SIGPIPE, do not end the shim
+    // (its task's Shutdown does). Handlers, not SIG_IGN, so that nothing exec'd inherits them.
+    let ignored = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGPIPE] {
+        signal_hook::flag::register(sig, Arc::clone(&ignored))
+            .map_err(|e| format!("signal {sig}: {e}"))?;
+    }
+    // SAFETY: prctl with integer arguments.
+    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
+        return Err(format!(
+            "becoming a subreaper: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    let listener = match std::env::var(LISTENER_ENV) {
+        Ok(_) => {
+            // SAFETY: `start` passed us this fd, a listening socket that is ours alone.
+            let fd = unsafe { OwnedFd::from_raw_fd(LISTENER_FD) };
+            // Inherited without close-on-exec: no verb or container may inherit it too.
+            nix::fcntl::fcntl(
+                &fd,
+                nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+            )
+            .map_err(|e| format!("the listening socket from start: {e}"))?;
+            fd
+        }
+        Err(_) => {
+            let path = flags
+                .socket
+                .strip_prefix("unix://")
+                .unwrap_or(&flags.socket);
+            OwnedFd::from(UnixListener::bind(path).map_err(|e| format!("binding {path}: {e}"))?)
+        }
+    };
+    std::env::remove_var(LISTENER_ENV);
+    let mut shim = Shim::new(RUNTIME_ID, flags, &mut config);
+    containerd_shim::logger::init(
+        flags.debug,
+        &config.default_log_level,
+        &flags.namespace,
+        &flags.id,
+    )
+    .map_err(|e| format!("the shim's log: {e}"))?;
+    let publisher = RemotePublisher::new(&ttrpc_address)
+        .map_err(|e| format!("connecting {ttrpc_address}: {e}"))?;
+    let task: Box<dyn containerd_shim::Task + Send + Sync> =
+        Box::new(shim.create_task_service(publisher));
+    let service = containerd_shim::protos::shim::shim_ttrpc::create_task(Arc::from(task));
+    let mut server = containerd_shim::protos::ttrpc::Server::new()
+        .add_listener(std::os::fd::IntoRawFd::into_raw_fd(listener))
+        .map_err(|e| format!("serving {}: {e}", flags.socket))?
+        .register_service(service);
+    server
+        .start()
+        .map_err(|e| format!("serving {}: {e}", flags.socket))?;
+    shim.wait();
+    server.shutdown();
+    // The socket goes with us; `address` says which one it is.
+    if let Ok(address) = containerd_shim::util::read_address() {
+        let _ = std::fs::remove_file(address.strip_prefix("unix://").unwrap_or(&address));
+    }
+    Ok(())
+}
