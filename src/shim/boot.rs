@@ -209,3 +209,24 @@ fn daemon(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::bind;
+
+    #[test]
+    fn a_socket_is_bound_once_served_and_taken_back_when_left_by_a_dead_shim() {
+        let dir = std::env::temp_dir().join(format!("podinit-shim-bind-{}", std::process::id()));
+        let path = dir.join("s").join("pod.sock");
+        let url = format!("unix://{}", path.display());
+        let first = bind(&url)
+            .unwrap()
+            .expect("a new socket, its directory made");
+        assert!(bind(&url).unwrap().is_none(), "served: the running shim's");
+        drop(first);
+        assert!(path.exists(), "a killed shim leaves its socket file");
+        let again = bind(&url).unwrap().expect("a stale socket is replaced");
+        drop(again);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
