@@ -202,11 +202,12 @@ fn daemon(
         .start()
         .map_err(|e| format!("serving {}: {e}", flags.socket))?;
     shim.wait();
+    // The socket goes with us. By its path, not the bundle's `address` file as the crate
+    // does: containerd removes the bundle once Shutdown has answered, often before this
+    // runs, and the socket was then left behind.
+    let path = flags.socket.strip_prefix("unix://").unwrap_or(&flags.socket);
+    let _ = std::fs::remove_file(path);
     server.shutdown();
-    // The socket goes with us; `address` says which one it is.
-    if let Ok(address) = containerd_shim::util::read_address() {
-        let _ = std::fs::remove_file(address.strip_prefix("unix://").unwrap_or(&address));
-    }
     Ok(())
 }
 
