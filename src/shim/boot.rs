@@ -205,7 +205,10 @@ fn daemon(
     // The socket goes with us. By its path, not the bundle's `address` file as the crate
     // does: containerd removes the bundle once Shutdown has answered, often before this
     // runs, and the socket was then left behind.
-    let path = flags.socket.strip_prefix("unix://").unwrap_or(&flags.socket);
+    let path = flags
+        .socket
+        .strip_prefix("unix://")
+        .unwrap_or(&flags.socket);
     let _ = std::fs::remove_file(path);
     server.shutdown();
     Ok(())
