@@ -52,8 +52,10 @@ fn crate_run(config: containerd_shim::Config) -> ! {
 /// `start`: the address of the pod's shim on stdout.
 fn start(flags: &containerd_shim::Flags) -> Result<(), String> {
     let address = start_address(&flags.id, &flags.namespace, &flags.address, flags.debug)?;
-    print!("{address}");
-    Ok(())
+    let mut out = std::io::stdout();
+    std::io::Write::write_all(&mut out, address.as_bytes())
+        .and_then(|()| std::io::Write::flush(&mut out))
+        .map_err(|e| format!("answering containerd on stdout: {e}"))
 }
 
 /// The address of the pod's shim, started unless it already runs, also written to the
