@@ -116,8 +116,6 @@ pub fn create(
             Some(CString::new(c.id).map_err(|_| "the container ID contains a NUL byte")?)
         },
     });
-    // The child is born in the namespaces given by path (joined here for the clone and
-    // left after it) and makes the others with the clone.
     // v1: a child still in our user namespace moves itself (see `Placement`); one born
     // in a new user namespace may not write the host's cgroup files, so we place it, at
     // the cost of the kernel's global lock.
@@ -126,6 +124,8 @@ pub fn create(
     } else {
         &c.cgroup.tasks
     };
+    // The child is born in the namespaces given by path (joined here for the clone and
+    // left after it) and makes the others with the clone.
     let joined = ns.enter()?;
     let flags = crate::sys::clone::CLONE_CLEAR_SIGHAND | ns.clone_flags as u64;
     let cgroup = c.cgroup.dir.as_ref().map(|d| d.as_fd());
