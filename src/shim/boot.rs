@@ -8,7 +8,6 @@
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixListener;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
@@ -81,7 +80,7 @@ pub fn start_address(
 /// The pod's socket, bound and listening; `None` when a shim already serves it (this is
 /// a container of a pod whose shim runs, or another `start` has just bound it).
 fn bind(address: &str) -> Result<Option<UnixListener>, String> {
-    let path = Path::new(address.strip_prefix("unix://").unwrap_or(address));
+    let path = super::socket_path(address);
     if super::serves(address) {
         return Ok(None);
     }
@@ -150,7 +149,7 @@ fn daemon(
         std::env::var("TTRPC_ADDRESS").map_err(|e| format!("TTRPC_ADDRESS: {e}"))?;
     // As the crate: containerd's SIGTERM and SIGINT, and SIGPIPE, do not end the shim
     // (its task's Shutdown does). Handlers, not SIG_IGN, so that nothing exec'd inherits them.
-    let ignored = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let ignored = Arc::new(std::sync::atomic::AtomicBool::new(false));
     for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGPIPE] {
         signal_hook::flag::register(sig, Arc::clone(&ignored))
             .map_err(|e| format!("signal {sig}: {e}"))?;
@@ -175,11 +174,10 @@ fn daemon(
             fd
         }
         Err(_) => {
-            let path = flags
-                .socket
-                .strip_prefix("unix://")
-                .unwrap_or(&flags.socket);
-            OwnedFd::from(UnixListener::bind(path).map_err(|e| format!("binding {path}: {e}"))?)
+            let path = super::socket_path(&flags.socket);
+            OwnedFd::from(
+                UnixListener::bind(path).map_err(|e| format!("binding {}: {e}", path.display()))?,
+            )
         }
     };
     std::env::remove_var(LISTENER_ENV);
@@ -207,11 +205,7 @@ fn daemon(
     // The socket goes with us. By its path, not the bundle's `address` file as the crate
     // does: containerd removes the bundle once Shutdown has answered, often before this
     // runs, and the socket was then left behind.
-    let path = flags
-        .socket
-        .strip_prefix("unix://")
-        .unwrap_or(&flags.socket);
-    let _ = std::fs::remove_file(path);
+    let _ = std::fs::remove_file(super::socket_path(&flags.socket));
     server.shutdown();
     Ok(())
 }

@@ -138,8 +138,12 @@ impl containerd_shim::Shim for Shim {
 
 /// Whether a shim already listens at `address` (`unix:///run/containerd/s/…`).
 fn serves(address: &str) -> bool {
-    let path = address.strip_prefix("unix://").unwrap_or(address);
-    std::os::unix::net::UnixStream::connect(path).is_ok()
+    std::os::unix::net::UnixStream::connect(socket_path(address)).is_ok()
+}
+
+/// The file of a shim's socket address (`unix://` and a path, or the bare path).
+fn socket_path(address: &str) -> &Path {
+    Path::new(address.strip_prefix("unix://").unwrap_or(address))
 }
 
 /// Reaps on every SIGCHLD and hands the exits to the task table.

@@ -120,12 +120,7 @@ impl Supervisor<'_> {
         let _ = crate::sys::pidfd::send_signal(&p.pidfd, libc::SIGKILL);
         // Its exit waits for every process of its namespace to be reaped (by us: execs
         // still running there), so the reaping is ours as usual.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while self.pause.is_some() && std::time::Instant::now() < deadline {
-            self.reap();
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-        if self.pause.is_some() {
+        if !self.reap_until(|s| s.pause.is_none()) {
             crate::log::warn("the pod's pause did not exit within 5s of SIGKILL");
         }
     }

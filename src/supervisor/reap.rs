@@ -6,6 +6,17 @@ use super::Supervisor;
 use crate::pod::{self, StartFailure};
 
 impl Supervisor<'_> {
+    /// Reap until `done` holds or 5 s have passed: a blocking wait, only for once the
+    /// event loop has ended (teardown). Whether `done` holds.
+    pub(super) fn reap_until(&mut self, done: impl Fn(&Self) -> bool) -> bool {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !done(self) && std::time::Instant::now() < deadline {
+            self.reap();
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        done(self)
+    }
+
     /// Reap every exited child: container main processes become observations, anything
     /// else (an orphan re-parented to us in a shared pid namespace) is just collected.
     pub(super) fn reap(&mut self) {

@@ -125,34 +125,31 @@ impl Supervisor<'_> {
         // pause's too when the pod shares one).
         let target_pidfd = match self.containers[i].ctr.target {
             Some(t) => match self.containers[t].ctr.run.as_ref() {
-                Some(r) => r.pidfd.try_clone().ok(),
-                None => {
-                    let msg = format!(
-                        "target container {:?} is not running",
-                        self.containers[t].ctr.name
-                    );
-                    self.st
-                        .on_start_failed(&self.cfg.plan, i, StartFailure::Create, &msg, now);
-                    return;
-                }
+                Some(r) => Ok(r.pidfd.try_clone().ok()),
+                None => Err(format!(
+                    "target container {:?} is not running",
+                    self.containers[t].ctr.name
+                )),
             },
             // The others of a pod whose shared pid namespace is its pause's join that one.
             None if pod::userns::pid_namespace(
                 self.cfg.pod.spec.as_ref().expect("admitted pod has a spec"),
             ) == pod::userns::PidNamespace::Pause =>
             {
-                match self.pause_pidfd() {
-                    Ok(fd) => Some(fd),
-                    Err(msg) => {
-                        let name = &self.containers[i].ctr.name;
-                        crate::log::warn(&format!("container {name}: {msg}"));
-                        self.st
-                            .on_start_failed(&self.cfg.plan, i, StartFailure::Create, &msg, now);
-                        return;
-                    }
-                }
+                self.pause_pidfd().map(Some).inspect_err(|msg| {
+                    let name = &self.containers[i].ctr.name;
+                    crate::log::warn(&format!("container {name}: {msg}"));
+                })
             }
-            None => None,
+            None => Ok(None),
+        };
+        let target_pidfd = match target_pidfd {
+            Ok(fd) => fd,
+            Err(msg) => {
+                self.st
+                    .on_start_failed(&self.cfg.plan, i, StartFailure::Create, &msg, now);
+                return;
+            }
         };
         // The environment, resolved at each start as kubelet does: a missing key keeps the
         // container waiting in CreateContainerConfigError.

@@ -3,7 +3,6 @@
 
 use super::Supervisor;
 use crate::api::server::Stream;
-use std::time::Instant;
 
 impl Supervisor<'_> {
     /// Kill anything left, drain and close output, remove every container's cgroup and
@@ -17,11 +16,7 @@ impl Supervisor<'_> {
         }
         // A blocking wait is fine here: the loop has ended, so no request, probe or output
         // is being served any more, and the pod's end waits for its processes to go.
-        let deadline = Instant::now() + std::time::Duration::from_secs(5);
-        while self.containers.iter().any(|m| m.ctr.run.is_some()) && Instant::now() < deadline {
-            self.reap();
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
+        self.reap_until(|s| s.containers.iter().all(|m| m.ctr.run.is_none()));
         // Last: its death would kill the containers it holds before their stop signal.
         self.end_pause();
         let all: Vec<usize> = (0..self.pipes.len()).collect();

@@ -119,10 +119,11 @@ pub fn create(
     // v1: a child still in our user namespace moves itself (see `Placement`); one born
     // in a new user namespace may not write the host's cgroup files, so we place it, at
     // the cost of the kernel's global lock.
-    let self_placed: &[std::path::PathBuf] = if ns.new_user || ns.user_path.is_some() {
-        &[]
+    let tasks = &c.cgroup.tasks[..];
+    let (self_placed, creator_placed) = if ns.new_user || ns.user_path.is_some() {
+        (&[][..], tasks)
     } else {
-        &c.cgroup.tasks
+        (tasks, &[][..])
     };
     // The child is born in the namespaces given by path (joined here for the clone and
     // left after it) and makes the others with the clone.
@@ -163,11 +164,6 @@ pub fn create(
         why
     };
     left.map_err(&kill)?;
-    let creator_placed = if self_placed.is_empty() {
-        &c.cgroup.tasks[..]
-    } else {
-        &[]
-    };
     for tasks in creator_placed {
         std::fs::write(tasks, child.pid.to_string())
             .map_err(|e| kill(format!("placing the process in {}: {e}", tasks.display())))?;
