@@ -1,0 +1,136 @@
+//! What containerd says to `start` on its standard input, and the answer each release
+//! reads (docs/cri.md §5).
+//!
+//! containerd 2.3 and later write a `containerd.runtime.bootstrap.v1.BootstrapParams`
+//! (its own version, addresses, the directory for shim sockets, the runtime options as
+//! extensions) and read a `BootstrapResult` first: there the shim answers version 3
+//! (the Task service as `containerd.task.v3.Task`, one shim per pod without a `start`
+//! per container). Earlier releases write the runtime options' `Any` or nothing, and
+//! read a bare address (1.6 reads nothing else; 1.7 to 2.2 take it as version 2): they
+//! get that. The rust-extensions crates speak one of the two only, hence these few
+//! lines of protobuf by hand.
+
+/// The fields of containerd's `BootstrapParams` the shim uses.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Params {
+    pub containerd_version: String,
+    pub namespace: String,
+    /// Where containerd wants the shims' sockets (its `socket_dir`).
+    pub socket_dir: Option<String>,
+}
+
+/// The shim protocol version answered to a containerd that sent its `BootstrapParams`.
+pub const VERSION: u64 = 3;
+
+/// `BootstrapParams` from `start`'s standard input, when that is what containerd wrote:
+/// its version is set and its namespace is the one on the command line (an older
+/// containerd's options `Any` has string fields 1 and 2 too).
+pub fn parse(input: &[u8], namespace: &str) -> Option<Params> {
+    let mut p = Params::default();
+    let mut r = Reader(input);
+    while !r.0.is_empty() {
+        let key = r.varint()?;
+        match (key >> 3, key & 7) {
+            (2, 2) => p.namespace = String::from_utf8(r.bytes()?.to_vec()).ok()?,
+            (4, 2) => p.containerd_version = String::from_utf8(r.bytes()?.to_vec()).ok()?,
+            (9, 2) => p.socket_dir = Some(String::from_utf8(r.bytes()?.to_vec()).ok()?),
+            (_, 0) => drop(r.varint()?),
+            (_, 1) => r.skip(8)?,
+            (_, 2) => drop(r.bytes()?),
+            (_, 5) => r.skip(4)?,
+            _ => return None,
+        }
+    }
+    (!p.containerd_version.is_empty() && p.namespace == namespace).then_some(p)
+}
+
+/// `BootstrapResult{version: 3, address, protocol: "ttrpc"}`.
+pub fn result(address: &str) -> Vec<u8> {
+    let mut out = vec![0x08];
+    varint(&mut out, VERSION);
+    for (field, s) in [(2u64, address), (3, "ttrpc")] {
+        varint(&mut out, field << 3 | 2);
+        varint(&mut out, s.len() as u64);
+        out.extend_from_slice(s.as_bytes());
+    }
+    out
+}
+
+fn varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn varint(&mut self) -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let (&b, rest) = self.0.split_first()?;
+            self.0 = rest;
+            v |= u64::from(b & 0x7f) << shift;
+            if b < 0x80 {
+                return Some(v);
+            }
+        }
+        None
+    }
+
+    fn skip(&mut self, n: usize) -> Option<()> {
+        self.0 = self.0.get(n..)?;
+        Some(())
+    }
+
+    fn bytes(&mut self) -> Option<&'a [u8]> {
+        let n = usize::try_from(self.varint()?).ok()?;
+        let (b, rest) = (self.0.get(..n)?, self.0.get(n..)?);
+        self.0 = rest;
+        Some(b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field(out: &mut Vec<u8>, n: u64, s: &[u8]) {
+        varint(out, n << 3 | 2);
+        varint(out, s.len() as u64);
+        out.extend_from_slice(s);
+    }
+
+    #[test]
+    fn containerd_2_3_s_params_are_read_and_older_options_are_not() {
+        let mut b = Vec::new();
+        field(&mut b, 1, b"pod1");
+        field(&mut b, 2, b"k8s.io");
+        b.extend_from_slice(&[0x18, 0x7c]); // log_level -4 as a varint field
+        field(&mut b, 4, b"v2.3.4");
+        field(&mut b, 8, b"\x0a\x05\x0a\x03x.y");
+        field(&mut b, 9, b"/run/c2/s");
+        let p = parse(&b, "k8s.io").unwrap();
+        assert_eq!(p.containerd_version, "v2.3.4");
+        assert_eq!(p.socket_dir.as_deref(), Some("/run/c2/s"));
+        assert_eq!(parse(&b, "default"), None, "another namespace's");
+        // containerd 1.6's runtime options: an Any, type URL and value.
+        let mut any = Vec::new();
+        field(&mut any, 1, b"containerd.runc.v1.Options");
+        field(&mut any, 2, b"\x12\x04/run");
+        assert_eq!(parse(&any, "k8s.io"), None);
+        assert_eq!(parse(b"", "k8s.io"), None, "nothing on stdin");
+        assert_eq!(parse(&[0x22, 0x09, b'v'], "k8s.io"), None, "cut short");
+    }
+
+    #[test]
+    fn the_result_is_version_3_ttrpc_at_the_address() {
+        let r = result("unix:///run/s/ab");
+        assert_eq!(&r[..2], &[0x08, 3]);
+        assert_eq!(r[2], 0x12);
+        assert_eq!(&r[4..4 + r[3] as usize], b"unix:///run/s/ab");
+        assert!(r.ends_with(b"\x1a\x05ttrpc"));
+    }
+}
