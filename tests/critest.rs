@@ -13,6 +13,8 @@ mod common;
 mod cri;
 #[path = "common/cri_client.rs"]
 mod cri_client;
+// The registry's helpers for auth and TLS are not used here.
+#[allow(dead_code)]
 #[path = "common/registry.rs"]
 mod registry;
 
