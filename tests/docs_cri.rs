@@ -26,8 +26,8 @@ const PAGE_DIR: &str = "/var/lib/podinit-cri";
 
 /// The fenced blocks of `lang` in the page's §1.
 fn snippets(lang: &str) -> Vec<String> {
-    let page = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/cri.md"))
-        .unwrap();
+    let page =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/cri.md")).unwrap();
     let s1 = &page[page.find("## §1").unwrap()..page.find("## §2").unwrap()];
     let fence = format!("```{lang}\n");
     s1.match_indices(&fence)
@@ -140,7 +140,11 @@ fn follow_recipe(daemon: &Containerd) {
     let out = Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/make-cri-images"))
         .arg(&images)
         .output_within(common::CLIENT_LIMIT);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let pause = config
         .lines()
         .find_map(|l| l.trim().strip_prefix("sandbox_image = "))
@@ -160,7 +164,11 @@ fn follow_recipe(daemon: &Containerd) {
             String::from_utf8_lossy(&out.stderr)
         );
     };
-    ctr(&["images", "import", images.join("pause.tar").to_str().unwrap()]);
+    ctr(&[
+        "images",
+        "import",
+        images.join("pause.tar").to_str().unwrap(),
+    ]);
     ctr(&["images", "tag", cri::PAUSE_IMAGE, &pause]);
     let deadline = Instant::now() + Duration::from_secs(30);
     while !client.images().iter().any(|i| i.ends_with(&pause)) {
@@ -183,9 +191,9 @@ fn follow_recipe(daemon: &Containerd) {
             }),
             ..Default::default()
         };
-        let pod = client
-            .run_pod(&pc, handler)
-            .unwrap_or_else(|e| panic!("{}: runp on {handler}: {e}\n{}", daemon.label(), log_tail()));
+        let pod = client.run_pod(&pc, handler).unwrap_or_else(|e| {
+            panic!("{}: runp on {handler}: {e}\n{}", daemon.label(), log_tail())
+        });
         let st = client.pod_status(&pod);
         assert_eq!(
             st.status.as_ref().unwrap().state,
@@ -201,7 +209,11 @@ fn follow_recipe(daemon: &Containerd) {
             let sockets: Vec<_> = std::fs::read_dir(state.join("s"))
                 .map(|rd| rd.flatten().map(|e| e.path()).collect())
                 .unwrap_or_default();
-            assert!(!sockets.is_empty(), "no shim socket under {}", state.display());
+            assert!(
+                !sockets.is_empty(),
+                "no shim socket under {}",
+                state.display()
+            );
         }
         client.stop_pod(&pod).unwrap();
         client.remove_pod(&pod).unwrap();

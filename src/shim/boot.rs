@@ -30,7 +30,23 @@ pub fn main() -> ! {
         Ok(f) => f,
         Err(_) => crate_run(config),
     };
-    let ours = !flags.version && !flags.info && !flags.namespace.is_empty();
+    if flags.info {
+        // containerd 2's CRI asks for the handler's features (rro, user namespaces).
+        let info = super::bootstrap::runtime_info(
+            RUNTIME_ID,
+            env!("CARGO_PKG_VERSION"),
+            &podinit::runc::features::document(),
+        );
+        let mut out = std::io::stdout();
+        if let Err(e) = std::io::Write::write_all(&mut out, &info)
+            .and_then(|()| std::io::Write::flush(&mut out))
+        {
+            eprintln!("{RUNTIME_ID}: answering -info on stdout: {e}");
+            std::process::exit(1);
+        }
+        std::process::exit(0)
+    }
+    let ours = !flags.version && !flags.namespace.is_empty();
     let result = match flags.action.as_str() {
         "start" if ours => start(&flags),
         "" if ours && !flags.socket.is_empty() => daemon(&flags, config),

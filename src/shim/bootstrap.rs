@@ -8,7 +8,7 @@
 //! per container). Earlier releases write the runtime options' `Any` or nothing, and
 //! read a bare address (1.6 reads nothing else; 1.7 to 2.2 take it as version 2): they
 //! get that. The rust-extensions crates speak one of the two only, hence these few
-//! lines of protobuf by hand.
+//! lines of protobuf by hand. `-info` (containerd 1.7 and later) is answered here too.
 
 /// The fields of containerd's `BootstrapParams` the shim uses.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -48,12 +48,35 @@ pub fn parse(input: &[u8], namespace: &str) -> Option<Params> {
 pub fn result(address: &str) -> Vec<u8> {
     let mut out = vec![0x08];
     varint(&mut out, VERSION);
-    for (field, s) in [(2u64, address), (3, "ttrpc")] {
-        varint(&mut out, field << 3 | 2);
-        varint(&mut out, s.len() as u64);
-        out.extend_from_slice(s.as_bytes());
-    }
+    bytes_field(&mut out, 2, address.as_bytes());
+    bytes_field(&mut out, 3, b"ttrpc");
     out
+}
+
+/// The type URL containerd registers the OCI features document under (its value is the
+/// document's JSON).
+const FEATURES_TYPE: &str = "types.containerd.io/opencontainers/runtime-spec/1/features/Features";
+
+/// `-info`'s answer, a `containerd.types.RuntimeInfo`: the runtime's name and version, and
+/// the OCI features document (`features` of the runc front-end), from which containerd 2's
+/// CRI learns what the handler supports (recursive read-only mounts, user namespaces).
+pub fn runtime_info(name: &str, version: &str, features: &serde_json::Value) -> Vec<u8> {
+    let mut v = Vec::new();
+    bytes_field(&mut v, 1, version.as_bytes());
+    let mut any = Vec::new();
+    bytes_field(&mut any, 1, FEATURES_TYPE.as_bytes());
+    bytes_field(&mut any, 2, features.to_string().as_bytes());
+    let mut out = Vec::new();
+    bytes_field(&mut out, 1, name.as_bytes());
+    bytes_field(&mut out, 2, &v);
+    bytes_field(&mut out, 4, &any);
+    out
+}
+
+fn bytes_field(out: &mut Vec<u8>, field: u64, b: &[u8]) {
+    varint(out, field << 3 | 2);
+    varint(out, b.len() as u64);
+    out.extend_from_slice(b);
 }
 
 fn varint(out: &mut Vec<u8>, mut v: u64) {
@@ -123,6 +146,25 @@ mod tests {
         assert_eq!(parse(&any, "k8s.io"), None);
         assert_eq!(parse(b"", "k8s.io"), None, "nothing on stdin");
         assert_eq!(parse(&[0x22, 0x09, b'v'], "k8s.io"), None, "cut short");
+    }
+
+    #[test]
+    fn runtime_info_carries_the_features_document_as_containerd_types_it() {
+        let doc = serde_json::json!({"mountOptions": ["rro"]});
+        let info = runtime_info("io.containerd.podinit.v1", "0.1.0", &doc);
+        let mut r = Reader(&info);
+        assert_eq!(r.varint(), Some(0x0a));
+        assert_eq!(r.bytes(), Some(&b"io.containerd.podinit.v1"[..]));
+        assert_eq!(r.varint(), Some(0x12));
+        assert_eq!(r.bytes(), Some(&b"\x0a\x050.1.0"[..]));
+        assert_eq!(r.varint(), Some(0x22));
+        let mut any = Reader(r.bytes().unwrap());
+        assert!(r.0.is_empty());
+        assert_eq!(any.varint(), Some(0x0a));
+        assert_eq!(any.bytes(), Some(FEATURES_TYPE.as_bytes()));
+        assert_eq!(any.varint(), Some(0x12));
+        let json: serde_json::Value = serde_json::from_slice(any.bytes().unwrap()).unwrap();
+        assert_eq!(json, doc);
     }
 
     #[test]

@@ -93,6 +93,9 @@ pub struct Lab {
     pub bridge: String,
     pub net_prefix: String,
     pub daemon: Containerd,
+    /// Where podinit's shims put their sockets: the state's `s` on containerd 1.6, the
+    /// `socket_dir` given to containerd 2 (which allows 42 characters: not under the lab).
+    pub socket_dir: PathBuf,
     /// `127.0.0.1:PORT` of a registry that mirrors every registry the pods name.
     mirror: Option<String>,
     containerd: Option<Child>,
@@ -156,12 +159,17 @@ impl Lab {
         std::fs::create_dir_all(&dir).unwrap();
         // A subnet of 10.128.0.0/9 per lab: two labs at once differ but by chance.
         let net_prefix = format!("10.{}.{}", 128 + (n >> 8) % 128, n % 256);
+        let socket_dir = match daemon {
+            Containerd::V1_6 => dir.join("state/s"),
+            Containerd::V2(_) => PathBuf::from(format!("/tmp/pcri-s-{n:08x}")),
+        };
         let mut lab = Lab {
             sock: dir.join("c.sock"),
             bridge: format!("pcri{:08x}", n),
             net_prefix,
             name,
             dir,
+            socket_dir,
             daemon,
             mirror,
             containerd: None,
@@ -244,7 +252,7 @@ state = "{state}"
                 Containerd::V1_6 => String::new(),
                 Containerd::V2(_) => format!(
                     "[plugins.\"io.containerd.shim.v1.manager\"]\n  socket_dir = \"{}\"\n",
-                    p("state/s")
+                    self.socket_dir.display()
                 ),
             },
         );
@@ -532,11 +540,11 @@ state = "{state}"
     }
 
     /// The sockets of the shims of this lab's tasks (a shim killed leaves its own behind):
-    /// podinit's under the lab's state (`state/s`), and the runc shim's, in
+    /// podinit's in the lab's socket directory, and the runc shim's on containerd 1.6, in
     /// `/run/containerd/s/` named by the SHA-256 of `ADDRESS/NAMESPACE/ID`, for each sandbox
     /// and container id that containerd logged.
     pub fn shim_sockets(&self) -> Vec<PathBuf> {
-        let mut own: Vec<PathBuf> = std::fs::read_dir(self.dir.join("state/s"))
+        let mut own: Vec<PathBuf> = std::fs::read_dir(&self.socket_dir)
             .map(|rd| rd.flatten().map(|e| e.path()).collect())
             .unwrap_or_default();
         own.extend(self.runc_shim_sockets());
@@ -713,6 +721,7 @@ impl Drop for Lab {
         if std::env::var_os("PODINIT_CRI_KEEP").is_none() {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
+        let _ = std::fs::remove_dir_all(&self.socket_dir);
         // `kubepods` itself, when no other lab uses it.
         if let Ok(rd) = std::fs::read_dir("/sys/fs/cgroup") {
             for e in rd.flatten() {
