@@ -63,23 +63,26 @@ fn shim_killed(handler: &str) {
     let st = wait_state(&lab, &p.container, api::ContainerState::ContainerExited);
     assert_ne!(st.finished_at, 0, "exited without a finish time: {st:?}");
     // containerd 1.6 runs the shim's `delete` for each task, which kills what is left;
-    // containerd 2 leaves the processes (on the runc handler alike) until the pod is
-    // removed, which assert_pod_gone checks below.
+    // containerd 2 leaves the container's process (on the runc handler alike), checked
+    // once the pod is removed.
     let deadline = Instant::now() + WAIT;
-    while lab.daemon == cri::Containerd::V1_6 {
-        let left: Vec<_> = p
-            .pids
-            .iter()
-            .filter(|id| common::still_running(id))
-            .collect();
-        if left.is_empty() {
-            break;
+    let pods_processes_end = lab.daemon == cri::Containerd::V1_6;
+    if pods_processes_end {
+        loop {
+            let left: Vec<_> = p
+                .pids
+                .iter()
+                .filter(|id| common::still_running(id))
+                .collect();
+            if left.is_empty() {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "processes of the pod left after its shim was killed: {left:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
         }
-        assert!(
-            Instant::now() < deadline,
-            "processes of the pod left after its shim was killed: {left:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
     }
     let st = lab.cri().pod_status(&p.pod).status.unwrap();
     assert_eq!(
