@@ -99,13 +99,20 @@ fn shim_killed(handler: &str) {
         // containerd 2 runs no `delete` for a killed shim's sandboxed container: its
         // process outlives the pod, with its cgroup, on the runc handler too. Both handlers
         // must leave exactly that (the lab's drop removes it).
-        let left: Vec<&str> = ["sandbox", "container"]
-            .into_iter()
-            .zip(&p.pids)
-            .filter(|(_, id)| common::still_running(id))
-            .map(|(role, _)| role)
-            .collect();
-        assert_eq!(left, ["container"], "{handler} on containerd 2");
+        let left = || -> Vec<&str> {
+            ["sandbox", "container"]
+                .into_iter()
+                .zip(&p.pids)
+                .filter(|(_, id)| common::still_running(id))
+                .map(|(role, _)| role)
+                .collect()
+        };
+        // The sandbox's process ends with StopPodSandbox, but not at once.
+        let deadline = Instant::now() + WAIT;
+        while left().contains(&"sandbox") && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(left(), ["container"], "{handler} on containerd 2");
         for (pid, _) in &p.pids {
             // SAFETY: kill(2) of this test's own pod's process.
             unsafe { libc::kill(*pid, libc::SIGKILL) };
