@@ -74,6 +74,16 @@ fn start(flags: &containerd_shim::Flags) -> Result<(), String> {
         std::io::Read::read_to_end(&mut std::io::stdin(), &mut input)
             .map_err(|e| format!("reading containerd's bootstrap on stdin: {e}"))?;
     }
+    if let Some((url, value)) = super::bootstrap::options(&input) {
+        let refused = super::bootstrap::refused_runc_options(&url, &value);
+        if !refused.is_empty() {
+            return Err(format!(
+                "the podinit handler does not support the runtime options {} (docs/cri.md \
+                 §4): remove them from its options in containerd's config",
+                refused.join(", ")
+            ));
+        }
+    }
     let boot = super::bootstrap::parse(&input, &flags.namespace);
     let socket_dir = boot.as_ref().and_then(|b| b.socket_dir.as_deref());
     let address = start_address(

@@ -44,6 +44,71 @@ pub fn parse(input: &[u8], namespace: &str) -> Option<Params> {
     (!p.containerd_version.is_empty() && p.namespace == namespace).then_some(p)
 }
 
+/// The runtime options containerd hands `start`: on stdin as an `Any` (containerd 1.6 to
+/// 2.2), or as an extension of 2.3's `BootstrapParams`. Their type URL and value.
+pub fn options(input: &[u8]) -> Option<(String, Vec<u8>)> {
+    let mut r = Reader(input);
+    let (mut url, mut value, mut extension, mut params) = (None, Vec::new(), None, false);
+    while !r.0.is_empty() {
+        let key = r.varint()?;
+        match (key >> 3, key & 7) {
+            (1, 2) => url = String::from_utf8(r.bytes()?.to_vec()).ok(),
+            (2, 2) => value = r.bytes()?.to_vec(),
+            // containerd_version: these are BootstrapParams, whose 1 and 2 are not an Any's.
+            (4, 2) => params = r.bytes().is_some(),
+            (8, 2) => extension = Some(r.bytes()?),
+            (_, 0) => drop(r.varint()?),
+            (_, 1) => r.skip(8)?,
+            (_, 2) => drop(r.bytes()?),
+            (_, 5) => r.skip(4)?,
+            _ => return None,
+        }
+    }
+    match extension {
+        // An `Extension{value: Any}`: the `Any` is its field 1.
+        Some(ext) => {
+            let mut r = Reader(ext);
+            (r.varint()? == 0x0a).then_some(())?;
+            options(r.bytes()?)
+        }
+        None if params => None,
+        None => url.filter(|u| !u.is_empty()).map(|u| (u, value)),
+    }
+}
+
+/// The runc handler's options (`containerd.runc.v1.Options`) the podinit handler cannot
+/// honour, by their names in containerd's config: it runs its own runtime (`BinaryName`),
+/// keeps its state under containerd's (`Root`) and has the cgroupfs driver only
+/// (`SystemdCgroup`). Refused at `start`, never ignored in silence.
+pub fn refused_runc_options(url: &str, value: &[u8]) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    if !url.ends_with("containerd.runc.v1.Options") {
+        return out;
+    }
+    let mut r = Reader(value);
+    while !r.0.is_empty() {
+        let Some(key) = r.varint() else { break };
+        let ok = match (key >> 3, key & 7) {
+            (6, 2) => r
+                .bytes()
+                .map(|b| (!b.is_empty()).then(|| out.push("BinaryName"))),
+            (7, 2) => r.bytes().map(|b| (!b.is_empty()).then(|| out.push("Root"))),
+            (9, 0) => r
+                .varint()
+                .map(|v| (v != 0).then(|| out.push("SystemdCgroup"))),
+            (_, 0) => r.varint().map(drop).map(Some),
+            (_, 1) => r.skip(8).map(Some),
+            (_, 2) => r.bytes().map(drop).map(Some),
+            (_, 5) => r.skip(4).map(Some),
+            _ => None,
+        };
+        if ok.is_none() {
+            break;
+        }
+    }
+    out
+}
+
 /// `BootstrapResult{version: 3, address, protocol: "ttrpc"}`.
 pub fn result(address: &str) -> Vec<u8> {
     let mut out = vec![0x08];
@@ -165,6 +230,44 @@ mod tests {
         assert_eq!(any.varint(), Some(0x12));
         let json: serde_json::Value = serde_json::from_slice(any.bytes().unwrap()).unwrap();
         assert_eq!(json, doc);
+    }
+
+    #[test]
+    fn runc_options_the_handler_cannot_honour_are_named_from_either_form() {
+        const URL: &str = "containerd.runc.v1.Options";
+        let mut runc = Vec::new();
+        field(&mut runc, 6, b"/usr/bin/crun");
+        runc.extend_from_slice(&[0x48, 1]); // systemd_cgroup = true
+        let mut any = Vec::new();
+        field(&mut any, 1, URL.as_bytes());
+        field(&mut any, 2, &runc);
+        let (url, value) = options(&any).unwrap();
+        assert_eq!(
+            refused_runc_options(&url, &value),
+            ["BinaryName", "SystemdCgroup"]
+        );
+        // containerd 2.3: the same Any inside an extension of its BootstrapParams.
+        let mut ext = Vec::new();
+        field(&mut ext, 1, &any);
+        let mut params = Vec::new();
+        field(&mut params, 2, b"k8s.io");
+        field(&mut params, 4, b"v2.3.4");
+        field(&mut params, 8, &ext);
+        let (url, value) = options(&params).unwrap();
+        assert_eq!(
+            refused_runc_options(&url, &value),
+            ["BinaryName", "SystemdCgroup"]
+        );
+        // Root set, SystemdCgroup false: Root only.
+        let mut root = Vec::new();
+        field(&mut root, 7, b"/run/x");
+        root.extend_from_slice(&[0x48, 0]);
+        assert_eq!(refused_runc_options(URL, &root), ["Root"]);
+        assert!(refused_runc_options(URL, b"").is_empty());
+        assert!(refused_runc_options("runtimeoptions.v1.Options", &runc).is_empty());
+        assert_eq!(options(b""), None);
+        params.truncate(params.len() - ext.len() - 2);
+        assert_eq!(options(&params), None, "BootstrapParams without options");
     }
 
     #[test]
