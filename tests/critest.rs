@@ -6,7 +6,8 @@
 //! critest's images are stand-ins made from busybox (scripts/make-critest-images), served
 //! by a loopback registry that the lab's containerd uses as the mirror of registry.k8s.io,
 //! gcr.io and docker.io. A spec whose stand-in falls short fails on both handlers alike.
-//! Set `PODINIT_CRITEST_KEEP=DIR` to keep the junit reports in DIR.
+//! Set `PODINIT_CRITEST_KEEP=DIR` to keep the junit reports in DIR, and
+//! `PODINIT_CRITEST_FOCUS=REGEX` to run only the specs it matches (ginkgo's focus).
 
 mod common;
 #[path = "common/cri.rs"]
@@ -83,6 +84,11 @@ fn run_critest(critest: &Path, lab: &Lab, handler: &str) -> BTreeMap<String, Str
         .args(["--runtime-handler", handler])
         .arg(format!("--ginkgo.junit-report={}", report.display()))
         .arg("--ginkgo.no-color")
+        .args(
+            std::env::var("PODINIT_CRITEST_FOCUS")
+                .map(|f| format!("--ginkgo.focus={f}"))
+                .ok(),
+        )
         .current_dir(&lab.dir)
         .output_within(CRITEST_LIMIT + Duration::from_secs(30));
     let junit = std::fs::read_to_string(&report).unwrap_or_else(|e| {
