@@ -1470,3 +1470,75 @@ fn runc_diff_personality() {
         }
     }
 }
+
+#[test]
+#[ignore = "needs root: runc and namespaces"]
+fn runc_diff_takes_a_slice_prefix_name_cgroups_path_and_rro_mounts_alike() {
+    require_root();
+    let lab = Lab::new("slicerro");
+    // A host directory with a mount below it: `rro` must make both read-only.
+    let src = lab.dir.join("rro-src");
+    std::fs::create_dir_all(src.join("sub")).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "tmpfs"])
+        .arg(src.join("sub"))
+        .status()
+        .unwrap()
+        .success();
+    assert!(mounted, "mount a tmpfs below {}", src.display());
+    let script = "cat /proc/self/cgroup; touch /rro/x 2>/dev/null; echo top=$?; \
+                  touch /rro/sub/x 2>/dev/null; echo sub=$?";
+    let [runc, tested] = lab.both().map(|r| {
+        let mut b = lab.bundle(&["sh", "-c", script]);
+        // containerd 1.6's CRI form under the cgroupfs driver: one directory, below a
+        // parent of the bundle's own (both runtimes take the path as relative).
+        let path = format!("{}/test.slice:runc-diff:{}", b.cgroup, b.cgroup);
+        b.set("/linux/cgroupsPath", json!(path));
+        let mut mounts = b.config["mounts"].clone();
+        mounts.as_array_mut().unwrap().push(json!({
+            "destination": "/rro", "type": "bind", "source": src,
+            "options": ["rbind", "rro"]
+        }));
+        b.set("/mounts", mounts);
+        b.write();
+        let id = lab.id("slice");
+        let out = r.run_fg(&b, &id).expect_ok();
+        // The parent level is the caller's to remove, as a kubelet removes a pod's.
+        for line in out.stdout.lines() {
+            let mut parts = line.splitn(3, ':');
+            let (_, ctrl, path) = (parts.next(), parts.next(), parts.next());
+            let (Some(ctrl), Some(path)) = (ctrl, path) else {
+                continue;
+            };
+            let Some(parent) = Path::new(path).parent() else {
+                continue;
+            };
+            let hier = match ctrl {
+                "" if Path::new("/sys/fs/cgroup/cgroup.controllers").exists() => {
+                    "/sys/fs/cgroup".to_string()
+                }
+                "" => "/sys/fs/cgroup/unified".to_string(),
+                c => format!("/sys/fs/cgroup/{}", c.trim_start_matches("name=")),
+            };
+            let rel = parent.strip_prefix("/").unwrap_or(parent);
+            let _ = std::fs::remove_dir(Path::new(&hier).join(rel));
+        }
+        lab.assert_nothing_left(r, &b, &id, false);
+        out.stdout
+            .replace(&b.cgroup, "CG")
+            .lines()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    });
+    let _ = Command::new("umount").arg(src.join("sub")).status();
+    assert_eq!(runc, tested, "runc and the runtime under test differ");
+    assert!(
+        runc.iter()
+            .any(|l| l.ends_with("/CG/test.slice:runc-diff:CG")),
+        "{runc:#?}"
+    );
+    assert!(
+        runc.iter().any(|l| l == "top=1") && runc.iter().any(|l| l == "sub=1"),
+        "{runc:#?}"
+    );
+}

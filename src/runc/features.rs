@@ -294,8 +294,12 @@ mod tests {
         ] {
             assert!(opts.contains(&o), "{o}");
         }
-        // Recursive mount attributes and runc's own tmpcopyup are not done here.
-        for o in ["rro", "rnoexec", "tmpcopyup", "acl"] {
+        // Recursive mount attributes are mount_setattr's (critest looks for rro).
+        for o in ["rro", "rrw", "rnoexec", "rnosymfollow"] {
+            assert!(opts.contains(&o), "{o}");
+        }
+        // runc's own tmpcopyup and the filesystems' acl are not done here.
+        for o in ["tmpcopyup", "acl"] {
             assert!(!opts.contains(&o), "{o}");
         }
         let mut sorted = opts.clone();

@@ -19,6 +19,10 @@ pub struct MountPlan {
     pub data: String,
     /// A bind mount with read-only or other per-mount flags needs a remount.
     pub remount: bool,
+    /// `MOUNT_ATTR_*` set and cleared on the mount and every mount below it afterwards
+    /// (`rro`, `rnosuid`…: runc's recursive options, applied with mount_setattr).
+    pub rec_set: u64,
+    pub rec_clr: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,7 +44,21 @@ pub fn plan(
     let mut propagation: libc::c_ulong = 0;
     let mut data = Vec::new();
     let mut bind = fstype == Some("bind");
+    let (mut rec_set, mut rec_clr) = (0u64, 0u64);
     for o in options {
+        if let Some((clear, attr)) = recursive_attr(o) {
+            if clear {
+                rec_clr |= attr;
+            } else {
+                rec_set |= attr;
+                // An access time is a field: setting one clears the field first
+                // (mount_setattr(2)), as runc does.
+                if attr & crate::sys::mount::attr::ATIME == attr {
+                    rec_clr |= crate::sys::mount::attr::ATIME;
+                }
+            }
+            continue;
+        }
         let (set, clear): (libc::c_ulong, libc::c_ulong) = match o.as_str() {
             "ro" => (libc::MS_RDONLY, 0),
             "rw" => (0, libc::MS_RDONLY),
@@ -119,7 +137,36 @@ pub fn plan(
         flags,
         propagation,
         data: data.join(","),
+        rec_set,
+        rec_clr,
     }
+}
+
+/// A recursive mount option: whether it clears its attribute, and the attribute (runc's
+/// table of `r*` options).
+fn recursive_attr(option: &str) -> Option<(bool, u64)> {
+    use crate::sys::mount::attr::*;
+    Some(match option {
+        "rro" => (false, RDONLY),
+        "rrw" => (true, RDONLY),
+        "rnosuid" => (false, NOSUID),
+        "rsuid" => (true, NOSUID),
+        "rnodev" => (false, NODEV),
+        "rdev" => (true, NODEV),
+        "rnoexec" => (false, NOEXEC),
+        "rexec" => (true, NOEXEC),
+        "rnodiratime" => (false, NODIRATIME),
+        "rdiratime" => (true, NODIRATIME),
+        "rrelatime" => (false, RELATIME),
+        "rnorelatime" => (true, RELATIME),
+        "rnoatime" => (false, NOATIME),
+        "ratime" => (true, NOATIME),
+        "rstrictatime" => (false, STRICTATIME),
+        "rnostrictatime" => (true, STRICTATIME),
+        "rnosymfollow" => (false, NOSYMFOLLOW),
+        "rsymfollow" => (true, NOSYMFOLLOW),
+        _ => return None,
+    })
 }
 
 /// Join `unsafe_path` to `root` resolving every symlink as if `root` were `/`, so that the
@@ -177,6 +224,26 @@ pub fn secure_join(
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    #[test]
+    fn recursive_options_become_mount_attributes_not_data() {
+        use crate::sys::mount::attr;
+        let opts = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let m = plan(
+            Path::new("/data"),
+            Some("bind"),
+            Some(Path::new("/h")),
+            &opts(&["rbind", "rro", "rnosuid", "rnoatime", "rdev"]),
+        );
+        assert_eq!(m.data, "", "no recursive option reaches the filesystem");
+        assert_eq!(m.rec_set, attr::RDONLY | attr::NOSUID | attr::NOATIME);
+        // An access time clears the whole field first; rdev clears nodev.
+        assert_eq!(m.rec_clr, attr::ATIME | attr::NODEV);
+        assert_eq!(m.flags, libc::MS_BIND | libc::MS_REC, "rro is no MS_RDONLY");
+        assert!(!m.remount);
+        let m = plan(Path::new("/d"), Some("tmpfs"), None, &opts(&["rrw"]));
+        assert_eq!((m.rec_set, m.rec_clr), (0, attr::RDONLY));
+    }
 
     #[test]
     fn options_become_flags() {

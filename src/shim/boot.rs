@@ -30,7 +30,23 @@ pub fn main() -> ! {
         Ok(f) => f,
         Err(_) => crate_run(config),
     };
-    let ours = !flags.version && !flags.info && !flags.namespace.is_empty();
+    if flags.info {
+        // containerd 2's CRI asks for the handler's features (rro, user namespaces).
+        let info = super::bootstrap::runtime_info(
+            RUNTIME_ID,
+            env!("CARGO_PKG_VERSION"),
+            &podinit::runc::features::document(),
+        );
+        let mut out = std::io::stdout();
+        if let Err(e) = std::io::Write::write_all(&mut out, &info)
+            .and_then(|()| std::io::Write::flush(&mut out))
+        {
+            eprintln!("{RUNTIME_ID}: answering -info on stdout: {e}");
+            std::process::exit(1);
+        }
+        std::process::exit(0)
+    }
+    let ours = !flags.version && !flags.namespace.is_empty();
     let result = match flags.action.as_str() {
         "start" if ours => start(&flags),
         "" if ours && !flags.socket.is_empty() => daemon(&flags, config),
@@ -48,27 +64,60 @@ fn crate_run(config: containerd_shim::Config) -> ! {
     std::process::exit(0)
 }
 
-/// `start`: the address of the pod's shim on stdout.
+/// `start`: the address of the pod's shim on stdout, in the form the containerd that asks
+/// reads (`bootstrap.rs`).
 fn start(flags: &containerd_shim::Flags) -> Result<(), String> {
-    let address = start_address(&flags.id, &flags.namespace, &flags.address, flags.debug)?;
+    let mut input = Vec::new();
+    // containerd writes its bootstrap (or the runtime options) and closes; a terminal is
+    // a person, who writes nothing.
+    if !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut input)
+            .map_err(|e| format!("reading containerd's bootstrap on stdin: {e}"))?;
+    }
+    if let Some((url, value)) = super::bootstrap::options(&input) {
+        let refused = super::bootstrap::refused_runc_options(&url, &value);
+        if !refused.is_empty() {
+            return Err(format!(
+                "the podinit handler does not support the runtime options {} (docs/cri.md \
+                 §4): remove them from its options in containerd's config",
+                refused.join(", ")
+            ));
+        }
+    }
+    let boot = super::bootstrap::parse(&input, &flags.namespace);
+    let socket_dir = boot.as_ref().and_then(|b| b.socket_dir.as_deref());
+    let address = start_address(
+        &flags.id,
+        &flags.namespace,
+        &flags.address,
+        flags.debug,
+        socket_dir,
+    )?;
+    let answer = match boot {
+        Some(_) => super::bootstrap::result(&address),
+        None => address.into_bytes(),
+    };
     let mut out = std::io::stdout();
-    std::io::Write::write_all(&mut out, address.as_bytes())
+    std::io::Write::write_all(&mut out, &answer)
         .and_then(|()| std::io::Write::flush(&mut out))
         .map_err(|e| format!("answering containerd on stdout: {e}"))
 }
 
 /// The address of the pod's shim, started unless it already runs, also written to the
-/// bundle's `address` file (as the crate's `start` does).
+/// bundle's `address` file (as the crate's `start` does). Its socket is in `socket_dir`
+/// when containerd names one, else under containerd's state directory (`paths.rs`).
 pub fn start_address(
     id: &str,
     namespace: &str,
     containerd: &str,
     debug: bool,
+    socket_dir: Option<&str>,
 ) -> Result<String, String> {
     let bundle = std::env::current_dir().map_err(|e| format!("bundle: {e}"))?;
     let ann = super::sandbox::annotations(&bundle)?;
     let grouping = super::sandbox::grouping(id, &ann);
-    let address = containerd_shim::socket_address(containerd, namespace, &grouping);
+    let address =
+        super::paths::socket_address(&bundle, socket_dir, containerd, namespace, &grouping);
     if let Some(listener) = bind(&address)? {
         spawn_daemon([namespace, id, containerd, &address], debug, listener)?;
     }
@@ -191,9 +240,16 @@ fn daemon(
     .map_err(|e| format!("the shim's log: {e}"))?;
     let publisher = RemotePublisher::new(&ttrpc_address)
         .map_err(|e| format!("connecting {ttrpc_address}: {e}"))?;
-    let task: Box<dyn containerd_shim::Task + Send + Sync> =
-        Box::new(shim.create_task_service(publisher));
-    let service = containerd_shim::protos::shim::shim_ttrpc::create_task(Arc::from(task));
+    let task: Arc<dyn containerd_shim::Task + Send + Sync> =
+        Arc::new(shim.create_task_service(publisher));
+    // The same Task service under both names: v2 for containerd 1.6 to 2.2, v3 for the
+    // containerd that was answered version 3 (`bootstrap.rs`); the messages are the same.
+    let create = containerd_shim::protos::shim::shim_ttrpc::create_task;
+    let mut service = create(Arc::clone(&task));
+    for (method, handler) in create(task) {
+        let v3 = method.replacen("/containerd.task.v2.", "/containerd.task.v3.", 1);
+        service.insert(v3, handler);
+    }
     let mut server = containerd_shim::protos::ttrpc::Server::new()
         .add_listener(std::os::fd::IntoRawFd::into_raw_fd(listener))
         .map_err(|e| format!("serving {}: {e}", flags.socket))?

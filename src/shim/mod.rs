@@ -6,9 +6,11 @@
 //! rust-extensions `containerd-shim` crate's.
 
 pub mod boot;
+mod bootstrap;
 mod events;
 mod metrics;
 mod pack;
+mod paths;
 mod reaper;
 mod rootfs;
 mod runc;
@@ -25,9 +27,11 @@ use std::sync::{mpsc, Arc, Condvar, Mutex};
 use containerd_shim::publisher::RemotePublisher;
 use containerd_shim::{api, Config, DeleteResponse, ExitSignal, Flags, StartOpts};
 
-/// runc's `--root` for a namespace, as containerd's runc shim keeps `/run/containerd/runc/<ns>`.
+/// runc's `--root` for a namespace, under the state directory of the containerd whose
+/// bundle is the shim's working directory (`paths.rs`).
 fn runc_root(namespace: &str) -> PathBuf {
-    Path::new("/run/containerd/podinit").join(namespace)
+    let bundle = std::env::current_dir().unwrap_or_default();
+    paths::runc_root(&bundle, namespace)
 }
 
 pub struct Shim {
@@ -66,7 +70,8 @@ impl containerd_shim::Shim for Shim {
     /// The address of the pod's shim: started unless it already runs (`boot` runs
     /// `start` itself; this serves the crate's trait).
     fn start_shim(&mut self, opts: StartOpts) -> containerd_shim::Result<String> {
-        boot::start_address(&opts.id, &opts.namespace, &opts.address, opts.debug).map_err(shim_err)
+        boot::start_address(&opts.id, &opts.namespace, &opts.address, opts.debug, None)
+            .map_err(shim_err)
     }
 
     /// After the shim is gone: remove what is left of the task (its processes, cgroup,
@@ -136,7 +141,7 @@ impl containerd_shim::Shim for Shim {
     }
 }
 
-/// Whether a shim already listens at `address` (`unix:///run/containerd/s/…`).
+/// Whether a shim already listens at `address` (`unix://<state>/s/…`).
 fn serves(address: &str) -> bool {
     std::os::unix::net::UnixStream::connect(socket_path(address)).is_ok()
 }

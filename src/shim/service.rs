@@ -487,7 +487,7 @@ impl Inner {
             return self
                 .runc
                 .run(&self.log(&bundle), &args, super::runc::Streams::none())
-                .map_err(|e| err(Code::UNKNOWN, e));
+                .map_err(kill_error);
         }
         nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(pid),
@@ -661,4 +661,42 @@ fn read_pid(file: &Path) -> Result<i32, String> {
     text.trim()
         .parse()
         .map_err(|e| format!("pid file {}: {e}", file.display()))
+}
+
+/// runc's `kill` of a container that has just exited (before the reaper marked it): not
+/// found, as containerd's runc shim words it (its checkKillError), so that a StopContainer
+/// racing the exit succeeds.
+fn kill_error(e: String) -> ttrpc::Error {
+    let lower = e.to_lowercase();
+    if lower.contains("container not running") || lower.contains("no such process") {
+        err(Code::NOT_FOUND, format!("process already finished: {e}"))
+    } else if lower.contains("does not exist") {
+        err(Code::NOT_FOUND, format!("no such container: {e}"))
+    } else {
+        err(Code::UNKNOWN, e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code(e: ttrpc::Error) -> Code {
+        match e {
+            ttrpc::Error::RpcStatus(s) => s.code(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_kill_that_races_the_exit_is_not_found_as_runc_s_shim_says() {
+        for gone in [
+            "container not running",
+            "kill: No such process",
+            "container c1 does not exist",
+        ] {
+            assert_eq!(code(kill_error(gone.into())), Code::NOT_FOUND, "{gone}");
+        }
+        assert_eq!(code(kill_error("permission denied".into())), Code::UNKNOWN);
+    }
 }

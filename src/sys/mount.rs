@@ -25,6 +25,57 @@ pub fn mount(
     .map_err(io::Error::from)
 }
 
+/// `MOUNT_ATTR_*` of mount_setattr(2) (the uapi's values; libc has none of them).
+pub mod attr {
+    pub const RDONLY: u64 = 0x1;
+    pub const NOSUID: u64 = 0x2;
+    pub const NODEV: u64 = 0x4;
+    pub const NOEXEC: u64 = 0x8;
+    /// The access-time field: RELATIME (0), NOATIME and STRICTATIME are its values.
+    pub const ATIME: u64 = 0x70;
+    pub const RELATIME: u64 = 0x0;
+    pub const NOATIME: u64 = 0x10;
+    pub const STRICTATIME: u64 = 0x20;
+    pub const NODIRATIME: u64 = 0x80;
+    pub const NOSYMFOLLOW: u64 = 0x0020_0000;
+}
+
+/// `mount_setattr(target, AT_RECURSIVE, {set, clr})`: the attributes on the mount at
+/// `target` and every mount below it (the recursive `rro`, `rnosuid`… options).
+pub fn set_attr_recursive(target: &Path, set: u64, clr: u64) -> io::Result<()> {
+    const AT_RECURSIVE: libc::c_uint = 0x8000;
+    #[repr(C)]
+    struct MountAttr {
+        attr_set: u64,
+        attr_clr: u64,
+        propagation: u64,
+        userns_fd: u64,
+    }
+    let attr = MountAttr {
+        attr_set: set,
+        attr_clr: clr,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    let c = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(target.as_os_str()))
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path contains a NUL byte"))?;
+    // SAFETY: mount_setattr with a valid C string and a mount_attr of the size given.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            AT_RECURSIVE,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// `umount2(target, MNT_DETACH)`: lazily, whatever still uses it.
 pub fn detach(target: &Path) -> io::Result<()> {
     nix::mount::umount2(target, MntFlags::MNT_DETACH).map_err(io::Error::from)

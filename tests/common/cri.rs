@@ -32,6 +32,59 @@ pub const HANDLERS: [&str; 2] = ["runc", "podinit"];
 /// How long containerd may take to come up (or to stop).
 const DAEMON_LIMIT: Duration = Duration::from_secs(30);
 
+/// Which containerd a lab runs: Debian's 1.6, or 2.x from the shared test tools
+/// (`shared/containerd-2/bin` in a directory above this crate, or `PODINIT_CONTAINERD2`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Containerd {
+    V1_6,
+    V2(PathBuf),
+}
+
+impl Containerd {
+    /// containerd 2's `bin/` directory, when the test tools are on this machine.
+    pub fn v2() -> Option<Containerd> {
+        let from_env = std::env::var_os("PODINIT_CONTAINERD2").map(PathBuf::from);
+        let found = from_env.or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .ancestors()
+                .map(|d| d.join("shared/containerd-2/bin"))
+                .find(|b| b.join("containerd").is_file())
+        })?;
+        found
+            .join("containerd")
+            .is_file()
+            .then_some(Containerd::V2(found))
+    }
+
+    /// The containerd `PODINIT_CRI_CONTAINERD` names (`1.6`, the default, or `2`), so that
+    /// every CRI test runs on either; `2` without the tools is an error, not a silent 1.6.
+    pub fn from_env() -> Containerd {
+        match std::env::var("PODINIT_CRI_CONTAINERD").as_deref() {
+            Err(_) | Ok("") | Ok("1.6") => Containerd::V1_6,
+            Ok("2") => Containerd::v2().expect(
+                "PODINIT_CRI_CONTAINERD=2, but no shared/containerd-2/bin/containerd above the \
+                 crate and no PODINIT_CONTAINERD2",
+            ),
+            Ok(other) => panic!("PODINIT_CRI_CONTAINERD={other}: 1.6 or 2"),
+        }
+    }
+
+    pub fn label(&self) -> &'static str {
+        match self {
+            Containerd::V1_6 => "containerd 1.6",
+            Containerd::V2(_) => "containerd 2",
+        }
+    }
+
+    /// A program of this containerd's release (`containerd`, `ctr`).
+    pub fn program(&self, name: &str) -> PathBuf {
+        match self {
+            Containerd::V1_6 => PathBuf::from(name),
+            Containerd::V2(bin) => bin.join(name),
+        }
+    }
+}
+
 pub struct Lab {
     pub name: String,
     pub dir: PathBuf,
@@ -39,6 +92,12 @@ pub struct Lab {
     /// The CNI network's bridge and its subnet's first three octets.
     pub bridge: String,
     pub net_prefix: String,
+    pub daemon: Containerd,
+    /// Where podinit's shims put their sockets: the state's `s` on containerd 1.6, the
+    /// `socket_dir` given to containerd 2 (which allows 42 characters: not under the lab).
+    pub socket_dir: PathBuf,
+    /// `127.0.0.1:PORT` of a registry that mirrors every registry the pods name.
+    mirror: Option<String>,
     containerd: Option<Child>,
     client: Option<Client>,
 }
@@ -88,6 +147,11 @@ impl Lab {
     /// A lab with containerd running, ready (runtime and network), and the images
     /// imported.
     pub fn new(prefix: &str) -> Lab {
+        Lab::with(prefix, Containerd::from_env(), None)
+    }
+
+    /// A lab on `daemon`, pulling every registry's images from `mirror` when given.
+    pub fn with(prefix: &str, daemon: Containerd, mirror: Option<String>) -> Lab {
         install_missing();
         let n = random_u32();
         let name = format!("{prefix}-{n:08x}");
@@ -95,12 +159,19 @@ impl Lab {
         std::fs::create_dir_all(&dir).unwrap();
         // A subnet of 10.128.0.0/9 per lab: two labs at once differ but by chance.
         let net_prefix = format!("10.{}.{}", 128 + (n >> 8) % 128, n % 256);
+        let socket_dir = match daemon {
+            Containerd::V1_6 => dir.join("state/s"),
+            Containerd::V2(_) => PathBuf::from(format!("/tmp/pcri-s-{n:08x}")),
+        };
         let mut lab = Lab {
             sock: dir.join("c.sock"),
             bridge: format!("pcri{:08x}", n),
             net_prefix,
             name,
             dir,
+            socket_dir,
+            daemon,
+            mirror,
             containerd: None,
             client: None,
         };
@@ -169,14 +240,44 @@ state = "{state}"
     bin_dir = "/usr/lib/cni"
     conf_dir = "{cni}"
     max_conf_num = 1
-"#,
+{socket_dir}"#,
             root = p("root"),
             state = p("state"),
             sock = self.sock.display(),
             opt = p("opt"),
             runc = p("runc"),
             cni = p("cni"),
+            // containerd 2 names the shims' socket directory; a private one keeps its own.
+            socket_dir = match self.daemon {
+                Containerd::V1_6 => String::new(),
+                Containerd::V2(_) => format!(
+                    "[plugins.\"io.containerd.shim.v1.manager\"]\n  socket_dir = \"{}\"\n",
+                    self.socket_dir.display()
+                ),
+            },
         );
+        let mut config = config;
+        if let Some(m) = &self.mirror {
+            // Every registry the pods name is served by the mirror (hosts.toml's fallback
+            // server stays the real one, never reached).
+            let certs = d.join("certs.d");
+            for registry in ["docker.io", "registry.k8s.io", "gcr.io", "quay.io"] {
+                let h = certs.join(registry);
+                std::fs::create_dir_all(&h).unwrap();
+                std::fs::write(
+                    h.join("hosts.toml"),
+                    format!(
+                        "server = \"https://{registry}\"\n[host.\"http://{m}\"]\n  \
+                         capabilities = [\"pull\", \"resolve\"]\n"
+                    ),
+                )
+                .unwrap();
+            }
+            config.push_str(&format!(
+                "[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"{}\"\n",
+                certs.display()
+            ));
+        }
         std::fs::write(d.join("config.toml"), config).unwrap();
         // The bridge is the lab's, made with its gateway address before containerd starts:
         // the plugin then neither turns the host's forwarding on (isGateway would) nor
@@ -237,12 +338,13 @@ state = "{state}"
             .append(true)
             .open(self.dir.join("containerd.log"))
             .unwrap();
-        let path = format!(
-            "{}:{}",
-            self.dir.join("bin").display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        let child = Command::new("containerd")
+        // The lab's shim first, then the release's own (containerd 2's runc shim).
+        let mut path = format!("{}:", self.dir.join("bin").display());
+        if let Containerd::V2(bin) = &self.daemon {
+            path.push_str(&format!("{}:", bin.display()));
+        }
+        path.push_str(&std::env::var("PATH").unwrap_or_default());
+        let child = Command::new(self.daemon.program("containerd"))
             .arg("--config")
             .arg(self.dir.join("config.toml"))
             .env("PATH", path)
@@ -306,7 +408,7 @@ state = "{state}"
     }
 
     pub fn ctr(&self) -> Command {
-        let mut c = Command::new("ctr");
+        let mut c = Command::new(self.daemon.program("ctr"));
         c.arg("-a").arg(&self.sock).args(["-n", "k8s.io"]);
         c
     }
@@ -437,10 +539,19 @@ state = "{state}"
         out
     }
 
-    /// The sockets containerd gives the shims of this lab's tasks (a shim killed leaves
-    /// its own behind): `/run/containerd/s/` and the SHA-256 of `ADDRESS/NAMESPACE/ID`, for
-    /// each sandbox and container id that containerd logged.
+    /// The sockets of the shims of this lab's tasks (a shim killed leaves its own behind):
+    /// podinit's in the lab's socket directory, and the runc shim's on containerd 1.6, in
+    /// `/run/containerd/s/` named by the SHA-256 of `ADDRESS/NAMESPACE/ID`, for each sandbox
+    /// and container id that containerd logged.
     pub fn shim_sockets(&self) -> Vec<PathBuf> {
+        let mut own: Vec<PathBuf> = std::fs::read_dir(&self.socket_dir)
+            .map(|rd| rd.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        own.extend(self.runc_shim_sockets());
+        own
+    }
+
+    fn runc_shim_sockets(&self) -> Vec<PathBuf> {
         use sha2::Digest;
         let log = std::fs::read_to_string(self.dir.join("containerd.log")).unwrap_or_default();
         let mut ids: Vec<&str> = Vec::new();
@@ -610,6 +721,7 @@ impl Drop for Lab {
         if std::env::var_os("PODINIT_CRI_KEEP").is_none() {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
+        let _ = std::fs::remove_dir_all(&self.socket_dir);
         // `kubepods` itself, when no other lab uses it.
         if let Ok(rd) = std::fs::read_dir("/sys/fs/cgroup") {
             for e in rd.flatten() {

@@ -54,6 +54,9 @@ pub trait Kernel {
         flags: libc::c_ulong,
         data: &str,
     ) -> io::Result<()>;
+    /// mount_setattr(2) with `AT_RECURSIVE`: `MOUNT_ATTR_*` set and cleared on the mount
+    /// at `target` and every mount below it.
+    fn set_attr_recursive(&self, target: &Path, set: u64, clr: u64) -> io::Result<()>;
     fn chdir(&self, dir: &CStr) -> io::Result<()>;
     /// `pivot_root(".", ".")`: the current directory becomes the root, the old root is
     /// stacked on it until detached.
@@ -213,6 +216,10 @@ impl Kernel for Linux {
         data: &str,
     ) -> io::Result<()> {
         crate::sys::mount::mount(src, target, fstype, flags, data)
+    }
+    #[inline]
+    fn set_attr_recursive(&self, target: &Path, set: u64, clr: u64) -> io::Result<()> {
+        crate::sys::mount::set_attr_recursive(target, set, clr)
     }
     #[inline]
     fn chdir(&self, dir: &CStr) -> io::Result<()> {

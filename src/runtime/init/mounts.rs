@@ -23,11 +23,13 @@ pub(super) fn rootfs<K: Kernel>(k: &K, p: &Prepared, before_pivot: impl FnOnce()
             )
         })?;
     // pivot_root refuses a new root whose parent mount is shared: with a shared root
-    // propagation the parent of the rootfs becomes private first (runc's
-    // rootfsParentMountPrivate); the propagation asked for is given to / after the switch.
+    // propagation the mount holding the rootfs becomes private first (runc's
+    // rootfsParentMountPrivate), the rootfs itself when it is a mount point (a CRI
+    // bundle's overlay), so that its bind below is private too; the propagation asked
+    // for is given to / after the switch.
     let shared = p.root_propagation & libc::MS_SHARED != 0;
     if shared {
-        if let Some(parent) = p.root.parent().and_then(|d| k.mount_point_of(d)) {
+        if let Some(parent) = k.mount_point_of(&p.root) {
             k.mount(None, &parent, None, libc::MS_PRIVATE, "")
                 .map_err(|e| format!("making {} private: {e}", parent.display()))?;
         }
@@ -217,6 +219,10 @@ fn mount_one<K: Kernel>(k: &K, p: &Prepared, m: &MountPlan) -> R {
     if m.propagation != 0 {
         k.mount(None, &target, None, m.propagation, "")
             .map_err(|e| format!("setting propagation of {dest}: {e}"))?;
+    }
+    if m.rec_set | m.rec_clr != 0 {
+        k.set_attr_recursive(&target, m.rec_set, m.rec_clr)
+            .map_err(|e| format!("setting the recursive options of {dest}: {e}"))?;
     }
     if m.fstype.as_deref() == Some("proc") {
         // The mount must really be procfs before anything is written under it.

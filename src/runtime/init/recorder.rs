@@ -84,6 +84,12 @@ impl Kernel for Recorder {
             format_args!("{src} {} {fstype} {flags:#x} {data}", target.display()),
         )
     }
+    fn set_attr_recursive(&self, target: &Path, set: u64, clr: u64) -> io::Result<()> {
+        self.log(
+            "set_attr_recursive",
+            format_args!("{} {set:#x} {clr:#x}", target.display()),
+        )
+    }
     fn chdir(&self, dir: &CStr) -> io::Result<()> {
         self.log("chdir", format_args!("{}", s(dir)))
     }

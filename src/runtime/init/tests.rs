@@ -134,6 +134,32 @@ fn mounts_come_before_pivot_root_and_sysctls_masked_and_read_only_paths_after() 
 }
 
 #[test]
+fn a_shared_root_makes_the_rootfs_mount_private_first_and_is_shared_after_pivot_root() {
+    let k = recorder();
+    let p = prepared(serde_json::json!({"linux": {"rootfsPropagation": "rshared"}}));
+    let (calls, _) = run(&k, &p);
+    let shared = libc::MS_SHARED | libc::MS_REC;
+    assert_order(
+        &calls,
+        &[
+            &format!("mount - / - {shared:#x}"),
+            // The mount holding the rootfs itself (a CRI rootfs is a mount point), as
+            // runc's rootfsParentMountPrivate finds it, so that its bind is not shared.
+            "mount_point_of /r",
+            &format!("mount - / - {:#x}", libc::MS_PRIVATE),
+            "mount /r /r ",
+            "pivot_root",
+        ],
+    );
+    let to_shared = format!("mount - / - {shared:#x}");
+    let last = calls.iter().rposition(|c| c.starts_with(&to_shared));
+    assert!(
+        last.is_some_and(|i| i > at(&calls, "pivot_root")),
+        "the root's propagation is applied again once it is /: {calls:#?}"
+    );
+}
+
+#[test]
 fn capabilities_are_dropped_before_no_new_privs_and_seccomp_is_last_before_exec() {
     let k = recorder();
     let p = prepared(serde_json::json!({

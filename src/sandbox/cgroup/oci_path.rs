@@ -19,8 +19,10 @@ pub(super) struct OciPath {
 }
 
 /// Read `linux.cgroupsPath` (None or empty: the container's ID, relative) as runc's
-/// cgroupfs driver does. `..` (which runc would clean away, silently moving the container
-/// elsewhere), a systemd `slice:prefix:name` path and the root cgroup itself are refused.
+/// cgroupfs driver does. A systemd-style `slice:prefix:name` is, as runc takes it without
+/// `--systemd-cgroup`, one relative directory of that name (containerd 1.6's CRI hands it
+/// whatever the driver when the kubelet's parent is a slice). `..` (which runc would clean
+/// away, silently moving the container elsewhere) and the root cgroup itself are refused.
 pub(super) fn parse(cgroups_path: Option<&str>, id: &str) -> io::Result<OciPath> {
     let given = cgroups_path.filter(|p| !p.is_empty());
     let path = given.unwrap_or(id);
@@ -30,13 +32,6 @@ pub(super) fn parse(cgroups_path: Option<&str>, id: &str) -> io::Result<OciPath>
     };
     if path.split('/').any(|c| c == "..") {
         return Err(err(&what(), "\"..\" is not allowed in a cgroup path"));
-    }
-    if !path.starts_with('/') && path.split(':').count() == 3 {
-        return Err(err(
-            &what(),
-            "a systemd slice:prefix:name path needs --systemd-cgroup, which podinit does not \
-             support; give a cgroupfs path",
-        ));
     }
     let rel: Vec<&str> = path
         .split('/')
@@ -160,9 +155,14 @@ mod tests {
         assert_eq!(ok(Some("/a/b")), (true, "a/b".into()));
         assert_eq!(ok(Some("//a/./b/")), (true, "a/b".into()));
         assert_eq!(ok(Some("x/y")), (false, "x/y".into()));
-        // Colons are only systemd's form when there are exactly three parts.
+        // Colons are a name's characters to the cgroupfs driver: systemd's form too.
         assert_eq!(ok(Some("/a:b:c")), (true, "a:b:c".into()));
         assert_eq!(ok(Some("a:b")), (false, "a:b".into()));
+        assert_eq!(
+            ok(Some("test.slice:cri-containerd:c1")),
+            (false, "test.slice:cri-containerd:c1".into()),
+            "slice:prefix:name: one directory below the runtime's cgroup, as runc's cgroupfs"
+        );
     }
 
     #[test]
@@ -170,7 +170,6 @@ mod tests {
         for (p, why) in [
             (Some("/a/../b"), "\"..\" is not allowed"),
             (Some(".."), "\"..\" is not allowed"),
-            (Some("system.slice:runc:c1"), "systemd slice:prefix:name"),
             (Some("/"), "names the root cgroup"),
             (Some("/./"), "names the root cgroup"),
         ] {
