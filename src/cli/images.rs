@@ -23,6 +23,7 @@ pub const CMD: Cmd = Cmd {
         name: "ARGS",
         required: false,
     }),
+    pod: false,
 };
 
 const HELP: &str = "\
