@@ -60,6 +60,8 @@ fn dispatch(m: &Matches) -> Result<i32, cli::Error> {
     Ok(match m.cmd.name {
         "run" => {
             podinit::log::set_json(m.string("log-format")?.as_deref() == Some("json"));
+            podinit::log::set_quiet(m.flag("quiet"));
+            podinit::log::set_verbose(m.flag("verbose"));
             podinit::run::run(&podinit::run::RunOptions {
                 manifest: PathBuf::from(m.arg(0)),
                 bundles: m.path("bundles"),

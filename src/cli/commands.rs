@@ -99,7 +99,7 @@ pub static COMMANDS: &[Cmd] = &[
             flag(
                 "quiet",
                 Some('q'),
-                "Say nothing of the pod's progress: only errors",
+                "No line per event, no pull progress: only warnings and errors",
             ),
             flag(
                 "verbose",

@@ -231,7 +231,10 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, Error> 
     }
     if let Some(t) = cmd.trailing.as_ref().filter(|t| t.required) {
         if m.trailing.is_empty() {
-            return Err(err(format!("{} is missing: give it after `--`", t.name)));
+            return Err(err(format!(
+                "{} is missing: a {} goes after `--`",
+                t.name, t.name
+            )));
         }
     }
     Ok(Parsed::Command(m))

@@ -85,9 +85,9 @@ mod tests {
         let t = render(&[once, again], true, now);
         assert_eq!(
             t,
-            "LAST SEEN              TYPE      REASON    OBJECT    MESSAGE\n\
-             13s                    Normal    Started   Pod/web   m\n\
-             10s (x5 over 2m)       Normal    BackOff   Pod/web   m\n"
+            "LAST SEEN          TYPE      REASON    OBJECT    MESSAGE\n\
+             13s                Normal    Started   Pod/web   m\n\
+             10s (x5 over 2m)   Normal    BackOff   Pod/web   m\n"
         );
         let t = render(&[event("Killing", "", "", 1)], false, now);
         assert_eq!(t, "<unknown>   Normal    Killing   Pod/web   m\n");

@@ -356,6 +356,13 @@ impl Supervisor<'_> {
             .map(|i| self.cfg.plan.containers[i].field_path());
         let at = self.wall();
         let e = self.events.record(e.type_, e.reason, &e.message, fp, at);
+        // The terminal hears of each event as it happens (docs/interface.md §2).
+        crate::log::event(
+            e.type_.as_deref() == Some("Warning"),
+            e.reason.as_deref().unwrap_or(""),
+            e.message.as_deref().unwrap_or(""),
+            e.count.unwrap_or(1),
+        );
         let mut line = serde_json::to_vec(e).unwrap_or_default();
         line.push(b'\n');
         if let Some(srv) = &mut self.server {
