@@ -33,12 +33,14 @@ impl Root {
         p.state = self.0.join(format!("default_{}", p.name));
     }
 
-    /// `podinit ARGS --state-root ROOT`, bounded, without the pod's socket in the env.
+    /// `podinit COMMAND --state-root ROOT ARGS`, bounded, without the pod's socket in the env.
     fn podinit(&self, args: &[&str]) -> Output {
+        // Right after the command: what follows `--` is the command's, not podinit's.
         Command::new(bin())
-            .args(args)
+            .arg(args[0])
             .arg("--state-root")
             .arg(&self.0)
+            .args(&args[1..])
             .env_remove("PODINIT_SOCKET")
             .stdin(Stdio::null())
             .output_within(CLIENT_LIMIT)
