@@ -235,7 +235,7 @@ pub fn run(mut cfg: Config, sd: &StateDir) -> i32 {
     let now = s.now();
     s.st.on_sandbox_ready(now);
     for (v, e) in std::mem::take(&mut s.cfg.unmounted) {
-        // Said once: the pod then waits quietly, its FailedMount events in `podinit events`.
+        // Why it waits, said once in full; each FailedMount event is then said as it comes.
         crate::log::warn(&format!(
             "volume {v:?} cannot be set up: {e}; the containers wait for it (kubelet's FailedMount)"
         ));
