@@ -400,9 +400,13 @@ impl Store {
             .collect();
         // A name in use by a running container: refuse before anything changes.
         let mut locks = vec![];
+        let mut free_names = vec![];
         for g in &gone {
             match lock::try_exclusive(&self.in_use_path(&g.name))? {
-                Some(held) => locks.push(held),
+                Some(held) => {
+                    locks.push(held);
+                    free_names.push(self.in_use_path(&g.name));
+                }
                 None if force => {}
                 None => {
                     return Err(format!(
@@ -436,6 +440,10 @@ impl Store {
             }
         }
         names::save(&self.index_path(), &self.tmp(), &keep)?;
+        // A name gone, its lock file too; one a container still holds stays with it.
+        for f in free_names {
+            let _ = fs::remove_file(f);
+        }
         for l in doomed_layers {
             // Out of sight by rename first, so that no reader sees half a layer.
             let p = self.layer_path(l);
