@@ -58,7 +58,8 @@ fn set_oom_score(adj: i32) {
                 .ok()
                 .and_then(|t| t.trim().parse::<i32>().ok());
             if let Some(msg) = kept.and_then(|k| crate::pod::oom_score::refused(adj, k)) {
-                if crate::log::verbose() || first_on_this_machine(OOM_TOLD) {
+                // The marker is made either way: a run without --verbose stays silent after.
+                if first_on_this_machine(OOM_TOLD) || crate::log::verbose() {
                     crate::log::warn(&msg);
                 }
             }
