@@ -81,7 +81,7 @@ pub fn status(p: Pick, output: &str) -> i32 {
 }
 
 pub fn events(p: Pick, watch: bool) -> i32 {
-    use crate::status::events_table::{render, HEADER};
+    use crate::status::events_table::render;
     run(|| {
         let s = match p.target()? {
             Target::Live(s) => s,
@@ -107,9 +107,6 @@ pub fn events(p: Pick, watch: bool) -> i32 {
             })
             .map_err(|e| e.to_string())?;
             ok(r)?;
-            if header {
-                println!("{}", HEADER.join("   "));
-            }
             return Ok(0);
         }
         let r = get(&s, "/v1/events")?;

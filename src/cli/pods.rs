@@ -5,8 +5,7 @@
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-/// Where `podinit run` keeps each pod's state dir by default.
-pub const STATE_ROOT: &str = "/run/podinit";
+pub use crate::run::STATE_ROOT;
 
 /// A pod's state dir under the state root.
 #[derive(Debug, Clone, PartialEq)]

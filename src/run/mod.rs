@@ -26,7 +26,7 @@ mod supervise;
 mod userns;
 
 pub use crate::admission::{admit, bundles_dir, images_dir, Admission, Dirs};
-pub use names::{default_state_dir, hostname, uts_hostname};
+pub use names::{default_state_dir, hostname, uts_hostname, STATE_ROOT};
 
 use std::path::PathBuf;
 

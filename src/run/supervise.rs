@@ -26,13 +26,13 @@ pub(super) fn supervise(
     supervisor::run(cfg, sd)
 }
 
-/// The marker of the refused OOM score told: on tmpfs, so once per boot.
-const OOM_TOLD: &str = "/run/podinit/oom-score-told";
+/// The marker of the refused OOM score told, under the state root: on tmpfs, so once per
+/// boot.
+const OOM_TOLD: &str = "oom-score-told";
 
 /// Whether this is the first time `marker` is asked for on this machine (it is made now).
 /// A marker that cannot be made answers yes: better said again than never.
-fn first_on_this_machine(marker: &str) -> bool {
-    let path = std::path::Path::new(marker);
+fn first_on_this_machine(path: &std::path::Path) -> bool {
     if let Some(dir) = path.parent() {
         let _ = std::fs::create_dir_all(dir);
     }
@@ -59,7 +59,8 @@ fn set_oom_score(adj: i32) {
                 .and_then(|t| t.trim().parse::<i32>().ok());
             if let Some(msg) = kept.and_then(|k| crate::pod::oom_score::refused(adj, k)) {
                 // The marker is made either way: a run without --verbose stays silent after.
-                if first_on_this_machine(OOM_TOLD) || crate::log::verbose() {
+                let marker = std::path::Path::new(super::STATE_ROOT).join(OOM_TOLD);
+                if first_on_this_machine(&marker) || crate::log::verbose() {
                     crate::log::warn(&msg);
                 }
             }

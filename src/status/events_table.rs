@@ -5,7 +5,7 @@
 use super::table::human_age;
 use serde_json::Value;
 
-pub const HEADER: [&str; 5] = ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"];
+const HEADER: [&str; 5] = ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"];
 
 /// kubectl's `GetNewTabWriter`: minimum cell width 10, padding 3.
 const MIN_WIDTH: usize = 10;
