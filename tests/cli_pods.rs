@@ -308,3 +308,52 @@ fn stop_by_socket(p: &TestPod) {
         .output_within(CLIENT_LIMIT);
     assert!(o.status.success(), "stop: {o:?}");
 }
+
+/// A repeated event, as `kubectl events` shows it: `<last> (x<count> over <first>)`; and as
+/// `podinit run` says it, with its count.
+#[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
+fn repeated_events_show_their_count() {
+    require_root();
+    let root = Root::new("repeat");
+    let mut p = TestPod::new(
+        "repeat",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: c, image: busybox, command: ["sh", "-c", "exit 1"]}
+"#,
+    );
+    root.place(&mut p);
+    let mut cmd = p.command();
+    cmd.arg("--max-restart-backoff").arg("1");
+    p.start_with(cmd);
+    p.wait_status(LIMIT, |v| {
+        container_status(v, "c")["restartCount"]
+            .as_i64()
+            .unwrap_or(0)
+            >= 2
+    });
+    let name = p.name.clone();
+    let ev = ok(root.podinit(&["events", &name]), "events");
+    let started = ev
+        .lines()
+        .find(|l| l.contains(" Started ") && l.contains(" over "))
+        .unwrap_or_else(|| panic!("no repeated Started: {ev}"));
+    let seen: Vec<&str> = started.split_whitespace().take(4).collect();
+    assert!(
+        seen[1].starts_with("(x") && seen[2] == "over" && seen[3].ends_with(')'),
+        "{started}"
+    );
+    ok(root.podinit(&["stop", &name]), "stop");
+    let out = p.wait(LIMIT);
+    assert!(
+        out.stderr
+            .contains("podinit: Started: Started container c (x2)"),
+        "{}",
+        out.stderr
+    );
+}
