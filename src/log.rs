@@ -39,11 +39,47 @@ pub fn event(warning: bool, reason: &str, message: &str, count: i32) {
     if count > 1 {
         msg.push_str(&format!(" (x{count})"));
     }
-    emit(if warning { "warning" } else { "info" }, &msg);
+    let mut line = format_line(if warning { "warning" } else { "info" }, &msg);
+    line.push('\n');
+    match pipe_without_waiting() {
+        // One write: a line of up to PIPE_BUF bytes goes in whole or not at all.
+        Some(mut pipe) => {
+            let _ = std::io::Write::write(&mut pipe, line.as_bytes());
+        }
+        None => eprint!("{line}"),
+    }
+}
+
+/// When stderr is a pipe: a descriptor of its own on that pipe that never waits, so that
+/// the pod never waits on whoever reads our stderr. A line a full pipe cannot take is
+/// dropped (the event stays in `podinit events`). Not for other files: a file reopened
+/// would lose its `O_APPEND`.
+fn pipe_without_waiting() -> Option<&'static std::fs::File> {
+    static PIPE: std::sync::OnceLock<Option<std::fs::File>> = std::sync::OnceLock::new();
+    PIPE.get_or_init(|| reopen_pipe_nonblocking(2)).as_ref()
+}
+
+/// `fd` opened anew without waiting, if it is a pipe.
+fn reopen_pipe_nonblocking(fd: i32) -> Option<std::fs::File> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let path = format!("/proc/self/fd/{fd}");
+    if !std::fs::metadata(&path).ok()?.file_type().is_fifo() {
+        return None;
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(&path)
+        .ok()
 }
 
 fn emit(level: &str, msg: &str) {
-    let line = if JSON.load(Ordering::Relaxed) {
+    eprintln!("{}", format_line(level, msg));
+}
+
+/// `podinit: [level: ]msg`, or one JSON object with `--log-format json`.
+fn format_line(level: &str, msg: &str) -> String {
+    if JSON.load(Ordering::Relaxed) {
         serde_json::json!({
             "time": crate::util::rfc3339_nanos(crate::util::now_unix_nanos()),
             "level": level,
@@ -54,8 +90,7 @@ fn emit(level: &str, msg: &str) {
         format!("podinit: {msg}")
     } else {
         format!("podinit: {level}: {msg}")
-    };
-    eprintln!("{line}");
+    }
 }
 
 pub fn info(msg: &str) {
@@ -66,4 +101,34 @@ pub fn warn(msg: &str) {
 }
 pub fn error(msg: &str) {
     emit("error", msg);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn a_pipe_nobody_reads_takes_lines_until_full_then_refuses_without_waiting() {
+        let (_r, w) = nix::unistd::pipe().unwrap();
+        let mut p = reopen_pipe_nonblocking(w.as_raw_fd()).expect("a pipe");
+        let line = [b'x'; 100];
+        let mut taken = 0;
+        loop {
+            match std::io::Write::write(&mut p, &line) {
+                Ok(n) => taken += n,
+                Err(e) => {
+                    assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock);
+                    break;
+                }
+            }
+            assert!(taken < 10 << 20, "a pipe that never fills");
+        }
+        assert!(taken > 0);
+        let f = std::fs::File::open("/proc/self/status").unwrap();
+        assert!(
+            reopen_pipe_nonblocking(f.as_raw_fd()).is_none(),
+            "not a pipe"
+        );
+    }
 }

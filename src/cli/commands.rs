@@ -169,7 +169,7 @@ pub static COMMANDS: &[Cmd] = &[
     },
     Cmd {
         name: "events",
-        about: "Show the pod's events",
+        about: "Show the pod's events like `kubectl events`",
         opts: &[
             STATE_ROOT,
             SOCKET,

@@ -46,8 +46,8 @@ pub fn command(c: &Cmd) -> String {
     let pod = c.pod.then(|| {
         (
             "[POD]".to_string(),
-            "The pod, NAME or NAMESPACE/NAME, under --state-root [default: the only pod there, \
-             else --socket or $PODINIT_SOCKET]"
+            "The pod, NAME or NAMESPACE/NAME, under --state-root [default: --socket, else \
+             $PODINIT_SOCKET, else the only pod there]"
                 .to_string(),
         )
     });
