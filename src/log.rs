@@ -39,21 +39,48 @@ pub fn event(warning: bool, reason: &str, message: &str, count: i32) {
     if count > 1 {
         msg.push_str(&format!(" (x{count})"));
     }
-    let mut line = format_line(if warning { "warning" } else { "info" }, &msg);
+    // Room is kept in a pipe for the lines that follow (warnings, errors, the pod's end).
+    write_line(
+        &format_line(if warning { "warning" } else { "info" }, &msg),
+        RESERVE,
+    );
+}
+
+/// What event lines leave free in a stderr pipe nobody reads.
+const RESERVE: usize = 16 << 10;
+
+/// One line to stderr; to a pipe, without waiting: dropped if the pipe has less than
+/// `reserve` bytes free after it.
+fn write_line(line: &str, reserve: usize) {
+    let mut line = line.to_string();
     line.push('\n');
-    match pipe_without_waiting() {
-        // One write: a line of up to PIPE_BUF bytes goes in whole or not at all.
-        Some(mut pipe) => {
-            let _ = std::io::Write::write(&mut pipe, line.as_bytes());
-        }
-        None => eprint!("{line}"),
+    let Some(mut pipe) = pipe_without_waiting() else {
+        eprint!("{line}");
+        return;
+    };
+    if reserve > 0 && free_in_pipe(pipe).is_some_and(|free| free < line.len() + reserve) {
+        return;
     }
+    // One write: a line of up to PIPE_BUF bytes goes in whole or not at all.
+    let _ = std::io::Write::write(&mut pipe, line.as_bytes());
+}
+
+/// The bytes a pipe can still take, roughly (its pages hold what they hold).
+fn free_in_pipe(pipe: &std::fs::File) -> Option<usize> {
+    use std::os::fd::AsRawFd;
+    let fd = pipe.as_raw_fd();
+    let mut queued: libc::c_int = 0;
+    // SAFETY: fcntl and ioctl with integer results on our own descriptor.
+    let cap = unsafe { libc::fcntl(fd, libc::F_GETPIPE_SZ) };
+    // SAFETY: as above; FIONREAD writes one int.
+    let ok = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut queued) } == 0;
+    (ok && cap > 0).then(|| (cap as usize).saturating_sub(queued.max(0) as usize))
 }
 
 /// When stderr is a pipe: a descriptor of its own on that pipe that never waits, so that
-/// the pod never waits on whoever reads our stderr. A line a full pipe cannot take is
-/// dropped (the event stays in `podinit events`). Not for other files: a file reopened
-/// would lose its `O_APPEND`.
+/// the pod never waits on whoever reads (or does not read) our stderr. A line a full pipe
+/// cannot take is dropped (an event stays in `podinit events`). Not for other files: a
+/// file reopened would lose its `O_APPEND`.
 fn pipe_without_waiting() -> Option<&'static std::fs::File> {
     static PIPE: std::sync::OnceLock<Option<std::fs::File>> = std::sync::OnceLock::new();
     PIPE.get_or_init(|| reopen_pipe_nonblocking(2)).as_ref()
@@ -74,7 +101,7 @@ fn reopen_pipe_nonblocking(fd: i32) -> Option<std::fs::File> {
 }
 
 fn emit(level: &str, msg: &str) {
-    eprintln!("{}", format_line(level, msg));
+    write_line(&format_line(level, msg), 0);
 }
 
 /// `podinit: [level: ]msg`, or one JSON object with `--log-format json`.
@@ -107,6 +134,15 @@ pub fn error(msg: &str) {
 mod tests {
     use super::*;
     use std::os::fd::AsRawFd;
+
+    #[test]
+    fn free_room_of_a_pipe() {
+        let (_r, w) = nix::unistd::pipe().unwrap();
+        let p = reopen_pipe_nonblocking(w.as_raw_fd()).unwrap();
+        let empty = free_in_pipe(&p).unwrap();
+        nix::unistd::write(&w, &[b'x'; 1000]).unwrap();
+        assert_eq!(free_in_pipe(&p), Some(empty - 1000));
+    }
 
     #[test]
     fn a_pipe_nobody_reads_takes_lines_until_full_then_refuses_without_waiting() {
