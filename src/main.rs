@@ -40,15 +40,28 @@ fn usage_error(e: cli::Error) -> ! {
     std::process::exit(podinit::run::EXIT_INVALID);
 }
 
+/// `--state-root`, where pods are found by name.
+fn state_root(m: &Matches) -> PathBuf {
+    m.path("state-root")
+        .unwrap_or_else(|| PathBuf::from(cli::pods::STATE_ROOT))
+}
+
 /// For an option whose default is in `cli::commands`, so that it is always there.
 const DEFAULTED: &str = "the command table gives it a default";
 
 /// Run the command; a value the grammar cannot check (a number, UTF-8) is a usage error.
 fn dispatch(m: &Matches) -> Result<i32, cli::Error> {
     let socket = || m.path("socket");
+    let pick = || client::Pick {
+        pod: m.pod.clone(),
+        socket: socket(),
+        root: state_root(m),
+    };
     Ok(match m.cmd.name {
         "run" => {
             podinit::log::set_json(m.string("log-format")?.as_deref() == Some("json"));
+            podinit::log::set_quiet(m.flag("quiet"));
+            podinit::log::set_verbose(m.flag("verbose"));
             podinit::run::run(&podinit::run::RunOptions {
                 manifest: PathBuf::from(m.arg(0)),
                 bundles: m.path("bundles"),
@@ -99,10 +112,10 @@ fn dispatch(m: &Matches) -> Result<i32, cli::Error> {
                 }
             }
         }
-        "status" => client::status(socket(), &m.string("output")?.expect(DEFAULTED)),
-        "events" => client::events(socket(), m.flag("watch")),
+        "status" => client::status(pick(), &m.string("output")?.expect(DEFAULTED)),
+        "events" => client::events(pick(), m.flag("watch")),
         "logs" => client::logs(
-            socket(),
+            pick(),
             &m.arg_string(0)?,
             m.flag("follow"),
             m.flag("previous"),
@@ -114,27 +127,29 @@ fn dispatch(m: &Matches) -> Result<i32, cli::Error> {
             m.flag("timestamps"),
         ),
         "exec" => client::exec(
-            socket(),
+            pick(),
             &m.arg_string(0)?,
             m.number("timeout", 0)?.expect(DEFAULTED),
             m.trailing.clone(),
         ),
-        "attach" => client::attach(socket(), &m.arg_string(0)?, m.flag("stdin"), m.flag("tty")),
+        "attach" => client::attach(pick(), &m.arg_string(0)?, m.flag("stdin"), m.flag("tty")),
         "debug" => client::debug(
-            socket(),
+            pick(),
             m.required("image")?,
             m.string("target")?,
             m.string("name")?,
             m.trailing.clone(),
         ),
         "condition" => client::condition(
-            socket(),
+            pick(),
             &m.arg_string(0)?,
             &m.arg_string(1)?,
             m.string("reason")?,
             m.string("message")?,
         ),
-        "stop" => client::stop(socket(), m.number("grace-period", 0)?),
+        "stop" => client::stop(pick(), m.number("grace-period", 0)?),
+        "pods" => client::pods(&state_root(m), &m.string("output")?.expect(DEFAULTED)),
+        "rm" => client::rm(&m.arg_string(0)?, &state_root(m)),
         "completions" => {
             let shell = m.arg_string(0)?;
             print!(

@@ -347,6 +347,64 @@ spec:
     assert!(da.iter().all(|l| Path::new(l).is_dir()), "{da:?}");
 }
 
+/// `images rm` of the name a running pod uses is refused in one line, as containerd and
+/// podman refuse an image in use; another name is not in use and goes; `--force` removes
+/// the name and leaves the layers the pod runs on until it ends.
+#[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
+fn images_rm_refuses_a_name_in_use_unless_forced() {
+    require_root();
+    let images = Images::new("rmuse");
+    let yaml = format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata: {{name: NAME}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: {LAYERED}
+    args: ["trap 'exit 0' TERM; awk '$5 == \"/\"' /proc/self/mountinfo; echo done; sleep 3600 & wait"]
+"#
+    );
+    let mut p = TestPod::new("imgrmuse", &yaml);
+    images.start(&mut p);
+    let layers = lowerdirs(&p.wait_log("c", 0, LIMIT, "done"));
+    let images_cmd = |args: &[&str]| {
+        Command::new(bin())
+            .arg("images")
+            .arg("--images")
+            .arg(&images.store)
+            .args(args)
+            .output_within(CLIENT_LIMIT)
+    };
+    let names = || String::from_utf8_lossy(&images_cmd(&["ls", "-q"]).stdout).into_owned();
+    let o = images_cmd(&["rm", LAYERED]);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert_eq!(err.lines().count(), 1, "one line: {err:?}");
+    assert!(
+        err.contains(&format!("image docker.io/{LAYERED}"))
+            || err.contains(&format!("image {LAYERED}")),
+        "{err}"
+    );
+    assert!(err.contains("is in use by a running container"), "{err}");
+    assert!(names().contains(LAYERED), "refused, yet gone: {}", names());
+    // A name no container runs by goes, whatever layers it shares.
+    let o = images_cmd(&["rm", BASE]);
+    assert!(o.status.success(), "{o:?}");
+    assert!(!names().contains(BASE));
+    // --force: the name goes, the layers the pod runs on stay while it runs.
+    let o = images_cmd(&["rm", "--force", LAYERED]);
+    assert!(o.status.success(), "{o:?}");
+    assert!(!names().contains(LAYERED), "{}", names());
+    assert!(layers.iter().all(|l| Path::new(l).is_dir()), "{layers:?}");
+    let v = p.wait_status(LIMIT, |_| true);
+    assert!(container_status(&v, "c")["state"]["running"].is_object());
+    stop(&mut p);
+    p.assert_nothing_left();
+}
+
 /// A private `docker-registry` on 127.0.0.1 with htpasswd auth (Debian's package,
 /// installed when missing); killed and removed on drop.
 struct Registry {

@@ -143,6 +143,65 @@ fn registry_pulls_over_plain_http_by_tag_and_by_digest() {
     assert_eq!(p.stdout, reg.tag_digest(REPO, "1"));
 }
 
+/// On a terminal, `images pull` and the puller of `podinit run` show one style of progress,
+/// podman's: `Copying blob <12 hex> <size> / <size>` in binary units, then `… done`; never a
+/// size of nothing. `script` gives them a terminal.
+#[test]
+#[ignore = "needs root: runs a registry and pulls into a store"]
+fn registry_pull_progress_on_a_terminal_as_podman_shows_it() {
+    common::require_root();
+    let tmp = TempDir::new("reg-progress");
+    let reg = Registry::start("reg-progress-srv", &Auth::None, None);
+    reg.push(&archive(tmp.path()), &format!("{REPO}:1"), None);
+    let name = format!("{}/{REPO}:1", reg.host());
+    let on_a_terminal = |line: &str| {
+        let mut c = Command::new("script");
+        c.args(["-qec", line, "/dev/null"])
+            .env("DOCKER_CONFIG", tmp.path().join("no-docker-config"));
+        let o = run_bounded(c, LIMIT);
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(o.status.success(), "{line}: {out}");
+        out
+    };
+    let bin = common::bin();
+    let store = tmp.path().join("store");
+    let pulled = on_a_terminal(&format!(
+        "{} images pull --images {} {name}",
+        bin.display(),
+        store.display()
+    ));
+    let pod = tmp.path().join("pod.yaml");
+    std::fs::write(
+        &pod,
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: pit-progress}}\nspec:\n  restartPolicy: Never\n  containers:\n  - {{name: c, image: \"{name}\", command: [\"true\"]}}\n"
+        ),
+    )
+    .unwrap();
+    let ran = on_a_terminal(&format!(
+        "{} run {} --images {} --state-dir {}",
+        bin.display(),
+        pod.display(),
+        tmp.path().join("store2").display(),
+        tmp.path().join("state").display()
+    ));
+    for (what, out) in [("images pull", &pulled), ("run", &ran)] {
+        assert!(
+            out.contains(&format!("Trying to pull {name}...")),
+            "{what}: {out}"
+        );
+        let done = out
+            .split(['\r', '\n'])
+            .filter(|l| l.contains("Copying blob ") && l.ends_with(" done"))
+            .count();
+        assert!(done >= 1, "{what}: no blob done: {out:?}");
+        assert!(
+            !out.contains(" MB") && !out.contains("0.0 of 0.0"),
+            "{what}: decimal or empty sizes: {out:?}"
+        );
+    }
+}
+
 #[test]
 #[ignore = "needs root: runs a registry and pulls into a store"]
 fn registry_missing_tag_is_a_clear_error_and_stores_nothing() {

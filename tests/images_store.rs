@@ -374,7 +374,11 @@ fn images_rm_frees_what_no_other_image_uses() {
     let o = images(&store, &["rm", &oci.digest.to_string()]);
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("a running container uses"), "{err}");
+    assert!(
+        err.contains("is in use by a running container: stop its pod first, or give --force"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
     assert_eq!(ok(images(&store, &["ls", "-q"])), "podinit.test/layers:1\n");
     drop(held);
     let o = images(&store, &["rm", "nosuch:1"]);
@@ -382,6 +386,11 @@ fn images_rm_frees_what_no_other_image_uses() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("no image nosuch:1 in the store"));
     ok(images(&store, &["rm", &oci.digest.to_string()]));
     assert_empty(&store);
+    assert_eq!(
+        entries(&store.join("in-use")),
+        Vec::<String>::new(),
+        "the lock of a name removed stays"
+    );
 }
 
 #[test]

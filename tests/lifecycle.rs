@@ -289,7 +289,11 @@ spec:
     command: ["sh", "-c", "cat /proc/self/oom_score_adj"]
 "#,
     );
-    let out = p.run(LIMIT);
+    // --verbose: a notice said once per machine is said on this run too.
+    let mut cmd = p.command();
+    cmd.arg("--verbose");
+    p.start_with(cmd);
+    let out = p.wait(LIMIT);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.status["status"]["qosClass"], "Burstable");
     // SAFETY: sysconf has no memory effects.
@@ -314,6 +318,16 @@ spec:
             "{}",
             out.stderr
         );
+        // Said once per machine: without --verbose, the next run says nothing of it.
+        let mut again = TestPod::new("oomscore2", "apiVersion: v1\nkind: Pod\nmetadata: {name: NAME}\nspec:\n  restartPolicy: Never\n  containers:\n  - {name: c, image: busybox, command: [\"true\"]}\n");
+        let quiet = again.run(LIMIT);
+        assert_eq!(quiet.code, 0, "{}", quiet.stderr);
+        assert!(
+            !quiet.stderr.contains("OOM score"),
+            "said again: {}",
+            quiet.stderr
+        );
+        again.assert_nothing_left();
         std::fs::read_to_string("/proc/self/oom_score_adj")
             .unwrap()
             .trim()

@@ -1142,6 +1142,59 @@ fn runc_diff_pid_files_exec_process_and_events() {
     );
 }
 
+/// `events --stats` of a container that has used the CPU: the user and kernel figures, in
+/// total and per CPU, as runc gives them (cgroup v1 cpuacct.stat and usage_all, v2
+/// cpu.stat), real numbers a caller can add up.
+#[test]
+#[ignore = "needs root: runc and namespaces"]
+fn runc_diff_events_stats_cpu_figures() {
+    require_root();
+    let lab = Lab::new("cpustats");
+    same_transcript(&lab, |r| {
+        let b = lab.bundle(&[
+            "sh",
+            "-c",
+            "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; echo busy-done; sleep 100",
+        ]);
+        let id = lab.id("cpu");
+        r.run_bg(&b, &id).expect_ok();
+        wait_for(Duration::from_secs(120), "the busy loop's end", || {
+            b.container_output().contains("busy-done").then_some(())
+        });
+        let o = r.run(&["events", "--stats", &id]).expect_ok();
+        let ev: Value = serde_json::from_str(o.stdout.lines().next().unwrap_or(""))
+            .unwrap_or_else(|e| panic!("{}: events --stats: {e}: {}", r.label, o.stdout));
+        let u = &ev["data"]["cpu"]["usage"];
+        eprintln!("{}: cpu.usage {u}", r.label);
+        let num = |k: &str| u[k].as_u64();
+        let list =
+            |k: &str| -> Option<Vec<u64>> { u[k].as_array()?.iter().map(Value::as_u64).collect() };
+        let cpus = list("percpu").map(|l| l.len());
+        let mut t = vec![
+            format!("total > 0: {}", num("total").is_some_and(|v| v > 0)),
+            format!("user > 0: {}", num("user").is_some_and(|v| v > 0)),
+            format!("kernel is a number: {}", num("kernel").is_some()),
+        ];
+        if std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
+            // Pure v2 has no per-CPU figures: runc leaves them out.
+            t.push(format!("percpu: {}", u.get("percpu").is_some()));
+        } else {
+            let user = list("percpu_user").unwrap_or_default();
+            t.push(format!(
+                "percpu_user one per CPU, summing above 0: {}",
+                Some(user.len()) == cpus && user.iter().sum::<u64>() > 0
+            ));
+            t.push(format!(
+                "percpu_kernel one per CPU: {}",
+                list("percpu_kernel").map(|l| l.len()) == cpus
+            ));
+        }
+        r.run(&["delete", "--force", &id]).expect_ok();
+        lab.assert_nothing_left(r, &b, &id, false);
+        t
+    });
+}
+
 #[test]
 #[ignore = "needs root: runc and namespaces"]
 fn runc_diff_preserve_fds() {
@@ -1194,9 +1247,9 @@ fn runc_diff_spec_and_features_documents() {
                 args.push("--rootless");
             }
             r.run(&args).expect_ok();
-            let v: Value =
-                serde_json::from_slice(&std::fs::read(d.join("config.json")).unwrap()).unwrap();
-            docs.push(v);
+            // As text: runc writes its Go structs' fields in their order, and a caller may
+            // read them in that order.
+            docs.push(std::fs::read_to_string(d.join("config.json")).unwrap());
         }
         let features = r.run(&["features"]).expect_ok().json();
         // podman info shows the first line; `spec:` names the runtime-spec version.

@@ -426,3 +426,71 @@ fn find_cgroups(name: &str) -> Vec<std::path::PathBuf> {
         .filter(|p| p.is_dir())
         .collect()
 }
+
+/// The README's one-liner in a script or CI: `spec`, then `run` of its `terminal: true`
+/// shell with no terminal on stdin, stdout, stderr nor a controlling one. runc fails at
+/// once, before it makes anything; the runtime under test must too, not wait on a shell.
+#[test]
+#[ignore = "needs root: runc and cgroups"]
+fn runc_errors_terminal_spec_run_without_a_terminal() {
+    use std::os::unix::process::CommandExt;
+    require_root();
+    let lab = Lab::new("notty");
+    let lines = lab.both().map(|r| {
+        let mut b = lab.bundle(&["sh"]);
+        b.set("/process/terminal", json!(true));
+        b.write();
+        let id = lab.id("tty");
+        r.track(&id);
+        let log = lab.dir.join(format!("{}.log", lab.id("log")));
+        let mut c = r.cmd();
+        c.arg("--log")
+            .arg(&log)
+            .args(["--log-format", "json", "run", "--bundle", b.path(), &id]);
+        // SAFETY: setsid between fork and exec: the command has no controlling terminal.
+        unsafe {
+            c.pre_exec(|| {
+                nix::unistd::setsid().map_err(std::io::Error::from)?;
+                Ok(())
+            })
+        };
+        let o = r.detached(c, &log.with_extension("stdio"));
+        assert_eq!(o.code, 1, "{}: {}: {}", r.label, o.what, o.stderr);
+        let line = assert_one_line_error(r, &o, &log);
+        assert!(
+            line.contains("open /dev/tty: no such device or address"),
+            "{}: {line}",
+            r.label
+        );
+        lab.assert_nothing_left(r, &b, &id, false);
+        line
+    });
+    eprintln!("{lines:#?}");
+}
+
+/// A bundle that is not there: runc fails on its `chdir`, naming the path as given.
+#[test]
+#[ignore = "needs root: runc"]
+fn runc_errors_missing_bundle_says_chdir() {
+    require_root();
+    let lab = Lab::new("nobundle");
+    let missing = lab.dir.join("no-such-bundle");
+    let want = format!(
+        "chdir {}: no such file or directory",
+        missing.to_str().unwrap()
+    );
+    for verb in ["create", "run"] {
+        for r in lab.both() {
+            let id = lab.id("nb");
+            r.track(&id);
+            let (o, log) = logged(&lab, r, &[verb, "--bundle", missing.to_str().unwrap(), &id]);
+            let line = assert_one_line_error(r, &o, &log);
+            assert!(line.contains(&want), "{}: {verb}: {line}", r.label);
+            assert!(
+                !r.root.join(&id).exists(),
+                "{}: state of {id} left",
+                r.label
+            );
+        }
+    }
+}

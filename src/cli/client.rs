@@ -1,6 +1,8 @@
 //! The client commands (`status`, `events`, `logs`, `exec`, `debug`, `condition`, `stop`,
-//! `attach`): one request each over the pod's status socket.
+//! `attach`): one request each over the pod's status socket; `status`, `events` and `logs`
+//! of a pod that has ended read its kept files instead.
 
+use super::pods::{self, Target};
 use crate::api::client::{self, Response};
 use std::io::Write;
 use std::path::PathBuf;
@@ -8,9 +10,32 @@ use std::time::Duration;
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
-fn sock(s: Option<PathBuf>) -> Result<PathBuf, String> {
-    client::socket_path(s.as_deref())
-        .ok_or_else(|| "no socket: give --socket PATH or set $PODINIT_SOCKET".to_string())
+/// How a client command names its pod: `POD`, `--socket`, `--state-root`.
+pub struct Pick {
+    pub pod: Option<String>,
+    pub socket: Option<PathBuf>,
+    pub root: PathBuf,
+}
+
+impl Pick {
+    fn target(self) -> Result<Target, String> {
+        pods::target(self.pod.as_deref(), self.socket, &self.root)
+    }
+
+    /// The socket of a running pod: `what` cannot be done to one that has ended.
+    fn live(self, what: &str) -> Result<PathBuf, String> {
+        match self.target()? {
+            Target::Live(s) => Ok(s),
+            Target::Ended(p) => Err(format!(
+                "pod {} has ended: {what} needs it running (status, events and logs read what it left)",
+                p.key()
+            )),
+        }
+    }
+}
+
+fn now_secs() -> i64 {
+    (crate::util::now_unix_nanos() / 1_000_000_000) as i64
 }
 
 /// Run `f`, print its error as one line; the exit status.
@@ -36,12 +61,15 @@ fn get(s: &std::path::Path, path: &str) -> Result<Response, String> {
     ok(client::request(s, "GET", path, None, TIMEOUT).map_err(|e| e.to_string())?)
 }
 
-pub fn status(s: Option<PathBuf>, output: &str) -> i32 {
+pub fn status(p: Pick, output: &str) -> i32 {
     run(|| {
-        let s = sock(s)?;
-        let r = get(&s, "/v1/pod")?;
-        let pod: serde_json::Value = serde_json::from_slice(&r.body).map_err(|e| e.to_string())?;
-        let now = (crate::util::now_unix_nanos() / 1_000_000_000) as i64;
+        let pod: serde_json::Value = match p.target()? {
+            Target::Live(s) => {
+                serde_json::from_slice(&get(&s, "/v1/pod")?.body).map_err(|e| e.to_string())?
+            }
+            Target::Ended(d) => d.pod()?,
+        };
+        let now = now_secs();
         let text = match output {
             "json" => serde_json::to_string_pretty(&pod).unwrap_or_default() + "\n",
             "yaml" => serde_yaml_ng::to_string(&pod).unwrap_or_default(),
@@ -52,27 +80,27 @@ pub fn status(s: Option<PathBuf>, output: &str) -> i32 {
     })
 }
 
-fn print_event(e: &serde_json::Value) {
-    println!(
-        "{}\t{}\t{}\t{}\t{}",
-        e["lastTimestamp"].as_str().unwrap_or(""),
-        e["type"].as_str().unwrap_or(""),
-        e["reason"].as_str().unwrap_or(""),
-        e["involvedObject"]["fieldPath"].as_str().unwrap_or("pod"),
-        e["message"].as_str().unwrap_or("")
-    );
-}
-
-pub fn events(s: Option<PathBuf>, watch: bool) -> i32 {
+pub fn events(p: Pick, watch: bool) -> i32 {
+    use crate::status::events_table::render;
     run(|| {
-        let s = sock(s)?;
+        let s = match p.target()? {
+            Target::Live(s) => s,
+            Target::Ended(d) => {
+                print!("{}", render(&pods::kept_events(&d.dir), true, now_secs()));
+                return Ok(0);
+            }
+        };
         if watch {
+            // As `kubectl events --watch`: the header with the first event, then a line each.
+            let mut header = true;
             let mut buf = Vec::new();
             let r = client::stream(&s, "/v1/events?watch=true", &mut |d| {
                 buf.extend_from_slice(d);
                 while let Some(n) = buf.iter().position(|&b| b == b'\n') {
                     if let Ok(e) = serde_json::from_slice::<serde_json::Value>(&buf[..n]) {
-                        print_event(&e);
+                        print!("{}", render(&[e], header, now_secs()));
+                        let _ = std::io::stdout().flush();
+                        header = false;
                     }
                     buf.drain(..=n);
                 }
@@ -83,24 +111,24 @@ pub fn events(s: Option<PathBuf>, watch: bool) -> i32 {
         }
         let r = get(&s, "/v1/events")?;
         let v: serde_json::Value = serde_json::from_slice(&r.body).map_err(|e| e.to_string())?;
-        println!("LAST SEEN\tTYPE\tREASON\tOBJECT\tMESSAGE");
-        for e in v["items"].as_array().into_iter().flatten() {
-            print_event(e);
-        }
+        let items = v["items"].as_array().cloned().unwrap_or_default();
+        print!("{}", render(&items, true, now_secs()));
         Ok(0)
     })
 }
 
-pub fn logs(
-    s: Option<PathBuf>,
-    c: &str,
-    follow: bool,
-    previous: bool,
-    tail: Option<u64>,
-    ts: bool,
-) -> i32 {
+pub fn logs(p: Pick, c: &str, follow: bool, previous: bool, tail: Option<u64>, ts: bool) -> i32 {
     run(|| {
-        let s = sock(s)?;
+        let s = match p.target()? {
+            Target::Live(s) => s,
+            // Ended: nothing more will come, `--follow` or not.
+            Target::Ended(d) => {
+                let path = pods::kept_log(&d.dir, &d.pod()?, c, previous)?;
+                let text = crate::logs::render(&path, tail.map(|n| n as usize), ts);
+                let _ = std::io::stdout().write_all(&text);
+                return Ok(0);
+            }
+        };
         let mut q =
             format!("/v1/containers/{c}/log?follow={follow}&previous={previous}&timestamps={ts}");
         if let Some(n) = tail {
@@ -130,14 +158,14 @@ fn ephemeral_state(s: &std::path::Path, name: &str) -> Result<serde_json::Value,
 }
 
 pub fn debug(
-    s: Option<PathBuf>,
+    p: Pick,
     image: String,
     target: Option<String>,
     name: Option<String>,
     command: Vec<String>,
 ) -> i32 {
     run(|| {
-        let s = sock(s)?;
+        let s = p.live("debug")?;
         let named = name.is_some();
         let name = name.unwrap_or_else(|| format!("debugger-{}", crate::util::random_hex(3)));
         let mut ec = serde_json::json!({"name": name, "image": image});
@@ -207,14 +235,14 @@ pub fn debug(
 }
 
 pub fn condition(
-    s: Option<PathBuf>,
+    p: Pick,
     t: &str,
     status: &str,
     reason: Option<String>,
     message: Option<String>,
 ) -> i32 {
     run(|| {
-        let s = sock(s)?;
+        let s = p.live("condition")?;
         let body =
             serde_json::json!({"status": status, "reason": reason, "message": message}).to_string();
         let r = client::request(
@@ -230,9 +258,9 @@ pub fn condition(
     })
 }
 
-pub fn exec(s: Option<PathBuf>, container: &str, timeout: u64, command: Vec<String>) -> i32 {
+pub fn exec(p: Pick, container: &str, timeout: u64, command: Vec<String>) -> i32 {
     run(|| {
-        let s = sock(s)?;
+        let s = p.live("exec")?;
         let body = serde_json::json!({"command": command, "timeoutSeconds": timeout}).to_string();
         // The answer comes when the command exits.
         let wait = if timeout > 0 {
@@ -260,9 +288,9 @@ pub fn exec(s: Option<PathBuf>, container: &str, timeout: u64, command: Vec<Stri
 /// `podinit attach`: as `kubectl attach`, the container's output to stdout and, with
 /// `-i`, stdin to the container; with a terminal, the local one in raw mode and its size
 /// passed on.
-pub fn attach(s: Option<PathBuf>, container: &str, stdin: bool, tty: bool) -> i32 {
+pub fn attach(p: Pick, container: &str, stdin: bool, tty: bool) -> i32 {
     run(|| {
-        let s = sock(s)?;
+        let s = p.live("attach")?;
         let pod: serde_json::Value = serde_json::from_slice(&get(&s, "/v1/pod")?.body)
             .map_err(|e| format!("bad answer from the pod: {e}"))?;
         let spec = &pod["spec"];
@@ -382,9 +410,9 @@ fn resize_loop(s: PathBuf, container: String) {
     });
 }
 
-pub fn stop(s: Option<PathBuf>, grace: Option<u64>) -> i32 {
+pub fn stop(p: Pick, grace: Option<u64>) -> i32 {
     run(|| {
-        let s = sock(s)?;
+        let s = p.live("stop")?;
         let body = match grace {
             Some(g) => serde_json::json!({"gracePeriodSeconds": g}).to_string(),
             None => String::new(),
@@ -398,6 +426,51 @@ pub fn stop(s: Option<PathBuf>, grace: Option<u64>) -> i32 {
         )
         .map_err(|e| e.to_string())?;
         ok(r)?;
+        Ok(0)
+    })
+}
+
+/// `podinit pods`: every pod under the state root, running or ended, from its kept
+/// `status.json` (replaced on every change, so current for a running pod too).
+pub fn pods(root: &std::path::Path, output: &str) -> i32 {
+    run(|| {
+        let mut items = Vec::new();
+        for p in pods::list(root) {
+            match p.pod() {
+                Ok(pod) => items.push(pod),
+                // Starting: no status written yet.
+                Err(_) => items.push(serde_json::json!({
+                    "metadata": {"name": p.name, "namespace": p.namespace},
+                    "status": {"phase": "Pending"},
+                })),
+            }
+        }
+        if output == "json" {
+            let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items});
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&list).unwrap_or_default()
+            );
+            return Ok(0);
+        }
+        if items.is_empty() {
+            // As kubectl: said on stderr, so that a pipe reads an empty list.
+            eprintln!("No resources found under {}.", root.display());
+            return Ok(0);
+        }
+        print!(
+            "{}",
+            crate::status::table::render_list(&items, output == "wide", now_secs())
+        );
+        Ok(0)
+    })
+}
+
+/// `podinit rm POD`: as kubectl's `pod "NAME" deleted`.
+pub fn rm(pod: &str, root: &std::path::Path) -> i32 {
+    run(|| {
+        let p = pods::remove(pod, root)?;
+        println!("pod \"{}\" deleted from {}", p.key(), root.display());
         Ok(0)
     })
 }

@@ -8,6 +8,12 @@ const SOCKET: Opt = opt(
     "The pod's status socket [default: $PODINIT_SOCKET]",
 )
 .path();
+const STATE_ROOT: Opt = opt(
+    "state-root",
+    "DIR",
+    "Where pods are found by name [default: /run/podinit]",
+)
+.path();
 const BUNDLES: Opt = opt(
     "bundles",
     "DIR",
@@ -90,6 +96,16 @@ pub static COMMANDS: &[Cmd] = &[
             opt("log-format", "FORMAT", "How podinit writes its own log")
                 .choices(&["text", "json"])
                 .default("text"),
+            flag(
+                "quiet",
+                Some('q'),
+                "No line per event, no pull progress: only warnings and errors",
+            ),
+            flag(
+                "verbose",
+                Some('v'),
+                "Say every notice, also those said once per machine",
+            ),
             opt(
                 "max-restart-backoff",
                 "SECONDS",
@@ -126,6 +142,7 @@ pub static COMMANDS: &[Cmd] = &[
         ],
         args: &[MANIFEST],
         trailing: None,
+        pod: false,
     },
     Cmd {
         name: "validate",
@@ -133,11 +150,13 @@ pub static COMMANDS: &[Cmd] = &[
         opts: &[BUNDLES, IMAGES, PRESETS],
         args: &[MANIFEST],
         trailing: None,
+        pod: false,
     },
     Cmd {
         name: "status",
         about: "Show the pod like `kubectl get pod`",
         opts: &[
+            STATE_ROOT,
             SOCKET,
             opt("output", "FORMAT", "Output format")
                 .short('o')
@@ -146,21 +165,25 @@ pub static COMMANDS: &[Cmd] = &[
         ],
         args: &[],
         trailing: None,
+        pod: true,
     },
     Cmd {
         name: "events",
-        about: "Show the pod's events",
+        about: "Show the pod's events like `kubectl events`",
         opts: &[
+            STATE_ROOT,
             SOCKET,
             flag("watch", Some('w'), "Keep printing events as they come"),
         ],
         args: &[],
         trailing: None,
+        pod: true,
     },
     Cmd {
         name: "logs",
         about: "Print a container's log",
         opts: &[
+            STATE_ROOT,
             SOCKET,
             flag("follow", Some('f'), "Keep printing the log as it grows"),
             flag(
@@ -173,11 +196,13 @@ pub static COMMANDS: &[Cmd] = &[
         ],
         args: &[CONTAINER],
         trailing: None,
+        pod: true,
     },
     Cmd {
         name: "exec",
         about: "Run a command in a running container; exits with its exit code",
         opts: &[
+            STATE_ROOT,
             SOCKET,
             opt(
                 "timeout",
@@ -191,12 +216,14 @@ pub static COMMANDS: &[Cmd] = &[
             name: "COMMAND",
             required: true,
         }),
+        pod: true,
     },
     Cmd {
         name: "attach",
         about:
             "Attach to a running container's output and, with -i, its input (as `kubectl attach`)",
         opts: &[
+            STATE_ROOT,
             SOCKET,
             flag(
                 "stdin",
@@ -211,11 +238,13 @@ pub static COMMANDS: &[Cmd] = &[
         ],
         args: &[CONTAINER],
         trailing: None,
+        pod: true,
     },
     Cmd {
         name: "debug",
         about: "Add an ephemeral debug container, show its output, exit with its exit code",
         opts: &[
+            STATE_ROOT,
             SOCKET,
             opt(
                 "image",
@@ -234,11 +263,13 @@ pub static COMMANDS: &[Cmd] = &[
             name: "COMMAND",
             required: false,
         }),
+        pod: true,
     },
     Cmd {
         name: "condition",
         about: "Set a readiness-gate condition",
         opts: &[
+            STATE_ROOT,
             opt("reason", "REASON", "The condition's reason"),
             opt("message", "MESSAGE", "The condition's message"),
             SOCKET,
@@ -258,11 +289,13 @@ pub static COMMANDS: &[Cmd] = &[
             },
         ],
         trailing: None,
+        pod: true,
     },
     Cmd {
         name: "stop",
         about: "Terminate the pod (grace period 0 forces)",
         opts: &[
+            STATE_ROOT,
             SOCKET,
             opt(
                 "grace-period",
@@ -272,6 +305,34 @@ pub static COMMANDS: &[Cmd] = &[
         ],
         args: &[],
         trailing: None,
+        pod: true,
+    },
+    Cmd {
+        name: "pods",
+        about: "List every pod under the state root, running or ended, like `kubectl get pods -A`",
+        opts: &[
+            STATE_ROOT,
+            opt("output", "FORMAT", "Output format")
+                .short('o')
+                .choices(&["table", "wide", "json"])
+                .default("table"),
+        ],
+        args: &[],
+        trailing: None,
+        pod: false,
+    },
+    Cmd {
+        name: "rm",
+        about: "Remove an ended pod's kept state (its status, events and logs)",
+        opts: &[STATE_ROOT],
+        args: &[Pos {
+            name: "POD",
+            help: "The pod: NAME or NAMESPACE/NAME",
+            choices: &[],
+            path: false,
+        }],
+        trailing: None,
+        pod: false,
     },
     Cmd {
         name: "runc",
@@ -283,6 +344,7 @@ pub static COMMANDS: &[Cmd] = &[
             name: "ARGS",
             required: false,
         }),
+        pod: false,
     },
     super::images::CMD,
     Cmd {
@@ -291,6 +353,7 @@ pub static COMMANDS: &[Cmd] = &[
         opts: &[],
         args: &[],
         trailing: None,
+        pod: false,
     },
     Cmd {
         name: "completions",
@@ -304,5 +367,6 @@ pub static COMMANDS: &[Cmd] = &[
             path: false,
         }],
         trailing: None,
+        pod: false,
     },
 ];

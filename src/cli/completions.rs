@@ -126,9 +126,16 @@ fn zsh_command(s: &mut String, c: &Cmd) {
         }
     }
     let _ = write!(s, " \\\n                '(- *)'{{-h,--help}}'[Print help]'");
-    for (i, a) in c.args.iter().enumerate() {
-        let v = zsh_value(a.name, a.choices, a.path);
-        let _ = write!(s, " \\\n                '{}{v}'", i + 1);
+    // With an optional POD first, a word's place does not tell which argument it is.
+    if c.pod && !c.args.is_empty() {
+        s.push_str(" \\\n                '*:POD or argument: '");
+    } else if c.pod {
+        s.push_str(" \\\n                '1::POD: '");
+    } else {
+        for (i, a) in c.args.iter().enumerate() {
+            let v = zsh_value(a.name, a.choices, a.path);
+            let _ = write!(s, " \\\n                '{}{v}'", i + 1);
+        }
     }
     if c.trailing.is_some() {
         s.push_str(" \\\n                '*::command: _normal'");

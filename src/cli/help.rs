@@ -30,6 +30,9 @@ pub fn command(c: &Cmd) -> String {
     if !c.opts.is_empty() {
         usage.push_str(" [OPTIONS]");
     }
+    if c.pod {
+        usage.push_str(" [POD]");
+    }
     for a in c.args {
         let _ = write!(usage, " <{}>", a.name);
     }
@@ -40,10 +43,21 @@ pub fn command(c: &Cmd) -> String {
         };
     }
     let mut s = format!("{}\n\nUsage: {usage}\n", c.about);
-    let args: Vec<(String, String)> = c
-        .args
-        .iter()
-        .map(|a| (format!("<{}>", a.name), with_choices(a.help, a.choices)))
+    let pod = c.pod.then(|| {
+        (
+            "[POD]".to_string(),
+            "The pod, NAME or NAMESPACE/NAME, under --state-root [default: --socket, else \
+             $PODINIT_SOCKET, else the only pod there]"
+                .to_string(),
+        )
+    });
+    let args: Vec<(String, String)> = pod
+        .into_iter()
+        .chain(
+            c.args
+                .iter()
+                .map(|a| (format!("<{}>", a.name), with_choices(a.help, a.choices))),
+        )
         .collect();
     section(&mut s, "Arguments", &args);
     let mut opts: Vec<(String, String)> = c

@@ -16,13 +16,14 @@ pub const IMAGES: Opt = opt("images", "DIR", "The image store (docs/images.md)")
 pub const CMD: Cmd = Cmd {
     name: "images",
     about: "Manage the image store: `images import FILE|DIR [--name NAME]`, `images ls [-q]`, \
-            `images rm NAME|DIGEST...`, `images pull NAME` (`podinit images --help`)",
+            `images rm [--force] NAME|DIGEST...`, `images pull NAME` (`podinit images --help`)",
     opts: &[IMAGES],
     args: &[],
     trailing: Some(Trailing {
         name: "ARGS",
         required: false,
     }),
+    pod: false,
 };
 
 const HELP: &str = "\
@@ -31,10 +32,11 @@ Manage the image store (docs/images.md)
 Usage: podinit images [--images DIR] <COMMAND> [ARGS]
 
 Commands:
-  import FILE|DIR [--name NAME]  Import an OCI image layout, an oci-archive or a docker save archive
-  ls [-q|--quiet]                List the images: NAME, DIGEST, SIZE (-q: names only)
-  rm NAME|DIGEST...              Remove images; blobs and layers no other image uses go too
-  pull NAME                      Pull an image from its registry (`podinit images pull --help`)
+  import FILE|DIR [--name NAME]   Import an OCI image layout, an oci-archive or a docker save archive
+  ls [-q|--quiet]                 List the images: NAME, DIGEST, SIZE (-q: names only)
+  rm [-f|--force] NAME|DIGEST...  Remove images; blobs and layers no other image uses go too;
+                                  a name a running container uses is refused (-f: removed)
+  pull NAME                       Pull an image from its registry (`podinit images pull --help`)
 
 Options:
   --images <DIR>  The image store [default: /var/lib/podinit/images]
@@ -47,7 +49,7 @@ enum Action {
     Help,
     Import { path: PathBuf, name: Option<String> },
     List { quiet: bool },
-    Remove(Vec<String>),
+    Remove { names: Vec<String>, force: bool },
 }
 
 /// Parses the words after `images`; returns the store's root and the action.
@@ -59,6 +61,7 @@ fn parse(args: Vec<OsString>) -> Result<(PathBuf, Action), String> {
     let mut words: Vec<String> = vec![];
     let mut name = None;
     let mut quiet = false;
+    let mut force = false;
     let str = |v: OsString| {
         v.into_string()
             .map_err(|v| format!("not valid UTF-8: {v:?}"))
@@ -71,6 +74,9 @@ fn parse(args: Vec<OsString>) -> Result<(PathBuf, Action), String> {
                 name = Some(str(p.value().map_err(|e| e.to_string())?)?)
             }
             Long("quiet") | Short('q') if cmd.as_deref() == Some("ls") => quiet = true,
+            Long("force") | Short('f') if matches!(cmd.as_deref(), Some("rm" | "remove")) => {
+                force = true
+            }
             Value(v) if cmd.is_none() => cmd = Some(str(v)?),
             Value(v) => words.push(str(v)?),
             other => return Err(format!("unknown option {}", super::show(&other))),
@@ -90,7 +96,10 @@ fn parse(args: Vec<OsString>) -> Result<(PathBuf, Action), String> {
         Some("ls" | "list") if words.is_empty() => Action::List { quiet },
         Some("ls" | "list") => return Err(format!("unexpected argument {:?}", words[0])),
         Some("rm" | "remove") if words.is_empty() => return Err("NAME|DIGEST is missing".into()),
-        Some("rm" | "remove") => Action::Remove(words),
+        Some("rm" | "remove") => Action::Remove {
+            names: words,
+            force,
+        },
         // `images pull` has options of its own and is read by `cli::images_pull`, which
         // main.rs hands it to before this parser sees it.
         Some(other) => return Err(format!("unknown images command {other:?}")),
@@ -124,14 +133,27 @@ pub fn main(args: Vec<OsString>) -> i32 {
     }
     match run(&root, action) {
         Ok(()) => 0,
-        Err(e) => {
+        Err(Failed::Said) => 1,
+        Err(Failed::Error(e)) => {
             crate::log::error(&e);
             1
         }
     }
 }
 
-fn run(root: &std::path::Path, action: Action) -> Result<(), String> {
+/// Why a command failed: an error to say, or errors said already.
+enum Failed {
+    Error(String),
+    Said,
+}
+
+impl From<String> for Failed {
+    fn from(e: String) -> Self {
+        Failed::Error(e)
+    }
+}
+
+fn run(root: &std::path::Path, action: Action) -> Result<(), Failed> {
     let store = Store::open(root)?;
     match action {
         Action::Help => {}
@@ -141,19 +163,22 @@ fn run(root: &std::path::Path, action: Action) -> Result<(), String> {
             }
         }
         Action::List { quiet } => print!("{}", table(&store.list()?, quiet)),
-        Action::Remove(names) => {
-            // As `crictl rmi`: every name is tried, the first failure decides the status.
-            let mut first = Ok(());
+        Action::Remove { names, force } => {
+            // As `crictl rmi`: every name is tried, each failure said in one line, and any
+            // failure fails the command.
+            let mut failed = false;
             for n in names {
-                match store.remove(&n) {
+                match store.remove(&n, force) {
                     Ok(()) => println!("{n}"),
                     Err(e) => {
                         crate::log::error(&e);
-                        first = first.and(Err(format!("{n}: not removed")));
+                        failed = true;
                     }
                 }
             }
-            first?;
+            if failed {
+                return Err(Failed::Said);
+            }
         }
     }
     Ok(())
@@ -232,7 +257,17 @@ mod tests {
         assert_eq!(words(&["ls"]).unwrap().0, PathBuf::from(DEFAULT_ROOT));
         assert_eq!(
             words(&["rm", "a", "b"]).unwrap().1,
-            Action::Remove(vec!["a".into(), "b".into()])
+            Action::Remove {
+                names: vec!["a".into(), "b".into()],
+                force: false
+            }
+        );
+        assert_eq!(
+            words(&["rm", "--force", "a"]).unwrap().1,
+            Action::Remove {
+                names: vec!["a".into()],
+                force: true
+            }
         );
         assert_eq!(words(&["--help"]).unwrap().1, Action::Help);
         assert_eq!(words(&["import"]).unwrap_err(), "FILE|DIR is missing");

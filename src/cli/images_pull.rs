@@ -2,13 +2,13 @@
 //! progress line on a terminal and the digest of what was pulled on stdout at the end.
 //! Its options repeat (`--registry-ca`, `--insecure-registry`), so it reads its own words.
 
+use crate::image::progress::ProgressLine;
 use crate::image::reference::Reference;
-use crate::image::registry::{self, Credential, Options, Progress};
+use crate::image::registry::{self, Credential, Options};
 use crate::image::store::{self, Store};
 use std::ffi::OsString;
-use std::io::Write;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const EXIT_FAILED: i32 = 1;
 const EXIT_USAGE: i32 = 2;
@@ -127,80 +127,10 @@ fn pull(mut a: Args) -> Result<String, String> {
         });
     }
     let store = Store::open(&a.images)?;
-    let tty = !a.quiet && nix::unistd::isatty(std::io::stderr()).unwrap_or(false);
-    let mut line = ProgressLine::new(&name.to_string(), tty);
+    let mut line = ProgressLine::new(&name.to_string(), !a.quiet);
     let image = registry::pull(&store, &name, &a.opts, &mut |p| line.show(&p));
-    line.clear();
+    line.finish();
     Ok(image?.digest.to_string())
-}
-
-/// One line on stderr, rewritten at most ten times a second.
-struct ProgressLine {
-    name: String,
-    on: bool,
-    last: Option<Instant>,
-    shown: bool,
-}
-
-impl ProgressLine {
-    fn new(name: &str, on: bool) -> Self {
-        ProgressLine {
-            name: name.to_string(),
-            on,
-            last: None,
-            shown: false,
-        }
-    }
-
-    fn show(&mut self, p: &Progress) {
-        if !self.on {
-            return;
-        }
-        let text = match p {
-            Progress::Resolved { digest } => format!("{}: resolved {digest}", self.name),
-            Progress::Blob {
-                digest,
-                done,
-                total,
-            } => {
-                let finished = done == total;
-                if !finished
-                    && self
-                        .last
-                        .is_some_and(|t| t.elapsed() < Duration::from_millis(100))
-                {
-                    return;
-                }
-                format!(
-                    "{}: {} {} of {}",
-                    self.name,
-                    short(digest),
-                    mib(*done),
-                    mib(*total)
-                )
-            }
-        };
-        self.last = Some(Instant::now());
-        self.shown = true;
-        let mut e = std::io::stderr();
-        let _ = write!(e, "\r\x1b[K{text}");
-        let _ = e.flush();
-    }
-
-    fn clear(&mut self) {
-        if self.shown {
-            let _ = write!(std::io::stderr(), "\r\x1b[K");
-        }
-    }
-}
-
-/// `sha256:0123456789ab`: enough to tell blobs apart on one line.
-fn short(digest: &str) -> &str {
-    &digest[..digest.len().min(19)]
-}
-
-fn mib(n: u64) -> String {
-    format!("{:.1} MiB", n as f64 / (1024.0 * 1024.0))
 }
 
 #[cfg(test)]
@@ -244,11 +174,5 @@ mod tests {
             let e = parse(words(w)).err().unwrap();
             assert!(e.contains(want), "{w}: {e}");
         }
-    }
-
-    #[test]
-    fn formats_progress() {
-        assert_eq!(mib(3 * 1024 * 1024 / 2), "1.5 MiB");
-        assert_eq!(short("sha256:0123456789abcdef"), "sha256:0123456789ab");
     }
 }

@@ -9,6 +9,7 @@ pub mod completions;
 pub mod help;
 pub mod images;
 pub mod images_pull;
+pub mod pods;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -22,6 +23,9 @@ pub struct Cmd {
     pub args: &'static [Pos],
     /// Words after `--`, handed on as they are (`exec … -- COMMAND [ARG...]`).
     pub trailing: Option<Trailing>,
+    /// A client command: it also takes the pod as an optional first positional `POD`
+    /// (`NAME` or `NAMESPACE/NAME`), found under `--state-root`.
+    pub pod: bool,
 }
 
 pub struct Opt {
@@ -121,6 +125,8 @@ pub struct Matches {
     flags: Vec<&'static str>,
     pub args: Vec<OsString>,
     pub trailing: Vec<String>,
+    /// The optional first positional of a client command.
+    pub pod: Option<String>,
 }
 
 pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, Error> {
@@ -148,6 +154,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, Error> 
         flags: vec![],
         args: vec![],
         trailing: vec![],
+        pod: None,
     };
     loop {
         // `--` ends the options; what follows is the trailing command, word for word.
@@ -174,15 +181,13 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, Error> 
             Long(l) => cmd.opts.iter().find(|o| o.long == *l),
             Short(s) => cmd.opts.iter().find(|o| o.short == Some(*s)),
             Value(v) => {
-                if m.args.len() == cmd.args.len() {
+                if m.args.len() == cmd.args.len() + usize::from(cmd.pod) {
                     let hint = match &cmd.trailing {
                         Some(t) => format!(": a {} goes after `--`", t.name),
                         None => String::new(),
                     };
                     return Err(err(format!("unexpected argument {v:?}{hint}")));
                 }
-                let pos = &cmd.args[m.args.len()];
-                check_choice(pos.name, pos.choices, v).map_err(err)?;
                 m.args.push(v.clone());
                 continue;
             }
@@ -210,12 +215,26 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, Error> 
         m.values.retain(|(k, _)| *k != o.long);
         m.values.push((o.long, v));
     }
+    // One word more than the command's own: the first names the pod.
+    if m.args.len() > cmd.args.len() {
+        let pod = m.args.remove(0);
+        let pod = pod
+            .into_string()
+            .map_err(|v| err(format!("POD: not valid UTF-8: {v:?}")))?;
+        m.pod = Some(pod);
+    }
+    for (pos, v) in cmd.args.iter().zip(&m.args) {
+        check_choice(pos.name, pos.choices, v).map_err(err)?;
+    }
     if let Some(missing) = cmd.args.get(m.args.len()) {
         return Err(err(format!("{} is missing", missing.name)));
     }
     if let Some(t) = cmd.trailing.as_ref().filter(|t| t.required) {
         if m.trailing.is_empty() {
-            return Err(err(format!("{} is missing: give it after `--`", t.name)));
+            return Err(err(format!(
+                "{} is missing: a {} goes after `--`",
+                t.name, t.name
+            )));
         }
     }
     Ok(Parsed::Command(m))

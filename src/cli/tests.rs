@@ -106,7 +106,10 @@ fn wrong_command_lines_name_what_is_wrong() {
             "--output: \"xml\" is not one of table, wide, json, yaml",
         ),
         (&["events", "--watch=yes"], "--watch takes no value"),
-        (&["exec", "web"], "COMMAND is missing: give it after `--`"),
+        (
+            &["exec", "web"],
+            "COMMAND is missing: a COMMAND goes after `--`",
+        ),
         (&["exec", "web", "ls"], "a COMMAND goes after `--`"),
         (&["status", "--", "x"], "unexpected `--`"),
         (
@@ -166,7 +169,7 @@ fn help_and_version_are_answers_not_errors() {
         panic!("help exec")
     };
     assert!(
-        t.contains("Usage: podinit exec [OPTIONS] <CONTAINER> -- <COMMAND>..."),
+        t.contains("Usage: podinit exec [OPTIONS] [POD] <CONTAINER> -- <COMMAND>..."),
         "{t}"
     );
     assert!(t.lines().all(|l| l == l.trim_end()), "trailing spaces: {t}");
@@ -238,4 +241,44 @@ fn completion_scripts_parse() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+}
+
+#[test]
+fn client_commands_take_an_optional_pod_first() {
+    let m = matches(&["logs", "c"]);
+    assert_eq!(
+        (m.pod.as_deref(), m.arg_string(0).unwrap()),
+        (None, "c".into())
+    );
+    let m = matches(&["logs", "prod/web", "c", "-f"]);
+    assert_eq!(
+        (m.pod.as_deref(), m.arg_string(0).unwrap()),
+        (Some("prod/web"), "c".into())
+    );
+    let m = matches(&["exec", "web", "app", "--", "ls"]);
+    assert_eq!(
+        (m.pod.as_deref(), m.arg_string(0).unwrap()),
+        (Some("web"), "app".into())
+    );
+    let m = matches(&["status", "web", "--state-root", "/r"]);
+    assert_eq!(m.pod.as_deref(), Some("web"));
+    assert_eq!(m.path("state-root"), Some(PathBuf::from("/r")));
+    assert_eq!(matches(&["status"]).pod, None);
+    // The choices of a later word are still checked where it stands.
+    let m = matches(&["condition", "web", "example.com/gate", "True"]);
+    assert_eq!(m.pod.as_deref(), Some("web"));
+    assert_eq!(m.arg_string(1).unwrap(), "True");
+    assert!(error(&["condition", "web", "g", "Maybe"]).contains("STATUS"));
+    assert!(error(&["status", "a", "b"]).contains("unexpected argument \"b\""));
+    // `pods` and `rm` are not client commands of one pod.
+    assert!(error(&["pods", "web"]).contains("unexpected argument"));
+    assert_eq!(matches(&["rm", "web"]).arg_string(0).unwrap(), "web");
+    let Ok(Parsed::Help(t)) = parse_words(&["help", "logs"]) else {
+        panic!("help logs")
+    };
+    assert!(
+        t.contains("Usage: podinit logs [OPTIONS] [POD] <CONTAINER>"),
+        "{t}"
+    );
+    assert!(t.contains("--state-root <DIR>"), "{t}");
 }

@@ -10,6 +10,7 @@ mod lock;
 pub mod media;
 mod names;
 pub mod platform;
+pub mod progress;
 pub mod reference;
 pub mod registry;
 pub mod resolve;

@@ -49,8 +49,8 @@ pub struct Listed {
     pub size: u64,
 }
 
-/// Shared locks on an image's layers while a container uses them: `remove` refuses to
-/// delete a held layer. Dropping it lets go.
+/// Shared locks on an image's name and layers while a container uses them: `remove`
+/// refuses the name (unless forced) and never deletes a held layer. Dropping it lets go.
 pub struct Held {
     _locks: Vec<Lock>,
 }
@@ -73,6 +73,7 @@ impl Store {
         // Unpacked layers keep their set-id binaries: only root may reach them.
         mk(&root.join("layers"), 0o700)?;
         mk(&s.tmp(), 0o700)?;
+        mk(&root.join("in-use"), 0o700)?;
         let layout = root.join("oci-layout");
         if !layout.exists() {
             fs::write(&layout, br#"{"imageLayoutVersion":"1.0.0"}"#)
@@ -94,6 +95,13 @@ impl Store {
 
     fn tmp(&self) -> PathBuf {
         self.root.join("tmp")
+    }
+
+    /// The lock a container holds shared on the name it runs an image by.
+    fn in_use_path(&self, name: &str) -> PathBuf {
+        self.root
+            .join("in-use")
+            .join(Digest::of(name.as_bytes()).hex)
     }
 
     fn lock_path(&self) -> PathBuf {
@@ -361,15 +369,17 @@ impl Store {
 
     /// Keeps `image`'s layers from being removed while the returned value lives.
     pub fn hold(&self, image: &Image) -> Result<Held, String> {
-        let mut locks = vec![];
+        let mut locks = vec![lock::take(&self.in_use_path(&image.name), false)?];
         for l in &image.layers {
             locks.extend(lock::dir(l, false)?);
         }
         Ok(Held { _locks: locks })
     }
 
-    /// Removes the name; blobs and layers no other name uses go too.
-    pub fn remove(&self, name: &str) -> Result<(), String> {
+    /// Removes the name; blobs and layers no other name uses go too. A name a running
+    /// container uses is refused, as containerd and podman refuse it, unless `force`:
+    /// then the name goes and the layers in use stay until no container holds them.
+    pub fn remove(&self, name: &str, force: bool) -> Result<(), String> {
         let _only = lock::take(&self.lock_path(), true)?;
         let _names = lock::take(&self.root.join("names.lock"), true)?;
         let all = names::load(&self.index_path())?;
@@ -388,26 +398,53 @@ impl Store {
                     .any(|g| g.name == n.name && g.digest == n.digest)
             })
             .collect();
-        let (kept_blobs, kept_layers) = self.references(&keep);
-        let (blobs, layers) = self.references(&gone);
-        let layers: Vec<&Digest> = layers.iter().filter(|l| !kept_layers.contains(l)).collect();
-        // In use by a running container: refuse before anything changes.
+        // A name in use by a running container: refuse before anything changes.
         let mut locks = vec![];
-        for l in &layers {
+        let mut free_names = vec![];
+        for g in &gone {
+            match lock::try_exclusive(&self.in_use_path(&g.name))? {
+                Some(held) => {
+                    locks.push(held);
+                    free_names.push(self.in_use_path(&g.name));
+                }
+                None if force => {}
+                None => {
+                    return Err(format!(
+                        "image {} is in use by a running container: stop its pod first, or give --force",
+                        g.name
+                    ))
+                }
+            }
+        }
+        let (mut kept_blobs, kept_layers) = self.references(&keep);
+        let (blobs, layers) = self.references(&gone);
+        let mut doomed_layers = vec![];
+        for l in layers.iter().filter(|l| !kept_layers.contains(l)) {
             let p = self.layer_path(l);
-            if p.is_dir() {
-                match lock::dir(&p, true)? {
-                    Some(held) => locks.push(held),
-                    None => {
-                        return Err(format!(
-                            "{name}: a running container uses the image's layer {l}"
-                        ))
-                    }
+            if !p.is_dir() {
+                continue;
+            }
+            match lock::dir(&p, true)? {
+                Some(held) => {
+                    locks.push(held);
+                    doomed_layers.push(l);
+                }
+                // Held by a container of another name, or of this one with --force: it stays
+                // (with the blobs it came from) until `drop_unused` finds it free.
+                None if force => kept_blobs.extend(blobs.iter().cloned()),
+                None => {
+                    return Err(format!(
+                        "{name}: a running container uses the image's layer {l}"
+                    ))
                 }
             }
         }
         names::save(&self.index_path(), &self.tmp(), &keep)?;
-        for l in layers {
+        // A name gone, its lock file too; one a container still holds stays with it.
+        for f in free_names {
+            let _ = fs::remove_file(f);
+        }
+        for l in doomed_layers {
             // Out of sight by rename first, so that no reader sees half a layer.
             let p = self.layer_path(l);
             if p.is_dir() {
@@ -534,7 +571,7 @@ mod tests {
         assert_eq!(s.list().unwrap().len(), 0);
         assert!(s.get("nginx").unwrap().is_none());
         assert!(s
-            .remove("nginx")
+            .remove("nginx", false)
             .unwrap_err()
             .starts_with("no image nginx in the store"));
         // What only the two blobs put here use goes; nothing names them.

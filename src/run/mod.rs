@@ -26,7 +26,7 @@ mod supervise;
 mod userns;
 
 pub use crate::admission::{admit, bundles_dir, images_dir, Admission, Dirs};
-pub use names::{default_state_dir, hostname, uts_hostname};
+pub use names::{default_state_dir, hostname, uts_hostname, STATE_ROOT};
 
 use std::path::PathBuf;
 
@@ -123,11 +123,26 @@ pub fn run(opts: &RunOptions) -> i32 {
         puller: None,
         userns: None,
     };
+    let key = format!(
+        "{}/{}",
+        adm.pod.metadata.namespace.as_deref().unwrap_or("default"),
+        adm.pod.metadata.name.as_deref().unwrap_or_default()
+    );
     let code = sandbox.launch(adm, opts).unwrap_or_else(|e| {
         crate::log::error(&format!("setting up the sandbox: {e}"));
         EXIT_SANDBOX
     });
-    sandbox.clean_up(code)
+    let code = sandbox.clean_up(code);
+    // The last word of a pod that ran, after the line per event.
+    let phase = match code {
+        0 => Some("Succeeded"),
+        1 => Some("Failed"),
+        _ => None,
+    };
+    if let Some(phase) = phase.filter(|_| !crate::log::quiet()) {
+        crate::log::info(&format!("pod {key} {phase}"));
+    }
+    code
 }
 
 /// What the outer process created, removed by `clean_up` whatever happened.

@@ -47,10 +47,14 @@ pub fn uts_hostname(pod: &Pod) -> Result<String, String> {
     Ok(fqdn)
 }
 
+/// Where each pod's state dir is by default, and where the client commands find pods by
+/// name (docs/interface.md §2).
+pub const STATE_ROOT: &str = "/run/podinit";
+
 /// `/run/podinit/<namespace>_<name>`.
 pub fn default_state_dir(pod: &Pod) -> PathBuf {
     PathBuf::from(format!(
-        "/run/podinit/{}_{}",
+        "{STATE_ROOT}/{}_{}",
         pod.metadata.namespace.as_deref().unwrap_or("default"),
         pod.metadata.name.as_deref().unwrap_or_default()
     ))

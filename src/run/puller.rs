@@ -5,15 +5,15 @@
 //! pulls one image at a time, as kubelet's default serial puller does, and ends when the
 //! supervisor's end of the socket closes.
 
-use std::io::IsTerminal;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Pod, Secret};
 
+use crate::image::progress::ProgressLine;
 use crate::image::reference::Reference;
-use crate::image::registry::{self, Credential, Options, Progress};
+use crate::image::registry::{self, Credential, Options};
 use crate::image::store::Store;
 use crate::pod::image_pull::PullResult;
 use crate::supervisor::images::{parse_request, reply, MAX_MESSAGE};
@@ -180,10 +180,10 @@ fn serve(fd: &OwnedFd, setup: &Setup) {
 /// One pull, timed: its result as the supervisor hears it.
 fn pull(setup: &Setup, name: &str, opts: &Options) -> PullResult {
     let started = Instant::now();
-    let mut line = ProgressLine::new(name);
+    let mut line = ProgressLine::new(name, !crate::log::quiet());
     let pulled = Reference::parse(name).and_then(|r| {
         let store = Store::open(&setup.images)?;
-        let img = registry::pull(&store, &r, opts, &mut |p| line.update(p))?;
+        let img = registry::pull(&store, &r, opts, &mut |p| line.show(&p))?;
         let size = store
             .list()
             .ok()
@@ -198,65 +198,6 @@ fn pull(setup: &Setup, name: &str, opts: &Options) -> PullResult {
             size,
         },
         Err(e) => PullResult::Failed(e),
-    }
-}
-
-/// The pull's progress on podinit's stderr when it is a terminal: one line, redrawn.
-struct ProgressLine {
-    name: String,
-    on: bool,
-    blobs: Vec<(String, u64, u64)>,
-    drawn: Option<Instant>,
-}
-
-impl ProgressLine {
-    fn new(name: &str) -> ProgressLine {
-        ProgressLine {
-            name: name.to_string(),
-            on: std::io::stderr().is_terminal(),
-            blobs: Vec::new(),
-            drawn: None,
-        }
-    }
-
-    fn update(&mut self, p: Progress) {
-        if !self.on {
-            return;
-        }
-        if let Progress::Blob {
-            digest,
-            done,
-            total,
-        } = p
-        {
-            match self.blobs.iter_mut().find(|b| b.0 == digest) {
-                Some(b) => (b.1, b.2) = (done, total),
-                None => self.blobs.push((digest, done, total)),
-            }
-        }
-        if self
-            .drawn
-            .is_some_and(|t| t.elapsed() < Duration::from_millis(200))
-        {
-            return;
-        }
-        self.drawn = Some(Instant::now());
-        let (done, total) = self
-            .blobs
-            .iter()
-            .fold((0, 0), |(d, t), b| (d + b.1, t + b.2));
-        eprint!(
-            "\r\x1b[Kpodinit: pulling {}: {:.1} of {:.1} MB",
-            self.name,
-            done as f64 / 1e6,
-            total as f64 / 1e6
-        );
-    }
-
-    fn finish(&self) {
-        if self.on && self.drawn.is_some() {
-            eprint!("\r\x1b[K");
-        }
     }
 }
 

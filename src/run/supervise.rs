@@ -26,8 +26,29 @@ pub(super) fn supervise(
     supervisor::run(cfg, sd)
 }
 
+/// The marker of the refused OOM score told, under the state root: on tmpfs, so once per
+/// boot.
+const OOM_TOLD: &str = "oom-score-told";
+
+/// Whether this is the first time `marker` is asked for on this machine (it is made now).
+/// A marker that cannot be made answers yes: better said again than never.
+fn first_on_this_machine(path: &std::path::Path) -> bool {
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+    {
+        Ok(_) => true,
+        Err(e) => e.kind() != std::io::ErrorKind::AlreadyExists,
+    }
+}
+
 /// Give the supervisor OOM score `adj`. Refused for want of CAP_SYS_RESOURCE, it is said
-/// once (`pod::oom_score::refused`), and only when the score it keeps is higher.
+/// once per machine, every time with `--verbose` (`pod::oom_score::refused`), and only
+/// when the score it keeps is higher.
 fn set_oom_score(adj: i32) {
     const PATH: &str = "/proc/self/oom_score_adj";
     match std::fs::write(PATH, adj.to_string()) {
@@ -37,7 +58,11 @@ fn set_oom_score(adj: i32) {
                 .ok()
                 .and_then(|t| t.trim().parse::<i32>().ok());
             if let Some(msg) = kept.and_then(|k| crate::pod::oom_score::refused(adj, k)) {
-                crate::log::warn(&msg);
+                // The marker is made either way: a run without --verbose stays silent after.
+                let marker = std::path::Path::new(super::STATE_ROOT).join(OOM_TOLD);
+                if first_on_this_machine(&marker) || crate::log::verbose() {
+                    crate::log::warn(&msg);
+                }
             }
         }
         Err(e) => crate::log::warn(&format!("writing {adj} to {PATH}: {e}")),

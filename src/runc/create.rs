@@ -61,9 +61,7 @@ impl Options {
     pub fn from_args(verb: &str, a: &Args) -> Result<Options, String> {
         let id = a.exactly_one(verb)?.to_string();
         state::validate_id(&id)?;
-        let bundle = PathBuf::from(a.value("bundle").unwrap_or("."));
-        let bundle = std::path::absolute(&bundle)
-            .map_err(|e| format!("bundle {}: {e}", bundle.display()))?;
+        let bundle = bundle_dir(a.value("bundle").unwrap_or("."))?;
         let listen = listen_fds(
             std::env::var("LISTEN_PID").ok().as_deref(),
             std::env::var("LISTEN_FDS").ok().as_deref(),
@@ -108,6 +106,31 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), String> {
 pub struct Made {
     pub state: State,
     pub pidfd: OwnedFd,
+}
+
+/// The bundle `given`, absolute; runc changes into it first, so a bundle that is not a
+/// directory fails as its `chdir` does, in Go's words.
+fn bundle_dir(given: &str) -> Result<PathBuf, String> {
+    let chdir = |e: nix::errno::Errno| format!("chdir {given}: {}", go_error(e));
+    match std::fs::metadata(given) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return Err(chdir(nix::errno::Errno::ENOTDIR)),
+        Err(e) => {
+            let errno = e.raw_os_error().unwrap_or(libc::EIO);
+            return Err(chdir(nix::errno::Errno::from_raw(errno)));
+        }
+    }
+    std::path::absolute(given).map_err(|e| format!("bundle {given}: {e}"))
+}
+
+/// An errno as Go's syscall package words it: the C library's text, lower case first.
+pub fn go_error(e: nix::errno::Errno) -> String {
+    let text = e.desc();
+    let mut c = text.chars();
+    match c.next() {
+        Some(first) => first.to_lowercase().chain(c).collect(),
+        None => String::new(),
+    }
 }
 
 pub fn terminal(spec: &Spec) -> bool {
@@ -414,6 +437,15 @@ mod tests {
             .unwrap();
         assert!(null > 2);
         assert_eq!(rules.last().unwrap().v1_line(), "c 10:229 rwm");
+    }
+
+    #[test]
+    fn a_missing_bundle_fails_as_runc_chdir_does() {
+        let e = bundle_dir("/no/such/bundle").unwrap_err();
+        assert_eq!(e, "chdir /no/such/bundle: no such file or directory");
+        let e = bundle_dir("/proc/self/status").unwrap_err();
+        assert_eq!(e, "chdir /proc/self/status: not a directory");
+        assert!(bundle_dir(".").unwrap().is_absolute());
     }
 
     #[test]

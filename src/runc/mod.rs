@@ -314,7 +314,7 @@ fn write_spec(a: &cli::Args) -> Result<(), String> {
     if path.exists() {
         return Err("File config.json exists. Remove it first".into());
     }
-    let text = indented(&spec::template(a.on("rootless")), b"\t")?;
+    let text = spec::render(&spec::template(a.on("rootless")), b"\t");
     std::fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))
 }
 

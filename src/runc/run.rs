@@ -39,6 +39,7 @@ pub fn verb(g: &Globals, a: &Args) -> Result<i32, String> {
             )
         }
         None if create::terminal(&spec) => {
+            host_console()?;
             let (ours, theirs) = std::os::unix::net::UnixStream::pair()
                 .map_err(|e| format!("console socket pair: {e}"))?;
             (Some(OwnedFd::from(theirs)), Some(ours))
@@ -74,6 +75,25 @@ pub fn verb(g: &Globals, a: &Args) -> Result<i32, String> {
         }
     }
     Ok(code)
+}
+
+/// The terminal that ours is relayed to, as runc finds it before it makes the container:
+/// stderr, stdout or stdin if one is a terminal, else the controlling terminal. Without
+/// any (a script, CI), the run fails at once as runc's does, rather than wait on a shell.
+fn host_console() -> Result<(), String> {
+    if [2, 1, 0].into_iter().any(|fd| {
+        // SAFETY: isatty on a descriptor number only reads its state.
+        unsafe { libc::isatty(fd) == 1 }
+    }) {
+        return Ok(());
+    }
+    std::fs::File::open("/dev/tty").map(drop).map_err(|e| {
+        let errno = e.raw_os_error().unwrap_or(libc::EIO);
+        format!(
+            "open /dev/tty: {}",
+            create::go_error(nix::errno::Errno::from_raw(errno))
+        )
+    })
 }
 
 /// The terminal's master, which the container's process sent on our end of the pair.

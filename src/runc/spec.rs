@@ -21,14 +21,159 @@ pub fn template(rootless: bool) -> serde_json::Value {
     spec
 }
 
-/// The document as runc prints it: indented with tabs, a newline after it.
-pub fn render(spec: &Value) -> String {
+/// The document as runc writes it: `json.MarshalIndent` of its Go structs, so each
+/// object's keys in the order the runtime-spec declares its fields, indented with `indent`
+/// (tabs for `spec`), no newline after it.
+pub fn render(spec: &Value, indent: &[u8]) -> String {
     let mut out = Vec::new();
-    let fmt = serde_json::ser::PrettyFormatter::with_indent(b"\t");
+    let fmt = serde_json::ser::PrettyFormatter::with_indent(indent);
     let mut ser = serde_json::Serializer::with_formatter(&mut out, fmt);
-    serde::Serialize::serialize(spec, &mut ser).expect("a JSON value serializes");
-    out.push(b'\n');
+    serde::Serialize::serialize(&GoOrder(spec, Kind::Spec), &mut ser)
+        .expect("a JSON value serializes");
     String::from_utf8(out).expect("serde_json writes UTF-8")
+}
+
+/// The runtime-spec's Go structs a template holds, for their field order.
+#[derive(Clone, Copy)]
+enum Kind {
+    Spec,
+    Process,
+    User,
+    Capabilities,
+    Rlimit,
+    Root,
+    Mount,
+    Linux,
+    IdMapping,
+    Resources,
+    DeviceCgroup,
+    Namespace,
+    /// Anything else: keys as serde_json sorts them.
+    Other,
+}
+
+impl Kind {
+    /// The JSON names of the struct's fields, in their Go declaration order (runtime-spec
+    /// `specs-go/config.go`).
+    fn fields(self) -> &'static [&'static str] {
+        match self {
+            Kind::Spec => &[
+                "ociVersion",
+                "process",
+                "root",
+                "hostname",
+                "domainname",
+                "mounts",
+                "hooks",
+                "annotations",
+                "linux",
+            ],
+            Kind::Process => &[
+                "terminal",
+                "consoleSize",
+                "user",
+                "args",
+                "commandLine",
+                "env",
+                "cwd",
+                "capabilities",
+                "rlimits",
+                "noNewPrivileges",
+                "apparmorProfile",
+                "oomScoreAdj",
+                "selinuxLabel",
+            ],
+            Kind::User => &["uid", "gid", "umask", "additionalGids", "username"],
+            Kind::Capabilities => &[
+                "bounding",
+                "effective",
+                "inheritable",
+                "permitted",
+                "ambient",
+            ],
+            Kind::Rlimit => &["type", "hard", "soft"],
+            Kind::Root => &["path", "readonly"],
+            Kind::Mount => &["destination", "type", "source", "options"],
+            Kind::Linux => &[
+                "uidMappings",
+                "gidMappings",
+                "sysctl",
+                "resources",
+                "cgroupsPath",
+                "namespaces",
+                "devices",
+                "seccomp",
+                "rootfsPropagation",
+                "maskedPaths",
+                "readonlyPaths",
+                "mountLabel",
+                "intelRdt",
+                "personality",
+            ],
+            Kind::IdMapping => &["containerID", "hostID", "size"],
+            Kind::Resources => &[
+                "devices",
+                "memory",
+                "cpu",
+                "pids",
+                "blockIO",
+                "hugepageLimits",
+                "network",
+                "rdma",
+                "unified",
+            ],
+            Kind::DeviceCgroup => &["allow", "type", "major", "minor", "access"],
+            Kind::Namespace => &["type", "path"],
+            Kind::Other => &[],
+        }
+    }
+
+    /// The struct under field `key` of this one (or of each element of its array).
+    fn child(self, key: &str) -> Kind {
+        match (self, key) {
+            (Kind::Spec, "process") => Kind::Process,
+            (Kind::Spec, "root") => Kind::Root,
+            (Kind::Spec, "mounts") => Kind::Mount,
+            (Kind::Spec, "linux") => Kind::Linux,
+            (Kind::Process, "user") => Kind::User,
+            (Kind::Process, "capabilities") => Kind::Capabilities,
+            (Kind::Process, "rlimits") => Kind::Rlimit,
+            (Kind::Linux, "uidMappings" | "gidMappings") => Kind::IdMapping,
+            (Kind::Linux, "resources") => Kind::Resources,
+            (Kind::Linux, "namespaces") => Kind::Namespace,
+            (Kind::Resources, "devices") => Kind::DeviceCgroup,
+            _ => Kind::Other,
+        }
+    }
+}
+
+/// A value serialized with its objects' keys in `Kind`'s order, unknown keys after them.
+struct GoOrder<'a>(&'a Value, Kind);
+
+impl serde::Serialize for GoOrder<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        match self.0 {
+            Value::Object(m) => {
+                let fields = self.1.fields();
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort_by_key(|k| fields.iter().position(|f| f == k).unwrap_or(fields.len()));
+                let mut map = s.serialize_map(Some(keys.len()))?;
+                for k in keys {
+                    map.serialize_entry(k, &GoOrder(&m[k], self.1.child(k)))?;
+                }
+                map.end()
+            }
+            Value::Array(a) => {
+                let mut seq = s.serialize_seq(Some(a.len()))?;
+                for v in a {
+                    seq.serialize_element(&GoOrder(v, self.1))?;
+                }
+                seq.end()
+            }
+            v => v.serialize(s),
+        }
+    }
 }
 
 /// runc's `specconv.Example()`.
@@ -181,8 +326,8 @@ mod tests {
 
     #[test]
     fn rendered_with_tabs_as_runc_indents() {
-        let t = render(&json!({ "a": [1] }));
-        assert_eq!(t, "{\n\t\"a\": [\n\t\t1\n\t]\n}\n");
+        let t = render(&json!({ "a": [1] }), b"\t");
+        assert_eq!(t, "{\n\t\"a\": [\n\t\t1\n\t]\n}");
     }
 
     /// What `runc spec` of runc 1.1.5 wrote.
@@ -362,14 +507,34 @@ mod tests {
 	}
 }"#;
 
-    fn normal(v: &Value) -> String {
-        serde_json::to_string_pretty(v).unwrap()
+    /// Byte for byte: a caller may read runc's keys in their order.
+    #[test]
+    fn the_same_document_as_runc_1_1_wrote() {
+        assert_eq!(render(&template(false), b"\t"), RUNC_SPEC);
     }
 
     #[test]
-    fn the_same_document_as_runc_1_1_wrote() {
-        let theirs: Value = serde_json::from_str(RUNC_SPEC).unwrap();
-        assert_eq!(normal(&template(false)), normal(&theirs));
+    fn keys_in_the_go_structs_order_unknown_ones_after() {
+        let v = json!({
+            "zz": 1, "linux": { "namespaces": [{ "path": "/p", "type": "pid" }] },
+            "ociVersion": "1", "aa": 2, "process": { "cwd": "/", "args": ["sh"] },
+        });
+        let t = render(&v, b"");
+        let order: Vec<usize> = [
+            "ociVersion",
+            "process",
+            "args",
+            "cwd",
+            "linux",
+            "\"type",
+            "\"path",
+            "aa",
+            "zz",
+        ]
+        .iter()
+        .map(|k| t.find(k).unwrap())
+        .collect();
+        assert!(order.windows(2).all(|w| w[0] < w[1]), "{t}");
     }
 
     /// The template against what the installed runc writes, both forms.
@@ -393,10 +558,9 @@ mod tests {
             let written = std::fs::read_to_string(dir.join("config.json"));
             let _ = std::fs::remove_dir_all(&dir);
             assert!(st.success());
-            let theirs: Value = serde_json::from_str(&written.unwrap()).unwrap();
             assert_eq!(
-                normal(&template(rootless)),
-                normal(&theirs),
+                render(&template(rootless), b"\t"),
+                written.unwrap(),
                 "rootless: {rootless}"
             );
         }

@@ -2,6 +2,7 @@
 //! the pod's events.
 
 pub mod events;
+pub mod events_table;
 pub mod notify;
 pub mod render;
 pub mod table;

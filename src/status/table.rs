@@ -5,6 +5,36 @@ use serde_json::Value;
 
 /// Rows of `kubectl get pod` for one Pod object (JSON as served by the socket).
 pub fn render(pod: &Value, wide: bool, now_unix: i64) -> String {
+    let (head, row) = (header(wide), cells(pod, wide, now_unix));
+    columns(&[head, row.iter().map(String::as_str).collect()])
+}
+
+/// `kubectl get pods -A` of several pods: a NAMESPACE column first.
+pub fn render_list(pods: &[Value], wide: bool, now_unix: i64) -> String {
+    let rows: Vec<Vec<String>> = pods
+        .iter()
+        .map(|p| {
+            let ns = p["metadata"]["namespace"].as_str().unwrap_or("default");
+            std::iter::once(ns.to_string())
+                .chain(cells(p, wide, now_unix))
+                .collect()
+        })
+        .collect();
+    let mut all = vec![std::iter::once("NAMESPACE").chain(header(wide)).collect()];
+    all.extend(rows.iter().map(|r| r.iter().map(String::as_str).collect()));
+    columns(&all)
+}
+
+fn header(wide: bool) -> Vec<&'static str> {
+    let mut head = vec!["NAME", "READY", "STATUS", "RESTARTS", "AGE"];
+    if wide {
+        head.extend(["IP", "NODE", "NOMINATED NODE", "READINESS GATES"]);
+    }
+    head
+}
+
+/// One pod's cells under `header`.
+fn cells(pod: &Value, wide: bool, now_unix: i64) -> Vec<String> {
     let name = pod["metadata"]["name"].as_str().unwrap_or("");
     let st = &pod["status"];
     let phase = st["phase"].as_str().unwrap_or("");
@@ -143,9 +173,8 @@ pub fn render(pod: &Value, wide: bool, now_unix: i64) -> String {
         .as_str()
         .and_then(since)
         .unwrap_or_else(|| "<unknown>".into());
-    let mut head = vec!["NAME", "READY", "STATUS", "RESTARTS", "AGE"];
     let ready_col = format!("{ready}/{total}");
-    let mut row = vec![name, &ready_col, &reason, &restarts_col, &age];
+    let mut row = vec![name.to_string(), ready_col, reason, restarts_col, age];
     let ip = st["podIP"].as_str().unwrap_or("<none>").to_string();
     let text = |v: &Value| {
         v.as_str()
@@ -157,10 +186,9 @@ pub fn render(pod: &Value, wide: bool, now_unix: i64) -> String {
     let nominated = text(&st["nominatedNodeName"]);
     let gates = readiness_gates(pod);
     if wide {
-        head.extend(["IP", "NODE", "NOMINATED NODE", "READINESS GATES"]);
-        row.extend([ip.as_str(), &node, &nominated, &gates]);
+        row.extend([ip, node, nominated, gates]);
     }
-    columns(&[head, row])
+    row
 }
 
 /// kubectl's READINESS GATES column: how many of the gates' conditions are True.
@@ -185,15 +213,28 @@ fn readiness_gates(pod: &Value) -> String {
     format!("{true_}/{}", gates.len())
 }
 
-/// kubectl's `HumanDuration` for ages.
+/// apimachinery's `duration.HumanDuration`, which kubectl shows ages and LAST SEEN in.
 pub fn human_age(secs: i64) -> String {
+    // A clock a second ahead is "now"; further is not a time kubectl shows.
+    if secs < -1 {
+        return "<invalid>".into();
+    }
     let s = secs.max(0);
+    let (m, h) = (s / 60, s / 3600);
+    let with = |big: i64, unit: &str, small: i64, sub: &str| match small {
+        0 => format!("{big}{unit}"),
+        n => format!("{big}{unit}{n}{sub}"),
+    };
     match s {
-        0..=119 => format!("{s}s"),
-        120..=599 => format!("{}m{}s", s / 60, s % 60),
-        600..=10799 => format!("{}m", s / 60),
-        10800..=172799 => format!("{}h", s / 3600),
-        _ => format!("{}d", s / 86400),
+        _ if s < 120 => format!("{s}s"),
+        _ if m < 10 => with(m, "m", s % 60, "s"),
+        _ if m < 180 => format!("{m}m"),
+        _ if h < 8 => with(h, "h", m % 60, "m"),
+        _ if h < 48 => format!("{h}h"),
+        _ if h < 24 * 8 => with(h / 24, "d", h % 24, "h"),
+        _ if h < 24 * 365 * 2 => format!("{}d", h / 24),
+        _ if h < 24 * 365 * 8 => with(h / 24 / 365, "y", (h / 24) % 365, "d"),
+        _ => format!("{}y", h / 24 / 365),
     }
 }
 
@@ -338,5 +379,15 @@ mod tests {
         assert_eq!(human_age(3600), "60m");
         assert_eq!(human_age(4 * 3600), "4h");
         assert_eq!(human_age(3 * 86400), "3d");
+        assert_eq!(human_age(-1), "0s");
+        assert_eq!(human_age(-2), "<invalid>");
+        assert_eq!(human_age(119), "119s");
+        assert_eq!(human_age(120), "2m");
+        assert_eq!(human_age(9 * 60 + 59), "9m59s");
+        assert_eq!(human_age(3 * 3600 + 30 * 60), "3h30m");
+        assert_eq!(human_age(30 * 3600), "30h");
+        assert_eq!(human_age(3 * 86400 + 5 * 3600), "3d5h");
+        assert_eq!(human_age(100 * 86400), "100d");
+        assert_eq!(human_age(3 * 365 * 86400 + 86400), "3y1d");
     }
 }

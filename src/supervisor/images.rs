@@ -183,18 +183,7 @@ impl Supervisor<'_> {
 
     /// The pull for container `i`'s start ended: it starts now, or waits as `pod` says.
     fn pulled(&mut self, i: usize, r: PullResult, now: pod::Millis) {
-        if let PullResult::Failed(e) = &r {
-            crate::log::warn(&format!(
-                "container {}: pulling image {}: {e}",
-                self.containers[i].ctr.name,
-                self.containers[i]
-                    .ctr
-                    .spec
-                    .image
-                    .as_deref()
-                    .unwrap_or_default()
-            ));
-        }
+        // A failure is said by the `Failed` event the image manager records.
         let Some(img) = self.containers[i].ctr.image.as_mut() else {
             return;
         };

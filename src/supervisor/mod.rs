@@ -235,7 +235,7 @@ pub fn run(mut cfg: Config, sd: &StateDir) -> i32 {
     let now = s.now();
     s.st.on_sandbox_ready(now);
     for (v, e) in std::mem::take(&mut s.cfg.unmounted) {
-        // Said once: the pod then waits quietly, its FailedMount events in `podinit events`.
+        // Why it waits, said once in full; each FailedMount event is then said as it comes.
         crate::log::warn(&format!(
             "volume {v:?} cannot be set up: {e}; the containers wait for it (kubelet's FailedMount)"
         ));
@@ -356,6 +356,13 @@ impl Supervisor<'_> {
             .map(|i| self.cfg.plan.containers[i].field_path());
         let at = self.wall();
         let e = self.events.record(e.type_, e.reason, &e.message, fp, at);
+        // The terminal hears of each event as it happens (docs/interface.md §2).
+        crate::log::event(
+            e.type_.as_deref() == Some("Warning"),
+            e.reason.as_deref().unwrap_or(""),
+            e.message.as_deref().unwrap_or(""),
+            e.count.unwrap_or(1),
+        );
         let mut line = serde_json::to_vec(e).unwrap_or_default();
         line.push(b'\n');
         if let Some(srv) = &mut self.server {

@@ -39,7 +39,6 @@ impl Supervisor<'_> {
                 continue;
             };
             let now = self.now();
-            let name = self.containers[i].ctr.name.clone();
             // Everything the process wrote is in its pipes now: log it before the exit is
             // judged (FallbackToLogsOnError reads the log).
             let own: Vec<usize> = (0..self.pipes.len())
@@ -54,8 +53,8 @@ impl Supervisor<'_> {
                     }
                     self.st.on_exited(&self.cfg.plan, i, exit, now);
                 }
+                // Said by the `Failed` event it records.
                 Err(msg) => {
-                    crate::log::warn(&format!("container {name}: {msg}"));
                     self.st
                         .on_start_failed(&self.cfg.plan, i, StartFailure::Exec, &msg, now);
                 }

@@ -136,10 +136,7 @@ impl Supervisor<'_> {
                 self.cfg.pod.spec.as_ref().expect("admitted pod has a spec"),
             ) == pod::userns::PidNamespace::Pause =>
             {
-                self.pause_pidfd().map(Some).inspect_err(|msg| {
-                    let name = &self.containers[i].ctr.name;
-                    crate::log::warn(&format!("container {name}: {msg}"));
-                })
+                self.pause_pidfd().map(Some)
             }
             None => Ok(None),
         };
@@ -206,9 +203,8 @@ impl Supervisor<'_> {
                     self.started(i);
                 }
             }
+            // Said by the `Failed` event it records.
             Err(msg) => {
-                let name = &self.containers[i].ctr.name;
-                crate::log::warn(&format!("container {name}: {msg}"));
                 self.st
                     .on_start_failed(&self.cfg.plan, i, StartFailure::Create, &msg, now);
             }
