@@ -66,8 +66,8 @@ pub fn start_address(
     debug: bool,
 ) -> Result<String, String> {
     let bundle = std::env::current_dir().map_err(|e| format!("bundle: {e}"))?;
-    let ann = super::sandbox::annotations(&bundle)?;
-    let grouping = super::sandbox::grouping(id, &ann);
+    let spec = super::sandbox::load(&bundle)?;
+    let grouping = super::sandbox::grouping(id, &spec);
     let address = containerd_shim::socket_address(containerd, namespace, &grouping);
     if let Some(listener) = bind(&address)? {
         spawn_daemon([namespace, id, containerd, &address], debug, listener)?;
