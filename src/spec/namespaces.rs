@@ -90,37 +90,26 @@ mod tests {
     #[test]
     fn user_namespaces_and_paths_are_refused() {
         let c = container("name: c");
-        let mut b = bundle();
-        let mut user = namespace(LinuxNamespaceType::User);
-        b.spec
-            .linux_mut()
-            .as_mut()
-            .unwrap()
-            .set_namespaces(Some(vec![user.clone()]));
-        let e = try_apply_in(
-            with_pod_namespaces,
-            &b,
-            &Default::default(),
-            &c,
-            &Pod::new(&c),
-        )
-        .unwrap_err();
-        assert_eq!(e, "user namespaces are not supported");
-        user.set_typ(LinuxNamespaceType::Mount);
-        user.set_path(Some("/proc/1/ns/mnt".into()));
-        b.spec
-            .linux_mut()
-            .as_mut()
-            .unwrap()
-            .set_namespaces(Some(vec![user]));
-        let e = try_apply_in(
-            with_pod_namespaces,
-            &b,
-            &Default::default(),
-            &c,
-            &Pod::new(&c),
-        )
-        .unwrap_err();
-        assert_eq!(e, "a mount namespace with a path is not supported");
+        let refused = |ns: LinuxNamespace| {
+            let mut b = bundle();
+            let l = b.spec.linux_mut().as_mut().unwrap();
+            l.set_namespaces(Some(vec![ns]));
+            try_apply_in(
+                with_pod_namespaces,
+                &b,
+                &Default::default(),
+                &c,
+                &Pod::new(&c),
+            )
+            .unwrap_err()
+        };
+        let user = namespace(LinuxNamespaceType::User);
+        assert_eq!(refused(user), "user namespaces are not supported");
+        let mut mount = namespace(LinuxNamespaceType::Mount);
+        mount.set_path(Some("/proc/1/ns/mnt".into()));
+        assert_eq!(
+            refused(mount),
+            "a mount namespace with a path is not supported"
+        );
     }
 }

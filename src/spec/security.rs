@@ -384,36 +384,18 @@ mod tests {
             "name: c\nsecurityContext: {capabilities: {add: [SYS_ADMIN], drop: [NET_RAW]}}",
         );
         let s = apply(with_capabilities, &c);
-        let caps = s
-            .process()
-            .as_ref()
-            .unwrap()
-            .capabilities()
-            .clone()
-            .unwrap();
+        let caps = caps_of(&s);
         for set in [caps.bounding(), caps.effective(), caps.permitted()] {
             assert_eq!(names(set), ["CAP_CHOWN", "CAP_SYS_ADMIN"]);
         }
         assert!(names(caps.inheritable()).is_empty());
         let c = container("name: c\nsecurityContext: {capabilities: {drop: [ALL], add: [kill]}}");
         let s = apply(with_capabilities, &c);
-        let caps = s
-            .process()
-            .as_ref()
-            .unwrap()
-            .capabilities()
-            .clone()
-            .unwrap();
+        let caps = caps_of(&s);
         assert_eq!(names(caps.permitted()), ["CAP_KILL"]);
         let c = container("name: c\nsecurityContext: {capabilities: {add: [ALL]}}");
         let s = apply(with_capabilities, &c);
-        let caps = s
-            .process()
-            .as_ref()
-            .unwrap()
-            .capabilities()
-            .clone()
-            .unwrap();
+        let caps = caps_of(&s);
         assert_eq!(caps.bounding().as_ref().unwrap(), &all_caps());
         let c = container("name: c\nsecurityContext: {capabilities: {add: [NOT_ONE]}}");
         let e = try_apply(with_capabilities, &PodSpec::default(), &c).unwrap_err();
@@ -460,13 +442,7 @@ mod tests {
         };
         with_capabilities(&mut s, &ctx).unwrap();
         with_privileged(&mut s, &ctx).unwrap();
-        let caps = s
-            .process()
-            .as_ref()
-            .unwrap()
-            .capabilities()
-            .clone()
-            .unwrap();
+        let caps = caps_of(&s);
         assert_eq!(caps.bounding().as_ref().unwrap(), &held_caps());
         assert!(s.linux().as_ref().unwrap().masked_paths().is_none());
         let sys = s.mounts().as_ref().unwrap().last().unwrap();

@@ -150,3 +150,9 @@ pub fn names(set: &Option<oci_spec::runtime::Capabilities>) -> Vec<String> {
     v.sort();
     v
 }
+
+/// The process's capability sets.
+pub fn caps_of(s: &Spec) -> oci_spec::runtime::LinuxCapabilities {
+    let p = s.process().as_ref().expect("a process");
+    p.capabilities().clone().expect("capabilities")
+}

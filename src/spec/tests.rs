@@ -68,13 +68,7 @@ fn errors_name_the_container_and_the_field() {
 fn privileged_takes_every_capability_no_mask_and_every_device() {
     let c = container("name: c\nsecurityContext: {privileged: true, capabilities: {drop: [ALL]}}");
     let s = run(&c, &PodSpec::default(), &Pod::new(&c)).unwrap();
-    let caps = s
-        .process()
-        .as_ref()
-        .unwrap()
-        .capabilities()
-        .clone()
-        .unwrap();
+    let caps = caps_of(&s);
     assert_eq!(caps.bounding().as_ref().unwrap(), &security::held_caps());
     let v = json(&s);
     assert!(v["linux"].get("maskedPaths").is_none());
