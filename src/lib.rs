@@ -20,6 +20,7 @@ pub mod run;
 pub mod runc;
 pub mod runtime;
 pub mod sandbox;
+pub mod spec;
 pub mod status;
 pub mod supervisor;
 pub mod sys;

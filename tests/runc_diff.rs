@@ -309,6 +309,46 @@ fn runc_diff_sees_the_same_sysctls_and_rlimits() {
 
 #[test]
 #[ignore = "needs root: runc and namespaces"]
+fn runc_diff_applies_device_rules_in_the_same_order() {
+    require_root();
+    let lab = Lab::new("seesdev");
+    // Each node opened for reading: the shell's message when refused, nothing when open.
+    let extra = "for d in /dev/null /dev/zero /dev/full /dev/fuse /dev/net/tun /dev/c51; do \
+        m=$( (exec 3< $d) 2>&1 ); echo \"$d ${m##*: }\"; done";
+    let s = sees(&lab, extra, &[], |b| {
+        // The spec denies /dev/zero after its deny-all (runc's defaults come after the
+        // spec's rules and allow it again), makes /dev/full itself (runc then drops its
+        // default rule for that path), and makes nodes with no rule of their own.
+        b.set(
+            "/linux/resources/devices",
+            json!([{"allow": false, "access": "rwm"},
+                   {"allow": false, "type": "c", "major": 1, "minor": 5, "access": "rwm"}]),
+        );
+        b.set(
+            "/linux/devices",
+            json!([{"path": "/dev/full", "type": "c", "major": 1, "minor": 7},
+                   {"path": "/dev/fuse", "type": "c", "major": 10, "minor": 229},
+                   {"path": "/dev/net/tun", "type": "c", "major": 10, "minor": 200},
+                   {"path": "/dev/c51", "type": "c", "major": 5, "minor": 1}]),
+        );
+    });
+    let denied = "Operation not permitted";
+    assert_eq!(
+        section(&s, "extra"),
+        [
+            "/dev/null ".to_string(),
+            "/dev/zero ".into(),
+            format!("/dev/full {denied}"),
+            format!("/dev/fuse {denied}"),
+            "/dev/net/tun ".into(),
+            format!("/dev/c51 {denied}"),
+        ],
+        "{s:#?}"
+    );
+}
+
+#[test]
+#[ignore = "needs root: runc and namespaces"]
 fn runc_diff_sees_the_same_in_a_user_namespace() {
     require_root();
     let lab = Lab::new("seesuser");

@@ -8,7 +8,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use podinit::bundle::{Bundle, HostVolume, MergeContext};
+use podinit::bundle::{Bundle, HostVolume};
+use podinit::spec::PodContext;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -67,21 +68,22 @@ fuzz_target!(|data: &[u8]| {
         .flatten()
         .chain(&spec.containers);
     for c in containers {
-        let env = match podinit::manifest::env::resolve(c, &sources) {
-            Ok(r) => Some(r.env),
-            Err(_) => None,
+        // A container whose environment does not resolve is never started (kubelet's
+        // CreateContainerConfigError): there is no spec to build.
+        let Ok(env) = podinit::manifest::env::resolve(c, &sources).map(|r| r.env) else {
+            continue;
         };
-        let cx = MergeContext {
+        let cx = PodContext {
             volumes: &volumes,
             termination_log: None,
             share_process_namespace: spec.share_process_namespace == Some(true),
             hostname: "pod",
-            env: env.as_deref(),
+            env: &env,
             pod_files: &[],
             oom_score_adj: Some(1000),
             // Nowhere: Localhost profiles fail to load, as on a node without them.
             seccomp_root: std::path::Path::new("/nonexistent"),
         };
-        let _ = podinit::bundle::merge(&bundle, &spec, c, &cx);
+        let _ = podinit::spec::for_container(&bundle, &spec, c, &cx);
     }
 });

@@ -6,8 +6,9 @@
 //! resolved in the image's own `/etc/passwd` and `/etc/group`, and StopSignal as the
 //! annotation the stop-signal path reads. The root is an overlay of the layers.
 
-use oci_spec::runtime::Spec;
-use serde_json::{json, Value};
+use oci_spec::runtime::{LinuxNamespace, LinuxNamespaceType, Spec};
+use serde_json::json;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::{Bundle, ImageRef};
@@ -23,36 +24,60 @@ pub fn from_image(img: &Image) -> Result<Bundle, String> {
         .ok_or_else(|| who("it has no layers".into()))?;
     // Overlay lowers are listed uppermost first; the store lists layers as applied.
     let lowers: Vec<PathBuf> = img.layers.iter().rev().cloned().collect();
-    let cfg = serde_json::to_value(&img.config).map_err(|e| who(format!("config: {e}")))?;
-    let cfg = &cfg["config"];
-    let strings = |k: &str| super::merge::strings(&cfg[k]);
+    let none = Default::default();
+    let cfg = img.config.config().as_ref().unwrap_or(&none);
+    let strings = |v: &Option<Vec<String>>| v.clone().unwrap_or_default();
 
-    let mut v = base_spec();
-    let entrypoint: Vec<String> = strings("Entrypoint");
+    let mut spec = base_spec().map_err(|e| who(format!("base spec: {e}")))?;
+    let entrypoint = strings(cfg.entrypoint());
     // containerd: an Entrypoint of one empty string is none (`ENTRYPOINT [""]`).
     let entrypoint = if entrypoint == [""] {
         Vec::new()
     } else {
         entrypoint
     };
-    let args: Vec<String> = entrypoint.iter().chain(&strings("Cmd")).cloned().collect();
-    v["process"]["args"] = json!(args);
-    // Without a PATH of the image's, `merge` gives the usual one.
-    v["process"]["env"] = json!(strings("Env"));
-    if let Some(wd) = cfg["WorkingDir"].as_str().filter(|w| !w.is_empty()) {
-        v["process"]["cwd"] = json!(wd);
-    }
-    if let Some(sig) = cfg["StopSignal"].as_str().filter(|s| !s.is_empty()) {
-        v["annotations"]["org.opencontainers.image.stopSignal"] = json!(sig);
-    }
-    v["root"]["path"] = json!(top);
-    let user = cfg["User"].as_str().unwrap_or("");
-    let (user, user_error) = match resolve_user(user, &|f| read_layered(&lowers, f)) {
-        Ok((uid, gid)) => (json!({"uid": uid, "gid": gid}), None),
-        Err(e) => (json!({"uid": 0, "gid": 0}), Some(e)),
+    let user = cfg.user().as_deref().unwrap_or("");
+    let (uid_gid, user_error) = match resolve_user(user, &|f| read_layered(&lowers, f)) {
+        Ok(ids) => (ids, None),
+        Err(e) => ((0, 0), Some(e)),
     };
-    v["process"]["user"] = user;
-    let spec: Spec = crate::tracked::from_value(&v).map_err(|e| who(format!("base spec: {e}")))?;
+    let process = spec
+        .process_mut()
+        .as_mut()
+        .ok_or_else(|| who("base spec: no process".into()))?;
+    process.set_args(Some(
+        entrypoint
+            .iter()
+            .chain(&strings(cfg.cmd()))
+            .cloned()
+            .collect(),
+    ));
+    // Without a PATH of the image's, `spec` gives the usual one.
+    process.set_env(Some(strings(cfg.env())));
+    if let Some(wd) = cfg.working_dir().as_deref().filter(|w| !w.is_empty()) {
+        process.set_cwd(wd.into());
+    }
+    process.user_mut().set_uid(uid_gid.0);
+    process.user_mut().set_gid(uid_gid.1);
+    if let Some(sig) = cfg.stop_signal().as_deref().filter(|s| !s.is_empty()) {
+        spec.annotations_mut()
+            .get_or_insert_with(HashMap::new)
+            .insert("org.opencontainers.image.stopSignal".into(), sig.into());
+    }
+    if let Some(r) = spec.root_mut() {
+        r.set_path(top.clone());
+    }
+    if Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
+        if let Some(ns) = spec
+            .linux_mut()
+            .as_mut()
+            .and_then(|l| l.namespaces_mut().as_mut())
+        {
+            let mut cgroup = LinuxNamespace::default();
+            cgroup.set_typ(LinuxNamespaceType::Cgroup);
+            ns.push(cgroup);
+        }
+    }
     Ok(Bundle {
         dir: img.layers.first().cloned().unwrap_or_else(|| top.clone()),
         rootfs: top,
@@ -81,8 +106,9 @@ pub fn image_id(name: &str, digest: &str) -> String {
 
 /// A CRI container's defaults, as the busybox bundle's `config.json` (scripts/make-bundles)
 /// has them, plus containerd's cgroup filesystem at /sys/fs/cgroup (read-only, in a cgroup
-/// namespace of the container's own on a v2 host).
-fn base_spec() -> Value {
+/// namespace of the container's own on a v2 host, which `from_image` adds): a document, as
+/// a bundle's `config.json` is one.
+fn base_spec() -> Result<Spec, String> {
     let caps = json!([
         "CAP_CHOWN",
         "CAP_DAC_OVERRIDE",
@@ -99,17 +125,9 @@ fn base_spec() -> Value {
         "CAP_KILL",
         "CAP_AUDIT_WRITE"
     ]);
-    let mut namespaces = vec![
-        json!({"type": "pid"}),
-        json!({"type": "network"}),
-        json!({"type": "ipc"}),
-        json!({"type": "uts"}),
-        json!({"type": "mount"}),
-    ];
-    if Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
-        namespaces.push(json!({"type": "cgroup"}));
-    }
-    json!({
+    let namespaces = json!([{"type": "pid"}, {"type": "network"}, {"type": "ipc"},
+                            {"type": "uts"}, {"type": "mount"}]);
+    crate::tracked::from_value(&json!({
         "ociVersion": "1.0.2",
         "process": {
             "terminal": false,
@@ -147,7 +165,7 @@ fn base_spec() -> Value {
                               "/proc/sysrq-trigger"]
         },
         "annotations": {}
-    })
+    }))
 }
 
 /// The text of `rel` (`etc/passwd`) as the container will see it: from the uppermost layer

@@ -1,53 +1,12 @@
-//! OCI bundles: resolve an image name to a bundle, load its `config.json`, and lay a
-//! Kubernetes container over it the way a CRI runtime lays a container over an image.
-//!
-//! # How a container is laid over its bundle
-//!
-//! The bundle's `config.json` is the base. Then, from the pod's container:
-//! - **command / args** (the bundle's `process.args[0]` plays the image ENTRYPOINT, the rest
-//!   its CMD; an image of the store has its own Entrypoint and Cmd, `image`): neither →
-//!   the base's args; `command` only → `command`; `args` only → the ENTRYPOINT followed
-//!   by `args`; both → `command` + `args`. `$(VAR)` references
-//!   to the container's env are expanded (`$$` escapes, unknown references stay as written).
-//! - **env**: the bundle's env, then the container's `env` in order, each replacing a
-//!   variable of the same name; values expand `$(VAR)` of variables defined before them in
-//!   the container's env. `HOSTNAME` is the pod's hostname unless the container sets it;
-//!   `PATH` defaults to the usual one when the bundle has none.
-//! - **workingDir** replaces `process.cwd`.
-//! - **securityContext** (container over pod): `runAsUser`/`runAsGroup` set the user (a uid
-//!   alone takes its primary group and groups from the rootfs' `/etc/passwd` and
-//!   `/etc/group`), `supplementalGroups` and `fsGroup` are added; `runAsNonRoot` refuses a
-//!   uid 0; `capabilities.add`/`drop` change the bounding, effective and permitted sets
-//!   (`ALL` allowed, names with or without `CAP_`); `readOnlyRootFilesystem` sets
-//!   `root.readonly`; `allowPrivilegeEscalation` sets `noNewPrivileges` to its opposite;
-//!   `seccompProfile` replaces the bundle's `linux.seccomp`: none when `Unconfined`, unset
-//!   or privileged, containerd's default profile for `RuntimeDefault`, the JSON file
-//!   `<seccomp root>/<localhostProfile>` for `Localhost` (see `seccomp`).
-//! - **resources**: `limits.cpu` → CFS quota over a 100 ms period (at least 1 ms),
-//!   `requests.cpu` → shares (kubelet's `MilliCPUToShares`, at least 2), `limits.memory`
-//!   → memory limit, `limits.hugepages-<size>` → hugepage limits.
-//! - **volumeMounts** are bind mounts (`rbind`, `rprivate`, `nosuid`, `nodev`, `ro` when
-//!   `readOnly`) appended to the bundle's mounts, replacing one at the same destination;
-//!   `subPath` is created inside the volume when missing. The termination-message file is
-//!   bind-mounted at `terminationMessagePath`.
-//! - **namespaces**: network, ipc and uts are the pod's (removed from the spec; the
-//!   container process inherits them), so is pid with `shareProcessNamespace`; otherwise
-//!   the container gets its own pid namespace. A user namespace, or a namespace `path`,
-//!   is refused. `hostname` and `linux.cgroupsPath` are dropped (the pod's UTS namespace
-//!   and podinit's cgroups apply).
+//! OCI bundles: resolve an image name to a bundle, load its `config.json`, and the base a
+//! container is laid over (a bundle, or an image of the store, `image`). How a Kubernetes
+//! container is laid over its base is `spec`'s job.
 
 pub mod image;
-mod merge;
-mod seccomp;
-mod seccomp_default;
-mod security;
 pub mod signal;
-
-pub use merge::{expand, merge};
 
 use k8s_openapi::api::core::v1::Container;
 use oci_spec::runtime::Spec;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// A container's base: a loaded bundle, or an image from the store (`image::from_image`).
@@ -118,28 +77,6 @@ pub struct HostVolume {
     /// idmapped mount of it (`hostUsers: false`), through which the supervisor, whose ids
     /// it does not map, may create nothing.
     pub made_at: Option<PathBuf>,
-}
-
-/// What the pod gives every container's merge.
-pub struct MergeContext<'a> {
-    /// Volume name → where it is on the host.
-    pub volumes: &'a BTreeMap<String, HostVolume>,
-    /// Host file bind-mounted at the container's `terminationMessagePath`.
-    pub termination_log: Option<&'a Path>,
-    pub share_process_namespace: bool,
-    /// The pod's hostname (`HOSTNAME`).
-    pub hostname: &'a str,
-    /// The container's environment already resolved and expanded (`manifest::env`);
-    /// `None`: only literal `env` values, expanded here.
-    pub env: Option<&'a [(String, String)]>,
-    /// The pod's files bind-mounted at these destinations (`/etc/hosts`,
-    /// `/etc/resolv.conf`) unless the container mounts something there itself.
-    pub pod_files: &'a [(PathBuf, &'static str)],
-    /// kubelet's OOM score for the container (`pod::oom_score`), over the bundle's.
-    pub oom_score_adj: Option<i32>,
-    /// Where `Localhost` seccomp profiles are (`--seccomp-root`, kubelet's
-    /// `<root-dir>/seccomp`).
-    pub seccomp_root: &'a Path,
 }
 
 /// docs/interface.md §1: (1) a path (it starts with `/`, `./` or `../`) is the bundle;
@@ -222,9 +159,7 @@ pub fn load(dir: &Path) -> Result<Bundle, String> {
         .canonicalize()
         .map_err(|e| format!("bundle {}: {e}", dir.display()))?;
     let cfg = dir.join("config.json");
-    let text = std::fs::read(&cfg).map_err(|e| format!("reading {}: {e}", cfg.display()))?;
-    let spec: Spec =
-        crate::tracked::from_slice(&text).map_err(|e| format!("parsing {}: {e}", cfg.display()))?;
+    let spec = crate::spec::load(&dir).map_err(|e| e.to_string())?;
     let root = spec
         .root()
         .as_ref()

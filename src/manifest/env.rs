@@ -84,7 +84,7 @@ pub fn resolve(c: &Container, s: &Sources) -> Result<Resolved, ConfigError> {
         let value = match &e.value_from {
             None => {
                 let vars: BTreeMap<String, String> = env.iter().cloned().collect();
-                crate::bundle::expand(e.value.as_deref().unwrap_or(""), &vars)
+                crate::pod::expansion::expand(e.value.as_deref().unwrap_or(""), &vars)
             }
             Some(src) => match value_from(src, c, s, ns)? {
                 Some(v) => v,

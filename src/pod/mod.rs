@@ -14,6 +14,7 @@ pub mod conditions;
 pub mod empty_dir;
 mod ending;
 pub mod events;
+pub mod expansion;
 pub mod image_pull;
 pub mod log_run;
 mod observe;

@@ -2,7 +2,7 @@
 //! container's process set up and waiting at the fifo until `start`. A failure at any
 //! step removes everything made so far.
 
-use oci_spec::runtime::{LinuxDeviceType, Spec};
+use oci_spec::runtime::Spec;
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::PermissionsExt;
@@ -13,7 +13,6 @@ use super::state::{self, State};
 use super::{cgroup, log, status, Globals};
 use crate::runtime::{container, hooks};
 use crate::sandbox::cgroup::Group;
-use crate::sys::devices::Rule;
 
 pub const BUNDLE: Flag = val(
     &["bundle", "b"],
@@ -143,15 +142,11 @@ pub fn terminal(spec: &Spec) -> bool {
 /// `<bundle>/config.json`, checked, with `root.path` made absolute.
 pub fn load_spec(bundle: &Path) -> Result<Spec, String> {
     let path = bundle.join("config.json");
-    if !path.exists() {
-        return Err(format!(
-            "JSON specification file {} not found",
-            path.display()
-        ));
-    }
-    let text = std::fs::read(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-    let mut spec: Spec =
-        crate::tracked::from_slice(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut spec = crate::spec::load(bundle).map_err(|e| match e {
+        e if e.is_missing() => format!("JSON specification file {} not found", path.display()),
+        crate::spec::LoadError::Parse(p, e) => format!("{}: {e}", p.display()),
+        e => e.to_string(),
+    })?;
     check_version(spec.version())?;
     let root = spec
         .root()
@@ -195,39 +190,6 @@ pub fn connect_console(path: &Path) -> Result<OwnedFd, String> {
     let s = std::os::unix::net::UnixStream::connect(&addr)
         .map_err(|e| format!("connecting to console socket {}: {e}", path.display()))?;
     Ok(OwnedFd::from(s))
-}
-
-/// The device cgroup's rules: everything denied, the spec's rules in order, runc's default
-/// allowed devices (after the spec's, so that a spec cannot take /dev/null away, as in
-/// runc), and the nodes the spec creates.
-pub fn device_rules(spec: &Spec) -> Vec<Rule> {
-    let defaults = crate::sys::devices::defaults();
-    let mut rules = vec![defaults[0].clone()];
-    let linux = spec.linux().as_ref();
-    let from_spec = linux
-        .and_then(|l| l.resources().as_ref())
-        .and_then(|r| r.devices().as_ref());
-    rules.extend(from_spec.into_iter().flatten().filter_map(Rule::from_oci));
-    rules.extend(defaults.into_iter().skip(1));
-    for d in linux
-        .and_then(|l| l.devices().as_ref())
-        .into_iter()
-        .flatten()
-    {
-        let kind = match d.typ() {
-            LinuxDeviceType::B => 'b',
-            LinuxDeviceType::P => continue,
-            _ => 'c',
-        };
-        rules.push(Rule {
-            allow: true,
-            kind,
-            major: Some(d.major()),
-            minor: Some(d.minor()),
-            access: "rwm".into(),
-        });
-    }
-    rules
 }
 
 /// Go's RFC3339Nano: the fraction without its trailing zeros.
@@ -328,7 +290,7 @@ pub fn create(
         group.set(r).map_err(cg)?;
     }
     group
-        .confine_devices(&device_rules(&st.config))
+        .confine_devices(&crate::spec::cgroup_rules(&st.config))
         .map_err(cg)?;
     let mut placement = group.placement().map_err(cg)?;
     if let Some(u) = cgroup::unified_leaf(st.cgroups_path.as_deref(), id) {
@@ -414,29 +376,6 @@ mod tests {
         assert_eq!(rfc3339_go(1_500_000_000), "1970-01-01T00:00:01.5Z");
         assert_eq!(rfc3339_go(2_000_000_000), "1970-01-01T00:00:02Z");
         assert_eq!(rfc3339_go(123), "1970-01-01T00:00:00.000000123Z");
-    }
-
-    #[test]
-    fn device_rules_deny_first_and_keep_the_defaults_after_the_spec() {
-        let spec: Spec = serde_json::from_value(serde_json::json!({
-            "ociVersion": "1.0.2",
-            "root": {"path": "rootfs"},
-            "linux": {
-                "resources": {"devices": [{"allow": false, "access": "rwm"},
-                                          {"allow": true, "type": "c", "major": 10, "minor": 200, "access": "rw"}]},
-                "devices": [{"path": "/dev/fuse", "type": "c", "major": 10, "minor": 229}]
-            }
-        }))
-        .unwrap();
-        let rules = device_rules(&spec);
-        assert!(!rules[0].allow && rules[0].kind == 'a');
-        assert_eq!(rules[2].v1_line(), "c 10:200 rw");
-        let null = rules
-            .iter()
-            .position(|r| r.v1_line() == "c 1:3 rwm")
-            .unwrap();
-        assert!(null > 2);
-        assert_eq!(rules.last().unwrap().v1_line(), "c 10:229 rwm");
     }
 
     #[test]

@@ -114,8 +114,8 @@ pub fn start_address(
     socket_dir: Option<&str>,
 ) -> Result<String, String> {
     let bundle = std::env::current_dir().map_err(|e| format!("bundle: {e}"))?;
-    let ann = super::sandbox::annotations(&bundle)?;
-    let grouping = super::sandbox::grouping(id, &ann);
+    let spec = super::sandbox::load(&bundle)?;
+    let grouping = super::sandbox::grouping(id, &spec);
     let address =
         super::paths::socket_address(&bundle, socket_dir, containerd, namespace, &grouping);
     if let Some(listener) = bind(&address)? {

@@ -257,9 +257,9 @@ impl Inner {
 
     fn create_in(&self, req: &api::CreateTaskRequest, bundle: &Path) -> Result<Container, String> {
         let id = req.id.as_str();
-        let ann = sandbox::annotations(bundle)?;
-        if sandbox::is_sandbox(&ann) {
-            sandbox::use_podinit_pause(bundle, &self.exe)?;
+        let mut spec = sandbox::load(bundle)?;
+        if sandbox::is_sandbox(&spec) {
+            sandbox::use_podinit_pause(bundle, &mut spec, &self.exe)?;
         }
         let paths = Paths {
             stdin: req.stdin.clone(),

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use crate::admission::{Base, ImageName};
-use crate::bundle::{self, Bundle, HostVolume, MergeContext};
+use crate::bundle::{self, Bundle, HostVolume};
 use crate::logs::{LogFile, Stream};
 use crate::pod::{termination, Exit, Kind};
 use crate::probe::exec::ExecCheck;
@@ -179,11 +179,11 @@ impl Ctr {
                 self.spec.image.as_deref().unwrap_or_default()
             )
         })?;
-        let mut spec = bundle::merge(
+        let mut spec = crate::spec::for_container(
             base,
             cx.pod_spec,
             &self.spec,
-            &MergeContext {
+            &crate::spec::PodContext {
                 volumes: cx.volumes,
                 termination_log: Some(&term_log),
                 // hostPID: the container stays in the supervisor's pid namespace, the host's.
@@ -191,7 +191,7 @@ impl Ctr {
                 share_process_namespace: crate::pod::userns::pid_namespace(cx.pod_spec)
                     == crate::pod::userns::PidNamespace::Supervisor,
                 hostname: cx.hostname,
-                env: Some(cx.env),
+                env: cx.env,
                 pod_files: cx.pod_files,
                 seccomp_root: cx.seccomp_root,
                 oom_score_adj: Some(crate::pod::oom_score::container(
@@ -219,17 +219,11 @@ impl Ctr {
         self.cgroup_created = true;
         if let Some(r) = spec.linux().as_ref().and_then(|l| l.resources().as_ref()) {
             self.cgroup.set(r).map_err(|e| e.to_string())?;
-            // Once per cgroup: v2 would stack one more program for each call.
-            let rules: Vec<_> = r
-                .devices()
-                .iter()
-                .flatten()
-                .filter_map(crate::sys::devices::Rule::from_oci)
-                .collect();
-            self.cgroup
-                .confine_devices(&rules)
-                .map_err(|e| e.to_string())?;
         }
+        // Once per cgroup: v2 would stack one more program for each call.
+        self.cgroup
+            .confine_devices(&crate::spec::cgroup_rules(&spec))
+            .map_err(|e| e.to_string())?;
 
         let log_path = LogFile::path_for(cx.logs_dir, &self.name, self.runs);
         if let (Some(dir), Some(previous)) = (log_path.parent(), self.runs.checked_sub(1)) {

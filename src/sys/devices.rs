@@ -1,10 +1,11 @@
 //! Which device nodes a container may open or create: the device cgroup. Without it a
 //! container with CAP_MKNOD (in the default set) could `mknod` the node's disk and read it.
 //!
-//! The rules are the OCI spec's `linux.resources.devices`, in order, the last match winning
-//! (cgroup v1's semantics). On v1 they are written to `devices.deny` / `devices.allow`; on
-//! v2, which has no device files, [`super::bpf`] compiles them into a program. Data only:
-//! the bundle writes them into specs, the sandbox applies them.
+//! The rules are the OCI spec's `linux.resources.devices` then runc's allowed devices, in
+//! order, the last match winning (cgroup v1's semantics). On v1 they are written to
+//! `devices.deny` / `devices.allow`; on v2, which has no device files, [`super::bpf`]
+//! compiles them into a program. Data only: `spec::cgroup_rules` puts them in order, the
+//! cgroup code applies them.
 
 use oci_spec::runtime::LinuxDeviceCgroup;
 
@@ -54,9 +55,22 @@ impl Rule {
     }
 }
 
-/// The default set of an OCI runtime (runc's `AllowedDevices`): everything denied, then
-/// mknod of any node, and use of the standard ones.
-pub fn defaults() -> Vec<Rule> {
+/// Everything denied: where the rules of a container start (runc's device emulator starts
+/// from a deny-all list, and v1 needs it written, v2 has no other start).
+pub fn deny_all() -> Rule {
+    Rule {
+        allow: false,
+        kind: 'a',
+        major: None,
+        minor: None,
+        access: "rwm".into(),
+    }
+}
+
+/// runc's `AllowedDevices` (libcontainer/specconv), in its order: mknod of any node, and
+/// use of the standard nodes, each with the path whose node it is. The spec's rules come
+/// before these (`spec::cgroup_rules`), so a spec cannot take them away.
+pub fn allowed() -> Vec<(Option<&'static str>, Rule)> {
     let rule = |kind, major, minor: Option<i64>, access: &str| Rule {
         allow: true,
         kind,
@@ -64,31 +78,27 @@ pub fn defaults() -> Vec<Rule> {
         minor,
         access: access.into(),
     };
-    let mut v = vec![Rule {
-        allow: false,
-        kind: 'a',
-        major: None,
-        minor: None,
-        access: "rwm".into(),
-    }];
-    v.push(rule('c', None, None, "m"));
-    v.push(rule('b', None, None, "m"));
-    for (major, minor) in [
-        (1, 3),
-        (1, 5),
-        (1, 7),
-        (1, 8),
-        (1, 9),
-        (5, 0),
-        (5, 1),
-        (5, 2),
-    ] {
-        // null, zero, full, random, urandom, tty, console, ptmx
-        v.push(rule('c', Some(major), Some(minor), "rwm"));
-    }
-    // /dev/pts/*
-    v.push(rule('c', Some(136), None, "rwm"));
-    v
+    vec![
+        (None, rule('c', None, None, "m")),
+        (None, rule('b', None, None, "m")),
+        (Some("/dev/null"), rule('c', Some(1), Some(3), "rwm")),
+        (Some("/dev/random"), rule('c', Some(1), Some(8), "rwm")),
+        (Some("/dev/full"), rule('c', Some(1), Some(7), "rwm")),
+        (Some("/dev/tty"), rule('c', Some(5), Some(0), "rwm")),
+        (Some("/dev/zero"), rule('c', Some(1), Some(5), "rwm")),
+        (Some("/dev/urandom"), rule('c', Some(1), Some(9), "rwm")),
+        // /dev/pts/*, /dev/ptmx, and tun/tap, which runc has always allowed.
+        (None, rule('c', Some(136), None, "rwm")),
+        (None, rule('c', Some(5), Some(2), "rwm")),
+        (None, rule('c', Some(10), Some(200), "rwm")),
+    ]
+}
+
+/// The rules of a spec without rules of its own: everything denied, then [`allowed`].
+pub fn defaults() -> Vec<Rule> {
+    std::iter::once(deny_all())
+        .chain(allowed().into_iter().map(|(_, r)| r))
+        .collect()
 }
 
 /// A device node of the host, as an OCI `linux.devices` entry.
@@ -163,7 +173,9 @@ mod tests {
             access: "rwm".into(),
         };
         assert_eq!(all.v1_line(), "a *:* rwm");
+        assert_eq!(defaults()[0].v1_line(), "a *:* rwm");
+        assert_eq!(defaults()[9].v1_line(), "c 136:* rwm");
         assert_eq!(defaults()[10].v1_line(), "c 5:2 rwm");
-        assert_eq!(defaults()[11].v1_line(), "c 136:* rwm");
+        assert_eq!(defaults()[11].v1_line(), "c 10:200 rwm");
     }
 }

@@ -1,6 +1,7 @@
 use super::*;
 use crate::image::digest::Digest;
 use k8s_openapi::api::core::v1::{Container, PodSpec};
+use serde_json::Value;
 use std::collections::BTreeMap;
 
 fn tmp(tag: &str) -> PathBuf {
@@ -42,16 +43,17 @@ fn merged(b: &Bundle, c: &str, pod: &str) -> Result<Spec, String> {
     let c: Container = serde_yaml_ng::from_str(c).unwrap();
     let pod: PodSpec = serde_yaml_ng::from_str(pod).unwrap();
     let vols = BTreeMap::new();
-    super::super::merge(
+    let env = crate::spec::testing::literal_env(&c);
+    crate::spec::for_container(
         b,
         &pod,
         &c,
-        &super::super::MergeContext {
+        &crate::spec::PodContext {
             volumes: &vols,
             termination_log: None,
             share_process_namespace: false,
             hostname: "h",
-            env: None,
+            env: &env,
             pod_files: &[],
             oom_score_adj: None,
             seccomp_root: Path::new("/nonexistent"),

@@ -8,70 +8,64 @@
 //!   bounding set; `Localhost` the file's JSON, read at every container start (missing or
 //!   invalid: the start fails, `CreateContainerError`, and is retried with backoff).
 //!
-//! The bundle's own `linux.seccomp` is always replaced: containerd builds a container's
+//! The base's own `linux.seccomp` is always replaced: containerd builds a container's
 //! spec from its defaults and the image config, which holds no seccomp, so the filter a
 //! container gets depends on the pod alone — as in Kubernetes.
 
-use k8s_openapi::api::core::v1::{Container, PodSpec, SeccompProfile};
-use serde_json::Value;
+use k8s_openapi::api::core::v1::SeccompProfile;
+use oci_spec::runtime::{LinuxSeccomp, Spec};
 use std::path::Path;
 
-use super::seccomp_default;
+use super::{seccomp_default, Ctx};
 
-/// Set `v`'s `linux.seccomp` (the spec's JSON, capabilities already final).
-pub fn apply(v: &mut Value, pod: &PodSpec, c: &Container, root: &Path) -> Result<(), String> {
-    let csc = c.security_context.as_ref();
-    let privileged = csc.and_then(|s| s.privileged).unwrap_or(false);
+/// Sets `linux.seccomp`; after the capabilities, which the default profile follows.
+pub fn with_seccomp(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
+    let csc = ctx.container.security_context.as_ref();
     let chosen: Option<&SeccompProfile> =
         csc.and_then(|s| s.seccomp_profile.as_ref()).or_else(|| {
-            pod.security_context
+            ctx.pod
+                .security_context
                 .as_ref()
                 .and_then(|s| s.seccomp_profile.as_ref())
         });
     let profile = match chosen.map(|p| (p.type_.as_str(), p)) {
-        _ if privileged => None,
+        _ if ctx.privileged() => None,
         None | Some(("Unconfined", _)) => None,
         Some(("RuntimeDefault", _)) => {
-            let bounding: Vec<String> = v["process"]["capabilities"]["bounding"]
-                .as_array()
+            let mut bounding: Vec<String> = spec
+                .process()
+                .as_ref()
+                .and_then(|p| p.capabilities().as_ref())
+                .and_then(|c| c.bounding().as_ref())
                 .into_iter()
                 .flatten()
-                .filter_map(|c| c.as_str().map(str::to_string))
+                .map(|c| format!("CAP_{c}"))
                 .collect();
+            bounding.sort();
             Some(seccomp_default::profile(
                 &bounding,
                 seccomp_default::kernel_version(),
-            ))
+            )?)
         }
         Some(("Localhost", p)) => Some(localhost(
-            &root.join(p.localhost_profile.as_deref().unwrap_or_default()),
+            &ctx.cx
+                .seccomp_root
+                .join(p.localhost_profile.as_deref().unwrap_or_default()),
         )?),
         Some((t, _)) => return Err(format!("type: Unsupported value: {t:?}")),
     };
-    let linux = &mut v["linux"];
-    if !linux.is_object() {
-        *linux = Value::Object(Default::default());
-    }
-    let linux = linux.as_object_mut().expect("an object");
-    match profile {
-        Some(p) => {
-            linux.insert("seccomp".into(), p);
-        }
-        None => {
-            linux.remove("seccomp");
-        }
-    }
+    super::linux_mut(spec).set_seccomp(profile);
     Ok(())
 }
 
 /// A Localhost profile: an OCI `LinuxSeccomp` in JSON. containerd's messages.
-fn localhost(path: &Path) -> Result<Value, String> {
+fn localhost(path: &Path) -> Result<LinuxSeccomp, String> {
     let text = std::fs::read(path)
         .map_err(|e| format!("cannot load seccomp profile {:?}: {e}", path.display()))?;
-    let parsed: oci_spec::runtime::LinuxSeccomp = crate::tracked::from_slice(&text)
+    let parsed: LinuxSeccomp = crate::tracked::from_slice(&text)
         .map_err(|e| format!("decoding seccomp profile failed {:?}: {e}", path.display()))?;
     // Refuse what the runtime cannot do now, naming the file, rather than at the start.
     crate::runtime::seccomp::compile(&parsed)
         .map_err(|e| format!("seccomp profile {:?}: {e}", path.display()))?;
-    serde_json::to_value(&parsed).map_err(|e| e.to_string())
+    Ok(parsed)
 }

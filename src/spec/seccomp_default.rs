@@ -4,7 +4,10 @@
 //! syscalls newer than the list with ENOSYS (the runtime's stub). Some calls depend on the
 //! container's bounding capabilities, so the profile is made after they are final.
 
-use serde_json::{json, Value};
+use oci_spec::runtime::{
+    Arch, LinuxSeccomp, LinuxSeccompAction, LinuxSeccompArgBuilder, LinuxSeccompBuilder,
+    LinuxSeccompOperator, LinuxSyscall, LinuxSyscallBuilder,
+};
 
 /// Allowed for every container.
 const ALLOWED: &str = "
@@ -96,41 +99,67 @@ const BY_CAPABILITY: &[(&str, &str)] = &[
 /// and the query 0xffffffff.
 const PERSONAS: [u64; 5] = [0, 0x8, 0x20000, 0x20008, 0xffff_ffff];
 
-fn allow(names: &str) -> Value {
-    json!({"names": names.split_whitespace().collect::<Vec<_>>(), "action": "SCMP_ACT_ALLOW"})
+fn allow(names: &str) -> Result<LinuxSyscall, String> {
+    LinuxSyscallBuilder::default()
+        .names(
+            names
+                .split_whitespace()
+                .map(str::to_string)
+                .collect::<Vec<_>>(),
+        )
+        .action(LinuxSeccompAction::ScmpActAllow)
+        .build()
+        .map_err(|e| e.to_string())
 }
 
-fn allow_if(name: &str, index: u32, op: &str, value: u64) -> Value {
-    json!({"names": [name], "action": "SCMP_ACT_ALLOW",
-           "args": [{"index": index, "value": value, "op": op}]})
+fn allow_if(
+    name: &str,
+    op: LinuxSeccompOperator,
+    value: u64,
+    value_two: Option<u64>,
+) -> Result<LinuxSyscall, String> {
+    let mut arg = LinuxSeccompArgBuilder::default()
+        .index(0usize)
+        .value(value)
+        .op(op);
+    if let Some(v) = value_two {
+        arg = arg.value_two(v);
+    }
+    LinuxSyscallBuilder::default()
+        .names(vec![name.to_string()])
+        .action(LinuxSeccompAction::ScmpActAllow)
+        .args(vec![arg.build().map_err(|e| e.to_string())?])
+        .build()
+        .map_err(|e| e.to_string())
 }
 
 /// The profile for a container whose bounding set is `bounding` (`CAP_…` names), on a
 /// kernel of version `kernel` (major, minor).
-pub fn profile(bounding: &[String], kernel: Option<(u32, u32)>) -> Value {
-    let mut rules = vec![allow(ALLOWED)];
+pub fn profile(bounding: &[String], kernel: Option<(u32, u32)>) -> Result<LinuxSeccomp, String> {
+    use LinuxSeccompOperator::*;
+    let mut rules = vec![allow(ALLOWED)?];
     // socket(2) for every family but AF_ALG (38) and AF_VSOCK (40), as three single
     // conditions (conditions on one argument are alternatives).
-    rules.push(allow_if("socket", 0, "SCMP_CMP_LT", libc::AF_ALG as u64));
+    rules.push(allow_if("socket", ScmpCmpLt, libc::AF_ALG as u64, None)?);
     rules.push(allow_if(
         "socket",
-        0,
-        "SCMP_CMP_EQ",
+        ScmpCmpEq,
         libc::AF_ALG as u64 + 1,
-    ));
-    rules.push(allow_if("socket", 0, "SCMP_CMP_GT", libc::AF_VSOCK as u64));
+        None,
+    )?);
+    rules.push(allow_if("socket", ScmpCmpGt, libc::AF_VSOCK as u64, None)?);
     for p in PERSONAS {
-        rules.push(allow_if("personality", 0, "SCMP_CMP_EQ", p));
+        rules.push(allow_if("personality", ScmpCmpEq, p, None)?);
     }
     if kernel.is_some_and(|k| k >= (4, 8)) {
-        rules.push(allow(FROM_LINUX_4_8));
+        rules.push(allow(FROM_LINUX_4_8)?);
     }
-    rules.push(allow(AMD64));
+    rules.push(allow(AMD64)?);
     let mut admin = false;
     for cap in bounding {
         if let Some((_, names)) = BY_CAPABILITY.iter().find(|(c, _)| c == cap) {
             admin |= cap == "CAP_SYS_ADMIN";
-            rules.push(allow(names));
+            rules.push(allow(names)?);
         }
     }
     if !admin {
@@ -143,17 +172,31 @@ pub fn profile(bounding: &[String], kernel: Option<(u32, u32)>) -> Value {
             | libc::CLONE_NEWPID
             | libc::CLONE_NEWNET
             | libc::CLONE_NEWCGROUP;
-        rules.push(json!({"names": ["clone"], "action": "SCMP_ACT_ALLOW",
-                          "args": [{"index": 0, "value": namespaces as u64, "valueTwo": 0,
-                                    "op": "SCMP_CMP_MASKED_EQ"}]}));
-        rules.push(json!({"names": ["clone3"], "action": "SCMP_ACT_ERRNO",
-                          "errnoRet": libc::ENOSYS}));
+        rules.push(allow_if(
+            "clone",
+            ScmpCmpMaskedEq,
+            namespaces as u64,
+            Some(0),
+        )?);
+        rules.push(
+            LinuxSyscallBuilder::default()
+                .names(vec!["clone3".to_string()])
+                .action(LinuxSeccompAction::ScmpActErrno)
+                .errno_ret(libc::ENOSYS as u32)
+                .build()
+                .map_err(|e| e.to_string())?,
+        );
     }
-    json!({
-        "defaultAction": "SCMP_ACT_ERRNO",
-        "architectures": ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"],
-        "syscalls": rules,
-    })
+    LinuxSeccompBuilder::default()
+        .default_action(LinuxSeccompAction::ScmpActErrno)
+        .architectures(vec![
+            Arch::ScmpArchX86_64,
+            Arch::ScmpArchX86,
+            Arch::ScmpArchX32,
+        ])
+        .syscalls(rules)
+        .build()
+        .map_err(|e| e.to_string())
 }
 
 /// The running kernel's (major, minor), from uname(2).
@@ -177,24 +220,22 @@ mod tests {
     use super::*;
     use crate::runtime::seccomp::{compile, Filter};
 
-    fn names(v: &Value) -> Vec<String> {
-        v["syscalls"]
-            .as_array()
-            .unwrap()
+    fn names(p: &LinuxSeccomp) -> Vec<String> {
+        p.syscalls()
             .iter()
-            .filter(|r| r["action"] == "SCMP_ACT_ALLOW" && r.get("args").is_none())
-            .flat_map(|r| r["names"].as_array().unwrap().clone())
-            .map(|n| n.as_str().unwrap().to_string())
+            .flatten()
+            .filter(|r| r.action() == LinuxSeccompAction::ScmpActAllow && r.args().is_none())
+            .flat_map(|r| r.names().clone())
             .collect()
     }
 
-    fn compiled(v: &Value) -> Filter {
-        compile(&serde_json::from_value(v.clone()).unwrap()).unwrap()
+    fn compiled(p: &LinuxSeccomp) -> Filter {
+        compile(p).unwrap()
     }
 
     #[test]
     fn capabilities_widen_the_allow_list() {
-        let plain = profile(&["CAP_CHOWN".into()], Some((6, 1)));
+        let plain = profile(&["CAP_CHOWN".into()], Some((6, 1))).unwrap();
         let n = names(&plain);
         assert!(n.len() > 360, "{}", n.len());
         for name in [
@@ -212,7 +253,8 @@ mod tests {
         ] {
             assert!(!n.contains(&name.to_string()), "{name}");
         }
-        let rules = plain["syscalls"].as_array().unwrap();
+        let json = serde_json::to_value(&plain).unwrap();
+        let rules = json["syscalls"].as_array().unwrap();
         assert!(rules
             .iter()
             .any(|r| r["names"][0] == "clone3" && r["errnoRet"] == 38));
@@ -223,17 +265,18 @@ mod tests {
         let admin = profile(
             &["CAP_SYS_ADMIN".into(), "CAP_SYS_CHROOT".into()],
             Some((4, 7)),
-        );
+        )
+        .unwrap();
         let n = names(&admin);
         for name in ["mount", "unshare", "setns", "clone", "clone3", "chroot"] {
             assert!(n.contains(&name.to_string()), "{name}");
         }
         assert!(!n.contains(&"ptrace".to_string()), "kernel before 4.8");
-        assert!(!admin["syscalls"]
-            .as_array()
-            .unwrap()
+        assert!(!admin
+            .syscalls()
             .iter()
-            .any(|r| r["errnoRet"] == 38));
+            .flatten()
+            .any(|r| r.errno_ret() == Some(38)));
     }
 
     #[test]
@@ -242,7 +285,7 @@ mod tests {
             vec![],
             vec!["CAP_SYS_ADMIN".to_string(), "CAP_SYS_PTRACE".to_string()],
         ] {
-            let f = compiled(&profile(&caps, kernel_version()));
+            let f = compiled(&profile(&caps, kernel_version()).unwrap());
             assert!(f.program.len() < 4096 / 2, "{}", f.program.len());
         }
     }

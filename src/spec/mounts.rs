@@ -1,0 +1,157 @@
+//! The container's mounts: its `volumeMounts` as bind mounts of the pod's volumes, the
+//! termination-message file, and the pod's `/etc` files.
+
+use oci_spec::runtime::{Mount, Spec};
+use std::path::{Component, Path};
+
+use super::Ctx;
+
+/// A bind mount of `source` at `destination`.
+fn bind(destination: &str, source: &Path, options: &[&str]) -> Mount {
+    let mut m = Mount::default();
+    m.set_destination(destination.into());
+    m.set_typ(Some("bind".into()));
+    m.set_source(Some(source.to_path_buf()));
+    m.set_options(Some(options.iter().map(|o| o.to_string()).collect()));
+    m
+}
+
+/// The options of a file the pod provides (termination log, `/etc/hosts`).
+const FILE_OPTIONS: &[&str] = &["bind", "rprivate", "nosuid", "nodev", "noexec", "rw"];
+
+/// Volume mounts replace a base mount at the same destination; the termination log and
+/// the pod's files go where the container mounts nothing itself.
+pub fn with_mounts(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
+    let c = ctx.container;
+    let cx = ctx.cx;
+    let mut list: Vec<Mount> = spec.mounts().clone().unwrap_or_default();
+    let add = |m: Mount, list: &mut Vec<Mount>| {
+        list.retain(|x| x.destination() != m.destination());
+        list.push(m);
+    };
+    let mounted =
+        |list: &[Mount], dest: &str| list.iter().any(|m| m.destination() == Path::new(dest));
+    for (i, vm) in c.volume_mounts.iter().flatten().enumerate() {
+        let field = format!("volumeMounts[{i}]");
+        let vol = cx
+            .volumes
+            .get(&vm.name)
+            .ok_or_else(|| format!("{field}.name: Not found: {:?}", vm.name))?;
+        let mut src = vol.host_path.clone();
+        if let Some(sp) = vm.sub_path.as_deref().filter(|s| !s.is_empty()) {
+            let p = Path::new(sp);
+            if p.is_absolute() || p.components().any(|c| c == Component::ParentDir) {
+                return Err(format!(
+                    "{field}.subPath: Invalid value: {sp:?}: must be a relative path without '..'"
+                ));
+            }
+            src = src.join(p);
+            let made = vol
+                .made_at
+                .as_ref()
+                .map_or_else(|| src.clone(), |m| m.join(p));
+            if !made.exists() {
+                std::fs::create_dir_all(&made)
+                    .map_err(|e| format!("{field}.subPath: creating {}: {e}", made.display()))?;
+            }
+        }
+        let ro = vm.read_only.unwrap_or(false) || vol.read_only;
+        let opts = [
+            "rbind",
+            "rprivate",
+            "nosuid",
+            "nodev",
+            if ro { "ro" } else { "rw" },
+        ];
+        add(bind(&vm.mount_path, &src, &opts), &mut list);
+    }
+    if let Some(tl) = cx.termination_log {
+        let dest = c
+            .termination_message_path
+            .as_deref()
+            .unwrap_or("/dev/termination-log");
+        if !mounted(&list, dest) {
+            add(bind(dest, tl, FILE_OPTIONS), &mut list);
+        }
+    }
+    for (src, dest) in cx.pod_files {
+        if !mounted(&list, dest) {
+            add(bind(dest, src, FILE_OPTIONS), &mut list);
+        }
+    }
+    spec.set_mounts(Some(list));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::*;
+    use super::*;
+    use std::path::PathBuf;
+
+    #[test]
+    fn volume_mounts_replace_the_bases_and_the_termination_log_follows() {
+        let c = container("name: c\nvolumeMounts: [{name: data, mountPath: /data, readOnly: true}]\nterminationMessagePath: /dev/termination-log");
+        let s = apply(with_mounts, &c);
+        let m = s.mounts().as_ref().unwrap();
+        assert_eq!(m.len(), 3, "the volume replaced the bundle's /data: {m:?}");
+        assert_eq!(
+            m[1].source().as_ref().unwrap(),
+            &PathBuf::from("/host/data")
+        );
+        assert!(m[1].options().as_ref().unwrap().contains(&"ro".to_string()));
+        assert_eq!(m[2].destination(), &PathBuf::from("/dev/termination-log"));
+        assert_eq!(m[2].source().as_ref().unwrap(), &PathBuf::from("/state/tl"));
+    }
+
+    #[test]
+    fn pod_files_go_where_the_container_mounts_nothing() {
+        let c = container("name: c\nvolumeMounts: [{name: data, mountPath: /etc/hosts}]");
+        let mut p = Pod::new(&c);
+        p.env.clear();
+        let files = [
+            (PathBuf::from("/pod/hosts"), "/etc/hosts"),
+            (PathBuf::from("/pod/resolv.conf"), "/etc/resolv.conf"),
+        ];
+        let mut cx = p.context();
+        cx.pod_files = &files;
+        let b = bundle();
+        let ctx = Ctx {
+            base: &b,
+            pod: &Default::default(),
+            container: &c,
+            cx: &cx,
+            vars: Default::default(),
+        };
+        let mut s = b.spec.clone();
+        with_mounts(&mut s, &ctx).unwrap();
+        let m = s.mounts().as_ref().unwrap();
+        let at = |d: &str| {
+            m.iter()
+                .filter(|m| m.destination() == Path::new(d))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(at("/etc/hosts").len(), 1);
+        assert_eq!(
+            at("/etc/hosts")[0].source().as_ref().unwrap(),
+            &PathBuf::from("/host/data")
+        );
+        assert_eq!(
+            at("/etc/resolv.conf")[0].options().as_ref().unwrap(),
+            FILE_OPTIONS
+        );
+    }
+
+    #[test]
+    fn bad_volume_mounts_name_their_field() {
+        let c = container("name: c\nvolumeMounts: [{name: data, mountPath: /d, subPath: ../x}]");
+        let e = try_apply(with_mounts, &Default::default(), &c).unwrap_err();
+        assert!(
+            e.starts_with("volumeMounts[0].subPath: Invalid value"),
+            "{e}"
+        );
+        let c = container("name: c\nvolumeMounts: [{name: nope, mountPath: /d}]");
+        let e = try_apply(with_mounts, &Default::default(), &c).unwrap_err();
+        assert_eq!(e, "volumeMounts[0].name: Not found: \"nope\"");
+    }
+}
