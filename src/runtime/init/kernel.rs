@@ -150,7 +150,7 @@ fn ok(rc: libc::c_int) -> io::Result<()> {
 impl Kernel for Linux {
     #[inline]
     fn join_cgroups(&self, tasks: &[PathBuf]) -> Result<(), String> {
-        crate::sys::cgroup::join_self(tasks)
+        crate::sys::cgroup::join_self(tasks).map_err(|e| e.to_string())
     }
     #[inline]
     fn reset_signals(&self, ignored: u64) {
