@@ -67,6 +67,9 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Error::Syscall { call, on, errno } if on.is_empty() => {
+                write!(f, "{call}: {}", errno.desc())
+            }
             Error::Syscall { call, on, errno } => write!(f, "{call} {on}: {}", errno.desc()),
             Error::File { op, path, err } => write!(f, "{op} {}: {err}", path.display()),
             Error::Invalid(m) => f.write_str(m),

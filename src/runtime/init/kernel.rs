@@ -464,7 +464,7 @@ impl Kernel for Linux {
         hooks: &[oci_spec::runtime::Hook],
         state: &str,
     ) -> Result<(), String> {
-        crate::runtime::hooks::run(phase, hooks, state)
+        crate::runtime::hooks::run(phase, hooks, state).map_err(|e| e.to_string())
     }
     #[inline]
     fn access(&self, path: &CStr) -> io::Result<()> {
