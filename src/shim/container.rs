@@ -373,7 +373,8 @@ impl Container {
         inner: &Inner,
     ) -> Result<containerd_shim::protos::protobuf::well_known_types::any::Any> {
         let root = podinit::runc::state::Root(inner.runc.root.clone());
-        let s = podinit::runc::state::load(&root, &self.id).map_err(Error::NoState)?;
+        let s = podinit::runc::state::load(&root, &self.id)
+            .map_err(|e| Error::NoState(e.to_string()))?;
         let group =
             podinit::runc::cgroup::open(&self.id, s.cgroups_path.as_deref(), &s.cgroup_paths)
                 .map_err(Error::Other)?;

@@ -186,7 +186,8 @@ impl Container {
     /// reaper thread would race: those run `start` as a verb.
     fn start_init(self: &Arc<Self>, inner: &Arc<Inner>) -> Result<u32> {
         let root = podinit::runc::state::Root(inner.runc.root.clone());
-        let ran = podinit::runc::state::load(&root, &self.id).and_then(|st| {
+        let loaded = podinit::runc::state::load(&root, &self.id).map_err(String::from);
+        let ran = loaded.and_then(|st| {
             let hooks = st.config.hooks().as_ref();
             if hooks
                 .and_then(|h| h.poststart().as_ref())
