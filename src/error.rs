@@ -22,6 +22,8 @@ pub enum Kind {
     PermissionDenied,
     /// Something needed is not there for now (a registry, a socket): trying again may work.
     Unavailable,
+    /// The request ran out of time (a timeout, a deadline).
+    DeadlineExceeded,
     /// Asked of podinit, but not something podinit does.
     Unimplemented,
     /// A broken invariant or an unexpected failure of podinit's own.
@@ -45,6 +47,7 @@ impl Kind {
                 Kind::Unavailable
             }
             Errno::ENOSYS | Errno::EOPNOTSUPP => Kind::Unimplemented,
+            Errno::ETIMEDOUT => Kind::DeadlineExceeded,
             _ => Kind::Unknown,
         }
     }
@@ -66,19 +69,23 @@ impl Kind {
                 std::io::ErrorKind::InvalidInput | std::io::ErrorKind::InvalidData => {
                     Kind::InvalidArgument
                 }
+                std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {
+                    Kind::DeadlineExceeded
+                }
                 _ => Kind::Unknown,
             },
         }
     }
 
     /// Every kind, for tests of a front-end's mapping.
-    pub const ALL: [Kind; 9] = [
+    pub const ALL: [Kind; 10] = [
         Kind::NotFound,
         Kind::AlreadyExists,
         Kind::FailedPrecondition,
         Kind::InvalidArgument,
         Kind::PermissionDenied,
         Kind::Unavailable,
+        Kind::DeadlineExceeded,
         Kind::Unimplemented,
         Kind::Internal,
         Kind::Unknown,
