@@ -148,7 +148,7 @@ fn run(root: &std::path::Path, action: Action) -> Result<(), String> {
                 match store.remove(&n) {
                     Ok(()) => println!("{n}"),
                     Err(e) => {
-                        crate::log::error(&e);
+                        crate::log::error(&e.to_string());
                         first = first.and(Err(format!("{n}: not removed")));
                     }
                 }

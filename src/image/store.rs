@@ -369,16 +369,16 @@ impl Store {
     }
 
     /// Removes the name; blobs and layers no other name uses go too.
-    pub fn remove(&self, name: &str) -> Result<(), String> {
+    pub fn remove(&self, name: &str) -> Result<(), super::Error> {
         let _only = lock::take(&self.lock_path(), true)?;
         let _names = lock::take(&self.root.join("names.lock"), true)?;
         let all = names::load(&self.index_path())?;
         let gone = self.matching(&all, name)?;
         if gone.is_empty() {
-            return Err(format!(
-                "no image {name} in the store {}",
-                self.root.display()
-            ));
+            return Err(super::Error::NoImage {
+                name: name.to_string(),
+                store: self.root.clone(),
+            });
         }
         let keep: Vec<Named> = all
             .into_iter()
@@ -399,9 +399,9 @@ impl Store {
                 match lock::dir(&p, true)? {
                     Some(held) => locks.push(held),
                     None => {
-                        return Err(format!(
+                        return Err(super::Error::InUse(format!(
                             "{name}: a running container uses the image's layer {l}"
-                        ))
+                        )))
                     }
                 }
             }
@@ -419,7 +419,7 @@ impl Store {
         for b in blobs.difference(&kept_blobs) {
             match fs::remove_file(self.blob_path(b)) {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => {
-                    return Err(format!("removing blob {b}: {e}"))
+                    return Err(format!("removing blob {b}: {e}").into())
                 }
                 _ => {}
             }
@@ -533,10 +533,9 @@ mod tests {
         );
         assert_eq!(s.list().unwrap().len(), 0);
         assert!(s.get("nginx").unwrap().is_none());
-        assert!(s
-            .remove("nginx")
-            .unwrap_err()
-            .starts_with("no image nginx in the store"));
+        let e = s.remove("nginx").unwrap_err();
+        assert_eq!(e.kind(), crate::error::Kind::NotFound);
+        assert!(e.to_string().starts_with("no image nginx in the store"));
         // What only the two blobs put here use goes; nothing names them.
         s.drop_unused(&[d.clone(), Digest::of(b"world")]).unwrap();
         assert!(!s.has_blob(&d));
