@@ -166,7 +166,7 @@ fn container_base(c: &Container, field: &str, dirs: Dirs) -> Result<Base, String
         bundle,
         image: Some(ImageName {
             written: image.to_string(),
-            reference,
+            reference: reference.map_err(String::from),
             policy: Policy::of(c.image_pull_policy.as_deref()),
         }),
     })

@@ -9,6 +9,7 @@ pub mod admission;
 pub mod api;
 pub mod bundle;
 pub mod cli;
+pub mod error;
 pub mod image;
 pub mod log;
 pub mod logs;

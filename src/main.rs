@@ -1,5 +1,6 @@
 //! The command line (docs/interface.md §2; its grammar is `podinit::cli`), and nothing else.
 
+use podinit::cli::exit::Failure;
 use podinit::cli::{self, client, Matches, Parsed};
 use std::path::PathBuf;
 
@@ -36,8 +37,7 @@ fn version() -> ! {
 }
 
 fn usage_error(e: cli::Error) -> ! {
-    podinit::log::error(&e.0);
-    std::process::exit(podinit::run::EXIT_INVALID);
+    std::process::exit(Failure::Invalid(e.0).report());
 }
 
 /// `--state-root`, where pods are found by name.
@@ -106,10 +106,7 @@ fn dispatch(m: &Matches) -> Result<i32, cli::Error> {
                     print!("{}", podinit::manifest::effective_yaml(&a.pod));
                     0
                 }
-                Err(e) => {
-                    podinit::log::error(&format!("{}: {e}", manifest.display()));
-                    podinit::run::EXIT_INVALID
-                }
+                Err(e) => Failure::Invalid(format!("{}: {e}", manifest.display())).report(),
             }
         }
         "status" => client::status(pick(), &m.string("output")?.expect(DEFAULTED)),

@@ -2,9 +2,12 @@
 //! supervisor's loop.
 
 pub mod client;
+mod error;
 pub mod http;
 pub mod routes;
 pub mod server;
+
+pub use error::Error;
 
 /// A Kubernetes `Status` object for an error reply.
 pub fn status_error(code: u16, reason: &str, message: &str) -> Vec<u8> {

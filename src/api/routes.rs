@@ -1,6 +1,7 @@
 //! Which route a request names (docs/interface.md §3), with its parameters validated. Pure.
 
 use super::http::Request;
+use super::Error;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Route {
@@ -38,37 +39,19 @@ pub enum Route {
     Metrics,
 }
 
-/// A refused request: HTTP code, Kubernetes `Status.reason`, message.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Refusal {
-    pub code: u16,
-    pub reason: &'static str,
-    pub message: String,
-}
-
-fn refuse(code: u16, reason: &'static str, message: String) -> Refusal {
-    Refusal {
-        code,
-        reason,
-        message,
-    }
-}
-
-fn flag(req: &Request, key: &str) -> Result<bool, Refusal> {
+fn flag(req: &Request, key: &str) -> Result<bool, Error> {
     match req.param(key) {
         None | Some("false") | Some("0") => Ok(false),
         Some("true") | Some("1") | Some("") => Ok(true),
-        Some(v) => Err(refuse(
-            400,
-            "BadRequest",
-            format!("query parameter {key}: invalid boolean {v:?}"),
-        )),
+        Some(v) => Err(Error::BadRequest(format!(
+            "query parameter {key}: invalid boolean {v:?}"
+        ))),
     }
 }
 
 /// Container names and condition types are Kubernetes names; anything else (a `/`, `..`)
 /// cannot name one, so it is refused before any lookup.
-fn checked_name(s: &str, what: &str) -> Result<String, Refusal> {
+fn checked_name(s: &str, what: &str) -> Result<String, Error> {
     let ok = !s.is_empty()
         && s.len() <= 253
         && s.bytes()
@@ -77,11 +60,11 @@ fn checked_name(s: &str, what: &str) -> Result<String, Refusal> {
     if ok {
         Ok(s.to_string())
     } else {
-        Err(refuse(400, "BadRequest", format!("invalid {what} {s:?}")))
+        Err(Error::BadRequest(format!("invalid {what} {s:?}")))
     }
 }
 
-pub fn route(req: &Request) -> Result<Route, Refusal> {
+pub fn route(req: &Request) -> Result<Route, Error> {
     let segs: Vec<&str> = req.path.trim_end_matches('/').split('/').collect();
     let m = req.method.as_str();
     let (want, r): (&[&str], Route) = match segs.as_slice() {
@@ -112,11 +95,9 @@ pub fn route(req: &Request) -> Result<Route, Refusal> {
             let tail_lines = match req.param("tailLines") {
                 None => None,
                 Some(v) => Some(v.parse::<usize>().map_err(|_| {
-                    refuse(
-                        400,
-                        "BadRequest",
-                        format!("query parameter tailLines: {v:?} is not a non-negative integer"),
-                    )
+                    Error::BadRequest(format!(
+                        "query parameter tailLines: {v:?} is not a non-negative integer"
+                    ))
                 })?),
             };
             (
@@ -150,26 +131,18 @@ pub fn route(req: &Request) -> Result<Route, Refusal> {
             },
         ),
         _ => {
-            return Err(refuse(
-                404,
-                "NotFound",
-                format!(
-                    "the server could not find the requested resource {}",
-                    req.path
-                ),
-            ))
+            return Err(Error::NotFound(format!(
+                "the server could not find the requested resource {}",
+                req.path
+            )))
         }
     };
     if !want.contains(&m) {
-        return Err(refuse(
-            405,
-            "MethodNotAllowed",
-            format!(
-                "{m} is not allowed on {} (allowed: {})",
-                req.path,
-                want.join(", ")
-            ),
-        ));
+        return Err(Error::MethodNotAllowed(format!(
+            "{m} is not allowed on {} (allowed: {})",
+            req.path,
+            want.join(", ")
+        )));
     }
     Ok(r)
 }
@@ -252,17 +225,23 @@ mod tests {
 
     #[test]
     fn refusals() {
-        assert_eq!(route(&req("GET", "/v1/nope")).unwrap_err().code, 404);
-        assert_eq!(route(&req("DELETE", "/v1/pod")).unwrap_err().code, 405);
+        assert_eq!(route(&req("GET", "/v1/nope")).unwrap_err().status().0, 404);
         assert_eq!(
-            route(&req("GET", "/v1/pod/terminate")).unwrap_err().code,
+            route(&req("DELETE", "/v1/pod")).unwrap_err().status().0,
+            405
+        );
+        assert_eq!(
+            route(&req("GET", "/v1/pod/terminate"))
+                .unwrap_err()
+                .status()
+                .0,
             405
         );
         let e = route(&req("GET", "/v1/containers/%2E%2E/log")).unwrap_err();
-        assert_eq!((e.code, e.reason), (400, "BadRequest"));
+        assert_eq!(e.status(), (400, "BadRequest"));
         let e = route(&req("GET", "/v1/containers/web/log?tailLines=-1")).unwrap_err();
-        assert_eq!(e.code, 400);
+        assert_eq!(e.status().0, 400);
         let e = route(&req("GET", "/v1/pod?watch=maybe")).unwrap_err();
-        assert!(e.message.contains("watch"));
+        assert!(e.message().contains("watch"));
     }
 }

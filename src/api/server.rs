@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::http::{self, Request};
+use super::Error;
 
 /// Connections served at once; more are answered 503 and closed.
 pub const MAX_CONNECTIONS: usize = 64;
@@ -198,9 +199,11 @@ impl Server {
                 input_eof: false,
             };
             if !self.peer_allowed(&c.sock) {
-                c.queue_error(403, "Forbidden", "peer is neither root nor podinit's user");
+                c.queue_error(&Error::Forbidden(
+                    "peer is neither root nor podinit's user".into(),
+                ));
             } else if self.conns.len() >= MAX_CONNECTIONS {
-                c.queue_error(503, "ServiceUnavailable", "too many connections");
+                c.queue_error(&Error::Unavailable("too many connections".into()));
             }
             let i = self.conns.len();
             self.conns.push(c);
@@ -320,13 +323,7 @@ impl Server {
                     }
                 }
                 Err(e) => {
-                    let reason = match e.code() {
-                        413 => "RequestEntityTooLarge",
-                        431 => "RequestHeaderFieldsTooLarge",
-                        501 => "NotImplemented",
-                        _ => "BadRequest",
-                    };
-                    c.queue_error(e.code(), reason, &e.message());
+                    c.queue_error(&Error::from(e));
                     c.inbuf.clear();
                     break;
                 }
@@ -504,10 +501,10 @@ impl Conn {
         }
     }
 
-    fn queue_error(&mut self, code: u16, reason: &str, message: &str) {
-        let body = super::status_error(code, reason, message);
+    fn queue_error(&mut self, e: &Error) {
+        let code = e.status().0;
         self.out
-            .extend(http::response(code, "application/json", &body, true));
+            .extend(http::response(code, "application/json", &e.body(), true));
         self.close_after_write = true;
     }
 }

@@ -2,6 +2,7 @@
 //! `attach`): one request each over the pod's status socket; `status`, `events` and `logs`
 //! of a pod that has ended read its kept files instead.
 
+use super::exit::Failure;
 use super::pods::{self, Target};
 use crate::api::client::{self, Response};
 use std::io::Write;
@@ -39,25 +40,31 @@ fn now_secs() -> i64 {
 }
 
 /// Run `f`, print its error as one line; the exit status.
-fn run(f: impl FnOnce() -> Result<i32, String>) -> i32 {
+fn run(f: impl FnOnce() -> Result<i32, Failure>) -> i32 {
     match f() {
         Ok(code) => code,
-        Err(e) => {
-            crate::log::error(&e);
-            1
-        }
+        Err(e) => e.report(),
     }
 }
 
-fn ok(r: Response) -> Result<Response, String> {
+/// A success, or the server's refusal.
+fn ok(r: Response) -> Result<Response, Failure> {
     if (200..300).contains(&r.code) {
         Ok(r)
     } else {
-        Err(r.error_message())
+        Err(refused(&r))
     }
 }
 
-fn get(s: &std::path::Path, path: &str) -> Result<Response, String> {
+/// The server's refusal, with the kind its code says.
+fn refused(r: &Response) -> Failure {
+    Failure::Refused {
+        kind: crate::api::Error::kind_of_code(r.code),
+        message: r.error_message(),
+    }
+}
+
+fn get(s: &std::path::Path, path: &str) -> Result<Response, Failure> {
     ok(client::request(s, "GET", path, None, TIMEOUT).map_err(|e| e.to_string())?)
 }
 
@@ -147,7 +154,7 @@ pub fn logs(p: Pick, c: &str, follow: bool, previous: bool, tail: Option<u64>, t
 }
 
 /// The state of container `name` in `ephemeralContainerStatuses`.
-fn ephemeral_state(s: &std::path::Path, name: &str) -> Result<serde_json::Value, String> {
+fn ephemeral_state(s: &std::path::Path, name: &str) -> Result<serde_json::Value, Failure> {
     let pod: serde_json::Value = serde_json::from_slice(&get(s, "/v1/pod")?.body)
         .map_err(|e| format!("bad answer from the pod: {e}"))?;
     Ok(pod["status"]["ephemeralContainerStatuses"]
@@ -198,11 +205,11 @@ pub fn debug(
                 .get("waiting")
                 .filter(|w| w["reason"] != "ContainerCreating")
             {
-                return Err(format!(
+                return Err(Failure::from(format!(
                     "container {name}: {}: {}",
                     w["reason"].as_str().unwrap_or(""),
                     w["message"].as_str().unwrap_or("")
-                ));
+                )));
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -324,7 +331,7 @@ pub fn attach(p: Pick, container: &str, stdin: bool, tty: bool) -> i32 {
         let path = format!("/v1/containers/{container}/attach?stdin={stdin}");
         let mut conn = match client::attach(&s, &path).map_err(|e| e.to_string())? {
             Ok(c) => c,
-            Err(r) => return Err(r.error_message()),
+            Err(r) => return Err(refused(&r)),
         };
         let saved = if raw { raw_mode() } else { None };
         if raw {

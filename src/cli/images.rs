@@ -171,7 +171,7 @@ fn run(root: &std::path::Path, action: Action) -> Result<(), Failed> {
                 match store.remove(&n, force) {
                     Ok(()) => println!("{n}"),
                     Err(e) => {
-                        crate::log::error(&e);
+                        crate::log::error(&e.to_string());
                         failed = true;
                     }
                 }

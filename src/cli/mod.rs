@@ -6,6 +6,7 @@
 pub mod client;
 pub mod commands;
 pub mod completions;
+pub mod exit;
 pub mod help;
 pub mod images;
 pub mod images_pull;

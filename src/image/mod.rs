@@ -5,6 +5,7 @@
 //! container's base exactly as a bundle is one (`bundle::Bundle`).
 
 pub mod digest;
+mod error;
 pub mod import;
 mod lock;
 pub mod media;
@@ -16,3 +17,5 @@ pub mod registry;
 pub mod resolve;
 pub mod store;
 pub mod unpack;
+
+pub use error::Error;

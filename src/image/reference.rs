@@ -112,8 +112,12 @@ pub struct Reference {
 
 impl Reference {
     /// Parses and normalises `s`; a clear one-line error names what is wrong.
-    pub fn parse(s: &str) -> Result<Reference, String> {
-        let bad = |why: &str| Err(format!("invalid image reference {s:?}: {why}"));
+    pub fn parse(s: &str) -> Result<Reference, super::Error> {
+        let bad = |why: &str| {
+            Err(super::Error::Reference(format!(
+                "invalid image reference {s:?}: {why}"
+            )))
+        };
         if s.is_empty() {
             return bad("empty");
         }
@@ -126,7 +130,9 @@ impl Reference {
         let (rest, digest) = match s.split_once('@') {
             Some((r, d)) => (
                 r,
-                Some(Digest::parse(d).map_err(|e| format!("invalid image reference {s:?}: {e}"))?),
+                Some(Digest::parse(d).map_err(|e| {
+                    super::Error::Reference(format!("invalid image reference {s:?}: {e}"))
+                })?),
             ),
             None => (s, None),
         };
@@ -281,10 +287,14 @@ mod tests {
             assert!(Reference::parse(bad).is_err(), "{bad:?} was accepted");
         }
         let long = format!("a/{}", "b".repeat(300));
-        assert!(Reference::parse(&long).unwrap_err().contains("longer than"));
+        assert!(Reference::parse(&long)
+            .unwrap_err()
+            .to_string()
+            .contains("longer than"));
         let e = Reference::parse("Nginx").unwrap_err();
+        assert_eq!(e.kind(), crate::error::Kind::InvalidArgument);
         assert_eq!(
-            e,
+            e.to_string(),
             "invalid image reference \"Nginx\": repository name must be lowercase"
         );
         assert!(Reference::parse(&"t".repeat(128)).is_ok());

@@ -379,16 +379,16 @@ impl Store {
     /// Removes the name; blobs and layers no other name uses go too. A name a running
     /// container uses is refused, as containerd and podman refuse it, unless `force`:
     /// then the name goes and the layers in use stay until no container holds them.
-    pub fn remove(&self, name: &str, force: bool) -> Result<(), String> {
+    pub fn remove(&self, name: &str, force: bool) -> Result<(), super::Error> {
         let _only = lock::take(&self.lock_path(), true)?;
         let _names = lock::take(&self.root.join("names.lock"), true)?;
         let all = names::load(&self.index_path())?;
         let gone = self.matching(&all, name)?;
         if gone.is_empty() {
-            return Err(format!(
-                "no image {name} in the store {}",
-                self.root.display()
-            ));
+            return Err(super::Error::NoImage {
+                name: name.to_string(),
+                store: self.root.clone(),
+            });
         }
         let keep: Vec<Named> = all
             .into_iter()
@@ -409,10 +409,10 @@ impl Store {
                 }
                 None if force => {}
                 None => {
-                    return Err(format!(
+                    return Err(super::Error::InUse(format!(
                         "image {} is in use by a running container: stop its pod first, or give --force",
                         g.name
-                    ))
+                    )))
                 }
             }
         }
@@ -433,9 +433,9 @@ impl Store {
                 // (with the blobs it came from) until `drop_unused` finds it free.
                 None if force => kept_blobs.extend(blobs.iter().cloned()),
                 None => {
-                    return Err(format!(
+                    return Err(super::Error::InUse(format!(
                         "{name}: a running container uses the image's layer {l}"
-                    ))
+                    )))
                 }
             }
         }
@@ -456,7 +456,7 @@ impl Store {
         for b in blobs.difference(&kept_blobs) {
             match fs::remove_file(self.blob_path(b)) {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => {
-                    return Err(format!("removing blob {b}: {e}"))
+                    return Err(format!("removing blob {b}: {e}").into())
                 }
                 _ => {}
             }
@@ -570,10 +570,9 @@ mod tests {
         );
         assert_eq!(s.list().unwrap().len(), 0);
         assert!(s.get("nginx").unwrap().is_none());
-        assert!(s
-            .remove("nginx", false)
-            .unwrap_err()
-            .starts_with("no image nginx in the store"));
+        let e = s.remove("nginx", false).unwrap_err();
+        assert_eq!(e.kind(), crate::error::Kind::NotFound);
+        assert!(e.to_string().starts_with("no image nginx in the store"));
         // What only the two blobs put here use goes; nothing names them.
         s.drop_unused(&[d.clone(), Digest::of(b"world")]).unwrap();
         assert!(!s.has_blob(&d));

@@ -197,7 +197,7 @@ fn pull(setup: &Setup, name: &str, opts: &Options) -> PullResult {
             took_ms: started.elapsed().as_millis() as u64,
             size,
         },
-        Err(e) => PullResult::Failed(e),
+        Err(e) => PullResult::Failed(String::from(e)),
     }
 }
 

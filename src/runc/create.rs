@@ -86,15 +86,15 @@ fn listen_fds(pid: Option<&str>, fds: Option<&str>) -> u32 {
     fds.and_then(|v| v.parse().ok()).unwrap_or(0)
 }
 
-pub fn verb(g: &Globals, a: &Args) -> Result<(), String> {
+pub fn verb(g: &Globals, a: &Args) -> Result<(), super::Error> {
     let o = Options::from_args("create", a)?;
     let spec = load_spec(&o.bundle)?;
     let console = match &o.console_socket {
         Some(p) => Some(connect_console(p)?),
         None if terminal(&spec) => {
-            return Err(
+            return Err(super::Error::Usage(
                 "cannot allocate tty if runc will detach without setting console socket".into(),
-            )
+            ))
         }
         None => None,
     };
@@ -240,7 +240,7 @@ pub fn create(
     o: &Options,
     spec: Spec,
     console: Option<OwnedFd>,
-) -> Result<Made, String> {
+) -> Result<Made, super::Error> {
     let id = o.id.as_str();
     state::make_dir(&g.root, id)?;
     let dir = g.root.dir(id);
@@ -331,7 +331,10 @@ pub fn create(
             )
         },
     )
-    .map_err(|e| format!("container {id}: {e}"))?;
+    .map_err(|err| super::Error::Runtime {
+        id: id.to_string(),
+        err,
+    })?;
     let start = crate::sys::proc::start_time(created.pid)
         .ok_or_else(|| format!("container {id}: its process exited during create"))?;
     if let Some(p) = &o.pid_file {

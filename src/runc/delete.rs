@@ -11,7 +11,7 @@ pub const FLAGS: &[Flag] = &[bool_(
     "Forcibly deletes the container if it is still running (uses SIGKILL)",
 )];
 
-pub fn verb(g: &Globals, a: &Args) -> Result<(), String> {
+pub fn verb(g: &Globals, a: &Args) -> Result<(), super::Error> {
     let id = a.exactly_one("delete")?;
     state::validate_id(id)?;
     let force = a.on("force");
@@ -29,7 +29,7 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), String> {
                 }
             }
             // As runc 1.1: forcing the removal of what is not there is no error.
-            return if force && e == "container does not exist" {
+            return if force && matches!(e, super::Error::NotExist) {
                 Ok(())
             } else {
                 Err(e)
@@ -42,14 +42,14 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), String> {
     match status::of(&g.root, &s) {
         Status::Stopped | Status::Created => {}
         other if !force => {
-            return Err(format!(
+            return Err(super::Error::WrongState(format!(
                 "cannot delete container {id} that is not stopped: {}",
                 other.as_str()
-            ))
+            )))
         }
         _ => {}
     }
-    destroy(&g.root, &s)
+    Ok(destroy(&g.root, &s)?)
 }
 
 /// Kill whatever is left of the container, remove its cgroup, run its poststop hooks

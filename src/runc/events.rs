@@ -21,7 +21,7 @@ pub const FLAGS: &[Flag] = &[
 /// How often the OOM count and the container's life are looked at between stats events.
 const WATCH: Duration = Duration::from_millis(200);
 
-pub fn verb(g: &Globals, a: &Args) -> Result<(), String> {
+pub fn verb(g: &Globals, a: &Args) -> Result<(), super::Error> {
     let id = a.exactly_one("events")?;
     let interval = match a.value("interval") {
         Some(d) => {
@@ -34,7 +34,9 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), String> {
     }
     let s = state::load(&g.root, id)?;
     if status::of(&g.root, &s) == Status::Stopped {
-        return Err(format!("container with id {id} is not running"));
+        return Err(super::Error::WrongState(format!(
+            "container with id {id} is not running"
+        )));
     }
     let group = super::cgroup::open(&s.id, s.cgroups_path.as_deref(), &s.cgroup_paths)?;
     let stats = || event("stats", id, Some(group.stats()));

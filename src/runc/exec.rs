@@ -44,7 +44,7 @@ pub const FLAGS: &[Flag] = &[
 
 /// As runc: a process that could not be started is exit status 255, its error logged as
 /// "exec failed: …" (podman reads the reason from it).
-pub fn verb(g: &Globals, a: &Args) -> Result<i32, String> {
+pub fn verb(g: &Globals, a: &Args) -> Result<i32, super::Error> {
     match exec(g, a) {
         Ok(code) => Ok(code),
         Err(e) => {
@@ -54,33 +54,41 @@ pub fn verb(g: &Globals, a: &Args) -> Result<i32, String> {
     }
 }
 
-fn exec(g: &Globals, a: &Args) -> Result<i32, String> {
+fn exec(g: &Globals, a: &Args) -> Result<i32, super::Error> {
     let id = a.at_least_one("exec")?;
     let s = state::load(&g.root, id)?;
     match status::of(&g.root, &s) {
-        Status::Stopped => return Err("cannot exec in a stopped container".into()),
+        Status::Stopped => {
+            return Err(super::Error::WrongState(
+                "cannot exec in a stopped container".into(),
+            ))
+        }
         Status::Paused if !a.on("ignore-paused") => {
-            return Err(
+            return Err(super::Error::WrongState(
                 "cannot exec in a paused container (use --ignore-paused to override)".into(),
-            )
+            ))
         }
         _ => {}
     }
     if a.value("cgroup").is_some() {
-        return Err("exec --cgroup is not supported by podinit-runc".into());
+        return Err(super::Error::Unsupported(
+            "exec --cgroup is not supported by podinit-runc".into(),
+        ));
     }
     let process = process(a, &s.config)?;
     let terminal = process.terminal().unwrap_or(false);
     let detach = a.on("detach");
     if a.value("console-socket").is_some() && !detach && !terminal {
-        return Err("cannot use console socket if runc will not detach or allocate tty".into());
+        return Err(super::Error::Usage(
+            "cannot use console socket if runc will not detach or allocate tty".into(),
+        ));
     }
     let console = match a.value("console-socket") {
         Some(p) => Some(create::connect_console(std::path::Path::new(p))?),
         None if terminal && detach => {
-            return Err(
+            return Err(super::Error::Usage(
                 "cannot allocate tty if runc will detach without setting console socket".into(),
-            )
+            ))
         }
         None => None,
     };
@@ -108,10 +116,16 @@ fn exec(g: &Globals, a: &Args) -> Result<i32, String> {
         console_socket: console.as_ref().map(|c| c.as_fd()),
         preserve_fds: a.number("preserve-fds")?,
     })
-    .map_err(|e| format!("exec in container {id}: {e}"))?;
+    .map_err(|err| super::Error::Exec {
+        id: id.to_string(),
+        err,
+    })?;
     if let Some(e) = spawned.start_error {
         let _ = nix::sys::wait::waitpid(spawned.pid, None);
-        return Err(format!("exec in container {id}: {e}"));
+        return Err(super::Error::Exec {
+            id: id.to_string(),
+            err: crate::runtime::Error::Start(e),
+        });
     }
     if let Some(p) = a.value("pid-file") {
         state::write_pid_file(std::path::Path::new(p), spawned.pid.as_raw())?;
@@ -119,7 +133,11 @@ fn exec(g: &Globals, a: &Args) -> Result<i32, String> {
     if detach {
         return Ok(0);
     }
-    wait::foreground(spawned.pid.as_raw(), &spawned.pidfd, spawned.console)
+    Ok(wait::foreground(
+        spawned.pid.as_raw(),
+        &spawned.pidfd,
+        spawned.console,
+    )?)
 }
 
 /// The process to run: `--process`'s as it is, or the container's with runc's overrides.

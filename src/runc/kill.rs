@@ -17,7 +17,7 @@ pub fn parse_signal(s: &str) -> Result<i32, String> {
         .map_err(|_| format!("unknown signal {s:?}"))
 }
 
-pub fn verb(g: &Globals, a: &Args) -> Result<(), String> {
+pub fn verb(g: &Globals, a: &Args) -> Result<(), super::Error> {
     let (id, sig) = match a.pos.as_slice() {
         [id] => (id, "SIGTERM"),
         [id, sig] => (id, sig.as_str()),
@@ -43,7 +43,7 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), String> {
         return Ok(());
     }
     if now == Status::Stopped {
-        return Err("container not running".into());
+        return Err(super::Error::NotRunning);
     }
     let pidfd = super::start::open_init(&s)?;
     crate::sys::pidfd::send_signal(&pidfd, sig)

@@ -16,13 +16,15 @@ pub const FLAGS: &[Flag] = &[
     bool_(&["quiet", "q"], "display only container IDs"),
 ];
 
-pub fn verb(g: &Globals, a: &Args) -> Result<(), String> {
+pub fn verb(g: &Globals, a: &Args) -> Result<(), super::Error> {
     if !a.pos.is_empty() {
         return Err("\"list\" requires exactly 0 argument(s)".into());
     }
     let format = a.value("format").unwrap_or("table");
     if format != "table" && format != "json" {
-        return Err(format!("invalid format option: {format}"));
+        return Err(super::Error::Usage(format!(
+            "invalid format option: {format}"
+        )));
     }
     let found = containers(g)?;
     let rows: Vec<(String, State, status::Status)> = found

@@ -6,6 +6,7 @@ pub mod cgroup;
 pub mod cli;
 mod create;
 mod delete;
+mod error;
 mod events;
 mod exec;
 pub mod features;
@@ -21,6 +22,8 @@ pub mod state;
 mod status;
 mod update;
 mod wait;
+
+pub use error::{Error, Result};
 
 use cli::{bool_, val, Flag};
 use std::ffi::OsString;
@@ -107,13 +110,13 @@ pub fn main(args: Vec<OsString>) -> i32 {
         return if g.help { 0 } else { 1 };
     };
     if g.on("systemd-cgroup") {
-        log::error("systemd cgroup flag passed, but systemd cgroups are not supported");
-        return 1;
+        return error::report(&Error::Unsupported(
+            "systemd cgroup flag passed, but systemd cgroups are not supported".into(),
+        ));
     }
     if let Some(r) = g.value("rootless") {
         if !["true", "false", "auto"].contains(&r) {
-            log::error(&format!("invalid --rootless argument: {r:?}"));
-            return 1;
+            return error::report(&Error::Usage(format!("invalid --rootless argument: {r:?}")));
         }
     }
     // Absolute, as runc makes it: a later verb may run from another directory.
@@ -132,8 +135,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
         return 0;
     }
     let Some(v) = VERBS.iter().find(|v| v.name == *verb) else {
-        log::error(&format!("No help topic for '{verb}'"));
-        return 3;
+        return error::report(&Error::NoSuchVerb(verb.clone()));
     };
     let a = match cli::parse(v.flags, rest, v.reorder) {
         Ok(a) if a.help => {
@@ -150,10 +152,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
     log::debug(&format!("{verb} {rest:?}"));
     match (v.run)(&globals, &a) {
         Ok(code) => code,
-        Err(e) => {
-            log::error(&e);
-            1
-        }
+        Err(e) => error::report(&e),
     }
 }
 
@@ -164,11 +163,11 @@ struct Verb {
     usage: &'static str,
     flags: &'static [Flag],
     reorder: bool,
-    run: fn(&Globals, &cli::Args) -> Result<i32, String>,
+    run: fn(&Globals, &cli::Args) -> Result<i32>,
 }
 
-fn ok(r: Result<(), String>) -> Result<i32, String> {
-    r.map(|()| 0)
+fn ok<E: Into<Error>>(r: std::result::Result<(), E>) -> Result<i32> {
+    r.map(|()| 0).map_err(Into::into)
 }
 
 static VERBS: &[Verb] = &[
@@ -177,7 +176,11 @@ static VERBS: &[Verb] = &[
         usage: "checkpoint a running container (not supported)",
         flags: &[],
         reorder: true,
-        run: |_, _| Err("checkpoint is not supported by podinit-runc".into()),
+        run: |_, _| {
+            Err(Error::Unsupported(
+                "checkpoint is not supported by podinit-runc".into(),
+            ))
+        },
     },
     Verb {
         name: "create",
@@ -250,7 +253,11 @@ static VERBS: &[Verb] = &[
         usage: "restore a container from a previous checkpoint (not supported)",
         flags: &[],
         reorder: true,
-        run: |_, _| Err("restore is not supported by podinit-runc".into()),
+        run: |_, _| {
+            Err(Error::Unsupported(
+                "restore is not supported by podinit-runc".into(),
+            ))
+        },
     },
     Verb {
         name: "resume",
@@ -305,7 +312,7 @@ const SPEC_FLAGS: &[Flag] = &[
 ];
 
 /// `spec`: config.json from the template, never over an existing one.
-fn write_spec(a: &cli::Args) -> Result<(), String> {
+fn write_spec(a: &cli::Args) -> std::result::Result<(), String> {
     if !a.pos.is_empty() {
         return Err("\"spec\" requires exactly 0 argument(s)".into());
     }
@@ -320,7 +327,7 @@ fn write_spec(a: &cli::Args) -> Result<(), String> {
 
 /// JSON indented as Go's `MarshalIndent` with `indent` (runc: tabs for `spec`, four
 /// spaces for `features`).
-fn indented(v: &serde_json::Value, indent: &[u8]) -> Result<String, String> {
+fn indented(v: &serde_json::Value, indent: &[u8]) -> std::result::Result<String, String> {
     use serde::Serialize;
     let mut out = Vec::new();
     let mut ser = serde_json::Serializer::with_formatter(

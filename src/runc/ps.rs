@@ -10,7 +10,7 @@ pub const FLAGS: &[Flag] = &[val(
     "select one of: table or json (default: \"table\")",
 )];
 
-pub fn verb(g: &Globals, a: &Args) -> Result<(), String> {
+pub fn verb(g: &Globals, a: &Args) -> Result<(), super::Error> {
     let id = a.at_least_one("ps")?;
     let s = state::load(&g.root, id)?;
     let group = super::cgroup::open(&s.id, s.cgroups_path.as_deref(), &s.cgroup_paths)?;
@@ -32,17 +32,19 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), String> {
                 .output()
                 .map_err(|e| format!("running ps: {e}"))?;
             if !out.status.success() {
-                return Err(format!(
+                return Err(super::Error::Other(format!(
                     "ps {}: {}: {}",
                     ps_args.join(" "),
                     out.status,
                     String::from_utf8_lossy(&out.stderr).trim()
-                ));
+                )));
             }
             super::print(&filter(&String::from_utf8_lossy(&out.stdout), &pids)?);
             Ok(())
         }
-        other => Err(format!("invalid format option: {other}")),
+        other => Err(super::Error::Usage(format!(
+            "invalid format option: {other}"
+        ))),
     }
 }
 

@@ -22,7 +22,7 @@ pub const FLAGS: &[Flag] = &[
     create::PRESERVE_FDS,
 ];
 
-pub fn verb(g: &Globals, a: &Args) -> Result<i32, String> {
+pub fn verb(g: &Globals, a: &Args) -> Result<i32, super::Error> {
     let o = Options::from_args("run", a)?;
     let spec = create::load_spec(&o.bundle)?;
     let detach = a.on("detach");

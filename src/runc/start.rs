@@ -11,13 +11,13 @@ use super::status::{self, Status};
 use super::Globals;
 use crate::runtime::hooks;
 
-pub fn verb(g: &Globals, a: &Args) -> Result<(), String> {
+pub fn verb(g: &Globals, a: &Args) -> Result<(), super::Error> {
     let id = a.exactly_one("start")?;
     // No lock: the wait at the fifo may be long (a frozen process), and a `delete` meanwhile
     // must not wait for it. Two starts at once are told apart by the fifo: one reads the
     // byte, the other finds it closed.
     let s = state::load(&g.root, id)?;
-    start(&g.root, &s)
+    Ok(start(&g.root, &s)?)
 }
 
 /// Start a created container.

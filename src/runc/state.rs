@@ -2,6 +2,7 @@
 //! the exec fifo beside it, and the lock every verb that changes the container holds
 //! (flock on the directory).
 
+use super::Error;
 use oci_spec::runtime::Spec;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -58,7 +59,7 @@ impl Root {
 
 /// runc's ID rule: `^[\w+-\.]+$` (where `+-\.` is a range, so `,` is allowed too), and
 /// not `.` or `..`.
-pub fn validate_id(id: &str) -> Result<(), String> {
+pub fn validate_id(id: &str) -> Result<(), Error> {
     let ok = !id.is_empty()
         && id != "."
         && id != ".."
@@ -68,7 +69,7 @@ pub fn validate_id(id: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!("invalid container ID format: {id:?}"))
+        Err(Error::Usage(format!("invalid container ID format: {id:?}")))
     }
 }
 
@@ -81,17 +82,16 @@ pub fn fifo_path(dir: &Path) -> PathBuf {
 }
 
 /// Read a container's state; an unknown (or half-made) container does not exist.
-pub fn load(root: &Root, id: &str) -> Result<State, String> {
+pub fn load(root: &Root, id: &str) -> Result<State, Error> {
     validate_id(id)?;
     let path = state_file(&root.dir(id));
     let text = match fs::read(&path) {
         Ok(t) => t,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return Err("container does not exist".into())
-        }
-        Err(e) => return Err(format!("reading {}: {e}", path.display())),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(Error::NotExist),
+        Err(e) => return Err(Error::Other(format!("reading {}: {e}", path.display()))),
     };
-    crate::tracked::from_slice(&text).map_err(|e| format!("reading {}: {e}", path.display()))
+    crate::tracked::from_slice(&text)
+        .map_err(|e| Error::Other(format!("reading {}: {e}", path.display())))
 }
 
 /// Write state.json atomically (temp file + rename), mode 0600.
@@ -114,22 +114,17 @@ pub fn save(root: &Root, s: &State) -> Result<(), String> {
 pub struct Lock(#[allow(dead_code)] OwnedFd);
 
 /// Lock `<root>/<id>` (waiting for another verb that holds it).
-pub fn lock(root: &Root, id: &str) -> Result<Lock, String> {
-    lock_with(root, id, libc::LOCK_EX)
+pub fn lock(root: &Root, id: &str) -> Result<Lock, Error> {
+    lock_with(root, id, libc::LOCK_EX)?.ok_or_else(|| Error::Other("lock busy".into()))
 }
 
 /// Lock `<root>/<id>` if no other verb holds it (a `create` under way): None if one does.
-pub fn try_lock(root: &Root, id: &str) -> Result<Option<Lock>, String> {
-    match lock_with(root, id, libc::LOCK_EX | libc::LOCK_NB) {
-        Ok(l) => Ok(Some(l)),
-        Err(e) if e == BUSY => Ok(None),
-        Err(e) => Err(e),
-    }
+pub fn try_lock(root: &Root, id: &str) -> Result<Option<Lock>, Error> {
+    lock_with(root, id, libc::LOCK_EX | libc::LOCK_NB)
 }
 
-const BUSY: &str = "busy";
-
-fn lock_with(root: &Root, id: &str, how: libc::c_int) -> Result<Lock, String> {
+/// The lock, or None when `how` does not wait and another verb holds it.
+fn lock_with(root: &Root, id: &str, how: libc::c_int) -> Result<Option<Lock>, Error> {
     let dir = root.dir(id);
     let fd = nix::fcntl::open(
         &dir,
@@ -137,34 +132,32 @@ fn lock_with(root: &Root, id: &str, how: libc::c_int) -> Result<Lock, String> {
         nix::sys::stat::Mode::empty(),
     )
     .map_err(|e| match e {
-        nix::errno::Errno::ENOENT => "container does not exist".to_string(),
-        e => format!("opening {}: {e}", dir.display()),
+        nix::errno::Errno::ENOENT => Error::NotExist,
+        e => Error::Other(format!("opening {}: {e}", dir.display())),
     })?;
     // SAFETY: flock on a descriptor we own.
     if unsafe { libc::flock(fd.as_raw_fd(), how) } != 0 {
         if io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK) {
-            return Err(BUSY.into());
+            return Ok(None);
         }
-        return Err(format!(
+        return Err(Error::Other(format!(
             "locking {}: {}",
             dir.display(),
             io::Error::last_os_error()
-        ));
+        )));
     }
-    Ok(Lock(fd))
+    Ok(Some(Lock(fd)))
 }
 
 /// Make `<root>/<id>` (0700) for a new container; one there already is a duplicate ID.
-pub fn make_dir(root: &Root, id: &str) -> Result<(), String> {
+pub fn make_dir(root: &Root, id: &str) -> Result<(), Error> {
     validate_id(id)?;
     root.ensure()?;
     let dir = root.dir(id);
     match fs::DirBuilder::new().mode(0o700).create(&dir) {
         Ok(()) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-            Err(format!("container with id exists: {id}"))
-        }
-        Err(e) => Err(format!("creating {}: {e}", dir.display())),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(Error::Exists(id.to_string())),
+        Err(e) => Err(Error::Other(format!("creating {}: {e}", dir.display()))),
     }
 }
 
@@ -206,11 +199,12 @@ mod tests {
         let tmp = std::env::temp_dir().join(format!("runc-state-{}", std::process::id()));
         let root = Root(tmp.clone());
         make_dir(&root, "c1").unwrap();
-        assert_eq!(
-            make_dir(&root, "c1").unwrap_err(),
-            "container with id exists: c1"
-        );
-        assert_eq!(load(&root, "c2").unwrap_err(), "container does not exist");
+        let e = make_dir(&root, "c1").unwrap_err();
+        assert_eq!(e.to_string(), "container with id exists: c1");
+        assert_eq!(e.kind(), crate::error::Kind::AlreadyExists);
+        let e = load(&root, "c2").unwrap_err();
+        assert_eq!(e.to_string(), "container does not exist");
+        assert_eq!(e.kind(), crate::error::Kind::NotFound);
         let s = State {
             id: "c1".into(),
             init_process_pid: 42,

@@ -148,7 +148,7 @@ pub fn go_escape(json: &str) -> String {
 }
 
 /// `state ID`: the document, indented, without a final newline (as runc).
-pub fn verb(root: &Root, id: &str) -> Result<(), String> {
+pub fn verb(root: &Root, id: &str) -> Result<(), super::Error> {
     let s = state::load(root, id)?;
     let doc = OciState::new(&s, of(root, &s), "");
     let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;

@@ -33,12 +33,12 @@ pub const FLAGS: &[Flag] = &[
     val(&["mem-bw-schema"], "The string of Intel RDT/MBA memory bandwidth schema (not supported)"),
 ];
 
-pub fn verb(g: &Globals, a: &Args) -> Result<(), String> {
+pub fn verb(g: &Globals, a: &Args) -> Result<(), super::Error> {
     let id = a.exactly_one("update")?;
     let _lock = state::lock(&g.root, id)?;
     let mut s = state::load(&g.root, id)?;
     if status::of(&g.root, &s) == Status::Stopped {
-        return Err("container not running".into());
+        return Err(super::Error::NotRunning);
     }
     let patch = match a.value("resources") {
         Some(path) => read_resources(path)?,
@@ -59,7 +59,7 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), String> {
     let mut linux = linux;
     linux.set_resources(Some(merged));
     s.config.set_linux(Some(linux));
-    state::save(&g.root, &s)
+    Ok(state::save(&g.root, &s)?)
 }
 
 fn read_resources(path: &str) -> Result<Value, String> {

@@ -7,9 +7,9 @@ use std::os::fd::{AsRawFd, OwnedFd};
 /// Run `hooks` in order; the first that fails (non-zero exit, signal, spawn error, or its
 /// `timeout` passed: then it is killed) ends the run with one line naming `phase` (e.g.
 /// "createRuntime"), the hook's path and why.
-pub fn run(phase: &str, hooks: &[Hook], state_json: &str) -> Result<(), String> {
+pub fn run(phase: &str, hooks: &[Hook], state_json: &str) -> super::Result<()> {
     for h in hooks {
-        run_one(phase, h, state_json)?;
+        run_one(phase, h, state_json).map_err(super::Error::Hook)?;
     }
     Ok(())
 }

@@ -20,6 +20,7 @@
 
 mod caps_set;
 pub mod container;
+mod error;
 pub mod hooks;
 mod hop;
 mod init;
@@ -27,6 +28,8 @@ pub mod mounts;
 mod prepare;
 pub mod seccomp;
 mod syscall_table;
+
+pub use error::{Error, Result};
 
 use crate::sys::cgroup::Placement;
 use oci_spec::runtime::Spec;
@@ -62,15 +65,10 @@ pub struct Spawned {
     pub console: Option<OwnedFd>,
 }
 
-#[derive(Debug)]
-pub enum SpawnError {
-    /// Nothing runs (the spec could not be prepared, clone failed, or the process could not
-    /// be placed in its cgroup and was killed: the caller reaps it as usual).
-    Create(String),
-}
-
-/// Create the container's process and release it once it is in its cgroups.
-pub fn spawn(l: &Launch) -> Result<Spawned, SpawnError> {
+/// Create the container's process and release it once it is in its cgroups. An error
+/// means nothing runs (the spec could not be prepared, clone failed, or the process could
+/// not be placed in its cgroup and was killed: the caller reaps it as usual).
+pub fn spawn(l: &Launch) -> Result<Spawned> {
     start(l, None)
 }
 
@@ -84,8 +82,8 @@ pub unsafe fn spawn_pid1(
     userns: BorrowedFd,
     main: fn(RawFd) -> !,
     arg: RawFd,
-) -> Result<crate::sys::clone::Cloned, String> {
-    hop::pid1_in(userns, main, arg)
+) -> Result<crate::sys::clone::Cloned> {
+    hop::pid1_in(userns, main, arg).map_err(Error::Setup)
 }
 
 /// Start `l.spec.process` inside the running container whose main process `target` (a
@@ -93,13 +91,13 @@ pub unsafe fn spawn_pid1(
 /// and cgroup namespaces (the pod's net, ipc and uts it shares already) and is written to
 /// `l.cgroup` (the container's cgroup) before it runs. Like [`spawn`], it is the
 /// supervisor's direct child and its start result is decided when this returns.
-pub fn spawn_in(target: &OwnedFd, l: &Launch) -> Result<Spawned, SpawnError> {
+pub fn spawn_in(target: &OwnedFd, l: &Launch) -> Result<Spawned> {
     start(l, Some(target))
 }
 
-fn start(l: &Launch, join: Option<&OwnedFd>) -> Result<Spawned, SpawnError> {
+fn start(l: &Launch, join: Option<&OwnedFd>) -> Result<Spawned> {
     let prepared = prepare::Prepared::from_spec(l.spec, l.stdio)
-        .map_err(|e| SpawnError::Create(named(l.name, join.is_some(), e)))?;
+        .map_err(|e| Error::Spec(e).named(l.name, join.is_some()))?;
     start_prepared(l, prepared, join)
 }
 
@@ -107,7 +105,7 @@ fn start_prepared(
     l: &Launch,
     mut prepared: prepare::Prepared,
     join: Option<&OwnedFd>,
-) -> Result<Spawned, SpawnError> {
+) -> Result<Spawned> {
     prepared.join = join.map(|fd| fd.as_raw_fd());
     if l.user_ns.is_some() {
         prepared.user_ns_root = true;
@@ -123,7 +121,7 @@ fn start_prepared(
         None,
         nix::sys::socket::SockFlag::SOCK_CLOEXEC,
     )
-    .map_err(|e| SpawnError::Create(format!("socketpair: {e}")))?;
+    .map_err(|e| crate::sys::Error::syscall("socketpair", "", e))?;
     if prepared.console_sock < 0 {
         prepared.console_sock = child_end.as_raw_fd();
     }
@@ -155,20 +153,17 @@ fn start_prepared(
                 hop_pid_ns = Some(target.as_raw_fd());
             } else {
                 let own = std::fs::File::open("/proc/self/ns/pid")
-                    .map_err(|e| SpawnError::Create(format!("opening /proc/self/ns/pid: {e}")))?;
+                    .map_err(|e| crate::sys::Error::file("opening", "/proc/self/ns/pid", e))?;
                 // SAFETY: setns with a pidfd and one namespace flag.
                 if unsafe { libc::setns(target.as_raw_fd(), libc::CLONE_NEWPID) } != 0 {
-                    let e = std::io::Error::last_os_error();
+                    let errno = nix::errno::Errno::last();
                     let what = if join.is_some() {
                         "joining the container's pid namespace"
                     } else {
                         "joining the pid namespace of its target container"
                     };
-                    return Err(SpawnError::Create(named(
-                        l.name,
-                        join.is_some(),
-                        format!("{what}: {e}"),
-                    )));
+                    let e = Error::from(crate::sys::Error::syscall(what, "", errno));
+                    return Err(e.named(l.name, join.is_some()));
                 }
                 restore_pid_ns = Some(own);
             }
@@ -191,7 +186,8 @@ fn start_prepared(
     };
     let cloned = match l.user_ns.filter(|_| hop) {
         // SAFETY: as below.
-        Some(userns) => unsafe { hop::vfork_in(userns, hop_pid_ns, flags, cgroup, &mut args) },
+        Some(userns) => unsafe { hop::vfork_in(userns, hop_pid_ns, flags, cgroup, &mut args) }
+            .map_err(Error::Setup),
         // SAFETY: the supervisor is single-threaded; `vfork_child` only runs `init::run`,
         // which ends in exec or _exit and frees nothing of ours; `args` outlives the call.
         None => unsafe {
@@ -202,7 +198,7 @@ fn start_prepared(
                 &mut args as *mut VforkChild as *mut libc::c_void,
             )
         }
-        .map_err(|e| format!("clone3: {e}")),
+        .map_err(|e| Error::Setup(format!("clone3: {e}"))),
     };
     if let Some(own) = restore_pid_ns {
         // SAFETY: back to our own pid namespace for later children.
@@ -213,7 +209,7 @@ fn start_prepared(
             ));
         }
     }
-    let child = cloned.map_err(SpawnError::Create)?;
+    let child = cloned?;
     drop(child_end);
     let (console, start_error) = start_result(&parent_end);
     Ok(Spawned {
@@ -265,29 +261,5 @@ fn start_result(fd: &OwnedFd) -> (Option<OwnedFd>, Option<String>) {
             Ok(None) => return (console, None),
             Err(e) => return (console, Some(format!("reading the start result: {e}"))),
         }
-    }
-}
-
-/// An error of a process for container `name`: an exec into it names the container (its
-/// caller reports a probe or hook), a new container's caller names it already.
-fn named(name: &str, exec: bool, msg: String) -> String {
-    // A front-end that names the container itself (runc's exec) gives no name.
-    if exec && !name.is_empty() {
-        format!("container {name}: {msg}")
-    } else {
-        msg
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::named;
-
-    #[test]
-    fn an_exec_error_names_the_whole_container_name() {
-        let e = named("lifecycle-demo-container", true, "joining: ESRCH".into());
-        assert_eq!(e, "container lifecycle-demo-container: joining: ESRCH");
-        assert_eq!(named("lifecycle-demo-container", false, "x".into()), "x");
-        assert_eq!(named("", true, "x".into()), "x");
     }
 }

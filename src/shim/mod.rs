@@ -7,10 +7,16 @@
 
 pub mod boot;
 mod bootstrap;
+mod container;
+mod error;
 mod events;
+mod exec;
+mod exits;
+mod init;
 mod metrics;
 mod pack;
 mod paths;
+mod process;
 mod reaper;
 mod rootfs;
 mod runc;
@@ -20,9 +26,8 @@ mod stdio;
 mod task_api;
 mod tasks;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{mpsc, Arc, Condvar, Mutex};
+use std::sync::{mpsc, Arc};
 
 use containerd_shim::publisher::RemotePublisher;
 use containerd_shim::{api, Config, DeleteResponse, ExitSignal, Flags, StartOpts};
@@ -127,15 +132,13 @@ impl containerd_shim::Shim for Shim {
                 std::process::exit(1);
             }
         };
-        let inner = Arc::new(service::Inner {
-            containers: Mutex::new(HashMap::new()),
-            exited: Condvar::new(),
+        let inner = Arc::new(service::Inner::new(
             runc,
             reaper,
-            events: Mutex::new(tx),
-            exit: Arc::clone(&self.exit),
+            tx,
+            Arc::clone(&self.exit),
             exe,
-        });
+        ));
         reaper_thread(Arc::clone(&inner));
         service::Service(inner)
     }

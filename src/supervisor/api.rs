@@ -3,7 +3,7 @@
 use crate::api::http::Request;
 use crate::api::routes::{self, Route};
 use crate::api::server::{Reply, Stream};
-use crate::api::status_error;
+use crate::api::Error as ApiError;
 use crate::logs;
 use crate::pod::log_run::log_run;
 
@@ -17,11 +17,12 @@ fn json(code: u16, v: &serde_json::Value) -> Reply {
     }
 }
 
-pub(super) fn error(code: u16, reason: &str, message: &str) -> Reply {
+/// An error's answer: its Kubernetes `Status` (`api::Error` decides code and reason).
+pub(super) fn error(e: ApiError) -> Reply {
     Reply::Full {
-        code,
+        code: e.status().0,
         content_type: "application/json",
-        body: status_error(code, reason, message),
+        body: e.body(),
     }
 }
 
@@ -38,7 +39,7 @@ impl Supervisor<'_> {
         self.release_later();
         let route = match routes::route(req) {
             Ok(r) => r,
-            Err(e) => return error(e.code, e.reason, &e.message),
+            Err(e) => return error(e),
         };
         match route {
             Route::Healthz => Reply::Full {
@@ -108,14 +109,12 @@ impl Supervisor<'_> {
         }
         let r: ExecRequest = match serde_json::from_slice(body) {
             Ok(r) => r,
-            Err(e) => return error(400, "BadRequest", &format!("exec request body: {e}")),
+            Err(e) => return error(ApiError::BadRequest(format!("exec request body: {e}"))),
         };
         if r.command.is_empty() {
-            return error(
-                400,
-                "BadRequest",
-                "exec request body: command: Required value",
-            );
+            return error(ApiError::BadRequest(
+                "exec request body: command: Required value".into(),
+            ));
         }
         let Some(i) = self.index_of(name) else {
             return self.not_in_pod(name);
@@ -123,19 +122,15 @@ impl Supervisor<'_> {
         if self.containers[i].ctr.run.is_none()
             || self.st.containers[i].phase != crate::pod::state::Phase::Running
         {
-            return error(
-                409,
-                "Conflict",
-                &format!("container {name:?} is not running"),
-            );
+            return error(ApiError::Conflict(format!(
+                "container {name:?} is not running"
+            )));
         }
         match self.api_exec(i, &r.command, r.timeout_seconds) {
             Ok(token) => Reply::Deferred(token),
-            Err(msg) => error(
-                500,
-                "InternalError",
-                &format!("exec in container {name:?}: {msg}"),
-            ),
+            Err(msg) => error(ApiError::Internal(format!(
+                "exec in container {name:?}: {msg}"
+            ))),
         }
     }
 
@@ -154,10 +149,10 @@ impl Supervisor<'_> {
             });
         let ec = match ec {
             Ok(ec) => ec,
-            Err(e) => return error(400, "BadRequest", &format!("ephemeral container: {e}")),
+            Err(e) => return error(ApiError::BadRequest(format!("ephemeral container: {e}"))),
         };
         if self.st.terminating.is_some() {
-            return error(409, "Conflict", "the pod is terminating");
+            return error(ApiError::Conflict("the pod is terminating".into()));
         }
         let spec = self.cfg.pod.spec.as_ref().expect("admitted pod has a spec");
         if spec
@@ -166,17 +161,16 @@ impl Supervisor<'_> {
             .flatten()
             .any(|c| c.name == ec.name)
         {
-            return error(
-                409,
-                "AlreadyExists",
-                &format!("ephemeral container {:?} already exists", ec.name),
-            );
+            return error(ApiError::AlreadyExists(format!(
+                "ephemeral container {:?} already exists",
+                ec.name
+            )));
         }
         let index = spec.ephemeral_containers.as_ref().map_or(0, Vec::len);
         let (c, bundle) = match crate::admission::admit_ephemeral(&ec, spec, index, self.cfg.dirs())
         {
             Ok(admitted) => admitted,
-            Err(e) => return error(422, "Invalid", &e),
+            Err(e) => return error(ApiError::Invalid(e.to_string())),
         };
         let ctr = match super::containers::Ctr::new(
             c.name.clone(),
@@ -195,11 +189,9 @@ impl Supervisor<'_> {
                 ctr
             }
             Err(e) => {
-                return error(
-                    422,
-                    "Invalid",
-                    &format!("spec.ephemeralContainers[{index}]: {e}"),
-                )
+                return error(ApiError::Invalid(format!(
+                    "spec.ephemeralContainers[{index}]: {e}"
+                )))
             }
         };
         self.add(ctr);
@@ -231,7 +223,11 @@ impl Supervisor<'_> {
         let c = &self.containers[i].ctr;
         let run = match log_run(&self.st.containers[i], c.runs, previous) {
             Ok(run) => run,
-            Err(why) => return error(400, "BadRequest", &why.message(name, &self.pod_name())),
+            Err(why) => {
+                return error(ApiError::BadRequest(
+                    why.message(name, &self.pod_name()).to_string(),
+                ))
+            }
         };
         let path = logs::LogFile::path_for(&self.sd.logs(), name, run);
         let text = logs::render(&path, tail, timestamps);
@@ -262,15 +258,13 @@ impl Supervisor<'_> {
                     g => match g.as_u64() {
                         Some(n) => Some(n),
                         None => {
-                            return error(
-                                400,
-                                "BadRequest",
-                                "gracePeriodSeconds must be a non-negative integer",
-                            )
+                            return error(ApiError::BadRequest(
+                                "gracePeriodSeconds must be a non-negative integer".into(),
+                            ))
                         }
                     },
                 },
-                Err(e) => return error(400, "BadRequest", &format!("invalid JSON body: {e}")),
+                Err(e) => return error(ApiError::BadRequest(format!("invalid JSON body: {e}"))),
             }
         };
         let now = self.now();
@@ -280,22 +274,22 @@ impl Supervisor<'_> {
 
     fn condition(&mut self, type_: &str, body: &[u8]) -> Reply {
         if !self.cfg.plan.readiness_gates.iter().any(|g| g == type_) {
-            return error(
-                422,
-                "Invalid",
-                &format!(
-                    "condition {type_:?} is not a readiness gate of this pod (spec.readinessGates)"
-                ),
-            );
+            return error(ApiError::Invalid(format!(
+                "condition {type_:?} is not a readiness gate of this pod (spec.readinessGates)"
+            )));
         }
         let v: serde_json::Value = match serde_json::from_slice(body) {
             Ok(v) => v,
-            Err(e) => return error(400, "BadRequest", &format!("invalid JSON body: {e}")),
+            Err(e) => return error(ApiError::BadRequest(format!("invalid JSON body: {e}"))),
         };
         let status = match v["status"].as_str() {
             Some("True") => true,
             Some("False") => false,
-            _ => return error(400, "BadRequest", "status must be \"True\" or \"False\""),
+            _ => {
+                return error(ApiError::BadRequest(
+                    "status must be \"True\" or \"False\"".into(),
+                ))
+            }
         };
         let text = |k: &str| v[k].as_str().map(str::to_string);
         let now = self.now();
@@ -317,7 +311,7 @@ impl Supervisor<'_> {
     /// The API server's answer for a container the pod does not have.
     pub(super) fn not_in_pod(&self, name: &str) -> Reply {
         let msg = format!("container {name} is not valid for pod {}", self.pod_name());
-        error(400, "BadRequest", &msg)
+        error(ApiError::BadRequest(msg.to_string()))
     }
 
     fn pod_name(&self) -> String {

@@ -7,6 +7,7 @@ use std::os::fd::{AsRawFd, RawFd};
 
 use super::api::error;
 use super::Supervisor;
+use crate::api::Error as ApiError;
 
 impl Supervisor<'_> {
     /// `POST /v1/containers/NAME/attach[?stdin=true]`.
@@ -19,14 +20,10 @@ impl Supervisor<'_> {
             phase,
             crate::pod::PodPhase::Succeeded | crate::pod::PodPhase::Failed
         ) {
-            return error(
-                400,
-                "BadRequest",
-                &format!(
-                    "cannot attach a container in a completed pod; current phase is {}",
-                    phase.as_str()
-                ),
-            );
+            return error(ApiError::BadRequest(format!(
+                "cannot attach a container in a completed pod; current phase is {}",
+                phase.as_str()
+            )));
         }
         let c = &self.containers[i].ctr;
         let Some(run) = c
@@ -34,11 +31,9 @@ impl Supervisor<'_> {
             .as_ref()
             .filter(|_| self.st.containers[i].phase == crate::pod::state::Phase::Running)
         else {
-            return error(
-                409,
-                "Conflict",
-                &format!("container {name:?} is not running"),
-            );
+            return error(ApiError::Conflict(format!(
+                "container {name:?} is not running"
+            )));
         };
         let s = attach::session(want_stdin, run.stdin.is_some(), c.spec.tty == Some(true));
         Reply::Attach {
@@ -58,7 +53,7 @@ impl Supervisor<'_> {
         }
         let size: Size = match serde_json::from_slice(body) {
             Ok(s) => s,
-            Err(e) => return error(400, "BadRequest", &format!("resize request body: {e}")),
+            Err(e) => return error(ApiError::BadRequest(format!("resize request body: {e}"))),
         };
         let Some(i) = self.index_of(name) else {
             return self.not_in_pod(name);
@@ -69,15 +64,13 @@ impl Supervisor<'_> {
             .as_ref()
             .and_then(|r| r.console.as_ref())
         else {
-            return error(
-                400,
-                "BadRequest",
-                &format!("container {name} did not allocate a TTY (tty: true)"),
-            );
+            return error(ApiError::BadRequest(format!(
+                "container {name} did not allocate a TTY (tty: true)"
+            )));
         };
         match crate::sys::pty::set_size(console.as_raw_fd(), size.height, size.width) {
             Ok(()) => super::api::success(200, "terminal resized"),
-            Err(e) => error(500, "InternalError", &format!("resizing the terminal: {e}")),
+            Err(e) => error(ApiError::Internal(format!("resizing the terminal: {e}"))),
         }
     }
 

@@ -254,7 +254,8 @@ impl Supervisor<'_> {
             None => {
                 e.kill();
                 let msg = format!("command {what:?} timed out after {timeout_s}s");
-                (504, crate::api::status_error(504, "Timeout", &msg))
+                let e = crate::api::Error::Timeout(msg);
+                (e.status().0, e.body())
             }
         };
         if let Some(srv) = &mut self.server {

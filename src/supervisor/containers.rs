@@ -261,7 +261,7 @@ impl Ctr {
             pid_ns_of: cx.pid_ns_of,
             user_ns: cx.user_ns.map(|(fd, _)| fd),
         })
-        .map_err(|runtime::SpawnError::Create(m)| m)?;
+        .map_err(|e| e.to_string())?;
         // Our copies of the write ends must go, or the pipes never reach EOF.
         drop((out_w, err_w, devnull, in_r));
 
@@ -371,7 +371,7 @@ impl Ctr {
                 user_ns: self.user_ns.map(|fd| unsafe { BorrowedFd::borrow_raw(fd) }),
             },
         )
-        .map_err(|runtime::SpawnError::Create(m)| m)?;
+        .map_err(|e| e.to_string())?;
         drop((out_w, err_w, devnull));
         Ok(ExecCheck::new(spawned, out_r, err_r, limit, command))
     }

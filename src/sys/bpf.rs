@@ -180,10 +180,8 @@ pub fn attach_device_program(dir: &Path, prog: &[Insn]) -> io::Result<()> {
         )
     };
     if fd < 0 {
-        return Err(io::Error::other(format!(
-            "loading the device program: {}",
-            io::Error::last_os_error()
-        )));
+        let errno = nix::errno::Errno::last();
+        return Err(super::Error::syscall("loading", "the device program", errno).into());
     }
     // SAFETY: a new fd that only we own.
     let prog_fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };

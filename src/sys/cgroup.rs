@@ -7,6 +7,8 @@ use std::io;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
+use super::error::Error;
+
 /// Whether the host is pure cgroup v2: asked once (a statfs), not at every container or
 /// exec start.
 pub fn unified() -> bool {
@@ -32,7 +34,7 @@ impl Placement {
         if v2 {
             let dir = dirs
                 .first()
-                .ok_or_else(|| io::Error::other("cgroup v2: no directory"))?;
+                .ok_or_else(|| Error::Invalid("cgroup v2: no directory".into()))?;
             return Ok(Placement {
                 dir: Some(open_dir(dir)?),
                 tasks: Vec::new(),
@@ -59,12 +61,12 @@ fn open_dir(dir: &Path) -> io::Result<OwnedFd> {
         nix::fcntl::OFlag::O_PATH | nix::fcntl::OFlag::O_DIRECTORY | nix::fcntl::OFlag::O_CLOEXEC,
         nix::sys::stat::Mode::empty(),
     )
-    .map_err(|e| io::Error::other(format!("opening cgroup {}: {e}", dir.display())))
+    .map_err(|e| Error::syscall("opening cgroup", dir.display(), e).into())
 }
 
 /// In a freshly cloned, single-threaded process: move it into the cgroups of
 /// [`Placement::tasks`].
-pub fn join_self(tasks: &[PathBuf]) -> Result<(), String> {
+pub fn join_self(tasks: &[PathBuf]) -> Result<(), Error> {
     for f in tasks {
         // Not fs::write: O_CREAT|O_TRUNC make the kernel set attributes on the cgroup file
         // (kernfs allocates them on first use), which costs more than the write.
@@ -72,7 +74,7 @@ pub fn join_self(tasks: &[PathBuf]) -> Result<(), String> {
             .write(true)
             .open(f)
             .and_then(|mut file| io::Write::write_all(&mut file, b"0"))
-            .map_err(|e| format!("joining cgroup {}: {e}", f.display()))?;
+            .map_err(|e| Error::file("joining cgroup", f, e))?;
     }
     Ok(())
 }

@@ -5,6 +5,7 @@ pub mod bpf;
 pub mod cgroup;
 pub mod clone;
 pub mod devices;
+mod error;
 pub mod idmap;
 pub mod mount;
 pub mod packet;
@@ -14,3 +15,5 @@ pub mod proc;
 pub mod pty;
 pub mod signals;
 pub mod unix_socket;
+
+pub use error::{Error, Result};

@@ -1,8 +1,9 @@
 //! What /proc says of a process, read with the `procfs` crate.
 
-use std::io;
-
 use procfs::process::{MountInfo, Process, Status};
+use procfs::ProcError;
+
+use super::error::{Error, Result};
 
 pub use procfs::process::ProcState;
 
@@ -43,27 +44,38 @@ pub fn exiting(pid: i32) -> bool {
 }
 
 /// The parsed `/proc/<pid>/status` (names, ids, capability and signal masks).
-pub fn status(pid: i32) -> io::Result<Status> {
+pub fn status(pid: i32) -> Result<Status> {
     Process::new(pid)
         .and_then(|p| p.status())
-        .map_err(|e| io::Error::other(format!("reading /proc/{pid}/status: {e}")))
+        .map_err(|e| read_error(format!("/proc/{pid}/status"), e))
+}
+
+/// A failed read of a /proc file, with the errno procfs saw where it kept one.
+fn read_error(path: String, e: ProcError) -> Error {
+    let err = match e {
+        ProcError::NotFound(_) => std::io::Error::from_raw_os_error(libc::ENOENT),
+        ProcError::PermissionDenied(_) => std::io::Error::from_raw_os_error(libc::EACCES),
+        ProcError::Io(e, _) => e,
+        other => std::io::Error::other(other.to_string()),
+    };
+    Error::file("reading", path, err)
 }
 
 /// The mounts that process `pid` sees (`/proc/<pid>/mountinfo`), in their order there.
-pub fn mountinfo(pid: i32) -> io::Result<Vec<MountInfo>> {
+pub fn mountinfo(pid: i32) -> Result<Vec<MountInfo>> {
     Process::new(pid)
         .and_then(|p| p.mountinfo())
         .map(|m| m.0)
-        .map_err(|e| io::Error::other(format!("reading /proc/{pid}/mountinfo: {e}")))
+        .map_err(|e| read_error(format!("/proc/{pid}/mountinfo"), e))
 }
 
 /// The mounts this process sees (`/proc/self/mountinfo`: right in a new pid namespace
 /// too, where our pid is not the one /proc knows us by).
-pub fn own_mountinfo() -> io::Result<Vec<MountInfo>> {
+pub fn own_mountinfo() -> Result<Vec<MountInfo>> {
     Process::myself()
         .and_then(|p| p.mountinfo())
         .map(|m| m.0)
-        .map_err(|e| io::Error::other(format!("reading /proc/self/mountinfo: {e}")))
+        .map_err(|e| read_error("/proc/self/mountinfo".into(), e))
 }
 
 #[cfg(test)]

@@ -15,6 +15,8 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::path::Path;
 
 use super::prepare::{Namespaces, Prepared, Standalone};
+use super::Error;
+use crate::sys;
 use crate::sys::cgroup::Placement;
 
 /// What `create` needs beyond the spec.
@@ -57,17 +59,14 @@ pub struct Created {
 /// exec fifo.
 pub fn create(
     c: &Create,
-    runtime_hooks: &mut dyn FnMut(i32) -> Result<(), String>,
-) -> Result<Created, String> {
+    runtime_hooks: &mut dyn FnMut(i32) -> super::Result<()>,
+) -> super::Result<Created> {
     let spec = c.spec;
     let linux = spec.linux().clone().unwrap_or_default();
-    let ns = namespaces::Plan::of(&linux)?;
-    let mut p = Prepared::from_spec_with(spec, [0, 1, 2], Namespaces::Any)?;
+    let ns = namespaces::Plan::of(&linux).map_err(Error::Spec)?;
+    let mut p = Prepared::from_spec_with(spec, [0, 1, 2], Namespaces::Any).map_err(Error::Spec)?;
     if p.terminal {
-        p.console_sock = c
-            .console_socket
-            .map(|s| s.as_raw_fd())
-            .ok_or("process.terminal is true but no console socket was given (--console-socket)")?;
+        p.console_sock = console_sock(c.console_socket)?;
     }
     // A cgroup namespace given by path is joined by the creator; a new one is made by the
     // child once it is in its cgroup, so that it is rooted there.
@@ -80,14 +79,14 @@ pub fn create(
         nix::fcntl::OFlag::O_PATH | nix::fcntl::OFlag::O_CLOEXEC,
         nix::sys::stat::Mode::empty(),
     )
-    .map_err(|e| format!("opening the exec fifo {}: {e}", c.exec_fifo.display()))?;
+    .map_err(|e| sys::Error::syscall("opening the exec fifo", c.exec_fifo.display(), e))?;
     let (parent_end, child_end) = socket::socketpair(
         socket::AddressFamily::Unix,
         socket::SockType::SeqPacket,
         None,
         socket::SockFlag::SOCK_CLOEXEC,
     )
-    .map_err(|e| format!("socketpair: {e}"))?;
+    .map_err(|e| sys::Error::syscall("socketpair", "", e))?;
     p.standalone = Some(Standalone {
         sync: child_end.as_raw_fd(),
         fifo: fifo.as_raw_fd(),
@@ -113,7 +112,10 @@ pub fn create(
         keyring: if c.no_new_keyring {
             None
         } else {
-            Some(CString::new(c.id).map_err(|_| "the container ID contains a NUL byte")?)
+            Some(
+                CString::new(c.id)
+                    .map_err(|_| Error::Spec("the container ID contains a NUL byte".into()))?,
+            )
         },
     });
     // v1: a child still in our user namespace moves itself (see `Placement`); one born
@@ -127,7 +129,7 @@ pub fn create(
     };
     // The child is born in the namespaces given by path (joined here for the clone and
     // left after it) and makes the others with the clone.
-    let joined = ns.enter()?;
+    let joined = ns.enter().map_err(Error::Setup)?;
     let flags = crate::sys::clone::CLONE_CLEAR_SIGHAND | ns.clone_flags as u64;
     let cgroup = c.cgroup.dir.as_ref().map(|d| d.as_fd());
     let cloned = match ns.user_path.as_ref() {
@@ -141,6 +143,7 @@ pub fn create(
             let ends = [child_end.as_raw_fd(), parent_end.as_raw_fd()];
             // SAFETY: single-threaded; the hop ends in _exit, its child in `init::run`.
             unsafe { super::hop::fork_in(userns.as_fd(), flags, cgroup, &p, ends) }
+                .map_err(Error::Setup)
         }
         _ => {
             // SAFETY: the creating process is single-threaded; the child only runs
@@ -151,25 +154,25 @@ pub fn create(
                     super::init::run(&p, self_placed, child_end)
                 }
                 Ok(Some(child)) => Ok(child),
-                Err(e) => Err(format!("clone3: {e}")),
+                Err(e) => Err(Error::Setup(format!("clone3: {e}"))),
             }
         }
     };
     let left = joined.leave();
     let child = cloned?;
     drop(child_end);
-    let kill = |why: String| -> String {
+    let kill = |why: Error| -> Error {
         let _ = crate::sys::pidfd::send_signal(&child.pidfd, libc::SIGKILL);
         reap(child.pid);
         why
     };
-    left.map_err(&kill)?;
+    left.map_err(|e| kill(Error::Setup(e)))?;
     for tasks in creator_placed {
         std::fs::write(tasks, child.pid.to_string())
-            .map_err(|e| kill(format!("placing the process in {}: {e}", tasks.display())))?;
+            .map_err(|e| kill(sys::Error::file("placing the process in", tasks, e).into()))?;
     }
     if ns.new_user {
-        id_maps::write(child.pid, &linux).map_err(&kill)?;
+        id_maps::write(child.pid, &linux).map_err(|e| kill(Error::Setup(e)))?;
     }
     let go = [
         b"G".as_slice(),
@@ -178,10 +181,11 @@ pub fn create(
         (c.state_json)(child.pid, "created").as_bytes(),
     ]
     .concat();
-    send(&parent_end, &go).map_err(|e| kill(format!("starting the container's set-up: {e}")))?;
+    let setup = |what: &str, e: std::io::Error| Error::Setup(format!("{what}: {e}"));
+    send(&parent_end, &go).map_err(|e| kill(setup("starting the container's set-up", e)))?;
     loop {
-        let msg = recv(&parent_end)
-            .map_err(|e| kill(format!("waiting for the container's set-up: {e}")))?;
+        let msg =
+            recv(&parent_end).map_err(|e| kill(setup("waiting for the container's set-up", e)))?;
         match msg.split_first() {
             Some((b'R', _)) => {
                 return Ok(Created {
@@ -192,16 +196,16 @@ pub fn create(
             Some((b'H', _)) => {
                 runtime_hooks(child.pid).map_err(&kill)?;
                 send(&parent_end, b"C")
-                    .map_err(|e| kill(format!("resuming after the runtime hooks: {e}")))?;
+                    .map_err(|e| kill(setup("resuming after the runtime hooks", e)))?;
             }
             Some((b'E', why)) => {
                 reap(child.pid);
-                return Err(String::from_utf8_lossy(why).into_owned());
+                return Err(Error::Start(String::from_utf8_lossy(why).into_owned()));
             }
             _ => {
-                return Err(kill(
+                return Err(kill(Error::Start(
                     "the container's process exited during its set-up".to_string(),
-                ))
+                )))
             }
         }
     }
@@ -238,18 +242,15 @@ pub struct Exec<'a> {
 
 /// Start `e.spec.process` in the container; returns once it has exec'd or failed, like
 /// [`super::spawn_in`].
-pub fn exec(e: &Exec) -> Result<super::Spawned, String> {
-    let mut p = Prepared::from_spec_with(e.spec, e.stdio, Namespaces::Any)?;
+pub fn exec(e: &Exec) -> super::Result<super::Spawned> {
+    let mut p = Prepared::from_spec_with(e.spec, e.stdio, Namespaces::Any).map_err(Error::Spec)?;
     // Only the namespaces the container does not share with us: joining one's own user
     // namespace is an error.
-    p.join_flags &= namespaces::differing(e.target)?;
+    p.join_flags &= namespaces::differing(e.target).map_err(Error::Setup)?;
     p.new_cgroup_ns = p.join_flags & libc::CLONE_NEWCGROUP != 0;
     p.keep_fds = e.preserve_fds;
     if p.terminal {
-        p.console_sock = e
-            .console_socket
-            .map(|s| s.as_raw_fd())
-            .ok_or("process.terminal is true but no console socket was given (--console-socket)")?;
+        p.console_sock = console_sock(e.console_socket)?;
     }
     super::start_prepared(
         &super::Launch {
@@ -264,5 +265,13 @@ pub fn exec(e: &Exec) -> Result<super::Spawned, String> {
         p,
         Some(e.target),
     )
-    .map_err(|super::SpawnError::Create(m)| m)
+}
+
+/// The console socket a process with a terminal sends its master on.
+fn console_sock(s: Option<BorrowedFd>) -> super::Result<RawFd> {
+    s.map(|s| s.as_raw_fd()).ok_or_else(|| {
+        Error::Spec(
+            "process.terminal is true but no console socket was given (--console-socket)".into(),
+        )
+    })
 }

@@ -153,7 +153,7 @@ fn ok(rc: libc::c_int) -> io::Result<()> {
 impl Kernel for Linux {
     #[inline]
     fn join_cgroups(&self, tasks: &[PathBuf]) -> Result<(), String> {
-        crate::sys::cgroup::join_self(tasks)
+        crate::sys::cgroup::join_self(tasks).map_err(|e| e.to_string())
     }
     #[inline]
     fn reset_signals(&self, ignored: u64) {
@@ -471,7 +471,7 @@ impl Kernel for Linux {
         hooks: &[oci_spec::runtime::Hook],
         state: &str,
     ) -> Result<(), String> {
-        crate::runtime::hooks::run(phase, hooks, state)
+        crate::runtime::hooks::run(phase, hooks, state).map_err(|e| e.to_string())
     }
     #[inline]
     fn access(&self, path: &CStr) -> io::Result<()> {

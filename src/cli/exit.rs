@@ -1,0 +1,105 @@
+//! The command line's failures, and the one place they become a line on stderr and an
+//! exit status (docs/interface.md §2: 1 a failure, 2 an invalid command line or manifest,
+//! 3 a sandbox that could not be set up).
+
+use std::fmt;
+
+use crate::error::Kind;
+
+pub const EXIT_FAILED: i32 = 1;
+pub const EXIT_INVALID: i32 = 2;
+pub const EXIT_SANDBOX: i32 = 3;
+
+#[derive(Debug)]
+pub enum Failure {
+    /// The command line or the manifest is invalid: nothing was done.
+    Invalid(String),
+    /// The sandbox could not be set up, or removed at the end.
+    Sandbox(String),
+    /// The pod's socket refused the request: the kind its `Status` says, and its message.
+    Refused { kind: Kind, message: String },
+    /// Anything else that failed, with its kind.
+    Failed { kind: Kind, message: String },
+}
+
+impl Failure {
+    pub fn kind(&self) -> Kind {
+        match self {
+            Failure::Invalid(_) => Kind::InvalidArgument,
+            Failure::Sandbox(_) => Kind::FailedPrecondition,
+            Failure::Refused { kind, .. } | Failure::Failed { kind, .. } => *kind,
+        }
+    }
+
+    pub fn exit_status(&self) -> i32 {
+        match self {
+            Failure::Invalid(_) => EXIT_INVALID,
+            Failure::Sandbox(_) => EXIT_SANDBOX,
+            Failure::Refused { .. } | Failure::Failed { .. } => EXIT_FAILED,
+        }
+    }
+
+    /// Prints the one line and gives the exit status.
+    pub fn report(&self) -> i32 {
+        crate::log::error(&self.to_string());
+        self.exit_status()
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Invalid(m) | Failure::Sandbox(m) => f.write_str(m),
+            Failure::Refused { message, .. } | Failure::Failed { message, .. } => {
+                f.write_str(message)
+            }
+        }
+    }
+}
+
+/// A failure of a step still written over strings: its kind is not known.
+impl From<String> for Failure {
+    fn from(message: String) -> Failure {
+        Failure::Failed {
+            kind: Kind::Unknown,
+            message,
+        }
+    }
+}
+
+impl From<&str> for Failure {
+    fn from(message: &str) -> Failure {
+        Failure::from(message.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_kind_has_its_exit_status_and_one_line() {
+        assert_eq!(Failure::Invalid("pod.yaml: x".into()).exit_status(), 2);
+        assert_eq!(Failure::Invalid("x".into()).kind(), Kind::InvalidArgument);
+        assert_eq!(Failure::Sandbox("state dir in use".into()).exit_status(), 3);
+        for k in Kind::ALL {
+            let refused = Failure::Refused {
+                kind: k,
+                message: "container c: not found".into(),
+            };
+            assert_eq!(refused.kind(), k);
+            assert_eq!(refused.exit_status(), 1, "{k:?}");
+            assert_eq!(refused.to_string(), "container c: not found");
+            let failed = Failure::Failed {
+                kind: k,
+                message: "m".into(),
+            };
+            assert_eq!((failed.kind(), failed.exit_status()), (k, 1));
+        }
+        let e = Failure::from("no socket".to_string());
+        assert_eq!((e.kind(), e.exit_status()), (Kind::Unknown, 1));
+        // `run` decides its statuses by stage; they are these.
+        assert_eq!(EXIT_INVALID, crate::run::EXIT_INVALID);
+        assert_eq!(EXIT_SANDBOX, crate::supervisor::EXIT_SANDBOX);
+    }
+}
