@@ -147,8 +147,7 @@ struct Sandbox {
 /// and builds the pod's tree beside it, at `<cgroup>/podinit_<ns>_<name>`, so that the pod
 /// tree can be removed whole at the end while podinit itself is still running.
 pub fn pid1_mode() -> bool {
-    // SAFETY: getpid has no failure mode.
-    unsafe { libc::getpid() == 1 }
+    nix::unistd::getpid().as_raw() == 1
 }
 
 impl Sandbox {

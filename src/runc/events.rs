@@ -36,7 +36,7 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), String> {
     if status::of(&g.root, &s) == Status::Stopped {
         return Err(format!("container with id {id} is not running"));
     }
-    let group = super::cgroup::open(&s.id, s.cgroups_path.as_deref(), &s.cgroup_paths)?;
+    let group = crate::cgroup::recorded::open(&s.id, s.cgroups_path.as_deref(), &s.cgroup_paths)?;
     let stats = || event("stats", id, Some(group.stats()));
     if a.on("stats") {
         super::print(&format!("{}\n", stats()));

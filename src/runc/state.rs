@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fs;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -140,16 +140,11 @@ fn lock_with(root: &Root, id: &str, how: libc::c_int) -> Result<Lock, String> {
         nix::errno::Errno::ENOENT => "container does not exist".to_string(),
         e => format!("opening {}: {e}", dir.display()),
     })?;
-    // SAFETY: flock on a descriptor we own.
-    if unsafe { libc::flock(fd.as_raw_fd(), how) } != 0 {
-        if io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK) {
+    if let Err(e) = crate::sys::fd::flock(fd.as_fd(), how) {
+        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
             return Err(BUSY.into());
         }
-        return Err(format!(
-            "locking {}: {}",
-            dir.display(),
-            io::Error::last_os_error()
-        ));
+        return Err(format!("locking {}: {e}", dir.display()));
     }
     Ok(Lock(fd))
 }

@@ -40,8 +40,7 @@ pub struct Shim {
 /// malloc arena for all its threads: each ttrpc worker would otherwise grow an arena of
 /// its own, most of the shim's memory for nothing (its calls are few and short).
 pub fn config() -> Config {
-    // SAFETY: called first thing in main, before any thread exists.
-    unsafe { libc::mallopt(libc::M_ARENA_MAX, 1) };
+    podinit::sys::proc::one_malloc_arena();
     Config {
         no_reaper: true,
         ..Default::default()

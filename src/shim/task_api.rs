@@ -251,7 +251,7 @@ impl containerd_shim::Task for Service {
         let root = podinit::runc::state::Root(self.0.runc.root.clone());
         let s = podinit::runc::state::load(&root, &req.id).map_err(|e| err(Code::NOT_FOUND, e))?;
         let group =
-            podinit::runc::cgroup::open(&req.id, s.cgroups_path.as_deref(), &s.cgroup_paths)
+            podinit::cgroup::recorded::open(&req.id, s.cgroups_path.as_deref(), &s.cgroup_paths)
                 .map_err(|e| err(Code::UNKNOWN, e))?;
         let any = metrics::to_any(&group.stats(), podinit::sys::cgroup::unified())
             .map_err(|e| err(Code::UNKNOWN, e))?;
