@@ -1,4 +1,4 @@
-//! The CRI benchmark of issue 25 (scripts/bench runs it; BENCHMARKS.md shows it): the
+//! The CRI benchmark (scripts/bench runs it; BENCHMARKS.md shows it): the
 //! runc and podinit handlers side by side in one private containerd (tests/common/cri.rs),
 //! through raw CRI calls.
 //!

@@ -26,6 +26,7 @@ mod init;
 pub mod mounts;
 mod prepare;
 pub mod seccomp;
+mod sync;
 mod syscall_table;
 
 use crate::sys::cgroup::Placement;

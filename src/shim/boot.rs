@@ -1,8 +1,8 @@
 //! How the shim comes up: `start` binds the pod's socket itself and hands it to the daemon
 //! it spawns, then answers containerd at once, as containerd's Go shims do; the daemon
 //! serves on the socket it was given. The shim crate's `start` instead waits until its
-//! daemon has bound the socket and set up its ttrpc client and server (1.5–1.8 ms here),
-//! while containerd's own work after `start` could overlap them (BENCHMARKS.md, issue 25).
+//! daemon has bound the socket and set up its ttrpc client and server, while containerd's
+//! own work after `start` could overlap them (the cost is in BENCHMARKS.md).
 //! `delete`, `-v` and the rest stay the crate's.
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};

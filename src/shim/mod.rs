@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 
 use containerd_shim::publisher::RemotePublisher;
-use containerd_shim::{api, Config, DeleteResponse, ExitSignal, Flags, StartOpts};
+use containerd_shim::{Config, DeleteResponse, ExitSignal, Flags, StartOpts};
 
 /// runc's `--root` for a namespace, as containerd's runc shim keeps `/run/containerd/runc/<ns>`.
 fn runc_root(namespace: &str) -> PathBuf {
@@ -162,11 +162,6 @@ fn reaper_thread(inner: Arc<service::Inner>) {
             inner.on_exits(&exits);
         }
     });
-}
-
-#[allow(dead_code)]
-fn _status_is_exhaustive(s: api::Status) -> api::Status {
-    s
 }
 
 #[cfg(test)]
