@@ -430,7 +430,7 @@ def main():
     time.sleep(2)
     sup = supervisor_pid(pr.pid)
     row("supervisor RSS, 10 running containers", "MiB", rss_kib(sup) / 1024, shim_rss_mib(),
-        "containerd-shim-runc-v2 + pause", "≤ 2 MiB")
+        "containerd-shim-runc-v2 + pause", "≤ 1.5 MiB")
     row("supervisor anonymous (private) memory, the rest of its RSS being the binary's shared pages",
         "MiB", proc_kib(sup, "smaps_rollup", "Anonymous") / 1024)
     row("outer `podinit run` process RSS", "MiB", rss_kib(pr.pid) / 1024)
