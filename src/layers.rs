@@ -38,6 +38,17 @@ enum Rule {
     Not(&'static [&'static str]),
 }
 
+/// What the runc and containerd front-ends may not name: the pod's kubelet and sandbox
+/// (under the CRI, kubelet is the pod's kubelet).
+const NO_KUBELET: &[&str] = &[
+    "sandbox",
+    "pod",
+    "supervisor",
+    "manifest",
+    "run",
+    "admission",
+];
+
 /// The rules, by the directory (or file) under src/ that they govern.
 const RULES: &[(&str, Rule)] = &[
     ("sys", Rule::Only(&[])),
@@ -45,28 +56,8 @@ const RULES: &[(&str, Rule)] = &[
     ("cgroup", Rule::Only(&["sys", "util"])),
     ("runtime", Rule::Only(&["sys", "cgroup", "util", "log"])),
     ("pod", Rule::Only(&["quantity"])),
-    (
-        "runc",
-        Rule::Not(&[
-            "sandbox",
-            "pod",
-            "supervisor",
-            "manifest",
-            "run",
-            "admission",
-        ]),
-    ),
-    (
-        "shim",
-        Rule::Not(&[
-            "sandbox",
-            "pod",
-            "supervisor",
-            "manifest",
-            "run",
-            "admission",
-        ]),
-    ),
+    ("runc", Rule::Not(NO_KUBELET)),
+    ("shim", Rule::Not(NO_KUBELET)),
     ("manifest", Rule::Not(&["sandbox", "supervisor", "run"])),
     ("sandbox", Rule::Not(&["manifest", "supervisor", "run"])),
 ];

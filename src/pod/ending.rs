@@ -36,7 +36,7 @@ impl EndView {
 /// sidecar runs and has started).
 pub fn has_initialized(cs: &[EndView]) -> bool {
     let is_init = |c: &&EndView| matches!(c.kind, Kind::Init | Kind::Sidecar);
-    let Some(last) = cs.iter().filter(is_init).last() else {
+    let Some(last) = cs.iter().rfind(is_init) else {
         return true;
     };
     cs.iter().any(|c| c.kind == Kind::App && c.started_once())

@@ -1,15 +1,9 @@
 use super::*;
-use crate::pod::plan::{ContainerPlan, Kind, RestartPolicy};
+use crate::pod::plan::Kind;
 use crate::pod::step::{step, Action, EventSpec};
 
 fn plan(kinds: &[(&str, Kind)]) -> PodPlan {
-    PodPlan::bare(
-        RestartPolicy::Always,
-        kinds
-            .iter()
-            .map(|(n, k)| ContainerPlan::bare(n, *k))
-            .collect(),
-    )
+    PodPlan::bare_of(kinds)
 }
 
 fn starts(acts: &[Action]) -> Vec<usize> {
