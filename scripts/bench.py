@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""podinit's benchmarks side by side with runc (issue 10). Run through scripts/bench.
+"""podinit's benchmarks side by side with runc. Run through scripts/bench.
 
 Every row: podinit and, where there is one, its anchor, measured in the same run on the
 same busybox bundle. Writes BENCHMARKS.md-ready tables to stdout and to bench/latest.md,
@@ -430,7 +430,7 @@ def main():
     time.sleep(2)
     sup = supervisor_pid(pr.pid)
     row("supervisor RSS, 10 running containers", "MiB", rss_kib(sup) / 1024, shim_rss_mib(),
-        "containerd-shim-runc-v2 + pause", "≤ 2 MiB")
+        "containerd-shim-runc-v2 + pause", "≤ 1.5 MiB")
     row("supervisor anonymous (private) memory, the rest of its RSS being the binary's shared pages",
         "MiB", proc_kib(sup, "smaps_rollup", "Anonymous") / 1024)
     row("outer `podinit run` process RSS", "MiB", rss_kib(pr.pid) / 1024)
@@ -507,10 +507,10 @@ def main():
     pr.send_signal(signal.SIGTERM)
     pr.wait()
 
-    # 9. The runc front-end (`podinit runc`, issue 24) against runc itself, same bundle.
+    # 9. The runc front-end (`podinit runc`) against runc itself, same bundle.
     runc_front_end()
 
-    # 10. Unpacking an image (issue 27) against tar.
+    # 10. Unpacking an image against tar.
     image_unpack()
 
     os.makedirs(os.path.join(ROOT, "bench"), exist_ok=True)

@@ -75,6 +75,30 @@ pub struct Dirs<'a> {
     pub images: &'a Path,
 }
 
+/// The bundles directory and the image store, worked out once from their options.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirPaths {
+    pub bundles: PathBuf,
+    pub images: PathBuf,
+}
+
+impl DirPaths {
+    /// `--bundles` and `--images`, with their defaults ([`bundles_dir`], [`images_dir`]).
+    pub fn of(bundles: Option<&Path>, images: Option<&Path>) -> DirPaths {
+        DirPaths {
+            bundles: bundles_dir(bundles),
+            images: images_dir(images),
+        }
+    }
+
+    pub fn dirs(&self) -> Dirs<'_> {
+        Dirs {
+            bundles: &self.bundles,
+            images: &self.images,
+        }
+    }
+}
+
 /// `--images`, else the store's default.
 pub fn images_dir(opt: Option<&Path>) -> PathBuf {
     opt.map(Path::to_path_buf)
@@ -90,7 +114,7 @@ pub fn bundles_dir(opt: Option<&Path>) -> PathBuf {
 
 /// Load, default and validate the manifest and resolve every image. The error is the one
 /// line to print (the field path first).
-pub fn admit(
+pub fn admit_manifest(
     manifest: &Path,
     dirs: Dirs,
     presets: Option<&Path>,
@@ -129,7 +153,7 @@ pub fn admit_ephemeral(
     index: usize,
     dirs: Dirs,
 ) -> Result<(Container, Base), String> {
-    let c = crate::manifest::ephemeral::admit(ec, spec, index)
+    let c = crate::manifest::ephemeral::validate(ec, spec, index)
         .map_err(|e| format!("{}: {}", e.field, e.message))?;
     let b = container_base(&c, &format!("spec.ephemeralContainers[{index}]"), dirs)?;
     Ok((c, b))

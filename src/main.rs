@@ -92,13 +92,16 @@ fn dispatch(m: &Matches) -> Result<i32, cli::Error> {
         }
         "validate" => {
             let manifest = PathBuf::from(m.arg(0));
-            let dir = podinit::run::bundles_dir(m.path("bundles").as_deref());
-            let images = podinit::run::images_dir(m.path("images").as_deref());
-            let dirs = podinit::run::Dirs {
-                bundles: &dir,
-                images: &images,
-            };
-            match podinit::run::admit(&manifest, dirs, m.path("presets").as_deref(), 300) {
+            let paths = podinit::run::DirPaths::of(
+                m.path("bundles").as_deref(),
+                m.path("images").as_deref(),
+            );
+            match podinit::run::admit_manifest(
+                &manifest,
+                paths.dirs(),
+                m.path("presets").as_deref(),
+                300,
+            ) {
                 Ok(a) => {
                     if let Some(c) = &a.preset_conflict {
                         podinit::log::warn(c);

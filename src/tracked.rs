@@ -5,9 +5,9 @@
 //!
 //! Why not serde_path_to_error: it wraps any deserializer, so every type of a Pod was
 //! deserialized through two layers of generic code (its wrappers around serde_json's value
-//! deserializer); this one reads the value itself and keeps the path out of line (0.3 MB
-//! less, BENCHMARKS.md). Paths are written as serde_path_to_error wrote them: keys joined
-//! by `.`, indexes as `[i]`, `.` for the document itself.
+//! deserializer); this one reads the value itself and keeps the path out of line, for a
+//! smaller binary (BENCHMARKS.md has the figure). Paths are written as serde_path_to_error
+//! wrote them: keys joined by `.`, indexes as `[i]`, `.` for the document itself.
 
 use serde::de::value::BorrowedStrDeserializer;
 use serde::de::{self, DeserializeSeed, Deserializer, Expected, Unexpected, Visitor};

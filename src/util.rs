@@ -5,26 +5,7 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::Path;
 
-/// `n` random bytes from the kernel: getrandom(2), one syscall and no file (a PID-1 podinit
-/// may run where /dev has no urandom); never blocks after boot.
-pub fn random_bytes(n: usize) -> io::Result<Vec<u8>> {
-    let mut buf = vec![0u8; n];
-    let mut done = 0;
-    while done < n {
-        let rest = &mut buf[done..];
-        // SAFETY: getrandom writes at most `rest.len()` bytes into `rest`.
-        let r = unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) };
-        if r < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
-            }
-            continue;
-        }
-        done += r as usize;
-    }
-    Ok(buf)
-}
+pub use crate::sys::proc::random_bytes;
 
 /// Lower-case hex of random bytes: container IDs (`podinit://<64 hex>`).
 pub fn random_hex(bytes: usize) -> String {
@@ -66,11 +47,46 @@ pub fn now_unix_nanos() -> i128 {
         .unwrap_or(0)
 }
 
+/// How much of the second an RFC 3339 time shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fraction {
+    /// Whole seconds: a Kubernetes `Time`, logrus's lines.
+    Whole,
+    /// Nine digits: the CRI log format's timestamp.
+    Nanos,
+    /// Go's RFC3339Nano: the nanoseconds without their trailing zeros (runc's `created`).
+    Trimmed,
+}
+
+/// The one RFC 3339 formatter: `unix_nanos` since the epoch, in UTC.
+pub fn rfc3339(unix_nanos: i128, fraction: Fraction) -> String {
+    use k8s_openapi::jiff::Timestamp;
+    if fraction == Fraction::Whole {
+        let secs = unix_nanos.div_euclid(1_000_000_000) as i64;
+        let ts = Timestamp::from_second(secs).unwrap_or(Timestamp::UNIX_EPOCH);
+        return format!("{ts:.0}");
+    }
+    let ts = Timestamp::from_nanosecond(unix_nanos).unwrap_or(Timestamp::UNIX_EPOCH);
+    let s = format!("{ts:.9}");
+    if fraction == Fraction::Nanos {
+        return s;
+    }
+    match s.strip_suffix('Z').and_then(|t| t.split_once('.')) {
+        Some((whole, frac)) => {
+            let frac = frac.trim_end_matches('0');
+            if frac.is_empty() {
+                format!("{whole}Z")
+            } else {
+                format!("{whole}.{frac}Z")
+            }
+        }
+        None => s,
+    }
+}
+
 /// RFC 3339 with nanoseconds, UTC (the CRI log format's timestamp).
 pub fn rfc3339_nanos(unix_nanos: i128) -> String {
-    let ts = k8s_openapi::jiff::Timestamp::from_nanosecond(unix_nanos)
-        .unwrap_or(k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
-    format!("{ts:.9}")
+    rfc3339(unix_nanos, Fraction::Nanos)
 }
 
 /// `create_dir_all` for the common case in one syscall: mkdir, the parents only when
@@ -124,6 +140,17 @@ mod tests {
         assert_eq!(a.len(), 64);
         assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
         assert_ne!(a, b);
+    }
+
+    #[test]
+    fn times_as_go_prints_them() {
+        let go = |n| rfc3339(n, Fraction::Trimmed);
+        assert_eq!(go(1_500_000_000), "1970-01-01T00:00:01.5Z");
+        assert_eq!(go(2_000_000_000), "1970-01-01T00:00:02Z");
+        assert_eq!(go(123), "1970-01-01T00:00:00.000000123Z");
+        let whole = |n| rfc3339(n, Fraction::Whole);
+        assert_eq!(whole(1_767_323_045_999_999_999), "2026-01-02T03:04:05Z");
+        assert_eq!(whole(0), "1970-01-01T00:00:00Z");
     }
 
     #[test]

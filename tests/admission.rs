@@ -1,4 +1,4 @@
-//! Admission (issue 7) on the real binary: environment from ConfigMaps, Secrets and the
+//! Admission on the real binary: environment from ConfigMaps, Secrets and the
 //! downward API, `$(VAR)` expansion, and a missing key as CreateContainerConfigError.
 
 mod common;

@@ -1,5 +1,5 @@
 //! The status socket with a real client (`curl --unix-socket`), its limits and errors,
-//! `--notify-socket`, `$NOTIFY_SOCKET` and `--netns` (issue 6) on the real binary.
+//! `--notify-socket`, `$NOTIFY_SOCKET` and `--netns` on the real binary.
 
 mod common;
 use common::*;

@@ -1,4 +1,4 @@
-//! Issue 25's fault tests on a private containerd (tests/common/cri.rs): a pod's shim
+//! Fault tests on a private containerd (tests/common/cri.rs): a pod's shim
 //! SIGKILLed, containerd restarted under running pods, containers that cannot start. Each
 //! runs on the runc handler (the reference) and on podinit's; the start errors are compared
 //! between the two in one containerd.

@@ -1,4 +1,4 @@
-//! Issue 25's CRI flow, on a private containerd (tests/common/cri.rs) through raw CRI
+//! The CRI flow, on a private containerd (tests/common/cri.rs) through raw CRI
 //! calls: pods with CNI and with the host's network, an init-style container, two
 //! long-running ones sharing an emptyDir, statuses (exit codes, reasons, OOMKilled),
 //! ExecSync, Exec through the streaming server (with and without a terminal, its resize),

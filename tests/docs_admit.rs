@@ -1,4 +1,4 @@
-//! kubelet's admission of the docs' examples (issue 26, items 3-5), on the real binary:
+//! kubelet's admission of the docs' examples, on the real binary:
 //! node selectors and affinity, nodeName, resources against the node's allocatable,
 //! extended resources, AppArmor in both forms and the old seccomp annotation. A rejected
 //! pod is Failed with kubelet's reason and "Pod was rejected: <message>", a Warning event

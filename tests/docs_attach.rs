@@ -1,4 +1,4 @@
-//! Issue 26, stdin / stdinOnce / tty and `podinit attach`: the fixtures of
+//! stdin / stdinOnce / tty and `podinit attach`: the fixtures of
 //! tests/fixtures/docs/attach run on the real binary, checked against what kubelet, the
 //! CRI and `kubectl attach` report (docs/interface.md §3, docs/semantics.md §Attach).
 

@@ -1,4 +1,4 @@
-//! Issue 26 item 6 (26-c): fields the Kubernetes docs' examples use, run as kubelet runs
+//! Fields the Kubernetes docs' examples use, run as kubelet runs
 //! them: pod-level resources, emptyDir's medium and sizeLimit, supplementalGroupsPolicy,
 //! hostUsers. The manifests are in tests/fixtures/docs/fields/.
 

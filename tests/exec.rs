@@ -1,4 +1,4 @@
-//! `podinit exec` and `POST /v1/containers/NAME/exec` (issue 6) on the real binary.
+//! `podinit exec` and `POST /v1/containers/NAME/exec` on the real binary.
 
 mod common;
 use common::*;

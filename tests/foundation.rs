@@ -1,4 +1,4 @@
-//! The foundation (issue 2): containers from OCI bundles, created by podinit's own runtime
+//! The foundation: containers from OCI bundles, created by podinit's own runtime
 //! inside a real sandbox, checked from inside the containers; exit codes, status.json, and
 //! nothing left behind.
 

@@ -1,4 +1,4 @@
-//! Pods on real images (issue 27): images made from busybox-static
+//! Pods on real images: images made from busybox-static
 //! (tests/fixtures/images_pod/make-images, scripts/make-oci-image), imported into a store
 //! of the test's own with `podinit images import`, run by `podinit run --images`. What the
 //! containers see is checked from inside them; status, events and what is left from

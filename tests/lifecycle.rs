@@ -1,4 +1,4 @@
-//! The pod lifecycle (issue 3) on the real binary: restarts with back-off, OnFailure,
+//! The pod lifecycle on the real binary: restarts with back-off, OnFailure,
 //! init failure, sidecar order, OOM kills, shared pid namespace, cgroup limits, status.
 
 mod common;

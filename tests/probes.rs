@@ -1,4 +1,4 @@
-//! Probes and lifecycle hooks (issue 5) on the real binary, with busybox servers in the
+//! Probes and lifecycle hooks on the real binary, with busybox servers in the
 //! pod: readiness over HTTP (200, 404, redirects) and TCP, liveness restarts, the startup
 //! probe holding liveness back, exec timeouts, postStart order and failure, readiness
 //! gates.

@@ -1,4 +1,4 @@
-//! Robustness (issue 8): faults and load on the real binary. Each test is a real pod that
+//! Robustness: faults and load on the real binary. Each test is a real pod that
 //! tries to break podinit — a fork bomb, a flood of output, closed pipes, hanging handlers,
 //! a supervisor killed mid-run, bad bundles, and load (100 containers, 1,000 execs, 1,000
 //! exec probes, 200 restarts, 10,000 orphans) — and checks that nothing is lost (every exit

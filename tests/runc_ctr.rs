@@ -1,4 +1,4 @@
-//! containerd drives the runc front-end (issue 24): a private containerd (its own config,
+//! containerd drives the runc front-end: a private containerd (its own config,
 //! sockets and dirs under a temp dir, CRI off, a unique namespace) runs the busybox image of
 //! `scripts/make-oci-image` through `ctr run --runc-binary <runtime under test>`, so that
 //! containerd's runc shim calls it as it calls runc. `RUNC_UNDER_TEST=/usr/sbin/runc` runs

@@ -1,4 +1,4 @@
-//! Differential tests of the runc front-end (issue 24): the same bundle and the same verbs,
+//! Differential tests of the runc front-end: the same bundle and the same verbs,
 //! run by runc (the oracle) and by the runtime under test (`RUNC_UNDER_TEST`, by default
 //! the `podinit-runc` link). What each container sees and what each verb answers must agree
 //! once what differs from run to run (ids, paths, times) is dropped. Run with

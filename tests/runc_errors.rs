@@ -1,4 +1,4 @@
-//! Bad input to the runc front-end (issue 24): each case fails with a one-line error on
+//! Bad input to the runc front-end: each case fails with a one-line error on
 //! stderr and an error line in the `--log` (JSON) file, and leaves nothing behind: no
 //! cgroup, no mount below the bundle, no process, no state except what `delete` still
 //! needs. Every case runs on runc (which proves the checks) and on the runtime under test

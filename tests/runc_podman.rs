@@ -1,4 +1,4 @@
-//! podman drives the runc front-end (issue 24) through conmon: private `--root`,
+//! podman drives the runc front-end through conmon: private `--root`,
 //! `--runroot` and `--tmpdir`, cgroupfs, a file events log, no network, and the busybox
 //! image of `scripts/make-oci-image` loaded with `podman load`. `RUNC_UNDER_TEST=/usr/sbin/runc`
 //! runs the same tests on runc.

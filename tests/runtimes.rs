@@ -1,4 +1,4 @@
-//! podinit under a higher-level runtime (issue 9): PID-1 mode as the process of the
+//! podinit under a higher-level runtime: PID-1 mode as the process of the
 //! sandbox bundle (`scripts/make-sandbox-bundle`), run by runc; status read from the host
 //! through the socket; stopped with the runtime's kill; nothing left behind.
 

@@ -1,4 +1,4 @@
-//! Security (issue 8), checked from inside containers as youki's runtimetest does: what a
+//! Security, checked from inside containers as youki's runtimetest does: what a
 //! process podinit starts may hold and see. tests/foundation.rs already checks a main
 //! process in its own pid namespace (fds 0–2, empty signal mask, the default capabilities,
 //! NoNewPrivs for a non-root user, /proc/kcore masked, /proc/sysrq-trigger read-only) and

@@ -1,4 +1,4 @@
-//! Termination (issue 4) on the real binary: stop signals, grace periods, forced stops,
+//! Termination on the real binary: stop signals, grace periods, forced stops,
 //! the API and `podinit stop`, deadlines, and a killed podinit.
 
 mod common;

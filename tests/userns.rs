@@ -1,4 +1,4 @@
-//! `hostUsers: false` (issue 26): the pod's containers in a user namespace of their own
+//! `hostUsers: false`: the pod's containers in a user namespace of their own
 //! that maps container ids 0..65535 to a block of 65536 host ids, with idmapped root
 //! filesystems and volumes. Each pod's state dir is on a tmpfs, as `/run/podinit` is on
 //! most machines: on a kernel whose tmpfs takes no idmap (before 6.3) podinit refuses the

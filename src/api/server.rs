@@ -98,13 +98,13 @@ impl Server {
         let _ = std::fs::remove_file(path);
         // Created under a restrictive umask so that it is never reachable by others, even
         // for the instant before the chmod.
-        // SAFETY: umask has no failure mode; restored right after bind.
         let what =
             |e: io::Error| io::Error::new(e.kind(), format!("binding {}: {e}", path.display()));
         let (_dir, addr) = crate::sys::unix_socket::socket_path(path).map_err(what)?;
-        let old = unsafe { libc::umask(0o177) };
+        use nix::sys::stat::{umask, Mode};
+        let old = umask(Mode::from_bits_truncate(0o177));
         let l = UnixListener::bind(&addr);
-        unsafe { libc::umask(old) };
+        umask(old);
         let listener = l.map_err(what)?;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
         listener.set_nonblocking(true)?;
@@ -112,8 +112,7 @@ impl Server {
             listener,
             path: path.to_path_buf(),
             conns: Vec::new(),
-            // SAFETY: geteuid has no failure mode.
-            uid: unsafe { libc::geteuid() },
+            uid: nix::unistd::geteuid().as_raw(),
         })
     }
 

@@ -12,7 +12,7 @@ fn main() {
     let mut args = std::env::args_os();
     let _ = args.next();
     match args.next().as_deref().and_then(|a| a.to_str()) {
-        Some("pause") => podinit::sandbox::pause::run(),
+        Some("pause") => podinit::sys::pause::run(),
         Some("runc") => std::process::exit(podinit::runc::main(args.collect())),
         _ => shim::boot::main(),
     }

@@ -1,6 +1,6 @@
 //! Pulling from registries: the OCI distribution protocol over HTTPS (rustls) or plain HTTP
 //! for loopback and `--insecure-registry`, with bearer-token and basic auth
-//! (docs/images-registry.md). Each part is a file of `registry/`: `url`, `conn`, `tls` and
+//! (docs/images.md §Registries). Each part is a file of `registry/`: `url`, `conn`, `tls` and
 //! `proxy` (a connection), `http` (one exchange), `auth` and `credentials` (logins), `client` (a
 //! conversation with one repository), `media` (which types are taken), `pull` (fetching an
 //! image's content).

@@ -9,7 +9,7 @@ use super::Error;
 
 /// Validate `ec` as the `index`-th ephemeral container of the pod and return it as a
 /// container, defaulted.
-pub fn admit(ec: &EphemeralContainer, spec: &PodSpec, index: usize) -> Result<Container, Error> {
+pub fn validate(ec: &EphemeralContainer, spec: &PodSpec, index: usize) -> Result<Container, Error> {
     let p = format!("spec.ephemeralContainers[{index}]");
     let e = |f: &str, m: String| Err(Error::new(format!("{p}.{f}"), m));
     if ec.name.is_empty() {
@@ -113,7 +113,7 @@ mod tests {
 
     #[test]
     fn an_ephemeral_container_is_admitted_with_defaults() {
-        let c = admit(
+        let c = validate(
             &ec("{name: dbg, image: busybox, command: [ps], targetContainerName: web, volumeMounts: [{name: v, mountPath: /v}]}"),
             &spec(),
             0,
@@ -163,7 +163,7 @@ mod tests {
                 "spec.ephemeralContainers[0].volumeMounts[0].name: Not found",
             ),
         ] {
-            let e = admit(&ec(yaml), &spec(), 0).unwrap_err();
+            let e = validate(&ec(yaml), &spec(), 0).unwrap_err();
             let got = format!("{}: {}", e.field, e.message);
             assert!(got.starts_with(want), "got {got:?}, want {want:?}");
         }

@@ -91,20 +91,20 @@ pub fn load_with_presets(path: &Path, presets_dir: Option<&Path>) -> Result<Admi
             }
         }
     }
-    admit(docs, &|| {
+    from_documents(docs, &|| {
         uuid_v4(&crate::util::random_bytes(16).unwrap_or_else(|_| vec![0; 16]))
     })
 }
 
 pub fn load_str(text: &str) -> Result<Admitted, Error> {
     let docs = load::documents(text)?;
-    admit(docs, &|| {
+    from_documents(docs, &|| {
         uuid_v4(&crate::util::random_bytes(16).unwrap_or_else(|_| vec![0; 16]))
     })
 }
 
 /// Admit parsed documents; `new_uid` makes `metadata.uid` when the Pod has none.
-pub fn admit(
+pub fn from_documents(
     docs: Vec<serde_json::Value>,
     new_uid: &dyn Fn() -> String,
 ) -> Result<Admitted, Error> {

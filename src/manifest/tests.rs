@@ -2,7 +2,7 @@ use super::*;
 
 fn admit_str(text: &str) -> Result<Admitted, Error> {
     let docs = load::documents(text)?;
-    admit(docs, &|| "uid-1".into())
+    from_documents(docs, &|| "uid-1".into())
 }
 
 fn err_of(text: &str) -> String {

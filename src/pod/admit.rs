@@ -53,7 +53,7 @@ impl Rejection {
 }
 
 /// Admit `pod` on `node` as kubelet does, or say why not.
-pub fn admit(pod: &Pod, node: &Node) -> Result<(), Rejection> {
+pub fn check_on_node(pod: &Pod, node: &Node) -> Result<(), Rejection> {
     let spec = pod
         .spec
         .as_ref()

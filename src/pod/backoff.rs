@@ -40,17 +40,30 @@ impl Backoff {
 pub fn message(delay_ms: Millis, container: &str, pod: &str, ns: &str, uid: &str) -> String {
     format!(
         "back-off {} restarting failed container={container} pod={pod}_{ns}({uid})",
-        go_duration(delay_ms)
+        // kubelet's back-off is whole seconds.
+        go_duration(delay_ms / 1000 * 1000)
     )
 }
 
-/// A duration as Go prints it for whole seconds and minutes (`10s`, `1m20s`, `5m0s`).
+/// A duration as Go's `time.Duration` prints one truncated to milliseconds, below an
+/// hour (`512ms`, `10s`, `1.5s`, `5m0s`, `2m3.004s`).
 pub fn go_duration(ms: Millis) -> String {
-    let s = ms / 1000;
-    if s < 60 {
-        format!("{s}s")
+    if ms == 0 {
+        return "0s".into();
+    }
+    if ms < 1000 {
+        return format!("{ms}ms");
+    }
+    let (m, s, frac) = (ms / 60_000, (ms / 1000) % 60, ms % 1000);
+    let frac = if frac == 0 {
+        String::new()
     } else {
-        format!("{}m{}s", s / 60, s % 60)
+        format!(".{frac:03}").trim_end_matches('0').to_string()
+    };
+    if m > 0 {
+        format!("{m}m{s}{frac}s")
+    } else {
+        format!("{s}{frac}s")
     }
 }
 
@@ -92,5 +105,6 @@ mod tests {
         );
         assert_eq!(go_duration(300_000), "5m0s");
         assert_eq!(go_duration(80_000), "1m20s");
+        assert_eq!(go_duration(0), "0s");
     }
 }

@@ -3,69 +3,102 @@
 
 use super::plan::{Kind, PodPlan};
 use super::reason::TerminatedReason;
-use super::state::{ContainerState, Phase, PodPhase, PodState, State, Terminated, Termination};
+use super::state::{
+    exit_code_succeeded, ContainerState, Phase, PodPhase, PodState, State, Terminated, Termination,
+};
 use super::Millis;
 
-impl PodState {
-    /// The pod has ended: the sandbox goes, and, as kubelet's `TerminatePod`, a container
-    /// left without a terminated state (waiting in back-off, or never started once the pod
-    /// had initialized) is reported as a failure whose status could not be located, so that
-    /// nothing describes the pod as more successful than it was.
-    pub(super) fn on_pod_ended(&mut self, plan: &PodPlan) {
-        self.sandbox_ready = false;
-        let unknown = || {
-            State::Terminated(Terminated {
-                exit_code: 137,
-                signal: None,
-                reason: TerminatedReason::ContainerStatusUnknown,
-                message: Some(
-                    "The container could not be located when the pod was terminated".into(),
-                ),
-                started_at: None,
-                finished_at: None,
-            })
-        };
-        let waiting = |c: &ContainerState| matches!(c.state, State::Waiting { .. });
-        let inits: Vec<usize> = (0..plan.containers.len())
-            .filter(|&i| matches!(plan.containers[i].kind, Kind::Init | Kind::Sidecar))
-            .collect();
-        let initialized = inits.is_empty()
-            || (0..plan.containers.len()).any(|i| {
-                plan.containers[i].kind == Kind::App
-                    && (self.containers[i].last_state.is_some() || !waiting(&self.containers[i]))
-            })
-            || inits.last().is_some_and(|&i| {
-                let c = &self.containers[i];
-                let ok = Terminated::succeeded;
-                match plan.containers[i].kind {
-                    Kind::Sidecar => c.phase == Phase::Running && c.started,
-                    _ => {
-                        c.last_state.as_ref().is_some_and(ok)
-                            || matches!(&c.state, State::Terminated(t) if ok(t))
-                    }
-                }
-            });
-        if initialized {
-            for i in 0..plan.containers.len() {
-                if plan.containers[i].kind == Kind::App
-                    && !matches!(self.containers[i].state, State::Terminated(_))
-                {
-                    self.containers[i].state = unknown();
-                }
+/// What kubelet's end-of-pod rule reads of one container's status. It is filled from the
+/// pod's state, or from a status written before (a lost supervisor's, `run::lost`), so
+/// that both follow the one rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EndView {
+    pub kind: Kind,
+    /// Its state is `waiting`.
+    pub waiting: bool,
+    /// Its state is `terminated`, with this exit code.
+    pub terminated: Option<i32>,
+    /// Its last state is `terminated`, with this exit code.
+    pub last_terminated: Option<i32>,
+    /// It runs and has started (what a sidecar owes the pod's initialization).
+    pub running_started: bool,
+}
+
+impl EndView {
+    /// There is evidence that it started: it is not waiting, or it ran before.
+    fn started_once(&self) -> bool {
+        !self.waiting || self.last_terminated.is_some()
+    }
+}
+
+/// kubelet's `hasPodInitialized`: a pod without init containers has; otherwise an app
+/// container started once, or the last init container is done (a plain one succeeded, a
+/// sidecar runs and has started).
+pub fn has_initialized(cs: &[EndView]) -> bool {
+    let is_init = |c: &&EndView| matches!(c.kind, Kind::Init | Kind::Sidecar);
+    let Some(last) = cs.iter().rfind(is_init) else {
+        return true;
+    };
+    cs.iter().any(|c| c.kind == Kind::App && c.started_once())
+        || match last.kind {
+            Kind::Sidecar => last.running_started,
+            _ => {
+                last.last_terminated.is_some_and(exit_code_succeeded)
+                    || last.terminated.is_some_and(exit_code_succeeded)
             }
         }
-        // The init containers that tried to start: all but a trailing run of never-started
-        // ones, and always the first.
-        let tried = inits
-            .iter()
-            .rposition(|&i| {
-                !waiting(&self.containers[i]) || self.containers[i].last_state.is_some()
-            })
-            .map_or(inits.len().min(1), |p| p + 1);
-        for &i in &inits[..tried] {
-            if !matches!(self.containers[i].state, State::Terminated(_)) {
-                self.containers[i].state = unknown();
-            }
+}
+
+/// kubelet's `TerminatePod`: the containers whose status becomes [`status_unknown`] when
+/// the pod ends, so that nothing describes the pod as more successful than it was. Those
+/// without a terminated state among the app containers, once the pod had initialized
+/// (one still waiting for its init containers never tried to start), and among the init
+/// containers all but a trailing run of never-started ones, and always the first.
+/// Ephemeral containers are no part of the rule.
+pub fn lost_at_end(cs: &[EndView]) -> Vec<usize> {
+    let not_ended = |i: &usize| cs[*i].terminated.is_none();
+    let inits: Vec<usize> = (0..cs.len())
+        .filter(|&i| matches!(cs[i].kind, Kind::Init | Kind::Sidecar))
+        .collect();
+    let tried = inits
+        .iter()
+        .rposition(|&i| cs[i].started_once())
+        .map_or(inits.len().min(1), |p| p + 1);
+    let mut lost: Vec<usize> = inits[..tried].iter().copied().filter(not_ended).collect();
+    if has_initialized(cs) {
+        lost.extend(
+            (0..cs.len())
+                .filter(|&i| cs[i].kind == Kind::App)
+                .filter(not_ended),
+        );
+    }
+    lost.sort_unstable();
+    lost
+}
+
+/// What kubelet reports for a container it could not locate when the pod ended.
+pub fn status_unknown() -> Terminated {
+    Terminated {
+        exit_code: 137,
+        signal: None,
+        reason: TerminatedReason::ContainerStatusUnknown,
+        message: Some("The container could not be located when the pod was terminated".into()),
+        started_at: None,
+        finished_at: None,
+    }
+}
+
+impl PodState {
+    /// The pod has ended: the sandbox goes, and the containers [`lost_at_end`] names
+    /// (waiting in back-off, or never started once the pod had initialized) are reported
+    /// as [`status_unknown`].
+    pub(super) fn on_pod_ended(&mut self, plan: &PodPlan) {
+        self.sandbox_ready = false;
+        let views: Vec<EndView> = (0..plan.containers.len())
+            .map(|i| end_view(plan.containers[i].kind, &self.containers[i]))
+            .collect();
+        for i in lost_at_end(&views) {
+            self.containers[i].state = State::Terminated(status_unknown());
         }
     }
 
@@ -160,5 +193,19 @@ impl PodState {
             self.message = Some(message.into());
         }
         self.request_termination(plan, now, None);
+    }
+}
+
+/// What the end rule reads of a container of the pod's state.
+fn end_view(kind: Kind, c: &ContainerState) -> EndView {
+    EndView {
+        kind,
+        waiting: matches!(c.state, State::Waiting { .. }),
+        terminated: match &c.state {
+            State::Terminated(t) => Some(t.exit_code),
+            _ => None,
+        },
+        last_terminated: c.last_state.as_ref().map(|t| t.exit_code),
+        running_started: c.phase == Phase::Running && c.started,
     }
 }

@@ -267,8 +267,8 @@ impl ImageGate {
                     EventReason::Pulled,
                     format!(
                         "Successfully pulled image {image:?} in {} ({} including waiting). Image size: {size} bytes.",
-                        go_duration_ms(took_ms),
-                        go_duration_ms(now.saturating_sub(since).max(took_ms)),
+                        super::backoff::go_duration(took_ms),
+                        super::backoff::go_duration(now.saturating_sub(since).max(took_ms)),
                     ),
                     Some(i),
                 );
@@ -397,24 +397,6 @@ impl PodState {
                 c.phase = Phase::Exited;
             }
         }
-    }
-}
-
-/// A duration as Go prints one truncated to milliseconds (`512ms`, `1.5s`, `2m3.004s`).
-pub fn go_duration_ms(ms: Millis) -> String {
-    if ms < 1000 {
-        return format!("{ms}ms");
-    }
-    let (m, s, frac) = (ms / 60_000, (ms / 1000) % 60, ms % 1000);
-    let frac = if frac == 0 {
-        String::new()
-    } else {
-        format!(".{frac:03}").trim_end_matches('0').to_string()
-    };
-    if m > 0 {
-        format!("{m}m{s}{frac}s")
-    } else {
-        format!("{s}{frac}s")
     }
 }
 

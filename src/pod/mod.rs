@@ -12,7 +12,7 @@ pub mod attach;
 pub mod backoff;
 pub mod conditions;
 pub mod empty_dir;
-mod ending;
+pub mod ending;
 pub mod events;
 pub mod expansion;
 pub mod image_pull;

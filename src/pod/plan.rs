@@ -144,6 +144,20 @@ impl PodPlan {
     }
 }
 
+impl PodPlan {
+    /// [`PodPlan::bare`] under `restartPolicy: Always`, with bare containers of these
+    /// names and kinds.
+    pub fn bare_of(kinds: &[(&str, Kind)]) -> PodPlan {
+        PodPlan::bare(
+            RestartPolicy::Always,
+            kinds
+                .iter()
+                .map(|(n, k)| ContainerPlan::bare(n, *k))
+                .collect(),
+        )
+    }
+}
+
 impl ContainerPlan {
     /// A container with no probes and no hooks.
     pub fn bare(name: &str, kind: Kind) -> ContainerPlan {

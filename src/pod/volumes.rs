@@ -118,19 +118,13 @@ impl PodState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pod::plan::{ContainerPlan, Kind, PodPlan, RestartPolicy};
+    use crate::pod::plan::{Kind, PodPlan};
     use crate::pod::reason::WaitingReason;
     use crate::pod::state::{PodPhase, State};
     use crate::pod::step::{step, Action};
 
     fn plan(kinds: &[(&str, Kind)]) -> PodPlan {
-        PodPlan::bare(
-            RestartPolicy::Always,
-            kinds
-                .iter()
-                .map(|(n, k)| ContainerPlan::bare(n, *k))
-                .collect(),
-        )
+        PodPlan::bare_of(kinds)
     }
 
     fn events(acts: &[Action]) -> Vec<String> {

@@ -5,7 +5,7 @@
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use crate::admission::{admit, bundles_dir, images_dir, Admission};
+use crate::admission::{admit_manifest, Admission};
 use crate::pod::admit::{Node, Rejection};
 use crate::pod::EventType;
 use crate::sandbox::statedir::StateDir;
@@ -17,15 +17,10 @@ const EXIT_FAILED: i32 = 1;
 
 /// `podinit run`'s admission: the manifest of `opts`, with the creation time of now.
 pub(super) fn for_run(opts: &super::RunOptions) -> Result<Admission, String> {
-    let bundles = bundles_dir(opts.bundles.as_deref());
-    let images = images_dir(opts.images.as_deref());
-    let dirs = crate::admission::Dirs {
-        bundles: &bundles,
-        images: &images,
-    };
-    let mut adm = admit(
+    let paths = opts.dir_paths();
+    let mut adm = admit_manifest(
         &opts.manifest,
-        dirs,
+        paths.dirs(),
         opts.presets.as_deref(),
         opts.max_restart_backoff,
     )?;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::pod_cgroup::{Made, PodCgroup};
 use super::{RunOptions, DEFAULT_SECCOMP_ROOT};
-use crate::admission::{bundles_dir, images_dir, Admission};
+use crate::admission::Admission;
 use crate::sandbox::statedir::StateDir;
 use crate::supervisor::{self, containers::Ctr};
 
@@ -24,6 +24,7 @@ pub(super) fn supervisor_config(
     puller: Option<std::os::fd::OwnedFd>,
 ) -> Result<supervisor::Config, String> {
     let hostname = super::names::uts_hostname(&adm.pod)?;
+    let dirs = opts.dir_paths();
     if !pid1 {
         cgroup.own_containers(&made.root);
     }
@@ -65,8 +66,8 @@ pub(super) fn supervisor_config(
                 .ok()
                 .filter(|s| !s.is_empty()),
         ),
-        bundles: bundles_dir(opts.bundles.as_deref()),
-        images: images_dir(opts.images.as_deref()),
+        bundles: dirs.bundles,
+        images: dirs.images,
         puller,
         seccomp_root: opts
             .seccomp_root

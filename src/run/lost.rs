@@ -1,9 +1,8 @@
 //! The final status of a pod whose supervisor died without writing it (killed, crashed):
 //! the outer process writes it instead, as kubelet's `TerminatePod` reports a pod whose
-//! sandbox is gone: the pod Failed (unless its end was written already), each container
-//! that tried to start and has no terminated state terminated with an unknown status
-//! (the rule `pod::state`'s `on_pod_ended` applies to a pod that ends normally), and the
-//! pod no longer ready.
+//! sandbox is gone: the pod Failed (unless its end was written already), the containers
+//! that `pod::ending`'s rule names (the one `on_pod_ended` applies to a pod that ends
+//! normally) terminated with its unknown status, and the pod no longer ready.
 //!
 //! On the file's JSON value, not the typed Pod: whatever the supervisor wrote is kept as
 //! it is, and PodStatus's deserializer stays out of the binary.
@@ -11,10 +10,9 @@
 use serde_json::{json, Value};
 use std::path::Path;
 
-/// kubelet's exit code, reason and message for a container lost with its sandbox.
-const EXIT_CODE: i32 = 137;
-const REASON: &str = "ContainerStatusUnknown";
-const MESSAGE: &str = "The container could not be located when the pod was terminated";
+use crate::pod::ending::{lost_at_end, status_unknown, EndView};
+use crate::pod::{Kind, PodPhase};
+use crate::util::{rfc3339, Fraction};
 
 /// Rewrite `status.json` at `path` as the final status of a lost pod, atomically. A pod
 /// whose supervisor wrote no status yet has none to finish.
@@ -26,29 +24,18 @@ pub(super) fn write_final_status(path: &Path) -> Result<(), String> {
     };
     let mut pod: Value =
         serde_json::from_slice(&text).map_err(|e| format!("reading {}: {e}", path.display()))?;
-    let now = crate::util::now_unix_nanos() / 1_000_000_000;
-    mark_lost(&mut pod, &rfc3339(now as i64));
+    mark_lost(
+        &mut pod,
+        &rfc3339(crate::util::now_unix_nanos(), Fraction::Whole),
+    );
     let mut out = serde_json::to_vec_pretty(&pod).map_err(|e| e.to_string())?;
     out.push(b'\n');
     crate::util::write_atomic(path, &out).map_err(|e| format!("writing {}: {e}", path.display()))
 }
 
-/// A Kubernetes `Time` (RFC 3339, whole seconds, UTC) of `secs` since the epoch.
-fn rfc3339(secs: i64) -> String {
-    k8s_openapi::jiff::Timestamp::from_second(secs)
-        .ok()
-        .and_then(|t| {
-            serde_json::to_value(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(t)).ok()
-        })
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
-}
-
 /// The final status of `pod` (a Pod object as JSON) whose sandbox was lost at `now`.
 fn mark_lost(pod: &mut Value, now: &str) {
-    let inits = &pod["spec"]["initContainers"];
-    let has_inits = inits.as_array().is_some_and(|v| !v.is_empty());
-    let sidecars: Vec<String> = inits
+    let sidecars: Vec<String> = pod["spec"]["initContainers"]
         .as_array()
         .into_iter()
         .flatten()
@@ -59,34 +46,49 @@ fn mark_lost(pod: &mut Value, now: &str) {
         return;
     };
     // A pod whose end was written before its supervisor died keeps it.
-    let phase = status.get("phase").and_then(Value::as_str);
-    if !matches!(phase, Some("Succeeded" | "Failed")) {
-        status.insert("phase".into(), json!("Failed"));
-    }
-    // App containers only once the pod has initialized: one still waiting for its init
-    // containers never tried to start.
-    let app_started = !has_inits || initialized(status, &sidecars);
-    for c in statuses(status.get_mut("containerStatuses")) {
-        if app_started && !terminated(c) {
-            mark_unknown(c);
-        }
-        c["ready"] = json!(false);
-    }
-    for c in statuses(status.get_mut("ephemeralContainerStatuses")) {
-        if !terminated(c) {
-            mark_unknown(c);
-        }
-        c["ready"] = json!(false);
-    }
-    // Init containers: all but a trailing run of never-started ones, and always the
-    // first; one that never started did not fail.
-    let inits = statuses(status.get_mut("initContainerStatuses"));
-    let tried = inits
+    let ended = [PodPhase::Succeeded, PodPhase::Failed]
         .iter()
-        .rposition(|c| started_once(c))
-        .map_or(inits.len().min(1), |p| p + 1);
-    for (i, c) in inits.into_iter().enumerate() {
-        if i < tried && !terminated(c) {
+        .any(|p| status.get("phase").and_then(Value::as_str) == Some(p.as_str()));
+    if !ended {
+        status.insert("phase".into(), json!(PodPhase::Failed.as_str()));
+    }
+    // The init containers, then the app containers, as the rule reads them.
+    let list = |key: &str| -> Vec<Value> {
+        match status.get(key) {
+            Some(Value::Array(v)) => v.iter().filter(|c| c.is_object()).cloned().collect(),
+            _ => Vec::new(),
+        }
+    };
+    let init_kind = |c: &Value| match c["name"].as_str() {
+        Some(n) if sidecars.iter().any(|s| s == n) => Kind::Sidecar,
+        _ => Kind::Init,
+    };
+    let inits = list("initContainerStatuses");
+    let views: Vec<EndView> = inits
+        .iter()
+        .map(|c| end_view(init_kind(c), c))
+        .chain(
+            list("containerStatuses")
+                .iter()
+                .map(|c| end_view(Kind::App, c)),
+        )
+        .collect();
+    let lost = lost_at_end(&views);
+    for (key, first) in [
+        ("initContainerStatuses", 0),
+        ("containerStatuses", inits.len()),
+    ] {
+        for (i, c) in statuses(status.get_mut(key)).into_iter().enumerate() {
+            if lost.contains(&(first + i)) {
+                mark_unknown(c);
+            }
+            c["ready"] = json!(false);
+        }
+    }
+    // Ephemeral containers are no part of kubelet's rule: any not ended was lost with the
+    // sandbox it ran in.
+    for c in statuses(status.get_mut("ephemeralContainerStatuses")) {
+        if c["state"].get("terminated").is_none() {
             mark_unknown(c);
         }
         c["ready"] = json!(false);
@@ -110,28 +112,20 @@ fn mark_lost(pod: &mut Value, now: &str) {
     }
 }
 
-/// Whether a pod with init containers had initialized (kubelet's `hasPodInitialized`): an
-/// app container left waiting once, or the last init container succeeded (a sidecar:
-/// runs and has started). `sidecars` names the init containers that are sidecars.
-fn initialized(status: &serde_json::Map<String, Value>, sidecars: &[String]) -> bool {
-    let apps = status.get("containerStatuses").and_then(Value::as_array);
-    if apps.into_iter().flatten().any(started_once) {
-        return true;
-    }
-    let Some(last) = status
-        .get("initContainerStatuses")
-        .and_then(Value::as_array)
-        .and_then(|v| v.last())
-    else {
-        return false;
+/// What kubelet's end rule reads of a container status as written.
+fn end_view(kind: Kind, c: &Value) -> EndView {
+    // A terminated state without an exit code is not known to have succeeded.
+    let exit_code = |t: &Value| {
+        t.get("terminated")
+            .map(|t| t["exitCode"].as_i64().unwrap_or(-1) as i32)
     };
-    let is_sidecar = last["name"]
-        .as_str()
-        .is_some_and(|n| sidecars.iter().any(|s| s == n));
-    if is_sidecar {
-        return last["state"].get("running").is_some() && last["started"] == true;
+    EndView {
+        kind,
+        waiting: c["state"].get("waiting").is_some(),
+        terminated: exit_code(&c["state"]),
+        last_terminated: exit_code(&c["lastState"]),
+        running_started: c["state"].get("running").is_some() && c["started"] == true,
     }
-    last["lastState"]["terminated"]["exitCode"] == 0 || last["state"]["terminated"]["exitCode"] == 0
 }
 
 /// The objects of a status list.
@@ -142,21 +136,19 @@ fn statuses(list: Option<&mut Value>) -> Vec<&mut Value> {
     }
 }
 
-fn terminated(c: &Value) -> bool {
-    c["state"].get("terminated").is_some()
-}
-
-/// There is evidence that the container started: it is not waiting, or it ran before.
-fn started_once(c: &Value) -> bool {
-    c["state"].get("waiting").is_none() || c["lastState"].get("terminated").is_some()
-}
-
+/// The container's state becomes kubelet's unknown one, rendered as the status writer
+/// renders every terminated state.
 fn mark_unknown(c: &mut Value) {
-    c["state"] = json!({"terminated": {
-        "exitCode": EXIT_CODE,
-        "reason": REASON,
-        "message": MESSAGE,
-    }});
+    let state = k8s_openapi::api::core::v1::ContainerState {
+        // Unknown has no times: the clock reads none.
+        terminated: Some(crate::status::render::terminated(
+            &status_unknown(),
+            None,
+            &crate::status::render::WallClock { epoch_unix_ms: 0 },
+        )),
+        ..Default::default()
+    };
+    c["state"] = serde_json::to_value(state).unwrap_or(Value::Null);
     c["started"] = json!(false);
 }
 
@@ -177,7 +169,8 @@ mod tests {
     }
 
     fn unknown() -> Value {
-        json!({"terminated": {"exitCode": 137, "reason": REASON, "message": MESSAGE}})
+        json!({"terminated": {"exitCode": 137, "reason": "ContainerStatusUnknown",
+               "message": "The container could not be located when the pod was terminated"}})
     }
 
     #[test]
@@ -375,7 +368,7 @@ mod tests {
 
     #[test]
     fn times_are_whole_seconds_in_utc() {
-        assert_eq!(rfc3339(1_767_323_045), NOW);
+        assert_eq!(rfc3339(1_767_323_045_000_000_000, Fraction::Whole), NOW);
     }
 
     #[test]

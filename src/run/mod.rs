@@ -25,7 +25,7 @@ mod relay;
 mod supervise;
 mod userns;
 
-pub use crate::admission::{admit, bundles_dir, images_dir, Admission, Dirs};
+pub use crate::admission::{admit_manifest, Admission, DirPaths, Dirs};
 pub use names::{default_state_dir, hostname, uts_hostname, STATE_ROOT};
 
 use std::path::PathBuf;
@@ -72,6 +72,13 @@ pub struct RunOptions {
     pub node_resources: Option<String>,
 }
 
+impl RunOptions {
+    /// The bundles directory and the image store these options name.
+    pub fn dir_paths(&self) -> DirPaths {
+        DirPaths::of(self.bundles.as_deref(), self.images.as_deref())
+    }
+}
+
 /// kubelet's seccomp profile root (`<root-dir>/seccomp`, root-dir /var/lib/kubelet).
 pub const DEFAULT_SECCOMP_ROOT: &str = "/var/lib/kubelet/seccomp";
 
@@ -105,7 +112,7 @@ pub fn run(opts: &RunOptions) -> i32 {
     // kubelet's admit handlers, before any cgroup, namespace or container exists.
     match node_flags.node(&sd.root) {
         Ok(node) => {
-            if let Err(r) = crate::pod::admit::admit(&adm.pod, &node) {
+            if let Err(r) = crate::pod::admit::check_on_node(&adm.pod, &node) {
                 return admission::reject(adm.pod, &node, &r, sd);
             }
             admission::bind(&mut adm, &node);
@@ -162,8 +169,7 @@ struct Sandbox {
 /// and builds the pod's tree beside it, at `<cgroup>/podinit_<ns>_<name>`, so that the pod
 /// tree can be removed whole at the end while podinit itself is still running.
 pub fn pid1_mode() -> bool {
-    // SAFETY: getpid has no failure mode.
-    unsafe { libc::getpid() == 1 }
+    nix::unistd::getpid().as_raw() == 1
 }
 
 impl Sandbox {
@@ -184,7 +190,7 @@ impl Sandbox {
         // as fast as one on bundles alone.
         let puller = if adm.containers.iter().any(|(_, _, b)| b.may_pull()) {
             let (child, fd) = puller::spawn(puller::Setup {
-                images: images_dir(opts.images.as_deref()),
+                images: opts.dir_paths().images,
                 ca_files: opts.registry_ca.clone(),
                 insecure: opts.insecure_registries.clone(),
                 logins: puller::Logins::of(&adm.pod, &adm.secrets),

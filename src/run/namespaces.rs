@@ -2,7 +2,7 @@
 //! pid/ipc/uts/mount namespaces and a network namespace (its own, `--netns`, or the
 //! node's), or, in PID-1 mode, podinit finishes the namespaces a runtime gave it.
 
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 
 use super::RunOptions;
@@ -51,13 +51,10 @@ pub(super) fn clone_supervisor(
     // the clone; its pid namespace stays the node's user namespace's (the supervisor is
     // host root), its containers' are the pod's (`runtime::Launch::user_ns`).
     let owned = cfg.userns.is_some();
-    // SAFETY: podinit run is single-threaded here.
-    let cloned = unsafe {
-        crate::sys::clone::clone3(
-            clone_flags(host, netns.is_some(), owned),
-            placement.dir.as_ref().map(|d| d.as_fd()),
-        )
-    }
+    let cloned = crate::sys::clone::fork(
+        clone_flags(host, netns.is_some(), owned),
+        placement.dir.as_ref().map(|d| d.as_fd()),
+    )
     .map_err(|e| format!("creating the pod namespaces (clone3): {e}"))?;
     let Some(child) = cloned else {
         drop((alive_w, done_r));
@@ -65,8 +62,7 @@ pub(super) fn clone_supervisor(
             crate::log::error(&format!("setting up the sandbox: {e}"));
             std::process::exit(EXIT_SANDBOX);
         }
-        // SAFETY: prctl with integer arguments.
-        unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
+        let _ = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL);
         if outer_is_gone(alive_r) {
             std::process::exit(EXIT_SANDBOX);
         }
@@ -77,12 +73,11 @@ pub(super) fn clone_supervisor(
             }
         }
         if let Some(ns) = &netns {
-            // SAFETY: setns with an fd we own.
-            if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+            if let Err(e) = nix::sched::setns(ns, nix::sched::CloneFlags::CLONE_NEWNET) {
                 crate::log::error(&format!(
                     "setting up the sandbox: joining network namespace {}: {}",
                     opts.netns.as_deref().unwrap_or(Path::new("")).display(),
-                    std::io::Error::last_os_error()
+                    std::io::Error::from(e)
                 ));
                 std::process::exit(EXIT_SANDBOX);
             }
@@ -159,8 +154,7 @@ impl HostNamespaces {
 /// PID-1 mode: the runtime made the namespaces and mounted /proc. The hostname is set when
 /// the UTS namespace lets us (it is the sandbox's own); loopback is brought up.
 pub(super) fn given_namespaces(hostname: &str, host: HostNamespaces) -> Result<(), String> {
-    // SAFETY: prctl with integer arguments.
-    unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
+    let _ = nix::sys::prctl::set_dumpable(false);
     if host.network {
         return Ok(());
     }
@@ -171,7 +165,7 @@ pub(super) fn given_namespaces(hostname: &str, host: HostNamespaces) -> Result<(
             Err(e) => return Err(format!("setting hostname {hostname:?}: {e}")),
         }
     }
-    crate::sandbox::net::loopback_up().map_err(|e| e.to_string())
+    crate::sys::net::loopback_up().map_err(|e| e.to_string())
 }
 
 /// The supervisor's own view: private mount propagation, a /proc of the pod's pid
@@ -179,13 +173,10 @@ pub(super) fn given_namespaces(hostname: &str, host: HostNamespaces) -> Result<(
 /// parent-death signal is set right after the clone.)
 pub(super) fn setup_namespaces(hostname: &str, host: HostNamespaces) -> Result<(), String> {
     use nix::mount::{mount, MsFlags};
-    // SAFETY: prctl with integer arguments.
-    unsafe {
-        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
-        if host.pid {
-            // Not PID 1 of anything: the containers' orphans still come to us to reap.
-            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-        }
+    let _ = nix::sys::prctl::set_dumpable(false);
+    if host.pid {
+        // Not PID 1 of anything: the containers' orphans still come to us to reap.
+        let _ = nix::sys::prctl::set_child_subreaper(true);
     }
     mount(
         None::<&str>,
@@ -208,7 +199,7 @@ pub(super) fn setup_namespaces(hostname: &str, host: HostNamespaces) -> Result<(
     }
     nix::unistd::sethostname(hostname)
         .map_err(|e| format!("setting hostname {hostname:?}: {e}"))?;
-    crate::sandbox::net::loopback_up().map_err(|e| e.to_string())
+    crate::sys::net::loopback_up().map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::sandbox::cgroup::{CgroupRoot, Group};
+use crate::cgroup::{CgroupRoot, Group};
 use crate::sys::cgroup::Placement;
 
 /// The cgroups the outer process made, each recorded once it exists.
@@ -58,8 +58,7 @@ impl PodCgroup {
             // down to the pod's tree only once no process is left in it.
             let leaf = cgroups.group("supervisor");
             leaf.create().map_err(|e| e.to_string())?;
-            // SAFETY: getpid has no failure mode.
-            leaf.add(unsafe { libc::getpid() })
+            leaf.add(nix::unistd::getpid().as_raw())
                 .map_err(|e| format!("moving podinit to its leaf cgroup: {e}"))?;
         }
         cgroups.delegate_controllers();
@@ -137,7 +136,7 @@ fn set_limits(pod_cg: &Group, pod: &Pod, v2: bool) -> Result<(), String> {
         // No limit asked for it (set would have failed), but OOM kills go unseen.
         crate::log::warn(&format!(
             "the pod's cgroups have no memory controller, so an OOM kill is reported as Error, not OOMKilled: {}",
-            crate::sandbox::cgroup::V2_DELEGATION
+            crate::cgroup::V2_DELEGATION
         ));
     }
     Ok(())

@@ -129,9 +129,8 @@ pub(super) fn spawn(setup: Setup) -> Result<(Cloned, OwnedFd), String> {
         nix::sys::socket::SockFlag::SOCK_CLOEXEC,
     )
     .map_err(|e| format!("socketpair for the image puller: {e}"))?;
-    // SAFETY: podinit run is single-threaded here.
-    let cloned = unsafe { crate::sys::clone::clone3(0, None) }
-        .map_err(|e| format!("starting the image puller: {e}"))?;
+    let cloned =
+        crate::sys::clone::fork(0, None).map_err(|e| format!("starting the image puller: {e}"))?;
     match cloned {
         Some(child) => {
             drop(theirs);
@@ -139,13 +138,11 @@ pub(super) fn spawn(setup: Setup) -> Result<(Cloned, OwnedFd), String> {
         }
         None => {
             drop(ours);
-            // SAFETY: prctl with integer arguments.
-            unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
+            let _ = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL);
             // A Ctrl-C reaches the whole process group: the pod's termination is the
             // supervisor's to carry out, and `podinit run` ends the puller itself after.
             for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
-                // SAFETY: setting a signal to be ignored.
-                unsafe { libc::signal(sig, libc::SIG_IGN) };
+                crate::sys::signals::ignore(sig);
             }
             serve(&theirs, &setup);
             std::process::exit(0);

@@ -4,8 +4,8 @@
 use nix::sys::signal::{SigSet, Signal};
 use std::os::fd::{AsFd, OwnedFd};
 
-use crate::supervisor::signals::SignalPipe;
 use crate::sys::clone::Cloned;
+use crate::sys::signal_pipe::SignalPipe;
 
 /// How the supervisor's run ended, as the outer process saw it.
 pub(super) enum End {
@@ -86,7 +86,7 @@ fn announcement(done: &OwnedFd) -> Option<i32> {
 /// in the pipe by then, if it wrote one; the pipe is only looked at, as a process it
 /// forked may still hold the other end open.
 fn waited(pid: i32, done: &OwnedFd) -> End {
-    let status = wait_raw(pid);
+    let status = crate::sys::wait::wait_child(pid);
     let code = exit_code(status);
     let mut fds = [nix::poll::PollFd::new(
         done.as_fd(),
@@ -113,28 +113,13 @@ fn waited(pid: i32, done: &OwnedFd) -> End {
 /// Wait for the supervisor: its exit code, or 1 if a signal killed it (the pod cannot have
 /// succeeded then).
 pub(super) fn wait_supervisor(pid: i32) -> i32 {
-    exit_code(wait_raw(pid))
+    exit_code(crate::sys::wait::wait_child(pid))
 }
 
 fn exit_code(status: Option<i32>) -> i32 {
     match status {
         Some(s) if libc::WIFEXITED(s) => libc::WEXITSTATUS(s),
         _ => 1,
-    }
-}
-
-/// waitpid(2) for our direct child `pid`: its wait status.
-fn wait_raw(pid: i32) -> Option<i32> {
-    loop {
-        let mut status = 0;
-        // SAFETY: waitpid on our own child with a valid pointer.
-        let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
-        if rc == pid {
-            return Some(status);
-        }
-        if rc < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return None;
-        }
     }
 }
 

@@ -88,7 +88,7 @@ fn finish_sandbox(
     cfg.pod_ips = if own_netns {
         Vec::new()
     } else {
-        crate::sandbox::net::pod_ips()
+        crate::sys::net::pod_ips()
     };
     // Volumes that fail to set up are kubelet's FailedMount (the pod waits, tried again),
     // never a sandbox error; one no container mounts is not waited for.

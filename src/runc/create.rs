@@ -10,9 +10,11 @@ use std::path::{Path, PathBuf};
 
 use super::cli::{bool_, val, Args, Flag};
 use super::state::{self, State};
-use super::{cgroup, log, status, Globals};
+use super::{log, status, Globals};
+use crate::cgroup::recorded as cgroup;
+use crate::cgroup::Group;
 use crate::runtime::{container, hooks};
-use crate::sandbox::cgroup::Group;
+use crate::util::Fraction;
 
 pub const BUNDLE: Flag = val(
     &["bundle", "b"],
@@ -192,22 +194,6 @@ pub fn connect_console(path: &Path) -> Result<OwnedFd, String> {
     Ok(OwnedFd::from(s))
 }
 
-/// Go's RFC3339Nano: the fraction without its trailing zeros.
-pub fn rfc3339_go(unix_nanos: i128) -> String {
-    let s = crate::util::rfc3339_nanos(unix_nanos);
-    match s.strip_suffix('Z').and_then(|t| t.split_once('.')) {
-        Some((whole, frac)) => {
-            let frac = frac.trim_end_matches('0');
-            if frac.is_empty() {
-                format!("{whole}Z")
-            } else {
-                format!("{whole}.{frac}Z")
-            }
-        }
-        None => s,
-    }
-}
-
 /// Removes what a failed create made: the cgroup (and any process in it) and the state
 /// directory.
 struct Undo {
@@ -263,7 +249,7 @@ pub fn create(
         init_process_pid: 0,
         init_process_start: 0,
         creator: crate::sys::proc::start_time(me).map(|t| (me, t)),
-        created: rfc3339_go(crate::util::now_unix_nanos()),
+        created: crate::util::rfc3339(crate::util::now_unix_nanos(), Fraction::Trimmed),
         bundle: o.bundle.clone(),
         rootfs: spec
             .root()
@@ -372,13 +358,6 @@ mod tests {
         assert_eq!(listen_fds(Some("1"), Some("2")), 0);
         assert_eq!(listen_fds(None, Some("2")), 0);
         assert_eq!(listen_fds(Some(&me), None), 0);
-    }
-
-    #[test]
-    fn times_as_go_prints_them() {
-        assert_eq!(rfc3339_go(1_500_000_000), "1970-01-01T00:00:01.5Z");
-        assert_eq!(rfc3339_go(2_000_000_000), "1970-01-01T00:00:02Z");
-        assert_eq!(rfc3339_go(123), "1970-01-01T00:00:00.000000123Z");
     }
 
     #[test]

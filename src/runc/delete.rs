@@ -60,17 +60,17 @@ pub fn destroy(root: &Root, s: &State) -> Result<(), String> {
             let _ = crate::sys::pidfd::send_signal(&fd, libc::SIGKILL);
         }
     }
-    match super::cgroup::open(&s.id, s.cgroups_path.as_deref(), &s.cgroup_paths) {
+    match crate::cgroup::recorded::open(&s.id, s.cgroups_path.as_deref(), &s.cgroup_paths) {
         Ok(group) => group
             .destroy()
             .map_err(|e| format!("deleting container {}: {e}", s.id))?,
         Err(e) => {
             log::debug(&e);
-            super::cgroup::remove_recorded(&s.id, &s.cgroup_paths)?
+            crate::cgroup::recorded::remove_recorded(&s.id, &s.cgroup_paths)?
         }
     }
-    if let Some(u) = super::cgroup::unified_leaf(s.cgroups_path.as_deref(), &s.id) {
-        super::cgroup::remove_unified_leaf(&u);
+    if let Some(u) = crate::cgroup::recorded::unified_leaf(s.cgroups_path.as_deref(), &s.id) {
+        crate::cgroup::recorded::remove_unified_leaf(&u);
     }
     let poststop = s
         .config

@@ -38,7 +38,7 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), super::Error> {
             "container with id {id} is not running"
         )));
     }
-    let group = super::cgroup::open(&s.id, s.cgroups_path.as_deref(), &s.cgroup_paths)?;
+    let group = crate::cgroup::recorded::open(&s.id, s.cgroups_path.as_deref(), &s.cgroup_paths)?;
     let stats = || event("stats", id, Some(group.stats()));
     if a.on("stats") {
         super::print(&format!("{}\n", stats()));

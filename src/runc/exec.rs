@@ -95,18 +95,17 @@ fn exec(g: &Globals, a: &Args) -> Result<i32, super::Error> {
     let mut spec: Spec = s.config.clone();
     spec.set_process(Some(process));
     let target = super::start::open_init(&s)?;
-    let group = super::cgroup::open(&s.id, s.cgroups_path.as_deref(), &s.cgroup_paths)?;
+    let group = crate::cgroup::recorded::open(&s.id, s.cgroups_path.as_deref(), &s.cgroup_paths)?;
     let mut placement = group
         .placement()
         .map_err(|e| format!("cgroup of container {id}: {e}"))?;
-    if let Some(u) = super::cgroup::unified_leaf(s.cgroups_path.as_deref(), id) {
+    if let Some(u) = crate::cgroup::recorded::unified_leaf(s.cgroups_path.as_deref(), id) {
         placement = placement
             .with_unified(&u)
             .map_err(|e| format!("cgroup of container {id}: {e}"))?;
     }
     if !detach {
-        // SAFETY: prctl with integer arguments.
-        unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+        let _ = nix::sys::prctl::set_child_subreaper(true);
     }
     let spawned = container::exec(&container::Exec {
         spec: &spec,

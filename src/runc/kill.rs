@@ -27,7 +27,7 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), super::Error> {
     let _lock = state::lock(&g.root, id)?;
     let s = state::load(&g.root, id)?;
     let now = status::of(&g.root, &s);
-    let group = || super::cgroup::open(&s.id, s.cgroups_path.as_deref(), &s.cgroup_paths);
+    let group = || crate::cgroup::recorded::open(&s.id, s.cgroups_path.as_deref(), &s.cgroup_paths);
     if a.on("all") {
         // As runc: what is left in a stopped container's cgroup is signalled too.
         let group = group()?;
@@ -37,8 +37,8 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), super::Error> {
             return Ok(());
         }
         for pid in group.pids() {
-            // SAFETY: kill(2) of a pid listed in the container's cgroup just now.
-            unsafe { libc::kill(pid, sig) };
+            // A pid listed in the container's cgroup just now.
+            let _ = crate::sys::signals::kill(pid, sig);
         }
         return Ok(());
     }

@@ -27,10 +27,7 @@ fn config() -> &'static Config {
 
 /// The time as logrus prints it: RFC 3339, whole seconds, UTC.
 fn now() -> String {
-    let secs = crate::util::now_unix_nanos() / 1_000_000_000;
-    let ts = k8s_openapi::jiff::Timestamp::from_second(secs as i64)
-        .unwrap_or(k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
-    format!("{ts:.0}")
+    crate::util::rfc3339(crate::util::now_unix_nanos(), crate::util::Fraction::Whole)
 }
 
 /// One log line, without its newline.

@@ -2,7 +2,6 @@
 //! `podinit runc …` or a link whose name ends in `runc`. This module reads the global
 //! flags and hands each verb its own; one file a verb.
 
-pub mod cgroup;
 pub mod cli;
 mod create;
 mod delete;

@@ -11,7 +11,7 @@ pub fn verb(g: &Globals, a: &Args, freeze: bool) -> Result<(), super::Error> {
     let _lock = state::lock(&g.root, id)?;
     let s = state::load(&g.root, id)?;
     let now = status::of(&g.root, &s);
-    let group = super::cgroup::open(&s.id, s.cgroups_path.as_deref(), &s.cgroup_paths)?;
+    let group = crate::cgroup::recorded::open(&s.id, s.cgroups_path.as_deref(), &s.cgroup_paths)?;
     if freeze {
         if now != Status::Running && now != Status::Created {
             return Err(super::Error::NotRunning);

@@ -13,7 +13,7 @@ pub const FLAGS: &[Flag] = &[val(
 pub fn verb(g: &Globals, a: &Args) -> Result<(), super::Error> {
     let id = a.at_least_one("ps")?;
     let s = state::load(&g.root, id)?;
-    let group = super::cgroup::open(&s.id, s.cgroups_path.as_deref(), &s.cgroup_paths)?;
+    let group = crate::cgroup::recorded::open(&s.id, s.cgroups_path.as_deref(), &s.cgroup_paths)?;
     let pids = group.pids();
     match a.value("format").unwrap_or("table") {
         "json" => {

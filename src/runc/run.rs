@@ -1,7 +1,8 @@
 //! `run`: create and start; then, unless detached, wait for the container's process in
 //! the foreground and delete the container (unless `--keep`), exiting with its status.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
 use super::cli::{bool_, Args, Flag};
 use super::create::{self, Options};
@@ -47,8 +48,7 @@ pub fn verb(g: &Globals, a: &Args) -> Result<i32, super::Error> {
         None => (None, None),
     };
     if !detach && !a.on("no-subreaper") {
-        // SAFETY: prctl with integer arguments.
-        unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+        let _ = nix::sys::prctl::set_child_subreaper(true);
     }
     let made = create::create(g, &o, spec, console)?;
     let fail = |e: String| -> String {
@@ -100,13 +100,8 @@ fn host_console() -> Result<(), String> {
 fn receive_master(sock: &std::os::unix::net::UnixStream, id: &str) -> Result<OwnedFd, String> {
     // Sent while the process was set up, before create returned: the bound on the wait
     // only guards against a process that never sends it.
-    let mut fds = [libc::pollfd {
-        fd: sock.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    }];
-    // SAFETY: poll on one pollfd of ours.
-    unsafe { libc::poll(fds.as_mut_ptr(), 1, 10_000) };
+    let mut fds = [PollFd::new(sock.as_fd(), PollFlags::POLLIN)];
+    let _ = poll(&mut fds, PollTimeout::from(10_000u16));
     match crate::sys::pty::recv_fd(sock.as_raw_fd()) {
         Ok(Some((_, Some(fd)))) => Ok(fd),
         Ok(_) => Err(format!("container {id}: no terminal was sent")),

@@ -14,8 +14,10 @@ pub fn template(rootless: bool) -> serde_json::Value {
         }
     }
     if rootless {
-        // SAFETY: geteuid and getegid cannot fail.
-        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        let (uid, gid) = (
+            nix::unistd::geteuid().as_raw(),
+            nix::unistd::getegid().as_raw(),
+        );
         to_rootless(&mut spec, uid, gid);
     }
     spec

@@ -2,7 +2,7 @@
 //! exec its program; then the poststart hooks.
 
 use std::io::Read;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 
 use super::cli::Args;
@@ -82,21 +82,8 @@ pub fn open_init(s: &State) -> Result<OwnedFd, String> {
 /// after its startContainer hooks: `start` returns, and runs poststart, only once the
 /// program runs, as the runtime spec orders them. A process that dies first closes it too.
 fn await_exec(f: &mut std::fs::File) -> std::io::Result<()> {
-    let mut fds = [libc::pollfd {
-        fd: f.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    }];
     loop {
-        // SAFETY: poll on one pollfd of ours.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), 1, -1) };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
+        poll_ready(&[f.as_fd()])?;
         let mut buf = [0u8; 16];
         match f.read(&mut buf) {
             Ok(0) => return Ok(()),
@@ -109,28 +96,8 @@ fn await_exec(f: &mut std::fs::File) -> std::io::Result<()> {
 
 fn await_fifo(f: &mut std::fs::File, pidfd: &OwnedFd) -> std::io::Result<bool> {
     loop {
-        let mut fds = [
-            libc::pollfd {
-                fd: f.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: pidfd.as_fd().as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-        ];
-        // SAFETY: poll on two pollfds of ours.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        if fds[0].revents != 0 {
+        let ready = poll_ready(&[f.as_fd(), pidfd.as_fd()])?;
+        if ready[0] {
             let mut buf = [0u8; 1];
             return match f.read(&mut buf) {
                 Ok(0) => Ok(false),
@@ -142,10 +109,31 @@ fn await_fifo(f: &mut std::fs::File, pidfd: &OwnedFd) -> std::io::Result<bool> {
                 Err(e) => Err(e),
             };
         }
-        if fds[1].revents != 0 {
+        if ready[1] {
             return Err(std::io::Error::other(
                 "the container's process exited before it was started",
             ));
         }
     }
+}
+
+/// Wait, as long as it takes, until one of `fds` is readable (or hung up): which are.
+/// An interrupted wait is resumed.
+fn poll_ready(fds: &[BorrowedFd]) -> std::io::Result<Vec<bool>> {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    let mut set: Vec<PollFd> = fds
+        .iter()
+        .map(|fd| PollFd::new(*fd, PollFlags::POLLIN))
+        .collect();
+    loop {
+        match poll(&mut set, PollTimeout::NONE) {
+            Ok(_) => break,
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(set
+        .iter()
+        .map(|p| p.revents().is_some_and(|r| !r.is_empty()))
+        .collect())
 }

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fs;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -135,16 +135,11 @@ fn lock_with(root: &Root, id: &str, how: libc::c_int) -> Result<Option<Lock>, Er
         nix::errno::Errno::ENOENT => Error::NotExist,
         e => Error::Other(format!("opening {}: {e}", dir.display())),
     })?;
-    // SAFETY: flock on a descriptor we own.
-    if unsafe { libc::flock(fd.as_raw_fd(), how) } != 0 {
-        if io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK) {
+    if let Err(e) = crate::sys::fd::flock(fd.as_fd(), how) {
+        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
             return Ok(None);
         }
-        return Err(Error::Other(format!(
-            "locking {}: {}",
-            dir.display(),
-            io::Error::last_os_error()
-        )));
+        return Err(Error::Other(format!("locking {}: {e}", dir.display())));
     }
     Ok(Some(Lock(fd)))
 }

@@ -48,7 +48,7 @@ pub fn of(root: &Root, s: &State) -> Status {
         return Status::Stopped;
     }
     // As runc: a frozen container is paused, even one not started yet.
-    let frozen = super::cgroup::open(&s.id, s.cgroups_path.as_deref(), &s.cgroup_paths)
+    let frozen = crate::cgroup::recorded::open(&s.id, s.cgroups_path.as_deref(), &s.cgroup_paths)
         .map(|g| g.is_frozen())
         .unwrap_or(false);
     if frozen {

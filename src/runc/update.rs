@@ -46,7 +46,7 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), super::Error> {
     };
     let change: LinuxResources = serde_json::from_value(patch.clone())
         .map_err(|e| format!("resources for container {id}: {e}"))?;
-    let group = super::cgroup::open(&s.id, s.cgroups_path.as_deref(), &s.cgroup_paths)?;
+    let group = crate::cgroup::recorded::open(&s.id, s.cgroups_path.as_deref(), &s.cgroup_paths)?;
     group
         .set(&change)
         .map_err(|e| format!("updating container {id}: {e}"))?;

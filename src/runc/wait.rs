@@ -3,8 +3,12 @@
 //! get to it as runc does, relay its terminal when we hold the master, and exit with its
 //! status (128 + the signal when one killed it).
 
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::time::Duration;
+
+use crate::sys::signals::Blocked;
 
 use super::log;
 
@@ -38,17 +42,8 @@ fn forwardable(sig: i32) -> bool {
 /// blocked until we exit, so that a signal that comes once the process has ended cannot
 /// stop us before the container is deleted; the hooks we run then get a clean mask from
 /// `std::process::Command`.
-fn block_signals() -> libc::sigset_t {
-    // SAFETY: a sigset on our stack, then sigprocmask on this thread.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        for sig in (1..=libc::SIGRTMAX()).filter(|s| forwardable(*s)) {
-            libc::sigaddset(&mut set, sig);
-        }
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-        set
-    }
+fn block_signals() -> Blocked {
+    Blocked::block((1..=libc::SIGRTMAX()).filter(|s| forwardable(*s)))
 }
 
 /// Wait for process `pid` (our child), forwarding signals to it through `pidfd`; with
@@ -68,24 +63,19 @@ pub fn foreground(pid: i32, pidfd: &OwnedFd, console: Option<OwnedFd>) -> Result
         if let Some(r) = &mut relay {
             r.step(TICK_MS, pidfd);
         }
-        let timeout = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: if relay.is_some() {
-                0
-            } else {
-                TICK_MS as i64 * 1_000_000
-            },
+        let timeout = if relay.is_some() {
+            Duration::ZERO
+        } else {
+            Duration::from_millis(TICK_MS as u64)
         };
-        // SAFETY: sigtimedwait on the blocked set, no siginfo wanted.
-        let sig = unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &timeout) };
-        match sig {
-            s if s <= 0 || s == libc::SIGCHLD || s == libc::SIGURG => {}
-            libc::SIGWINCH => {
+        match set.wait(timeout) {
+            None | Some(libc::SIGCHLD) | Some(libc::SIGURG) => {}
+            Some(libc::SIGWINCH) => {
                 if let Some(r) = &relay {
                     r.resize();
                 }
             }
-            s => {
+            Some(s) => {
                 if let Err(e) = crate::sys::pidfd::send_signal(pidfd, s) {
                     log::debug(&format!("forwarding signal {s} to {pid}: {e}"));
                 }
@@ -178,38 +168,33 @@ impl Relay {
     /// Wait up to `ms` for input on either side, or for the process (`pidfd`) to exit,
     /// and copy what there is.
     fn step(&mut self, ms: i32, pidfd: &OwnedFd) {
-        let mut fds = [
-            libc::pollfd {
-                fd: self.master.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: if self.stdin_open { 0 } else { -1 },
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: pidfd.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
+        let stdin = std::io::stdin();
+        let mut fds = vec![
+            PollFd::new(self.master.as_fd(), PollFlags::POLLIN),
+            PollFd::new(pidfd.as_fd(), PollFlags::POLLIN),
         ];
-        // SAFETY: poll on three pollfds (a negative fd is skipped).
-        if unsafe { libc::poll(fds.as_mut_ptr(), 3, ms) } <= 0 {
+        if self.stdin_open {
+            fds.push(PollFd::new(stdin.as_fd(), PollFlags::POLLIN));
+        }
+        let timeout = PollTimeout::try_from(ms).unwrap_or(PollTimeout::NONE);
+        if !matches!(poll(&mut fds, timeout), Ok(n) if n > 0) {
             return;
         }
-        if fds[0].revents != 0 {
+        let ready = |f: &PollFd| f.revents().is_some_and(|r| !r.is_empty());
+        let (master_ready, stdin_ready) = (ready(&fds[0]), fds.get(2).is_some_and(ready));
+        drop(fds);
+        if master_ready {
             self.drain();
         }
-        if fds[1].revents != 0 && !copy(0, self.master.as_raw_fd()) {
+        if stdin_ready && !copy(stdin.as_fd(), self.master.as_fd()) {
             self.stdin_open = false;
         }
     }
 
     /// Copy what the terminal has written to our stdout.
     fn drain(&mut self) {
-        while copy(self.master.as_raw_fd(), 1) {}
+        let stdout = std::io::stdout();
+        while copy(self.master.as_fd(), stdout.as_fd()) {}
     }
 }
 
@@ -226,21 +211,18 @@ impl Drop for Relay {
 }
 
 /// One read from `from` written whole to `to`; false at EOF, an error or nothing to read.
-fn copy(from: RawFd, to: RawFd) -> bool {
+fn copy(from: BorrowedFd, to: BorrowedFd) -> bool {
     let mut buf = [0u8; 4096];
-    // SAFETY: read into a buffer of ours.
-    let n = unsafe { libc::read(from, buf.as_mut_ptr().cast(), buf.len()) };
-    if n <= 0 {
-        return false;
-    }
+    let n = match nix::unistd::read(from, &mut buf) {
+        Ok(n) if n > 0 => n,
+        _ => return false,
+    };
     let mut done = 0usize;
-    while done < n as usize {
-        // SAFETY: write from the buffer just filled.
-        let w = unsafe { libc::write(to, buf[done..].as_ptr().cast(), n as usize - done) };
-        if w <= 0 {
-            return false;
+    while done < n {
+        match nix::unistd::write(to, &buf[done..n]) {
+            Ok(w) if w > 0 => done += w,
+            _ => return false,
         }
-        done += w as usize;
     }
     true
 }
@@ -272,8 +254,7 @@ mod tests {
             .args(["-c", "grep SigBlk /proc/self/status"])
             .output()
             .unwrap();
-        // SAFETY: unblock on this (test) thread what block_signals blocked.
-        unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) };
+        set.unblock();
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(text.trim().ends_with("0000000000000000"), "{text}");
     }

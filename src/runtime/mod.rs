@@ -27,6 +27,7 @@ mod init;
 pub mod mounts;
 mod prepare;
 pub mod seccomp;
+mod sync;
 mod syscall_table;
 
 pub use error::{Error, Result};
@@ -75,15 +76,16 @@ pub fn spawn(l: &Launch) -> Result<Spawned> {
 /// Our child, PID 1 of a new pid namespace owned by the user namespace `userns`, running
 /// `main(arg)` on a copy of our memory: the first process of such a namespace must be made
 /// from inside the user namespace, which we cannot join and leave (`hop`).
-///
-/// # Safety
-/// Single-threaded caller; `main` never returns.
-pub unsafe fn spawn_pid1(
+/// The caller must be single-threaded (the supervisor is): checked, an error otherwise.
+pub fn spawn_pid1(
     userns: BorrowedFd,
     main: fn(RawFd) -> !,
     arg: RawFd,
 ) -> Result<crate::sys::clone::Cloned> {
-    hop::pid1_in(userns, main, arg).map_err(Error::Setup)
+    crate::sys::clone::single_threaded("making a pid namespace's first process")
+        .map_err(|e| Error::Setup(e.to_string()))?;
+    // SAFETY: checked just now: this is the only thread; `main` never returns.
+    unsafe { hop::pid1_in(userns, main, arg) }.map_err(Error::Setup)
 }
 
 /// Start `l.spec.process` inside the running container whose main process `target` (a

@@ -1,10 +1,8 @@
-//! The pod sandbox: cgroup tree, namespaces, state directory, container root filesystems
-//! and volumes. Everything here touches the kernel; the decisions live in `pod`.
+//! The pod's sandbox: its state directory, container root filesystems, volumes, /etc
+//! files, sysctls and user namespace. Everything here touches the kernel for a pod; the
+//! decisions live in `pod`, the cgroups in `cgroup`.
 
-pub mod cgroup;
 pub mod etc_files;
-pub mod net;
-pub mod pause;
 pub mod rootfs;
 pub mod statedir;
 pub mod sysctls;

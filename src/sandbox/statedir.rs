@@ -5,7 +5,7 @@
 
 use std::fs;
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -41,8 +41,7 @@ impl StateDir {
             .mode(0o600)
             .open(&lock_path)
             .map_err(ctx(format!("opening {}", lock_path.display())))?;
-        // SAFETY: flock on an fd we own.
-        if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        if crate::sys::fd::flock(lock.as_fd(), libc::LOCK_EX | libc::LOCK_NB).is_err() {
             return Err(io::Error::new(
                 io::ErrorKind::AlreadyExists,
                 format!(

@@ -5,7 +5,7 @@
 
 use std::fs;
 use std::io::Write;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -91,16 +91,20 @@ pub fn create(base: u32) -> Result<PodUserns, String> {
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
     let (done_r, done_w) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
-    // SAFETY: podinit run is single-threaded here; the child only makes system calls.
-    let cloned = unsafe { crate::sys::clone::clone3(libc::CLONE_NEWUSER as u64, None) }
+    // The child only makes system calls.
+    let cloned = crate::sys::clone::fork(libc::CLONE_NEWUSER as u64, None)
         .map_err(|e| format!("creating the pod's user namespace (clone3): {e}"))?;
     let Some(child) = cloned else {
         drop((go_w, done_r));
         let mut b = [0u8; 1];
         // Our maps are written when the byte comes.
         let ok = nix::unistd::read(&go_r, &mut b) == Ok(1)
-            // SAFETY: unshare with flags.
-            && unsafe { libc::unshare(libc::CLONE_NEWNET | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS) } == 0;
+            && nix::sched::unshare(
+                nix::sched::CloneFlags::CLONE_NEWNET
+                    | nix::sched::CloneFlags::CLONE_NEWIPC
+                    | nix::sched::CloneFlags::CLONE_NEWUTS,
+            )
+            .is_ok();
         let errno = if ok {
             0
         } else {
@@ -109,8 +113,7 @@ pub fn create(base: u32) -> Result<PodUserns, String> {
         let _ = nix::unistd::write(&done_w, &[errno]);
         // Until the parent has our namespaces and kills us.
         let _ = nix::unistd::read(&go_r, &mut b);
-        // SAFETY: exiting the child.
-        unsafe { libc::_exit(0) }
+        crate::sys::proc::exit_now(0)
     };
     drop((go_r, done_w));
     let made = (|| {
@@ -156,15 +159,14 @@ pub fn create(base: u32) -> Result<PodUserns, String> {
 /// it may, since they are owned by a user namespace its own owns).
 pub fn join_owned(ns: &PodUserns) -> Result<(), String> {
     for (fd, flag, what) in [
-        (&ns.net, libc::CLONE_NEWNET, "network"),
-        (&ns.ipc, libc::CLONE_NEWIPC, "IPC"),
-        (&ns.uts, libc::CLONE_NEWUTS, "UTS"),
+        (&ns.net, nix::sched::CloneFlags::CLONE_NEWNET, "network"),
+        (&ns.ipc, nix::sched::CloneFlags::CLONE_NEWIPC, "IPC"),
+        (&ns.uts, nix::sched::CloneFlags::CLONE_NEWUTS, "UTS"),
     ] {
-        // SAFETY: setns with a namespace fd of ours and its flag.
-        if unsafe { libc::setns(fd.as_raw_fd(), flag) } != 0 {
+        if let Err(e) = nix::sched::setns(fd, flag) {
             return Err(format!(
                 "joining the pod's {what} namespace: {}",
-                std::io::Error::last_os_error()
+                std::io::Error::from(e)
             ));
         }
     }

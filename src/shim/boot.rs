@@ -1,13 +1,12 @@
 //! How the shim comes up: `start` binds the pod's socket itself and hands it to the daemon
 //! it spawns, then answers containerd at once, as containerd's Go shims do; the daemon
 //! serves on the socket it was given. The shim crate's `start` instead waits until its
-//! daemon has bound the socket and set up its ttrpc client and server (1.5–1.8 ms here),
-//! while containerd's own work after `start` could overlap them (BENCHMARKS.md, issue 25).
+//! daemon has bound the socket and set up its ttrpc client and server, while containerd's
+//! own work after `start` could overlap them (the cost is in BENCHMARKS.md).
 //! `delete`, `-v` and the rest stay the crate's.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixListener;
-use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
@@ -169,20 +168,7 @@ fn spawn_daemon(
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    // SAFETY: between fork and exec, only dup2 and fcntl on an fd we own.
-    unsafe {
-        cmd.pre_exec(move || {
-            if fd == LISTENER_FD {
-                let flags = libc::fcntl(fd, libc::F_GETFD);
-                if flags < 0 || libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            } else if libc::dup2(fd, LISTENER_FD) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    podinit::sys::fd::pass_as(&mut cmd, fd, LISTENER_FD);
     cmd.spawn()
         .map_err(|e| format!("starting the shim's daemon {}: {e}", exe.display()))?;
     Ok(())
@@ -203,17 +189,13 @@ fn daemon(
         signal_hook::flag::register(sig, Arc::clone(&ignored))
             .map_err(|e| format!("signal {sig}: {e}"))?;
     }
-    // SAFETY: prctl with integer arguments.
-    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
-        return Err(format!(
-            "becoming a subreaper: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
+    nix::sys::prctl::set_child_subreaper(true)
+        .map_err(|e| format!("becoming a subreaper: {}", std::io::Error::from(e)))?;
     let listener = match std::env::var(LISTENER_ENV) {
         Ok(_) => {
-            // SAFETY: `start` passed us this fd, a listening socket that is ours alone.
-            let fd = unsafe { OwnedFd::from_raw_fd(LISTENER_FD) };
+            // `start` passed us this fd, a listening socket that is ours alone.
+            let fd = podinit::sys::fd::take_inherited(LISTENER_FD)
+                .map_err(|e| format!("the listening socket from start: {e}"))?;
             // Inherited without close-on-exec: no verb or container may inherit it too.
             nix::fcntl::fcntl(
                 &fd,

@@ -376,7 +376,7 @@ impl Container {
         let s = podinit::runc::state::load(&root, &self.id)
             .map_err(|e| Error::NoState(e.to_string()))?;
         let group =
-            podinit::runc::cgroup::open(&self.id, s.cgroups_path.as_deref(), &s.cgroup_paths)
+            podinit::cgroup::recorded::open(&self.id, s.cgroups_path.as_deref(), &s.cgroup_paths)
                 .map_err(Error::Other)?;
         super::metrics::to_any(&group.stats(), podinit::sys::cgroup::unified())
             .map_err(Error::Other)

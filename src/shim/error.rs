@@ -209,7 +209,10 @@ mod tests {
         // A container runc no longer knows: "no such container", NotFound too.
         let e = Error::of_kill("container c1 does not exist".into());
         assert_eq!(e.kind(), Kind::NotFound);
-        assert_eq!(e.to_string(), "no such container: container c1 does not exist");
+        assert_eq!(
+            e.to_string(),
+            "no such container: container c1 does not exist"
+        );
         assert!(matches!(
             Error::of_kill("permission denied".into()),
             Error::Runc(_)

@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc};
 
 use containerd_shim::publisher::RemotePublisher;
-use containerd_shim::{api, Config, DeleteResponse, ExitSignal, Flags, StartOpts};
+use containerd_shim::{Config, DeleteResponse, ExitSignal, Flags, StartOpts};
 
 /// runc's `--root` for a namespace, under the state directory of the containerd whose
 /// bundle is the shim's working directory (`paths.rs`).
@@ -49,8 +49,7 @@ pub struct Shim {
 /// malloc arena for all its threads: each ttrpc worker would otherwise grow an arena of
 /// its own, most of the shim's memory for nothing (its calls are few and short).
 pub fn config() -> Config {
-    // SAFETY: called first thing in main, before any thread exists.
-    unsafe { libc::mallopt(libc::M_ARENA_MAX, 1) };
+    podinit::sys::proc::one_malloc_arena();
     Config {
         no_reaper: true,
         ..Default::default()
@@ -171,11 +170,6 @@ fn reaper_thread(inner: Arc<service::Inner>) {
             inner.on_exits(&exits);
         }
     });
-}
-
-#[allow(dead_code)]
-fn _status_is_exhaustive(s: api::Status) -> api::Status {
-    s
 }
 
 #[cfg(test)]

@@ -1,8 +1,8 @@
 //! Messages packed into protobuf's `Any` under a type name we give. protobuf's own
 //! `Any::pack`, and the shim crate's event `publish`, ask protobuf's reflection for the
 //! name instead, which builds the descriptor tables of the message's protos on first use
-//! and keeps them for good: 350 KiB of a shim's heap for containerd's event protos, more
-//! than the rest of it.
+//! and keeps them for good: for containerd's event protos, more of a shim's heap than the
+//! rest of it (BENCHMARKS.md has the figure).
 
 use containerd_shim::protos::protobuf::well_known_types::any::Any;
 use containerd_shim::protos::protobuf::{Error, MessageDyn};

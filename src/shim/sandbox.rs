@@ -1,6 +1,6 @@
 //! The sandbox task (`io.kubernetes.cri.container-type: sandbox`): made from its
 //! config.json like any container, with every namespace, the cgroup, hostname, sysctls
-//! and security settings it asks for, but running podinit's pause (`sandbox::pause`) in
+//! and security settings it asks for, but running podinit's pause (`sys::pause`) in
 //! place of the image's program (`podinit::spec::sandbox`).
 
 use oci_spec::runtime::Spec;

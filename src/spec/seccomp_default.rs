@@ -201,16 +201,7 @@ pub fn profile(bounding: &[String], kernel: Option<(u32, u32)>) -> Result<LinuxS
 
 /// The running kernel's (major, minor), from uname(2).
 pub fn kernel_version() -> Option<(u32, u32)> {
-    // SAFETY: uname fills a zeroed struct; its fields are NUL-terminated.
-    let release = unsafe {
-        let mut u: libc::utsname = std::mem::zeroed();
-        if libc::uname(&mut u) != 0 {
-            return None;
-        }
-        std::ffi::CStr::from_ptr(u.release.as_ptr())
-            .to_string_lossy()
-            .into_owned()
-    };
+    let release = crate::sys::proc::kernel_release()?;
     let mut parts = release.split(|c: char| !c.is_ascii_digit());
     Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
 }

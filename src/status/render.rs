@@ -119,7 +119,12 @@ fn condition(c: &Condition, clock: &WallClock) -> PodCondition {
     }
 }
 
-fn terminated(t: &Terminated, id: Option<&String>, clock: &WallClock) -> ContainerStateTerminated {
+/// A terminated state as the API shows it; `id`, the run's container ID.
+pub fn terminated(
+    t: &Terminated,
+    id: Option<&String>,
+    clock: &WallClock,
+) -> ContainerStateTerminated {
     ContainerStateTerminated {
         exit_code: t.exit_code,
         signal: t.signal,

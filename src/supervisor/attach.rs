@@ -3,7 +3,7 @@
 
 use crate::api::server::Reply;
 use crate::pod::attach::{self, StdinEnd};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd};
 
 use super::api::error;
 use super::Supervisor;
@@ -125,12 +125,12 @@ impl Supervisor<'_> {
     }
 
     /// The stdins that have input waiting: polled for room.
-    pub(super) fn stdin_fds(&self) -> Vec<RawFd> {
+    pub(super) fn stdin_fds(&self) -> Vec<std::os::fd::BorrowedFd<'_>> {
         self.stdin_waiting
             .iter()
             .filter_map(|n| self.index_of(n))
             .filter_map(|i| self.containers[i].ctr.run.as_ref())
-            .filter_map(|r| r.stdin.as_ref().map(|f| f.as_raw_fd()))
+            .filter_map(|r| r.stdin.as_ref().map(|f| f.as_fd()))
             .collect()
     }
 }

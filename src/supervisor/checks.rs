@@ -108,7 +108,10 @@ impl Supervisor<'_> {
         let now = self.now();
         let what = describe(h);
         let started = match h {
-            Handler::Exec(cmd) => self.containers[owner.ctr()].ctr.exec(cmd).map(Check::Exec),
+            Handler::Exec(cmd) => self.containers[owner.ctr()]
+                .ctr
+                .exec(cmd, self.pod_user_ns())
+                .map(Check::Exec),
             Handler::Sleep { ms } => {
                 // A sleep is a deadline of its own.
                 self.checks.push(InFlight {
@@ -199,9 +202,10 @@ impl Supervisor<'_> {
         command: &[String],
         timeout_s: u64,
     ) -> Result<u64, String> {
-        let check = self.containers[i]
-            .ctr
-            .exec_with(command, true, API_EXEC_OUTPUT)?;
+        let check =
+            self.containers[i]
+                .ctr
+                .exec_with(command, true, API_EXEC_OUTPUT, self.pod_user_ns())?;
         self.next_token += 1;
         let token = self.next_token;
         let deadline = (timeout_s > 0).then(|| self.now() + timeout_s * 1000);
@@ -313,12 +317,13 @@ impl Supervisor<'_> {
     }
 
     /// Poll set of the checks: (fd, flags, index of the check).
-    pub(super) fn check_fds(&self) -> Vec<(std::os::fd::RawFd, nix::poll::PollFlags, usize)> {
-        use std::os::fd::AsRawFd;
+    pub(super) fn check_fds(
+        &self,
+    ) -> Vec<(std::os::fd::BorrowedFd<'_>, nix::poll::PollFlags, usize)> {
         let mut v = Vec::new();
         for (k, c) in self.checks.iter().enumerate() {
             for (fd, f) in c.check.interest() {
-                v.push((fd.as_raw_fd(), f, k));
+                v.push((fd, f, k));
             }
         }
         v

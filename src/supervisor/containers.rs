@@ -7,18 +7,18 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::{self, Read, Seek, SeekFrom};
-use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use crate::admission::{Base, ImageName};
 use crate::bundle::{self, Bundle, HostVolume};
+use crate::cgroup::{CgroupRoot, Group};
 use crate::logs::{LogFile, Stream};
 use crate::pod::{termination, Exit, Kind};
 use crate::probe::exec::ExecCheck;
 use crate::runtime;
-use crate::sandbox::cgroup::{CgroupRoot, Group};
 use crate::sandbox::rootfs;
 
 /// One container of the pod, across its runs.
@@ -46,8 +46,8 @@ pub struct Ctr {
     pub target: Option<usize>,
     /// The uid, gid and groups of the last run's process, for `status.user.linux`.
     pub user: Option<(u32, u32, Vec<u32>)>,
-    /// The pod's user namespace the run was started in (its execs join it).
-    pub user_ns: Option<RawFd>,
+    /// Whether the run was started in the pod's user namespace (its execs join it).
+    pub in_user_ns: bool,
 }
 
 /// A container's image that is not a bundle, and kubelet's image manager's view of it.
@@ -143,7 +143,7 @@ impl Ctr {
             container_id: None,
             target: None,
             user: None,
-            user_ns: None,
+            in_user_ns: false,
         })
     }
 
@@ -286,7 +286,7 @@ impl Ctr {
         };
 
         self.runs += 1;
-        self.user_ns = cx.user_ns.map(|(fd, _)| fd.as_raw_fd());
+        self.in_user_ns = cx.user_ns.is_some();
         self.container_id = Some(format!("podinit://{id}"));
         self.user = spec.process().as_ref().map(|p| {
             let u = p.user();
@@ -320,9 +320,14 @@ impl Ctr {
 
     /// Start `command` inside the running container (exec probes and hooks): the
     /// container's user, capabilities, environment and cwd, its namespaces and cgroup;
-    /// stdout and stderr both into one pipe, stdin from /dev/null.
-    pub fn exec(&self, command: &[String]) -> Result<ExecCheck, String> {
-        self.exec_with(command, false, crate::probe::exec::MAX_OUTPUT)
+    /// stdout and stderr both into one pipe, stdin from /dev/null. `pod_user_ns`: the
+    /// pod's user namespace, joined when the run was started in it.
+    pub fn exec(
+        &self,
+        command: &[String],
+        pod_user_ns: Option<BorrowedFd>,
+    ) -> Result<ExecCheck, String> {
+        self.exec_with(command, false, crate::probe::exec::MAX_OUTPUT, pod_user_ns)
     }
 
     /// [`Ctr::exec`] with stderr on a pipe of its own when `split`, keeping `limit` bytes
@@ -332,6 +337,7 @@ impl Ctr {
         command: &[String],
         split: bool,
         limit: usize,
+        pod_user_ns: Option<BorrowedFd>,
     ) -> Result<ExecCheck, String> {
         let run = self
             .run
@@ -367,8 +373,7 @@ impl Ctr {
                 stdio: [devnull.as_raw_fd(), out_w.as_raw_fd(), err_fd],
                 cgroup: &placement,
                 pid_ns_of: None,
-                // SAFETY: the pod's user namespace fd lives as long as the supervisor.
-                user_ns: self.user_ns.map(|fd| unsafe { BorrowedFd::borrow_raw(fd) }),
+                user_ns: pod_user_ns.filter(|_| self.in_user_ns),
             },
         )
         .map_err(|e| e.to_string())?;

@@ -14,7 +14,6 @@ mod metrics;
 mod output;
 mod pause;
 mod reap;
-pub mod signals;
 mod start;
 mod status;
 mod teardown;
@@ -36,6 +35,7 @@ use crate::sandbox::statedir::StateDir;
 use crate::status::events::EventLog;
 use crate::status::render::WallClock;
 use crate::status::writer::StatusWriter;
+use crate::sys::signal_pipe::SignalPipe;
 use containers::{Ctr, OutPipe};
 
 /// Exit status of `podinit run` when the sandbox could not be set up (docs/interface.md §2).
@@ -64,7 +64,7 @@ pub struct Config {
     pub puller: Option<std::os::fd::OwnedFd>,
     /// Where `Localhost` seccomp profiles are (`--seccomp-root`).
     pub seccomp_root: std::path::PathBuf,
-    pub cgroups: crate::sandbox::cgroup::CgroupRoot,
+    pub cgroups: crate::cgroup::CgroupRoot,
     pub pod_cgroup: String,
     /// The supervisor's mount namespace is its own (not PID-1 mode): its mounts end with it.
     pub private_mounts: bool,
@@ -159,7 +159,7 @@ fn probe_host(pod_ips: &[String]) -> String {
 /// Run the pod to its end; returns the exit status of `podinit run` (0 Succeeded,
 /// 1 Failed, 3 sandbox failure).
 pub fn run(mut cfg: Config, sd: &StateDir) -> i32 {
-    let sig = match signals::SignalPipe::install(SIGNALS) {
+    let sig = match SignalPipe::install(SIGNALS) {
         Ok(s) => s,
         Err(e) => {
             crate::log::error(&format!("installing signal handlers: {e}"));
@@ -277,7 +277,7 @@ impl Supervisor<'_> {
         self.clock.at(self.now())
     }
 
-    fn run_loop(&mut self, sig: &signals::SignalPipe) -> i32 {
+    fn run_loop(&mut self, sig: &SignalPipe) -> i32 {
         loop {
             if self.decide() {
                 self.write_status();
@@ -384,7 +384,7 @@ impl Supervisor<'_> {
     }
 
     /// Block until something happens or the next timer is due, then record what happened.
-    fn wait_and_observe(&mut self, sig: &signals::SignalPipe) {
+    fn wait_and_observe(&mut self, sig: &SignalPipe) {
         let now = self.now();
         // A timer that came due since the loop last looked (an exec's deadline passed
         // while start-up pages were given back) is handled after a poll that does not
@@ -422,11 +422,7 @@ impl Supervisor<'_> {
             }
             let check_base = fds.len();
             for &(fd, f, _) in &check_set {
-                // SAFETY: the checks own these fds and outlive this poll.
-                fds.push(PollFd::new(
-                    unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) },
-                    f,
-                ));
+                fds.push(PollFd::new(fd, f));
             }
             let notify_at = fds.len();
             if let Some(fd) = self.cfg.notifier.pending_fd() {
@@ -442,11 +438,7 @@ impl Supervisor<'_> {
                 fds.push(PollFd::new(*fd, f));
             }
             for &fd in &stdin_set {
-                // SAFETY: the runs own these fds and outlive this poll.
-                fds.push(PollFd::new(
-                    unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) },
-                    PollFlags::POLLOUT,
-                ));
+                fds.push(PollFd::new(fd, PollFlags::POLLOUT));
             }
             if let Err(e) = nix::poll::poll(&mut fds, timeout) {
                 if e != nix::errno::Errno::EINTR {

@@ -6,7 +6,7 @@
 //! reaped after the containers when the pod ends. If we are killed, it dies with our own
 //! pid namespace.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
 use super::Supervisor;
 use crate::pod;
@@ -26,21 +26,14 @@ fn make(userns: std::os::fd::BorrowedFd) -> Result<Pause, String> {
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
     // Above stdio, which the pause replaces and keeps open: its closing all the others is
     // its ready.
-    let ready_w = nix::fcntl::fcntl(&pipe_w, nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(3))
-        .map(|fd| {
-            // SAFETY: a new fd that only we own.
-            unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) }
-        })
+    let ready_w = crate::sys::fd::dup_above_stdio(pipe_w.as_fd())
         .map_err(|e| format!("dup of a pipe: {e}"))?;
     drop(pipe_w);
-    // SAFETY: the supervisor is single-threaded; the pause never returns.
-    let child = unsafe {
-        crate::runtime::spawn_pid1(
-            userns,
-            crate::sandbox::pause::run_in_user_namespace,
-            ready_w.as_raw_fd(),
-        )
-    }
+    let child = crate::runtime::spawn_pid1(
+        userns,
+        crate::sys::pause::run_in_user_namespace,
+        ready_w.as_raw_fd(),
+    )
     .map_err(|e| format!("making the pod's pause: {e}"))?;
     drop(ready_w);
     // Until it has closed its copy (ready) or written why it could not: it only makes

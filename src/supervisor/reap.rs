@@ -20,13 +20,8 @@ impl Supervisor<'_> {
     /// Reap every exited child: container main processes become observations, anything
     /// else (an orphan re-parented to us in a shared pid namespace) is just collected.
     pub(super) fn reap(&mut self) {
-        loop {
-            let mut status = 0;
-            // SAFETY: waitpid with a valid pointer; this is the only waitpid in podinit.
-            let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG | libc::__WALL) };
-            if pid <= 0 {
-                return;
-            }
+        // The supervisor's only collector of exits: a wait elsewhere would steal them.
+        while let Some((pid, status)) = crate::sys::wait::reap_any() {
             self.reaped += 1;
             if self.check_exited(pid, status) || self.pause_reaped(pid, status) {
                 continue;

@@ -17,12 +17,10 @@ pub fn node_capacity() -> (i64, i64) {
     // kubelet reads the machine's capacity once.
     static NODE: std::sync::OnceLock<(i64, i64)> = std::sync::OnceLock::new();
     *NODE.get_or_init(|| {
-        // SAFETY: sysconf has no memory effects.
-        let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as i64;
-        // SAFETY: as above.
-        let pages = unsafe { libc::sysconf(libc::_SC_PHYS_PAGES) }.max(0) as i64;
-        // SAFETY: as above.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(0) as i64;
+        use crate::sys::proc::sysconf;
+        let cpus = sysconf(libc::_SC_NPROCESSORS_ONLN).max(1);
+        let pages = sysconf(libc::_SC_PHYS_PAGES).max(0);
+        let page = sysconf(libc::_SC_PAGESIZE).max(0);
         (cpus * 1000, pages * page)
     })
 }
@@ -102,6 +100,11 @@ pub fn idmapped(
 }
 
 impl Supervisor<'_> {
+    /// The pod's user namespace, which the execs of a container started in it join.
+    pub(super) fn pod_user_ns(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        self.cfg.userns.as_ref().map(|u| u.user_fd())
+    }
+
     /// `pod` asked to try these volumes again: report how each went.
     pub(super) fn mount_volumes(&mut self, names: &[String]) {
         let failed = set_up_volumes(&mut self.cfg, self.sd, Some(names));

@@ -41,6 +41,29 @@ pub unsafe fn clone3(
     }
 }
 
+/// [`clone3`] for a caller that must be single-threaded (the outer process, the
+/// supervisor), checked first: with another thread running it fails and clones nothing.
+pub fn fork(flags: u64, cgroup: Option<std::os::fd::BorrowedFd>) -> io::Result<Option<Cloned>> {
+    single_threaded("clone3")?;
+    // SAFETY: this is the only thread, and only it could start another.
+    unsafe { clone3(flags, cgroup) }
+}
+
+/// An error naming `what` unless this process runs one thread only: what a fork-like
+/// clone needs, since its child may rely only on state no other thread held.
+pub fn single_threaded(what: &str) -> io::Result<()> {
+    let threads = procfs::process::Process::myself()
+        .and_then(|p| p.stat())
+        .map_err(|e| io::Error::other(format!("reading /proc/self/stat: {e}")))?
+        .num_threads;
+    if threads != 1 {
+        return Err(io::Error::other(format!(
+            "{what} refused: {threads} threads run, a fork-like clone needs one"
+        )));
+    }
+    Ok(())
+}
+
 /// `struct clone_args` of clone3(2).
 #[repr(C)]
 #[derive(Default)]

@@ -2,10 +2,69 @@
 
 use procfs::process::{MountInfo, Process, Status};
 use procfs::ProcError;
+use std::io;
 
 use super::error::{Error, Result};
 
 pub use procfs::process::ProcState;
+
+/// A constant of the C library and the machine (`sysconf(3)`, `name` a `libc::_SC_*`):
+/// -1 when it has none.
+pub fn sysconf(name: libc::c_int) -> i64 {
+    // SAFETY: sysconf reads a constant; it has no memory effects.
+    unsafe { libc::sysconf(name) }
+}
+
+/// The running kernel's release (`uname -r`), from uname(2).
+pub fn kernel_release() -> Option<String> {
+    // SAFETY: uname fills a zeroed struct of ours; its fields are NUL-terminated.
+    unsafe {
+        let mut u: libc::utsname = std::mem::zeroed();
+        if libc::uname(&mut u) != 0 {
+            return None;
+        }
+        Some(
+            std::ffi::CStr::from_ptr(u.release.as_ptr())
+                .to_string_lossy()
+                .into_owned(),
+        )
+    }
+}
+
+/// End this process at once with `code` (`_exit(2)`): no exit handlers, no buffers
+/// flushed; for a forked child, whose buffers and handlers are its parent's.
+pub fn exit_now(code: i32) -> ! {
+    // SAFETY: _exit takes an integer and never returns.
+    unsafe { libc::_exit(code) }
+}
+
+/// One malloc arena for every thread of this process (`mallopt(M_ARENA_MAX, 1)`): for a
+/// process whose threads are few and idle, where an arena each is memory for nothing.
+pub fn one_malloc_arena() {
+    // SAFETY: mallopt takes plain integers and locks what it changes.
+    unsafe { libc::mallopt(libc::M_ARENA_MAX, 1) };
+}
+
+/// `n` random bytes from the kernel: getrandom(2), one syscall and no file (a PID-1 podinit
+/// may run where /dev has no urandom); never blocks after boot.
+pub fn random_bytes(n: usize) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; n];
+    let mut done = 0;
+    while done < n {
+        let rest = &mut buf[done..];
+        // SAFETY: getrandom writes at most `rest.len()` bytes into `rest`.
+        let r = unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+            continue;
+        }
+        done += r as usize;
+    }
+    Ok(buf)
+}
 
 /// The start time of process `pid` in clock ticks since boot (field 22 of
 /// `/proc/<pid>/stat`), None when there is no such process. With the pid it names a

@@ -67,6 +67,63 @@ pub fn reset_signals(ignored: u64) {
     }
 }
 
+/// Send `sig` (any signal, realtime ones included) to process `pid`.
+pub fn kill(pid: i32, sig: i32) -> std::io::Result<()> {
+    // SAFETY: kill(2) takes plain integers.
+    if unsafe { libc::kill(pid, sig) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Ignore `sig` from now on (`SIG_IGN`; an exec keeps it ignored).
+pub fn ignore(sig: i32) {
+    let ignore = KernelSigaction {
+        handler: libc::SIG_IGN,
+        ..Default::default()
+    };
+    rt_sigaction(sig, Some(&ignore), None);
+}
+
+/// A set of signals blocked on this thread, to be taken with [`Blocked::wait`] rather
+/// than by a handler.
+pub struct Blocked(libc::sigset_t);
+
+impl Blocked {
+    /// Block `signals` on this thread (realtime ones included).
+    pub fn block(signals: impl IntoIterator<Item = i32>) -> Blocked {
+        // SAFETY: a sigset of our own, filled with valid signals, then pthread_sigmask on
+        // this thread.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            for sig in signals {
+                libc::sigaddset(&mut set, sig);
+            }
+            libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+            Blocked(set)
+        }
+    }
+
+    /// The next pending signal of the set, waiting up to `timeout` for one: None when
+    /// none came (or the wait was interrupted).
+    pub fn wait(&self, timeout: std::time::Duration) -> Option<i32> {
+        let ts = libc::timespec {
+            tv_sec: timeout.as_secs() as libc::time_t,
+            tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: sigtimedwait on our set, no siginfo wanted, a valid timeout.
+        let sig = unsafe { libc::sigtimedwait(&self.0, std::ptr::null_mut(), &ts) };
+        (sig > 0).then_some(sig)
+    }
+
+    /// Unblock the set on this thread.
+    pub fn unblock(&self) {
+        // SAFETY: pthread_sigmask on this thread with our set.
+        unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &self.0, std::ptr::null_mut()) };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

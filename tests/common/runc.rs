@@ -1,4 +1,4 @@
-//! Driver of a runc command line for the tests of issue 24: the runtime under test is a
+//! Driver of a runc command line for the runc front-end's tests: the runtime under test is a
 //! parameter (`RUNC_UNDER_TEST`, by default the `podinit-runc` link beside the binary), so
 //! every test can be proved right by running it with `RUNC_UNDER_TEST=/usr/sbin/runc`.
 //! A `Lab` holds the scratch dir, both runtimes with private `--root`s, the bundles and

@@ -233,6 +233,17 @@ impl Client {
         Err(format!("{}: token server: too many redirects", self.domain))
     }
 
+    /// GET `path` (below the repository) for `what`: the response when it is 200, else
+    /// one line: not found with the registry's reason, or [`Client::refusal`].
+    pub fn get_found(&mut self, what: &str, path: &str, accept: &str) -> Result<Response, String> {
+        let mut resp = self.get(path, accept)?;
+        match resp.status {
+            200 => Ok(resp),
+            404 => Err(format!("{what}: not found: {}", registry_error(&mut resp))),
+            _ => Err(self.refusal(what, &mut resp)),
+        }
+    }
+
     /// A one-line error for a final answer that is not what was asked: the status and the
     /// registry's own error codes; a 401 says whose login failed.
     pub fn refusal(&self, what: &str, resp: &mut Response) -> String {

@@ -110,15 +110,7 @@ fn manifest(
     desc: Option<&Descriptor>,
 ) -> Result<(String, Vec<u8>, Digest), String> {
     let what = format!("manifest {by}");
-    let mut resp = client.get(&format!("manifests/{by}"), media::ACCEPT)?;
-    match resp.status {
-        200 => {}
-        404 => {
-            let why = super::client::registry_error(&mut resp);
-            return Err(format!("{what}: not found: {why}"));
-        }
-        _ => return Err(client.refusal(&what, &mut resp)),
-    }
+    let mut resp = client.get_found(&what, &format!("manifests/{by}"), media::ACCEPT)?;
     if let Some(d) = desc {
         media::check_length(&what, resp.content_length(), d.size())?;
     }
@@ -226,15 +218,7 @@ fn blob(
     progress: &dyn Fn(Progress),
 ) -> Result<(), String> {
     let what = format!("blob {digest}");
-    let mut resp = client.get(&format!("blobs/{digest}"), "")?;
-    match resp.status {
-        200 => {}
-        404 => {
-            let why = super::client::registry_error(&mut resp);
-            return Err(format!("{what}: not found: {why}"));
-        }
-        _ => return Err(client.refusal(&what, &mut resp)),
-    }
+    let mut resp = client.get_found(&what, &format!("blobs/{digest}"), "")?;
     media::check_length(&what, resp.content_length(), size)?;
     let mut out = File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut v = Verifier::new(resp.body(), digest, Some(size));

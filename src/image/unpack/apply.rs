@@ -6,10 +6,8 @@
 use nix::sys::stat::{mknod, utimensat, Mode, SFlag, UtimensatFlags};
 use nix::sys::time::TimeSpec;
 use std::collections::HashSet;
-use std::ffi::CString;
 use std::fs;
 use std::io::{self, Read};
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{lchown, symlink, OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 use tar::EntryType;
@@ -386,24 +384,7 @@ fn set_mtime(path: &Path, mtime: i64) -> nix::Result<()> {
 }
 
 fn setxattr(path: &Path, key: &str, value: &[u8]) -> io::Result<()> {
-    let p = CString::new(path.as_os_str().as_bytes())?;
-    let k = CString::new(key)?;
-    // SAFETY: both strings are NUL-terminated and live across the call; value's length is
-    // passed with it.
-    let r = unsafe {
-        libc::lsetxattr(
-            p.as_ptr(),
-            k.as_ptr(),
-            value.as_ptr().cast(),
-            value.len(),
-            0,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    crate::sys::fs::lsetxattr(path, key, value)
 }
 
 #[cfg(test)]

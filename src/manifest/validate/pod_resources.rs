@@ -126,12 +126,12 @@ pub(super) fn pod(spec: &PodSpec) -> R {
 
 #[cfg(test)]
 mod tests {
-    use crate::manifest::{admit, load};
+    use crate::manifest::{from_documents, load};
 
     fn admit_spec(spec: &str) -> Result<k8s_openapi::api::core::v1::Pod, String> {
         let text = format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: web}}\nspec:\n{spec}");
         let docs = load::documents(&text).map_err(|e| e.to_string())?;
-        admit(docs, &|| "uid-1".into())
+        from_documents(docs, &|| "uid-1".into())
             .map(|a| a.pod)
             .map_err(|e| e.to_string())
     }

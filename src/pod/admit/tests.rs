@@ -32,14 +32,17 @@ fn node() -> Node {
 }
 
 fn rejected(yaml: &str) -> Rejection {
-    admit(&pod(yaml), &node()).unwrap_err()
+    check_on_node(&pod(yaml), &node()).unwrap_err()
 }
 
 const C: &str = "containers: [{name: c, image: busybox}]";
 
 #[test]
 fn a_plain_pod_is_admitted() {
-    assert_eq!(admit(&pod(&format!("spec: {{{C}}}")), &node()), Ok(()));
+    assert_eq!(
+        check_on_node(&pod(&format!("spec: {{{C}}}")), &node()),
+        Ok(())
+    );
 }
 
 #[test]
@@ -81,7 +84,7 @@ fn cpu_is_reported_before_memory() {
 #[test]
 fn extended_resources_fit_what_the_node_declares() {
     let ok = "spec: {containers: [{name: c, resources: {limits: {example.com/dongle: '2'}, requests: {example.com/dongle: '2'}}}]}";
-    assert_eq!(admit(&pod(ok), &node()), Ok(()));
+    assert_eq!(check_on_node(&pod(ok), &node()), Ok(()));
     let r =
         rejected("spec: {containers: [{name: c, resources: {limits: {example.com/dongle: '3'}}}]}");
     assert_eq!(r.reason, "OutOfexample.com/dongle");
@@ -118,7 +121,7 @@ fn the_pod_request_is_the_larger_of_init_and_long_running_containers() {
 #[test]
 fn node_selector_must_match_every_label() {
     let ok = format!("spec: {{nodeSelector: {{disktype: ssd}}, {C}}}");
-    assert_eq!(admit(&pod(&ok), &node()), Ok(()));
+    assert_eq!(check_on_node(&pod(&ok), &node()), Ok(()));
     let r = rejected(&format!("spec: {{nodeSelector: {{disktype: hdd}}, {C}}}"));
     assert_eq!(r.reason, "NodeAffinity");
     assert_eq!(
@@ -137,7 +140,7 @@ fn affinity(terms: &str) -> String {
 
 #[test]
 fn required_node_affinity_terms_are_ored_and_their_expressions_anded() {
-    let admitted = |terms: &str| admit(&pod(&affinity(terms)), &node()).is_ok();
+    let admitted = |terms: &str| check_on_node(&pod(&affinity(terms)), &node()).is_ok();
     assert!(admitted(
         "[{matchExpressions: [{key: disktype, operator: In, values: [ssd, nvme]}]}]"
     ));
@@ -162,7 +165,7 @@ fn required_node_affinity_terms_are_ored_and_their_expressions_anded() {
 
 #[test]
 fn node_name_must_be_this_node() {
-    assert!(admit(&pod(&format!("spec: {{nodeName: box, {C}}}")), &node()).is_ok());
+    assert!(check_on_node(&pod(&format!("spec: {{nodeName: box, {C}}}")), &node()).is_ok());
     let r = rejected(&format!("spec: {{nodeName: kube-01, {C}}}"));
     assert_eq!(r.reason, "NodeName");
     assert_eq!(
@@ -200,7 +203,7 @@ fn the_os_label_and_field_are_checked_first() {
     let ok = format!(
         "metadata: {{labels: {{kubernetes.io/os: linux}}}}\nspec: {{os: {{name: linux}}, {C}}}"
     );
-    assert!(admit(&pod(&ok), &node()).is_ok());
+    assert!(check_on_node(&pod(&ok), &node()).is_ok());
 }
 
 #[test]
@@ -219,11 +222,11 @@ fn apparmor_other_than_unconfined_needs_a_host_with_apparmor() {
         "metadata: {annotations: {container.apparmor.security.beta.kubernetes.io/c: unconfined}}\nspec: {containers: [{name: c}]}",
         "spec: {securityContext: {appArmorProfile: {type: Unconfined}}, containers: [{name: c}]}",
     ] {
-        assert_eq!(admit(&pod(yaml), &node()), Ok(()), "{yaml}");
+        assert_eq!(check_on_node(&pod(yaml), &node()), Ok(()), "{yaml}");
     }
     let mut n = node();
     n.apparmor = true;
-    let r = admit(&pod("spec: {securityContext: {appArmorProfile: {type: RuntimeDefault}}, containers: [{name: c}]}"), &n).unwrap_err();
+    let r = check_on_node(&pod("spec: {securityContext: {appArmorProfile: {type: RuntimeDefault}}, containers: [{name: c}]}"), &n).unwrap_err();
     assert_eq!(r.reason, "AppArmor");
 }
 

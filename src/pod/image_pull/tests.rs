@@ -1,15 +1,9 @@
 use super::*;
-use crate::pod::plan::{ContainerPlan, Kind, RestartPolicy};
+use crate::pod::plan::Kind;
 use crate::pod::step::{step, Action, EventSpec};
 
 fn plan(kinds: &[(&str, Kind)]) -> PodPlan {
-    PodPlan::bare(
-        RestartPolicy::Always,
-        kinds
-            .iter()
-            .map(|(n, k)| ContainerPlan::bare(n, *k))
-            .collect(),
-    )
+    PodPlan::bare_of(kinds)
 }
 
 fn starts(acts: &[Action]) -> Vec<usize> {
@@ -96,10 +90,10 @@ fn the_back_off_doubles_to_five_minutes_and_forgets_old_failures() {
 
 #[test]
 fn go_durations() {
-    assert_eq!(go_duration_ms(512), "512ms");
-    assert_eq!(go_duration_ms(1500), "1.5s");
-    assert_eq!(go_duration_ms(2000), "2s");
-    assert_eq!(go_duration_ms(123_004), "2m3.004s");
+    assert_eq!(crate::pod::backoff::go_duration(512), "512ms");
+    assert_eq!(crate::pod::backoff::go_duration(1500), "1.5s");
+    assert_eq!(crate::pod::backoff::go_duration(2000), "2s");
+    assert_eq!(crate::pod::backoff::go_duration(123_004), "2m3.004s");
 }
 
 #[test]

@@ -15,6 +15,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::path::Path;
 
 use super::prepare::{Namespaces, Prepared, Standalone};
+use super::sync::Sync;
 use super::Error;
 use crate::sys;
 use crate::sys::cgroup::Placement;
@@ -174,33 +175,31 @@ pub fn create(
     if ns.new_user {
         id_maps::write(child.pid, &linux).map_err(|e| kill(Error::Setup(e)))?;
     }
-    let go = [
-        b"G".as_slice(),
-        (c.state_json)(child.pid, "creating").as_bytes(),
-        b"\0",
-        (c.state_json)(child.pid, "created").as_bytes(),
-    ]
-    .concat();
+    let go = Sync::Go {
+        creating: (c.state_json)(child.pid, "creating"),
+        created: (c.state_json)(child.pid, "created"),
+    }
+    .encode();
     let setup = |what: &str, e: std::io::Error| Error::Setup(format!("{what}: {e}"));
     send(&parent_end, &go).map_err(|e| kill(setup("starting the container's set-up", e)))?;
     loop {
         let msg =
             recv(&parent_end).map_err(|e| kill(setup("waiting for the container's set-up", e)))?;
-        match msg.split_first() {
-            Some((b'R', _)) => {
+        match Sync::decode(&msg) {
+            Some(Sync::Ready) => {
                 return Ok(Created {
                     pid: child.pid,
                     pidfd: child.pidfd,
                 })
             }
-            Some((b'H', _)) => {
+            Some(Sync::Hooks) => {
                 runtime_hooks(child.pid).map_err(&kill)?;
-                send(&parent_end, b"C")
+                send(&parent_end, &Sync::Continue.encode())
                     .map_err(|e| kill(setup("resuming after the runtime hooks", e)))?;
             }
-            Some((b'E', why)) => {
+            Some(Sync::Failed(why)) => {
                 reap(child.pid);
-                return Err(Error::Start(String::from_utf8_lossy(why).into_owned()));
+                return Err(Error::Start(why));
             }
             _ => {
                 return Err(kill(Error::Start(

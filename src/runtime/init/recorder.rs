@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use super::kernel::{Kernel, Kind};
 use crate::runtime::caps_set::Caps;
 use crate::runtime::seccomp::Filter;
+use crate::runtime::sync::Sync;
 
 #[derive(Default)]
 pub struct Recorder {
@@ -230,9 +231,13 @@ impl Kernel for Recorder {
             .count()
             == 1;
         if !first {
-            return Ok(b"C".to_vec());
+            return Ok(Sync::Continue.encode());
         }
-        Ok(b"G{\"status\":\"creating\"}\0{\"status\":\"created\"}".to_vec())
+        Ok(Sync::Go {
+            creating: r#"{"status":"creating"}"#.into(),
+            created: r#"{"status":"created"}"#.into(),
+        }
+        .encode())
     }
     fn pass_gate(&self, fifo: RawFd) -> io::Result<()> {
         self.log("pass_gate", format_args!("{fifo}"))

@@ -2,14 +2,13 @@
 //! init takes them: wait for the creator, then UTS names and keyring, hooks before the
 //! root is switched, and at the end "ready" and the exec fifo before exec.
 //!
-//! Messages on the sync socket: from the creator `G<creating state>\0<created state>`
-//! ("go") and `C` ("continue" after its hooks); to it `H` (run your hooks now), `R`
-//! (ready, waiting at the fifo) and `E<message>` (failed).
+//! The messages on the sync socket are `runtime::sync::Sync`.
 
 use std::os::fd::RawFd;
 
 use super::{Kernel, R};
 use crate::runtime::prepare::{Prepared, Standalone};
+use crate::runtime::sync::Sync;
 
 /// The OCI state JSON the container's own hooks get: at createContainer and at
 /// startContainer.
@@ -31,21 +30,16 @@ pub(super) fn wait_for_go<K: Kernel>(
     let msg = k
         .sync_recv(s.sync)
         .map_err(|e| format!("waiting for the creating process: {e}"))?;
-    let body = msg
-        .strip_prefix(b"G")
-        .ok_or("the creating process went away before the container was set up")?;
+    let Some(Sync::Go { creating, created }) = Sync::decode(&msg) else {
+        return Err("the creating process went away before the container was set up".into());
+    };
     if s.become_root {
         k.setresgid(0)
             .map_err(|e| format!("becoming root in the user namespace (setresgid 0): {e}"))?;
         k.setresuid(0)
             .map_err(|e| format!("becoming root in the user namespace (setresuid 0): {e}"))?;
     }
-    let mut parts = body.splitn(2, |&b| b == 0);
-    let text = |b: Option<&[u8]>| String::from_utf8_lossy(b.unwrap_or_default()).into_owned();
-    Ok(States {
-        creating: text(parts.next()),
-        created: text(parts.next()),
-    })
+    Ok(States { creating, created })
 }
 
 pub(super) fn uts_and_keyring<K: Kernel>(k: &K, p: &Prepared) -> R {
@@ -72,12 +66,12 @@ pub(super) fn uts_and_keyring<K: Kernel>(k: &K, p: &Prepared) -> R {
 /// createRuntime) run now, then the container's createContainer hooks, here.
 pub(super) fn before_pivot<K: Kernel>(k: &K, s: &Standalone, st: &States) -> R {
     if s.runtime_hooks {
-        k.sync_send(s.sync, b"H")
+        k.sync_send(s.sync, &Sync::Hooks.encode())
             .map_err(|e| format!("asking for the runtime hooks: {e}"))?;
         let answer = k
             .sync_recv(s.sync)
             .map_err(|e| format!("waiting for the runtime hooks: {e}"))?;
-        if answer != b"C" {
+        if Sync::decode(&answer) != Some(Sync::Continue) {
             return Err("the creating process went away during the runtime hooks".into());
         }
     }
@@ -87,7 +81,7 @@ pub(super) fn before_pivot<K: Kernel>(k: &K, s: &Standalone, st: &States) -> R {
 /// Everything is set up: tell the creator, wait at the exec fifo until `start`, and run
 /// the startContainer hooks.
 pub(super) fn ready_and_wait<K: Kernel>(k: &K, s: &Standalone, st: &States) -> R {
-    k.sync_send(s.sync, b"R")
+    k.sync_send(s.sync, &Sync::Ready.encode())
         .map_err(|e| format!("reporting ready: {e}"))?;
     k.pass_gate(s.fifo)
         .map_err(|e| format!("waiting at the exec fifo: {e}"))?;
@@ -97,7 +91,7 @@ pub(super) fn ready_and_wait<K: Kernel>(k: &K, s: &Standalone, st: &States) -> R
 /// A failure: to the creator while it waits, else (after "ready", when `start` released
 /// us) on the container's stderr, where `run` and the shim's logs show it.
 pub(super) fn report(sync: RawFd, err: &str) {
-    let msg = [b"E", err.as_bytes()].concat();
+    let msg = Sync::Failed(err.to_string()).encode();
     if crate::sys::packet::send(sync, &msg).is_err() {
         let line = format!("podinit-runc: {err}\n");
         // SAFETY: a write to our stderr.

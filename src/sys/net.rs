@@ -1,4 +1,4 @@
-//! The pod's network namespace: loopback up, and the addresses it has (`podIP`s).
+//! A network namespace: loopback up, and the addresses it has (a pod's `podIP`s).
 
 use std::io;
 

@@ -1,4 +1,4 @@
-//! One cgroup of the pod in every hierarchy: made, listed, and how a process is placed
+//! One cgroup in every hierarchy: made, listed, and how a process is placed
 //! in it.
 
 use cgroups_rs::fs::Cgroup;
@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use super::{err, CgroupRoot};
 use crate::sys::cgroup::{enable_subtree_controllers, Placement};
 
-/// One cgroup of the pod (the pod itself, the supervisor's leaf or a container's).
+/// One cgroup in every hierarchy (a pod, a supervisor's leaf, a container).
 pub struct Group {
     pub(super) cg: Cgroup,
     pub(super) v2: bool,

@@ -1,6 +1,7 @@
-//! Signals as readable bytes: each handled signal writes its number into a non-blocking
-//! pipe that the event loop polls (the self-pipe trick; no thread, nothing lost while the
-//! loop is busy, since a pending byte stays until read).
+//! Signals as readable bytes for an event loop (the supervisor's, the outer process's
+//! relay): each handled signal writes its number into a non-blocking pipe that the loop
+//! polls (the self-pipe trick; no thread, nothing lost while the loop is busy, since a
+//! pending byte stays until read).
 
 use signal_hook::SigId;
 use std::io;

@@ -54,9 +54,9 @@ impl Group {
 
     fn signal_all(&self, sig: i32) {
         for pid in self.pids() {
-            // SAFETY: kill(2) with a pid read from this cgroup; a pid that was reused in the
-            // meantime cannot be in our cgroup, and cgroup.procs lists pids of our namespace.
-            unsafe { libc::kill(pid, sig) };
+            // A pid read from this cgroup: one reused in the meantime cannot be in our
+            // cgroup, and cgroup.procs lists pids of our namespace.
+            let _ = crate::sys::signals::kill(pid, sig);
         }
     }
 
@@ -161,8 +161,8 @@ fn remove_children(dir: &Path, wait: bool) {
         while fs::remove_dir(&child).is_err() {
             if let Ok(t) = fs::read_to_string(child.join("cgroup.procs")) {
                 for pid in t.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
-                    // SAFETY: see Group::signal_all.
-                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                    // As in Group::signal_all.
+                    let _ = crate::sys::signals::kill(pid, libc::SIGKILL);
                 }
             }
             let _ = fs::write(child.join("cgroup.kill"), "1");

@@ -1,9 +1,9 @@
-//! The container's cgroup, found from `linux.cgroupsPath` at create time and found again
-//! by every later verb from what state.json recorded.
+//! A runc container's cgroup, found from `linux.cgroupsPath` at create time and found
+//! again by every later verb from what its state recorded.
 
 use std::path::{Path, PathBuf};
 
-use crate::sandbox::cgroup::{CgroupRoot, Group};
+use super::{CgroupRoot, Group};
 
 /// The group for a new container, and the cgroups path to record: made absolute when the
 /// cgroup has the same path in every hierarchy, so that a later verb run from another
@@ -103,8 +103,8 @@ pub fn remove_recorded(id: &str, dirs: &[PathBuf]) -> Result<(), String> {
             ));
         }
         for p in left {
-            // SAFETY: kill(2) of a pid listed in the container's cgroup just now.
-            unsafe { libc::kill(p, libc::SIGKILL) };
+            // A pid listed in the container's cgroup just now.
+            let _ = crate::sys::signals::kill(p, libc::SIGKILL);
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }

@@ -1,4 +1,4 @@
-//! Where the pod's cgroups go: cgroup v1 (and hybrid) or v2, and the parent cgroup in
+//! Where the cgroups go: cgroup v1 (and hybrid) or v2, and the parent cgroup in
 //! each hierarchy.
 
 use cgroups_rs::fs::hierarchies;
@@ -12,7 +12,7 @@ use std::sync::Arc;
 use super::{err, Group};
 use crate::sys::cgroup::{enable_subtree_controllers, parse_proc_cgroup, unified};
 
-/// Where the pod's cgroups go and how to reach them. Cheap to clone: every [`Group`]
+/// Where the cgroups go and how to reach them. Cheap to clone: every [`Group`]
 /// keeps one, to make a sibling of itself.
 #[derive(Clone, Debug)]
 pub struct CgroupRoot {

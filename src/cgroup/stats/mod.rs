@@ -325,8 +325,7 @@ fn page_size_name(kb: u64) -> String {
 }
 
 fn clock_ticks() -> u64 {
-    // SAFETY: sysconf reads a constant of the C library.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let t = crate::sys::proc::sysconf(libc::_SC_CLK_TCK);
     if t > 0 {
         t as u64
     } else {

@@ -1,0 +1,64 @@
+//! File descriptors: advisory locks and duplicates.
+
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+
+/// `flock(2)` on `fd` with `how` (`libc::LOCK_EX`, `LOCK_SH`, `LOCK_UN`, with
+/// `LOCK_NB`): the lock lives as long as the open file description.
+pub fn flock(fd: BorrowedFd, how: libc::c_int) -> io::Result<()> {
+    // SAFETY: flock on a descriptor the caller holds open.
+    if unsafe { libc::flock(fd.as_raw_fd(), how) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// A close-on-exec duplicate of `fd` numbered 3 or above, so that replacing stdio (0–2)
+/// cannot close it.
+pub fn dup_above_stdio(fd: BorrowedFd) -> io::Result<OwnedFd> {
+    let new = nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(3))?;
+    // SAFETY: fcntl just made this descriptor and nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(new) })
+}
+
+/// Have the child that `cmd` spawns get `fd` as descriptor `target`, open across its
+/// exec. `fd` must stay open until then (a closed one fails the spawn).
+pub fn pass_as(cmd: &mut std::process::Command, fd: RawFd, target: RawFd) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: between fork and exec, only fcntl and dup2 on plain integers, which are
+    // async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            if fd == target {
+                let flags = libc::fcntl(fd, libc::F_GETFD);
+                if flags < 0 || libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            } else if libc::dup2(fd, target) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Take ownership of descriptor `fd` (below 64), which our parent passed us open: an
+/// error when it is not open, or was taken already.
+pub fn take_inherited(fd: RawFd) -> io::Result<OwnedFd> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static TAKEN: AtomicU64 = AtomicU64::new(0);
+    if !(0..64).contains(&fd) {
+        return Err(io::Error::other(format!("inherited fd {fd}: out of range")));
+    }
+    if TAKEN.fetch_or(1 << fd, Ordering::SeqCst) & 1 << fd != 0 {
+        return Err(io::Error::other(format!(
+            "inherited fd {fd}: taken already"
+        )));
+    }
+    // SAFETY: F_GETFD only reads the descriptor's flags.
+    if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: open, passed to this process by its parent, and claimed here once only.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
