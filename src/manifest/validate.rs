@@ -139,6 +139,7 @@ pub fn pod(pod: &Pod) -> R {
         return err("spec.containers", "Required value");
     }
     security::annotations(pod)?;
+    let os = spec.os.as_ref().map(|o| o.name.as_str());
     let mut names = BTreeSet::new();
     for (i, c) in spec.init_containers.iter().flatten().enumerate() {
         containers::container(
@@ -148,6 +149,7 @@ pub fn pod(pod: &Pod) -> R {
             &vols,
             &mut names,
             user_ns,
+            os,
         )?;
     }
     for (i, c) in spec.containers.iter().enumerate() {
@@ -158,6 +160,7 @@ pub fn pod(pod: &Pod) -> R {
             &vols,
             &mut names,
             user_ns,
+            os,
         )?;
     }
     pod_resources::pod(spec)?;

@@ -24,6 +24,7 @@ pub mod probes;
 pub mod reason;
 pub mod resources;
 pub mod restart;
+pub mod restart_all;
 pub mod state;
 pub mod step;
 pub mod sysctls;
