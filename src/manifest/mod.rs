@@ -4,6 +4,7 @@
 
 mod defaults;
 pub mod env;
+pub mod env_file;
 pub mod ephemeral;
 pub mod files;
 mod load;

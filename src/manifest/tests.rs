@@ -144,6 +144,34 @@ fn alpha_fields_are_named_as_alpha() {
 }
 
 #[test]
+fn file_key_refs_are_validated_as_the_api_server_does() {
+    let env = |fkr: &str| {
+        pod_with(&format!("  containers:\n  - name: c\n    image: busybox\n    env: [{{name: A, valueFrom: {{fileKeyRef: {{{fkr}}}}}}}]\n  volumes: [{{name: config, emptyDir: {{}}}}, {{name: host, hostPath: {{path: /tmp}}}}]\n"))
+    };
+    admit_str(&env(
+        "volumeName: config, path: config.env, key: DB_ADDRESS",
+    ))
+    .unwrap();
+    let p = "spec.containers[0].env[0].valueFrom.fileKeyRef";
+    for (fkr, want) in [
+        ("volumeName: nope, path: a.env, key: K", format!("{p}.volumeName: Not found: \"nope\"")),
+        ("volumeName: host, path: a.env, key: K", format!("{p}.volumeName: Invalid value: \"host\": must be an emptyDir volume")),
+        ("volumeName: config, path: /a.env, key: K", format!("{p}.path: Invalid value: \"/a.env\": must be a relative path")),
+        ("volumeName: config, path: ../a.env, key: K", format!("{p}.path: Invalid value: \"../a.env\": must not contain '..'")),
+        ("volumeName: config, path: a.env, key: 'A=B'", format!("{p}.key: Invalid value: \"A=B\": a valid environment variable name must consist only of printable ASCII characters other than '='")),
+    ] {
+        assert_eq!(err_of(&env(fkr)), want, "{fkr}");
+    }
+    let long = "K".repeat(129);
+    assert_eq!(
+        err_of(&env(&format!(
+            "volumeName: config, path: a.env, key: {long}"
+        ))),
+        format!("{p}.key: Too long: may not be more than 128 bytes")
+    );
+}
+
+#[test]
 fn container_restart_policies_are_accepted() {
     // The docs' examples of container restart rules (KEP-5307) and RestartAllContainers.
     admit_str(&pod_with("  restartPolicy: Never\n  containers:\n  - name: c\n    image: busybox\n    restartPolicy: Never\n    restartPolicyRules:\n    - {action: Restart, exitCodes: {operator: In, values: [42]}}\n")).unwrap();

@@ -140,6 +140,13 @@ pub fn pod(pod: &Pod) -> R {
     }
     security::annotations(pod)?;
     let os = spec.os.as_ref().map(|o| o.name.as_str());
+    let empty_dirs = |name: &str| {
+        spec.volumes
+            .iter()
+            .flatten()
+            .find(|v| v.name == name)
+            .map(|v| v.empty_dir.is_some())
+    };
     let mut names = BTreeSet::new();
     for (i, c) in spec.init_containers.iter().flatten().enumerate() {
         containers::container(
@@ -150,6 +157,7 @@ pub fn pod(pod: &Pod) -> R {
             &mut names,
             user_ns,
             os,
+            &empty_dirs,
         )?;
     }
     for (i, c) in spec.containers.iter().enumerate() {
@@ -161,6 +169,7 @@ pub fn pod(pod: &Pod) -> R {
             &mut names,
             user_ns,
             os,
+            &empty_dirs,
         )?;
     }
     pod_resources::pod(spec)?;

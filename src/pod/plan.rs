@@ -98,6 +98,9 @@ pub struct PodPlan {
     /// `spec.readinessGates[].conditionType`.
     pub readiness_gates: Vec<String>,
     pub qos_class: QosClass,
+    /// `metadata.generation` of the spec this plan was made from (1 at admission; each
+    /// accepted change of the spec adds one), which the status reports as observed.
+    pub generation: i64,
 }
 
 impl RestartPolicy {
@@ -125,6 +128,7 @@ impl PodPlan {
             max_backoff_ms: 300_000,
             readiness_gates: vec![],
             qos_class: QosClass::BestEffort,
+            generation: 1,
         }
     }
 
@@ -160,6 +164,7 @@ impl PodPlan {
                 .map(|g| g.condition_type.clone())
                 .collect(),
             qos_class: qos_class(&spec),
+            generation: meta.generation.unwrap_or(1),
         }
     }
 

@@ -199,14 +199,16 @@ mod tests {
         use RestartPolicy::*;
         use RuleAction::*;
         let in42 = || rule(Restart, true, &[42]);
-        let cases: Vec<(
-            &str,
+        // (what, pod policy, container policy, rules, exit code) → restarted
+        type Case = (
+            &'static str,
             RestartPolicy,
             Option<RestartPolicy>,
             Vec<RestartRule>,
             i32,
             bool,
-        )> = vec![
+        );
+        let cases: Vec<Case> = vec![
             (
                 "pod Always, no container policy",
                 Always,

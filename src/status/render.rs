@@ -75,8 +75,16 @@ pub fn pod_status(
             Kind::Init | Kind::Sidecar => init.push(cs),
         }
     }
-    let mut conditions: Vec<PodCondition> =
-        st.conditions.iter().map(|c| condition(c, clock)).collect();
+    // kubelet's conditions carry the generation it acted on (KEP-5067); readiness gates
+    // are set by others and carry none.
+    let mut conditions: Vec<PodCondition> = st
+        .conditions
+        .iter()
+        .map(|c| PodCondition {
+            observed_generation: Some(plan.generation),
+            ..condition(c, clock)
+        })
+        .collect();
     for (t, g) in &st.gates {
         conditions.push(PodCondition {
             type_: t.clone(),
@@ -97,6 +105,7 @@ pub fn pod_status(
         pod_ips: (!pod_ips.is_empty())
             .then(|| pod_ips.iter().map(|ip| PodIP { ip: ip.clone() }).collect()),
         qos_class: Some(plan.qos_class.as_str().into()),
+        observed_generation: Some(plan.generation),
         init_container_statuses: (!init.is_empty()).then_some(init),
         container_statuses: Some(apps),
         ephemeral_container_statuses: (!ephemeral.is_empty()).then_some(ephemeral),
@@ -272,5 +281,27 @@ mod tests {
         );
         assert_eq!(v["conditions"][1]["status"], "True");
         assert!(v["conditions"][0]["lastTransitionTime"].is_string());
+    }
+
+    #[test]
+    fn the_generation_acted_on_is_observed_by_the_status_and_its_conditions() {
+        let mut plan = plan();
+        plan.generation = 3;
+        plan.readiness_gates = vec!["example.com/gate".into()];
+        let mut st = PodState::new(&plan);
+        st.on_sandbox_ready(0);
+        let _ = pod::step(&plan, &mut st, 0);
+        st.set_gate("example.com/gate", true, None, None, 0);
+        let meta = vec![ContainerMeta::default(); 2];
+        let clock = WallClock { epoch_unix_ms: 0 };
+        let v = serde_json::to_value(pod_status(&plan, &st, &meta, &clock, &[])).unwrap();
+        assert_eq!(v["observedGeneration"], 3);
+        for c in v["conditions"].as_array().unwrap() {
+            if c["type"] == "example.com/gate" {
+                assert!(c.get("observedGeneration").is_none(), "{c}");
+            } else {
+                assert_eq!(c["observedGeneration"], 3, "{c}");
+            }
+        }
     }
 }

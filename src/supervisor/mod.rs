@@ -9,6 +9,7 @@ mod api;
 mod attach;
 mod checks;
 pub mod containers;
+mod env_files;
 pub mod images;
 mod metrics;
 mod output;

@@ -8,7 +8,9 @@ use std::collections::BTreeSet;
 use super::{err, Error, R};
 
 /// Container `c` at field path `p`; `names` are the pod's container names so far;
-/// `user_ns`: the pod has `hostUsers: false`; `os`: its `spec.os.name`.
+/// `user_ns`: the pod has `hostUsers: false`; `os`: its `spec.os.name`; `empty_dirs`: which
+/// of its volumes are emptyDirs.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn container(
     c: &Container,
     p: &str,
@@ -17,6 +19,7 @@ pub(super) fn container(
     names: &mut BTreeSet<String>,
     user_ns: bool,
     os: Option<&str>,
+    empty_dirs: &super::env::EmptyDirs,
 ) -> R {
     if c.name.is_empty() {
         return err(format!("{p}.name"), "Required value");
@@ -102,7 +105,7 @@ pub(super) fn container(
             )
         })?;
     }
-    super::env::container(c, p)?;
+    super::env::container(c, p, empty_dirs)?;
     super::volumes::mounts(c, p, vols)?;
     if let Some(r) = &c.resources {
         super::resources::container(r, p)?;
