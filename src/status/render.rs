@@ -3,6 +3,7 @@
 use k8s_openapi::api::core::v1::{
     ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting,
     ContainerStatus, ContainerUser, LinuxContainerUser, PodCondition, PodIP, PodStatus,
+    VolumeMountStatus,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -36,6 +37,33 @@ pub struct ContainerMeta {
     pub container_id: Option<String>,
     /// The last run's uid, gid and additional groups, as its OCI spec has them.
     pub user: Option<(u32, u32, Vec<u32>)>,
+    /// The container's `volumeMounts`: shown once it has been created.
+    pub mounts: Vec<k8s_openapi::api::core::v1::VolumeMount>,
+}
+
+/// `volumeMounts` of a container status as kubelet reports them
+/// (`convertToAPIContainerStatuses`): name, path and read-only of each mount, and for a
+/// read-only one whether it is recursively read-only (`Disabled` unless asked for).
+fn mount_statuses(mounts: &[k8s_openapi::api::core::v1::VolumeMount]) -> Vec<VolumeMountStatus> {
+    mounts
+        .iter()
+        .map(|m| {
+            let read_only = m.read_only == Some(true);
+            VolumeMountStatus {
+                name: m.name.clone(),
+                mount_path: m.mount_path.clone(),
+                read_only: Some(read_only),
+                recursive_read_only: read_only.then(|| {
+                    match m.recursive_read_only.as_deref() {
+                        Some("Enabled") => "Enabled",
+                        _ => "Disabled",
+                    }
+                    .to_string()
+                }),
+                ..Default::default()
+            }
+        })
+        .collect()
 }
 
 /// `status.user.linux` as the CRI reports it: the process's groups with its primary gid
@@ -190,6 +218,8 @@ fn container_status(
         started: Some(c.started),
         restart_count: c.restart_count as i32,
         user: meta.user.as_ref().map(user),
+        volume_mounts: (id.is_some() && !meta.mounts.is_empty())
+            .then(|| mount_statuses(&meta.mounts)),
         ..Default::default()
     }
 }
@@ -218,6 +248,14 @@ mod tests {
                 image_id: "/b/busybox".into(),
                 container_id: Some("podinit://aa".into()),
                 user: Some((1000, 3000, vec![4000, 3000, 50000])),
+                mounts: vec![
+                    serde_json::from_value(serde_json::json!({"name": "data", "mountPath": "/data"}))
+                        .unwrap(),
+                    serde_json::from_value(
+                        serde_json::json!({"name": "cfg", "mountPath": "/etc/cfg", "readOnly": true}),
+                    )
+                    .unwrap(),
+                ],
             };
             2
         ];
@@ -255,6 +293,13 @@ mod tests {
         assert_eq!(t["message"], "done");
         assert_eq!(t["finishedAt"], "2026-01-01T00:00:01Z");
         assert_eq!(t["containerID"], "podinit://aa");
+        assert_eq!(
+            init["volumeMounts"],
+            serde_json::json!([
+                {"name": "data", "mountPath": "/data", "readOnly": false},
+                {"name": "cfg", "mountPath": "/etc/cfg", "readOnly": true, "recursiveReadOnly": "Disabled"},
+            ])
+        );
         let web = &v["containerStatuses"][0];
         assert_eq!(web["state"]["waiting"]["reason"], "ContainerCreating");
         assert_eq!(web["restartCount"], 0);

@@ -29,6 +29,7 @@ impl Supervisor<'_> {
                     image_id,
                     container_id: c.container_id.clone(),
                     user: c.user.clone(),
+                    mounts: c.spec.volume_mounts.clone().unwrap_or_default(),
                 }
             })
             .collect();
