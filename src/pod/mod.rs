@@ -22,6 +22,7 @@ pub mod phase;
 pub mod plan;
 pub mod probes;
 pub mod reason;
+pub mod resize;
 pub mod resources;
 pub mod restart;
 pub mod restart_all;
