@@ -135,6 +135,7 @@ fn dispatch(m: &Matches) -> Result<i32, cli::Error> {
             m.string("message")?,
         ),
         "stop" => client::stop(socket(), m.number("grace-period", 0)?),
+        "resize" => client::resize(socket(), &m.required("patch")?),
         "completions" => {
             let shell = m.arg_string(0)?;
             print!(

@@ -200,6 +200,14 @@ pub fn expand(s: &str, vars: &BTreeMap<String, String>) -> String {
     out
 }
 
+/// Container `c`'s resources as the OCI `linux.resources` its cgroup is given (what an
+/// in-place resize writes again).
+pub fn container_resources(c: &Container) -> Result<oci_spec::runtime::LinuxResources, String> {
+    let mut v = json!({});
+    resources(&mut v, c)?;
+    serde_json::from_value(v["linux"]["resources"].take()).map_err(|e| e.to_string())
+}
+
 fn resources(v: &mut Value, c: &Container) -> Result<(), String> {
     let Some(res) = &c.resources else {
         return Ok(());

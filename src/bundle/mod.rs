@@ -38,6 +38,7 @@
 
 pub mod image;
 mod merge;
+pub use merge::container_resources;
 mod seccomp;
 mod seccomp_default;
 mod security;

@@ -260,6 +260,20 @@ pub static COMMANDS: &[Cmd] = &[
         trailing: None,
     },
     Cmd {
+        name: "resize",
+        about: "Resize the pod's containers in place (kubectl patch --subresource resize)",
+        opts: &[
+            opt(
+                "patch",
+                "JSON",
+                "A strategic-merge patch of the containers' resources and spec.resources",
+            ),
+            SOCKET,
+        ],
+        args: &[],
+        trailing: None,
+    },
+    Cmd {
         name: "stop",
         about: "Terminate the pod (grace period 0 forces)",
         opts: &[

@@ -174,6 +174,11 @@ pub fn admit(
     })
 }
 
+/// The API server's validation of a pod (what a resize is checked against again).
+pub fn validate_pod(pod: &Pod) -> Result<(), Error> {
+    validate::pod(pod)
+}
+
 /// The effective Pod as YAML (`podinit validate`).
 pub fn effective_yaml(pod: &Pod) -> String {
     // Through a Value: the Pod's serializers are instantiated once, for Value, not again

@@ -30,6 +30,11 @@ pub fn update(plan: &PodPlan, st: &mut PodState, now: Millis) {
     for (type_, (status, reason, message)) in fresh {
         set(st, &type_, status, reason, message, now);
     }
+    // A resize kubelet could not admit, or one that failed (kubelet drops both once
+    // resolved).
+    resize_condition(st, "PodResizePending", st.resize_pending.clone(), now);
+    let failed = st.resize_error.clone().map(|m| ("Error".to_string(), m));
+    resize_condition(st, "PodResizeInProgress", failed, now);
     // Shown from the first restart of every container on: True while it runs.
     use super::restart_all::{CONDITION, REASON};
     match st.restarting_all.clone() {
@@ -45,6 +50,13 @@ pub fn update(plan: &PodPlan, st: &mut PodState, now: Millis) {
             set(st, CONDITION, false, None, None, now)
         }
         None => {}
+    }
+}
+
+fn resize_condition(st: &mut PodState, type_: &str, v: Option<(String, String)>, now: Millis) {
+    match v {
+        Some((reason, message)) => set(st, type_, true, Some(reason), Some(message), now),
+        None => st.conditions.retain(|c| c.type_ != type_),
     }
 }
 

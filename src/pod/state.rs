@@ -214,6 +214,10 @@ pub struct PodState {
     /// Volumes the containers mount that are not set up yet: until there are none, no
     /// container starts.
     pub unmounted: super::volumes::Unmounted,
+    /// A resize kubelet could not admit: `PodResizePending`'s reason and message.
+    pub resize_pending: Option<(String, String)>,
+    /// A resize that failed to apply: `PodResizeInProgress` with reason `Error`.
+    pub resize_error: Option<String>,
     /// A restart of every container under way (`RestartAllContainers`).
     pub restarting_all: Option<super::restart_all::RestartingAll>,
     /// The pod was initialized before a restart of every container: `Initialized` stays
@@ -298,6 +302,8 @@ impl PodState {
             unmounted: Default::default(),
             restarting_all: None,
             initialized_before: false,
+            resize_pending: None,
+            resize_error: None,
             events: Vec::new(),
             who: (plan.name.clone(), plan.namespace.clone(), plan.uid.clone()),
         }

@@ -39,6 +39,40 @@ pub struct ContainerMeta {
     pub user: Option<(u32, u32, Vec<u32>)>,
     /// The container's `volumeMounts`: shown once it has been created.
     pub mounts: Vec<k8s_openapi::api::core::v1::VolumeMount>,
+    /// The resources kubelet has allocated to it (the spec's, once a resize is admitted).
+    pub resources: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
+}
+
+/// `allocatedResources` (the allocated requests) and `resources` (the cpu and memory
+/// requests and limits its cgroup has), as `convertToAPIContainerStatuses` reports them
+/// for a container that has been created (KEP-1287).
+fn resource_statuses(
+    r: &k8s_openapi::api::core::v1::ResourceRequirements,
+) -> (
+    Option<
+        std::collections::BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
+    >,
+    k8s_openapi::api::core::v1::ResourceRequirements,
+) {
+    let cpu_mem = |m: &Option<
+        std::collections::BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
+    >| {
+        let out: std::collections::BTreeMap<_, _> = m
+            .iter()
+            .flatten()
+            .filter(|(k, _)| *k == "cpu" || *k == "memory")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        (!out.is_empty()).then_some(out)
+    };
+    (
+        r.requests.clone().filter(|m| !m.is_empty()),
+        k8s_openapi::api::core::v1::ResourceRequirements {
+            requests: cpu_mem(&r.requests),
+            limits: cpu_mem(&r.limits),
+            claims: None,
+        },
+    )
 }
 
 /// `volumeMounts` of a container status as kubelet reports them
@@ -207,6 +241,13 @@ fn container_status(
         terminated: Some(terminated(t, None, clock)),
         ..Default::default()
     });
+    let (allocated, resources) = match meta.resources.as_ref().filter(|_| id.is_some()) {
+        Some(r) => {
+            let (a, r) = resource_statuses(r);
+            (a, Some(r))
+        }
+        None => (None, None),
+    };
     ContainerStatus {
         name: name.into(),
         image: meta.image.clone(),
@@ -220,6 +261,8 @@ fn container_status(
         user: meta.user.as_ref().map(user),
         volume_mounts: (id.is_some() && !meta.mounts.is_empty())
             .then(|| mount_statuses(&meta.mounts)),
+        allocated_resources: allocated,
+        resources,
         ..Default::default()
     }
 }

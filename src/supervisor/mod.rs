@@ -15,6 +15,7 @@ mod metrics;
 mod output;
 mod pause;
 mod reap;
+mod resize;
 pub mod signals;
 mod start;
 mod status;
