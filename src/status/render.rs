@@ -299,6 +299,10 @@ mod tests {
                     )
                     .unwrap(),
                 ],
+                resources: Some(
+                    serde_json::from_value(serde_json::json!({"requests": {"cpu": "100m", "example.com/x": "1"}, "limits": {"cpu": "200m"}}))
+                        .unwrap(),
+                ),
             };
             2
         ];
@@ -336,6 +340,14 @@ mod tests {
         assert_eq!(t["message"], "done");
         assert_eq!(t["finishedAt"], "2026-01-01T00:00:01Z");
         assert_eq!(t["containerID"], "podinit://aa");
+        assert_eq!(
+            init["allocatedResources"],
+            serde_json::json!({"cpu": "100m", "example.com/x": "1"})
+        );
+        assert_eq!(
+            init["resources"],
+            serde_json::json!({"requests": {"cpu": "100m"}, "limits": {"cpu": "200m"}})
+        );
         assert_eq!(
             init["volumeMounts"],
             serde_json::json!([
