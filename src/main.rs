@@ -150,6 +150,7 @@ fn dispatch(m: &Matches) -> Result<i32, cli::Error> {
         "stop" => client::stop(pick(), m.number("grace-period", 0)?),
         "pods" => client::pods(&state_root(m), &m.string("output")?.expect(DEFAULTED)),
         "rm" => client::rm(&m.arg_string(0)?, &state_root(m)),
+        "resize" => client::resize(pick(), &m.required("patch")?),
         "completions" => {
             let shell = m.arg_string(0)?;
             print!(

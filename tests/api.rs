@@ -706,3 +706,140 @@ spec:
     p.wait(LIMIT);
     p.assert_nothing_left();
 }
+
+/// In-place resize (the `resize` subresource): a CPU limit changes the container's and
+/// the pod's cgroup files in place; a memory change under `RestartContainer` restarts the
+/// container with its new limit; what the API server refuses is 422; what the node cannot
+/// hold is PodResizePending Infeasible.
+#[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
+fn resize_changes_the_cgroups_in_place_or_by_a_restart() {
+    require_root();
+    let mut p = TestPod::new(
+        "resize",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: busybox
+    command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 0.1; done"]
+    resources: {requests: {cpu: 100m, memory: 32Mi}, limits: {cpu: 200m, memory: 64Mi}}
+    resizePolicy: [{resourceName: memory, restartPolicy: RestartContainer}]
+"#,
+    );
+    p.start();
+    p.wait_status(Duration::from_secs(40), |v| {
+        container_status(v, "c")["state"]["running"].is_object()
+    });
+    let v2 = std::fs::metadata("/sys/fs/cgroup/cgroup.controllers").is_ok();
+    let cpu_of = |dir: std::path::PathBuf| {
+        if v2 {
+            read_trimmed(dir.join("cpu.max"))
+        } else {
+            read_trimmed(dir.join("cpu.cfs_quota_us"))
+        }
+    };
+    let mem_of = |dir: std::path::PathBuf| {
+        if v2 {
+            read_trimmed(dir.join("memory.max"))
+        } else {
+            read_trimmed(dir.join("memory.limit_in_bytes"))
+        }
+    };
+    let (cpu_dir, mem_dir) = if v2 {
+        (pod_cgroup(&p, ""), pod_cgroup(&p, ""))
+    } else {
+        (pod_cgroup(&p, "cpu"), pod_cgroup(&p, "memory"))
+    };
+    let want_cpu = |quota: u64| {
+        if v2 {
+            format!("{quota} 100000")
+        } else {
+            quota.to_string()
+        }
+    };
+    assert_eq!(cpu_of(cpu_dir.join("c_c")), want_cpu(20000));
+    // CPU: in place, no restart.
+    let (code, pod) = api(
+        &p,
+        "PATCH",
+        "/v1/pod/resize",
+        Some(r#"{"spec":{"containers":[{"name":"c","resources":{"limits":{"cpu":"300m"}}}]}}"#),
+    );
+    assert_eq!(code, 200, "{pod}");
+    assert_eq!(pod["metadata"]["generation"], 2);
+    assert_eq!(
+        pod["spec"]["containers"][0]["resources"]["limits"]["cpu"],
+        "300m"
+    );
+    assert_eq!(cpu_of(cpu_dir.join("c_c")), want_cpu(30000));
+    assert_eq!(cpu_of(cpu_dir.clone()), want_cpu(30000));
+    let v = p.wait_status(Duration::from_secs(10), |v| {
+        v["status"]["observedGeneration"] == 2
+    });
+    let c = container_status(&v, "c");
+    assert_eq!(c["restartCount"], 0);
+    assert_eq!(c["resources"]["limits"]["cpu"], "300m");
+    assert_eq!(c["allocatedResources"]["cpu"], "100m");
+    // Memory under RestartContainer: the container restarts with its new limit.
+    let (code, pod) = api(
+        &p,
+        "PATCH",
+        "/v1/pod/resize",
+        Some(r#"{"spec":{"containers":[{"name":"c","resources":{"limits":{"memory":"128Mi"}}}]}}"#),
+    );
+    assert_eq!(code, 200, "{pod}");
+    p.wait_status(Duration::from_secs(20), |v| {
+        container_status(v, "c")["restartCount"] == 1
+            && container_status(v, "c")["state"]["running"].is_object()
+    });
+    assert_eq!(mem_of(mem_dir.join("c_c")), (128u64 << 20).to_string());
+    assert_eq!(mem_of(mem_dir), (128u64 << 20).to_string());
+    // The API server's refusal.
+    let (code, st) = api(
+        &p,
+        "PATCH",
+        "/v1/pod/resize",
+        Some(r#"{"spec":{"containers":[{"name":"c","resources":{"limits":{"memory":null}}}]}}"#),
+    );
+    assert_eq!(code, 422, "{st}");
+    assert_eq!(st["reason"], "Invalid");
+    assert!(
+        st["message"].as_str().unwrap().ends_with(
+            "spec.containers[0].resources.limits: Forbidden: resource limits cannot be removed"
+        ),
+        "{st}"
+    );
+    // More than the node has: Infeasible, nothing applied.
+    let (code, _) = api(
+        &p,
+        "PATCH",
+        "/v1/pod/resize",
+        Some(
+            r#"{"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"100000"},"limits":{"cpu":"100000"}}}]}}"#,
+        ),
+    );
+    assert_eq!(code, 200);
+    let v = p.wait_status(Duration::from_secs(10), |v| {
+        v["status"]["conditions"]
+            .as_array()
+            .is_some_and(|cs| cs.iter().any(|c| c["type"] == "PodResizePending"))
+    });
+    let c = condition(&v, "PodResizePending");
+    assert_eq!(c["reason"], "Infeasible");
+    assert!(
+        c["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Node didn't have enough capacity: cpu, requested: 100000000, capacity: "),
+        "{c}"
+    );
+    assert_eq!(cpu_of(cpu_dir.join("c_c")), want_cpu(30000));
+    p.signal(libc::SIGTERM);
+    let out = p.wait(Duration::from_secs(40));
+    assert!(out.code == 0 || out.code == 1, "{}", out.stderr);
+    p.assert_nothing_left();
+}

@@ -333,3 +333,90 @@ fn a_service_account_token_is_refused_by_validate_and_run_alike() {
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
     p.assert_sandbox_gone();
 }
+
+/// The docs' envfile-test-pod: `kubectl logs envfile-test-pod -c use-envfile | grep
+/// DB_ADDRESS` shows `DB_ADDRESS=address`.
+#[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
+fn the_env_file_example_prints_what_its_page_shows() {
+    require_root();
+    let mut p = TestPod::new("envfile", &fixture("envars-file-container.yaml"));
+    start(&mut p);
+    let out = p.wait(LIMIT);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.status["status"]["phase"], "Succeeded");
+    let log = p.log("use-envfile", 0);
+    let lines: Vec<&str> = log.lines().filter(|l| l.contains("DB_ADDRESS")).collect();
+    assert_eq!(lines, ["DB_ADDRESS=address"], "{log}");
+    assert!(
+        !log.contains("REST_ENDPOINT"),
+        "only the key asked for: {log}"
+    );
+    p.assert_nothing_left();
+}
+
+/// A fileKeyRef whose file is not there: CreateContainerConfigError, the pod waits.
+#[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
+fn a_missing_env_file_is_create_container_config_error() {
+    require_root();
+    let yaml =
+        fixture("envars-file-container.yaml").replace("> /data/config.env", "> /data/other.env");
+    let mut p = TestPod::new("envfilemiss", &yaml);
+    start(&mut p);
+    let v = p.wait_status(LIMIT, |v| {
+        v["status"]["containerStatuses"][0]["state"]["waiting"]["reason"]
+            == "CreateContainerConfigError"
+    });
+    let message = "couldn't find env file \"config.env\" in volume \"config\"";
+    let s = container_status(&v, "use-envfile");
+    assert_eq!(s["state"]["waiting"]["message"], message);
+    assert_eq!(v["status"]["phase"], "Pending");
+    wait_event(&p, "Failed", &format!("Error: {message}"));
+    p.signal(libc::SIGTERM);
+    let out = p.wait(LIMIT);
+    assert!(out.code == 0 || out.code == 1, "{}", out.stderr);
+    p.assert_nothing_left();
+}
+
+/// The docs' ml-worker: the watcher's exit 88 restarts the whole pod in place, from the
+/// setup-environment init container, with the same sandbox (UID, IP).
+#[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
+fn the_ml_worker_restarts_all_its_containers_in_place() {
+    require_root();
+    let mut p = TestPod::new("mlworker", &fixture("restart-all-containers.yaml"));
+    start(&mut p);
+    let first = p.wait_status(LIMIT, |v| {
+        container_status(v, "main-application")["state"]["running"].is_object()
+    });
+    let restarted = p.wait_status(LIMIT, |v| {
+        container_status(v, "main-application")["restartCount"] == 1
+            && container_status(v, "main-application")["state"]["running"].is_object()
+    });
+    for name in ["setup-environment", "watcher-sidecar", "main-application"] {
+        let s = container_status(&restarted, name);
+        assert_eq!(s["restartCount"], 1, "{name}: {s}");
+    }
+    assert_eq!(
+        container_status(&restarted, "watcher-sidecar")["lastState"]["terminated"]["exitCode"],
+        88
+    );
+    assert_eq!(restarted["metadata"]["uid"], first["metadata"]["uid"]);
+    assert_eq!(restarted["status"]["podIPs"], first["status"]["podIPs"]);
+    let c = condition(&restarted, "AllContainersRestarting");
+    assert_eq!(c["status"], "False", "{c}");
+    assert_eq!(p.log("setup-environment", 1), "Setting up environment");
+    assert_eq!(p.log("main-application", 1), "Application is running");
+    assert!(
+        events(&p)
+            .iter()
+            .any(|e| e["reason"] == "Killing"
+                && e["message"] == "Stopping container main-application")
+    );
+    p.signal(libc::SIGTERM);
+    p.signal(libc::SIGTERM);
+    let out = p.wait(LIMIT);
+    assert!(out.code == 0 || out.code == 1, "{}", out.stderr);
+    p.assert_nothing_left();
+}

@@ -300,9 +300,14 @@ fn bad_input_exits_2_and_creates_nothing() {
             "imagee",
         ),
         (
-            "unsupported field",
+            "restart rules without a container restartPolicy",
             pod("  containers:\n  - {name: c, image: busybox, restartPolicyRules: [{action: Restart, exitCodes: {operator: In, values: [42]}}]}\n"),
-            "spec.containers[0].restartPolicyRules",
+            "spec.containers[0].restartPolicy: Required value",
+        ),
+        (
+            "an alpha field",
+            pod("  containers:\n  - {name: c, image: busybox}\n  volumes: [{name: v, emptyDir: {mode: 0700}}]\n"),
+            "spec.volumes[0].emptyDir.mode: alpha in Kubernetes 1.37",
         ),
         (
             "duplicate names",

@@ -690,3 +690,120 @@ spec:
     p.assert_nothing_left();
     std::fs::remove_dir_all(&host).unwrap();
 }
+
+#[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
+fn container_restart_policies_and_rules_override_the_pods() {
+    require_root();
+    let mut p = TestPod::new(
+        "rules",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  restartPolicy: OnFailure
+  containers:
+  - name: try-once
+    image: busybox
+    command: ["sh", "-c", "echo once; exit 1"]
+    restartPolicy: Never
+  - name: on-42
+    image: busybox
+    command: ["sh", "-c", "if [ -e /d/ran ]; then exit 0; fi; touch /d/ran; exit 42"]
+    restartPolicy: Never
+    restartPolicyRules:
+    - {action: Restart, exitCodes: {operator: In, values: [42]}}
+    volumeMounts: [{name: d, mountPath: /d}]
+  volumes: [{name: d, emptyDir: {}}]
+"#,
+    );
+    let mut cmd = p.command();
+    cmd.arg("--max-restart-backoff").arg("1");
+    p.start_with(cmd);
+    let out = p.wait(LIMIT);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(out.status["status"]["phase"], "Failed");
+    let once = container_status(&out.status, "try-once");
+    assert_eq!(once["restartCount"], 0);
+    assert_eq!(once["state"]["terminated"]["exitCode"], 1);
+    let rule = container_status(&out.status, "on-42");
+    assert_eq!(rule["restartCount"], 1);
+    assert_eq!(rule["lastState"]["terminated"]["exitCode"], 42);
+    assert_eq!(rule["state"]["terminated"]["exitCode"], 0);
+    p.assert_nothing_left();
+}
+
+/// The docs' ml-worker, shortened: the watcher's exit 88 restarts every container in
+/// place; the emptyDir and the network namespace stay.
+#[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
+fn restart_all_containers_keeps_the_empty_dir_and_the_network_namespace() {
+    require_root();
+    let mut p = TestPod::new(
+        "restartall",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  initContainers:
+  - name: setup-environment
+    image: busybox
+    command: ["sh", "-c", "echo setup >> /d/log"]
+    volumeMounts: [{name: d, mountPath: /d}]
+  - name: watcher-sidecar
+    image: busybox
+    command: ["sh", "-c", "trap 'exit 0' TERM; if [ ! -e /d/restarted ]; then touch /d/restarted; sleep 1; exit 88; fi; while true; do sleep 0.1; done"]
+    restartPolicy: Always
+    restartPolicyRules:
+    - {action: RestartAllContainers, exitCodes: {operator: In, values: [88]}}
+    volumeMounts: [{name: d, mountPath: /d}]
+  containers:
+  - name: main-application
+    image: busybox
+    command: ["sh", "-c", "readlink /proc/self/ns/net >> /d/net; if [ -e /d/restarted ] && [ $(wc -l < /d/log) -ge 2 ]; then cat /d/log /d/net; exit 0; fi; sleep 100"]
+    volumeMounts: [{name: d, mountPath: /d}]
+  volumes: [{name: d, emptyDir: {}}]
+"#,
+    );
+    p.start();
+    let v = p.wait_status(LIMIT, |v| {
+        v["status"]["conditions"]
+            .as_array()
+            .is_some_and(|cs| cs.iter().any(|c| c["type"] == "AllContainersRestarting"))
+    });
+    let c = condition(&v, "AllContainersRestarting");
+    assert_eq!(c["reason"], "ContainerExited", "{c}");
+    let out = p.wait(LIMIT);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.status["status"]["phase"], "Succeeded");
+    assert_eq!(
+        condition(&out.status, "AllContainersRestarting")["status"],
+        "False"
+    );
+    assert_eq!(
+        condition(&out.status, "AllContainersRestarting")["message"],
+        serde_json::Value::Null
+    );
+    for name in ["setup-environment", "watcher-sidecar", "main-application"] {
+        assert_eq!(
+            container_status(&out.status, name)["restartCount"],
+            1,
+            "{name}: {}",
+            out.status
+        );
+    }
+    let log = p.log("main-application", 1);
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(&lines[..2], ["setup", "setup"], "{log}");
+    assert_eq!(lines.len(), 4, "{log}");
+    assert!(lines[2].starts_with("net:["), "{log}");
+    assert_eq!(lines[2], lines[3], "the network namespace changed: {log}");
+    assert!(has_event(
+        &p,
+        "Killing",
+        "Stopping container main-application"
+    ));
+    p.assert_nothing_left();
+}

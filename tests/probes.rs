@@ -565,7 +565,7 @@ spec:
     for line in [
         "GET /ok HTTP/1.1\r\n",
         "Host: 127.0.0.1:8443\r\n",
-        "User-Agent: kube-probe/1.34\r\n",
+        "User-Agent: kube-probe/1.37\r\n",
         "Accept: */*\r\n",
         "X-Probe: yes\r\n",
         "Connection: close\r\n",

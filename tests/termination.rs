@@ -68,6 +68,7 @@ kind: Pod
 metadata: {{name: NAME}}
 spec:
   terminationGracePeriodSeconds: 10
+  os: {{name: linux}}
   containers:
   - {{name: bundle, image: busybox-stopsig, command: ["sh", "-c", "{}"]}}
   - name: own

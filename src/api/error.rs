@@ -34,6 +34,8 @@ pub enum Error {
     HeadersTooLarge(String),
     /// A request the server does not handle (a body without Content-Length).
     NotImplemented(String),
+    /// A body of a type the route does not take (a JSON patch to `resize`).
+    UnsupportedMediaType(String),
 }
 
 impl Error {
@@ -66,6 +68,7 @@ impl Error {
             Error::Internal(_) => Kind::Internal,
             Error::EntityTooLarge(_) | Error::HeadersTooLarge(_) => Kind::InvalidArgument,
             Error::NotImplemented(_) => Kind::Unimplemented,
+            Error::UnsupportedMediaType(_) => Kind::InvalidArgument,
         }
     }
 
@@ -85,6 +88,7 @@ impl Error {
             Error::EntityTooLarge(_) => (413, "RequestEntityTooLarge"),
             Error::HeadersTooLarge(_) => (431, "RequestHeaderFieldsTooLarge"),
             Error::NotImplemented(_) => (501, "NotImplemented"),
+            Error::UnsupportedMediaType(_) => (415, "UnsupportedMediaType"),
         }
     }
 
@@ -102,7 +106,8 @@ impl Error {
             | Error::Internal(m)
             | Error::EntityTooLarge(m)
             | Error::HeadersTooLarge(m)
-            | Error::NotImplemented(m) => m,
+            | Error::NotImplemented(m)
+            | Error::UnsupportedMediaType(m) => m,
         }
     }
 
@@ -115,7 +120,7 @@ impl Error {
     /// The kind a client reads from an answer's HTTP code.
     pub fn kind_of_code(code: u16) -> Kind {
         match code {
-            400 | 422 => Kind::InvalidArgument,
+            400 | 415 | 422 => Kind::InvalidArgument,
             403 => Kind::PermissionDenied,
             404 => Kind::NotFound,
             405 | 501 => Kind::Unimplemented,

@@ -19,6 +19,8 @@ pub struct Request {
     pub close: bool,
     /// An HTTP/1.0 client: it knows no chunked encoding.
     pub http10: bool,
+    /// `Content-Type`, without parameters, lowercased.
+    pub content_type: Option<String>,
 }
 
 impl Request {
@@ -87,6 +89,7 @@ pub fn parse(buf: &[u8]) -> Result<Option<(Request, usize)>, ParseError> {
     let version = req.version.unwrap_or(1);
     let mut content_length: Option<usize> = None;
     let mut close = version == 0;
+    let mut content_type = None;
     for h in req.headers.iter() {
         let value = std::str::from_utf8(h.value)
             .map_err(|_| ParseError::Malformed(format!("header {} is not UTF-8", h.name)))?
@@ -103,6 +106,9 @@ pub fn parse(buf: &[u8]) -> Result<Option<(Request, usize)>, ParseError> {
             return Err(ParseError::Unsupported(
                 "Transfer-Encoding in requests is not supported: send Content-Length".into(),
             ));
+        } else if h.name.eq_ignore_ascii_case("content-type") {
+            let t = value.split(';').next().unwrap_or_default().trim();
+            content_type = Some(t.to_ascii_lowercase());
         } else if h.name.eq_ignore_ascii_case("connection") {
             let v = value.to_ascii_lowercase();
             if v.contains("close") {
@@ -128,6 +134,7 @@ pub fn parse(buf: &[u8]) -> Result<Option<(Request, usize)>, ParseError> {
             body: buf[head_len..head_len + body_len].to_vec(),
             close,
             http10: version == 0,
+            content_type,
         },
         head_len + body_len,
     )))

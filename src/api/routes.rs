@@ -31,6 +31,8 @@ pub enum Route {
         container: String,
     },
     EphemeralContainers,
+    /// `PATCH /v1/pod/resize`: the `resize` subresource.
+    PodResize,
     Condition {
         type_: String,
     },
@@ -83,6 +85,7 @@ pub fn route(req: &Request) -> Result<Route, Error> {
             },
         ),
         ["", "v1", "pod", "terminate"] => (&["POST"], Route::Terminate),
+        ["", "v1", "pod", "resize"] => (&["PATCH"], Route::PodResize),
         // Condition types may hold a '/' (`example.com/gate`), escaped or not.
         ["", "v1", "pod", "conditions", t @ ..] if !t.is_empty() => (
             &["PUT"],

@@ -265,6 +265,26 @@ pub fn condition(
     })
 }
 
+/// `podinit resize --patch JSON`: the `resize` subresource; prints the Pod it answers.
+pub fn resize(p: Pick, patch: &str) -> i32 {
+    run(|| {
+        let s = p.live("resize")?;
+        let r = client::request(
+            &s,
+            "PATCH",
+            "/v1/pod/resize",
+            Some(patch.as_bytes()),
+            TIMEOUT,
+        )
+        .map_err(|e| e.to_string())?;
+        let r = ok(r)?;
+        let v: serde_json::Value =
+            serde_json::from_slice(&r.body).map_err(|e| format!("the pod: {e}"))?;
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        Ok(0)
+    })
+}
+
 pub fn exec(p: Pick, container: &str, timeout: u64, command: Vec<String>) -> i32 {
     run(|| {
         let s = p.live("exec")?;

@@ -292,6 +292,22 @@ pub static COMMANDS: &[Cmd] = &[
         pod: true,
     },
     Cmd {
+        name: "resize",
+        about: "Resize the pod's containers in place (kubectl patch --subresource resize)",
+        opts: &[
+            opt(
+                "patch",
+                "JSON",
+                "A strategic-merge patch of the containers' resources and spec.resources",
+            ),
+            STATE_ROOT,
+            SOCKET,
+        ],
+        args: &[],
+        trailing: None,
+        pod: true,
+    },
+    Cmd {
         name: "stop",
         about: "Terminate the pod (grace period 0 forces)",
         opts: &[

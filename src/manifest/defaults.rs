@@ -7,6 +7,9 @@ use k8s_openapi::ByteString;
 pub fn pod(pod: &mut Pod, new_uid: &dyn Fn() -> String) {
     let m = &mut pod.metadata;
     m.namespace.get_or_insert_with(|| "default".into());
+    // The API server starts every pod at generation 1, whatever the manifest says
+    // (KEP-5067).
+    m.generation = Some(1);
     if m.uid.as_deref().unwrap_or("").is_empty() {
         m.uid = Some(new_uid());
     }

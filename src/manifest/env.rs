@@ -20,6 +20,17 @@ pub struct Sources<'a> {
     /// Node allocatable, for `resourceFieldRef` of a resource without a limit.
     pub node_cpu_milli: i64,
     pub node_memory: i64,
+    /// The text of an env file (`fileKeyRef`): volume name and path in it → `None` when
+    /// there is no such file.
+    pub env_file: &'a EnvFileReader<'a>,
+}
+
+/// Reads `fileKeyRef` files: (volume, path) → the file's text, `None` if it is missing.
+pub type EnvFileReader<'a> = dyn Fn(&str, &str) -> Result<Option<String>, String> + 'a;
+
+/// An [`EnvFileReader`] for sources without env files: every file is missing.
+pub fn no_env_files(_volume: &str, _path: &str) -> Result<Option<String>, String> {
+    Ok(None)
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -220,7 +231,39 @@ fn value_from(
     if let Some(r) = &src.resource_field_ref {
         return resource(r, c, s).map(Some);
     }
+    if let Some(f) = &src.file_key_ref {
+        return file_key_ref(f, s);
+    }
     Ok(None)
+}
+
+/// `fileKeyRef`: the key of an env file in an emptyDir, read at each start; a missing file
+/// or key is an error unless `optional`, a file kubelet cannot parse always is.
+fn file_key_ref(
+    f: &k8s_openapi::api::core::v1::FileKeySelector,
+    s: &Sources,
+) -> Result<Option<String>, ConfigError> {
+    let optional = f.optional == Some(true);
+    let (vol, path, key) = (&f.volume_name, &f.path, &f.key);
+    let text = match (s.env_file)(vol, path).map_err(ConfigError)? {
+        Some(t) => t,
+        None if optional => return Ok(None),
+        None => {
+            return Err(ConfigError(format!(
+                "couldn't find env file {path:?} in volume {vol:?}"
+            )))
+        }
+    };
+    match super::env_file::lookup(&text, key) {
+        Ok(Some(v)) => Ok(Some(v)),
+        Ok(None) if optional => Ok(None),
+        Ok(None) => Err(ConfigError(format!(
+            "couldn't find key {key} in env file {path:?} of volume {vol:?}"
+        ))),
+        Err(e) => Err(ConfigError(format!(
+            "env file {path:?} of volume {vol:?}: {e}"
+        ))),
+    }
 }
 
 /// A downward-API field (the paths `validateEnvVarValueFrom` accepts).
@@ -371,6 +414,7 @@ mod tests {
             host_ips: &["192.168.1.2".into()],
             node_cpu_milli: 2000,
             node_memory: 1 << 30,
+            env_file: &no_env_files,
         };
         resolve(&c, &s)
     }
@@ -452,6 +496,7 @@ mod tests {
                 host_ips: &[],
                 node_cpu_milli: 2000,
                 node_memory: 1 << 30,
+                env_file: &no_env_files,
             };
             resolve(&c, &s).unwrap()
         };
@@ -488,5 +533,58 @@ mod tests {
         ] {
             assert_eq!(get(&r, k), v, "{k}");
         }
+    }
+
+    fn run_with_file(env_yaml: &str, file: Option<&str>) -> Result<Resolved, ConfigError> {
+        let p = pod();
+        let c: Container = serde_yaml_ng::from_str(&format!("{{name: c, {env_yaml}}}")).unwrap();
+        let reader = |vol: &str, path: &str| {
+            assert_eq!((vol, path), ("config", "config.env"));
+            Ok(file.map(str::to_string))
+        };
+        let s = Sources {
+            pod: &p,
+            config_maps: &[],
+            secrets: &[],
+            pod_ips: &[],
+            host_ips: &[],
+            node_cpu_milli: 1000,
+            node_memory: 1 << 30,
+            env_file: &reader,
+        };
+        resolve(&c, &s)
+    }
+
+    #[test]
+    fn file_key_refs_read_the_env_file_at_each_start() {
+        let var = |key: &str, optional: bool| {
+            format!("env: [{{name: DB_ADDRESS, valueFrom: {{fileKeyRef: {{volumeName: config, path: config.env, key: {key}, optional: {optional}}}}}}}, {{name: URL, value: 'db=$(DB_ADDRESS)'}}]")
+        };
+        let file = "DB_ADDRESS='address'\nREST_ENDPOINT='endpoint'\n";
+        let r = run_with_file(&var("DB_ADDRESS", false), Some(file)).unwrap();
+        assert_eq!(get(&r, "DB_ADDRESS"), "address");
+        assert_eq!(get(&r, "URL"), "db=address", "later variables expand it");
+        assert_eq!(
+            run_with_file(&var("NOPE", false), Some(file)).err(),
+            Some(ConfigError(
+                "couldn't find key NOPE in env file \"config.env\" of volume \"config\"".into()
+            ))
+        );
+        assert_eq!(
+            run_with_file(&var("DB_ADDRESS", false), None).err(),
+            Some(ConfigError(
+                "couldn't find env file \"config.env\" in volume \"config\"".into()
+            ))
+        );
+        // Optional: a missing file or key sets nothing.
+        let r = run_with_file(&var("NOPE", true), Some(file)).unwrap();
+        assert!(r.env.iter().all(|(k, _)| k != "DB_ADDRESS"));
+        let r = run_with_file(&var("DB_ADDRESS", true), None).unwrap();
+        assert!(r.env.iter().all(|(k, _)| k != "DB_ADDRESS"));
+        // A file kubelet cannot parse is an error even when optional.
+        let e = run_with_file(&var("DB_ADDRESS", true), Some("DB_ADDRESS=address\n"))
+            .err()
+            .unwrap();
+        assert_eq!(e.0, "env file \"config.env\" of volume \"config\": invalid environment variable format at line 1: value must be enclosed in single quotes");
     }
 }

@@ -256,6 +256,7 @@ mod tests {
             host_ips: &[],
             node_cpu_milli: 1000,
             node_memory: 1 << 30,
+            env_file: &crate::manifest::env::no_env_files,
         };
         let v: Volume = serde_yaml_ng::from_str(v).unwrap();
         f(of_volume(&v, &s));

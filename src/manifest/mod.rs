@@ -4,6 +4,7 @@
 
 mod defaults;
 pub mod env;
+pub mod env_file;
 pub mod ephemeral;
 pub mod files;
 mod load;
@@ -162,6 +163,7 @@ pub fn from_documents(
         pod.ok_or_else(|| Error::new("manifest", "no Pod (apiVersion: v1, kind: Pod) in it"))?;
     defaults::pod(&mut pod, new_uid);
     let presets = preset::apply(&mut pod, &presets).map_err(|e| Error::new("PodPreset", e))?;
+    strict::alpha(&pod)?;
     validate::pod(&pod)?;
     strict::unsupported(&pod)?;
     Ok(Admitted {
@@ -170,6 +172,11 @@ pub fn from_documents(
         secrets,
         presets,
     })
+}
+
+/// The API server's validation of a pod (what a resize is checked against again).
+pub fn validate_pod(pod: &Pod) -> Result<(), Error> {
+    validate::pod(pod)
 }
 
 /// The effective Pod as YAML (`podinit validate`).

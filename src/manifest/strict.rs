@@ -131,6 +131,65 @@ fn unsupported_err(path: String) -> Result<(), Error> {
     Err(Error::new(path, "not supported"))
 }
 
+/// The pod fields that Kubernetes 1.37 has only behind an alpha feature gate (off by
+/// default), with that gate: the API types know them, kubelet 1.37 does not act on them.
+/// Refused by name, before validation judges their values.
+pub fn alpha(pod: &Pod) -> Result<(), Error> {
+    let Some(spec) = pod.spec.as_ref() else {
+        return Ok(());
+    };
+    let refuse = |path: String, gate: &str| -> Result<(), Error> {
+        Err(Error::new(
+            path,
+            format!(
+                "alpha in Kubernetes 1.37 (feature gate {gate}, off by default): not supported"
+            ),
+        ))
+    };
+    if spec
+        .eviction_responders
+        .as_ref()
+        .is_some_and(|v| !v.is_empty())
+    {
+        return refuse("spec.evictionResponders".into(), "EvictionRequestAPI");
+    }
+    if let Some(r) = &spec.resources {
+        for (which, m) in [("limits", &r.limits), ("requests", &r.requests)] {
+            if m.as_ref().is_some_and(|m| m.contains_key("pid")) {
+                return refuse(format!("spec.resources.{which}.pid"), "PerPodPIDLimit");
+            }
+        }
+    }
+    for (i, v) in spec.volumes.iter().flatten().enumerate() {
+        if v.empty_dir.as_ref().is_some_and(|e| e.mode.is_some()) {
+            return refuse(
+                format!("spec.volumes[{i}].emptyDir.mode"),
+                "EmptyDirVolumeMode",
+            );
+        }
+    }
+    let lists = [
+        (
+            "initContainers",
+            spec.init_containers.as_deref().unwrap_or_default(),
+        ),
+        ("containers", &spec.containers[..]),
+    ];
+    for (list, cs) in lists {
+        for (i, c) in cs.iter().enumerate() {
+            for (k, m) in c.volume_mounts.iter().flatten().enumerate() {
+                if m.bind_mount_options.as_ref().is_some_and(|o| !o.is_empty()) {
+                    return refuse(
+                        format!("spec.{list}[{i}].volumeMounts[{k}].bindMountOptions"),
+                        "VolumeBindMountOptions",
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The one table of what podinit does not support yet; shrink it as features land.
 pub fn unsupported(pod: &Pod) -> Result<(), Error> {
     let spec = pod.spec.as_ref().expect("validated");
@@ -215,12 +274,6 @@ fn container(c: &Container, p: &str) -> Result<(), Error> {
         (
             "volumeDevices",
             c.volume_devices.as_ref().is_some_and(|v| !v.is_empty()),
-        ),
-        (
-            "restartPolicyRules",
-            c.restart_policy_rules
-                .as_ref()
-                .is_some_and(|v| !v.is_empty()),
         ),
         (
             "resources.claims",

@@ -130,6 +130,56 @@ fn unknown_fields_are_named() {
 }
 
 #[test]
+fn alpha_fields_are_named_as_alpha() {
+    for (spec, field, gate) in [
+        ("  containers:\n  - {name: c, image: busybox}\n  volumes: [{name: v, emptyDir: {mode: 0700}}]\n", "spec.volumes[0].emptyDir.mode", "EmptyDirVolumeMode"),
+        ("  containers:\n  - name: c\n    image: busybox\n    volumeMounts: [{name: v, mountPath: /v, bindMountOptions: [noexec]}]\n  volumes: [{name: v, emptyDir: {}}]\n", "spec.containers[0].volumeMounts[0].bindMountOptions", "VolumeBindMountOptions"),
+        ("  resources: {limits: {pid: 2048}}\n  containers:\n  - {name: c, image: busybox}\n", "spec.resources.limits.pid", "PerPodPIDLimit"),
+    ] {
+        assert_eq!(
+            err_of(&pod_with(spec)),
+            format!("{field}: alpha in Kubernetes 1.37 (feature gate {gate}, off by default): not supported")
+        );
+    }
+}
+
+#[test]
+fn file_key_refs_are_validated_as_the_api_server_does() {
+    let env = |fkr: &str| {
+        pod_with(&format!("  containers:\n  - name: c\n    image: busybox\n    env: [{{name: A, valueFrom: {{fileKeyRef: {{{fkr}}}}}}}]\n  volumes: [{{name: config, emptyDir: {{}}}}, {{name: host, hostPath: {{path: /tmp}}}}]\n"))
+    };
+    admit_str(&env(
+        "volumeName: config, path: config.env, key: DB_ADDRESS",
+    ))
+    .unwrap();
+    let p = "spec.containers[0].env[0].valueFrom.fileKeyRef";
+    for (fkr, want) in [
+        ("volumeName: nope, path: a.env, key: K", format!("{p}.volumeName: Not found: \"nope\"")),
+        ("volumeName: host, path: a.env, key: K", format!("{p}.volumeName: Invalid value: \"host\": must be an emptyDir volume")),
+        ("volumeName: config, path: /a.env, key: K", format!("{p}.path: Invalid value: \"/a.env\": must be a relative path")),
+        ("volumeName: config, path: ../a.env, key: K", format!("{p}.path: Invalid value: \"../a.env\": must not contain '..'")),
+        ("volumeName: config, path: a.env, key: 'A=B'", format!("{p}.key: Invalid value: \"A=B\": a valid environment variable name must consist only of printable ASCII characters other than '='")),
+    ] {
+        assert_eq!(err_of(&env(fkr)), want, "{fkr}");
+    }
+    let long = "K".repeat(129);
+    assert_eq!(
+        err_of(&env(&format!(
+            "volumeName: config, path: a.env, key: {long}"
+        ))),
+        format!("{p}.key: Too long: may not be more than 128 bytes")
+    );
+}
+
+#[test]
+fn container_restart_policies_are_accepted() {
+    // The docs' examples of container restart rules (KEP-5307) and RestartAllContainers.
+    admit_str(&pod_with("  restartPolicy: Never\n  containers:\n  - name: c\n    image: busybox\n    restartPolicy: Never\n    restartPolicyRules:\n    - {action: Restart, exitCodes: {operator: In, values: [42]}}\n")).unwrap();
+    admit_str(&pod_with("  restartPolicy: Always\n  initContainers:\n  - {name: init-once, image: busybox, restartPolicy: Never}\n  containers:\n  - {name: c, image: busybox}\n")).unwrap();
+    admit_str(&pod_with("  restartPolicy: Never\n  initContainers:\n  - name: w\n    image: busybox\n    restartPolicy: Always\n    restartPolicyRules: [{action: RestartAllContainers, exitCodes: {operator: In, values: [88]}}]\n  containers:\n  - {name: c, image: busybox}\n")).unwrap();
+}
+
+#[test]
 fn unsupported_fields_are_named() {
     for (spec, field) in [
         ("  containers:\n  - name: c\n    image: busybox\n    volumeMounts: [{name: v, mountPath: /v, mountPropagation: Bidirectional}]\n  volumes: [{name: v, emptyDir: {}}]\n", "spec.containers[0].volumeMounts[0].mountPropagation"),
@@ -140,7 +190,7 @@ fn unsupported_fields_are_named() {
     }
     // Informational fields are accepted.
     admit_str(&pod_with(
-        "  nodeName: n1\n  tolerations: [{key: k, operator: Exists}]\n  serviceAccountName: sa\n  containers:\n  - {name: c, image: busybox, ports: [{containerPort: 80, name: http}], lifecycle: {stopSignal: SIGUSR1}}\n",
+        "  nodeName: n1\n  os: {name: linux}\n  tolerations: [{key: k, operator: Exists}]\n  serviceAccountName: sa\n  containers:\n  - {name: c, image: busybox, ports: [{containerPort: 80, name: http}], lifecycle: {stopSignal: SIGUSR1}}\n",
     ))
     .unwrap();
 }
@@ -157,8 +207,12 @@ fn validation_messages() {
         ("  os: {name: plan9}\n  containers:\n  - {name: c, image: busybox}\n", "spec.os.name: Unsupported value: \"plan9\""),
         ("  containers:\n  - {name: c, image: busybox, resources: {limits: {example.com/dongle: 500m}}}\n", "spec.containers[0].resources.limits[example.com/dongle]: Invalid value: \"500m\": must be an integer"),
         ("  containers:\n  - {name: c, image: busybox}\n  securityContext: {appArmorProfile: {type: Localhost}}\n", "spec.securityContext.appArmorProfile.localhostProfile: Required value"),
-        ("  initContainers:\n  - {name: i, image: busybox, restartPolicy: Never}\n  containers:\n  - {name: c, image: busybox}\n", "spec.initContainers[0].restartPolicy: Unsupported value: \"Never\""),
-        ("  containers:\n  - {name: c, image: busybox, restartPolicy: Always}\n", "spec.containers[0].restartPolicy: Forbidden"),
+        ("  initContainers:\n  - {name: i, image: busybox, restartPolicy: Sometimes}\n  containers:\n  - {name: c, image: busybox}\n", "spec.initContainers[0].restartPolicy: Unsupported value: \"Sometimes\": supported values: \"Always\", \"OnFailure\", \"Never\""),
+        ("  containers:\n  - {name: c, image: busybox, restartPolicyRules: [{action: Restart, exitCodes: {operator: In, values: [1]}}]}\n", "spec.containers[0].restartPolicy: Required value: must specify restartPolicy when restart rules are used"),
+        ("  containers:\n  - {name: c, image: busybox, restartPolicy: Never, restartPolicyRules: [{action: Kill, exitCodes: {operator: In, values: [1]}}]}\n", "spec.containers[0].restartPolicyRules[0].action: Unsupported value: \"Kill\": supported values: \"Restart\", \"RestartAllContainers\""),
+        ("  containers:\n  - {name: c, image: busybox, restartPolicy: Never, restartPolicyRules: [{action: Restart}]}\n", "spec.containers[0].restartPolicyRules[0].exitCodes: Required value: must be specified"),
+        ("  containers:\n  - {name: c, image: busybox, restartPolicy: Never, restartPolicyRules: [{action: Restart, exitCodes: {operator: Exists, values: [1]}}]}\n", "spec.containers[0].restartPolicyRules[0].exitCodes.operator: Unsupported value: \"Exists\": supported values: \"In\", \"NotIn\""),
+        ("  containers:\n  - {name: c, image: busybox, restartPolicy: Never, restartPolicyRules: [{action: Restart, exitCodes: {operator: In, values: [1, 2, 1]}}]}\n", "spec.containers[0].restartPolicyRules[0].exitCodes.values[2]: Duplicate value: 1"),
         ("  initContainers:\n  - name: i\n    image: busybox\n    readinessProbe: {exec: {command: ['true']}}\n  containers:\n  - {name: c, image: busybox}\n", "spec.initContainers[0].readinessProbe: Forbidden: may not be set for init containers without restartPolicy=Always"),
         ("  containers:\n  - name: c\n    image: busybox\n    volumeMounts: [{name: data, mountPath: /d}]\n", "spec.containers[0].volumeMounts[0].name: Not found: \"data\""),
         ("  containers:\n  - {name: c, image: busybox}\n  volumes: [{name: v, emptyDir: {}}, {name: v, emptyDir: {}}]\n", "spec.volumes[1].name: Duplicate value: \"v\""),
@@ -166,7 +220,8 @@ fn validation_messages() {
         ("  containers:\n  - {name: c, image: busybox, resources: {limits: {gpus: 1}}}\n", "spec.containers[0].resources.limits[gpus]: Invalid value"),
         ("  containers:\n  - {name: c, image: busybox, resources: {limits: {cpu: 1}, requests: {cpu: 2}}}\n", "spec.containers[0].resources.requests: Invalid value: \"2\": must be less than or equal to cpu limit of 1"),
         ("  activeDeadlineSeconds: 0\n  containers:\n  - {name: c, image: busybox}\n", "spec.activeDeadlineSeconds: Invalid value: 0"),
-        ("  containers:\n  - {name: c, image: busybox, lifecycle: {stopSignal: SIGNOPE}}\n", "spec.containers[0].lifecycle.stopSignal: Unsupported value"),
+        ("  os: {name: linux}\n  containers:\n  - {name: c, image: busybox, lifecycle: {stopSignal: SIGNOPE}}\n", "spec.containers[0].lifecycle.stopSignal: Unsupported value"),
+        ("  containers:\n  - {name: c, image: busybox, lifecycle: {stopSignal: SIGUSR1}}\n", "spec.containers[0].lifecycle.stopSignal: Forbidden: may not be set for containers with empty `spec.os.name`"),
         ("  containers:\n  - {name: c, image: busybox, env: [{name: 'A=B', value: x}]}\n", "spec.containers[0].env[0].name: Invalid value"),
         ("  containers:\n  - {name: c, image: busybox, env: [{name: A, valueFrom: {fieldRef: {fieldPath: spec.hostname}}}]}\n", "spec.containers[0].env[0].valueFrom.fieldRef.fieldPath: Unsupported value: \"spec.hostname\""),
         ("  containers:\n  - {name: c, image: busybox, env: [{name: A, value: x, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]}\n", "spec.containers[0].env[0].valueFrom: Invalid value: \"\": may not be specified when `value` is not empty"),

@@ -139,6 +139,14 @@ pub fn pod(pod: &Pod) -> R {
         return err("spec.containers", "Required value");
     }
     security::annotations(pod)?;
+    let os = spec.os.as_ref().map(|o| o.name.as_str());
+    let empty_dirs = |name: &str| {
+        spec.volumes
+            .iter()
+            .flatten()
+            .find(|v| v.name == name)
+            .map(|v| v.empty_dir.is_some())
+    };
     let mut names = BTreeSet::new();
     for (i, c) in spec.init_containers.iter().flatten().enumerate() {
         containers::container(
@@ -148,6 +156,8 @@ pub fn pod(pod: &Pod) -> R {
             &vols,
             &mut names,
             user_ns,
+            os,
+            &empty_dirs,
         )?;
     }
     for (i, c) in spec.containers.iter().enumerate() {
@@ -158,6 +168,8 @@ pub fn pod(pod: &Pod) -> R {
             &vols,
             &mut names,
             user_ns,
+            os,
+            &empty_dirs,
         )?;
     }
     pod_resources::pod(spec)?;

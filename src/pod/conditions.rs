@@ -1,5 +1,6 @@
 //! Pod conditions (docs/semantics.md §Conditions), in their order: PodReadyToStartContainers,
-//! Initialized, ContainersReady, Ready, then the readiness gates. A condition's
+//! Initialized, ContainersReady, Ready, then the readiness gates, and
+//! AllContainersRestarting once the pod has restarted every container. A condition's
 //! `lastTransitionTime` changes only when its status does.
 
 use super::phase::phase;
@@ -28,6 +29,34 @@ pub fn update(plan: &PodPlan, st: &mut PodState, now: Millis) {
     fresh.push(("Ready".into(), ready));
     for (type_, (status, reason, message)) in fresh {
         set(st, &type_, status, reason, message, now);
+    }
+    // A resize kubelet could not admit, or one that failed (kubelet drops both once
+    // resolved).
+    resize_condition(st, "PodResizePending", st.resize_pending.clone(), now);
+    let failed = st.resize_error.clone().map(|m| ("Error".to_string(), m));
+    resize_condition(st, "PodResizeInProgress", failed, now);
+    // Shown from the first restart of every container on: True while it runs.
+    use super::restart_all::{CONDITION, REASON};
+    match st.restarting_all.clone() {
+        Some(r) => set(
+            st,
+            CONDITION,
+            true,
+            Some(REASON.into()),
+            Some(r.message),
+            now,
+        ),
+        None if st.conditions.iter().any(|c| c.type_ == CONDITION) => {
+            set(st, CONDITION, false, None, None, now)
+        }
+        None => {}
+    }
+}
+
+fn resize_condition(st: &mut PodState, type_: &str, v: Option<(String, String)>, now: Millis) {
+    match v {
+        Some((reason, message)) => set(st, type_, true, Some(reason), Some(message), now),
+        None => st.conditions.retain(|c| c.type_ != type_),
     }
 }
 
@@ -75,7 +104,7 @@ fn initialized(plan: &PodPlan, st: &PodState) -> Computed {
     if has_init && phase(plan, st) == PodPhase::Succeeded {
         return (true, Some("PodCompleted".into()), None);
     }
-    if st.app_started {
+    if st.app_started || st.initialized_before {
         return (true, None, None);
     }
     let incomplete: Vec<usize> = (0..plan.containers.len())

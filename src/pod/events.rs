@@ -133,6 +133,7 @@ mod tests {
             max_backoff_ms: 300_000,
             readiness_gates: vec![],
             qos_class: QosClass::BestEffort,
+            generation: 1,
         }
     }
 

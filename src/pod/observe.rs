@@ -25,6 +25,7 @@ impl PodState {
             c.restart_count += 1;
         }
         c.phase = Phase::Creating;
+        c.rerun = false;
         c.restart_at = None;
         c.stopping = None;
         c.started = false;
@@ -179,7 +180,11 @@ impl PodState {
         c.ready = kind == Kind::Init && !failed;
         let killed_alone = c.stopping.as_ref().is_some_and(|s| s.restart_after);
         c.stopping = None;
-        let restart = restart::after_exit(plan, self, kind, &t, killed_alone);
+        let after = restart::after_exit(plan, self, i, &t, killed_alone);
+        if after == restart::AfterExit::RestartAll {
+            self.begin_restart_all(plan, i, t.exit_code, now);
+        }
+        let restart = after == restart::AfterExit::Restart;
         let c = &mut self.containers[i];
         // kubelet shows a failed start's reason as waiting only when it will restart.
         match c.post_start_error.take().filter(|_| restart) {

@@ -42,10 +42,35 @@ impl Kind {
     }
 }
 
+/// What a matching restart rule does (`restartPolicyRules[].action`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RuleAction {
+    /// Restart this container (KEP-5307).
+    Restart,
+    /// Restart every container of the pod in place, from the first init container
+    /// (KEP-5532).
+    RestartAllContainers,
+}
+
+/// One entry of `restartPolicyRules`: `action` when the exit code is `In` (or `NotIn`)
+/// `values`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RestartRule {
+    pub action: RuleAction,
+    /// true for `In`, false for `NotIn`.
+    pub in_values: bool,
+    pub values: Vec<i32>,
+}
+
 #[derive(Clone, Debug)]
 pub struct ContainerPlan {
     pub name: String,
     pub kind: Kind,
+    /// The container's own `restartPolicy` (an app or plain init container's; a sidecar's
+    /// is its kind).
+    pub restart_policy: Option<RestartPolicy>,
+    /// `restartPolicyRules`, in order.
+    pub restart_rules: Vec<RestartRule>,
     pub has_startup_probe: bool,
     pub has_readiness_probe: bool,
     pub has_liveness_probe: bool,
@@ -73,6 +98,9 @@ pub struct PodPlan {
     /// `spec.readinessGates[].conditionType`.
     pub readiness_gates: Vec<String>,
     pub qos_class: QosClass,
+    /// `metadata.generation` of the spec this plan was made from (1 at admission; each
+    /// accepted change of the spec adds one), which the status reports as observed.
+    pub generation: i64,
 }
 
 impl RestartPolicy {
@@ -100,6 +128,7 @@ impl PodPlan {
             max_backoff_ms: 300_000,
             readiness_gates: vec![],
             qos_class: QosClass::BestEffort,
+            generation: 1,
         }
     }
 
@@ -135,6 +164,7 @@ impl PodPlan {
                 .map(|g| g.condition_type.clone())
                 .collect(),
             qos_class: qos_class(&spec),
+            generation: meta.generation.unwrap_or(1),
         }
     }
 
@@ -164,6 +194,8 @@ impl ContainerPlan {
         ContainerPlan {
             name: name.to_string(),
             kind,
+            restart_policy: None,
+            restart_rules: Vec::new(),
             has_startup_probe: false,
             has_readiness_probe: false,
             has_liveness_probe: false,
@@ -187,9 +219,36 @@ impl ContainerPlan {
         } else {
             Vec::new()
         };
+        let restart_policy = match kind {
+            Kind::App | Kind::Init => c
+                .restart_policy
+                .as_deref()
+                .map(|p| RestartPolicy::parse(Some(p))),
+            Kind::Sidecar | Kind::Ephemeral => None,
+        };
+        let restart_rules = c
+            .restart_policy_rules
+            .iter()
+            .flatten()
+            .filter_map(|r| {
+                let action = match r.action.as_str() {
+                    "Restart" => RuleAction::Restart,
+                    "RestartAllContainers" => RuleAction::RestartAllContainers,
+                    _ => return None,
+                };
+                let codes = r.exit_codes.as_ref()?;
+                Some(RestartRule {
+                    action,
+                    in_values: codes.operator == "In",
+                    values: codes.values.clone().unwrap_or_default(),
+                })
+            })
+            .collect();
         ContainerPlan {
             name: c.name.clone(),
             kind,
+            restart_policy,
+            restart_rules,
             has_startup_probe: c.startup_probe.is_some(),
             has_readiness_probe: c.readiness_probe.is_some(),
             has_liveness_probe: c.liveness_probe.is_some(),

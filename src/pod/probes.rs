@@ -261,7 +261,7 @@ impl Probes {
                 let message = if kind == super::plan::Kind::Sidecar {
                     format!("Init container {name} failed {} probe", w.kind.lower())
                 } else {
-                    let restarts = super::restart::restarts_after_kill(plan, kind);
+                    let restarts = super::restart::restartable(plan, &plan.containers[w.ctr]);
                     format!(
                         "Container {name} failed {} probe{}",
                         w.kind.lower(),

@@ -141,6 +141,34 @@ pub fn pod_limits(spec: &PodSpec) -> Limits {
     out
 }
 
+/// The pod cgroup's limits as OCI `linux.resources` JSON: a CFS quota over kubelet's
+/// 100 ms period, byte limits, hugepage limits, and the shares of a pod-level CPU request.
+pub fn pod_cgroup_json(l: &Limits, shares: Option<u64>) -> serde_json::Value {
+    let mut v = serde_json::json!({});
+    if let Some(Some(milli)) = l.get("cpu") {
+        let quota = ((milli * 100_000) / 1000).max(1000) as i64;
+        v["cpu"] = serde_json::json!({"quota": quota, "period": 100_000u64});
+    }
+    if let Some(s) = shares {
+        v["cpu"]["shares"] = serde_json::json!(s);
+    }
+    if let Some(Some(bytes)) = l.get("memory") {
+        v["memory"] = serde_json::json!({"limit": *bytes as i64});
+    }
+    let huge: Vec<serde_json::Value> = l
+        .iter()
+        .filter_map(|(k, v)| {
+            let size = k.strip_prefix("hugepages-")?;
+            let page = crate::quantity::hugepage_size(size).ok()?;
+            v.map(|lim| serde_json::json!({"pageSize": page, "limit": lim as i64}))
+        })
+        .collect();
+    if !huge.is_empty() {
+        v["hugepageLimits"] = serde_json::json!(huge);
+    }
+    v
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

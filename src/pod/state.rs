@@ -135,6 +135,9 @@ pub struct ContainerState {
     /// A restart is due at this time.
     pub restart_at: Option<Millis>,
     pub stopping: Option<Stopping>,
+    /// Removed by a restart of every container (`RestartAllContainers`): it runs again in
+    /// the pod's order, as on the pod's first start.
+    pub rerun: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -211,6 +214,15 @@ pub struct PodState {
     /// Volumes the containers mount that are not set up yet: until there are none, no
     /// container starts.
     pub unmounted: super::volumes::Unmounted,
+    /// A resize kubelet could not admit: `PodResizePending`'s reason and message.
+    pub resize_pending: Option<(String, String)>,
+    /// A resize that failed to apply: `PodResizeInProgress` with reason `Error`.
+    pub resize_error: Option<String>,
+    /// A restart of every container under way (`RestartAllContainers`).
+    pub restarting_all: Option<super::restart_all::RestartingAll>,
+    /// The pod was initialized before a restart of every container: `Initialized` stays
+    /// True.
+    pub initialized_before: bool,
     /// Events to hand out with the next `step`.
     pub(super) events: Vec<EventSpec>,
     /// The pod's identity, for messages.
@@ -238,6 +250,7 @@ impl ContainerState {
             backoff: Backoff::default(),
             restart_at: None,
             stopping: None,
+            rerun: false,
         }
     }
 
@@ -287,6 +300,10 @@ impl PodState {
             probes: Probes::default(),
             stop_signals: 0,
             unmounted: Default::default(),
+            restarting_all: None,
+            initialized_before: false,
+            resize_pending: None,
+            resize_error: None,
             events: Vec::new(),
             who: (plan.name.clone(), plan.namespace.clone(), plan.uid.clone()),
         }

@@ -58,10 +58,11 @@ pub fn step(plan: &PodPlan, st: &mut PodState, now: Millis) -> Vec<Action> {
         return acts;
     }
     deadline(plan, st, now, &mut acts);
-    if st.terminating.is_none() && completed(plan, st) {
+    st.finish_restart_all(plan);
+    if st.terminating.is_none() && st.restarting_all.is_none() && completed(plan, st) {
         st.request_termination(plan, now, None);
     }
-    if st.terminating.is_none() {
+    if st.terminating.is_none() && st.restarting_all.is_none() {
         if st.unmounted.is_empty() {
             restarts(plan, st, now, &mut acts);
             starts(plan, st, &mut acts);
@@ -190,7 +191,7 @@ fn restarts(plan: &PodPlan, st: &mut PodState, now: Millis, acts: &mut Vec<Actio
 fn starts(plan: &PodPlan, st: &mut PodState, acts: &mut Vec<Action>) {
     let fresh = |st: &PodState, i: usize| {
         let c = &st.containers[i];
-        c.phase == Phase::Idle && !c.ever_created && c.restart_at.is_none()
+        c.phase == Phase::Idle && (!c.ever_created || c.rerun) && c.restart_at.is_none()
     };
     // Ephemeral containers start as soon as they are added, outside the ordering.
     for i in 0..plan.containers.len() {

@@ -44,7 +44,7 @@ pub enum Use {
 }
 
 /// The Kubernetes minor version podinit follows (the `kube-probe/1.N` User-Agent).
-pub const KUBE_VERSION: &str = "1.34";
+pub const KUBE_VERSION: &str = "1.37";
 
 impl Handler {
     pub fn from_probe(p: &Probe, c: &Container, default_host: &str) -> Result<Handler, String> {

@@ -183,7 +183,7 @@ mod tests {
         let r = String::from_utf8(request(&get("/healthz?x=1"))).unwrap();
         assert_eq!(
             r,
-            "GET /healthz?x=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: kube-probe/1.34\r\nAccept: */*\r\nConnection: close\r\n\r\n"
+            "GET /healthz?x=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: kube-probe/1.37\r\nAccept: */*\r\nConnection: close\r\n\r\n"
         );
     }
 
@@ -206,7 +206,7 @@ mod tests {
         g.headers.clear();
         let r = String::from_utf8(request(&g)).unwrap();
         assert!(r.contains("Host: 127.0.0.1\r\n"), "{r}");
-        assert!(r.contains("User-Agent: kube-lifecycle/1.34\r\n"), "{r}");
+        assert!(r.contains("User-Agent: kube-lifecycle/1.37\r\n"), "{r}");
     }
 
     #[test]

@@ -148,28 +148,7 @@ fn resources(
     l: &crate::pod::resources::Limits,
     shares: Option<u64>,
 ) -> Result<oci_spec::runtime::LinuxResources, String> {
-    let mut v = serde_json::json!({});
-    if let Some(Some(milli)) = l.get("cpu") {
-        let quota = ((milli * 100_000) / 1000).max(1000) as i64;
-        v["cpu"] = serde_json::json!({"quota": quota, "period": 100_000u64});
-    }
-    if let Some(s) = shares {
-        v["cpu"]["shares"] = serde_json::json!(s);
-    }
-    if let Some(Some(bytes)) = l.get("memory") {
-        v["memory"] = serde_json::json!({"limit": *bytes as i64});
-    }
-    let huge: Vec<serde_json::Value> = l
-        .iter()
-        .filter_map(|(k, v)| {
-            let size = k.strip_prefix("hugepages-")?;
-            let page = crate::quantity::hugepage_size(size).ok()?;
-            v.map(|lim| serde_json::json!({"pageSize": page, "limit": lim as i64}))
-        })
-        .collect();
-    if !huge.is_empty() {
-        v["hugepageLimits"] = serde_json::json!(huge);
-    }
+    let v = crate::pod::resources::pod_cgroup_json(l, shares);
     serde_json::from_value(v).map_err(|e| format!("pod cgroup limits: {e}"))
 }
 

@@ -56,6 +56,7 @@ mod mounts;
 mod namespaces;
 mod process;
 mod resources;
+pub use resources::container_resources;
 mod root;
 pub mod sandbox;
 mod seccomp;

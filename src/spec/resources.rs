@@ -1,7 +1,8 @@
 //! `resources` as the cgroup values kubelet and the CRI derive from them.
 
+use k8s_openapi::api::core::v1::Container;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
-use oci_spec::runtime::{LinuxCpu, LinuxHugepageLimit, LinuxMemory, Spec};
+use oci_spec::runtime::{LinuxCpu, LinuxHugepageLimit, LinuxMemory, LinuxResources, Spec};
 use std::collections::BTreeMap;
 
 use super::Ctx;
@@ -27,7 +28,22 @@ fn get(
 /// `limits.cpu` → CFS quota, `requests.cpu` (else the limit) → shares, `limits.memory` →
 /// memory limit, `limits.hugepages-<size>` → hugepage limits.
 pub fn with_resources(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
-    let Some(res) = &ctx.container.resources else {
+    if ctx.container.resources.is_none() {
+        return Ok(());
+    }
+    fill(super::resources_mut(spec), ctx.container)
+}
+
+/// Container `c`'s resources as the OCI `linux.resources` its cgroup is given (what an
+/// in-place resize writes again).
+pub fn container_resources(c: &Container) -> Result<LinuxResources, String> {
+    let mut lr = LinuxResources::default();
+    fill(&mut lr, c)?;
+    Ok(lr)
+}
+
+fn fill(lr: &mut LinuxResources, c: &Container) -> Result<(), String> {
+    let Some(res) = &c.resources else {
         return Ok(());
     };
     let cpu_limit = get(&res.limits, "cpu")?;
@@ -45,7 +61,6 @@ pub fn with_resources(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
             huge.push(h);
         }
     }
-    let lr = super::resources_mut(spec);
     let cpu = lr.cpu_mut().get_or_insert_with(LinuxCpu::default);
     let shares = cpu_request.map_or(MIN_SHARES, |q| {
         ((q.milli() * 1024 / 1000) as u64).max(MIN_SHARES)

@@ -3,6 +3,7 @@
 use k8s_openapi::api::core::v1::{
     ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting,
     ContainerStatus, ContainerUser, LinuxContainerUser, PodCondition, PodIP, PodStatus,
+    VolumeMountStatus,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -36,6 +37,67 @@ pub struct ContainerMeta {
     pub container_id: Option<String>,
     /// The last run's uid, gid and additional groups, as its OCI spec has them.
     pub user: Option<(u32, u32, Vec<u32>)>,
+    /// The container's `volumeMounts`: shown once it has been created.
+    pub mounts: Vec<k8s_openapi::api::core::v1::VolumeMount>,
+    /// The resources kubelet has allocated to it (the spec's, once a resize is admitted).
+    pub resources: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
+}
+
+/// `allocatedResources` (the allocated requests) and `resources` (the cpu and memory
+/// requests and limits its cgroup has), as `convertToAPIContainerStatuses` reports them
+/// for a container that has been created (KEP-1287).
+fn resource_statuses(
+    r: &k8s_openapi::api::core::v1::ResourceRequirements,
+) -> (
+    Option<
+        std::collections::BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
+    >,
+    k8s_openapi::api::core::v1::ResourceRequirements,
+) {
+    let cpu_mem = |m: &Option<
+        std::collections::BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
+    >| {
+        let out: std::collections::BTreeMap<_, _> = m
+            .iter()
+            .flatten()
+            .filter(|(k, _)| *k == "cpu" || *k == "memory")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        (!out.is_empty()).then_some(out)
+    };
+    (
+        r.requests.clone().filter(|m| !m.is_empty()),
+        k8s_openapi::api::core::v1::ResourceRequirements {
+            requests: cpu_mem(&r.requests),
+            limits: cpu_mem(&r.limits),
+            claims: None,
+        },
+    )
+}
+
+/// `volumeMounts` of a container status as kubelet reports them
+/// (`convertToAPIContainerStatuses`): name, path and read-only of each mount, and for a
+/// read-only one whether it is recursively read-only (`Disabled` unless asked for).
+fn mount_statuses(mounts: &[k8s_openapi::api::core::v1::VolumeMount]) -> Vec<VolumeMountStatus> {
+    mounts
+        .iter()
+        .map(|m| {
+            let read_only = m.read_only == Some(true);
+            VolumeMountStatus {
+                name: m.name.clone(),
+                mount_path: m.mount_path.clone(),
+                read_only: Some(read_only),
+                recursive_read_only: read_only.then(|| {
+                    match m.recursive_read_only.as_deref() {
+                        Some("Enabled") => "Enabled",
+                        _ => "Disabled",
+                    }
+                    .to_string()
+                }),
+                ..Default::default()
+            }
+        })
+        .collect()
 }
 
 /// `status.user.linux` as the CRI reports it: the process's groups with its primary gid
@@ -75,8 +137,16 @@ pub fn pod_status(
             Kind::Init | Kind::Sidecar => init.push(cs),
         }
     }
-    let mut conditions: Vec<PodCondition> =
-        st.conditions.iter().map(|c| condition(c, clock)).collect();
+    // kubelet's conditions carry the generation it acted on (KEP-5067); readiness gates
+    // are set by others and carry none.
+    let mut conditions: Vec<PodCondition> = st
+        .conditions
+        .iter()
+        .map(|c| PodCondition {
+            observed_generation: Some(plan.generation),
+            ..condition(c, clock)
+        })
+        .collect();
     for (t, g) in &st.gates {
         conditions.push(PodCondition {
             type_: t.clone(),
@@ -97,6 +167,7 @@ pub fn pod_status(
         pod_ips: (!pod_ips.is_empty())
             .then(|| pod_ips.iter().map(|ip| PodIP { ip: ip.clone() }).collect()),
         qos_class: Some(plan.qos_class.as_str().into()),
+        observed_generation: Some(plan.generation),
         init_container_statuses: (!init.is_empty()).then_some(init),
         container_statuses: Some(apps),
         ephemeral_container_statuses: (!ephemeral.is_empty()).then_some(ephemeral),
@@ -175,6 +246,13 @@ fn container_status(
         terminated: Some(terminated(t, None, clock)),
         ..Default::default()
     });
+    let (allocated, resources) = match meta.resources.as_ref().filter(|_| id.is_some()) {
+        Some(r) => {
+            let (a, r) = resource_statuses(r);
+            (a, Some(r))
+        }
+        None => (None, None),
+    };
     ContainerStatus {
         name: name.into(),
         image: meta.image.clone(),
@@ -186,6 +264,10 @@ fn container_status(
         started: Some(c.started),
         restart_count: c.restart_count as i32,
         user: meta.user.as_ref().map(user),
+        volume_mounts: (id.is_some() && !meta.mounts.is_empty())
+            .then(|| mount_statuses(&meta.mounts)),
+        allocated_resources: allocated,
+        resources,
         ..Default::default()
     }
 }
@@ -214,6 +296,18 @@ mod tests {
                 image_id: "/b/busybox".into(),
                 container_id: Some("podinit://aa".into()),
                 user: Some((1000, 3000, vec![4000, 3000, 50000])),
+                mounts: vec![
+                    serde_json::from_value(serde_json::json!({"name": "data", "mountPath": "/data"}))
+                        .unwrap(),
+                    serde_json::from_value(
+                        serde_json::json!({"name": "cfg", "mountPath": "/etc/cfg", "readOnly": true}),
+                    )
+                    .unwrap(),
+                ],
+                resources: Some(
+                    serde_json::from_value(serde_json::json!({"requests": {"cpu": "100m", "example.com/x": "1"}, "limits": {"cpu": "200m"}}))
+                        .unwrap(),
+                ),
             };
             2
         ];
@@ -251,6 +345,21 @@ mod tests {
         assert_eq!(t["message"], "done");
         assert_eq!(t["finishedAt"], "2026-01-01T00:00:01Z");
         assert_eq!(t["containerID"], "podinit://aa");
+        assert_eq!(
+            init["allocatedResources"],
+            serde_json::json!({"cpu": "100m", "example.com/x": "1"})
+        );
+        assert_eq!(
+            init["resources"],
+            serde_json::json!({"requests": {"cpu": "100m"}, "limits": {"cpu": "200m"}})
+        );
+        assert_eq!(
+            init["volumeMounts"],
+            serde_json::json!([
+                {"name": "data", "mountPath": "/data", "readOnly": false},
+                {"name": "cfg", "mountPath": "/etc/cfg", "readOnly": true, "recursiveReadOnly": "Disabled"},
+            ])
+        );
         let web = &v["containerStatuses"][0];
         assert_eq!(web["state"]["waiting"]["reason"], "ContainerCreating");
         assert_eq!(web["restartCount"], 0);
@@ -277,5 +386,27 @@ mod tests {
         );
         assert_eq!(v["conditions"][1]["status"], "True");
         assert!(v["conditions"][0]["lastTransitionTime"].is_string());
+    }
+
+    #[test]
+    fn the_generation_acted_on_is_observed_by_the_status_and_its_conditions() {
+        let mut plan = plan();
+        plan.generation = 3;
+        plan.readiness_gates = vec!["example.com/gate".into()];
+        let mut st = PodState::new(&plan);
+        st.on_sandbox_ready(0);
+        let _ = pod::step(&plan, &mut st, 0);
+        st.set_gate("example.com/gate", true, None, None, 0);
+        let meta = vec![ContainerMeta::default(); 2];
+        let clock = WallClock { epoch_unix_ms: 0 };
+        let v = serde_json::to_value(pod_status(&plan, &st, &meta, &clock, &[])).unwrap();
+        assert_eq!(v["observedGeneration"], 3);
+        for c in v["conditions"].as_array().unwrap() {
+            if c["type"] == "example.com/gate" {
+                assert!(c.get("observedGeneration").is_none(), "{c}");
+            } else {
+                assert_eq!(c["observedGeneration"], 3, "{c}");
+            }
+        }
     }
 }

@@ -92,6 +92,7 @@ impl Supervisor<'_> {
             },
             Route::Exec { container } => self.exec_route(&container, &req.body),
             Route::EphemeralContainers => self.ephemeral_route(&req.body),
+            Route::PodResize => self.pod_resize_route(req),
             Route::Attach { container, stdin } => self.attach_route(&container, stdin),
             Route::Resize { container } => self.resize_route(&container, &req.body),
         }

@@ -43,6 +43,7 @@ pub fn set_up_volumes(
             host_ips: &cfg.pod_ips,
             node_cpu_milli: cpu,
             node_memory: mem,
+            env_file: &crate::manifest::env::no_env_files,
         };
         let files_of = |v: &Volume| crate::manifest::files::of_volume(v, &sources);
         let spec = cfg.pod.spec.as_ref().expect("admitted pod has a spec");
@@ -155,6 +156,8 @@ impl Supervisor<'_> {
         // container waiting in CreateContainerConfigError.
         let env = {
             let (cpus, mem) = self.cfg.node_allocatable;
+            let volumes = &self.cfg.volumes;
+            let env_file = |vol: &str, path: &str| super::env_files::read(volumes, vol, path);
             let sources = crate::manifest::env::Sources {
                 pod: &self.cfg.pod,
                 config_maps: &self.cfg.config_maps,
@@ -163,6 +166,7 @@ impl Supervisor<'_> {
                 host_ips: &self.cfg.pod_ips,
                 node_cpu_milli: cpus,
                 node_memory: mem,
+                env_file: &env_file,
             };
             match crate::manifest::env::resolve(&self.containers[i].ctr.spec, &sources) {
                 Ok(r) => r,

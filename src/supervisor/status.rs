@@ -29,16 +29,27 @@ impl Supervisor<'_> {
                     image_id,
                     container_id: c.container_id.clone(),
                     user: c.user.clone(),
+                    mounts: c.spec.volume_mounts.clone().unwrap_or_default(),
+                    resources: c.spec.resources.clone(),
                 }
             })
             .collect();
-        let status = render::pod_status(
+        let mut status = render::pod_status(
             &self.cfg.plan,
             &self.st,
             &meta,
             &self.clock,
             &self.cfg.pod_ips,
         );
+        // Pod-level resources (KEP-5419): what the pod cgroup has been given.
+        let spec = self.cfg.pod.spec.as_ref();
+        if spec.is_some_and(crate::pod::resources::pod_level_set)
+            && self.st.resize_pending.is_none()
+        {
+            let r = spec.and_then(|s| s.resources.clone());
+            status.allocated_resources = r.as_ref().and_then(|r| r.requests.clone());
+            status.resources = r;
+        }
         let (changed, file) = self.status.update(&self.cfg.pod, &status);
         match &file {
             Err(e) if !self.status_failing => {

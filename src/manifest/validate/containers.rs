@@ -8,7 +8,9 @@ use std::collections::BTreeSet;
 use super::{err, Error, R};
 
 /// Container `c` at field path `p`; `names` are the pod's container names so far;
-/// `user_ns`: the pod has `hostUsers: false`.
+/// `user_ns`: the pod has `hostUsers: false`; `os`: its `spec.os.name`; `empty_dirs`: which
+/// of its volumes are emptyDirs.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn container(
     c: &Container,
     p: &str,
@@ -16,6 +18,8 @@ pub(super) fn container(
     vols: &BTreeSet<String>,
     names: &mut BTreeSet<String>,
     user_ns: bool,
+    os: Option<&str>,
+    empty_dirs: &super::env::EmptyDirs,
 ) -> R {
     if c.name.is_empty() {
         return err(format!("{p}.name"), "Required value");
@@ -34,22 +38,8 @@ pub(super) fn container(
     if let Some(sc) = &c.security_context {
         super::security::container(sc, p, user_ns)?;
     }
-    let sidecar = match c.restart_policy.as_deref() {
-        None => false,
-        Some("Always") if init => true,
-        Some(v) if init => {
-            return err(
-                format!("{p}.restartPolicy"),
-                format!("Unsupported value: {v:?}: supported values: \"Always\""),
-            );
-        }
-        Some(_) => {
-            return err(
-                format!("{p}.restartPolicy"),
-                "Forbidden: may not be set for non-init containers",
-            )
-        }
-    };
+    let sidecar = init && c.restart_policy.as_deref() == Some("Always");
+    restart_policy(c, p)?;
     if init && !sidecar {
         for (f, set) in [
             (
@@ -102,6 +92,12 @@ pub(super) fn container(
         }
     }
     if let Some(sig) = c.lifecycle.as_ref().and_then(|l| l.stop_signal.as_deref()) {
+        if os.is_none() {
+            return err(
+                format!("{p}.lifecycle.stopSignal"),
+                "Forbidden: may not be set for containers with empty `spec.os.name`",
+            );
+        }
         crate::bundle::signal::parse(sig).map_err(|e| {
             Error::new(
                 format!("{p}.lifecycle.stopSignal"),
@@ -109,10 +105,85 @@ pub(super) fn container(
             )
         })?;
     }
-    super::env::container(c, p)?;
+    super::env::container(c, p, empty_dirs)?;
     super::volumes::mounts(c, p, vols)?;
     if let Some(r) = &c.resources {
         super::resources::container(r, p)?;
+    }
+    Ok(())
+}
+
+/// The container-level `restartPolicy` and its `restartPolicyRules` (KEP-5307, beta in
+/// 1.35; the `RestartAllContainers` action KEP-5532, beta in 1.36), as the API server's
+/// `validateContainerRestartPolicy` checks them: any container but an ephemeral one may
+/// set a policy (`Always` on an init container makes it a sidecar); rules need a policy,
+/// at most 20 of them, each with an action and an `exitCodes` condition of at most 255
+/// distinct values.
+fn restart_policy(c: &Container, p: &str) -> R {
+    let rules = c.restart_policy_rules.as_deref().unwrap_or_default();
+    let Some(policy) = c.restart_policy.as_deref() else {
+        if !rules.is_empty() {
+            return err(
+                format!("{p}.restartPolicy"),
+                "Required value: must specify restartPolicy when restart rules are used",
+            );
+        }
+        return Ok(());
+    };
+    if !["Always", "OnFailure", "Never"].contains(&policy) {
+        return err(
+            format!("{p}.restartPolicy"),
+            format!("Unsupported value: {policy:?}: supported values: \"Always\", \"OnFailure\", \"Never\""),
+        );
+    }
+    if rules.len() > 20 {
+        return err(
+            format!("{p}.restartPolicyRules"),
+            format!("Too many: {}: must have at most 20 items", rules.len()),
+        );
+    }
+    for (i, rule) in rules.iter().enumerate() {
+        let rp = format!("{p}.restartPolicyRules[{i}]");
+        if !["Restart", "RestartAllContainers"].contains(&rule.action.as_str()) {
+            return err(
+                format!("{rp}.action"),
+                format!(
+                    "Unsupported value: {:?}: supported values: \"Restart\", \"RestartAllContainers\"",
+                    rule.action
+                ),
+            );
+        }
+        let Some(codes) = &rule.exit_codes else {
+            return err(
+                format!("{rp}.exitCodes"),
+                "Required value: must be specified",
+            );
+        };
+        if !["In", "NotIn"].contains(&codes.operator.as_str()) {
+            return err(
+                format!("{rp}.exitCodes.operator"),
+                format!(
+                    "Unsupported value: {:?}: supported values: \"In\", \"NotIn\"",
+                    codes.operator
+                ),
+            );
+        }
+        let values = codes.values.as_deref().unwrap_or_default();
+        if values.len() > 255 {
+            return err(
+                format!("{rp}.exitCodes.values"),
+                format!("Too many: {}: must have at most 255 items", values.len()),
+            );
+        }
+        let mut seen = BTreeSet::new();
+        for (k, v) in values.iter().enumerate() {
+            if !seen.insert(*v) {
+                return err(
+                    format!("{rp}.exitCodes.values[{k}]"),
+                    format!("Duplicate value: {v}"),
+                );
+            }
+        }
     }
     Ok(())
 }

@@ -1,17 +1,22 @@
 //! A container's environment: variable names, `valueFrom` sources and `envFrom`.
 
-use k8s_openapi::api::core::v1::{Container, EnvVarSource};
+use k8s_openapi::api::core::v1::{Container, EnvVarSource, FileKeySelector};
 
 use super::{err, R};
 
 /// Container `c`'s `env` and `envFrom`, at field path `p` (the container's).
-pub(super) fn container(c: &Container, p: &str) -> R {
+pub(super) fn container(c: &Container, p: &str, empty_dirs: &EmptyDirs) -> R {
     for (i, e) in c.env.iter().flatten().enumerate() {
         if e.name.is_empty() || e.name.contains('=') {
             return err(format!("{p}.env[{i}].name"), format!("Invalid value: {:?}: a valid environment variable name must consist only of printable ASCII characters other than '='", e.name));
         }
         if let Some(src) = &e.value_from {
-            value_from(src, e.value.is_some(), &format!("{p}.env[{i}].valueFrom"))?;
+            value_from(
+                src,
+                e.value.is_some(),
+                &format!("{p}.env[{i}].valueFrom"),
+                empty_dirs,
+            )?;
         }
     }
     for (i, f) in c.env_from.iter().flatten().enumerate() {
@@ -54,7 +59,72 @@ const ENV_FIELD_PATHS: &[&str] = &[
     "status.podIPs",
 ];
 
-fn value_from(src: &EnvVarSource, has_value: bool, p: &str) -> R {
+/// `fileKeyRef` as the API server's `validateFileKeySelector` checks it: a volume of the
+/// pod that is an emptyDir, a relative path without `..`, and a key that is a valid
+/// variable name of at most 128 characters.
+fn file_key_ref(f: &FileKeySelector, p: &str, empty_dirs: &EmptyDirs) -> R {
+    if f.volume_name.is_empty() {
+        return err(format!("{p}.volumeName"), "Required value");
+    }
+    match empty_dirs(&f.volume_name) {
+        None => {
+            return err(
+                format!("{p}.volumeName"),
+                format!("Not found: {:?}", f.volume_name),
+            )
+        }
+        Some(false) => {
+            return err(
+                format!("{p}.volumeName"),
+                format!(
+                    "Invalid value: {:?}: must be an emptyDir volume",
+                    f.volume_name
+                ),
+            )
+        }
+        Some(true) => {}
+    }
+    if f.path.is_empty() {
+        return err(format!("{p}.path"), "Required value");
+    }
+    let path = std::path::Path::new(&f.path);
+    if path.is_absolute() {
+        return err(
+            format!("{p}.path"),
+            format!("Invalid value: {:?}: must be a relative path", f.path),
+        );
+    }
+    if path
+        .components()
+        .any(|c| c == std::path::Component::ParentDir)
+    {
+        return err(
+            format!("{p}.path"),
+            format!("Invalid value: {:?}: must not contain '..'", f.path),
+        );
+    }
+    if f.key.is_empty() {
+        return err(format!("{p}.key"), "Required value");
+    }
+    if f.key.len() > crate::manifest::env_file::MAX_KEY_BYTES {
+        return err(
+            format!("{p}.key"),
+            format!(
+                "Too long: may not be more than {} bytes",
+                crate::manifest::env_file::MAX_KEY_BYTES
+            ),
+        );
+    }
+    if f.key.contains('=') || !f.key.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        return err(format!("{p}.key"), format!("Invalid value: {:?}: a valid environment variable name must consist only of printable ASCII characters other than '='", f.key));
+    }
+    Ok(())
+}
+
+/// Whether the pod's volume of this name is an emptyDir (`None`: it has none of the name).
+pub(super) type EmptyDirs<'a> = dyn Fn(&str) -> Option<bool> + 'a;
+
+fn value_from(src: &EnvVarSource, has_value: bool, p: &str, empty_dirs: &EmptyDirs) -> R {
     let n = [
         src.field_ref.is_some(),
         src.resource_field_ref.is_some(),
@@ -66,7 +136,7 @@ fn value_from(src: &EnvVarSource, has_value: bool, p: &str) -> R {
     .filter(|b| **b)
     .count();
     if n == 0 {
-        return err(p.to_string(), "Invalid value: \"\": must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`");
+        return err(p.to_string(), "Invalid value: \"\": must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef`, `secretKeyRef` or `fileKeyRef`");
     }
     if n > 1 {
         return err(
@@ -80,8 +150,8 @@ fn value_from(src: &EnvVarSource, has_value: bool, p: &str) -> R {
             "Invalid value: \"\": may not be specified when `value` is not empty",
         );
     }
-    if src.file_key_ref.is_some() {
-        return err(format!("{p}.fileKeyRef"), "not supported");
+    if let Some(f) = &src.file_key_ref {
+        file_key_ref(f, &format!("{p}.fileKeyRef"), empty_dirs)?;
     }
     if let Some(f) = &src.field_ref {
         let path = f.field_path.as_str();
