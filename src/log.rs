@@ -58,23 +58,14 @@ fn write_line(line: &str, reserve: usize) {
         eprint!("{line}");
         return;
     };
-    if reserve > 0 && free_in_pipe(pipe).is_some_and(|free| free < line.len() + reserve) {
+    if reserve > 0
+        && crate::sys::fd::pipe_free(std::os::fd::AsFd::as_fd(pipe))
+            .is_some_and(|free| free < line.len() + reserve)
+    {
         return;
     }
     // One write: a line of up to PIPE_BUF bytes goes in whole or not at all.
     let _ = std::io::Write::write(&mut pipe, line.as_bytes());
-}
-
-/// The bytes a pipe can still take, roughly (its pages hold what they hold).
-fn free_in_pipe(pipe: &std::fs::File) -> Option<usize> {
-    use std::os::fd::AsRawFd;
-    let fd = pipe.as_raw_fd();
-    let mut queued: libc::c_int = 0;
-    // SAFETY: fcntl and ioctl with integer results on our own descriptor.
-    let cap = unsafe { libc::fcntl(fd, libc::F_GETPIPE_SZ) };
-    // SAFETY: as above; FIONREAD writes one int.
-    let ok = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut queued) } == 0;
-    (ok && cap > 0).then(|| (cap as usize).saturating_sub(queued.max(0) as usize))
 }
 
 /// When stderr is a pipe: a descriptor of its own on that pipe that never waits, so that
@@ -139,9 +130,12 @@ mod tests {
     fn free_room_of_a_pipe() {
         let (_r, w) = nix::unistd::pipe().unwrap();
         let p = reopen_pipe_nonblocking(w.as_raw_fd()).unwrap();
-        let empty = free_in_pipe(&p).unwrap();
+        let empty = crate::sys::fd::pipe_free(std::os::fd::AsFd::as_fd(&p)).unwrap();
         nix::unistd::write(&w, &[b'x'; 1000]).unwrap();
-        assert_eq!(free_in_pipe(&p), Some(empty - 1000));
+        assert_eq!(
+            crate::sys::fd::pipe_free(std::os::fd::AsFd::as_fd(&p)),
+            Some(empty - 1000)
+        );
     }
 
     #[test]

@@ -81,10 +81,12 @@ pub fn verb(g: &Globals, a: &Args) -> Result<i32, super::Error> {
 /// stderr, stdout or stdin if one is a terminal, else the controlling terminal. Without
 /// any (a script, CI), the run fails at once as runc's does, rather than wait on a shell.
 fn host_console() -> Result<(), String> {
-    if [2, 1, 0].into_iter().any(|fd| {
-        // SAFETY: isatty on a descriptor number only reads its state.
-        unsafe { libc::isatty(fd) == 1 }
-    }) {
+    let (err, out, inp) = (std::io::stderr(), std::io::stdout(), std::io::stdin());
+    let std_fds = [err.as_fd(), out.as_fd(), inp.as_fd()];
+    if std_fds
+        .into_iter()
+        .any(|fd| nix::unistd::isatty(fd).unwrap_or(false))
+    {
         return Ok(());
     }
     std::fs::File::open("/dev/tty").map(drop).map_err(|e| {

@@ -62,3 +62,15 @@ pub fn take_inherited(fd: RawFd) -> io::Result<OwnedFd> {
     // SAFETY: open, passed to this process by its parent, and claimed here once only.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
+
+/// The bytes a pipe can still take, roughly (its pages hold what they hold); `None` when
+/// `fd` is not a pipe.
+pub fn pipe_free(fd: BorrowedFd) -> Option<usize> {
+    let fd = fd.as_raw_fd();
+    let mut queued: libc::c_int = 0;
+    // SAFETY: fcntl with an integer result on a descriptor the caller holds.
+    let cap = unsafe { libc::fcntl(fd, libc::F_GETPIPE_SZ) };
+    // SAFETY: as above; FIONREAD writes one int, which `queued` is.
+    let ok = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut queued) } == 0;
+    (ok && cap > 0).then(|| (cap as usize).saturating_sub(queued.max(0) as usize))
+}
