@@ -15,15 +15,6 @@ const AT_RECURSIVE: libc::c_uint = 0x8000;
 const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
 const MOUNT_ATTR_IDMAP: u64 = 0x0010_0000;
 
-/// `struct mount_attr` of mount_setattr(2).
-#[repr(C)]
-struct MountAttr {
-    attr_set: u64,
-    attr_clr: u64,
-    propagation: u64,
-    userns_fd: u64,
-}
-
 fn cpath(p: &Path) -> io::Result<CString> {
     CString::new(p.as_os_str().as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path contains a NUL byte"))
@@ -39,24 +30,18 @@ fn check(rc: libc::c_long) -> io::Result<libc::c_long> {
 
 /// Gives the detached mount (a tree, with `AT_RECURSIVE`) `fd` the id mapping of `userns`.
 fn set_idmap(fd: &OwnedFd, userns: BorrowedFd, flags: libc::c_uint) -> io::Result<()> {
-    let attr = MountAttr {
+    let attr = super::mount::MountAttr {
         attr_set: MOUNT_ATTR_IDMAP,
         attr_clr: 0,
         propagation: 0,
         userns_fd: userns.as_raw_fd() as u64,
     };
-    // SAFETY: mount_setattr on a detached mount of ours, with a mount_attr of the size given.
-    check(unsafe {
-        libc::syscall(
-            libc::SYS_mount_setattr,
-            fd.as_raw_fd(),
-            c"".as_ptr(),
-            libc::AT_EMPTY_PATH as libc::c_uint | flags,
-            &attr as *const MountAttr,
-            std::mem::size_of::<MountAttr>(),
-        )
-    })
-    .map(drop)
+    super::mount::mount_setattr(
+        fd.as_raw_fd(),
+        c"",
+        libc::AT_EMPTY_PATH as libc::c_uint | flags,
+        &attr,
+    )
 }
 
 /// A detached copy of the mount tree at `src`, idmapped with `userns`'s mapping: a file

@@ -40,17 +40,44 @@ pub mod attr {
     pub const NOSYMFOLLOW: u64 = 0x0020_0000;
 }
 
+/// `struct mount_attr` of mount_setattr(2).
+#[repr(C)]
+pub(super) struct MountAttr {
+    pub attr_set: u64,
+    pub attr_clr: u64,
+    pub propagation: u64,
+    pub userns_fd: u64,
+}
+
+/// mount_setattr(2): `attr` on the mount at `path` relative to `dirfd` (with `flags`'
+/// `AT_EMPTY_PATH`, the mount `dirfd` itself; with `AT_RECURSIVE`, every mount below too).
+pub(super) fn mount_setattr(
+    dirfd: libc::c_int,
+    path: &std::ffi::CStr,
+    flags: libc::c_uint,
+    attr: &MountAttr,
+) -> io::Result<()> {
+    // SAFETY: a valid C string and a mount_attr of the size given, both borrowed for the call.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            dirfd,
+            path.as_ptr(),
+            flags,
+            attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// `mount_setattr(target, AT_RECURSIVE, {set, clr})`: the attributes on the mount at
 /// `target` and every mount below it (the recursive `rro`, `rnosuid`… options).
 pub fn set_attr_recursive(target: &Path, set: u64, clr: u64) -> io::Result<()> {
     const AT_RECURSIVE: libc::c_uint = 0x8000;
-    #[repr(C)]
-    struct MountAttr {
-        attr_set: u64,
-        attr_clr: u64,
-        propagation: u64,
-        userns_fd: u64,
-    }
     let attr = MountAttr {
         attr_set: set,
         attr_clr: clr,
@@ -59,21 +86,7 @@ pub fn set_attr_recursive(target: &Path, set: u64, clr: u64) -> io::Result<()> {
     };
     let c = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(target.as_os_str()))
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path contains a NUL byte"))?;
-    // SAFETY: mount_setattr with a valid C string and a mount_attr of the size given.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_mount_setattr,
-            libc::AT_FDCWD,
-            c.as_ptr(),
-            AT_RECURSIVE,
-            &attr as *const MountAttr,
-            std::mem::size_of::<MountAttr>(),
-        )
-    };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    mount_setattr(libc::AT_FDCWD, &c, AT_RECURSIVE, &attr)
 }
 
 /// `umount2(target, MNT_DETACH)`: lazily, whatever still uses it.
