@@ -773,8 +773,13 @@ spec:
             .as_array()
             .is_some_and(|cs| cs.iter().any(|c| c["type"] == "AllContainersRestarting"))
     });
+    // The condition is True only while the containers are killed, which a loaded machine's
+    // polling may miss; pod/restart_all.rs's unit tests hold that phase, this test what
+    // stays.
     let c = condition(&v, "AllContainersRestarting");
-    assert_eq!(c["reason"], "ContainerExited", "{c}");
+    if c["status"] == "True" {
+        assert_eq!(c["reason"], "ContainerExited", "{c}");
+    }
     let out = p.wait(LIMIT);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.status["status"]["phase"], "Succeeded");
