@@ -269,7 +269,7 @@ impl TestPod {
     }
 }
 
-fn find_dirs(root: &Path, name: &str, depth: usize) -> Vec<PathBuf> {
+pub fn find_dirs(root: &Path, name: &str, depth: usize) -> Vec<PathBuf> {
     let mut out = Vec::new();
     if depth == 0 {
         return out;
