@@ -168,14 +168,7 @@ pub fn alpha(pod: &Pod) -> Result<(), Error> {
             );
         }
     }
-    let lists = [
-        (
-            "initContainers",
-            spec.init_containers.as_deref().unwrap_or_default(),
-        ),
-        ("containers", &spec.containers[..]),
-    ];
-    for (list, cs) in lists {
+    for (list, cs) in container_lists(spec) {
         for (i, c) in cs.iter().enumerate() {
             for (k, m) in c.volume_mounts.iter().flatten().enumerate() {
                 if m.bind_mount_options.as_ref().is_some_and(|o| !o.is_empty()) {
@@ -254,14 +247,7 @@ pub fn unsupported(pod: &Pod) -> Result<(), Error> {
             }
         }
     }
-    let lists = [
-        (
-            "initContainers",
-            spec.init_containers.as_deref().unwrap_or_default(),
-        ),
-        ("containers", &spec.containers[..]),
-    ];
-    for (list, cs) in lists {
+    for (list, cs) in container_lists(spec) {
         for (i, c) in cs.iter().enumerate() {
             container(c, &format!("spec.{list}[{i}]"))?;
         }
@@ -316,4 +302,15 @@ fn security(sc: &SecurityContext, p: &str) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// The pod's init and regular containers, each list with its field name.
+fn container_lists(spec: &PodSpec) -> [(&'static str, &[Container]); 2] {
+    [
+        (
+            "initContainers",
+            spec.init_containers.as_deref().unwrap_or_default(),
+        ),
+        ("containers", &spec.containers[..]),
+    ]
 }
