@@ -32,14 +32,24 @@ fn tmpfs_takes_idmap() -> bool {
         .spawn()
         .expect("unshare");
     let ns_path = format!("/proc/{}/ns/user", helper.id());
-    // Until unshare has made the namespace and exec'd sleep.
-    let own = std::fs::read_link("/proc/self/ns/user").unwrap();
-    for _ in 0..500 {
-        if std::fs::read_link(&ns_path).is_ok_and(|l| l != own) {
-            break;
-        }
+    // Until unshare has exec'd sleep: only then is the namespace's id map written, and an
+    // idmap onto a namespace without one fails with EINVAL whatever the kernel can do.
+    let comm = format!("/proc/{}/comm", helper.id());
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while std::fs::read_to_string(&comm).map_or(true, |c| c.trim() != "sleep") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "unshare -U -r did not exec sleep within 30 s"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
+    assert!(
+        !std::fs::read_to_string(format!("/proc/{}/uid_map", helper.id()))
+            .unwrap()
+            .trim()
+            .is_empty(),
+        "unshare -U -r left its namespace without a uid map"
+    );
     let userns = std::fs::File::open(&ns_path).unwrap();
     let dir = std::env::temp_dir().join(format!("podinit-idmap-probe-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
