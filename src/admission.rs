@@ -6,6 +6,8 @@
 //! `imagePullPolicy`). It stands on `manifest`, `bundle`, `image` and `pod` only, so `run`
 //! and `supervisor` can both use it.
 
+pub mod image_volumes;
+
 use k8s_openapi::api::core::v1::{ConfigMap, Container, EphemeralContainer, Pod, PodSpec, Secret};
 use std::path::{Path, PathBuf};
 
@@ -30,6 +32,8 @@ pub struct Admission {
     /// The node's allocatable CPU (millicores) and memory (bytes) once the pod is bound to
     /// it: the downward API's default for a container without a limit.
     pub node_allocatable: Option<(i64, i64)>,
+    /// The pod's image volumes (`volumes[].image`), each resolved as a container's image.
+    pub image_volumes: Vec<image_volumes::ImageVolume>,
 }
 
 /// What a container runs on.
@@ -133,6 +137,7 @@ pub fn admit_manifest(
         }
         containers.push((p.kind, c.clone(), b));
     }
+    let image_volumes = image_volumes::resolve_all(spec, dirs)?;
     Ok(Admission {
         pod,
         plan,
@@ -141,6 +146,7 @@ pub fn admit_manifest(
         secrets: a.secrets,
         preset_conflict: a.presets.conflict,
         node_allocatable: None,
+        image_volumes,
     })
 }
 
@@ -162,7 +168,7 @@ pub fn admit_ephemeral(
 /// The base of container `c`'s image (docs/interface.md §1): a path is a bundle or an
 /// error; a name is a bundle under `dirs.bundles` if there is one, else an image. `field`
 /// is the container's path in the pod (`spec.containers[1]`), for the error.
-fn container_base(c: &Container, field: &str, dirs: Dirs) -> Result<Base, String> {
+pub(crate) fn container_base(c: &Container, field: &str, dirs: Dirs) -> Result<Base, String> {
     let image = c.image.as_deref().unwrap_or_default();
     let ctx = |e: String| format!("{field}.image: {e}");
     let dir = if bundle::is_path(image) {

@@ -206,6 +206,97 @@ spec:
 
 #[test]
 #[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
+fn image_volumes_mount_a_bundle_and_a_stored_image_read_only() {
+    require_root();
+    let images = Images::new("imgvol");
+    let mut p = TestPod::new(
+        "imgvol",
+        &format!(
+            r#"apiVersion: v1
+kind: Pod
+metadata: {{name: NAME}}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: c
+    image: {BASE}
+    command:
+    - sh
+    - -c
+    - |
+      test -e /iv/etc/removed || echo removed-is-gone
+      echo data=$(ls /iv/data) layer=$(cat /iv/layer) sub=$(ls /sub)
+      touch /iv/x 2>/dev/null && echo iv=writable || echo iv=readonly
+      touch /bv/x 2>/dev/null && echo bv=writable || echo bv=readonly
+      /iv/bin/busybox true && echo exec-ok
+      test -x /bv/bin/busybox && echo bundle-has-busybox
+      awk '$5 == "/iv"' /proc/self/mountinfo
+    volumeMounts:
+    - {{name: iv, mountPath: /iv, readOnly: true}}
+    - {{name: iv, mountPath: /sub, subPath: data}}
+    - {{name: bv, mountPath: /bv}}
+  volumes:
+  - {{name: iv, image: {{reference: "{LAYERED}"}}}}
+  - {{name: bv, image: {{reference: busybox, pullPolicy: IfNotPresent}}}}
+"#
+        ),
+    );
+    images.start(&mut p);
+    let out = p.wait(LIMIT);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let log = p.log("c", 0);
+    // The stored image's layers as one read-only tree, whiteouts and opaque directories
+    // applied; the bundle's rootfs read-only though the mount does not ask for it.
+    for want in [
+        "removed-is-gone",
+        "data=new layer=top sub=new",
+        "iv=readonly",
+        "bv=readonly",
+        "exec-ok",
+        "bundle-has-busybox",
+    ] {
+        assert!(log.lines().any(|l| l == want), "{want:?} not in {log}");
+    }
+    // The store's unpacked layers themselves: every pod of the image shares them.
+    let lowers = lowerdirs(&log);
+    assert_eq!(lowers.len(), 3, "{lowers:?}");
+    let store = images.store.canonicalize().unwrap();
+    for l in &lowers {
+        assert!(
+            Path::new(l).starts_with(&store),
+            "{l} outside {}",
+            store.display()
+        );
+    }
+    p.assert_nothing_left();
+}
+
+#[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
+fn an_image_volume_the_store_lacks_under_never_waits_in_err_image_never_pull() {
+    require_root();
+    let images = Images::new("imgvolnever");
+    let image = "podinit.test/imgpod/absent:v1";
+    let mut p = TestPod::new(
+        "imgvolnever",
+        &format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: NAME}}\nspec:\n  containers:\n  - name: c\n    image: {BASE}\n    command: [sleep, '3600']\n    volumeMounts: [{{name: v, mountPath: /v}}]\n  volumes: [{{name: v, image: {{reference: '{image}', pullPolicy: Never}}}}]\n"
+        ),
+    );
+    images.start(&mut p);
+    let s = p.wait_status(LIMIT, |s| {
+        s["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] == "ErrImageNeverPull"
+    });
+    assert_eq!(
+        container_status(&s, "c")["state"]["waiting"]["message"],
+        format!("Container image \"{image}\" is not present with pull policy of Never")
+    );
+    stop(&mut p);
+    p.assert_nothing_left();
+}
+
+#[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn never_with_an_image_the_store_lacks_waits_in_err_image_never_pull() {
     require_root();
     let images = Images::new("never");

@@ -691,6 +691,89 @@ spec:
     std::fs::remove_dir_all(&host).unwrap();
 }
 
+/// A tmpfs mounted at `<dir>/sub` for a test, unmounted and removed when dropped.
+struct Submounted(std::path::PathBuf);
+
+impl Submounted {
+    fn new(dir: std::path::PathBuf) -> Submounted {
+        let sub = dir.join("sub");
+        std::fs::create_dir_all(&sub).unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+            .arg(&sub)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "mounting a tmpfs at {}", sub.display());
+        Submounted(dir)
+    }
+}
+
+impl Drop for Submounted {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(self.0.join("sub"))
+            .status();
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
+fn recursive_read_only_mounts_reach_submounts() {
+    require_root();
+    let host =
+        Submounted::new(std::env::temp_dir().join(format!("podinit-rro-{}", std::process::id())));
+    // The mounts of kubelet's e2e test (`podForRROSupported`) of one volume with a
+    // submount: which of them may write under the submount.
+    let mut p = TestPod::new(
+        "rro",
+        &format!(
+            r#"apiVersion: v1
+kind: Pod
+metadata: {{name: NAME}}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: c
+    image: busybox
+    command: ["sh", "-c", "for f in rro rro-if-possible rro-disabled ro rw; do touch /mnt-$f/sub/foo 2>/dev/null && echo $f=writable || echo $f=readonly; done"]
+    volumeMounts:
+    - {{name: mnt, mountPath: /mnt-rro, readOnly: true, mountPropagation: None, recursiveReadOnly: Enabled}}
+    - {{name: mnt, mountPath: /mnt-rro-if-possible, readOnly: true, recursiveReadOnly: IfPossible}}
+    - {{name: mnt, mountPath: /mnt-rro-disabled, readOnly: true, recursiveReadOnly: Disabled}}
+    - {{name: mnt, mountPath: /mnt-ro, readOnly: true}}
+    - {{name: mnt, mountPath: /mnt-rw}}
+  volumes: [{{name: mnt, hostPath: {{path: {}, type: Directory}}}}]
+"#,
+            host.0.display()
+        ),
+    );
+    let out = p.run(LIMIT);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        p.log("c", 0),
+        "rro=readonly\nrro-if-possible=readonly\nrro-disabled=writable\nro=writable\nrw=writable"
+    );
+    let mounts = container_status(&out.status, "c")["volumeMounts"].clone();
+    let rro = |path: &str| {
+        mounts
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["mountPath"] == path)
+            .unwrap_or_else(|| panic!("no {path} in {mounts}"))["recursiveReadOnly"]
+            .clone()
+    };
+    assert_eq!(rro("/mnt-rro"), "Enabled");
+    assert_eq!(rro("/mnt-rro-if-possible"), "Enabled");
+    assert_eq!(rro("/mnt-rro-disabled"), "Disabled");
+    assert_eq!(rro("/mnt-ro"), "Disabled");
+    assert!(rro("/mnt-rw").is_null(), "{mounts}");
+    p.assert_nothing_left();
+}
+
 #[test]
 #[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn container_restart_policies_and_rules_override_the_pods() {

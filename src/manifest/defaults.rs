@@ -31,6 +31,18 @@ pub fn pod(pod: &mut Pod, new_uid: &dyn Fn() -> String) {
     for c in spec.containers.iter_mut() {
         container(c);
     }
+    // `SetDefaults_ImageVolumeSource`: the pull policy a container of the image would get.
+    let images = spec
+        .volumes
+        .iter_mut()
+        .flatten()
+        .filter_map(|v| v.image.as_mut());
+    for iv in images {
+        if iv.pull_policy.is_none() {
+            let reference = iv.reference.as_deref().unwrap_or_default();
+            iv.pull_policy = Some(crate::pod::image_pull::default_policy(reference).into());
+        }
+    }
     pod_requests(spec);
 }
 

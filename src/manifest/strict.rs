@@ -220,7 +220,7 @@ pub fn unsupported(pod: &Pod) -> Result<(), Error> {
             || v.secret.is_some()
             || v.downward_api.is_some()
             || v.projected.is_some();
-        if v.empty_dir.is_none() && v.host_path.is_none() && !files {
+        if v.empty_dir.is_none() && v.host_path.is_none() && v.image.is_none() && !files {
             let source = serde_json::to_value(v)
                 .ok()
                 .and_then(|o| {
@@ -278,12 +278,6 @@ fn container(c: &Container, p: &str) -> Result<(), Error> {
         }
         if m.sub_path_expr.is_some() {
             return unsupported_err(format!("{p}.volumeMounts[{i}].subPathExpr"));
-        }
-        if m.recursive_read_only
-            .as_deref()
-            .is_some_and(|v| v != "Disabled")
-        {
-            return unsupported_err(format!("{p}.volumeMounts[{i}].recursiveReadOnly"));
         }
     }
     if let Some(sc) = &c.security_context {

@@ -196,6 +196,61 @@ fn unsupported_fields_are_named() {
 }
 
 #[test]
+fn hostname_override_is_a_subdomain_without_fqdn_or_host_network() {
+    let with = |extra: &str| {
+        pod_with(&format!(
+            "{extra}  containers:\n  - {{name: c, image: busybox}}\n"
+        ))
+    };
+    admit_str(&with(
+        "  hostnameOverride: xx.yy.zz\n  hostname: aa\n  subdomain: bb\n",
+    ))
+    .unwrap();
+    for (extra, want) in [
+        (
+            "  hostnameOverride: Not_A_Name\n",
+            "spec.hostnameOverride: Invalid value: \"Not_A_Name\"",
+        ),
+        (
+            "  hostnameOverride: xx.yy\n  setHostnameAsFQDN: true\n",
+            "spec.setHostnameAsFQDN: Forbidden: may not be set when hostnameOverride is set",
+        ),
+        (
+            "  hostnameOverride: xx.yy\n  hostNetwork: true\n",
+            "spec.hostNetwork: Forbidden: may not be set when hostnameOverride is set",
+        ),
+    ] {
+        let e = err_of(&with(extra));
+        assert!(e.starts_with(want), "got {e:?}, want {want:?}");
+    }
+    let long = format!("  hostnameOverride: {}\n", "a".repeat(65));
+    assert!(err_of(&with(&long)).starts_with("spec.hostnameOverride: Too long"));
+}
+
+#[test]
+fn recursive_read_only_is_validated_as_the_api_server_does() {
+    let with = |mount: &str| {
+        pod_with(&format!(
+            "  containers:\n  - name: c\n    image: busybox\n    volumeMounts: [{{name: v, mountPath: /a}}, {mount}]\n  volumes: [{{name: v, emptyDir: {{}}}}]\n"
+        ))
+    };
+    for ok in [
+        "{name: v, mountPath: /m, readOnly: true, recursiveReadOnly: Enabled}",
+        "{name: v, mountPath: /m, readOnly: true, recursiveReadOnly: IfPossible, mountPropagation: None}",
+        "{name: v, mountPath: /m, recursiveReadOnly: Disabled}",
+    ] {
+        admit_str(&with(ok)).unwrap_or_else(|e| panic!("{ok}: {e}"));
+    }
+    for (bad, want) in [
+        ("{name: v, mountPath: /m, recursiveReadOnly: Enabled}", "spec.containers[0].volumeMounts.recursiveReadOnly: Forbidden: may only be specified when readOnly is true"),
+        ("{name: v, mountPath: /m, readOnly: false, recursiveReadOnly: IfPossible}", "spec.containers[0].volumeMounts.recursiveReadOnly: Forbidden: may only be specified when readOnly is true"),
+        ("{name: v, mountPath: /m, readOnly: true, recursiveReadOnly: Always}", "spec.containers[0].volumeMounts.recursiveReadOnly: Unsupported value: \"Always\": supported values: \"Disabled\", \"Enabled\", \"IfPossible\""),
+    ] {
+        assert_eq!(err_of(&with(bad)), want, "{bad}");
+    }
+}
+
+#[test]
 fn validation_messages() {
     let cases = [
         ("  containers: []\n", "spec.containers: Required value"),

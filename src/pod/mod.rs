@@ -23,6 +23,7 @@ pub mod phase;
 pub mod plan;
 pub mod probes;
 pub mod reason;
+pub mod recursive_read_only;
 pub mod resize;
 pub mod resources;
 pub mod restart;

@@ -87,5 +87,8 @@ pub(super) fn supervisor_config(
         secrets: adm.secrets,
         unmounted: Vec::new(),
         userns: None,
+        rro_supported: crate::sys::mount::setattr_supported(),
+        image_volumes: adm.image_volumes,
+        image_volume_holds: Vec::new(),
     })
 }

@@ -3,17 +3,33 @@
 use k8s_openapi::api::core::v1::Pod;
 use std::path::{Path, PathBuf};
 
-/// The pod's hostname: `spec.hostname`, else the pod name cut to 63 characters (kubelet
+/// The pod's hostname (`GeneratePodHostNameAndDomain`): `spec.hostnameOverride`
+/// (KEP-4762), else `spec.hostname`, else the pod name, cut to 63 characters (kubelet
 /// also drops trailing '-' and '.' after cutting).
 pub fn hostname(pod: &Pod) -> String {
-    if let Some(h) = pod.spec.as_ref().and_then(|s| s.hostname.clone()) {
+    let spec = pod.spec.as_ref();
+    if let Some(h) = spec.and_then(|s| s.hostname_override.as_deref()) {
+        return truncated(h);
+    }
+    if let Some(h) = spec.and_then(|s| s.hostname.clone()) {
         return h;
     }
-    let name = pod.metadata.name.clone().unwrap_or_default();
+    truncated(pod.metadata.name.as_deref().unwrap_or_default())
+}
+
+/// kubelet's `truncatePodHostnameIfNeeded`.
+fn truncated(name: &str) -> String {
     if name.len() <= 63 {
-        return name;
+        return name.to_string();
     }
     name[..63].trim_end_matches(['-', '.']).to_string()
+}
+
+/// `spec.hostnameOverride` is set: the pod has no domain (kubelet's hostDomain is empty),
+/// so neither `subdomain` nor `setHostnameAsFQDN` makes an FQDN of it.
+pub fn overridden(pod: &Pod) -> bool {
+    let spec = pod.spec.as_ref();
+    spec.is_some_and(|s| s.hostname_override.is_some())
 }
 
 /// The UTS hostname: with `setHostnameAsFQDN` and a `subdomain`, the pod's FQDN (at most
@@ -27,6 +43,9 @@ pub fn uts_hostname(pod: &Pod) -> Result<String, String> {
             .map_err(|e| format!("reading the node's hostname: {e}"));
     }
     let short = hostname(pod);
+    if overridden(pod) {
+        return Ok(short);
+    }
     let Some(sub) = spec.subdomain.filter(|s| !s.is_empty()) else {
         return Ok(short);
     };
@@ -111,6 +130,21 @@ mod tests {
         assert_eq!(hostname(&pod("web", Some("h1"))), "h1");
         let long = format!("{}-{}", "a".repeat(62), "b".repeat(10));
         assert_eq!(hostname(&pod(&long, None)), "a".repeat(62));
+    }
+
+    /// The KEP's table: an override is the hostname whatever `hostname` and `subdomain`
+    /// say, and no FQDN is made of it.
+    #[test]
+    fn hostname_override_wins_and_has_no_domain() {
+        let mut p = pod("web", Some("aa"));
+        let spec = p.spec.as_mut().unwrap();
+        spec.subdomain = Some("bb".into());
+        spec.hostname_override = Some("xx.yy.zz".into());
+        assert_eq!(hostname(&p), "xx.yy.zz");
+        assert_eq!(uts_hostname(&p).unwrap(), "xx.yy.zz");
+        let long = format!("{}.{}", "a".repeat(62), "b".repeat(1));
+        p.spec.as_mut().unwrap().hostname_override = Some(long);
+        assert_eq!(hostname(&p), "a".repeat(62));
     }
 
     #[test]

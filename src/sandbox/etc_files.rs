@@ -31,8 +31,13 @@ pub fn hosts(pod: &Pod, pod_ips: &[String], hostname: &str, node_hosts: &str) ->
             "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\nfe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n",
         )
     };
+    // An overridden hostname has no domain (`GeneratePodHostNameAndDomain`).
+    let subdomain = spec
+        .subdomain
+        .as_deref()
+        .filter(|_| spec.hostname_override.is_none());
     for ip in pod_ips.iter().filter(|_| !host_network) {
-        match spec.subdomain.as_deref().filter(|s| !s.is_empty()) {
+        match subdomain.filter(|s| !s.is_empty()) {
             Some(sub) => out.push_str(&format!(
                 "{ip}\t{hostname}.{sub}.{ns}.svc.{CLUSTER_DOMAIN}\t{hostname}\n"
             )),

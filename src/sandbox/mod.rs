@@ -3,6 +3,7 @@
 //! decisions live in `pod`, the cgroups in `cgroup`.
 
 pub mod etc_files;
+pub mod image_volume;
 pub mod rootfs;
 pub mod statedir;
 pub mod sysctls;

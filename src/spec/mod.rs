@@ -38,7 +38,7 @@
 //! - **devices** (`devices`): a privileged container gets the host's device nodes and may
 //!   use every device; the cgroup's rules are the spec's then runc's defaults.
 //! - **volumeMounts** (`mounts`) are bind mounts (`rbind`, `rprivate`, `nosuid`, `nodev`,
-//!   `ro` when `readOnly`) appended to the base's mounts, replacing one at the same
+//!   `ro` when `readOnly`, and `rro` when recursively read-only) appended to the base's mounts, replacing one at the same
 //!   destination; `subPath` is created inside the volume when missing. The
 //!   termination-message file is bind-mounted at `terminationMessagePath`, the pod's
 //!   `/etc` files at theirs.
@@ -97,6 +97,9 @@ pub struct PodContext<'a> {
     /// Where `Localhost` seccomp profiles are (`--seccomp-root`, kubelet's
     /// `<root-dir>/seccomp`).
     pub seccomp_root: &'a Path,
+    /// For each of the container's `volumeMounts`, whether it is recursively read-only
+    /// (`pod::recursive_read_only`, resolved against the kernel); missing ones are not.
+    pub recursive_read_only: &'a [bool],
 }
 
 /// What every opt of a pod's container reads.

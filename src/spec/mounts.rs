@@ -19,6 +19,14 @@ fn bind(destination: &str, source: &Path, options: &[&str]) -> Mount {
 /// The options of a file the pod provides (termination log, `/etc/hosts`).
 const FILE_OPTIONS: &[&str] = &["bind", "rprivate", "nosuid", "nodev", "noexec", "rw"];
 
+/// `name` is one of the pod's image volumes (`volumes[].image`).
+fn is_image_volume(ctx: &Ctx, name: &str) -> bool {
+    let volumes = ctx.pod.volumes.iter().flatten();
+    volumes
+        .filter(|v| v.name == name)
+        .any(|v| v.image.is_some())
+}
+
 /// Volume mounts replace a base mount at the same destination; the termination log and
 /// the pod's files go where the container mounts nothing itself.
 pub fn with_mounts(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
@@ -45,24 +53,42 @@ pub fn with_mounts(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
                     "{field}.subPath: Invalid value: {sp:?}: must be a relative path without '..'"
                 ));
             }
-            src = src.join(p);
-            let made = vol
-                .made_at
-                .as_ref()
-                .map_or_else(|| src.clone(), |m| m.join(p));
-            if !made.exists() {
-                std::fs::create_dir_all(&made)
-                    .map_err(|e| format!("{field}.subPath: creating {}: {e}", made.display()))?;
+            if is_image_volume(ctx, &vm.name) {
+                // An image's files decide where its symlinks lead: the subPath is resolved
+                // inside the image, and must be there (nothing is made in an image).
+                src = crate::runtime::mounts::secure_join(&src, p, &|q| std::fs::read_link(q).ok())
+                    .map_err(|e| format!("{field}.subPath: {e}"))?;
+                if !src.exists() {
+                    return Err(format!(
+                        "{field}.subPath: {sp:?} does not exist in image volume {:?}",
+                        vm.name
+                    ));
+                }
+            } else {
+                src = src.join(p);
+                let made = vol
+                    .made_at
+                    .as_ref()
+                    .map_or_else(|| src.clone(), |m| m.join(p));
+                if !made.exists() {
+                    std::fs::create_dir_all(&made).map_err(|e| {
+                        format!("{field}.subPath: creating {}: {e}", made.display())
+                    })?;
+                }
             }
         }
         let ro = vm.read_only.unwrap_or(false) || vol.read_only;
-        let opts = [
+        let mut opts = vec![
             "rbind",
             "rprivate",
             "nosuid",
             "nodev",
             if ro { "ro" } else { "rw" },
         ];
+        // containerd's CRI asks the runtime for `rro` (mount_setattr with AT_RECURSIVE).
+        if cx.recursive_read_only.get(i).copied().unwrap_or(false) {
+            opts.push("rro");
+        }
         add(bind(&vm.mount_path, &src, &opts), &mut list);
     }
     if let Some(tl) = cx.termination_log {
@@ -102,6 +128,24 @@ mod tests {
         assert!(m[1].options().as_ref().unwrap().contains(&"ro".to_string()));
         assert_eq!(m[2].destination(), &PathBuf::from("/dev/termination-log"));
         assert_eq!(m[2].source().as_ref().unwrap(), &PathBuf::from("/state/tl"));
+    }
+
+    #[test]
+    fn a_recursively_read_only_mount_asks_for_rro() {
+        let c = container("name: c\nvolumeMounts: [{name: data, mountPath: /a, readOnly: true, recursiveReadOnly: Enabled}, {name: data, mountPath: /b, readOnly: true}]");
+        let mut p = Pod::new(&c);
+        p.recursive_read_only = vec![true, false];
+        let s = try_apply_in(with_mounts, &bundle(), &Default::default(), &c, &p).unwrap();
+        let opts = |d: &str| {
+            let m = s.mounts().as_ref().unwrap();
+            let m = m.iter().find(|m| m.destination() == Path::new(d)).unwrap();
+            m.options().clone().unwrap()
+        };
+        assert_eq!(
+            opts("/a"),
+            ["rbind", "rprivate", "nosuid", "nodev", "ro", "rro"]
+        );
+        assert_eq!(opts("/b"), ["rbind", "rprivate", "nosuid", "nodev", "ro"]);
     }
 
     #[test]

@@ -57,6 +57,7 @@ pub struct Pod {
     pub env: Vec<(String, String)>,
     pub share: bool,
     pub seccomp_root: PathBuf,
+    pub recursive_read_only: Vec<bool>,
 }
 
 impl Pod {
@@ -75,6 +76,7 @@ impl Pod {
             env: literal_env(c),
             share: false,
             seccomp_root: PathBuf::from("/nonexistent/seccomp"),
+            recursive_read_only: Vec::new(),
         }
     }
 
@@ -88,6 +90,7 @@ impl Pod {
             pod_files: &[],
             oom_score_adj: None,
             seccomp_root: &self.seccomp_root,
+            recursive_read_only: &self.recursive_read_only,
         }
     }
 }

@@ -39,6 +39,8 @@ pub struct ContainerMeta {
     pub user: Option<(u32, u32, Vec<u32>)>,
     /// The container's `volumeMounts`: shown once it has been created.
     pub mounts: Vec<k8s_openapi::api::core::v1::VolumeMount>,
+    /// The kernel can make recursive read-only mounts: what `IfPossible` became.
+    pub rro_supported: bool,
     /// The resources kubelet has allocated to it (the spec's, once a resize is admitted).
     pub resources: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
 }
@@ -77,25 +79,21 @@ fn resource_statuses(
 
 /// `volumeMounts` of a container status as kubelet reports them
 /// (`convertToAPIContainerStatuses`): name, path and read-only of each mount, and for a
-/// read-only one whether it is recursively read-only (`Disabled` unless asked for).
-fn mount_statuses(mounts: &[k8s_openapi::api::core::v1::VolumeMount]) -> Vec<VolumeMountStatus> {
+/// read-only one whether it is recursively read-only as resolved (`IfPossible` becomes
+/// `Enabled` or `Disabled`).
+fn mount_statuses(
+    mounts: &[k8s_openapi::api::core::v1::VolumeMount],
+    rro_supported: bool,
+) -> Vec<VolumeMountStatus> {
     mounts
         .iter()
-        .map(|m| {
-            let read_only = m.read_only == Some(true);
-            VolumeMountStatus {
-                name: m.name.clone(),
-                mount_path: m.mount_path.clone(),
-                read_only: Some(read_only),
-                recursive_read_only: read_only.then(|| {
-                    match m.recursive_read_only.as_deref() {
-                        Some("Enabled") => "Enabled",
-                        _ => "Disabled",
-                    }
-                    .to_string()
-                }),
-                ..Default::default()
-            }
+        .map(|m| VolumeMountStatus {
+            name: m.name.clone(),
+            mount_path: m.mount_path.clone(),
+            read_only: Some(m.read_only == Some(true)),
+            recursive_read_only: crate::pod::recursive_read_only::status(m, rro_supported)
+                .map(str::to_string),
+            ..Default::default()
         })
         .collect()
 }
@@ -265,7 +263,7 @@ fn container_status(
         restart_count: c.restart_count as i32,
         user: meta.user.as_ref().map(user),
         volume_mounts: (id.is_some() && !meta.mounts.is_empty())
-            .then(|| mount_statuses(&meta.mounts)),
+            .then(|| mount_statuses(&meta.mounts, meta.rro_supported)),
         allocated_resources: allocated,
         resources,
         ..Default::default()
@@ -304,6 +302,7 @@ mod tests {
                     )
                     .unwrap(),
                 ],
+                rro_supported: true,
                 resources: Some(
                     serde_json::from_value(serde_json::json!({"requests": {"cpu": "100m", "example.com/x": "1"}, "limits": {"cpu": "200m"}}))
                         .unwrap(),

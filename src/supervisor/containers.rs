@@ -104,6 +104,8 @@ pub struct StartContext<'a> {
     pub seccomp_root: &'a Path,
     /// The pod's user namespace and the first host id it maps (`hostUsers: false`).
     pub user_ns: Option<(BorrowedFd<'a>, u32)>,
+    /// Each of the container's `volumeMounts` recursively read-only or not.
+    pub recursive_read_only: &'a [bool],
 }
 
 /// A container's cgroup, below the pod's.
@@ -194,6 +196,7 @@ impl Ctr {
                 env: cx.env,
                 pod_files: cx.pod_files,
                 seccomp_root: cx.seccomp_root,
+                recursive_read_only: cx.recursive_read_only,
                 oom_score_adj: Some(crate::pod::oom_score::container(
                     cx.pod_spec,
                     &self.spec,

@@ -136,6 +136,29 @@ impl Supervisor<'_> {
         }
     }
 
+    /// kubelet has a pod's image volumes before it starts a container that mounts one
+    /// (`getImageVolumes`): one not on this machine, which `pullPolicy: Never` keeps from
+    /// being pulled, keeps container `i` waiting in `ErrImageNeverPull` as its own image
+    /// would.
+    pub(super) fn image_volumes_ready(&mut self, i: usize, now: pod::Millis) -> bool {
+        let mounts = self.containers[i].ctr.spec.volume_mounts.as_deref();
+        for m in mounts.unwrap_or_default() {
+            let missing = self
+                .cfg
+                .image_volumes
+                .iter()
+                .find(|iv| iv.name == m.name && iv.lowers.is_none());
+            let Some(iv) = missing else { continue };
+            let mut gate = image_pull::ImageGate::new(&iv.reference, iv.policy);
+            let backoff = self.image_backoff.entry(iv.reference.clone()).or_default();
+            let g = gate.on_start(&self.cfg.plan, &mut self.st, i, false, backoff, now);
+            if g != Gate::Ready {
+                return false;
+            }
+        }
+        true
+    }
+
     fn ask_pull(&mut self, i: usize, reference: &str, now: pod::Millis) {
         let sent = match &self.cfg.puller {
             Some(fd) => crate::sys::packet::send(fd.as_raw_fd(), &request(i, reference))

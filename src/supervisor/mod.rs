@@ -89,6 +89,14 @@ pub struct Config {
     pub unmounted: Vec<(String, String)>,
     /// The pod's user namespace (`hostUsers: false`), made by the outer process.
     pub userns: Option<crate::sandbox::userns::PodUserns>,
+    /// The pod's image volumes, resolved at admission.
+    pub image_volumes: Vec<crate::admission::image_volumes::ImageVolume>,
+    /// The store's images that image volumes mount, held for the pod's life (`images rm`
+    /// refuses them, and their layers stay).
+    pub image_volume_holds: Vec<crate::image::store::Held>,
+    /// The kernel can make recursive read-only mounts (the runtime handler's
+    /// `recursiveReadOnlyMounts` feature).
+    pub rro_supported: bool,
 }
 
 /// Signals the supervisor handles. As PID 1 it would not even see the others.

@@ -51,10 +51,32 @@ pub fn set_up_volumes(
             .volumes
             .iter()
             .flatten()
+            .filter(|v| v.image.is_none())
             .filter(|v| names.is_none_or(|n| n.contains(&v.name)));
         crate::sandbox::volumes::prepare(wanted, spec, sd, mem, &files_of)
     };
-    let mut failed = failed;
+    let (mut made, mut failed) = (made, failed);
+    // Image volumes not on this machine have no mount: the containers that mount them
+    // wait for the image (`image_volumes_ready`).
+    let images = cfg
+        .image_volumes
+        .iter()
+        .filter(|iv| names.is_none_or(|n| n.contains(&iv.name)));
+    let mut holds = Vec::new();
+    for iv in images {
+        let Some(lowers) = &iv.lowers else { continue };
+        let held = iv.stored.then(|| hold_stored(&cfg.images, &iv.reference));
+        if let Some(h) = held.flatten() {
+            holds.push(h);
+        }
+        match crate::sandbox::image_volume::mount(lowers, &sd.volume_dir(&iv.name)) {
+            Ok(path) => {
+                made.insert(iv.name.clone(), (path, true));
+            }
+            Err(e) => failed.push((iv.name.clone(), e.to_string())),
+        }
+    }
+    cfg.image_volume_holds.extend(holds);
     for (name, (host_path, read_only)) in made {
         let v = match &cfg.userns {
             // Seen through the pod's idmap: what host root owns, container root owns.
@@ -81,6 +103,17 @@ pub fn set_up_volumes(
         cfg.volumes.insert(name, v);
     }
     failed
+}
+
+/// A hold on the store's image `reference` (an image volume's), if the store still has it.
+fn hold_stored(images: &std::path::Path, reference: &str) -> Option<crate::image::store::Held> {
+    let name = crate::image::reference::Reference::parse(reference)
+        .ok()?
+        .to_string();
+    let image = crate::admission::stored(images, &name).ok()??;
+    let held = crate::image::store::Store::open(images).and_then(|s| s.hold(&image));
+    held.map_err(|e| crate::log::warn(&format!("image volume {reference}: {e}")))
+        .ok()
 }
 
 /// `src` idmapped with the pod's user namespace at `target` (one made earlier there, for
@@ -122,7 +155,7 @@ impl Supervisor<'_> {
         self.release_later();
         let now = self.now();
         self.containers[i].start_requested = Some(now);
-        if !self.image_ready(i, now) {
+        if !self.image_ready(i, now) || !self.image_volumes_ready(i, now) {
             return;
         }
         // An ephemeral container with a target joins the target's pid namespace (the
@@ -180,6 +213,20 @@ impl Supervisor<'_> {
         for w in &env.warnings {
             self.event(pod::events::invalid_env_names(i, w));
         }
+        // kubelet resolves each mount's recursive read-only mode as it makes the mounts
+        // (`makeMounts`): a mode it cannot have is a configuration error.
+        let mounts = self.containers[i].ctr.spec.volume_mounts.as_deref();
+        let rro = match pod::recursive_read_only::resolve_all(
+            mounts.unwrap_or_default(),
+            self.cfg.rro_supported,
+        ) {
+            Ok(r) => r,
+            Err(msg) => {
+                self.st
+                    .on_start_failed(&self.cfg.plan, i, StartFailure::Config, &msg, now);
+                return;
+            }
+        };
         let cx = StartContext {
             pod_spec: self.cfg.pod.spec.as_ref().expect("admitted pod has a spec"),
             volumes: &self.cfg.volumes,
@@ -190,6 +237,7 @@ impl Supervisor<'_> {
             pod_files: &self.cfg.pod_files,
             seccomp_root: &self.cfg.seccomp_root,
             user_ns: self.cfg.userns.as_ref().map(|u| (u.user_fd(), u.base)),
+            recursive_read_only: &rro,
         };
         match self.containers[i].ctr.start(&cx) {
             Ok(pipes) => {

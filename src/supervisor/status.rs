@@ -30,6 +30,7 @@ impl Supervisor<'_> {
                     container_id: c.container_id.clone(),
                     user: c.user.clone(),
                     mounts: c.spec.volume_mounts.clone().unwrap_or_default(),
+                    rro_supported: self.cfg.rro_supported,
                     resources: c.spec.resources.clone(),
                 }
             })

@@ -89,6 +89,20 @@ pub fn set_attr_recursive(target: &Path, set: u64, clr: u64) -> io::Result<()> {
     mount_setattr(libc::AT_FDCWD, &c, AT_RECURSIVE, &attr)
 }
 
+/// Whether the kernel has mount_setattr(2) (Linux 5.12), which recursive read-only
+/// mounts need: asked with a bad descriptor, so that only `ENOSYS` says no.
+pub fn setattr_supported() -> bool {
+    const AT_EMPTY_PATH: libc::c_uint = 0x1000;
+    let attr = MountAttr {
+        attr_set: 0,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    let res = mount_setattr(-1, c"", AT_EMPTY_PATH, &attr);
+    !matches!(res, Err(e) if e.raw_os_error() == Some(libc::ENOSYS))
+}
+
 /// `umount2(target, MNT_DETACH)`: lazily, whatever still uses it.
 pub fn detach(target: &Path) -> io::Result<()> {
     nix::mount::umount2(target, MntFlags::MNT_DETACH).map_err(io::Error::from)
@@ -105,5 +119,15 @@ mod tests {
         let e = mount(None, bad, None, 0, "").unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
         assert_eq!(detach(bad).unwrap_err().kind(), io::ErrorKind::InvalidInput);
+    }
+
+    #[test]
+    fn setattr_is_found_on_a_kernel_that_has_it() {
+        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+        let mut v = release
+            .split(['.', '-'])
+            .map(|n| n.parse::<u32>().unwrap_or(0));
+        let (major, minor) = (v.next().unwrap_or(0), v.next().unwrap_or(0));
+        assert_eq!(setattr_supported(), (major, minor) >= (5, 12), "{release}");
     }
 }

@@ -57,6 +57,7 @@ fn merged(b: &Bundle, c: &str, pod: &str) -> Result<Spec, String> {
             pod_files: &[],
             oom_score_adj: None,
             seccomp_root: Path::new("/nonexistent"),
+            recursive_read_only: &[],
         },
     )
 }

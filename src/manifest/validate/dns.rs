@@ -67,5 +67,34 @@ pub(super) fn dns(spec: &PodSpec) -> R {
     if let Some(sub) = spec.subdomain.as_deref().filter(|s| !s.is_empty()) {
         dns1123_label("spec.subdomain", sub)?;
     }
+    hostname_override(spec)
+}
+
+/// `hostnameOverride` (KEP-4762, GA in 1.37): an RFC 1123 subdomain of at most 64
+/// characters (the kernel's limit), neither with `setHostnameAsFQDN` nor with
+/// `hostNetwork`.
+fn hostname_override(spec: &PodSpec) -> R {
+    let Some(h) = spec.hostname_override.as_deref() else {
+        return Ok(());
+    };
+    if h.len() > 64 {
+        return err(
+            "spec.hostnameOverride",
+            format!("Too long: may not be more than 64 bytes (got {})", h.len()),
+        );
+    }
+    dns1123_subdomain("spec.hostnameOverride", h)?;
+    if spec.set_hostname_as_fqdn == Some(true) {
+        return err(
+            "spec.setHostnameAsFQDN",
+            "Forbidden: may not be set when hostnameOverride is set",
+        );
+    }
+    if spec.host_network == Some(true) {
+        return err(
+            "spec.hostNetwork",
+            "Forbidden: may not be set when hostnameOverride is set",
+        );
+    }
     Ok(())
 }

@@ -73,6 +73,22 @@ fn volume(v: &Volume, p: &str, vols: &mut BTreeSet<String>) -> R {
             );
         }
     }
+    if let Some(iv) = &v.image {
+        // `validateImageVolumeSource`.
+        if iv.reference.as_deref().unwrap_or_default().is_empty() {
+            return err(format!("{p}.image.reference"), "Required value");
+        }
+        let policy = iv.pull_policy.as_deref().unwrap_or_default();
+        if policy.is_empty() {
+            return err(format!("{p}.image.pullPolicy"), "Required value");
+        }
+        if !["Always", "IfNotPresent", "Never"].contains(&policy) {
+            return err(
+                format!("{p}.image.pullPolicy"),
+                format!("Unsupported value: {policy:?}: supported values: \"Always\", \"IfNotPresent\", \"Never\""),
+            );
+        }
+    }
     if let Some(d) = &v.downward_api {
         downward_items(
             d.items.as_deref().unwrap_or_default(),
@@ -225,6 +241,33 @@ pub(super) fn mounts(c: &Container, p: &str, vols: &BTreeSet<String>) -> R {
                 );
             }
         }
+        recursive_read_only(m, p)?;
     }
     Ok(())
+}
+
+/// `validateMountRecursiveReadOnly`: `Enabled` and `IfPossible` only on a read-only mount
+/// without propagation. The API server names the field without the mount's index
+/// (`spec.containers[0].volumeMounts.recursiveReadOnly`), as here.
+fn recursive_read_only(m: &k8s_openapi::api::core::v1::VolumeMount, p: &str) -> R {
+    let at = format!("{p}.volumeMounts.recursiveReadOnly");
+    match m.recursive_read_only.as_deref() {
+        None | Some("Disabled") => Ok(()),
+        Some("Enabled" | "IfPossible") => {
+            if m.read_only != Some(true) {
+                return err(at, "Forbidden: may only be specified when readOnly is true");
+            }
+            if m.mount_propagation.as_deref().is_some_and(|p| p != "None") {
+                return err(
+                    at,
+                    "Forbidden: may only be specified when mountPropagation is None or not specified",
+                );
+            }
+            Ok(())
+        }
+        Some(other) => err(
+            at,
+            format!("Unsupported value: {other:?}: supported values: \"Disabled\", \"Enabled\", \"IfPossible\""),
+        ),
+    }
 }
