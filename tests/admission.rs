@@ -182,6 +182,32 @@ spec:
     p.assert_nothing_left();
 }
 
+#[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
+fn hostname_override_is_the_hostname_without_a_domain() {
+    require_root();
+    let mut p = TestPod::new(
+        "hostover",
+        r#"apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  restartPolicy: Never
+  hostname: aa
+  subdomain: bb
+  hostnameOverride: xx.yy.zz
+  containers:
+  - {name: c, image: busybox, command: ["sh", "-c", "hostname; cat /etc/hostname; echo $HOSTNAME; grep -c bb /etc/hosts || true"]}
+"#,
+    );
+    let out = p.run(LIMIT);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // The KEP's row 11: `hostname` and `hostname -f` are the override; no FQDN of the
+    // subdomain is written for it.
+    assert_eq!(p.log("c", 0), "xx.yy.zz\nxx.yy.zz\nxx.yy.zz\n0");
+    p.assert_nothing_left();
+}
+
 const PRESET: &str = r#"apiVersion: settings.k8s.io/v1alpha1
 kind: PodPreset
 metadata: {name: cache, resourceVersion: "3"}

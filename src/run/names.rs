@@ -142,7 +142,7 @@ mod tests {
         spec.hostname_override = Some("xx.yy.zz".into());
         assert_eq!(hostname(&p), "xx.yy.zz");
         assert_eq!(uts_hostname(&p).unwrap(), "xx.yy.zz");
-        let long = format!("{}.{}", "a".repeat(62), "b".repeat(1));
+        let long = format!("{}.b", "a".repeat(62));
         p.spec.as_mut().unwrap().hostname_override = Some(long);
         assert_eq!(hostname(&p), "a".repeat(62));
     }

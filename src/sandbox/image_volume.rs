@@ -73,7 +73,10 @@ mod tests {
     #[test]
     fn one_layer_is_used_as_it_is_and_more_are_a_lower_only_overlay() {
         let l = PathBuf::from("/s/layers/sha256:ab");
-        assert_eq!(mount(&[l.clone()], Path::new("/nowhere")).unwrap(), l);
+        assert_eq!(
+            mount(std::slice::from_ref(&l), Path::new("/nowhere")).unwrap(),
+            l
+        );
         assert!(mount(&[], Path::new("/nowhere")).is_err());
         assert_eq!(
             options(&[l, PathBuf::from("/s/layers/cd")]).unwrap(),
