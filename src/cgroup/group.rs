@@ -89,6 +89,11 @@ impl Group {
         Ok(())
     }
 
+    /// A group of [`CgroupRoot::none`]: no cgroup at all.
+    pub fn is_none(&self) -> bool {
+        self.root.is_none()
+    }
+
     pub fn exists(&self) -> bool {
         self.dirs.iter().any(|d| d.exists())
     }
