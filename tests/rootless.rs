@@ -30,7 +30,10 @@ struct User {
 impl User {
     fn new() -> User {
         // No bundles: the user runs images of its own store.
-        assert!(is_root(), "the rootless tests make a user: run them as root");
+        assert!(
+            is_root(),
+            "the rootless tests make a user: run them as root"
+        );
         let mut b = [0u8; 3];
         std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom").unwrap(), &mut b)
             .unwrap();
