@@ -432,3 +432,123 @@ fn what_needs_root_is_refused_naming_the_field() {
         );
     }
 }
+
+/// A busybox bundle of the user's own (its files the user's), with `spec --rootless`'s
+/// config running `script`, the same for podinit and runc.
+fn rootless_bundle(u: &User, dir: &str, script: &str, extra: serde_json::Value) -> PathBuf {
+    let b = u.home.join(dir);
+    let bin = b.join("rootfs/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::copy("/bin/busybox", bin.join("busybox")).unwrap();
+    for a in ["sh", "id", "cat", "hostname", "ls", "test"] {
+        std::os::unix::fs::symlink("busybox", bin.join(a)).unwrap();
+    }
+    let out = Command::new("chown")
+        .args(["-R", &format!("{}:{}", u.uid, u.gid)])
+        .arg(&b)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let spec = u
+        .cmd(&u.bin)
+        .args(["runc", "spec", "--rootless"])
+        .current_dir(&b)
+        .output_within(CLIENT_LIMIT);
+    assert!(spec.status.success(), "{}", text(&spec));
+    let path = b.join("config.json");
+    let mut config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    config["process"]["terminal"] = false.into();
+    config["process"]["args"] = serde_json::json!(["sh", "-c", script]);
+    if let serde_json::Value::Object(m) = extra {
+        for (k, v) in m {
+            config["linux"][k] = v;
+        }
+    }
+    std::fs::write(&path, serde_json::to_vec(&config).unwrap()).unwrap();
+    b
+}
+
+/// `RUNTIME --root ROOT run ID` as the user in `bundle`.
+fn run_as(
+    u: &User,
+    runtime: &[&Path],
+    root: &Path,
+    bundle: &Path,
+    id: &str,
+) -> std::process::Output {
+    let mut c = u.cmd(runtime[0]);
+    c.args(&runtime[1..])
+        .arg("--root")
+        .arg(root)
+        .args(["run", id])
+        .current_dir(bundle);
+    c.output_within(CLIENT_LIMIT)
+}
+
+/// The same rootless bundle under `podinit runc` and runc's `--rootless=auto` (runc 1.1 is
+/// the oracle): the same ids and maps inside, the same exit status; and a memory limit
+/// that needs a cgroup the user cannot make is refused by both with runc's words.
+#[test]
+#[ignore = "needs root: it makes a user"]
+fn a_rootless_bundle_runs_as_runc_runs_it() {
+    let u = User::new();
+    let runc = PathBuf::from("/usr/sbin/runc");
+    assert!(
+        runc.exists(),
+        "runc is the oracle of this test: install runc"
+    );
+    let script = "id -u; id -g; cat /proc/self/uid_map /proc/self/gid_map; hostname; \
+                  test -c /dev/null && echo null-ok; exit 7";
+    let b = rootless_bundle(&u, "bundle", script, serde_json::json!({}));
+    let ours = run_as(
+        &u,
+        &[&u.bin, Path::new("runc")],
+        &u.home.join("state-podinit"),
+        &b,
+        "rl-ours",
+    );
+    let theirs = run_as(&u, &[&runc], &u.home.join("state-runc"), &b, "rl-runc");
+    assert_eq!(theirs.status.code(), Some(7), "runc: {}", text(&theirs));
+    assert_eq!(ours.status.code(), Some(7), "podinit runc: {}", text(&ours));
+    let out = String::from_utf8_lossy(&ours.stdout).into_owned();
+    assert_eq!(out, String::from_utf8_lossy(&theirs.stdout), "stdout");
+    assert!(
+        out.starts_with(&format!("0\n0\n{:>10}{:>11}{:>11}\n", 0, u.uid, 1)),
+        "{out}"
+    );
+    assert!(out.ends_with("runc\nnull-ok\n"), "{out}");
+
+    let limited = rootless_bundle(
+        &u,
+        "limited",
+        "true",
+        serde_json::json!({"resources": {"memory": {"limit": 33554432}}}),
+    );
+    let ours = run_as(
+        &u,
+        &[&u.bin, Path::new("runc")],
+        &u.home.join("state-podinit"),
+        &limited,
+        "rl-ours2",
+    );
+    let theirs = run_as(
+        &u,
+        &[&runc],
+        &u.home.join("state-runc"),
+        &limited,
+        "rl-runc2",
+    );
+    let words = "cannot set memory limit: container could not join or create cgroup";
+    for (who, o) in [("runc", &theirs), ("podinit runc", &ours)] {
+        assert_eq!(o.status.code(), Some(1), "{who}: {}", text(o));
+        assert!(text(o).contains(words), "{who}: {}", text(o));
+    }
+    // Nothing is left in either state root.
+    for root in ["state-podinit", "state-runc"] {
+        let left: Vec<_> = std::fs::read_dir(u.home.join(root))
+            .map(|d| d.flatten().map(|e| e.file_name()).collect())
+            .unwrap_or_default();
+        assert!(left.is_empty(), "{root}: {left:?}");
+    }
+}
