@@ -552,3 +552,38 @@ fn a_rootless_bundle_runs_as_runc_runs_it() {
         assert!(left.is_empty(), "{root}: {left:?}");
     }
 }
+
+/// `hostNetwork: true` shares the user's network namespace: the container sees the host's
+/// links, and its /sys (which a user namespace may not mount for that namespace) is the
+/// host's, bound.
+#[test]
+#[ignore = "needs root: it makes a user"]
+fn host_network_is_the_users() {
+    let mut u = User::new();
+    u.import_busybox();
+    let pod = format!("hn-{}", u.name);
+    let manifest = u.write(
+        "hn.yaml",
+        &format!(
+            r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: {pod}
+spec:
+  restartPolicy: Never
+  hostNetwork: true
+  containers:
+  - name: app
+    image: {IMAGE}
+    imagePullPolicy: Never
+    command: ["sh", "-c", "readlink /proc/self/ns/net; test -d /sys/class/net/lo && echo sys-ok"]
+"#
+        ),
+    );
+    let run = u.start(&manifest);
+    let (code, err) = u.wait(run);
+    assert_eq!(code, 0, "{err}");
+    let ours = std::fs::read_link("/proc/self/ns/net").unwrap();
+    let log = text(&u.podinit(&["logs", &pod, "app"]));
+    assert_eq!(log, format!("{}\nsys-ok\n", ours.display()), "{log}");
+}
