@@ -106,7 +106,7 @@ impl DirPaths {
 /// `--images`, else the store's default.
 pub fn images_dir(opt: Option<&Path>) -> PathBuf {
     opt.map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from(crate::image::store::DEFAULT_ROOT))
+        .unwrap_or_else(crate::image::store::default_root)
 }
 
 /// `--bundles`, else `$PODINIT_BUNDLES`, else `./oci-bundles`.

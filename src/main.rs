@@ -12,6 +12,12 @@ fn main() {
         std::process::exit(podinit::runc::main(args.collect()));
     }
     let rest: Vec<_> = args.collect();
+    if rest.first().is_some_and(|a| a == "images" || a == "run") {
+        // Without root, the image store and the pod live in the user's own namespace.
+        if let Err(e) = podinit::run::rootless::enter_if_unprivileged() {
+            std::process::exit(Failure::Sandbox(e).report());
+        }
+    }
     if rest.first().is_some_and(|a| a == "images") {
         std::process::exit(podinit::cli::images::main(rest[1..].to_vec()));
     }
@@ -43,7 +49,7 @@ fn usage_error(e: cli::Error) -> ! {
 /// `--state-root`, where pods are found by name.
 fn state_root(m: &Matches) -> PathBuf {
     m.path("state-root")
-        .unwrap_or_else(|| PathBuf::from(cli::pods::STATE_ROOT))
+        .unwrap_or_else(podinit::run::state_root)
 }
 
 /// For an option whose default is in `cli::commands`, so that it is always there.

@@ -20,6 +20,10 @@ pub struct CgroupRoot {
     /// v1: controller name (as in /proc/self/cgroup, e.g. `memory`, `name=systemd`) →
     /// parent path. v2: the single entry `""` → parent path.
     parents: Arc<HashMap<String, String>>,
+    /// No cgroups at all: a pod run without root where none are delegated to the user
+    /// (docs/interface.md §Without root). Its groups have no directory; making one,
+    /// placing a process, limits and device rules do nothing.
+    none: bool,
 }
 
 impl CgroupRoot {
@@ -51,6 +55,7 @@ impl CgroupRoot {
             let root = CgroupRoot {
                 v2,
                 parents: Arc::new(parents),
+                none: false,
             };
             // The parent is the caller's to make (as kubelet's cgroupfs driver expects):
             // creating it here would leave it behind.
@@ -67,7 +72,39 @@ impl CgroupRoot {
         Ok(CgroupRoot {
             v2,
             parents: Arc::new(parents),
+            none: false,
         })
+    }
+
+    /// Cgroups that are not used (see `none`): what a pod without delegated cgroups
+    /// runs with.
+    pub fn none() -> CgroupRoot {
+        CgroupRoot {
+            v2: false,
+            parents: Arc::new(HashMap::new()),
+            none: true,
+        }
+    }
+
+    /// Whether this process may make cgroups below the parent: on v2, the parent's
+    /// directory and its `cgroup.procs` are writable (a subtree delegated to the user).
+    /// Checked with access(2), which a user namespace's root passes only for files its
+    /// owner maps.
+    pub fn parent_writable(&self) -> bool {
+        if !self.v2 || self.none {
+            return false;
+        }
+        let dir = hierarchy()
+            .root()
+            .join(self.parents[""].trim_start_matches('/'));
+        let w = nix::unistd::AccessFlags::W_OK;
+        nix::unistd::access(&dir, w).is_ok()
+            && nix::unistd::access(&dir.join("cgroup.procs"), w).is_ok()
+    }
+
+    /// Whether this is [`none`](Self::none).
+    pub fn is_none(&self) -> bool {
+        self.none
     }
 
     pub fn is_v2(&self) -> bool {
@@ -81,6 +118,23 @@ impl CgroupRoot {
 
     /// As [`group`](Self::group), with a path.
     pub(super) fn group_at(&self, rel: &Path) -> Group {
+        if self.none {
+            return Group {
+                cg: Cgroup::load_with_relative_paths(
+                    Box::new(hierarchies::V2::new()),
+                    rel,
+                    HashMap::new(),
+                ),
+                v2: false,
+                dirs: Vec::new(),
+                memory: None,
+                devices: None,
+                cpuset: None,
+                root: self.clone(),
+                retired: Vec::new(),
+                renewals: 0,
+            };
+        }
         let cg = if self.v2 {
             let base = self.parents[""].trim_start_matches('/');
             let path = Path::new(base).join(rel);
@@ -132,7 +186,7 @@ impl CgroupRoot {
     /// still be enabled in it, but that would make its new children invalid domains that
     /// no process may join (clone3 into them fails with EOPNOTSUPP).
     pub fn delegate_controllers(&self) {
-        if !self.v2 {
+        if !self.v2 || self.none {
             return;
         }
         let rel = self.parents[""].trim_start_matches('/');

@@ -12,7 +12,7 @@ impl Group {
     /// v1 through `devices.deny`/`devices.allow`, v2 with a device program attached to the
     /// cgroup (once: each call adds one). No rules: no limit, as the OCI spec says.
     pub fn confine_devices(&self, rules: &[Rule]) -> io::Result<()> {
-        if rules.is_empty() {
+        if rules.is_empty() || self.root.is_none() {
             return Ok(());
         }
         let ctx =

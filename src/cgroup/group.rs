@@ -59,7 +59,13 @@ impl Group {
                     Err(_) => {}
                 }
             }
-            crate::util::ensure_dir(d).map_err(|e| fail(&format!("{}: {e}", d.display())))?;
+            // The errno's kind is kept: runc's rootless rule tells a refusal from a failure.
+            crate::util::ensure_dir(d).map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("creating cgroup {}: {}: {e}", self.describe(), d.display()),
+                )
+            })?;
         }
         if let Some(d) = &self.cpuset {
             inherit_cpuset(d).map_err(|e| fail(&e))?;
@@ -87,6 +93,11 @@ impl Group {
             let _ = fs::write(d.join("cgroup.clone_children"), "1");
         }
         Ok(())
+    }
+
+    /// A group of [`CgroupRoot::none`]: no cgroup at all.
+    pub fn is_none(&self) -> bool {
+        self.root.is_none()
     }
 
     pub fn exists(&self) -> bool {

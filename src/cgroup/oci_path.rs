@@ -78,10 +78,11 @@ impl Group {
         let Some(dir) = self.dirs.first() else {
             return Ok(());
         };
+        // The errno's kind is kept: runc's rootless rule tells a refusal from a failure.
         let fail = |d: &Path, e: io::Error| {
-            err(
-                &format!("creating cgroup {} ({})", dir.display(), d.display()),
-                e,
+            io::Error::new(
+                e.kind(),
+                format!("creating cgroup {} ({}): {e}", dir.display(), d.display()),
             )
         };
         let new = missing_levels(dir);

@@ -50,6 +50,10 @@ pub fn remove_unified_leaf(dir: &Path) {
 
 /// The group of a recorded container; it must be where create put it.
 pub fn open(id: &str, cgroups_path: Option<&str>, dirs: &[PathBuf]) -> Result<Group, String> {
+    if dirs.is_empty() {
+        // Made without a cgroup (rootless, none permitted): it has none to find again.
+        return Ok(CgroupRoot::none().group(id));
+    }
     let g = CgroupRoot::for_oci_path(cgroups_path, id)
         .map_err(|e| format!("cgroup of container {id}: {e}"))?;
     let mut want: Vec<&PathBuf> = dirs.iter().collect();

@@ -56,7 +56,7 @@ enum Action {
 fn parse(args: Vec<OsString>) -> Result<(PathBuf, Action), String> {
     use lexopt::Arg::{Long, Short, Value};
     let mut p = lexopt::Parser::from_args(args);
-    let mut root = PathBuf::from(DEFAULT_ROOT);
+    let mut root = crate::image::store::default_root();
     let mut cmd: Option<String> = None;
     let mut words: Vec<String> = vec![];
     let mut name = None;

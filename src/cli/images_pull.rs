@@ -73,7 +73,7 @@ fn parse(args: Vec<OsString>) -> Result<Option<Args>, String> {
     let mut name = None;
     let mut a = Args {
         name: String::new(),
-        images: PathBuf::from(store::DEFAULT_ROOT),
+        images: store::default_root(),
         opts: Options::default(),
         creds: None,
         quiet: false,

@@ -20,6 +20,16 @@ use std::path::{Path, PathBuf};
 /// Default for `--images`.
 pub const DEFAULT_ROOT: &str = "/var/lib/podinit/images";
 
+/// The store used when none is given: [`DEFAULT_ROOT`] as root, the user's own without
+/// (docs/interface.md §Without root).
+pub fn default_root() -> std::path::PathBuf {
+    if crate::sys::rootless::rootless() {
+        crate::sys::rootless::images_dir()
+    } else {
+        std::path::PathBuf::from(DEFAULT_ROOT)
+    }
+}
+
 pub struct Store {
     root: PathBuf,
 }

@@ -46,6 +46,11 @@ pub fn preset_conflict(why: &str) -> EventSpec {
     warning(EventReason::PodPresetConflict, why.to_string(), None)
 }
 
+/// A pod run without root has no cgroups (`pod::rootless`).
+pub fn cgroups_unavailable(message: &str) -> EventSpec {
+    warning(EventReason::CgroupsUnavailable, message.to_string(), None)
+}
+
 /// Container `i`'s environment has variable names that are not C identifiers.
 pub fn invalid_env_names(i: usize, warning_text: &str) -> EventSpec {
     warning(

@@ -28,6 +28,7 @@ pub mod resize;
 pub mod resources;
 pub mod restart;
 pub mod restart_all;
+pub mod rootless;
 pub mod state;
 pub mod step;
 pub mod sysctls;

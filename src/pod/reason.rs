@@ -99,6 +99,8 @@ words! {
         OOMKilling = "OOMKilling",
         MissingClusterDNS = "MissingClusterDNS",
         PodPresetConflict = "PodPresetConflict",
+        /// A pod run without root has no cgroups: its limits are not enforced.
+        CgroupsUnavailable = "CgroupsUnavailable",
         InvalidEnvironmentVariableNames = "InvalidEnvironmentVariableNames",
         /// A volume could not be set up (kubelet's `FailedMountVolume`).
         FailedMount = "FailedMount",

@@ -24,6 +24,17 @@ pub(super) fn for_run(opts: &super::RunOptions) -> Result<Admission, String> {
         opts.presets.as_deref(),
         opts.max_restart_backoff,
     )?;
+    // What a user without root cannot have: refused before anything is made.
+    if crate::sys::rootless::rootless() {
+        if let Some(why) = adm
+            .pod
+            .spec
+            .as_ref()
+            .and_then(crate::pod::rootless::refusal)
+        {
+            return Err(why);
+        }
+    }
     // Set by the API server when it takes the pod; a manifest's own value is replaced.
     let now_ms = (crate::util::now_unix_nanos() / 1_000_000) as i64;
     adm.pod.metadata.creation_timestamp = k8s_openapi::jiff::Timestamp::from_millisecond(now_ms)

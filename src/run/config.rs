@@ -24,6 +24,10 @@ pub(super) fn supervisor_config(
     puller: Option<std::os::fd::OwnedFd>,
 ) -> Result<supervisor::Config, String> {
     let hostname = super::names::uts_hostname(&adm.pod)?;
+    let without_cgroups = made.without.map(|why| {
+        let spec = adm.pod.spec.as_ref().expect("admitted pod has a spec");
+        crate::pod::rootless::without_message(why, &crate::pod::rootless::asked(spec))
+    });
     let dirs = opts.dir_paths();
     if !pid1 {
         cgroup.own_containers(&made.root);
@@ -80,6 +84,7 @@ pub(super) fn supervisor_config(
         missing_cluster_dns: false,
         pod_ips: Vec::new(),
         preset_conflict: adm.preset_conflict,
+        without_cgroups,
         node_allocatable: adm
             .node_allocatable
             .unwrap_or_else(supervisor::node_capacity),

@@ -22,11 +22,12 @@ mod node;
 mod pod_cgroup;
 mod puller;
 mod relay;
+pub mod rootless;
 mod supervise;
 mod userns;
 
 pub use crate::admission::{admit_manifest, Admission, DirPaths, Dirs};
-pub use names::{default_state_dir, hostname, uts_hostname, STATE_ROOT};
+pub use names::{default_state_dir, hostname, state_root, uts_hostname, STATE_ROOT};
 
 use std::path::PathBuf;
 
@@ -100,7 +101,15 @@ pub fn run(opts: &RunOptions) -> i32 {
             return EXIT_INVALID;
         }
     };
-    let sd = names::state_dir(&adm.pod, opts.state_dir.as_deref())
+    let private = match opts.state_dir {
+        Some(_) => Ok(()),
+        None if crate::sys::rootless::rootless() => {
+            crate::sys::rootless::private_dir(&state_root())
+        }
+        None => Ok(()),
+    };
+    let sd = private
+        .and_then(|()| names::state_dir(&adm.pod, opts.state_dir.as_deref()))
         .and_then(|d| StateDir::open(&d).map_err(|e| e.to_string()));
     let sd = match sd {
         Ok(sd) => sd,
@@ -178,7 +187,10 @@ impl Sandbox {
     fn launch(&mut self, adm: Admission, opts: &RunOptions) -> Result<i32, String> {
         let sd = self.sd.as_ref().expect("state dir is open");
         let pid1 = pid1_mode();
-        let user_ns = adm.pod.spec.as_ref().and_then(|s| s.host_users) == Some(false);
+        // Without root the whole pod is in the user's own namespace already: not the host's
+        // users, which is what `hostUsers: false` asks (docs/interface.md §Without root).
+        let user_ns = adm.pod.spec.as_ref().and_then(|s| s.host_users) == Some(false)
+            && !crate::sys::rootless::rootless();
         if let Some(why) = user_ns.then(|| userns::refusal(opts, pid1)).flatten() {
             return Err(why);
         }

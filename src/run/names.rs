@@ -70,10 +70,20 @@ pub fn uts_hostname(pod: &Pod) -> Result<String, String> {
 /// name (docs/interface.md §2).
 pub const STATE_ROOT: &str = "/run/podinit";
 
-/// `/run/podinit/<namespace>_<name>`.
+/// Where pods are by default: [`STATE_ROOT`] as root, the user's runtime directory
+/// without (docs/interface.md §Without root).
+pub fn state_root() -> PathBuf {
+    if crate::sys::rootless::rootless() {
+        crate::sys::rootless::runtime_dir()
+    } else {
+        PathBuf::from(STATE_ROOT)
+    }
+}
+
+/// `<state root>/<namespace>_<name>`.
 pub fn default_state_dir(pod: &Pod) -> PathBuf {
-    PathBuf::from(format!(
-        "{STATE_ROOT}/{}_{}",
+    state_root().join(format!(
+        "{}_{}",
         pod.metadata.namespace.as_deref().unwrap_or("default"),
         pod.metadata.name.as_deref().unwrap_or_default()
     ))

@@ -23,6 +23,8 @@ pub(super) struct PodCgroup {
 pub(super) struct Made {
     pub root: CgroupRoot,
     pub name: String,
+    /// Why the pod runs without cgroups (rootless, none delegated).
+    pub without: Option<&'static str>,
 }
 
 impl PodCgroup {
@@ -32,6 +34,15 @@ impl PodCgroup {
     pub fn create(&mut self, pod: &Pod, parent: Option<&str>, pid1: bool) -> Result<Made, String> {
         let cgroups = CgroupRoot::detect(parent).map_err(|e| e.to_string())?;
         let name = super::names::pod_cgroup_name(pod);
+        if let Some(why) = super::rootless::without_cgroups(&cgroups) {
+            // Without root and without delegated cgroups: none are made (docs/interface.md
+            // §Without root); the supervisor's event says which limits go unenforced.
+            return Ok(Made {
+                root: CgroupRoot::none(),
+                name,
+                without: Some(why),
+            });
+        }
         let pod_cg = cgroups.group(&name);
         // The supervisor is outside the pod cgroup: it is the shim as well as the pause
         // process, and Kubernetes charges neither the shim's memory nor the container logs
@@ -72,6 +83,7 @@ impl PodCgroup {
         Ok(Made {
             root: cgroups,
             name,
+            without: None,
         })
     }
 

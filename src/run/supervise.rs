@@ -59,7 +59,7 @@ fn set_oom_score(adj: i32) {
                 .and_then(|t| t.trim().parse::<i32>().ok());
             if let Some(msg) = kept.and_then(|k| crate::pod::oom_score::refused(adj, k)) {
                 // The marker is made either way: a run without --verbose stays silent after.
-                let marker = std::path::Path::new(super::STATE_ROOT).join(OOM_TOLD);
+                let marker = super::state_root().join(OOM_TOLD);
                 if first_on_this_machine(&marker) || crate::log::verbose() {
                     crate::log::warn(&msg);
                 }

@@ -264,22 +264,38 @@ pub fn create(
     // Recorded before anything is made, so that `delete --force` can remove what a
     // crashed create leaves.
     state::save(&g.root, &st)?;
-    let group = &*undo.group.insert(group);
     let cg = |e: std::io::Error| format!("cgroup of container {id}: {e}");
-    group.create_all().map_err(cg)?;
-    if let Some(r) = st
+    let resources = st
         .config
         .linux()
         .as_ref()
-        .and_then(|l| l.resources().as_ref())
-    {
+        .and_then(|l| l.resources().clone());
+    let group = match group.create_all() {
+        Ok(()) => group,
+        Err(e) if super::rootless::ignorable(g.rootless, cgroups_path.as_deref(), &e) => {
+            // Without root and without a cgroup, as runc's rootless fs manager goes on.
+            if let Some(why) = resources.as_ref().and_then(super::rootless::unsettable) {
+                return Err(why.into());
+            }
+            st.cgroup_paths.clear();
+            state::save(&g.root, &st)?;
+            super::rootless::no_group(id)
+        }
+        Err(e) => {
+            undo.group = Some(group);
+            return Err(cg(e).into());
+        }
+    };
+    let group = &*undo.group.insert(group);
+    if let Some(r) = &resources {
         group.set(r).map_err(cg)?;
     }
     group
         .confine_devices(&crate::spec::cgroup_rules(&st.config))
         .map_err(cg)?;
     let mut placement = group.placement().map_err(cg)?;
-    if let Some(u) = cgroup::unified_leaf(st.cgroups_path.as_deref(), id) {
+    let unified = cgroup::unified_leaf(st.cgroups_path.as_deref(), id);
+    if let Some(u) = unified.filter(|_| !group.is_none()) {
         std::fs::create_dir_all(&u).map_err(cg)?;
         undo.unified = Some(u.clone());
         placement = placement.with_unified(&u).map_err(cg)?;

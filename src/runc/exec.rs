@@ -99,7 +99,8 @@ fn exec(g: &Globals, a: &Args) -> Result<i32, super::Error> {
     let mut placement = group
         .placement()
         .map_err(|e| format!("cgroup of container {id}: {e}"))?;
-    if let Some(u) = crate::cgroup::recorded::unified_leaf(s.cgroups_path.as_deref(), id) {
+    let unified = crate::cgroup::recorded::unified_leaf(s.cgroups_path.as_deref(), id);
+    if let Some(u) = unified.filter(|_| !group.is_none()) {
         placement = placement
             .with_unified(&u)
             .map_err(|e| format!("cgroup of container {id}: {e}"))?;

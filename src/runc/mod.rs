@@ -14,6 +14,7 @@ mod list;
 mod log;
 mod pause;
 mod ps;
+mod rootless;
 mod run;
 pub mod spec;
 pub mod start;
@@ -71,6 +72,8 @@ pub fn is_runc_name(argv0: &std::ffi::OsStr) -> bool {
 /// What the global flags set, for every verb.
 pub struct Globals {
     pub root: state::Root,
+    /// `--rootless` as decided (`rootless::rootless`).
+    pub rootless: bool,
 }
 
 /// Run runc's command line `args` (without the program name); the exit status.
@@ -119,9 +122,15 @@ pub fn main(args: Vec<OsString>) -> i32 {
         }
     }
     // Absolute, as runc makes it: a later verb may run from another directory.
-    let root = PathBuf::from(g.value("root").unwrap_or(DEFAULT_ROOT));
+    let rootless = rootless::rootless(g.value("rootless"));
+    let root = g
+        .value("root")
+        .map(PathBuf::from)
+        .or_else(|| rootless::default_root(rootless))
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_ROOT));
     let globals = Globals {
         root: state::Root(std::path::absolute(&root).unwrap_or(root)),
+        rootless,
     };
     if verb == "help" {
         match rest

@@ -51,6 +51,9 @@ pub struct Prepared {
     /// Born in the pod's user namespace (`runtime::Launch::user_ns`): the process becomes
     /// its root before anything else, so that what it creates is owned by mapped ids.
     pub user_ns_root: bool,
+    /// The runtime itself runs in a user namespace that is not the host's (without root):
+    /// the same limits as [`user_ns_root`](Self::user_ns_root) apply.
+    pub ambient_user_ns: bool,
     pub root: PathBuf,
     pub root_readonly: bool,
     pub root_propagation: libc::c_ulong,
@@ -313,6 +316,7 @@ impl Prepared {
             new_pid_ns,
             new_cgroup_ns,
             user_ns_root: false,
+            ambient_user_ns: crate::sys::rootless::rootless(),
             root: root.path().clone(),
             root_readonly: root.readonly().unwrap_or(false),
             root_propagation: match linux.rootfs_propagation().as_deref() {
@@ -365,7 +369,9 @@ impl Prepared {
     /// In a user namespace (the pod's, or a container of its own's): no device node may
     /// be made, and a remount keeps the flags the kernel locked on the mount.
     pub fn in_user_ns(&self) -> bool {
-        self.user_ns_root || self.standalone.as_ref().is_some_and(|s| s.become_root)
+        self.user_ns_root
+            || self.ambient_user_ns
+            || self.standalone.as_ref().is_some_and(|s| s.become_root)
     }
 }
 

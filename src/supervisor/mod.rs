@@ -81,6 +81,8 @@ pub struct Config {
     pub node_allocatable: (i64, i64),
     /// Matching PodPresets conflicted: none was applied, and this says why.
     pub preset_conflict: Option<String>,
+    /// A pod run without root has no cgroups: the event's text (`pod::rootless`).
+    pub without_cgroups: Option<String>,
     /// Sources of `env.valueFrom` and `envFrom`.
     pub config_maps: Vec<k8s_openapi::api::core::v1::ConfigMap>,
     pub secrets: Vec<k8s_openapi::api::core::v1::Secret>,
@@ -253,6 +255,9 @@ pub fn run(mut cfg: Config, sd: &StateDir) -> i32 {
     }
     if let Some(c) = s.cfg.preset_conflict.take() {
         s.event(pod::events::preset_conflict(&c));
+    }
+    if let Some(m) = s.cfg.without_cgroups.take() {
+        s.event(pod::events::cgroups_unavailable(&m));
     }
     s.report_missing_pull_secrets();
     if s.cfg.missing_cluster_dns {

@@ -17,6 +17,7 @@ pub mod pause;
 pub mod pidfd;
 pub mod proc;
 pub mod pty;
+pub mod rootless;
 pub mod signal_pipe;
 pub mod signals;
 pub mod unix_socket;

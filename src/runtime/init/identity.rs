@@ -8,8 +8,12 @@ use crate::runtime::prepare::Prepared;
 /// no_new_privs comes last, once nothing needs privileges any more.
 pub(super) fn credentials<K: Kernel>(k: &K, p: &Prepared) -> R {
     k.drop_bounding(&p.caps)?;
-    k.setgroups(&p.groups)
-        .map_err(|e| format!("setgroups: {e}"))?;
+    match k.setgroups(&p.groups) {
+        // A user namespace whose gid map an unprivileged user wrote has setgroups denied
+        // (a rootless runc bundle): the process keeps the groups it has, as runc does.
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) && setgroups_denied() => {}
+        r => r.map_err(|e| format!("setgroups: {e}"))?,
+    }
     k.keep_caps(true)
         .map_err(|e| format!("PR_SET_KEEPCAPS: {e}"))?;
     k.setresgid(p.gid)
@@ -24,4 +28,9 @@ pub(super) fn credentials<K: Kernel>(k: &K, p: &Prepared) -> R {
             .map_err(|e| format!("PR_SET_NO_NEW_PRIVS: {e}"))?;
     }
     Ok(())
+}
+
+/// Whether this user namespace denies setgroups(2) (`/proc/self/setgroups` says `deny`).
+fn setgroups_denied() -> bool {
+    std::fs::read_to_string("/proc/self/setgroups").is_ok_and(|t| t.trim() == "deny")
 }

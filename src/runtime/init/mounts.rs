@@ -179,13 +179,44 @@ fn mount_one<K: Kernel>(k: &K, p: &Prepared, m: &MountPlan) -> R {
             m.flags,
             &m.data,
         ),
-        MountKind::Other => k.mount(
-            m.source.as_deref(),
-            &target,
-            m.fstype.as_deref(),
-            m.flags,
-            &m.data,
-        ),
+        MountKind::Other => k
+            .mount(
+                m.source.as_deref(),
+                &target,
+                m.fstype.as_deref(),
+                m.flags,
+                &m.data,
+            )
+            .or_else(|e| {
+                // A user namespace that does not own the network namespace (a rootless
+                // pod on the host's network) may not mount sysfs: the host's /sys is
+                // bound instead, as runc does.
+                let sysfs = m.fstype.as_deref() == Some("sysfs");
+                if !(sysfs && p.in_user_ns() && e.raw_os_error() == Some(libc::EPERM)) {
+                    return Err(e);
+                }
+                let keep = m.flags
+                    & (libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC);
+                k.mount(
+                    Some(Path::new("/sys")),
+                    &target,
+                    None,
+                    libc::MS_BIND | libc::MS_REC,
+                    "",
+                )?;
+                if keep & libc::MS_RDONLY == 0 {
+                    return Ok(());
+                }
+                let locked = k.mount_flags(&c_path(&target).map_err(std::io::Error::other)?)?
+                    & (libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC);
+                k.mount(
+                    None,
+                    &target,
+                    None,
+                    keep | locked | libc::MS_REMOUNT | libc::MS_BIND,
+                    "",
+                )
+            }),
     };
     res.map_err(|e| {
         let src = m
