@@ -15,11 +15,20 @@ use std::time::{Duration, Instant};
 
 use containerd_shim::protos::api;
 use containerd_shim::protos::protobuf::well_known_types::any::Any;
-use containerd_shim::protos::shim_sync::TaskClient;
-use containerd_shim::protos::ttrpc::{context, Client};
+use containerd_shim::protos::shim_sync::{create_events, Events, TaskClient};
+use containerd_shim::protos::ttrpc::{self, context, Client, Server, TtrpcContext};
 use serde_json::json;
 
 const SHIM: &str = env!("CARGO_BIN_EXE_containerd-shim-podinit-v1");
+
+/// The events service the shim publishes to (at `TTRPC_ADDRESS`): it takes them all.
+struct Sink;
+
+impl Events for Sink {
+    fn forward(&self, _: &TtrpcContext, _: api::ForwardRequest) -> ttrpc::Result<api::Empty> {
+        Ok(api::Empty::default())
+    }
+}
 
 /// Removes everything the test made, failed or not.
 struct Lab {
@@ -276,6 +285,12 @@ fn escapes_through_the_shims_task_api() {
         logs: Vec::new(),
     };
     std::fs::create_dir_all(&lab.dir).unwrap();
+    let events_sock = format!("unix://{}", lab.dir.join("events.sock").display());
+    let mut server = Server::new()
+        .bind(&events_sock)
+        .unwrap()
+        .register_service(create_events(std::sync::Arc::new(Sink)));
+    server.start().unwrap();
     let marker = lab.dir.join("escaped");
     let climb = format!(
         "{}{}",
@@ -410,6 +425,7 @@ fn escapes_through_the_shims_task_api() {
         wait(&client, id, "");
         delete(&client, id, "");
     }
+    server.shutdown();
     let _ = client.shutdown(
         ctx(),
         &api::ShutdownRequest {
