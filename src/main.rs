@@ -66,6 +66,12 @@ fn dispatch(m: &Matches) -> Result<i32, cli::Error> {
     Ok(match m.cmd.name {
         "run" => {
             podinit::log::set_json(m.string("log-format")?.as_deref() == Some("json"));
+            if let Err(e) = podinit::runtime::seal_own_binary() {
+                podinit::log::warn(&format!(
+                    "running from a read-only copy of the binary: {e}; it stays writable \
+                     to containers that reach /proc/PID/exe"
+                ));
+            }
             podinit::log::set_quiet(m.flag("quiet"));
             podinit::log::set_verbose(m.flag("verbose"));
             podinit::run::run(&podinit::run::RunOptions {

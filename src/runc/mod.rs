@@ -158,6 +158,14 @@ pub fn main(args: Vec<OsString>) -> i32 {
         }
     };
     log::debug(&format!("{verb} {rest:?}"));
+    if matches!(v.name, "create" | "run" | "exec") {
+        if let Err(e) = crate::runtime::seal_own_binary() {
+            log::warn(&format!(
+                "running from a read-only copy of the binary: {e}; it stays writable to \
+                 containers that reach /proc/PID/exe"
+            ));
+        }
+    }
     match (v.run)(&globals, &a) {
         Ok(code) => code,
         Err(e) => error::report(&e),

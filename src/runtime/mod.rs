@@ -73,6 +73,18 @@ pub fn spawn(l: &Launch) -> Result<Spawned> {
     start(l, None)
 }
 
+/// Make the binary this process runs unwritable from any container it will start, by
+/// running it again from a read-only mount of itself (`sys::exe`): called by each
+/// front-end before it makes a container process, once. Returns only when it did not
+/// re-exec; EPERM (no CAP_SYS_ADMIN, as podinit in another runtime's container) is not an
+/// error, since the runtime that made that container guards the host's binary.
+pub fn seal_own_binary() -> std::io::Result<()> {
+    match crate::sys::exe::reexec_sealed() {
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => Ok(()),
+        r => r,
+    }
+}
+
 /// Our child, PID 1 of a new pid namespace owned by the user namespace `userns`, running
 /// `main(arg)` on a copy of our memory: the first process of such a namespace must be made
 /// from inside the user namespace, which we cannot join and leave (`hop`).

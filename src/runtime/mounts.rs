@@ -23,7 +23,15 @@ pub struct MountPlan {
     /// (`rro`, `rnosuid`…: runc's recursive options, applied with mount_setattr).
     pub rec_set: u64,
     pub rec_clr: u64,
+    /// A bind source that must be reached below this directory with no link followed
+    /// (option [`SOURCE_BENEATH`]): a volume's subPath, which a container sharing the
+    /// volume may have swapped for a link to the host.
+    pub source_root: Option<PathBuf>,
 }
+
+/// The mount option `x-podinit.source-beneath=DIR` (an `x-` option, which mount tools
+/// leave to userspace): the bind source is resolved below DIR without following links.
+pub const SOURCE_BENEATH: &str = "x-podinit.source-beneath=";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MountKind {
@@ -31,6 +39,63 @@ pub enum MountKind {
     /// `cgroup`/`cgroup2`: only a cgroup2 mount is made (on a v1 host it is skipped).
     Cgroup,
     Other,
+}
+
+/// Files below /proc that a mount may cover: those lxcfs emulates (runc's list). Every
+/// other mount at or below /proc but procfs itself is refused.
+const PROC_FILES_ALLOWED: &[&str] = &[
+    "/proc/cpuinfo",
+    "/proc/diskstats",
+    "/proc/meminfo",
+    "/proc/stat",
+    "/proc/swaps",
+    "/proc/uptime",
+    "/proc/loadavg",
+    "/proc/slabinfo",
+    "/proc/net/dev",
+    "/proc/sys/kernel/ns_last_pid",
+    "/proc/sys/crypto/fips_enabled",
+];
+
+/// Whether a mount may go at `destination` (as written, absolute) as runc's
+/// checkProcMount decides: a volume over /proc would take the place of the files the
+/// runtime writes and reads there (sysctls, oom_score_adj, masked paths), and the
+/// container could lay its own files there (CVE-2019-19921). `source_is_proc`: the
+/// source is on procfs (a bind of the host's /proc).
+pub fn check_proc_mount(
+    destination: &Path,
+    fstype: Option<&str>,
+    source_is_proc: bool,
+) -> Result<(), String> {
+    let mut clean = PathBuf::from("/");
+    for c in destination.components() {
+        match c {
+            Component::Normal(n) => clean.push(n),
+            Component::ParentDir => {
+                clean.pop();
+            }
+            _ => {}
+        }
+    }
+    let Ok(below) = clean.strip_prefix("/proc") else {
+        return Ok(());
+    };
+    if below.as_os_str().is_empty() {
+        if fstype == Some("proc") || source_is_proc {
+            return Ok(());
+        }
+        return Err(format!(
+            "mount {}: /proc cannot be mounted because it is not of type proc",
+            destination.display()
+        ));
+    }
+    if PROC_FILES_ALLOWED.iter().any(|a| Path::new(a) == clean) {
+        return Ok(());
+    }
+    Err(format!(
+        "mount {}: it cannot be mounted because it is inside /proc",
+        destination.display()
+    ))
 }
 
 /// Parse OCI mount options (runc's table).
@@ -45,7 +110,12 @@ pub fn plan(
     let mut data = Vec::new();
     let mut bind = fstype == Some("bind");
     let (mut rec_set, mut rec_clr) = (0u64, 0u64);
+    let mut source_root = None;
     for o in options {
+        if let Some(dir) = o.strip_prefix(SOURCE_BENEATH) {
+            source_root = Some(PathBuf::from(dir));
+            continue;
+        }
         if let Some((clear, attr)) = recursive_attr(o) {
             if clear {
                 rec_clr |= attr;
@@ -139,6 +209,7 @@ pub fn plan(
         data: data.join(","),
         rec_set,
         rec_clr,
+        source_root,
     }
 }
 
@@ -322,5 +393,26 @@ mod tests {
             PathBuf::from("/r/etc")
         );
         assert!(secure_join(root, Path::new("/loop"), &lookup).is_err());
+    }
+
+    #[test]
+    fn only_procfs_goes_on_proc_and_only_lxcfs_files_below_it() {
+        let ok =
+            |d: &str, t: Option<&str>, proc_src: bool| check_proc_mount(Path::new(d), t, proc_src);
+        assert_eq!(ok("/proc", Some("proc"), false), Ok(()));
+        assert_eq!(ok("/proc", Some("bind"), true), Ok(()));
+        assert_eq!(
+            ok("/proc", Some("bind"), false),
+            Err("mount /proc: /proc cannot be mounted because it is not of type proc".into())
+        );
+        assert!(ok("/./proc/", Some("tmpfs"), false).is_err());
+        assert!(ok("/proc/../proc", None, false).is_err());
+        assert_eq!(
+            ok("/proc/sys/kernel/core_pattern", Some("bind"), false),
+            Err("mount /proc/sys/kernel/core_pattern: it cannot be mounted because it is inside /proc".into())
+        );
+        assert_eq!(ok("/proc/cpuinfo", Some("bind"), false), Ok(()));
+        assert_eq!(ok("/procs", Some("bind"), false), Ok(()));
+        assert_eq!(ok("/data/proc", Some("bind"), false), Ok(()));
     }
 }

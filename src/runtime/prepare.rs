@@ -199,6 +199,16 @@ impl Prepared {
                 ));
             }
             let opts = m.options().clone().unwrap_or_default();
+            let source_is_proc = || {
+                m.source().as_deref().is_some_and(|s| {
+                    nix::sys::statfs::statfs(s)
+                        .is_ok_and(|st| st.filesystem_type() == nix::sys::statfs::PROC_SUPER_MAGIC)
+                })
+            };
+            let on_proc = mounts::check_proc_mount(m.destination(), m.typ().as_deref(), false);
+            if on_proc.is_err() && m.typ().as_deref() != Some("proc") {
+                mounts::check_proc_mount(m.destination(), m.typ().as_deref(), source_is_proc())?;
+            }
             let p = mounts::plan(
                 m.destination(),
                 m.typ().as_deref(),

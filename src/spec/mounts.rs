@@ -46,6 +46,7 @@ pub fn with_mounts(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
             .get(&vm.name)
             .ok_or_else(|| format!("{field}.name: Not found: {:?}", vm.name))?;
         let mut src = vol.host_path.clone();
+        let mut beneath = None;
         if let Some(sp) = vm.sub_path.as_deref().filter(|s| !s.is_empty()) {
             let p = Path::new(sp);
             if p.is_absolute() || p.components().any(|c| c == Component::ParentDir) {
@@ -55,7 +56,8 @@ pub fn with_mounts(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
             }
             if is_image_volume(ctx, &vm.name) {
                 // An image's files decide where its symlinks lead: the subPath is resolved
-                // inside the image, and must be there (nothing is made in an image).
+                // inside the image, and must be there (nothing is made in an image, and no
+                // container can write to it to race the resolution).
                 src = crate::runtime::mounts::secure_join(&src, p, &|q| std::fs::read_link(q).ok())
                     .map_err(|e| format!("{field}.subPath: {e}"))?;
                 if !src.exists() {
@@ -65,16 +67,24 @@ pub fn with_mounts(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
                     ));
                 }
             } else {
-                src = src.join(p);
-                let made = vol
-                    .made_at
-                    .as_ref()
-                    .map_or_else(|| src.clone(), |m| m.join(p));
-                if !made.exists() {
-                    std::fs::create_dir_all(&made).map_err(|e| {
-                        format!("{field}.subPath: creating {}: {e}", made.display())
+                let base = vol.made_at.clone().unwrap_or_else(|| src.clone());
+                let made = base.join(p);
+                // A container sharing the volume may have made a component a link to the
+                // host: the subPath is made, and later bound, below the volume with no
+                // link followed (kubelet's safe subPath, CVE-2017-1002101).
+                if !base.exists() {
+                    std::fs::create_dir_all(&base).map_err(|e| {
+                        format!("{field}.subPath: creating {}: {e}", base.display())
                     })?;
                 }
+                crate::sys::beneath::ensure_dir(&base, &made)
+                    .map_err(|e| format!("{field}.subPath: creating {}: {e}", made.display()))?;
+                beneath = Some(format!(
+                    "{}{}",
+                    crate::runtime::mounts::SOURCE_BENEATH,
+                    src.display()
+                ));
+                src = src.join(p);
             }
         }
         let ro = vm.read_only.unwrap_or(false) || vol.read_only;
@@ -88,6 +98,9 @@ pub fn with_mounts(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
         // containerd's CRI asks the runtime for `rro` (mount_setattr with AT_RECURSIVE).
         if cx.recursive_read_only.get(i).copied().unwrap_or(false) {
             opts.push("rro");
+        }
+        if let Some(b) = &beneath {
+            opts.push(b.as_str());
         }
         add(bind(&vm.mount_path, &src, &opts), &mut list);
     }

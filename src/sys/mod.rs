@@ -1,11 +1,13 @@
 //! Kernel primitives that `runtime` and `sandbox` both stand on, one module a job: they
 //! know processes, mounts, cgroups and signals, and nothing of pods or manifests.
 
+pub mod beneath;
 pub mod bpf;
 pub mod cgroup;
 pub mod clone;
 pub mod devices;
 mod error;
+pub mod exe;
 pub mod fd;
 pub mod fs;
 pub mod idmap;

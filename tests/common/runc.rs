@@ -349,18 +349,24 @@ pub struct Lab {
 
 impl Lab {
     pub fn new(prefix: &str) -> Lab {
-        let tested = under_test();
-        assert!(
-            tested.exists(),
-            "the runtime under test {} does not exist",
-            tested.display()
-        );
+        Lab::with_runtime(prefix, |_| under_test())
+    }
+
+    /// A lab whose runtime under test is what `make` returns, given the lab's scratch dir
+    /// (a copy of the binary that a test may let a container attack).
+    pub fn with_runtime(prefix: &str, make: impl FnOnce(&Path) -> PathBuf) -> Lab {
         let name = unique(prefix);
         let dir = std::env::temp_dir().join(format!("podinit-it-{name}"));
         std::fs::create_dir_all(&dir).unwrap();
         // Traversable by the mapped root of a user namespace.
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let tested = make(&dir);
+        assert!(
+            tested.exists(),
+            "the runtime under test {} does not exist",
+            tested.display()
+        );
         let runtimes = [
             Runc::new(ORACLE.into(), dir.join("root-runc"), "runc"),
             Runc::new(tested, dir.join("root-tested"), "under test"),

@@ -54,10 +54,44 @@ pub trait Kernel {
         flags: libc::c_ulong,
         data: &str,
     ) -> io::Result<()>;
+    /// `mount` onto `target`, a path below `root` as `secure_join` resolved it, reached
+    /// again without following any link (`sys::beneath`): a directory swapped for a link
+    /// since cannot move the mount out of the root.
+    fn mount_in_root(
+        &self,
+        root: &Path,
+        src: Option<&Path>,
+        target: &Path,
+        fstype: Option<&str>,
+        flags: libc::c_ulong,
+        data: &str,
+    ) -> io::Result<()>;
+    /// A bind mount (`flags`) of `src`, reached below `src_root` with no link followed,
+    /// onto `target` below `root` as [`Kernel::mount_in_root`].
+    fn bind_beneath(
+        &self,
+        src_root: &Path,
+        src: &Path,
+        root: &Path,
+        target: &Path,
+        flags: libc::c_ulong,
+    ) -> io::Result<()>;
+    /// Bind the container's /dev/null onto `target` (a masked file), once it is known to
+    /// be the null device itself: a /dev/null swapped for a link (to a procfs file such
+    /// as /proc/sys/kernel/core_pattern) would unmask that file instead (CVE-2025-31133).
+    fn bind_null(&self, target: &Path) -> io::Result<()>;
+    /// `ensure_dir` and `create_file` of a path below `root`, no link followed.
+    fn ensure_dir_in_root(&self, root: &Path, path: &Path) -> io::Result<()>;
+    fn create_file_in_root(&self, root: &Path, path: &Path) -> io::Result<()>;
     /// mount_setattr(2) with `AT_RECURSIVE`: `MOUNT_ATTR_*` set and cleared on the mount
     /// at `target` and every mount below it.
     fn set_attr_recursive(&self, target: &Path, set: u64, clr: u64) -> io::Result<()>;
     fn chdir(&self, dir: &CStr) -> io::Result<()>;
+    /// The current directory as the kernel names it from this process's root: a path
+    /// that does not start with '/' ("(unreachable)…") lies outside the root.
+    fn getcwd(&self) -> io::Result<Vec<u8>>;
+    /// `PR_SET_DUMPABLE`.
+    fn set_dumpable(&self, on: bool) -> io::Result<()>;
     /// `pivot_root(".", ".")`: the current directory becomes the root, the old root is
     /// stacked on it until detached.
     fn pivot_root_here(&self) -> io::Result<()>;
@@ -73,8 +107,6 @@ pub trait Kernel {
     /// What `path` is, its links followed.
     fn stat(&self, path: &Path) -> io::Result<Kind>;
     fn read_link(&self, path: &Path) -> Option<PathBuf>;
-    /// mkdir, the parents only when missing, an existing directory accepted.
-    fn ensure_dir(&self, path: &Path) -> io::Result<()>;
     fn create_dir_all(&self, path: &Path) -> io::Result<()>;
     /// Open `path` for writing, created if missing and never truncated, and close it.
     fn create_file(&self, path: &Path) -> io::Result<()>;
@@ -218,6 +250,65 @@ impl Kernel for Linux {
         crate::sys::mount::mount(src, target, fstype, flags, data)
     }
     #[inline]
+    fn mount_in_root(
+        &self,
+        root: &Path,
+        src: Option<&Path>,
+        target: &Path,
+        fstype: Option<&str>,
+        flags: libc::c_ulong,
+        data: &str,
+    ) -> io::Result<()> {
+        crate::sys::beneath::mount(root, src, target, fstype, flags, data)
+    }
+    fn bind_beneath(
+        &self,
+        src_root: &Path,
+        src: &Path,
+        root: &Path,
+        target: &Path,
+        flags: libc::c_ulong,
+    ) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let fd = crate::sys::beneath::open(src_root, src)?;
+        let from = PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()));
+        crate::sys::beneath::mount(root, Some(&from), target, None, flags, "")
+    }
+    fn bind_null(&self, target: &Path) -> io::Result<()> {
+        use std::os::fd::{AsFd, AsRawFd};
+        let fd = nix::fcntl::open(
+            "/dev/null",
+            nix::fcntl::OFlag::O_PATH
+                | nix::fcntl::OFlag::O_NOFOLLOW
+                | nix::fcntl::OFlag::O_CLOEXEC,
+            nix::sys::stat::Mode::empty(),
+        )?;
+        let st = nix::sys::stat::fstat(fd.as_fd())?;
+        if st.st_mode & libc::S_IFMT != libc::S_IFCHR || st.st_rdev != libc::makedev(1, 3) {
+            return Err(io::Error::other("/dev/null is not the null device"));
+        }
+        let from = PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()));
+        if !Path::new("/proc/self/fd").exists() {
+            // A container without /proc: the device was checked just now.
+            return crate::sys::mount::mount(
+                Some(Path::new("/dev/null")),
+                target,
+                None,
+                libc::MS_BIND,
+                "",
+            );
+        }
+        crate::sys::mount::mount(Some(&from), target, None, libc::MS_BIND, "")
+    }
+    #[inline]
+    fn ensure_dir_in_root(&self, root: &Path, path: &Path) -> io::Result<()> {
+        crate::sys::beneath::ensure_dir(root, path)
+    }
+    #[inline]
+    fn create_file_in_root(&self, root: &Path, path: &Path) -> io::Result<()> {
+        crate::sys::beneath::create_file(root, path)
+    }
+    #[inline]
     fn set_attr_recursive(&self, target: &Path, set: u64, clr: u64) -> io::Result<()> {
         crate::sys::mount::set_attr_recursive(target, set, clr)
     }
@@ -225,6 +316,23 @@ impl Kernel for Linux {
     fn chdir(&self, dir: &CStr) -> io::Result<()> {
         // SAFETY: chdir with a valid C string.
         ok(unsafe { libc::chdir(dir.as_ptr()) })
+    }
+    fn getcwd(&self) -> io::Result<Vec<u8>> {
+        let mut buf = vec![0u8; libc::PATH_MAX as usize];
+        // SAFETY: the raw getcwd syscall (not libc's, which may hide the kernel's
+        // "(unreachable)" prefix) into a buffer of the length given.
+        let n = unsafe { libc::syscall(libc::SYS_getcwd, buf.as_mut_ptr(), buf.len()) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // The length counts the terminating NUL.
+        buf.truncate((n as usize).saturating_sub(1));
+        Ok(buf)
+    }
+    #[inline]
+    fn set_dumpable(&self, on: bool) -> io::Result<()> {
+        // SAFETY: prctl with integer arguments.
+        ok(unsafe { libc::prctl(libc::PR_SET_DUMPABLE, on as libc::c_ulong, 0, 0, 0) })
     }
     #[inline]
     fn pivot_root_here(&self) -> io::Result<()> {
@@ -269,10 +377,6 @@ impl Kernel for Linux {
     #[inline]
     fn read_link(&self, path: &Path) -> Option<PathBuf> {
         std::fs::read_link(path).ok()
-    }
-    #[inline]
-    fn ensure_dir(&self, path: &Path) -> io::Result<()> {
-        crate::util::ensure_dir(path)
     }
     #[inline]
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {

@@ -14,7 +14,7 @@ mod standalone;
 #[cfg(test)]
 mod tests;
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 
 use super::prepare::{c_path, Prepared};
@@ -27,7 +27,7 @@ enum Never {}
 
 /// Run in the child; never returns.
 pub fn run(p: &Prepared, cgroup_tasks: &[PathBuf], sock: OwnedFd) -> ! {
-    let err = match setup(&Linux, p, cgroup_tasks) {
+    let err = match setup(&Linux, p, cgroup_tasks, sock.as_raw_fd()) {
         Ok(never) => match never {},
         Err(e) => e,
     };
@@ -45,7 +45,13 @@ pub fn run(p: &Prepared, cgroup_tasks: &[PathBuf], sock: OwnedFd) -> ! {
     unsafe { libc::_exit(128) }
 }
 
-fn setup<K: Kernel>(k: &K, p: &Prepared, cgroup_tasks: &[PathBuf]) -> Result<Never, String> {
+/// `report` is the fd a failure is written to, kept open until exec.
+fn setup<K: Kernel>(
+    k: &K,
+    p: &Prepared,
+    cgroup_tasks: &[PathBuf],
+    report: RawFd,
+) -> Result<Never, String> {
     // A container of its own waits for its creator first: its user namespace's maps, its
     // cgroup and the state its hooks are given.
     let states = match &p.standalone {
@@ -88,7 +94,7 @@ fn setup<K: Kernel>(k: &K, p: &Prepared, cgroup_tasks: &[PathBuf]) -> Result<Nev
             k.console(p.console_sock, p.console_size)
                 .map_err(|e| format!("setting up the terminal (process.terminal): {e}"))?;
         }
-        return finish(k, p, None);
+        return finish(k, p, None, report);
     }
     standalone::uts_and_keyring(k, p)?;
     mounts::rootfs(k, p, || match (&p.standalone, &states) {
@@ -100,7 +106,7 @@ fn setup<K: Kernel>(k: &K, p: &Prepared, cgroup_tasks: &[PathBuf]) -> Result<Nev
         k.console(p.console_sock, p.console_size)
             .map_err(|e| format!("setting up the terminal (process.terminal): {e}"))?;
     }
-    finish(k, p, states.as_ref())
+    finish(k, p, states.as_ref(), report)
 }
 
 /// The process part of the spec, common to a container's main process and an exec into it.
@@ -108,6 +114,7 @@ fn finish<K: Kernel>(
     k: &K,
     p: &Prepared,
     states: Option<&standalone::States>,
+    report: RawFd,
 ) -> Result<Never, String> {
     if let Some(adj) = p.oom_score_adj {
         match k.write_file(
@@ -124,9 +131,23 @@ fn finish<K: Kernel>(
         k.setrlimit(res, soft, hard)
             .map_err(|e| format!("setrlimit {res}: {e}"))?;
     }
+    // From here on the process may be seen by the container's other processes with their
+    // own credentials: not dumpable, so that none can open its /proc/PID/exe (the host's
+    // binary), fds or memory before exec, which makes it dumpable again
+    // (CVE-2016-9962). After oom_score_adj, which a process in a user namespace may no
+    // longer write once its /proc files belong to the host's root.
+    k.set_dumpable(false)
+        .map_err(|e| format!("prctl(PR_SET_DUMPABLE, 0): {e}"))?;
     // Everything but 0–2 closes at exec (the start socket is CLOEXEC already): no fd leaks
-    // into the container. Done before a seccomp filter could refuse close_range.
+    // into the container. Those set-up no longer needs are closed now, so that no path
+    // through /proc/self/fd (the cwd, the program) can lead to a host directory before
+    // exec (CVE-2024-21626). Done before a seccomp filter could refuse close_range.
     k.close_range_cloexec(3 + p.keep_fds);
+    let mut needed = vec![report];
+    if let Some(s) = &p.standalone {
+        needed.extend([s.sync, s.fifo]);
+    }
+    k.close_fds_except(3 + p.keep_fds, &needed);
     // Installing a seccomp filter without no_new_privs needs CAP_SYS_ADMIN: then it comes
     // before the capabilities are dropped, else as late as possible (runc's order), so
     // that the profile has to allow as few of our own syscalls as possible.
@@ -144,6 +165,21 @@ fn finish<K: Kernel>(
             p.cwd.display().to_string()
         )
     })?;
+    // A cwd reached through a magic link (a /proc/self/fd/N the set-up still held) may lie
+    // outside the container's root, where the kernel names it "(unreachable)…" (runc's
+    // check since CVE-2024-21626).
+    let now = k.getcwd().map_err(|e| {
+        format!(
+            "getcwd after chdir to {:?}: {e}",
+            p.cwd.display().to_string()
+        )
+    })?;
+    if !now.starts_with(b"/") {
+        return Err(format!(
+            "cwd {:?} is outside the container's root filesystem",
+            p.cwd.display().to_string()
+        ));
+    }
     if let Some(persona) = p.personality {
         k.personality(persona)
             .map_err(|e| format!("personality {persona:#x}: {e}"))?;

@@ -157,22 +157,34 @@ fn mount_one<K: Kernel>(k: &K, p: &Prepared, m: &MountPlan) -> R {
     if src_is_file {
         let exists = existing.unwrap_or_else(|| k.lstat(&target)).is_some();
         if !exists {
-            create_file(k, &target)
+            k.create_file_in_root(&p.root, &target)
                 .map_err(|e| format!("mount {dest}: creating {}: {e}", target.display()))?;
         }
     } else if existing != Some(Some(Kind::Dir)) {
-        k.ensure_dir(&target)
+        k.ensure_dir_in_root(&p.root, &target)
             .map_err(|e| format!("mount {dest}: creating {}: {e}", target.display()))?;
     }
     let res = match m.kind {
-        MountKind::Bind => k.mount(
+        MountKind::Bind if m.source_root.is_some() => match (&m.source_root, &m.source) {
+            (Some(src_root), Some(src)) => k.bind_beneath(
+                src_root,
+                src,
+                &p.root,
+                &target,
+                m.flags & (libc::MS_BIND | libc::MS_REC),
+            ),
+            _ => Err(std::io::Error::from(std::io::ErrorKind::InvalidInput)),
+        },
+        MountKind::Bind => k.mount_in_root(
+            &p.root,
             m.source.as_deref(),
             &target,
             None,
             m.flags & (libc::MS_BIND | libc::MS_REC),
             "",
         ),
-        MountKind::Cgroup => k.mount(
+        MountKind::Cgroup => k.mount_in_root(
+            &p.root,
             Some(Path::new("cgroup2")),
             &target,
             Some("cgroup2"),
@@ -180,7 +192,8 @@ fn mount_one<K: Kernel>(k: &K, p: &Prepared, m: &MountPlan) -> R {
             &m.data,
         ),
         MountKind::Other => k
-            .mount(
+            .mount_in_root(
+                &p.root,
                 m.source.as_deref(),
                 &target,
                 m.fstype.as_deref(),
@@ -197,7 +210,8 @@ fn mount_one<K: Kernel>(k: &K, p: &Prepared, m: &MountPlan) -> R {
                 }
                 let keep = m.flags
                     & (libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC);
-                k.mount(
+                k.mount_in_root(
+                    &p.root,
                     Some(Path::new("/sys")),
                     &target,
                     None,
@@ -209,7 +223,8 @@ fn mount_one<K: Kernel>(k: &K, p: &Prepared, m: &MountPlan) -> R {
                 }
                 let locked = k.mount_flags(&c_path(&target).map_err(std::io::Error::other)?)?
                     & (libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC);
-                k.mount(
+                k.mount_in_root(
+                    &p.root,
                     None,
                     &target,
                     None,
@@ -238,7 +253,8 @@ fn mount_one<K: Kernel>(k: &K, p: &Prepared, m: &MountPlan) -> R {
         } else {
             0
         };
-        k.mount(
+        k.mount_in_root(
+            &p.root,
             None,
             &target,
             None,
@@ -248,7 +264,7 @@ fn mount_one<K: Kernel>(k: &K, p: &Prepared, m: &MountPlan) -> R {
         .map_err(|e| format!("remounting {dest} with its options: {e}"))?;
     }
     if m.propagation != 0 {
-        k.mount(None, &target, None, m.propagation, "")
+        k.mount_in_root(&p.root, None, &target, None, m.propagation, "")
             .map_err(|e| format!("setting propagation of {dest}: {e}"))?;
     }
     if m.rec_set | m.rec_clr != 0 {
@@ -266,19 +282,6 @@ fn mount_one<K: Kernel>(k: &K, p: &Prepared, m: &MountPlan) -> R {
         }
     }
     Ok(())
-}
-
-/// An empty file to bind-mount a file onto (an existing one is kept as it is).
-fn create_file<K: Kernel>(k: &K, path: &Path) -> std::io::Result<()> {
-    match k.create_file(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if let Some(parent) = path.parent() {
-                k.create_dir_all(parent)?;
-            }
-            k.create_file(path)
-        }
-        r => r,
-    }
 }
 
 /// /dev/null over a file, an empty read-only tmpfs over a directory, nothing where nothing
@@ -299,7 +302,7 @@ fn mask<K: Kernel>(k: &K, path: &Path) -> R {
             "",
         )
     } else {
-        k.mount(Some(Path::new("/dev/null")), path, None, libc::MS_BIND, "")
+        k.bind_null(path)
     };
     res.map_err(|e| format!("masking {}: {e}", path.display()))
 }

@@ -23,6 +23,8 @@ pub struct Recorder {
     pub links: HashMap<PathBuf, PathBuf>,
     /// A call (its recorded line's first word) that fails with EPERM.
     pub fail: Option<&'static str>,
+    /// What `getcwd` answers (`/` when unset).
+    pub cwd: Option<Vec<u8>>,
 }
 
 impl Recorder {
@@ -85,6 +87,50 @@ impl Kernel for Recorder {
             format_args!("{src} {} {fstype} {flags:#x} {data}", target.display()),
         )
     }
+    fn mount_in_root(
+        &self,
+        _root: &Path,
+        src: Option<&Path>,
+        target: &Path,
+        fstype: Option<&str>,
+        flags: libc::c_ulong,
+        data: &str,
+    ) -> io::Result<()> {
+        self.mount(src, target, fstype, flags, data)
+    }
+    fn bind_beneath(
+        &self,
+        src_root: &Path,
+        src: &Path,
+        _root: &Path,
+        target: &Path,
+        flags: libc::c_ulong,
+    ) -> io::Result<()> {
+        self.log(
+            "bind_beneath",
+            format_args!(
+                "{} {} {} {flags:#x}",
+                src_root.display(),
+                src.display(),
+                target.display()
+            ),
+        )
+    }
+    fn bind_null(&self, target: &Path) -> io::Result<()> {
+        self.mount(
+            Some(Path::new("/dev/null")),
+            target,
+            None,
+            libc::MS_BIND,
+            "",
+        )
+    }
+    fn ensure_dir_in_root(&self, _root: &Path, path: &Path) -> io::Result<()> {
+        self.log("ensure_dir", format_args!("{}", path.display()))
+    }
+    fn create_file_in_root(&self, _root: &Path, path: &Path) -> io::Result<()> {
+        self.create_file(path)
+    }
     fn set_attr_recursive(&self, target: &Path, set: u64, clr: u64) -> io::Result<()> {
         self.log(
             "set_attr_recursive",
@@ -93,6 +139,13 @@ impl Kernel for Recorder {
     }
     fn chdir(&self, dir: &CStr) -> io::Result<()> {
         self.log("chdir", format_args!("{}", s(dir)))
+    }
+    fn getcwd(&self) -> io::Result<Vec<u8>> {
+        self.log("getcwd", format_args!(""))?;
+        Ok(self.cwd.clone().unwrap_or_else(|| b"/".to_vec()))
+    }
+    fn set_dumpable(&self, on: bool) -> io::Result<()> {
+        self.log("set_dumpable", format_args!("{on}"))
     }
     fn pivot_root_here(&self) -> io::Result<()> {
         self.log("pivot_root", format_args!(". ."))
@@ -115,9 +168,6 @@ impl Kernel for Recorder {
     }
     fn read_link(&self, path: &Path) -> Option<PathBuf> {
         self.links.get(path).cloned()
-    }
-    fn ensure_dir(&self, path: &Path) -> io::Result<()> {
-        self.log("ensure_dir", format_args!("{}", path.display()))
     }
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         self.log("create_dir_all", format_args!("{}", path.display()))

@@ -53,7 +53,7 @@ fn recorder() -> Recorder {
 /// The calls of a set-up, and the error it ended with (a recorder never execs).
 fn run(k: &Recorder, p: &Prepared) -> (Vec<String>, String) {
     let tasks = [PathBuf::from("/cg/memory/c/tasks")];
-    let err = match setup(k, p, &tasks) {
+    let err = match setup(k, p, &tasks, 9) {
         Ok(never) => match never {},
         Err(e) => e,
     };
@@ -460,4 +460,39 @@ fn a_container_of_its_own_without_home_gets_its_users_home_from_passwd() {
         "{:?}",
         k.env()
     );
+}
+
+#[test]
+fn set_up_fds_are_closed_and_the_process_undumpable_before_the_cwd_and_credentials() {
+    let k = recorder();
+    let (calls, _) = run(&k, &prepared(serde_json::json!({})));
+    // CVE-2016-9962 and CVE-2024-21626: nothing of the host is reachable through this
+    // process once the container may see it with its own credentials, nor through a
+    // /proc/self/fd/N cwd or program.
+    assert_order(
+        &calls,
+        &[
+            "set_dumpable false",
+            "close_range_cloexec 3",
+            "close_fds_except 3 [9]",
+            "drop_bounding",
+            "chdir /work",
+            "getcwd",
+            "execve /bin/sh",
+        ],
+    );
+}
+
+#[test]
+fn a_cwd_that_leads_out_of_the_root_is_refused_before_exec() {
+    let mut k = recorder();
+    // What the kernel answers for a cwd reached through a magic link to a host directory.
+    k.cwd = Some(b"(unreachable)/sys/fs/cgroup".to_vec());
+    let p = prepared(serde_json::json!({"process": {"cwd": "/proc/self/fd/7"}}));
+    let (calls, err) = run(&k, &p);
+    assert_eq!(
+        err,
+        "cwd \"/proc/self/fd/7\" is outside the container's root filesystem"
+    );
+    assert!(!calls.iter().any(|c| c.starts_with("execve")), "{calls:#?}");
 }

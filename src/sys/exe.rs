@@ -1,0 +1,110 @@
+//! The running binary made unwritable before podinit starts anything in a container
+//! (CVE-2019-5736): a process set up by podinit runs podinit's binary until it execs, and
+//! a container program whose interpreter is `/proc/self/exe` is podinit itself, so a
+//! container could reach the binary through `/proc/PID/exe` and write it once no podinit
+//! runs. As runc's `exeseal`, podinit runs itself again from a read-only, detached bind
+//! mount of its own file (`open_tree` + `mount_setattr`): what `/proc/PID/exe` leads to is
+//! then that mount, which no container can reach to make writable. It costs one `execve`
+//! and copies nothing, where runc's older memfd copy cost the binary's size per process.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+
+const OPEN_TREE_CLONE: libc::c_uint = 1;
+const OPEN_TREE_CLOEXEC: libc::c_uint = libc::O_CLOEXEC as libc::c_uint;
+
+/// Whether the binary this process runs is on a read-only mount (sealed already, or
+/// installed on a read-only filesystem): nothing to do then.
+pub fn is_sealed() -> bool {
+    nix::sys::statvfs::statvfs("/proc/self/exe")
+        .is_ok_and(|st| st.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY))
+}
+
+/// Run this program again, with the same arguments and environment, from a read-only
+/// detached bind mount of its binary. Returns only when it did not: `Ok` when the binary
+/// is sealed already, an error when the kernel refused a step (no `CAP_SYS_ADMIN` in a
+/// container's PID-1 mode gives EPERM), and the caller goes on as it is.
+pub fn reexec_sealed() -> io::Result<()> {
+    if is_sealed() {
+        name_after_argv0();
+        return Ok(());
+    }
+    // SAFETY: open_tree with a valid C string and flags; the fd returned is ours.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_open_tree,
+            libc::AT_FDCWD,
+            c"/proc/self/exe".as_ptr(),
+            OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a new fd of ours.
+    let tree = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    let attr = super::mount::MountAttr {
+        attr_set: super::mount::attr::RDONLY
+            | super::mount::attr::NOSUID
+            | super::mount::attr::NODEV,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    super::mount::mount_setattr(
+        tree.as_raw_fd(),
+        c"",
+        libc::AT_EMPTY_PATH as libc::c_uint,
+        &attr,
+    )?;
+    let cstrings = |items: Vec<Vec<u8>>| -> io::Result<Vec<CString>> {
+        items
+            .into_iter()
+            .map(|v| CString::new(v).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput)))
+            .collect()
+    };
+    let argv = cstrings(std::env::args_os().map(|a| a.as_bytes().to_vec()).collect())?;
+    let envp = cstrings(
+        std::env::vars_os()
+            .map(|(k, v)| [k.as_bytes(), b"=", v.as_bytes()].concat())
+            .collect(),
+    )?;
+    let mut argv_p: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    argv_p.push(std::ptr::null());
+    let mut envp_p: Vec<*const libc::c_char> = envp.iter().map(|a| a.as_ptr()).collect();
+    envp_p.push(std::ptr::null());
+    // SAFETY: NUL-terminated arrays of valid C strings that outlive the call; on success
+    // it does not return.
+    unsafe {
+        libc::syscall(
+            libc::SYS_execveat,
+            tree.as_raw_fd(),
+            c"".as_ptr(),
+            argv_p.as_ptr(),
+            envp_p.as_ptr(),
+            libc::AT_EMPTY_PATH,
+        )
+    };
+    Err(io::Error::last_os_error())
+}
+
+/// The kernel names a program run through an fd after the fd's number (`/dev/fd/N`):
+/// the process takes its usual name back, `argv[0]`'s last part, as `ps` shows it.
+fn name_after_argv0() {
+    let Some(argv0) = std::env::args_os().next() else {
+        return;
+    };
+    let base = std::path::Path::new(&argv0)
+        .file_name()
+        .map(|n| n.as_bytes().to_vec())
+        .unwrap_or_default();
+    // The kernel keeps 15 bytes and a NUL.
+    let mut name = base;
+    name.truncate(15);
+    if let Ok(c) = CString::new(name) {
+        // SAFETY: prctl with a valid C string of at most 16 bytes.
+        unsafe { libc::prctl(libc::PR_SET_NAME, c.as_ptr() as libc::c_ulong, 0, 0, 0) };
+    }
+}

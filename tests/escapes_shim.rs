@@ -1,0 +1,436 @@
+//! The escapes of tests/escapes.rs that the CRI shim can meet, through
+//! containerd-shim-podinit-v1's Task service driven as containerd drives it, without
+//! containerd (the harness of tests/shim_task.rs): a leaked fd as the cwd of a container
+//! and of an exec (CVE-2024-21626), the fds open at exec, a created container's init out
+//! of reach of the pod's other containers (CVE-2016-9962), and the binary a container's
+//! process runs before exec read-only (CVE-2019-5736).
+
+mod common;
+
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use containerd_shim::protos::api;
+use containerd_shim::protos::protobuf::well_known_types::any::Any;
+use containerd_shim::protos::shim_sync::{create_events, Events, TaskClient};
+use containerd_shim::protos::ttrpc::{self, context, Client, Server, TtrpcContext};
+use serde_json::json;
+
+const SHIM: &str = env!("CARGO_BIN_EXE_containerd-shim-podinit-v1");
+
+/// The events service the shim publishes to (at `TTRPC_ADDRESS`): it takes them all.
+struct Sink;
+
+impl Events for Sink {
+    fn forward(&self, _: &TtrpcContext, _: api::ForwardRequest) -> ttrpc::Result<api::Empty> {
+        Ok(api::Empty::default())
+    }
+}
+
+/// Removes everything the test made, failed or not.
+struct Lab {
+    dir: PathBuf,
+    ns: String,
+    parent: String,
+    shim: Option<i32>,
+    ids: Vec<String>,
+    logs: Vec<std::fs::File>,
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let root = format!("/run/containerd/podinit/{}", self.ns);
+        for id in &self.ids {
+            let _ = Command::new(SHIM)
+                .args(["runc", "--root", &root, "delete", "--force", id])
+                .stderr(Stdio::null())
+                .status();
+        }
+        if let Some(pid) = self.shim {
+            // SAFETY: the shim this test started.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        let _ = std::fs::remove_dir(&root);
+        for h in cgroup_hierarchies() {
+            for id in &self.ids {
+                let _ = std::fs::remove_dir(h.join(&self.parent).join(id));
+            }
+            let _ = std::fs::remove_dir(h.join(&self.parent));
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn cgroup_hierarchies() -> Vec<PathBuf> {
+    let base = Path::new("/sys/fs/cgroup");
+    if base.join("cgroup.controllers").exists() {
+        return vec![base.to_path_buf()];
+    }
+    std::fs::read_dir(base)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn bundle(
+    lab: &mut Lab,
+    id: &str,
+    process: serde_json::Value,
+    namespaces: serde_json::Value,
+    kind: &str,
+) -> PathBuf {
+    let dir = lab.dir.join(id);
+    std::fs::create_dir_all(&dir).unwrap();
+    let base = common::bundles().join("busybox");
+    let mut spec: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(base.join("config.json")).unwrap()).unwrap();
+    spec["root"] = json!({"path": base.join("rootfs"), "readonly": true});
+    for (k, v) in process.as_object().unwrap() {
+        spec["process"][k] = v.clone();
+    }
+    spec["linux"]["namespaces"] = namespaces;
+    spec["linux"]["cgroupsPath"] = json!(format!("/{}/{id}", lab.parent));
+    spec["annotations"] = json!({
+        "io.kubernetes.cri.container-type": kind,
+        "io.kubernetes.cri.sandbox-id": "sb",
+    });
+    std::fs::write(dir.join("config.json"), spec.to_string()).unwrap();
+    let log = dir.join("log");
+    nix::unistd::mkfifo(&log, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let r = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&log)
+        .unwrap();
+    lab.logs.push(r);
+    dir
+}
+
+fn shim_start(lab: &Lab, bundle: &Path, id: &str) -> String {
+    let out = Command::new(SHIM)
+        .args(["-namespace", &lab.ns, "-id", id, "-address"])
+        .arg(lab.dir.join("containerd.sock"))
+        .args(["-publish-binary", "/bin/true", "start"])
+        .current_dir(bundle)
+        .env("TTRPC_ADDRESS", lab.dir.join("events.sock"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "shim start: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+fn ctx() -> context::Context {
+    context::with_timeout(Duration::from_secs(30).as_nanos() as i64)
+}
+
+fn fifo(lab: &Lab, name: &str) -> (String, std::fs::File) {
+    let p = lab.dir.join(name);
+    nix::unistd::mkfifo(&p, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let r = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&p)
+        .unwrap();
+    (p.display().to_string(), r)
+}
+
+/// Everything in the FIFO until every writer is gone.
+fn drain(mut f: std::fs::File) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) if !out.is_empty() => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) => panic!("reading a FIFO: {e}"),
+        }
+        assert!(Instant::now() < deadline, "FIFO never closed: {out:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The first line written to the FIFO (its writer may stay open).
+fn first_line(mut f: std::fs::File) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !out.contains(&b'\n') {
+        match f.read(&mut buf) {
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) => panic!("reading a FIFO: {e}"),
+        }
+        assert!(Instant::now() < deadline, "no line in the FIFO: {out:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    String::from_utf8_lossy(&out)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .to_string()
+}
+
+fn create(c: &TaskClient, id: &str, bundle: &Path, stdout: &str) -> Result<u32, String> {
+    let req = api::CreateTaskRequest {
+        id: id.into(),
+        bundle: bundle.display().to_string(),
+        stdout: stdout.into(),
+        ..Default::default()
+    };
+    c.create(ctx(), &req)
+        .map(|r| r.pid)
+        .map_err(|e| e.to_string())
+}
+
+fn start(c: &TaskClient, id: &str, exec: &str) -> Result<u32, String> {
+    let req = api::StartRequest {
+        id: id.into(),
+        exec_id: exec.into(),
+        ..Default::default()
+    };
+    c.start(ctx(), &req)
+        .map(|r| r.pid)
+        .map_err(|e| e.to_string())
+}
+
+fn wait(c: &TaskClient, id: &str, exec: &str) -> u32 {
+    let req = api::WaitRequest {
+        id: id.into(),
+        exec_id: exec.into(),
+        ..Default::default()
+    };
+    c.wait(ctx(), &req)
+        .unwrap_or_else(|e| panic!("Wait {id}/{exec}: {e}"))
+        .exit_status
+}
+
+fn delete(c: &TaskClient, id: &str, exec: &str) {
+    let req = api::DeleteRequest {
+        id: id.into(),
+        exec_id: exec.into(),
+        ..Default::default()
+    };
+    let _ = c.delete(ctx(), &req);
+}
+
+fn kill(c: &TaskClient, id: &str) {
+    let req = api::KillRequest {
+        id: id.into(),
+        signal: libc::SIGKILL as u32,
+        ..Default::default()
+    };
+    let _ = c.kill(ctx(), &req);
+}
+
+/// Exec `args` (with `cwd`) in container `id`; its stdout, or the error of Exec or Start.
+fn exec(
+    lab: &Lab,
+    c: &TaskClient,
+    id: &str,
+    exec_id: &str,
+    cwd: &str,
+    args: &[&str],
+) -> Result<String, String> {
+    let (out, r) = fifo(lab, &format!("{exec_id}.out"));
+    let process =
+        json!({"args": args, "cwd": cwd, "env": ["PATH=/bin"], "user": {"uid": 0, "gid": 0}});
+    let req = api::ExecProcessRequest {
+        id: id.into(),
+        exec_id: exec_id.into(),
+        stdout: out,
+        spec: Some(Any {
+            type_url: "types.containerd.io/opencontainers/runtime-spec/1/Process".into(),
+            value: process.to_string().into_bytes(),
+            ..Default::default()
+        })
+        .into(),
+        ..Default::default()
+    };
+    c.exec(ctx(), &req).map_err(|e| e.to_string())?;
+    if let Err(e) = start(c, id, exec_id) {
+        delete(c, id, exec_id);
+        return Err(e);
+    }
+    let text = drain(r);
+    wait(c, id, exec_id);
+    delete(c, id, exec_id);
+    Ok(text)
+}
+
+#[test]
+#[ignore = "needs root: namespaces, cgroups and a shim"]
+fn escapes_through_the_shims_task_api() {
+    common::require_root();
+    let tag = format!("podinit-shim-esc-{}", std::process::id());
+    let mut lab = Lab {
+        dir: std::env::temp_dir().join(&tag),
+        ns: tag.clone(),
+        parent: tag.clone(),
+        shim: None,
+        ids: vec!["sb".into(), "c1".into(), "c2".into(), "bad".into()],
+        logs: Vec::new(),
+    };
+    std::fs::create_dir_all(&lab.dir).unwrap();
+    let events_sock = format!("unix://{}", lab.dir.join("events.sock").display());
+    let mut server = Server::new()
+        .bind(&events_sock)
+        .unwrap()
+        .register_service(create_events(std::sync::Arc::new(Sink)));
+    server.start().unwrap();
+    let marker = lab.dir.join("escaped");
+    let climb = format!(
+        "{}{}",
+        "../".repeat(16),
+        marker.display().to_string().trim_start_matches('/')
+    );
+
+    let sb = bundle(
+        &mut lab,
+        "sb",
+        json!({"args": ["/pause"]}),
+        json!([{"type": "pid"}, {"type": "ipc"}, {"type": "uts"}, {"type": "mount"}, {"type": "network"}]),
+        "sandbox",
+    );
+    let address = shim_start(&lab, &sb, "sb");
+    let client = TaskClient::new(Client::connect(&address).unwrap());
+    let connect = client
+        .connect(
+            ctx(),
+            &api::ConnectRequest {
+                id: "sb".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    lab.shim = Some(connect.shim_pid as i32);
+    let sb_pid = create(&client, "sb", &sb, "").unwrap();
+    start(&client, "sb", "").unwrap();
+    let ns = |t: &str, f: &str| json!({"type": t, "path": format!("/proc/{sb_pid}/ns/{f}")});
+    let joined = json!([ns("pid", "pid"), ns("ipc", "ipc"), ns("uts", "uts"), ns("network", "net"), {"type": "mount"}]);
+
+    // CVE-2024-21626 at Create: a container whose cwd is a set-up fd does not start.
+    for n in 3..=12 {
+        let bad = bundle(
+            &mut lab,
+            &format!("bad{n}"),
+            json!({"args": ["sh", "-c", format!("touch {climb}")], "cwd": format!("/proc/self/fd/{n}")}),
+            joined.clone(),
+            "container",
+        );
+        lab.ids.push(format!("bad{n}"));
+        shim_start(&lab, &bad, &format!("bad{n}"));
+        let created = create(&client, &format!("bad{n}"), &bad, "");
+        let started = created
+            .as_ref()
+            .ok()
+            .map(|_| start(&client, &format!("bad{n}"), ""));
+        assert!(
+            created.is_err() || started.as_ref().is_some_and(|s| s.is_err()),
+            "cwd /proc/self/fd/{n}: the container started"
+        );
+        delete(&client, &format!("bad{n}"), "");
+    }
+
+    // A long-running container: what its init saw, and execs into it.
+    let (out1, r1) = fifo(&lab, "c1.out");
+    let c1 = bundle(
+        &mut lab,
+        "c1",
+        json!({"args": ["sh", "-c", "echo fds=$(ls /proc/self/fd | tr '\\n' ' '); sleep 600"]}),
+        joined.clone(),
+        "container",
+    );
+    shim_start(&lab, &c1, "c1");
+    create(&client, "c1", &c1, &out1).unwrap();
+    start(&client, "c1", "").unwrap();
+    assert_eq!(first_line(r1).trim(), "fds=0 1 2 3", "the init's open fds");
+    let fds = exec(
+        &lab,
+        &client,
+        "c1",
+        "e-fds",
+        "/",
+        &["sh", "-c", "echo fds=$(ls /proc/self/fd | tr '\\n' ' ')"],
+    )
+    .unwrap();
+    assert_eq!(fds.trim(), "fds=0 1 2 3", "an exec's open fds");
+    for n in 3..=12 {
+        let r = exec(
+            &lab,
+            &client,
+            "c1",
+            &format!("e-cwd{n}"),
+            &format!("/proc/self/fd/{n}"),
+            &["sh", "-c", &format!("touch {climb}")],
+        );
+        assert!(r.is_err(), "exec with cwd /proc/self/fd/{n} ran: {r:?}");
+    }
+
+    // A second container, created and not started: its init waits at the exec fifo,
+    // running the runtime's binary, in the pod's pid namespace.
+    let c2 = bundle(
+        &mut lab,
+        "c2",
+        json!({"args": ["sleep", "600"]}),
+        joined,
+        "container",
+    );
+    shim_start(&lab, &c2, "c2");
+    let c2_pid = create(&client, "c2", &c2, "").unwrap();
+    // CVE-2019-5736: the binary it runs is the read-only mount, whoever writes it.
+    let e = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(format!("/proc/{c2_pid}/exe"))
+        .unwrap_err();
+    assert_eq!(
+        e.raw_os_error(),
+        Some(libc::EROFS),
+        "the waiting init's exe: {e}"
+    );
+    // CVE-2016-9962: from c1, every process of the pod whose exe is not busybox (the
+    // pause, c2's waiting init) is out of reach.
+    let seen = exec(
+        &lab,
+        &client,
+        "c1",
+        "e-reach",
+        "/",
+        &["sh", "-c", "for d in /proc/[0-9]*; do l=$(readlink $d/exe 2>/dev/null) && case $l in *busybox*) ;; *) echo reached $d $l;; esac; done; echo done"],
+    )
+    .unwrap();
+    assert_eq!(seen.trim(), "done", "{seen}");
+
+    assert!(
+        !marker.exists(),
+        "{} was created on the host",
+        marker.display()
+    );
+    for id in ["c1", "c2", "sb"] {
+        kill(&client, id);
+        wait(&client, id, "");
+        delete(&client, id, "");
+    }
+    server.shutdown();
+    let _ = client.shutdown(
+        ctx(),
+        &api::ShutdownRequest {
+            id: "sb".into(),
+            ..Default::default()
+        },
+    );
+}
