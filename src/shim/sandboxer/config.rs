@@ -47,6 +47,8 @@ pub struct PodConfig {
     pub user_namespace: bool,
     /// `sysctls`, by their dotted names.
     pub sysctls: Vec<(String, String)>,
+    /// The pod's annotations.
+    pub annotations: Vec<(String, String)>,
 }
 
 type Fields = Vec<(u32, Field)>;
@@ -113,6 +115,9 @@ impl PodConfig {
             match (n, f) {
                 (1, Field::Bytes(b)) => c.metadata(&b)?,
                 (2, Field::Bytes(b)) => c.hostname = string(&b, "PodSandboxConfig.hostname")?,
+                (7, Field::Bytes(b)) => c
+                    .annotations
+                    .push(entry(&b, "PodSandboxConfig.annotations")?),
                 (8, Field::Bytes(b)) => c.linux(&b)?,
                 _ => {}
             }
@@ -248,9 +253,13 @@ mod tests {
         bytes(&mut linux, 1, b"/kubepods/pod1");
         bytes(&mut linux, 2, &sc);
         bytes(&mut linux, 3, &sysctl);
+        let mut annotation = Vec::new();
+        bytes(&mut annotation, 1, b"a/b");
+        bytes(&mut annotation, 2, b"c");
         let mut cfg = Vec::new();
         bytes(&mut cfg, 1, &meta);
         bytes(&mut cfg, 2, b"web-0");
+        bytes(&mut cfg, 7, &annotation);
         bytes(&mut cfg, 3, b"/var/log/pods/x");
         bytes(&mut cfg, 8, &linux);
         let c = PodConfig::from_options(URL, &cfg).unwrap();
@@ -259,6 +268,7 @@ mod tests {
             ("web", "uid-1", "default")
         );
         assert_eq!(c.hostname, "web-0");
+        assert_eq!(c.annotations, [("a/b".into(), "c".into())]);
         assert_eq!(c.cgroup_parent, "/kubepods/pod1");
         assert_eq!(
             (c.network, c.pid, c.ipc),

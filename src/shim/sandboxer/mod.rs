@@ -46,7 +46,7 @@ impl Sandbox {
     /// What `crictl inspectp` shows of the sandbox, named as containerd's podsandbox
     /// controller names it: the pid, the process's status, and the namespaces as the
     /// runtime spec of a pause container would list them.
-    fn info(&self) -> serde_json::Value {
+    fn info(&self, id: &str) -> serde_json::Value {
         let ns = self.config.namespaces_for(&self.netns);
         let mut namespaces = Vec::new();
         match &ns.netns {
@@ -70,12 +70,33 @@ impl Sandbox {
             (Some(_), None) => "running",
             (Some(_), Some(_)) => "stopped",
         };
+        // The CRI's annotations of a sandbox, with the pod's own: what the sandbox was
+        // made with.
+        let c = &self.config;
+        let mut annotations: serde_json::Map<String, serde_json::Value> = c
+            .annotations
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone().into()))
+            .collect();
+        for (k, v) in [
+            ("io.kubernetes.cri.container-type", "sandbox"),
+            ("io.kubernetes.cri.sandbox-id", id),
+            ("io.kubernetes.cri.sandbox-name", &c.name),
+            ("io.kubernetes.cri.sandbox-namespace", &c.namespace),
+            ("io.kubernetes.cri.sandbox-uid", &c.uid),
+        ] {
+            annotations.insert(k.into(), v.into());
+        }
         serde_json::json!({
             "pid": self.pid.unwrap_or(0),
             "processStatus": status,
             "runtimeType": super::boot::RUNTIME_ID,
             "sandboxer": "shim",
-            "runtimeSpec": {"hostname": ns.hostname, "linux": {"namespaces": namespaces}},
+            "runtimeSpec": {
+                "hostname": ns.hostname,
+                "annotations": annotations,
+                "linux": {"namespaces": namespaces},
+            },
         })
     }
 
@@ -297,7 +318,7 @@ impl Sandboxer {
             state: sb.state(),
             created_at: sb.created_at,
             exited_at: sb.exit.map(|e| e.at),
-            info: sb.info(),
+            info: sb.info(id),
         })
     }
 
