@@ -50,7 +50,7 @@ fn running_pod(lab: &Lab, handler: &str, name: &str) -> Running {
 
 fn shim_killed(handler: &str) {
     common::require_root();
-    let lab = Lab::new(&format!("shimkill-{handler}"));
+    let lab = Lab::for_handler(&format!("shimkill-{handler}"), handler);
     let p = running_pod(&lab, handler, "victim");
     let shims = lab.shims();
     assert!(!shims.is_empty(), "no shim runs the pod on {handler}");
@@ -124,7 +124,7 @@ fn shim_killed(handler: &str) {
 
 fn containerd_restarted(handler: &str) {
     common::require_root();
-    let mut lab = Lab::new(&format!("restart-{handler}"));
+    let mut lab = Lab::for_handler(&format!("restart-{handler}"), handler);
     let a = running_pod(&lab, handler, "survivor-a");
     let b = running_pod(&lab, handler, "survivor-b");
     lab.stop();
@@ -289,6 +289,12 @@ fn cri_shim_killed_on_podinit() {
 }
 
 #[test]
+#[ignore = "needs root: a private containerd 2"]
+fn cri_shim_killed_on_podinit_sandbox_mode() {
+    shim_killed(cri::SANDBOX_HANDLER);
+}
+
+#[test]
 #[ignore = "needs root: a private containerd with CNI"]
 fn cri_containerd_restarted_on_runc() {
     containerd_restarted("runc");
@@ -298,6 +304,12 @@ fn cri_containerd_restarted_on_runc() {
 #[ignore = "needs root: a private containerd"]
 fn cri_containerd_restarted_on_podinit() {
     containerd_restarted("podinit");
+}
+
+#[test]
+#[ignore = "needs root: a private containerd 2"]
+fn cri_containerd_restarted_on_podinit_sandbox_mode() {
+    containerd_restarted(cri::SANDBOX_HANDLER);
 }
 
 #[test]

@@ -873,10 +873,23 @@ fn cri_flow_on_runc() {
 #[ignore = "needs root: a private containerd"]
 fn cri_flow_on_podinit_agrees_with_runc() {
     common::require_root();
-    let lab = Lab::new("flow-podinit");
-    let runc = flow(&lab, "runc");
+    agrees_with_runc(&Lab::new("flow-podinit"), "podinit");
+}
+
+/// The podinit handler in containerd 2's Sandbox mode, beside runc's: the same flow, the
+/// same records.
+#[test]
+#[ignore = "needs root: a private containerd 2"]
+fn cri_flow_on_podinit_sandbox_mode_agrees_with_runc() {
+    common::require_root();
+    let handler = cri::SANDBOX_HANDLER;
+    agrees_with_runc(&Lab::for_handler("flow-sbapi", handler), handler);
+}
+
+fn agrees_with_runc(lab: &Lab, handler: &str) {
+    let runc = flow(lab, "runc");
     check("runc", &runc);
-    let podinit = flow(&lab, "podinit");
+    let podinit = flow(lab, handler);
     let mut diff = Vec::new();
     for k in runc
         .keys()
@@ -888,10 +901,10 @@ fn cri_flow_on_podinit_agrees_with_runc() {
         }
         let (a, b) = (runc.get(k), podinit.get(k));
         if a != b {
-            diff.push(format!("{k}: runc {a:?}, podinit {b:?}"));
+            diff.push(format!("{k}: runc {a:?}, {handler} {b:?}"));
         }
     }
-    check("podinit", &podinit);
+    check(handler, &podinit);
     assert!(diff.is_empty(), "the handlers differ:\n{}", diff.join("\n"));
 }
 
@@ -900,7 +913,7 @@ fn cri_flow_on_podinit_agrees_with_runc() {
 /// removal. A first check of a handler before the whole flow.
 fn smoke(handler: &str) {
     common::require_root();
-    let lab = Lab::new(&format!("smoke-{handler}"));
+    let lab = Lab::for_handler(&format!("smoke-{handler}"), handler);
     let c = lab.cri();
     let pc = lab.pod_config(&cri::unique("smoke"), false, false);
     let pod = c
@@ -943,4 +956,10 @@ fn cri_smoke_on_runc() {
 #[ignore = "needs root: a private containerd"]
 fn cri_smoke_on_podinit() {
     smoke("podinit");
+}
+
+#[test]
+#[ignore = "needs root: a private containerd 2"]
+fn cri_smoke_on_podinit_sandbox_mode() {
+    smoke(cri::SANDBOX_HANDLER);
 }

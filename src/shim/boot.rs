@@ -15,7 +15,7 @@ use containerd_shim::Shim as _;
 
 use super::Shim;
 
-const RUNTIME_ID: &str = "io.containerd.podinit.v1";
+pub const RUNTIME_ID: &str = "io.containerd.podinit.v1";
 
 /// The fd on which the daemon finds its listening socket, and the variable that says so.
 const LISTENER_FD: RawFd = 3;
@@ -113,8 +113,12 @@ pub fn start_address(
     socket_dir: Option<&str>,
 ) -> Result<String, String> {
     let bundle = std::env::current_dir().map_err(|e| format!("bundle: {e}"))?;
-    let spec = super::sandbox::load(&bundle)?;
-    let grouping = super::sandbox::grouping(id, &spec);
+    // A Sandbox API sandbox's bundle has no config.json: its shim is its own.
+    let grouping = if bundle.join("config.json").exists() {
+        super::sandbox::grouping(id, &super::sandbox::load(&bundle)?)
+    } else {
+        id.to_string()
+    };
     let address =
         super::paths::socket_address(&bundle, socket_dir, containerd, namespace, &grouping);
     if let Some(listener) = bind(&address)? {
@@ -222,8 +226,9 @@ fn daemon(
     .map_err(|e| format!("the shim's log: {e}"))?;
     let publisher = RemotePublisher::new(&ttrpc_address)
         .map_err(|e| format!("connecting {ttrpc_address}: {e}"))?;
-    let task: Arc<dyn containerd_shim::Task + Send + Sync> =
-        Arc::new(shim.create_task_service(publisher));
+    let tasks = shim.create_task_service(publisher);
+    let sandboxes = super::sandboxer::service(Arc::clone(&tasks.0));
+    let task: Arc<dyn containerd_shim::Task + Send + Sync> = Arc::new(tasks);
     // The same Task service under both names: v2 for containerd 1.6 to 2.2, v3 for the
     // containerd that was answered version 3 (`bootstrap.rs`); the messages are the same.
     let create = containerd_shim::protos::shim::shim_ttrpc::create_task;
@@ -235,7 +240,9 @@ fn daemon(
     let mut server = containerd_shim::protos::ttrpc::Server::new()
         .add_listener(std::os::fd::IntoRawFd::into_raw_fd(listener))
         .map_err(|e| format!("serving {}: {e}", flags.socket))?
-        .register_service(service);
+        .register_service(service)
+        // containerd 2's Sandbox API, on the same socket (a runtime with `sandboxer = "shim"`).
+        .register_service(sandboxes);
     server
         .start()
         .map_err(|e| format!("serving {}: {e}", flags.socket))?;

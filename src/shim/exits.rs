@@ -17,6 +17,9 @@ impl Inner {
     pub fn on_exits(self: &Arc<Self>, exits: &[(i32, Exit)]) {
         let all = self.containers();
         for (pid, _) in exits {
+            if self.on_watched_exit(*pid) {
+                continue;
+            }
             for c in &all {
                 let mut procs = c.lock();
                 let Some(exec) = procs.owner_of(*pid) else {

@@ -21,6 +21,7 @@ mod reaper;
 mod rootfs;
 mod runc;
 mod sandbox;
+pub mod sandboxer;
 mod service;
 mod stdio;
 mod task_api;
@@ -82,6 +83,8 @@ impl containerd_shim::Shim for Shim {
     /// state and rootfs mount), and report it killed.
     fn delete_shim(&mut self) -> containerd_shim::Result<DeleteResponse> {
         let bundle = std::env::current_dir().map_err(|e| shim_err(format!("bundle: {e}")))?;
+        // A Sandbox API sandbox's PID 1 and cgroup, when the shim was a sandbox's.
+        let sandbox_pid = sandboxer::cleanup(&bundle);
         let root = runc_root(&self.namespace);
         let args = [
             "--root",
@@ -97,6 +100,7 @@ impl containerd_shim::Shim for Shim {
         let pid = std::fs::read_to_string(bundle.join("init.pid"))
             .ok()
             .and_then(|s| s.trim().parse().ok())
+            .or(sandbox_pid.map(|p| p as u32))
             .unwrap_or(0);
         Ok(DeleteResponse {
             pid,

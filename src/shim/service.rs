@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 
 use containerd_shim::protos::protobuf::MessageDyn;
@@ -12,11 +13,14 @@ use containerd_shim::ExitSignal;
 
 use super::container::Container;
 use super::error::{Error, Result};
-use super::reaper::Reaper;
+use super::reaper::{Exit, Reaper};
 use super::runc::Runc;
 
 /// An event for containerd, published in order by one thread.
 pub type Event = (&'static str, Box<dyn MessageDyn>);
+
+/// What is told of a watched process's exit (a Sandbox API sandbox's PID 1).
+pub type OnExit = Box<dyn FnOnce(Exit) + Send>;
 
 pub struct Inner {
     containers: Mutex<HashMap<String, Arc<Container>>>,
@@ -26,6 +30,11 @@ pub struct Inner {
     pub exit: Arc<ExitSignal>,
     /// The shim's own binary: the sandbox's pause.
     pub exe: PathBuf,
+    /// Processes that are no container's whose exits someone waits for, by pid.
+    watched: Mutex<HashMap<i32, OnExit>>,
+    /// Whether a sandbox of the Sandbox API lives in this shim: the Task service's
+    /// Shutdown must not end the shim under it.
+    sandbox: AtomicBool,
 }
 
 #[derive(Clone)]
@@ -46,7 +55,39 @@ impl Inner {
             events: Mutex::new(events),
             exit,
             exe,
+            watched: Mutex::new(HashMap::new()),
+            sandbox: AtomicBool::new(false),
         }
+    }
+
+    /// Calls `f` with `pid`'s exit once it is reaped (at once if it already was).
+    pub fn watch(&self, pid: i32, f: OnExit) {
+        let mut w = self.watched.lock().unwrap_or_else(|p| p.into_inner());
+        match self.reaper.take(pid) {
+            Some(exit) => f(exit),
+            None => drop(w.insert(pid, f)),
+        }
+    }
+
+    /// Tells the watcher of `pid` its exit; false when nobody watches it.
+    pub fn on_watched_exit(&self, pid: i32) -> bool {
+        let mut w = self.watched.lock().unwrap_or_else(|p| p.into_inner());
+        if !w.contains_key(&pid) {
+            return false;
+        }
+        if let (Some(exit), Some(f)) = (self.reaper.take(pid), w.remove(&pid)) {
+            f(exit);
+        }
+        true
+    }
+
+    pub fn hold_sandbox(&self, held: bool) {
+        self.sandbox.store(held, Ordering::SeqCst);
+    }
+
+    /// Whether the shim may end: no task and no sandbox left in it.
+    pub fn may_exit(&self) -> bool {
+        self.is_empty() && !self.sandbox.load(Ordering::SeqCst)
     }
 
     /// The table; never locked while a container's own lock is held.

@@ -135,7 +135,7 @@ impl containerd_shim::Task for Service {
     }
 
     fn shutdown(&self, _: &TtrpcContext, _: api::ShutdownRequest) -> TtrpcResult<api::Empty> {
-        if self.0.is_empty() {
+        if self.0.may_exit() {
             self.0.exit.signal();
         }
         Ok(api::Empty::default())

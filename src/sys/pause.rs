@@ -164,3 +164,95 @@ fn wait_loop(set: &libc::sigset_t) -> ! {
         }
     }
 }
+
+/// What the Sandbox API's sandbox asks of the kernel for its PID 1 (docs/cri.md §6): the
+/// network namespace containerd's CNI made, and which namespaces are the pod's own.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct SandboxNamespaces {
+    /// A network namespace to join (`None`: the caller's, a pod on the host network).
+    pub netns: Option<std::path::PathBuf>,
+    pub new_pid: bool,
+    pub new_ipc: bool,
+    pub new_uts: bool,
+    /// Set in the new UTS namespace.
+    pub hostname: Option<String>,
+    /// `/proc/sys` paths (`net/ipv4/ip_forward`) and values, written once the namespaces
+    /// are the pod's, so that they reach its network and IPC namespaces.
+    pub sysctls: Vec<(String, String)>,
+}
+
+/// Makes the sandbox's namespaces and its PID 1: joins `netns`, unshares IPC and UTS,
+/// sets the hostname and the sysctls, then forks the pause, PID 1 of a new pid namespace,
+/// and returns its pid; the pause never returns from here. The caller must be a fresh,
+/// single-threaded process (the shim runs its own binary for this), and exits once it has
+/// said the pid: the pause then belongs to the shim, its subreaper.
+pub fn start_sandbox(ns: &SandboxNamespaces) -> Result<i32, String> {
+    use nix::sched::CloneFlags;
+    if let Some(path) = &ns.netns {
+        let f = std::fs::File::open(path)
+            .map_err(|e| format!("opening the network namespace {}: {e}", path.display()))?;
+        nix::sched::setns(f, CloneFlags::CLONE_NEWNET).map_err(|e| {
+            format!(
+                "joining the network namespace {}: {}",
+                path.display(),
+                std::io::Error::from(e)
+            )
+        })?;
+    }
+    let mut flags = CloneFlags::empty();
+    flags.set(CloneFlags::CLONE_NEWIPC, ns.new_ipc);
+    flags.set(CloneFlags::CLONE_NEWUTS, ns.new_uts);
+    nix::sched::unshare(flags)
+        .map_err(|e| format!("new IPC and UTS namespaces: {}", std::io::Error::from(e)))?;
+    if let Some(h) = ns.hostname.as_deref().filter(|_| ns.new_uts) {
+        nix::unistd::sethostname(h)
+            .map_err(|e| format!("hostname {h:?}: {}", std::io::Error::from(e)))?;
+    }
+    for (path, value) in &ns.sysctls {
+        std::fs::write(std::path::Path::new("/proc/sys").join(path), value)
+            .map_err(|e| format!("sysctl {}={value}: {e}", path.replace('/', ".")))?;
+    }
+    let pid_flag = if ns.new_pid {
+        libc::CLONE_NEWPID as u64
+    } else {
+        0
+    };
+    match crate::sys::clone::fork(pid_flag, None)
+        .map_err(|e| format!("forking the sandbox's PID 1: {e}"))?
+    {
+        Some(child) => Ok(child.pid),
+        None => {
+            // The pause keeps none of its starter's files: the pipe the shim reads
+            // the pid from must close when the starter exits.
+            if let Err(e) = quiet_stdio() {
+                eprintln!("podinit pause: {e}");
+                // SAFETY: ending the forked child without running its parent's exit code.
+                unsafe { libc::_exit(1) }
+            }
+            rename();
+            run()
+        }
+    }
+}
+
+/// /dev/null on stdio, every other fd closed.
+fn quiet_stdio() -> Result<(), String> {
+    let null = nix::fcntl::open(
+        "/dev/null",
+        nix::fcntl::OFlag::O_RDWR,
+        nix::sys::stat::Mode::empty(),
+    )
+    .map_err(|e| format!("opening /dev/null: {e}"))?;
+    let null = std::os::fd::IntoRawFd::into_raw_fd(null);
+    for fd in 0..3 {
+        // SAFETY: dup2 of an fd of ours over our stdio.
+        if unsafe { libc::dup2(null, fd) } < 0 {
+            return Err(format!("dup2: {}", std::io::Error::last_os_error()));
+        }
+    }
+    // SAFETY: close_range over every fd but stdio.
+    if unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) } != 0 {
+        return Err(format!("close_range: {}", std::io::Error::last_os_error()));
+    }
+    Ok(())
+}

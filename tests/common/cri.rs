@@ -28,6 +28,9 @@ use crate::cri_client::{api, Client};
 pub const PAUSE_IMAGE: &str = "podinit.test/pause:1";
 pub const BUSYBOX: &str = "podinit.test/busybox:1";
 pub const HANDLERS: [&str; 2] = ["runc", "podinit"];
+/// The podinit handler in containerd 2's Sandbox mode (`sandbox_mode = "shim"`, which
+/// containerd 2 migrates to `sandboxer = "shim"`): declared on containerd 2 only.
+pub const SANDBOX_HANDLER: &str = "podinit-sandbox";
 
 /// How long containerd may take to come up (or to stop).
 const DAEMON_LIMIT: Duration = Duration::from_secs(30);
@@ -150,6 +153,20 @@ impl Lab {
         Lab::with(prefix, Containerd::from_env(), None)
     }
 
+    /// A lab for `handler`: [`Lab::new`]'s, but containerd 2 for the Sandbox mode's
+    /// handler, which containerd 1.6 does not have (failing with one line saying so where
+    /// the shared test tools are missing).
+    pub fn for_handler(prefix: &str, handler: &str) -> Lab {
+        if handler != SANDBOX_HANDLER {
+            return Lab::new(prefix);
+        }
+        let v2 = Containerd::v2().expect(
+            "the Sandbox mode needs containerd 2: no shared/containerd-2/bin/containerd above \
+             the crate and no PODINIT_CONTAINERD2",
+        );
+        Lab::with(prefix, v2, None)
+    }
+
     /// A lab on `daemon`, pulling every registry's images from `mirror` when given.
     pub fn with(prefix: &str, daemon: Containerd, mirror: Option<String>) -> Lab {
         install_missing();
@@ -236,7 +253,7 @@ state = "{state}"
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.podinit]
       runtime_type = "io.containerd.podinit.v1"
       pod_annotations = ["*", "*/*"]
-  [plugins."io.containerd.grpc.v1.cri".cni]
+{sandbox_handler}  [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "{cni}"
     max_conf_num = 1
@@ -247,6 +264,12 @@ state = "{state}"
             opt = p("opt"),
             runc = p("runc"),
             cni = p("cni"),
+            sandbox_handler = match self.daemon {
+                Containerd::V1_6 => String::new(),
+                Containerd::V2(_) => format!(
+                    "    [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.{SANDBOX_HANDLER}]\n      runtime_type = \"io.containerd.podinit.v1\"\n      sandbox_mode = \"shim\"\n      pod_annotations = [\"*\", \"*/*\"]\n"
+                ),
+            },
             // containerd 2 names the shims' socket directory; a private one keeps its own.
             socket_dir = match self.daemon {
                 Containerd::V1_6 => String::new(),

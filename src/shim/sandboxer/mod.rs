@@ -1,0 +1,387 @@
+//! containerd 2's Sandbox API (`containerd.runtime.sandbox.v1.Sandbox`, served beside the
+//! Task service on the pod's socket; docs/cri.md §6). With a runtime whose
+//! `sandboxer = "shim"`, containerd asks the shim itself for the pod's sandbox: podinit
+//! makes it with no container and no image, as a PID 1 (`sys::pause`) in the network
+//! namespace containerd's CNI made, with pid, IPC and UTS namespaces of its own, in the pod's
+//! cgroup. The pod's containers then come through the Task service and join its
+//! namespaces by `/proc/<pid>/ns` paths, as they join a pause container's.
+//!
+//! `config.rs` reads the CRI's PodSandboxConfig; `start.rs` starts the PID 1; `api.rs` is
+//! the ttrpc surface; this file is the table of sandboxes and their lives.
+
+mod api;
+mod config;
+mod record;
+mod start;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime};
+
+use podinit::cgroup::{CgroupRoot, Group};
+
+use super::error::{Error, Result};
+use super::reaper::Exit;
+use super::service::Inner;
+use config::PodConfig;
+
+pub use record::cleanup;
+pub use start::init_main;
+
+/// A sandbox of this shim: made by CreateSandbox, its PID 1 started by StartSandbox.
+struct Sandbox {
+    config: PodConfig,
+    /// Where containerd made the sandbox's bundle (the shim's working directory).
+    bundle: PathBuf,
+    netns: String,
+    created_at: SystemTime,
+    /// The sandbox's own cgroup (`<cgroup parent>/<id>`), once started.
+    cgroup: Option<Group>,
+    pid: Option<i32>,
+    exit: Option<Exit>,
+}
+
+impl Sandbox {
+    /// What `crictl inspectp` shows of the sandbox, named as containerd's podsandbox
+    /// controller names it: the pid, the process's status, and the namespaces as the
+    /// runtime spec of a pause container would list them.
+    fn info(&self, id: &str) -> serde_json::Value {
+        let ns = self.config.namespaces_for(&self.netns);
+        let mut namespaces = Vec::new();
+        match &ns.netns {
+            Some(p) => namespaces.push(serde_json::json!({"type": "network", "path": p})),
+            None if self.config.network != config::Mode::Node => {
+                namespaces.push(serde_json::json!({"type": "network"}))
+            }
+            None => {}
+        }
+        for (new, kind) in [
+            (ns.new_pid, "pid"),
+            (ns.new_ipc, "ipc"),
+            (ns.new_uts, "uts"),
+        ] {
+            if new {
+                namespaces.push(serde_json::json!({ "type": kind }));
+            }
+        }
+        let status = match (self.pid, self.exit) {
+            (None, _) => "created",
+            (Some(_), None) => "running",
+            (Some(_), Some(_)) => "stopped",
+        };
+        // The CRI's annotations of a sandbox, with the pod's own: what the sandbox was
+        // made with.
+        let c = &self.config;
+        let mut annotations: serde_json::Map<String, serde_json::Value> = c
+            .annotations
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone().into()))
+            .collect();
+        for (k, v) in [
+            ("io.kubernetes.cri.container-type", "sandbox"),
+            ("io.kubernetes.cri.sandbox-id", id),
+            ("io.kubernetes.cri.sandbox-name", &c.name),
+            ("io.kubernetes.cri.sandbox-namespace", &c.namespace),
+            ("io.kubernetes.cri.sandbox-uid", &c.uid),
+        ] {
+            annotations.insert(k.into(), v.into());
+        }
+        serde_json::json!({
+            "pid": self.pid.unwrap_or(0),
+            "processStatus": status,
+            "runtimeType": super::boot::RUNTIME_ID,
+            "sandboxer": "shim",
+            "runtimeSpec": {
+                "hostname": ns.hostname,
+                "annotations": annotations,
+                "linux": {"namespaces": namespaces},
+            },
+        })
+    }
+
+    /// The CRI's `PodSandboxState` name, which containerd's CRI passes on as it is.
+    fn state(&self) -> &'static str {
+        match (self.pid, self.exit) {
+            (Some(_), None) => "SANDBOX_READY",
+            _ => "SANDBOX_NOTREADY",
+        }
+    }
+}
+
+/// The shim's sandboxes, by id, and what their calls share with the Task service.
+pub struct Sandboxer {
+    inner: Arc<Inner>,
+    table: Mutex<HashMap<String, Sandbox>>,
+    /// Woken when a sandbox's PID 1 exits.
+    exited: Condvar,
+}
+
+/// How long StopSandbox waits for the PID 1 after SIGKILL (it cannot ignore it).
+const KILL_LIMIT: Duration = Duration::from_secs(10);
+
+impl Sandboxer {
+    pub fn new(inner: Arc<Inner>) -> Arc<Sandboxer> {
+        Arc::new(Sandboxer {
+            inner,
+            table: Mutex::new(HashMap::new()),
+            exited: Condvar::new(),
+        })
+    }
+
+    fn table(&self) -> MutexGuard<'_, HashMap<String, Sandbox>> {
+        self.table.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn not_found(id: &str) -> Error {
+        Error::ContainerNotFound(format!("sandbox {id}"))
+    }
+
+    /// CreateSandbox: the sandbox's config is read and kept; nothing runs yet.
+    pub fn create(
+        &self,
+        id: &str,
+        bundle: &str,
+        options: (&str, &[u8]),
+        netns: &str,
+    ) -> Result<()> {
+        if id.is_empty() {
+            return Err(Error::Other("CreateSandbox: no sandbox_id".into()));
+        }
+        let config = PodConfig::from_options(options.0, options.1)
+            .map_err(|e| Error::Other(format!("sandbox {id}: {e}")))?;
+        if config.user_namespace {
+            return Err(Error::Other(format!(
+                "sandbox {id}: a pod's user namespace (hostUsers: false) is not supported by \
+                 the podinit handler's Sandbox mode (docs/cri.md §6)"
+            )));
+        }
+        if !netns.is_empty() && !std::path::Path::new(netns).exists() {
+            return Err(Error::Other(format!(
+                "sandbox {id}: the network namespace {netns} does not exist"
+            )));
+        }
+        let mut t = self.table();
+        if t.contains_key(id) {
+            return Err(Error::ContainerExists(format!("sandbox {id}")));
+        }
+        t.insert(
+            id.to_string(),
+            Sandbox {
+                config,
+                bundle: match bundle {
+                    "" => std::env::current_dir().unwrap_or_default(),
+                    b => PathBuf::from(b),
+                },
+                netns: netns.to_string(),
+                created_at: SystemTime::now(),
+                cgroup: None,
+                pid: None,
+                exit: None,
+            },
+        );
+        self.inner.hold_sandbox(true);
+        Ok(())
+    }
+
+    /// StartSandbox: the pod's cgroup and PID 1; its pid and when the sandbox was made.
+    pub fn start(self: &Arc<Self>, id: &str) -> Result<(u32, SystemTime)> {
+        let (ns, path, created_at, bundle) = {
+            let t = self.table();
+            let sb = t.get(id).ok_or_else(|| Self::not_found(id))?;
+            if sb.pid.is_some() {
+                return Err(Error::WrongState(format!("sandbox {id}: already started")));
+            }
+            (
+                sb.config.namespaces_for(&sb.netns),
+                sb.config.cgroups_path(id),
+                sb.created_at,
+                sb.bundle.clone(),
+            )
+        };
+        let group = CgroupRoot::for_oci_path(Some(&path), id)
+            .and_then(|g| g.create_all().map(|()| g))
+            .map_err(|e| Error::Other(format!("sandbox {id}: {e}")))?;
+        let pid = match start::pid1(&self.inner, &ns) {
+            Ok(pid) => pid,
+            Err(e) => {
+                let _ = group.remove();
+                return Err(Error::Other(format!("sandbox {id}: {e}")));
+            }
+        };
+        let placed = group
+            .add(pid)
+            .map_err(|e| e.to_string())
+            .and_then(|()| record::Record::new(id, pid, &path).write(&bundle));
+        if let Err(e) = placed {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            return Err(Error::Other(format!("sandbox {id}: {e}")));
+        }
+        {
+            let mut t = self.table();
+            let sb = t.get_mut(id).ok_or_else(|| Self::not_found(id))?;
+            sb.pid = Some(pid);
+            sb.cgroup = Some(group);
+        }
+        let (me, sid) = (Arc::clone(self), id.to_string());
+        self.inner
+            .watch(pid, Box::new(move |exit| me.on_exit(&sid, exit)));
+        Ok((pid as u32, created_at))
+    }
+
+    fn on_exit(&self, id: &str, exit: Exit) {
+        if let Some(sb) = self.table().get_mut(id) {
+            sb.exit = Some(exit);
+        }
+        self.exited.notify_all();
+    }
+
+    /// Blocks until the sandbox's PID 1 has exited (or `limit` passes); its exit.
+    fn wait_exit(&self, id: &str, limit: Option<Duration>) -> Result<Option<Exit>> {
+        let deadline = limit.map(|l| std::time::Instant::now() + l);
+        let mut t = self.table();
+        loop {
+            let sb = t.get(id).ok_or_else(|| Self::not_found(id))?;
+            if sb.pid.is_none() || sb.exit.is_some() {
+                return Ok(sb.exit);
+            }
+            t = match deadline {
+                None => self.exited.wait(t).unwrap_or_else(|p| p.into_inner()),
+                Some(d) => {
+                    let Some(left) = d.checked_duration_since(std::time::Instant::now()) else {
+                        return Ok(None);
+                    };
+                    self.exited
+                        .wait_timeout(t, left)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0
+                }
+            };
+        }
+    }
+
+    /// WaitSandbox: the PID 1's exit status and time, once it has exited.
+    pub fn wait(&self, id: &str) -> Result<(u32, SystemTime)> {
+        let exit = self.wait_exit(id, None)?;
+        // Never started: it ended at its creation, as containerd counts a sandbox that
+        // never ran.
+        Ok(exit.map_or((0, SystemTime::now()), |e| (e.status, e.at)))
+    }
+
+    /// StopSandbox: SIGTERM (pause ends on it with 0), SIGKILL once `timeout` has passed,
+    /// then the sandbox's cgroup goes. Stopping a stopped sandbox is no error.
+    pub fn stop(&self, id: &str, timeout: Duration) -> Result<()> {
+        let pid = {
+            let t = self.table();
+            let sb = t.get(id).ok_or_else(|| Self::not_found(id))?;
+            sb.pid.filter(|_| sb.exit.is_none())
+        };
+        if let Some(pid) = pid {
+            let pid = nix::unistd::Pid::from_raw(pid);
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+            if self.wait_exit(id, Some(timeout))?.is_none() {
+                let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+                if self.wait_exit(id, Some(KILL_LIMIT))?.is_none() {
+                    return Err(Error::Other(format!(
+                        "sandbox {id}: its PID 1 {pid} did not exit on SIGKILL"
+                    )));
+                }
+            }
+        }
+        self.remove_cgroup(id)
+    }
+
+    /// The sandbox's cgroup and its record for a dead shim's `delete` go once it has
+    /// stopped.
+    fn remove_cgroup(&self, id: &str) -> Result<()> {
+        let (group, bundle) = match self.table().get_mut(id) {
+            Some(sb) => (sb.cgroup.take(), sb.bundle.clone()),
+            None => return Ok(()),
+        };
+        if let Some(g) = group {
+            g.destroy()
+                .map_err(|e| Error::Other(format!("sandbox {id}: removing its cgroup: {e}")))?;
+            record::forget(&bundle);
+        }
+        Ok(())
+    }
+
+    /// SandboxStatus: pid, state, creation and exit times.
+    pub fn status(&self, id: &str) -> Result<Status> {
+        let t = self.table();
+        let sb = t.get(id).ok_or_else(|| Self::not_found(id))?;
+        Ok(Status {
+            pid: sb.pid.unwrap_or(0) as u32,
+            state: sb.state(),
+            created_at: sb.created_at,
+            exited_at: sb.exit.map(|e| e.at),
+            info: sb.info(id),
+        })
+    }
+
+    pub fn exists(&self, id: &str) -> Result<()> {
+        self.table()
+            .contains_key(id)
+            .then_some(())
+            .ok_or_else(|| Self::not_found(id))
+    }
+
+    /// SandboxMetrics: the pod cgroup's figures (the parent's, where the containers are
+    /// too), as the Task service's Stats gives a container's.
+    pub fn metrics(
+        &self,
+        id: &str,
+    ) -> Result<containerd_shim::protos::protobuf::well_known_types::any::Any> {
+        let path = {
+            let t = self.table();
+            let sb = t.get(id).ok_or_else(|| Self::not_found(id))?;
+            match sb.config.cgroup_parent.as_str() {
+                "" => sb.config.cgroups_path(id),
+                parent => parent.to_string(),
+            }
+        };
+        let group = CgroupRoot::for_oci_path(Some(&path), id)
+            .map_err(|e| Error::Other(format!("sandbox {id}: {e}")))?;
+        if !group.exists() {
+            return Err(Error::NoState(format!("sandbox {id}: no cgroup {path}")));
+        }
+        super::metrics::to_any(&group.stats(), podinit::sys::cgroup::unified())
+            .map_err(|e| Error::Other(format!("sandbox {id}: {e}")))
+    }
+
+    /// ShutdownSandbox: the sandbox is stopped if it still runs, forgotten, and the shim
+    /// exits once no task is left in it.
+    pub fn shutdown(&self, id: &str) -> Result<()> {
+        if self.exists(id).is_ok() {
+            self.stop(id, Duration::ZERO)?;
+            self.table().remove(id);
+        }
+        if self.table().is_empty() {
+            self.inner.hold_sandbox(false);
+            if self.inner.is_empty() {
+                self.inner.exit.signal();
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What SandboxStatus answers.
+pub struct Status {
+    pub pid: u32,
+    pub state: &'static str,
+    pub created_at: SystemTime,
+    pub exited_at: Option<SystemTime>,
+    /// The verbose status's `info`, in the keys of containerd's own sandbox info.
+    pub info: serde_json::Value,
+}
+
+/// The sandbox service's ttrpc methods, to be served beside the Task service's.
+pub fn service(
+    inner: Arc<Inner>,
+) -> HashMap<String, Box<dyn containerd_shim::protos::ttrpc::MethodHandler + Send + Sync>> {
+    api::methods(Sandboxer::new(inner))
+}

@@ -1,0 +1,620 @@
+//! containerd 2's Sandbox API of containerd-shim-podinit-v1, driven as containerd's `shim`
+//! sandbox controller drives it, without containerd: the shim's `start` in a bundle with
+//! no config.json, CreateSandbox with the CRI's PodSandboxConfig and a network namespace of
+//! the test's own (as CNI's), StartSandbox, a container through the same socket's Task
+//! service joining the sandbox's namespaces, then status, metrics, stop, wait, shutdown.
+//! No containerd is needed, so this runs in the pure cgroup v2 VM too (scripts/vm-v2-test).
+
+mod common;
+
+use std::io::Read;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use containerd_shim::protos::api;
+use containerd_shim::protos::protobuf::well_known_types::any::Any;
+use containerd_shim::protos::sandbox_api as sb;
+use containerd_shim::protos::sandbox_sync::SandboxClient;
+use containerd_shim::protos::shim_sync::{create_events, Events, TaskClient};
+use containerd_shim::protos::ttrpc::{self, context, Client, Server, TtrpcContext};
+use serde_json::json;
+
+const SHIM: &str = env!("CARGO_BIN_EXE_containerd-shim-podinit-v1");
+
+/// containerd's events service, which the shim publishes to: the topics it got.
+#[derive(Clone, Default)]
+struct Topics(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl Events for Topics {
+    fn forward(&self, _: &TtrpcContext, req: api::ForwardRequest) -> ttrpc::Result<api::Empty> {
+        let e = req.envelope.unwrap_or_default();
+        self.0.lock().unwrap().push(e.topic);
+        Ok(api::Empty::default())
+    }
+}
+
+/// Removes everything the test made, failed or not.
+struct Lab {
+    dir: PathBuf,
+    ns: String,
+    parent: String,
+    netns: PathBuf,
+    shim: Option<i32>,
+    pause: Option<i32>,
+    containers: Vec<String>,
+    logs: Vec<std::fs::File>,
+}
+
+impl Lab {
+    fn new(tag: &str) -> Lab {
+        let dir = std::env::temp_dir().join(tag);
+        std::fs::create_dir_all(&dir).unwrap();
+        // A network namespace bound to a file, as CNI's are: with a loopback only.
+        let netns = dir.join("netns");
+        std::fs::write(&netns, "").unwrap();
+        let st = Command::new("unshare")
+            .arg(format!("--net={}", netns.display()))
+            .arg("true")
+            .status()
+            .unwrap();
+        assert!(st.success(), "unshare --net=FILE failed");
+        Lab {
+            dir,
+            ns: tag.to_string(),
+            parent: tag.to_string(),
+            netns,
+            shim: None,
+            pause: None,
+            containers: Vec::new(),
+            logs: Vec::new(),
+        }
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let root = format!("/run/containerd/podinit/{}", self.ns);
+        for id in &self.containers {
+            let _ = Command::new(SHIM)
+                .args(["runc", "--root", &root, "delete", "--force", id])
+                .stderr(Stdio::null())
+                .status();
+        }
+        for pid in [self.shim, self.pause].into_iter().flatten() {
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        let _ = std::fs::remove_dir(&root);
+        for h in cgroup_hierarchies() {
+            let p = h.join(&self.parent);
+            if let Ok(d) = std::fs::read_dir(&p) {
+                for e in d.flatten().filter(|e| e.path().is_dir()) {
+                    let _ = std::fs::remove_dir(e.path());
+                }
+            }
+            let _ = std::fs::remove_dir(&p);
+        }
+        let _ = nix::mount::umount2(&self.netns, nix::mount::MntFlags::MNT_DETACH);
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn cgroup_hierarchies() -> Vec<PathBuf> {
+    let base = Path::new("/sys/fs/cgroup");
+    if base.join("cgroup.controllers").exists() {
+        return vec![base.to_path_buf()];
+    }
+    std::fs::read_dir(base)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_dir() && !p.is_symlink())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn ctx() -> context::Context {
+    context::with_timeout(Duration::from_secs(30).as_nanos() as i64)
+}
+
+/// A bundle as containerd 2's sandbox controller makes one for the shim: an empty
+/// `rootfs`, no config.json, and the `log` FIFO the shim writes its log to.
+fn sandbox_bundle(lab: &mut Lab, id: &str) -> PathBuf {
+    let dir = lab.dir.join(id);
+    std::fs::create_dir_all(dir.join("rootfs")).unwrap();
+    lab.logs.push(log_fifo(&dir));
+    dir
+}
+
+fn log_fifo(dir: &Path) -> std::fs::File {
+    let log = dir.join("log");
+    nix::unistd::mkfifo(&log, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&log)
+        .unwrap()
+}
+
+/// A container's bundle, as the CRI makes it for a pod in Sandbox mode: busybox, the
+/// sandbox's namespaces by `/proc/<pid>/ns` paths, its own mount namespace.
+fn container_bundle(lab: &mut Lab, id: &str, sandbox: &str, pid: u32, args: &[&str]) -> PathBuf {
+    let dir = lab.dir.join(id);
+    std::fs::create_dir_all(&dir).unwrap();
+    let base = common::bundles().join("busybox");
+    let mut spec: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(base.join("config.json")).unwrap()).unwrap();
+    spec["root"] = json!({"path": base.join("rootfs"), "readonly": true});
+    spec["process"]["args"] = json!(args);
+    let ns = |t: &str, f: &str| json!({"type": t, "path": format!("/proc/{pid}/ns/{f}")});
+    spec["linux"]["namespaces"] = json!([ns("pid", "pid"), ns("ipc", "ipc"), ns("uts", "uts"), ns("network", "net"), {"type": "mount"}]);
+    spec["linux"]["cgroupsPath"] = json!(format!("/{}/{id}", lab.parent));
+    spec.as_object_mut().unwrap().remove("hostname");
+    spec["annotations"] = json!({
+        "io.kubernetes.cri.container-type": "container",
+        "io.kubernetes.cri.sandbox-id": sandbox,
+    });
+    std::fs::write(dir.join("config.json"), spec.to_string()).unwrap();
+    lab.logs.push(log_fifo(&dir));
+    lab.containers.push(id.to_string());
+    dir
+}
+
+/// The shim's `start`, run as containerd runs it: in the bundle, with TTRPC_ADDRESS.
+fn shim_start(lab: &Lab, bundle: &Path, id: &str) -> String {
+    let out = Command::new(SHIM)
+        .args(["-namespace", &lab.ns, "-id", id, "-address"])
+        .arg(lab.dir.join("containerd.sock"))
+        .args(["-publish-binary", "/bin/true", "start"])
+        .current_dir(bundle)
+        .env("TTRPC_ADDRESS", lab.dir.join("events.sock"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "shim start: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+// The CRI's PodSandboxConfig, encoded by hand (field numbers of cri-api's api.proto).
+fn field(out: &mut Vec<u8>, n: u8, b: &[u8]) {
+    out.push(n << 3 | 2);
+    out.push(b.len() as u8);
+    out.extend_from_slice(b);
+}
+
+fn pod_config(hostname: &str, parent: &str, sysctls: &[(&str, &str)]) -> Any {
+    let mut linux = Vec::new();
+    field(&mut linux, 1, parent.as_bytes());
+    for (k, v) in sysctls {
+        let mut e = Vec::new();
+        field(&mut e, 1, k.as_bytes());
+        field(&mut e, 2, v.as_bytes());
+        field(&mut linux, 3, &e);
+    }
+    let mut meta = Vec::new();
+    field(&mut meta, 1, b"web");
+    field(&mut meta, 2, b"uid-1");
+    field(&mut meta, 3, b"default");
+    let mut cfg = Vec::new();
+    field(&mut cfg, 1, &meta);
+    field(&mut cfg, 2, hostname.as_bytes());
+    field(&mut cfg, 8, &linux);
+    Any {
+        type_url: "runtime.v1.PodSandboxConfig".into(),
+        value: cfg,
+        ..Default::default()
+    }
+}
+
+fn fifo(lab: &Lab, name: &str) -> (String, std::fs::File) {
+    let p = lab.dir.join(name);
+    nix::unistd::mkfifo(&p, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let r = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&p)
+        .unwrap();
+    (p.display().to_string(), r)
+}
+
+/// Everything in the FIFO until every writer is gone.
+fn drain(mut f: std::fs::File) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) if !out.is_empty() => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) => panic!("reading a FIFO: {e}"),
+        }
+        assert!(Instant::now() < deadline, "FIFO never closed: {out:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn ns_inode(pid: impl std::fmt::Display, ns: &str) -> u64 {
+    std::fs::metadata(format!("/proc/{pid}/ns/{ns}"))
+        .unwrap()
+        .ino()
+}
+
+fn wait_gone(pid: i32, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Path::new(&format!("/proc/{pid}")).exists() {
+        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        });
+        if zombie {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{what} ({pid}) did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+#[ignore = "needs root: namespaces, cgroups and a shim"]
+fn a_pod_made_through_the_sandbox_api_with_a_container_in_it() {
+    common::require_root();
+    let tag = format!("podinit-sbapi-{}", std::process::id());
+    let mut lab = Lab::new(&tag);
+    let id = "sb";
+    let bundle = sandbox_bundle(&mut lab, id);
+    let topics = Topics::default();
+    let events_sock = format!("unix://{}", lab.dir.join("events.sock").display());
+    let mut events = Server::new()
+        .bind(&events_sock)
+        .unwrap()
+        .register_service(create_events(std::sync::Arc::new(topics.clone())));
+    events.start().unwrap();
+    let address = shim_start(&lab, &bundle, id);
+    let client = Client::connect(&address).unwrap();
+    let sandboxes = SandboxClient::new(client.clone());
+    let tasks = TaskClient::new(client);
+    let connect = tasks
+        .connect(
+            ctx(),
+            &api::ConnectRequest {
+                id: id.into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    lab.shim = Some(connect.shim_pid as i32);
+
+    // A network namespace that does not exist is refused, and nothing is kept of it.
+    let bad = sandboxes
+        .create_sandbox(
+            ctx(),
+            &sb::CreateSandboxRequest {
+                sandbox_id: id.into(),
+                bundle_path: bundle.display().to_string(),
+                netns_path: "/nonexistent/netns".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+    assert!(bad.to_string().contains("/nonexistent/netns"), "{bad}");
+
+    let create = sb::CreateSandboxRequest {
+        sandbox_id: id.into(),
+        bundle_path: bundle.display().to_string(),
+        options: Some(pod_config(
+            "sbapi-pod",
+            &format!("/{}", lab.parent),
+            &[
+                ("kernel.shm_rmid_forced", "1"),
+                ("net.ipv4.ip_unprivileged_port_start", "81"),
+            ],
+        ))
+        .into(),
+        netns_path: lab.netns.display().to_string(),
+        ..Default::default()
+    };
+    sandboxes.create_sandbox(ctx(), &create).unwrap();
+    let status = sandboxes
+        .sandbox_status(
+            ctx(),
+            &sb::SandboxStatusRequest {
+                sandbox_id: id.into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        (status.pid, status.state.as_str()),
+        (0, "SANDBOX_NOTREADY"),
+        "created, not started"
+    );
+
+    let started = sandboxes
+        .start_sandbox(
+            ctx(),
+            &sb::StartSandboxRequest {
+                sandbox_id: id.into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let pid = started.pid;
+    lab.pause = Some(pid as i32);
+    assert!(pid > 0);
+    assert_eq!(
+        std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap(),
+        "pause\n"
+    );
+    // The pause is the shim's child (it reaps it), in the netns given, with pid, IPC and
+    // UTS namespaces of its own, in the sandbox's cgroup below the pod's.
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let ppid: i32 = stat
+        .rsplit(')')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        ppid, connect.shim_pid as i32,
+        "the shim is the sandbox's parent"
+    );
+    assert_eq!(
+        ns_inode(pid, "net"),
+        std::fs::metadata(&lab.netns).unwrap().ino()
+    );
+    for ns in ["pid", "ipc", "uts"] {
+        assert_ne!(
+            ns_inode(pid, ns),
+            ns_inode("self", ns),
+            "{ns} namespace of its own"
+        );
+    }
+    assert_eq!(
+        ns_inode(pid, "mnt"),
+        ns_inode("self", "mnt"),
+        "no mount namespace, no rootfs"
+    );
+    let cgroup = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+    assert!(
+        cgroup
+            .lines()
+            .any(|l| l.ends_with(&format!("/{}/{id}", lab.parent))),
+        "the sandbox's cgroup: {cgroup}"
+    );
+
+    let status = sandboxes
+        .sandbox_status(
+            ctx(),
+            &sb::SandboxStatusRequest {
+                sandbox_id: id.into(),
+                verbose: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!((status.pid, status.state.as_str()), (pid, "SANDBOX_READY"));
+    assert_eq!(status.sandbox_id, id);
+    assert_eq!(status.created_at.seconds, started.created_at.seconds);
+    assert!(status.exited_at.is_none());
+    let platform = sandboxes
+        .platform(
+            ctx(),
+            &sb::PlatformRequest {
+                sandbox_id: id.into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(platform.platform.os, "linux");
+    sandboxes
+        .ping_sandbox(
+            ctx(),
+            &sb::PingRequest {
+                sandbox_id: id.into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let e = sandboxes
+        .ping_sandbox(
+            ctx(),
+            &sb::PingRequest {
+                sandbox_id: "other".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+    assert!(e.to_string().contains("other"), "{e}");
+
+    // A container of the pod, through the same socket's Task service: the pod's hostname,
+    // sysctls and network namespace, and the pause as PID 1 of the pod's pid namespace.
+    let c1 = container_bundle(
+        &mut lab,
+        "c1",
+        id,
+        pid,
+        &[
+            "sh",
+            "-c",
+            "hostname; cat /proc/sys/kernel/shm_rmid_forced /proc/sys/net/ipv4/ip_unprivileged_port_start /proc/1/comm; exit 3",
+        ],
+    );
+    let (out, r) = fifo(&lab, "c1.out");
+    tasks
+        .create(
+            ctx(),
+            &api::CreateTaskRequest {
+                id: "c1".into(),
+                bundle: c1.display().to_string(),
+                stdout: out,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    tasks
+        .start(
+            ctx(),
+            &api::StartRequest {
+                id: "c1".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let w = tasks
+        .wait(
+            ctx(),
+            &api::WaitRequest {
+                id: "c1".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(w.exit_status, 3);
+    assert_eq!(drain(r), "sbapi-pod\n1\n81\npause\n");
+    tasks
+        .delete(
+            ctx(),
+            &api::DeleteRequest {
+                id: "c1".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+
+    // The pod cgroup's figures, as the Task service's Stats gives a container's.
+    let metrics = sandboxes
+        .sandbox_metrics(
+            ctx(),
+            &sb::SandboxMetricsRequest {
+                sandbox_id: id.into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let want = if Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
+        "v2"
+    } else {
+        "v1"
+    };
+    assert_eq!(metrics.metrics.id, id);
+    assert_eq!(
+        metrics.metrics.data.type_url,
+        format!("io.containerd.cgroups.{want}.Metrics")
+    );
+
+    // A Task Shutdown while the sandbox lives does not end the shim under it.
+    tasks
+        .shutdown(
+            ctx(),
+            &api::ShutdownRequest {
+                id: id.into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    sandboxes
+        .ping_sandbox(
+            ctx(),
+            &sb::PingRequest {
+                sandbox_id: id.into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+
+    // WaitSandbox, called before the stop, answers with the exit: pause ends on SIGTERM with 0.
+    let waiter = {
+        let s = sandboxes.clone();
+        std::thread::spawn(move || {
+            s.wait_sandbox(
+                ctx(),
+                &sb::WaitSandboxRequest {
+                    sandbox_id: "sb".into(),
+                    ..Default::default()
+                },
+            )
+        })
+    };
+    sandboxes
+        .stop_sandbox(
+            ctx(),
+            &sb::StopSandboxRequest {
+                sandbox_id: id.into(),
+                timeout_secs: 10,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let waited = waiter.join().unwrap().unwrap();
+    assert_eq!(waited.exit_status, 0);
+    assert!(waited.exited_at.seconds >= started.created_at.seconds);
+    wait_gone(pid as i32, "the sandbox's PID 1");
+    let status = sandboxes
+        .sandbox_status(
+            ctx(),
+            &sb::SandboxStatusRequest {
+                sandbox_id: id.into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(status.state, "SANDBOX_NOTREADY");
+    assert_eq!(status.exited_at.seconds, waited.exited_at.seconds);
+    for h in cgroup_hierarchies() {
+        assert!(
+            !h.join(&lab.parent).join(id).exists(),
+            "sandbox cgroup left in {}",
+            h.display()
+        );
+    }
+    // Stopping again is no error.
+    sandboxes
+        .stop_sandbox(
+            ctx(),
+            &sb::StopSandboxRequest {
+                sandbox_id: id.into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+
+    sandboxes
+        .shutdown_sandbox(
+            ctx(),
+            &sb::ShutdownSandboxRequest {
+                sandbox_id: id.into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    wait_gone(connect.shim_pid as i32, "the shim after ShutdownSandbox");
+    lab.shim = None;
+    lab.pause = None;
+    assert!(
+        !Path::new(address.trim_start_matches("unix://")).exists(),
+        "the shim's socket is removed"
+    );
+    // The container's task events, and none for the sandbox: it is no task.
+    assert_eq!(
+        *topics.0.lock().unwrap(),
+        [
+            "/tasks/create",
+            "/tasks/start",
+            "/tasks/exit",
+            "/tasks/delete"
+        ]
+    );
+    events.shutdown();
+}
