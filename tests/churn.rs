@@ -151,8 +151,10 @@ impl Shared<'_> {
     fn error(&self, what: String) {
         let at = self.start.elapsed();
         let mut rec = self.record.lock().unwrap();
-        rec.error_times.push((at, what.clone()));
-        *rec.errors.entry(what).or_default() += 1;
+        // Counted by kind (the call and the code); kept in full with its time.
+        let kind = what.split(" (").next().unwrap_or(&what).to_string();
+        rec.error_times.push((at, what));
+        *rec.errors.entry(kind).or_default() += 1;
     }
 
     fn sample(&self, handler: &'static str, call: &'static str, took: Duration) {
@@ -187,9 +189,10 @@ fn retry<T>(
     }
 }
 
-/// A short code for an error's kind, so that the table counts kinds, not messages.
+/// An error's kind (the call and its code, which the table counts) and its message.
 fn kind(call: &str, e: &tonic::Status) -> String {
-    format!("{call}: {:?}", e.code())
+    let m: String = e.message().chars().take(200).collect();
+    format!("{call}: {:?} ({m})", e.code())
 }
 
 /// One pod's life on `handler`: run the sandbox, a worker container and an ExecSync
