@@ -341,7 +341,9 @@ fn kill_a_shim(lab: &Lab) -> Option<(String, String)> {
         .nth(1)
         .and_then(|r| r.split(' ').next())
         .unwrap_or("?");
-    let runtime = if cmd.contains("podinit") {
+    // The binary's name: the lab's own paths name podinit too.
+    let program = cmd.split(' ').next().unwrap_or("");
+    let runtime = if program.contains("containerd-shim-podinit") {
         "podinit"
     } else {
         "runc"
@@ -424,8 +426,8 @@ fn socket_of(lab: &Lab, name: &str, id: &str) -> bool {
 
 /// What is left of the lab's pods once none is listed, each kind of leftover named: what
 /// the runtimes left, and what containerd itself is known to leave behind a killed shim
-/// (tests/cri_faults.rs shows both handlers alike there): containerd 1.6 the shim's
-/// socket, containerd 2 the processes of the pod's containers.
+/// (tests/cri_faults.rs shows both handlers alike there): the shim's socket, and on
+/// containerd 2 the processes of the pod's containers with their runtime state.
 fn leftovers(lab: &Lab, baseline_fds: usize, rec: &Record) -> (Vec<String>, Vec<String>) {
     let mut left = Vec::new();
     let mut known = Vec::new();
@@ -497,7 +499,7 @@ fn leftovers(lab: &Lab, baseline_fds: usize, rec: &Record) -> (Vec<String>, Vec<
     let mut sockets = Vec::new();
     for sock in lab.shim_sockets() {
         let name = sock.file_name().unwrap().to_string_lossy().into_owned();
-        if !v2 && rec.killed.iter().any(|id| socket_of(lab, &name, id)) {
+        if rec.killed.iter().any(|id| socket_of(lab, &name, id)) {
             known.push(format!("socket of a killed shim: {}", sock.display()));
         } else {
             sockets.push(sock);
@@ -506,13 +508,28 @@ fn leftovers(lab: &Lab, baseline_fds: usize, rec: &Record) -> (Vec<String>, Vec<
     if !sockets.is_empty() {
         left.push(format!("shim sockets: {sockets:?}"));
     }
+    // The containers whose processes containerd 2 left (their cgroups' names): their
+    // runtime state stays with them.
+    let left_containers: Vec<String> = known
+        .iter()
+        .filter_map(|k| k.rsplit('/').next().map(str::to_string))
+        .collect();
     let mut state = Vec::new();
     for d in [
         "state/io.containerd.runtime.v2.task/k8s.io",
         "state/podinit/k8s.io",
         "runc/k8s.io",
     ] {
-        state.extend(listed(lab.dir.join(d)));
+        for entry in listed(lab.dir.join(d)) {
+            let name = entry.rsplit('/').next().unwrap_or("").to_string();
+            if v2 && left_containers.contains(&name) {
+                known.push(format!(
+                    "runtime state of a container left running: {entry}"
+                ));
+            } else {
+                state.push(entry);
+            }
+        }
     }
     if !state.is_empty() {
         left.push(format!("runtime state: {state:?}"));
