@@ -491,7 +491,7 @@ spec:
     let mut peak = before.anon_kib;
     let deadline = Instant::now() + Duration::from_secs(180);
     loop {
-        if let Some(u) = std::panic::catch_unwind(|| usage(sup)).ok() {
+        if let Ok(u) = std::panic::catch_unwind(|| usage(sup)) {
             peak = peak.max(u.anon_kib);
         }
         let st = std::fs::read(p.state.join("status.json"))
