@@ -229,13 +229,16 @@ mod tests {
         // /dev/full refuses every write with ENOSPC, as a full filesystem does.
         let mut log = EventLog::open(Some(Path::new("/dev/full")), "p", "default", "u1").unwrap();
         for (i, m) in ["first", "second"].iter().enumerate() {
-            log.record(EventType::Normal, EventReason::Started, m, None, t(i as i64));
+            log.record(
+                EventType::Normal,
+                EventReason::Started,
+                m,
+                None,
+                t(i as i64),
+            );
         }
         assert!(log.has_pending());
-        assert_eq!(
-            log.flush().unwrap_err().raw_os_error(),
-            Some(libc::ENOSPC)
-        );
+        assert_eq!(log.flush().unwrap_err().raw_os_error(), Some(libc::ENOSPC));
         assert_eq!(log.items().count(), 2, "the API keeps them meanwhile");
         // Room again: the next write appends both, then the new one.
         let dir = std::env::temp_dir().join(format!("podinit-ev-{}", crate::util::random_hex(4)));
