@@ -15,6 +15,11 @@ pub const MAX_EVENTS: usize = 1000;
 pub struct EventLog {
     items: VecDeque<Event>,
     file: Option<fs::File>,
+    /// Lines not yet in the file (its filesystem full), oldest first, at most
+    /// `MAX_EVENTS`, and how much of the first one is written already: they are appended
+    /// in order once there is room, so that the file holds whole lines only.
+    pending: VecDeque<Vec<u8>>,
+    pending_written: usize,
     pod: ObjectReference,
     seq: u64,
 }
@@ -37,6 +42,8 @@ impl EventLog {
         Ok(EventLog {
             items: VecDeque::new(),
             file,
+            pending: VecDeque::new(),
+            pending_written: 0,
             pod: ObjectReference {
                 api_version: Some("v1".into()),
                 kind: Some("Pod".into()),
@@ -115,15 +122,50 @@ impl EventLog {
                 self.items.len() - 1
             }
         };
-        let e = &self.items[idx];
-        if let Some(f) = &mut self.file {
-            if let Ok(mut line) = serde_json::to_vec(e) {
+        if self.file.is_some() {
+            if let Ok(mut line) = serde_json::to_vec(&self.items[idx]) {
                 line.push(b'\n');
-                // A full disk must not stop the pod; the in-memory event remains.
-                let _ = f.write_all(&line);
+                if self.pending.len() == MAX_EVENTS {
+                    // Only a line none of which is written yet may go: the file keeps
+                    // whole lines.
+                    let drop_at = usize::from(self.pending_written > 0);
+                    self.pending.remove(drop_at);
+                }
+                self.pending.push_back(line);
+                // A full disk must not stop the pod: the lines wait for room.
+                let _ = self.flush();
             }
         }
-        e
+        &self.items[idx]
+    }
+
+    /// Whether event lines wait for room in the file.
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// Append the waiting lines, in order, as far as the file takes them; a line written
+    /// in part (the disk filled mid-way) is finished first.
+    pub fn flush(&mut self) -> io::Result<()> {
+        let Some(f) = &mut self.file else {
+            self.pending.clear();
+            return Ok(());
+        };
+        while let Some(line) = self.pending.front() {
+            match f.write(&line[self.pending_written..]) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    self.pending_written += n;
+                    if self.pending_written == line.len() {
+                        self.pending.pop_front();
+                        self.pending_written = 0;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
     }
 
     pub fn items(&self) -> impl Iterator<Item = &Event> {
@@ -179,6 +221,46 @@ mod tests {
         assert_eq!(v["type"], "Warning");
         let lines = fs::read_to_string(&path).unwrap();
         assert_eq!(lines.lines().count(), 3);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn lines_that_found_the_disk_full_are_appended_whole_and_in_order_later() {
+        // /dev/full refuses every write with ENOSPC, as a full filesystem does.
+        let mut log = EventLog::open(Some(Path::new("/dev/full")), "p", "default", "u1").unwrap();
+        for (i, m) in ["first", "second"].iter().enumerate() {
+            log.record(
+                EventType::Normal,
+                EventReason::Started,
+                m,
+                None,
+                t(i as i64),
+            );
+        }
+        assert!(log.has_pending());
+        assert_eq!(log.flush().unwrap_err().raw_os_error(), Some(libc::ENOSPC));
+        assert_eq!(log.items().count(), 2, "the API keeps them meanwhile");
+        // Room again: the next write appends both, then the new one.
+        let dir = std::env::temp_dir().join(format!("podinit-ev-{}", crate::util::random_hex(4)));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("events.jsonl");
+        log.file = Some(fs::File::create(&path).unwrap());
+        // Half of the first line was written before the disk filled.
+        let half = log.pending[0].len() / 2;
+        log.file
+            .as_mut()
+            .unwrap()
+            .write_all(&log.pending[0][..half])
+            .unwrap();
+        log.pending_written = half;
+        log.record(EventType::Normal, EventReason::Started, "third", None, t(3));
+        assert!(!log.has_pending());
+        let text = fs::read_to_string(&path).unwrap();
+        let messages: Vec<String> = text
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["message"].to_string())
+            .collect();
+        assert_eq!(messages, ["\"first\"", "\"second\"", "\"third\""]);
         fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -138,6 +138,8 @@ struct Supervisor<'a> {
     wake: BTreeSet<pod::Millis>,
     /// status.json could not be written (a full disk): retried on a timer, warned once.
     status_failing: bool,
+    /// Whether event lines wait for room in `events.jsonl`.
+    events_failing: bool,
     server: Option<Server>,
     /// Processes reaped so far (containers and orphans).
     reaped: u64,
@@ -233,6 +235,7 @@ pub fn run(mut cfg: Config, sd: &StateDir) -> i32 {
         pipes: Vec::new(),
         wake: BTreeSet::new(),
         status_failing: false,
+        events_failing: false,
         server: Some(server),
         reaped: 0,
         checks: Vec::new(),
@@ -296,6 +299,7 @@ impl Supervisor<'_> {
         loop {
             if self.decide() {
                 self.write_status();
+                self.finish_writing(sig);
                 return match pod::phase(&self.cfg.plan, &self.st) {
                     pod::PodPhase::Succeeded => 0,
                     _ => 1,

@@ -8,6 +8,8 @@ use crate::status::render::{self, ContainerMeta};
 
 /// How soon a status.json that could not be written is tried again.
 const STATUS_RETRY_MS: pod::Millis = 1000;
+/// How long an ended pod waits for room to write its final status and events.
+const FINAL_WRITE_MS: pod::Millis = 30_000;
 
 impl Supervisor<'_> {
     pub(super) fn write_status(&mut self) {
@@ -63,7 +65,25 @@ impl Supervisor<'_> {
             _ => {}
         }
         self.status_failing = file.is_err();
-        if self.status_failing {
+        // Events that found the disk full are appended once it has room, in order.
+        let events = if self.events.has_pending() {
+            self.events.flush()
+        } else {
+            Ok(())
+        };
+        match &events {
+            Err(e) if !self.events_failing => crate::log::warn(&format!(
+                "appending to {}: {e} (retrying every {STATUS_RETRY_MS} ms)",
+                self.sd.root.join("events.jsonl").display()
+            )),
+            Ok(()) if self.events_failing => crate::log::info(&format!(
+                "{} written again",
+                self.sd.root.join("events.jsonl").display()
+            )),
+            _ => {}
+        }
+        self.events_failing = events.is_err();
+        if self.status_failing || self.events_failing {
             // The loop sleeps until the next event otherwise, leaving the file stale.
             self.wake.insert(self.now() + STATUS_RETRY_MS);
         }
@@ -80,6 +100,32 @@ impl Supervisor<'_> {
                 .flatten()
                 .any(|c| c.type_ == "Ready" && c.status == "True");
             self.cfg.notifier.status(&line, &phase, ready);
+        }
+    }
+
+    /// After the pod's end: a status.json or events that the disk had no room for are
+    /// retried, for up to `FINAL_WRITE_MS`, while the API goes on answering, so that a full
+    /// disk freed in time loses neither the final status nor an event.
+    pub(super) fn finish_writing(&mut self, sig: &crate::sys::signal_pipe::SignalPipe) {
+        if !self.status_failing && !self.events_failing {
+            return;
+        }
+        let give_up = self.now() + FINAL_WRITE_MS;
+        crate::log::warn(&format!(
+            "the pod has ended: its final status and events wait for room in {} for up to {} s",
+            self.sd.root.display(),
+            FINAL_WRITE_MS / 1000
+        ));
+        while (self.status_failing || self.events_failing) && self.now() < give_up {
+            self.wait_and_observe(sig);
+            self.write_status();
+        }
+        if self.status_failing || self.events_failing {
+            crate::log::error(&format!(
+                "no room in {} after {} s: the pod's final status or events are not written",
+                self.sd.root.display(),
+                FINAL_WRITE_MS / 1000
+            ));
         }
     }
 
