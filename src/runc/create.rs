@@ -266,19 +266,19 @@ pub fn create(
     state::save(&g.root, &st)?;
     let group = &*undo.group.insert(group);
     let cg = |e: std::io::Error| format!("cgroup of container {id}: {e}");
-    group.create_all().map_err(cg)?;
+    group.create_all().map_err(|e| cg(e.into()))?;
     if let Some(r) = st
         .config
         .linux()
         .as_ref()
         .and_then(|l| l.resources().as_ref())
     {
-        group.set(r).map_err(cg)?;
+        group.set(r).map_err(|e| cg(e.into()))?;
     }
     group
         .confine_devices(&crate::spec::cgroup_rules(&st.config))
-        .map_err(cg)?;
-    let mut placement = group.placement().map_err(cg)?;
+        .map_err(|e| cg(e.into()))?;
+    let mut placement = group.placement().map_err(|e| cg(e.into()))?;
     if let Some(u) = cgroup::unified_leaf(st.cgroups_path.as_deref(), id) {
         std::fs::create_dir_all(&u).map_err(cg)?;
         undo.unified = Some(u.clone());
