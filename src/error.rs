@@ -60,6 +60,12 @@ impl Kind {
         {
             return s.kind();
         }
+        if let Some(c) = e
+            .get_ref()
+            .and_then(|i| i.downcast_ref::<crate::cgroup::Error>())
+        {
+            return c.kind();
+        }
         match e.raw_os_error() {
             Some(n) => Kind::of_errno(Errno::from_raw(n)),
             None => match e.kind() {

@@ -939,6 +939,80 @@ fn runc_diff_pause_resume_and_update() {
     assert!(t[7].starts_with("pids 77 cpu quota 50000"), "{t:#?}");
 }
 
+/// `update` as runc 1.1 reads it: a resources file sets runc's fields only (the memory
+/// swappiness, OOM killer and hugepage limits in it are ignored); a CPU quota or period
+/// given alone keeps the other; an update that does not name one resets runc's record of
+/// it; kernel memory flags are taken and ignored; a bad value fails and changes nothing.
+#[test]
+#[ignore = "needs root: runc and namespaces"]
+fn runc_diff_update_sets_runcs_fields_as_runc_does() {
+    require_root();
+    let lab = Lab::new("update");
+    let t = same_transcript(&lab, |r| {
+        let mut t = Vec::new();
+        let mut b = lab.bundle(&["sleep", "100"]);
+        b.set(
+            "/linux/resources",
+            json!({"memory": {"limit": 104857600}, "cpu": {"quota": 20000, "period": 100000}}),
+        );
+        let id = lab.id("update");
+        r.run_bg(&b, &id).expect_ok();
+        let pid = r.state(&id).unwrap()["pid"].as_i64().unwrap();
+        let files = |t: &mut Vec<String>, step: &str, ok: bool| {
+            let oom = cgroup_file(pid, "memory", "memory.oom_control", "memory.events");
+            t.push(format!(
+                "{step}: ok {ok} memory {} swappiness {} oom {} pids {} quota {} period {} cpus {}",
+                memory_limit(pid),
+                cgroup_file(pid, "memory", "memory.swappiness", "memory.swap.max"),
+                oom.lines().next().unwrap_or(""),
+                cgroup_file(pid, "pids", "pids.max", "pids.max"),
+                cgroup_file(pid, "cpu", "cpu.cfs_quota_us", "cpu.max"),
+                cgroup_file(pid, "cpu", "cpu.cfs_period_us", "cpu.max"),
+                cgroup_file(pid, "cpuset", "cpuset.cpus", "cpuset.cpus"),
+            ));
+        };
+        files(&mut t, "created", true);
+        let res = b.dir.join("resources.json");
+        std::fs::write(
+            &res,
+            json!({
+                "memory": {"swappiness": 7, "disableOOMKiller": true},
+                "hugepageLimits": [{"pageSize": "2MB", "limit": 0}],
+                "pids": {"limit": 50}
+            })
+            .to_string(),
+        )
+        .unwrap();
+        let ok = r.run(&["update", "-r", res.to_str().unwrap(), &id]).ok();
+        files(&mut t, "resources file", ok);
+        let steps: [&[&str]; 7] = [
+            &["--cpu-period", "50000"],
+            &["--memory", "200M"],
+            &["--cpu-quota", "30000"],
+            &["--pids-limit", "-1", "--cpuset-cpus", "0"],
+            &["--kernel-memory", "10m", "--kernel-memory-tcp", "1m"],
+            &["--cpu-period", "lots", "--memory", "300M"],
+            &["--memory", "-1"],
+        ];
+        for step in steps {
+            let mut args = vec!["update"];
+            args.extend_from_slice(step);
+            args.push(&id);
+            let ok = r.run(&args).ok();
+            files(&mut t, &step.join(" "), ok);
+        }
+        r.run(&["delete", "--force", &id]).expect_ok();
+        lab.assert_nothing_left(r, &b, &id, false);
+        t
+    });
+    assert!(
+        t[1].contains("ok true") && t[1].contains("pids 50"),
+        "{t:#?}"
+    );
+    assert!(t[2].contains("quota 20000 period 50000"), "{t:#?}");
+    assert!(t[7].contains("ok false"), "{t:#?}");
+}
+
 const HOOKS: [&str; 6] = podinit::runc::features::HOOKS;
 
 /// Rewrite a transcript of the installed runc as the spec orders the hooks: poststart once

@@ -5,7 +5,6 @@ use cgroups_rs::fs::hierarchies;
 use cgroups_rs::fs::Cgroup;
 use std::collections::HashMap;
 use std::fs;
-use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -29,12 +28,12 @@ pub struct CgroupRoot {
 impl CgroupRoot {
     /// `parent`: `--cgroup-parent` (a path from the root of each hierarchy), or `None`
     /// for the cgroup this process is in.
-    pub fn detect(parent: Option<&str>) -> io::Result<CgroupRoot> {
+    pub fn detect(parent: Option<&str>) -> super::Result<CgroupRoot> {
         Self::detect_for(parent, "/proc/self/cgroup")
     }
 
     /// As [`detect`](Self::detect), reading the current cgroup of `pid` instead.
-    pub fn detect_for(parent: Option<&str>, proc_cgroup: &str) -> io::Result<CgroupRoot> {
+    pub fn detect_for(parent: Option<&str>, proc_cgroup: &str) -> super::Result<CgroupRoot> {
         let v2 = unified();
         let text = fs::read_to_string(proc_cgroup)
             .map_err(|e| err(&format!("reading {proc_cgroup}"), e))?;
@@ -62,7 +61,7 @@ impl CgroupRoot {
             let probe = root.group("probe");
             let parents: Vec<&Path> = probe.dirs().iter().filter_map(|d| d.parent()).collect();
             if let Some(missing) = parents.into_iter().find(|d| !d.is_dir()) {
-                return Err(err(
+                return Err(super::missing(
                     "--cgroup-parent",
                     format!("{p:?} does not exist ({} is missing)", missing.display()),
                 ));

@@ -4,14 +4,14 @@
 use std::fs;
 use std::io;
 
-use super::{err, Group};
+use super::{err, missing, Group};
 use crate::sys::devices::Rule;
 
 impl Group {
     /// Limit the device nodes the cgroup's processes may use to `rules` (see `devices`):
     /// v1 through `devices.deny`/`devices.allow`, v2 with a device program attached to the
     /// cgroup (once: each call adds one). No rules: no limit, as the OCI spec says.
-    pub fn confine_devices(&self, rules: &[Rule]) -> io::Result<()> {
+    pub fn confine_devices(&self, rules: &[Rule]) -> super::Result<()> {
         if rules.is_empty() || self.root.is_none() {
             return Ok(());
         }
@@ -21,12 +21,12 @@ impl Group {
             let dir = self
                 .dirs
                 .first()
-                .ok_or_else(|| err("devices", "no cgroup directory"))?;
+                .ok_or_else(|| missing("devices", "no cgroup directory"))?;
             return crate::sys::bpf::attach_device_program(dir, &crate::sys::bpf::program(rules))
                 .map_err(|e| ctx("attaching the device program", e));
         }
         let Some(dir) = &self.devices else {
-            return Err(err(
+            return Err(missing(
                 "devices",
                 format!("no devices controller for cgroup {}", self.describe()),
             ));

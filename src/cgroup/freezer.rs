@@ -9,7 +9,8 @@ use std::time::Duration;
 use cgroups_rs::fs::freezer::FreezerController;
 use cgroups_rs::fs::Controller;
 
-use super::{err, Group};
+use super::Group;
+use super::{err, missing, Error, Result};
 
 /// v1: how many times a freeze is written and read back before it is given up. The v1
 /// freezer can stay FREEZING while processes keep forking or joining; writing again,
@@ -24,7 +25,7 @@ const V2_POLL: Duration = Duration::from_millis(10);
 
 impl Group {
     /// Freeze every process in the cgroup and return once they are frozen.
-    pub fn freeze(&self) -> io::Result<()> {
+    pub fn freeze(&self) -> Result<()> {
         let what = || format!("freezing cgroup {}", self.describe());
         if self.v2 {
             let dir = self.v2_freeze_dir().map_err(|e| err(&what(), e))?;
@@ -35,7 +36,7 @@ impl Group {
     }
 
     /// Thaw a frozen cgroup.
-    pub fn thaw(&self) -> io::Result<()> {
+    pub fn thaw(&self) -> Result<()> {
         let what = || format!("thawing cgroup {}", self.describe());
         let (dir, file, value) = if self.v2 {
             let dir = self.v2_freeze_dir().map_err(|e| err(&what(), e))?;
@@ -67,20 +68,24 @@ impl Group {
         }
     }
 
-    fn v1_freezer_dir(&self) -> io::Result<PathBuf> {
+    fn v1_freezer_dir(&self) -> Result<PathBuf> {
         let c: &FreezerController = self.cg.controller_of().ok_or_else(|| {
-            io::Error::other("no cgroup v1 hierarchy is mounted for the freezer controller")
+            missing(
+                "",
+                "no cgroup v1 hierarchy is mounted for the freezer controller",
+            )
         })?;
         Ok(c.path().to_path_buf())
     }
 
-    fn v2_freeze_dir(&self) -> io::Result<PathBuf> {
+    fn v2_freeze_dir(&self) -> Result<PathBuf> {
         let dir = self
             .dirs
             .first()
-            .ok_or_else(|| io::Error::other("cgroup v2: no directory"))?;
+            .ok_or_else(|| missing("cgroup v2", "no directory"))?;
         if !dir.join("cgroup.freeze").exists() && dir.exists() {
-            return Err(io::Error::other(
+            return Err(missing(
+                "",
                 "the cgroup v2 freezer is missing (no cgroup.freeze: a kernel before 5.2)",
             ));
         }
@@ -90,7 +95,7 @@ impl Group {
 
 /// Write FROZEN until the v1 freezer reads back FROZEN, bounded; on giving up, thaw
 /// rather than leave the cgroup stuck half-frozen.
-fn freeze_v1(dir: &Path) -> io::Result<()> {
+fn freeze_v1(dir: &Path) -> Result<()> {
     for i in 1..=V1_TRIES {
         if i % V1_THAW_EVERY == 0 {
             let _ = write(dir, "freezer.state", "THAWED");
@@ -101,21 +106,21 @@ fn freeze_v1(dir: &Path) -> io::Result<()> {
             "FROZEN" => return Ok(()),
             "FREEZING" => continue,
             other => {
-                return Err(io::Error::other(format!(
+                return Err(stuck(format!(
                     "freezer.state reads {other:?} while freezing"
                 )))
             }
         }
     }
     let _ = write(dir, "freezer.state", "THAWED");
-    Err(io::Error::other(format!(
+    Err(stuck(format!(
         "still FREEZING after {V1_TRIES} tries (processes keep appearing); thawed it again"
     )))
 }
 
 /// Write 1 to `cgroup.freeze` and wait until `cgroup.events` says `frozen 1`; on giving
 /// up, thaw rather than leave the cgroup half-frozen.
-fn freeze_v2(dir: &Path) -> io::Result<()> {
+fn freeze_v2(dir: &Path) -> Result<()> {
     write(dir, "cgroup.freeze", "1")?;
     wait_v2_frozen(dir).inspect_err(|_| {
         let _ = write(dir, "cgroup.freeze", "0");
@@ -123,7 +128,7 @@ fn freeze_v2(dir: &Path) -> io::Result<()> {
 }
 
 /// Poll `cgroup.events` until it says `frozen 1`, bounded.
-fn wait_v2_frozen(dir: &Path) -> io::Result<()> {
+fn wait_v2_frozen(dir: &Path) -> Result<()> {
     for _ in 0..V2_POLLS {
         if read(dir, "cgroup.events")?
             .lines()
@@ -133,26 +138,33 @@ fn wait_v2_frozen(dir: &Path) -> io::Result<()> {
         }
         std::thread::sleep(V2_POLL);
     }
-    Err(io::Error::other(
+    Err(stuck(
         "cgroup.events never said \"frozen 1\"; thawed it again",
     ))
 }
 
-fn read(dir: &Path, file: &str) -> io::Result<String> {
+fn stuck(why: impl Into<String>) -> Error {
+    Error::Stuck {
+        what: String::new(),
+        why: why.into(),
+    }
+}
+
+fn read(dir: &Path, file: &str) -> Result<String> {
     let f = dir.join(file);
     fs::read_to_string(&f)
         .map(|t| t.trim().to_string())
-        .map_err(|e| io::Error::other(format!("reading {}: {e}", f.display())))
+        .map_err(|e| err(&format!("reading {}", f.display()), e))
 }
 
 /// A write without O_CREAT|O_TRUNC (cgroup files exist or the controller is missing).
-fn write(dir: &Path, file: &str, value: &str) -> io::Result<()> {
+fn write(dir: &Path, file: &str, value: &str) -> Result<()> {
     let f = dir.join(file);
     fs::OpenOptions::new()
         .write(true)
         .open(&f)
         .and_then(|mut h| io::Write::write_all(&mut h, value.as_bytes()))
-        .map_err(|e| io::Error::other(format!("writing {value} to {}: {e}", f.display())))
+        .map_err(|e| err(&format!("writing {value} to {}", f.display()), e))
 }
 
 #[cfg(test)]

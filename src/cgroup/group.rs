@@ -35,15 +35,14 @@ pub struct Group {
 impl Group {
     /// Create a leaf cgroup (processes go here); on v2 it gets the controllers that its
     /// parent hands down (`delegate_controllers`, `create_parent`).
-    pub fn create(&self) -> io::Result<()> {
+    pub fn create(&self) -> super::Result<()> {
         self.make(false).map(drop)
     }
 
     /// Make the directories; with `fresh`, report (true) one that existed already instead
     /// of making the rest.
-    fn make(&self, fresh: bool) -> io::Result<bool> {
-        let fail =
-            |e: &dyn std::fmt::Display| err(&format!("creating cgroup {}", self.describe()), e);
+    fn make(&self, fresh: bool) -> super::Result<bool> {
+        let fail = |e| err(&format!("creating cgroup {}", self.describe()), e);
         // Not cgroups-rs's create. On v1 it would stat each directory before making it and
         // copy the cpuset's cpus and mems down with six reads and writes for every
         // container. On v2 it writes every controller into the subtree_control of every
@@ -60,15 +59,10 @@ impl Group {
                 }
             }
             // The errno's kind is kept: runc's rootless rule tells a refusal from a failure.
-            crate::util::ensure_dir(d).map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!("creating cgroup {}: {}: {e}", self.describe(), d.display()),
-                )
-            })?;
+            crate::util::ensure_dir(d).map_err(|e| fail(err(&d.display().to_string(), e)))?;
         }
         if let Some(d) = &self.cpuset {
-            inherit_cpuset(d).map_err(|e| fail(&e))?;
+            inherit_cpuset(d).map_err(fail)?;
         }
         Ok(false)
     }
@@ -77,7 +71,7 @@ impl Group {
     /// passed down to them. One that exists already was left by a run that was killed (the
     /// caller holds the pod's state dir lock): it goes first, with whatever is left in it.
     /// Found by mkdir's EEXIST rather than a stat of every hierarchy beforehand.
-    pub fn create_parent(&self) -> io::Result<()> {
+    pub fn create_parent(&self) -> super::Result<()> {
         if self.make(true)? {
             self.destroy()
                 .map_err(|e| err("removing stale pod cgroup", e))?;
@@ -122,13 +116,13 @@ impl Group {
 
     /// How a process about to be cloned gets into this cgroup without being migrated by
     /// another process: see [`Placement`].
-    pub fn placement(&self) -> io::Result<Placement> {
+    pub fn placement(&self) -> super::Result<Placement> {
         Placement::of(self.v2, &self.dirs)
             .map_err(|e| err(&format!("placing into cgroup {}", self.describe()), e))
     }
 
     /// Put process `pid` (in the caller's pid namespace) into this cgroup.
-    pub fn add(&self, pid: i32) -> io::Result<()> {
+    pub fn add(&self, pid: i32) -> super::Result<()> {
         for f in self.procs_files() {
             fs::write(&f, pid.to_string())
                 .map_err(|e| err(&format!("adding pid {pid} to {}", f.display()), e))?;
@@ -188,8 +182,13 @@ impl Group {
 /// A new v1 cpuset cgroup has no cpus and no mems (no process may join it) unless its
 /// parent has `cgroup.clone_children` set: copy them from the nearest ancestor that has
 /// them, top down, as cgroups-rs would.
-fn inherit_cpuset(dir: &Path) -> io::Result<()> {
-    let read = |d: &Path, f: &str| fs::read_to_string(d.join(f)).map(|t| t.trim().to_string());
+fn inherit_cpuset(dir: &Path) -> super::Result<()> {
+    let read = |d: &Path, f: &str| {
+        let p = d.join(f);
+        fs::read_to_string(&p)
+            .map(|t| t.trim().to_string())
+            .map_err(|e| err(&format!("reading {}", p.display()), e))
+    };
     if !read(dir, "cpuset.cpus")?.is_empty() {
         return Ok(());
     }

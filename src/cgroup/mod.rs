@@ -24,6 +24,7 @@
 
 mod detect;
 mod devices;
+mod error;
 mod freezer;
 mod group;
 mod oci_path;
@@ -32,12 +33,21 @@ mod removal;
 mod resources;
 mod stats;
 
-use std::io;
-
 pub use detect::CgroupRoot;
+pub use error::{Error, Result};
 pub use group::Group;
 pub use resources::V2_DELEGATION;
 
-fn err(what: &str, e: impl std::fmt::Display) -> io::Error {
-    io::Error::other(format!("{what}: {e}"))
+/// `what` failed because of `e`: a kernel's error (errno kept), a sentence, or an error of
+/// the layer with `what` said in front.
+fn err(what: &str, e: impl error::Cause) -> Error {
+    e.within(what)
+}
+
+/// `what` needs what the cgroup lacks.
+fn missing(what: &str, why: impl Into<String>) -> Error {
+    Error::Missing {
+        what: what.to_string(),
+        why: why.into(),
+    }
 }

@@ -23,7 +23,7 @@ pub(super) struct OciPath {
 /// `--systemd-cgroup`, one relative directory of that name (containerd 1.6's CRI hands it
 /// whatever the driver when the kubelet's parent is a slice). `..` (which runc would clean
 /// away, silently moving the container elsewhere) and the root cgroup itself are refused.
-pub(super) fn parse(cgroups_path: Option<&str>, id: &str) -> io::Result<OciPath> {
+pub(super) fn parse(cgroups_path: Option<&str>, id: &str) -> super::Result<OciPath> {
     let given = cgroups_path.filter(|p| !p.is_empty());
     let path = given.unwrap_or(id);
     let what = || match given {
@@ -48,7 +48,7 @@ pub(super) fn parse(cgroups_path: Option<&str>, id: &str) -> io::Result<OciPath>
 
 impl CgroupRoot {
     /// The container's group for `cgroups_path` (not created yet: `Group::create_all`).
-    pub fn for_oci_path(cgroups_path: Option<&str>, id: &str) -> io::Result<Group> {
+    pub fn for_oci_path(cgroups_path: Option<&str>, id: &str) -> super::Result<Group> {
         Self::for_oci_path_in(cgroups_path, id, "/proc/self/cgroup")
     }
 
@@ -58,7 +58,7 @@ impl CgroupRoot {
         cgroups_path: Option<&str>,
         id: &str,
         proc_cgroup: &str,
-    ) -> io::Result<Group> {
+    ) -> super::Result<Group> {
         let p = parse(cgroups_path, id)?;
         // An absolute path hangs from the root of every hierarchy, which always exists.
         let parent = p.absolute.then_some("/");
@@ -69,7 +69,7 @@ impl CgroupRoot {
 impl Group {
     /// Create the cgroup and every missing ancestor in every hierarchy (runc makes the
     /// whole path).
-    pub fn create_all(&self) -> io::Result<()> {
+    pub fn create_all(&self) -> super::Result<()> {
         if !self.v2 {
             // mkdir -p in each hierarchy; cpus and mems are copied down every new cpuset
             // level.
@@ -78,11 +78,11 @@ impl Group {
         let Some(dir) = self.dirs.first() else {
             return Ok(());
         };
-        // The errno's kind is kept: runc's rootless rule tells a refusal from a failure.
+        // The errno is kept: runc's rootless rule tells a refusal from a failure.
         let fail = |d: &Path, e: io::Error| {
-            io::Error::new(
-                e.kind(),
-                format!("creating cgroup {} ({}): {e}", dir.display(), d.display()),
+            super::err(
+                &format!("creating cgroup {} ({})", dir.display(), d.display()),
+                e,
             )
         };
         let new = missing_levels(dir);

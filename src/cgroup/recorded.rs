@@ -3,14 +3,14 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{CgroupRoot, Group};
+use super::{err, CgroupRoot, Error, Group, Result};
 
 /// The group for a new container, and the cgroups path to record: made absolute when the
 /// cgroup has the same path in every hierarchy, so that a later verb run from another
 /// cgroup finds it too.
-pub fn resolve(cgroups_path: Option<&str>, id: &str) -> Result<(Group, Option<String>), String> {
+pub fn resolve(cgroups_path: Option<&str>, id: &str) -> Result<(Group, Option<String>)> {
     let g = CgroupRoot::for_oci_path(cgroups_path, id)
-        .map_err(|e| format!("cgroup of container {id}: {e}"))?;
+        .map_err(|e| err(&format!("cgroup of container {id}"), e))?;
     let recorded = uniform_path(g.dirs(), crate::sys::cgroup::unified())
         .or_else(|| cgroups_path.map(str::to_string));
     Ok((g, recorded))
@@ -48,8 +48,13 @@ pub fn remove_unified_leaf(dir: &Path) {
     }
 }
 
-/// The group of a recorded container; it must be where create put it.
-pub fn open(id: &str, cgroups_path: Option<&str>, dirs: &[PathBuf]) -> Result<Group, String> {
+/// The group of a recorded container; it must be where create put it. (Its error is a
+/// string for the shim's callers.)
+pub fn open(
+    id: &str,
+    cgroups_path: Option<&str>,
+    dirs: &[PathBuf],
+) -> std::result::Result<Group, String> {
     if dirs.is_empty() {
         // Made without a cgroup (rootless, none permitted): it has none to find again.
         return Ok(CgroupRoot::none().group(id));
@@ -73,7 +78,7 @@ pub fn open(id: &str, cgroups_path: Option<&str>, dirs: &[PathBuf]) -> Result<Gr
 /// Remove a container's cgroup by the directories recorded for it, when it cannot be
 /// found again as a [`Group`] (a later verb run from another cgroup): thaw, kill what is
 /// inside, wait (bounded) for it to go, remove the directories.
-pub fn remove_recorded(id: &str, dirs: &[PathBuf]) -> Result<(), String> {
+pub fn remove_recorded(id: &str, dirs: &[PathBuf]) -> Result<()> {
     // Files of the cgroup: written, never created.
     let write = |f: PathBuf, v: &str| {
         let _ = std::fs::OpenOptions::new()
@@ -102,9 +107,10 @@ pub fn remove_recorded(id: &str, dirs: &[PathBuf]) -> Result<(), String> {
             break;
         }
         if std::time::Instant::now() >= deadline {
-            return Err(format!(
-                "cgroup of container {id}: processes {left:?} did not exit"
-            ));
+            return Err(Error::Stuck {
+                what: format!("cgroup of container {id}"),
+                why: format!("processes {left:?} did not exit"),
+            });
         }
         for p in left {
             // A pid listed in the container's cgroup just now.
@@ -116,7 +122,7 @@ pub fn remove_recorded(id: &str, dirs: &[PathBuf]) -> Result<(), String> {
         match std::fs::remove_dir(d) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(format!("removing cgroup {}: {e}", d.display())),
+            Err(e) => return Err(err(&format!("removing cgroup {}", d.display()), e)),
         }
     }
     Ok(())
@@ -149,9 +155,9 @@ mod tests {
     #[test]
     fn recorded_directories_already_gone_are_removed() {
         let gone = std::env::temp_dir().join(format!("runc-cg-gone-{}", std::process::id()));
-        assert_eq!(remove_recorded("c1", std::slice::from_ref(&gone)), Ok(()));
+        remove_recorded("c1", std::slice::from_ref(&gone)).unwrap();
         std::fs::create_dir(&gone).unwrap();
-        assert_eq!(remove_recorded("c1", std::slice::from_ref(&gone)), Ok(()));
+        remove_recorded("c1", std::slice::from_ref(&gone)).unwrap();
         assert!(!gone.exists());
     }
 

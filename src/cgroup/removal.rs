@@ -63,7 +63,7 @@ impl Group {
     /// Remove the cgroup (every hierarchy). Fails with EBUSY while processes or children
     /// remain: callers kill first and remove bottom-up. On v1 cgroups-rs retries for a
     /// while before it gives up: not for the event loop.
-    pub fn remove(&self) -> io::Result<()> {
+    pub fn remove(&self) -> super::Result<()> {
         if !self.exists() {
             return Ok(());
         }
@@ -75,7 +75,7 @@ impl Group {
     /// Kill what is inside, wait (bounded) for it to go, remove this cgroup and every
     /// cgroup below it, deepest first, and the cgroups it was renewed from. Blocks: for
     /// teardown and the outer process, never for the event loop ([`renew`](Self::renew)).
-    pub fn destroy(&self) -> io::Result<()> {
+    pub fn destroy(&self) -> super::Result<()> {
         let mut first_error = None;
         for old in &self.retired {
             if let Err(e) = old.destroy() {

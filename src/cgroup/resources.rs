@@ -49,7 +49,7 @@ impl Group {
     /// Apply the OCI resources (memory, cpu, cpuset, pids, blkio, hugepages) to this
     /// cgroup. Only what `r` sets (and not to 0, runc's "unset") is written; the rest stays
     /// as it is, so the resources of a `runc update` apply as they are.
-    pub fn set(&self, r: &LinuxResources) -> io::Result<()> {
+    pub fn set(&self, r: &LinuxResources) -> super::Result<()> {
         if self.root.is_none() {
             return Ok(());
         }
@@ -89,7 +89,10 @@ impl Group {
             }
         }
         if !missing.is_empty() {
-            return Err(err(&what(), missing_controllers(&missing, self.v2)));
+            return Err(super::missing(
+                &what(),
+                missing_controllers(&missing, self.v2),
+            ));
         }
         for w in &plan {
             let Some(dir) = self.controller_dir(w.controller) else {
@@ -103,7 +106,7 @@ impl Group {
             match res {
                 Err(_) if w.retried => {}
                 Err(e) => {
-                    let e = format!("writing {} to {}: {e}", w.value, f.display());
+                    let e = err(&format!("writing {} to {}", w.value, f.display()), e);
                     return Err(err(&what(), e));
                 }
                 Ok(()) => {}

@@ -30,34 +30,87 @@ pub struct Node {
     pub apparmor: bool,
 }
 
-/// Why kubelet rejects the pod: the status's and the Warning event's reason, and the
-/// event's message (the status's is [`Rejection::status_message`]).
+/// Why kubelet rejects the pod, one variant per admit handler's failure: its
+/// [`reason`](Rejection::reason) (the status's and the Warning event's) and its
+/// [`message`](Rejection::message) (the event's; the status's is
+/// [`status_message`](Rejection::status_message)).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Rejection {
-    pub reason: String,
-    pub message: String,
+pub enum Rejection {
+    /// The pod has no spec.
+    NoSpec,
+    /// Its `kubernetes.io/os` label names another OS than the node's.
+    OsLabel,
+    /// Its `spec.os.name` names another OS than the node's.
+    OsField,
+    /// The node has less of `resource` than the pod requests (nothing else runs on it).
+    OutOf {
+        resource: String,
+        requested: i128,
+        capacity: i128,
+    },
+    /// A scheduler predicate failed: the node does not match the pod's node affinity or
+    /// selector.
+    NodeAffinity,
+    /// The pod names another node.
+    NodeName,
+    /// The pod asks for an AppArmor profile and the host does not enforce AppArmor.
+    AppArmorDisabled,
+    /// The pod asks for an AppArmor profile, which podinit does not apply.
+    AppArmorProfile,
 }
 
 impl Rejection {
-    fn new(reason: impl Into<String>, message: impl Into<String>) -> Rejection {
-        Rejection {
-            reason: reason.into(),
-            message: message.into(),
+    /// kubelet's reason.
+    pub fn reason(&self) -> String {
+        match self {
+            Rejection::NoSpec => "InvalidPod".into(),
+            Rejection::OsLabel => "PodOSSelectorNodeLabelDoesNotMatch".into(),
+            Rejection::OsField => "PodOSNotSupported".into(),
+            Rejection::OutOf { resource, .. } => format!("OutOf{resource}"),
+            Rejection::NodeAffinity => "NodeAffinity".into(),
+            Rejection::NodeName => "NodeName".into(),
+            Rejection::AppArmorDisabled | Rejection::AppArmorProfile => "AppArmor".into(),
+        }
+    }
+
+    /// kubelet's message: a `PredicateFailureError`'s, an `InsufficientResourceError`'s,
+    /// the OS and AppArmor handlers' own.
+    pub fn message(&self) -> String {
+        let predicate = |desc: &str| format!("Predicate {} failed: {desc}", self.reason());
+        match self {
+            Rejection::NoSpec => "no spec".into(),
+            Rejection::OsLabel => {
+                "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label"
+                    .into()
+            }
+            Rejection::OsField => "Failed to admit pod as the OS field doesn't match node OS".into(),
+            Rejection::OutOf {
+                resource,
+                requested,
+                capacity,
+            } => format!(
+                "Node didn't have enough resource: {resource}, requested: {requested}, used: 0, capacity: {capacity}"
+            ),
+            Rejection::NodeAffinity => predicate("node(s) didn't match Pod's node affinity/selector"),
+            Rejection::NodeName => predicate("node(s) didn't match the requested node name"),
+            Rejection::AppArmorDisabled => {
+                "Cannot enforce AppArmor: AppArmor is not enabled on the host".into()
+            }
+            Rejection::AppArmorProfile => {
+                "Cannot enforce AppArmor: podinit does not apply AppArmor profiles".into()
+            }
         }
     }
 
     /// `status.message`, as `Kubelet.rejectPod` writes it.
     pub fn status_message(&self) -> String {
-        format!("Pod was rejected: {}", self.message)
+        format!("Pod was rejected: {}", self.message())
     }
 }
 
 /// Admit `pod` on `node` as kubelet does, or say why not.
 pub fn check_on_node(pod: &Pod, node: &Node) -> Result<(), Rejection> {
-    let spec = pod
-        .spec
-        .as_ref()
-        .ok_or_else(|| Rejection::new("InvalidPod", "no spec"))?;
+    let spec = pod.spec.as_ref().ok_or(Rejection::NoSpec)?;
     let os_label = pod
         .metadata
         .labels
@@ -65,52 +118,34 @@ pub fn check_on_node(pod: &Pod, node: &Node) -> Result<(), Rejection> {
         .and_then(|l| l.get("kubernetes.io/os"));
     // rejectPodAdmissionBasedOnOSSelector: the node's OS label is always kubelet's own OS.
     if os_label.is_some_and(|v| v != OS) {
-        return Err(Rejection::new(
-            "PodOSSelectorNodeLabelDoesNotMatch",
-            "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label",
-        ));
+        return Err(Rejection::OsLabel);
     }
     if spec.os.as_ref().is_some_and(|o| o.name != OS) {
-        return Err(Rejection::new(
-            "PodOSNotSupported",
-            "Failed to admit pod as the OS field doesn't match node OS",
-        ));
+        return Err(Rejection::OsField);
     }
     if let Some(r) = fits(spec, node).into_iter().next() {
         return Err(r);
     }
     if !matches_node(spec, node) {
-        return Err(predicate(
-            "NodeAffinity",
-            "node(s) didn't match Pod's node affinity/selector",
-        ));
+        return Err(Rejection::NodeAffinity);
     }
     if spec
         .node_name
         .as_deref()
         .is_some_and(|n| !n.is_empty() && n != node.name)
     {
-        return Err(predicate(
-            "NodeName",
-            "node(s) didn't match the requested node name",
-        ));
+        return Err(Rejection::NodeName);
     }
     apparmor(pod, spec, node)
 }
 
-/// A `PredicateFailureError`: its name is the reason.
-fn predicate(name: &str, desc: &str) -> Rejection {
-    Rejection::new(name, format!("Predicate {name} failed: {desc}"))
-}
-
 /// An `InsufficientResourceError` (nothing else runs on the node: used is 0).
 fn insufficient(name: &str, requested: i128, capacity: i128) -> Rejection {
-    Rejection::new(
-        format!("OutOf{name}"),
-        format!(
-            "Node didn't have enough resource: {name}, requested: {requested}, used: 0, capacity: {capacity}"
-        ),
-    )
+    Rejection::OutOf {
+        resource: name.to_string(),
+        requested,
+        capacity,
+    }
 }
 
 /// `noderesources.Fits` for the only pod on the node, in its order: pods, cpu, memory,
@@ -310,8 +345,6 @@ pub fn apparmor_from_annotation(v: &str) -> Option<AppArmorProfile> {
 /// The AppArmor admit handler (`apparmor.validator.Validate`): a pod that asks for a
 /// confining profile needs a host that enforces AppArmor.
 fn apparmor(pod: &Pod, spec: &PodSpec, node: &Node) -> Result<(), Rejection> {
-    let reject =
-        |why: String| Rejection::new("AppArmor", format!("Cannot enforce AppArmor: {why}"));
     let pod_field = spec
         .security_context
         .as_ref()
@@ -330,11 +363,11 @@ fn apparmor(pod: &Pod, spec: &PodSpec, node: &Node) -> Result<(), Rejection> {
         return Ok(());
     }
     if !node.apparmor {
-        return Err(reject("AppArmor is not enabled on the host".into()));
+        return Err(Rejection::AppArmorDisabled);
     }
     // podinit loads and applies no AppArmor profile: refused as clearly as a host without
     // AppArmor, rather than run unconfined.
-    Err(reject("podinit does not apply AppArmor profiles".into()))
+    Err(Rejection::AppArmorProfile)
 }
 
 fn containers_fields(spec: &PodSpec) -> impl Iterator<Item = &AppArmorProfile> {

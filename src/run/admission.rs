@@ -68,7 +68,8 @@ pub(super) fn bind(adm: &mut Admission, node: &Node) {
 pub(super) fn reject(mut pod: Pod, node: &Node, r: &Rejection, sd: StateDir) -> i32 {
     crate::log::error(&format!(
         "the pod was rejected: {}: {}",
-        r.reason, r.message
+        r.reason(),
+        r.message()
     ));
     if let Some(spec) = pod.spec.as_mut() {
         spec.node_name.get_or_insert_with(|| node.name.clone());
@@ -81,7 +82,7 @@ pub(super) fn reject(mut pod: Pod, node: &Node, r: &Rejection, sd: StateDir) -> 
     let qos = pod.spec.as_ref().map(crate::pod::plan::qos_class);
     let status = PodStatus {
         phase: Some("Failed".into()),
-        reason: Some(r.reason.clone()),
+        reason: Some(r.reason()),
         message: Some(r.status_message()),
         qos_class: qos.map(|q| q.as_str().to_string()),
         start_time: Some(now.clone()),
@@ -95,7 +96,7 @@ pub(super) fn reject(mut pod: Pod, node: &Node, r: &Rejection, sd: StateDir) -> 
         m.uid.as_deref().unwrap_or_default(),
     )
     .map(|mut log| {
-        log.record_text(EventType::Warning, &r.reason, &r.message, None, now);
+        log.record_text(EventType::Warning, &r.reason(), &r.message(), None, now);
     })
     .and_then(|()| StatusWriter::new(sd.status_file()).update(&pod, &status).1);
     let kept = written.is_ok();

@@ -270,7 +270,7 @@ pub fn create(
         .linux()
         .as_ref()
         .and_then(|l| l.resources().clone());
-    let group = match group.create_all() {
+    let group = match group.create_all().map_err(std::io::Error::from) {
         Ok(()) => group,
         Err(e) if super::rootless::ignorable(g.rootless, cgroups_path.as_deref(), &e) => {
             // Without root and without a cgroup, as runc's rootless fs manager goes on.
@@ -288,12 +288,12 @@ pub fn create(
     };
     let group = &*undo.group.insert(group);
     if let Some(r) = &resources {
-        group.set(r).map_err(cg)?;
+        group.set(r).map_err(|e| cg(e.into()))?;
     }
     group
         .confine_devices(&crate::spec::cgroup_rules(&st.config))
-        .map_err(cg)?;
-    let mut placement = group.placement().map_err(cg)?;
+        .map_err(|e| cg(e.into()))?;
+    let mut placement = group.placement().map_err(|e| cg(e.into()))?;
     let unified = cgroup::unified_leaf(st.cgroups_path.as_deref(), id);
     if let Some(u) = unified.filter(|_| !group.is_none()) {
         std::fs::create_dir_all(&u).map_err(cg)?;

@@ -32,6 +32,8 @@ pub enum Error {
         id: String,
         err: crate::runtime::Error,
     },
+    /// The container's cgroup could not be found, made, changed or removed.
+    Cgroup(crate::cgroup::Error),
     /// Anything else, as its message.
     Other(String),
 }
@@ -47,6 +49,7 @@ impl Error {
             Error::Usage(_) | Error::NoSuchVerb(_) => Kind::InvalidArgument,
             Error::Unsupported(_) => Kind::Unimplemented,
             Error::Runtime { err, .. } | Error::Exec { err, .. } => err.kind(),
+            Error::Cgroup(e) => e.kind(),
             Error::Other(_) => Kind::Unknown,
         }
     }
@@ -70,6 +73,7 @@ impl fmt::Display for Error {
             Error::NoSuchVerb(v) => write!(f, "No help topic for '{v}'"),
             Error::Runtime { id, err } => write!(f, "container {id}: {err}"),
             Error::Exec { id, err } => write!(f, "exec in container {id}: {err}"),
+            Error::Cgroup(e) => e.fmt(f),
             Error::WrongState(m) | Error::Usage(m) | Error::Unsupported(m) | Error::Other(m) => {
                 f.write_str(m)
             }
@@ -80,6 +84,12 @@ impl fmt::Display for Error {
 impl From<String> for Error {
     fn from(m: String) -> Error {
         Error::Other(m)
+    }
+}
+
+impl From<crate::cgroup::Error> for Error {
+    fn from(e: crate::cgroup::Error) -> Error {
+        Error::Cgroup(e)
     }
 }
 
@@ -168,6 +178,15 @@ mod tests {
                 },
                 Kind::Unknown,
                 "exec in container c1: exec: \"nope\": not found",
+                1,
+            ),
+            (
+                Error::from(crate::cgroup::Error::Missing {
+                    what: "devices".into(),
+                    why: "no devices controller for cgroup /x".into(),
+                }),
+                Kind::FailedPrecondition,
+                "devices: no devices controller for cgroup /x",
                 1,
             ),
             (Error::Other("o".into()), Kind::Unknown, "o", 1),

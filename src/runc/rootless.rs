@@ -28,7 +28,10 @@ pub fn ignorable(rootless: bool, cgroups_path: Option<&str>, err: &std::io::Erro
     let denied = matches!(
         err.raw_os_error(),
         Some(libc::EPERM) | Some(libc::EACCES) | Some(libc::EROFS)
-    ) || err.kind() == std::io::ErrorKind::PermissionDenied;
+    ) || matches!(
+        err.kind(),
+        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+    );
     rootless && cgroups_path.is_none() && denied
 }
 

@@ -1,9 +1,9 @@
 //! `update`: new resource limits for a container, from a JSON file (`-r FILE`, `-` for
 //! stdin, an OCI `LinuxResources`) or from runc's flags, applied to its cgroup and kept
-//! in its state. What is not given keeps its value.
+//! in its state, field by field as runc 1.1 does (docs/runc.md §Verbs).
 
-use oci_spec::runtime::LinuxResources;
-use serde_json::{json, Value};
+use oci_spec::runtime::{LinuxPids, LinuxResources};
+use serde_json::Value;
 
 use super::cli::{val, Args, Flag};
 use super::state;
@@ -40,29 +40,111 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), super::Error> {
     if status::of(&g.root, &s) == Status::Stopped {
         return Err(super::Error::NotRunning);
     }
-    let patch = match a.value("resources") {
-        Some(path) => read_resources(path)?,
+    let given = match a.value("resources") {
+        Some(path) => Given::of(&read_resources(path)?),
         None => from_flags(a)?,
     };
-    let change: LinuxResources = serde_json::from_value(patch.clone())
-        .map_err(|e| format!("resources for container {id}: {e}"))?;
+    let mut linux = s.config.linux().clone().unwrap_or_default();
+    let stored = given.over(&linux.resources().clone().unwrap_or_default());
     let group = crate::cgroup::recorded::open(&s.id, s.cgroups_path.as_deref(), &s.cgroup_paths)?;
     group
-        .set(&change)
+        .set(&Given::of(&stored).resources())
         .map_err(|e| format!("updating container {id}: {e}"))?;
-    let linux = s.config.linux().clone().unwrap_or_default();
-    let mut merged = serde_json::to_value(linux.resources().clone().unwrap_or_default())
-        .map_err(|e| e.to_string())?;
-    merge(&mut merged, patch);
-    let merged: LinuxResources =
-        serde_json::from_value(merged).map_err(|e| format!("resources for container {id}: {e}"))?;
-    let mut linux = linux;
-    linux.set_resources(Some(merged));
+    linux.set_resources(Some(stored));
     s.config.set_linux(Some(linux));
     Ok(state::save(&g.root, &s)?)
 }
 
-fn read_resources(path: &str) -> Result<Value, String> {
+/// What one `runc update` sets, as runc 1.1 reads it (its `update.go`): these fields and
+/// no others (a `-r` file's other fields are ignored), each 0 or empty where not given,
+/// runc's "unset", which leaves the cgroup's value as it is.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Given {
+    blkio_weight: u16,
+    cpu_shares: u64,
+    cpu_quota: i64,
+    cpu_period: u64,
+    cpu_rt_runtime: i64,
+    cpu_rt_period: u64,
+    cpus: String,
+    mems: String,
+    memory: i64,
+    memory_reservation: i64,
+    memory_swap: i64,
+    pids: i64,
+}
+
+impl Given {
+    /// runc's fields of `r` (a `-r` file, or the resources of the state).
+    fn of(r: &LinuxResources) -> Given {
+        let (m, c) = (
+            r.memory().unwrap_or_default(),
+            r.cpu().clone().unwrap_or_default(),
+        );
+        Given {
+            blkio_weight: r.block_io().as_ref().and_then(|b| b.weight()).unwrap_or(0),
+            cpu_shares: c.shares().unwrap_or(0),
+            cpu_quota: c.quota().unwrap_or(0),
+            cpu_period: c.period().unwrap_or(0),
+            cpu_rt_runtime: c.realtime_runtime().unwrap_or(0),
+            cpu_rt_period: c.realtime_period().unwrap_or(0),
+            cpus: c.cpus().clone().unwrap_or_default(),
+            mems: c.mems().clone().unwrap_or_default(),
+            memory: m.limit().unwrap_or(0),
+            memory_reservation: m.reservation().unwrap_or(0),
+            memory_swap: m.swap().unwrap_or(0),
+            pids: r.pids().map_or(0, |p| p.limit()),
+        }
+    }
+
+    /// The container's resources after the update, as runc keeps them in its config:
+    /// each of runc's fields as given (unset where not), the others as they were; but a
+    /// CPU quota or period given alone leaves the other at its old value.
+    fn over(&self, old: &LinuxResources) -> LinuxResources {
+        let mut r = old.clone();
+        let (p, q) = (self.cpu_period, self.cpu_quota);
+        let was = Given::of(old);
+        let (p, q) = match (p, q) {
+            (0, 0) => (0, 0),
+            (p, 0) => (p, was.cpu_quota),
+            (0, q) => (was.cpu_period, q),
+            both => both,
+        };
+        let mut cpu = r.cpu().clone().unwrap_or_default();
+        cpu.set_shares(set(self.cpu_shares));
+        cpu.set_quota(set(q));
+        cpu.set_period(set(p));
+        cpu.set_realtime_runtime(set(self.cpu_rt_runtime));
+        cpu.set_realtime_period(set(self.cpu_rt_period));
+        cpu.set_cpus(Some(self.cpus.clone()).filter(|v| !v.is_empty()));
+        cpu.set_mems(Some(self.mems.clone()).filter(|v| !v.is_empty()));
+        r.set_cpu(Some(cpu));
+        let mut m = r.memory().unwrap_or_default();
+        m.set_limit(set(self.memory));
+        m.set_reservation(set(self.memory_reservation));
+        m.set_swap(set(self.memory_swap));
+        r.set_memory(Some(m));
+        let mut b = r.block_io().clone().unwrap_or_default();
+        b.set_weight(set(self.blkio_weight));
+        r.set_block_io(Some(b));
+        let mut pids = LinuxPids::default();
+        pids.set_limit(self.pids);
+        r.set_pids(set(self.pids).map(|_| pids));
+        r
+    }
+
+    /// These fields alone, as the resources to write to the cgroup (what is unset stays).
+    fn resources(&self) -> LinuxResources {
+        self.over(&LinuxResources::default())
+    }
+}
+
+/// A value of runc's, where 0 is unset.
+fn set<T: Default + PartialEq>(v: T) -> Option<T> {
+    (v != T::default()).then_some(v)
+}
+
+fn read_resources(path: &str) -> Result<LinuxResources, String> {
     let text = if path == "-" {
         let mut t = String::new();
         std::io::Read::read_to_string(&mut std::io::stdin(), &mut t)
@@ -75,64 +157,43 @@ fn read_resources(path: &str) -> Result<Value, String> {
     if !v.is_object() {
         return Err(format!("resources in {path}: not a JSON object"));
     }
-    Ok(v)
+    serde_json::from_value(v).map_err(|e| format!("resources in {path}: {e}"))
 }
 
-/// The resources runc's flags give, in `LinuxResources`' JSON shape.
-fn from_flags(a: &Args) -> Result<Value, String> {
+/// The resources runc's flags give. `--kernel-memory` and `--kernel-memory-tcp` are read
+/// and ignored, as runc 1.1 does (with its warning).
+fn from_flags(a: &Args) -> Result<Given, String> {
     if a.value("l3-cache-schema").is_some() || a.value("mem-bw-schema").is_some() {
         return Err("Intel RDT is not supported by podinit-runc".into());
     }
-    let mut v = json!({});
-    let int = |name: &str| -> Result<Option<i64>, String> {
-        a.value(name)
-            .map(|s| {
-                s.parse::<i64>()
-                    .map_err(|_| format!("invalid value for {name}: {s:?}"))
-            })
-            .transpose()
+    fn num<T: std::str::FromStr + Default>(a: &Args, name: &str) -> Result<T, String> {
+        a.value(name).map_or(Ok(T::default()), |s| {
+            s.parse()
+                .map_err(|_| format!("invalid value for {name}: {s:?}"))
+        })
+    }
+    let ram = |name: &str| -> Result<i64, String> {
+        a.value(name).map_or(Ok(0), |s| {
+            ram_in_bytes(s).ok_or_else(|| format!("invalid value for {name}: {s:?}"))
+        })
     };
-    let ram = |name: &str| -> Result<Option<i64>, String> {
-        a.value(name)
-            .map(|s| ram_in_bytes(s).ok_or_else(|| format!("invalid value for {name}: {s:?}")))
-            .transpose()
-    };
-    let mut put = |section: &str, key: &str, val: Option<Value>| {
-        if let Some(val) = val {
-            v[section][key] = val;
-        }
-    };
-    put("blockIO", "weight", int("blkio-weight")?.map(Value::from));
-    put("cpu", "period", int("cpu-period")?.map(Value::from));
-    put("cpu", "quota", int("cpu-quota")?.map(Value::from));
-    put("cpu", "shares", int("cpu-share")?.map(Value::from));
-    put(
-        "cpu",
-        "realtimePeriod",
-        int("cpu-rt-period")?.map(Value::from),
-    );
-    put(
-        "cpu",
-        "realtimeRuntime",
-        int("cpu-rt-runtime")?.map(Value::from),
-    );
-    put("cpu", "cpus", a.value("cpuset-cpus").map(Value::from));
-    put("cpu", "mems", a.value("cpuset-mems").map(Value::from));
-    put("memory", "limit", ram("memory")?.map(Value::from));
-    put(
-        "memory",
-        "reservation",
-        ram("memory-reservation")?.map(Value::from),
-    );
-    put("memory", "swap", ram("memory-swap")?.map(Value::from));
-    put("memory", "kernel", ram("kernel-memory")?.map(Value::from));
-    put(
-        "memory",
-        "kernelTCP",
-        ram("kernel-memory-tcp")?.map(Value::from),
-    );
-    put("pids", "limit", int("pids-limit")?.map(Value::from));
-    Ok(v)
+    if ram("kernel-memory")? != 0 || ram("kernel-memory-tcp")? != 0 {
+        super::log::warn("Kernel memory settings are ignored and will be removed");
+    }
+    Ok(Given {
+        blkio_weight: num(a, "blkio-weight")?,
+        cpu_shares: num(a, "cpu-share")?,
+        cpu_quota: num(a, "cpu-quota")?,
+        cpu_period: num(a, "cpu-period")?,
+        cpu_rt_runtime: num(a, "cpu-rt-runtime")?,
+        cpu_rt_period: num(a, "cpu-rt-period")?,
+        cpus: a.value("cpuset-cpus").unwrap_or_default().to_string(),
+        mems: a.value("cpuset-mems").unwrap_or_default().to_string(),
+        memory: ram("memory")?,
+        memory_reservation: ram("memory-reservation")?,
+        memory_swap: ram("memory-swap")?,
+        pids: num(a, "pids-limit")?,
+    })
 }
 
 /// docker's `RAMInBytes` (what runc uses): `512`, `100k`, `1.5g`, `2GiB`, binary units;
@@ -159,21 +220,10 @@ pub fn ram_in_bytes(s: &str) -> Option<i64> {
     Some((n * mult as f64) as i64)
 }
 
-/// `patch` over `base`: objects merged key by key, anything else replaced.
-fn merge(base: &mut Value, patch: Value) {
-    match (base, patch) {
-        (Value::Object(b), Value::Object(p)) => {
-            for (k, v) in p {
-                merge(b.entry(k).or_insert(Value::Null), v);
-            }
-        }
-        (b, p) => *b = p,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn sizes_as_docker_reads_them() {
@@ -186,31 +236,109 @@ mod tests {
         assert_eq!(ram_in_bytes("lots"), None);
     }
 
+    fn flags(words: &[&str]) -> Result<Given, String> {
+        let args: Vec<String> = words.iter().map(|s| s.to_string()).collect();
+        from_flags(&super::super::cli::parse(FLAGS, &args, true).unwrap())
+    }
+
+    fn resources(json: serde_json::Value) -> LinuxResources {
+        serde_json::from_value(json).unwrap()
+    }
+
     #[test]
-    fn flags_make_a_resources_document_and_merge_over_the_old_one() {
-        let table = FLAGS;
-        let args: Vec<String> = [
+    fn flags_give_runcs_fields_and_zero_for_the_rest() {
+        let g = flags(&[
             "--memory",
             "64m",
             "--cpu-quota=5000",
             "--pids-limit",
             "10",
             "c1",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        let a = super::super::cli::parse(table, &args, true).unwrap();
-        let patch = from_flags(&a).unwrap();
+        ]);
+        let want = Given {
+            memory: 64 << 20,
+            cpu_quota: 5000,
+            pids: 10,
+            ..Given::default()
+        };
+        assert_eq!(g, Ok(want));
+        let g = flags(&["--memory-swap", "-1", "--cpuset-cpus", "0-1", "c1"]).unwrap();
+        assert_eq!((g.memory_swap, g.cpus.as_str()), (-1, "0-1"));
         assert_eq!(
-            patch,
-            json!({"memory": {"limit": 67108864}, "cpu": {"quota": 5000}, "pids": {"limit": 10}})
+            flags(&["--cpu-period", "-5", "c1"]),
+            Err("invalid value for cpu-period: \"-5\"".to_string())
         );
-        let r: LinuxResources = serde_json::from_value(patch.clone()).unwrap();
-        assert_eq!(r.pids().as_ref().unwrap().limit(), 10);
-        let mut base = json!({"memory": {"limit": 1, "swap": 2}, "cpu": {"shares": 3}});
-        merge(&mut base, patch);
-        assert_eq!(base["memory"], json!({"limit": 67108864, "swap": 2}));
-        assert_eq!(base["cpu"], json!({"shares": 3, "quota": 5000}));
+        assert_eq!(
+            flags(&["--memory", "lots", "c1"]),
+            Err("invalid value for memory: \"lots\"".to_string())
+        );
+        assert_eq!(
+            flags(&["--kernel-memory", "1m", "c1"]),
+            Ok(Given::default())
+        );
+    }
+
+    #[test]
+    fn an_update_sets_runcs_fields_as_given_and_keeps_the_others() {
+        let old = resources(json!({
+            "memory": {"limit": 1, "swap": 2, "swappiness": 10},
+            "cpu": {"shares": 3, "quota": 4000, "period": 100000},
+            "hugepageLimits": [{"pageSize": "2MB", "limit": 0}],
+        }));
+        let given = flags(&["--memory", "64m", "c1"]).unwrap();
+        let new = given.over(&old);
+        assert_eq!(
+            serde_json::to_value(&new).unwrap(),
+            json!({
+                "memory": {"limit": 67108864, "swappiness": 10},
+                "cpu": {},
+                "blockIO": {},
+                "hugepageLimits": [{"pageSize": "2MB", "limit": 0}],
+            })
+        );
+        // Written: the memory limit alone.
+        assert_eq!(
+            serde_json::to_value(Given::of(&new).resources()).unwrap(),
+            json!({"memory": {"limit": 67108864}, "cpu": {}, "blockIO": {}})
+        );
+    }
+
+    #[test]
+    fn a_quota_or_period_given_alone_keeps_the_other() {
+        let old = resources(json!({"cpu": {"quota": 4000, "period": 100000}}));
+        let cpu = |g: Given| {
+            let r = g.over(&old);
+            let c = r.cpu().clone().unwrap();
+            (c.quota(), c.period())
+        };
+        let period = flags(&["--cpu-period", "50000", "c1"]).unwrap();
+        assert_eq!(cpu(period), (Some(4000), Some(50000)));
+        let quota = flags(&["--cpu-quota", "8000", "c1"]).unwrap();
+        assert_eq!(cpu(quota), (Some(8000), Some(100000)));
+        let both = flags(&["--cpu-quota", "8000", "--cpu-period", "50000", "c1"]).unwrap();
+        assert_eq!(cpu(both), (Some(8000), Some(50000)));
+        assert_eq!(cpu(Given::default()), (None, None));
+    }
+
+    #[test]
+    fn a_resources_file_gives_runcs_fields_only() {
+        let file = resources(json!({
+            "memory": {"limit": 209715200, "swappiness": 0, "disableOOMKiller": true},
+            "pids": {"limit": 5},
+            "hugepageLimits": [{"pageSize": "2MB", "limit": 0}],
+        }));
+        let g = Given::of(&file);
+        assert_eq!(
+            g,
+            Given {
+                memory: 209715200,
+                pids: 5,
+                ..Given::default()
+            }
+        );
+        assert_eq!(
+            serde_json::to_value(g.resources()).unwrap(),
+            json!({"memory": {"limit": 209715200}, "cpu": {}, "blockIO": {}, "pids": {"limit": 5}})
+        );
     }
 }

@@ -40,6 +40,7 @@ pub fn run() -> ! {
 /// `ready` (above stdio) says it is ready; on failure it writes why there and exits.
 pub fn run_in_user_namespace(ready: RawFd) -> ! {
     if let Err(e) = become_pause() {
+        let e = format!("the pod's pause: {e}");
         // SAFETY: a write to the pipe our creator reads, then exiting.
         unsafe {
             libc::write(ready, e.as_ptr().cast(), e.len());
@@ -49,13 +50,8 @@ pub fn run_in_user_namespace(ready: RawFd) -> ! {
     run()
 }
 
-fn become_pause() -> Result<(), String> {
-    let os = |what: &str| {
-        format!(
-            "the pod's pause: {what}: {}",
-            std::io::Error::last_os_error()
-        )
-    };
+fn become_pause() -> super::Result<()> {
+    let os = |call: &'static str| super::Error::syscall(call, "", nix::errno::Errno::last());
     rename();
     // SAFETY: setgroups with no groups, then the pod's root ids: uid and gid 0 of the
     // user namespace we were born in.
@@ -78,14 +74,15 @@ fn become_pause() -> Result<(), String> {
         caps::CapSet::Permitted,
         caps::CapSet::Inheritable,
     ] {
-        caps::clear(None, set).map_err(|e| format!("the pod's pause: clearing {set:?}: {e}"))?;
+        caps::clear(None, set)
+            .map_err(|e| super::Error::Invalid(format!("clearing {set:?}: {e}")))?;
     }
     let null = nix::fcntl::open(
         "/dev/null",
         nix::fcntl::OFlag::O_RDWR,
         nix::sys::stat::Mode::empty(),
     )
-    .map_err(|e| format!("the pod's pause: opening /dev/null: {e}"))?;
+    .map_err(|e| super::Error::syscall("open", "/dev/null", e))?;
     let null = std::os::fd::IntoRawFd::into_raw_fd(null);
     for fd in 0..3 {
         // SAFETY: dup2 of an fd of ours over our stdio (`ready` is above it).

@@ -48,9 +48,9 @@ fn a_plain_pod_is_admitted() {
 #[test]
 fn too_much_cpu_is_out_of_cpu_with_kubelets_message() {
     let r = rejected("spec: {containers: [{name: c, resources: {requests: {cpu: '100'}}}]}");
-    assert_eq!(r.reason, "OutOfcpu");
+    assert_eq!(r.reason(), "OutOfcpu");
     assert_eq!(
-        r.message,
+        r.message(),
         "Node didn't have enough resource: cpu, requested: 100000, used: 0, capacity: 2000"
     );
     assert_eq!(
@@ -62,9 +62,9 @@ fn too_much_cpu_is_out_of_cpu_with_kubelets_message() {
 #[test]
 fn memory_is_in_bytes_and_a_limit_alone_is_the_request() {
     let r = rejected("spec: {containers: [{name: c, resources: {limits: {memory: 1000Gi}}}]}");
-    assert_eq!(r.reason, "OutOfmemory");
+    assert_eq!(r.reason(), "OutOfmemory");
     assert_eq!(
-        r.message,
+        r.message(),
         format!(
             "Node didn't have enough resource: memory, requested: {}, used: 0, capacity: {}",
             1000u64 << 30,
@@ -78,7 +78,7 @@ fn cpu_is_reported_before_memory() {
     let r = rejected(
         "spec: {containers: [{name: c, resources: {requests: {memory: 1000Gi, cpu: '3'}}}]}",
     );
-    assert_eq!(r.reason, "OutOfcpu");
+    assert_eq!(r.reason(), "OutOfcpu");
 }
 
 #[test]
@@ -87,15 +87,15 @@ fn extended_resources_fit_what_the_node_declares() {
     assert_eq!(check_on_node(&pod(ok), &node()), Ok(()));
     let r =
         rejected("spec: {containers: [{name: c, resources: {limits: {example.com/dongle: '3'}}}]}");
-    assert_eq!(r.reason, "OutOfexample.com/dongle");
+    assert_eq!(r.reason(), "OutOfexample.com/dongle");
     assert_eq!(
-        r.message,
+        r.message(),
         "Node didn't have enough resource: example.com/dongle, requested: 3, used: 0, capacity: 2"
     );
     let r = rejected("spec: {containers: [{name: c, resources: {limits: {nvidia.com/gpu: '1'}}}]}");
-    assert_eq!(r.reason, "OutOfnvidia.com/gpu");
+    assert_eq!(r.reason(), "OutOfnvidia.com/gpu");
     assert_eq!(
-        r.message,
+        r.message(),
         "Node didn't have enough resource: nvidia.com/gpu, requested: 1, used: 0, capacity: 0"
     );
 }
@@ -105,7 +105,7 @@ fn hugepages_without_any_on_the_node_do_not_fit() {
     let r = rejected(
         "spec: {containers: [{name: c, resources: {limits: {hugepages-2Mi: 4Mi, memory: 10Mi}}}]}",
     );
-    assert_eq!(r.reason, "OutOfhugepages-2Mi");
+    assert_eq!(r.reason(), "OutOfhugepages-2Mi");
 }
 
 #[test]
@@ -123,15 +123,15 @@ fn node_selector_must_match_every_label() {
     let ok = format!("spec: {{nodeSelector: {{disktype: ssd}}, {C}}}");
     assert_eq!(check_on_node(&pod(&ok), &node()), Ok(()));
     let r = rejected(&format!("spec: {{nodeSelector: {{disktype: hdd}}, {C}}}"));
-    assert_eq!(r.reason, "NodeAffinity");
+    assert_eq!(r.reason(), "NodeAffinity");
     assert_eq!(
-        r.message,
+        r.message(),
         "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"
     );
     let r = rejected(&format!(
         "spec: {{nodeSelector: {{kubernetes.io/os: windows}}, {C}}}"
     ));
-    assert_eq!(r.reason, "NodeAffinity");
+    assert_eq!(r.reason(), "NodeAffinity");
 }
 
 fn affinity(terms: &str) -> String {
@@ -167,9 +167,9 @@ fn required_node_affinity_terms_are_ored_and_their_expressions_anded() {
 fn node_name_must_be_this_node() {
     assert!(check_on_node(&pod(&format!("spec: {{nodeName: box, {C}}}")), &node()).is_ok());
     let r = rejected(&format!("spec: {{nodeName: kube-01, {C}}}"));
-    assert_eq!(r.reason, "NodeName");
+    assert_eq!(r.reason(), "NodeName");
     assert_eq!(
-        r.message,
+        r.message(),
         "Predicate NodeName failed: node(s) didn't match the requested node name"
     );
 }
@@ -177,11 +177,11 @@ fn node_name_must_be_this_node() {
 #[test]
 fn resources_come_before_affinity_and_affinity_before_node_name() {
     let r = rejected("spec: {nodeName: x, nodeSelector: {a: b}, containers: [{name: c, resources: {requests: {cpu: '9'}}}]}");
-    assert_eq!(r.reason, "OutOfcpu");
+    assert_eq!(r.reason(), "OutOfcpu");
     let r = rejected(&format!(
         "spec: {{nodeName: x, nodeSelector: {{a: b}}, {C}}}"
     ));
-    assert_eq!(r.reason, "NodeAffinity");
+    assert_eq!(r.reason(), "NodeAffinity");
 }
 
 #[test]
@@ -189,15 +189,15 @@ fn the_os_label_and_field_are_checked_first() {
     let r = rejected(&format!(
         "metadata: {{labels: {{kubernetes.io/os: windows}}}}\nspec: {{nodeName: x, {C}}}"
     ));
-    assert_eq!(r.reason, "PodOSSelectorNodeLabelDoesNotMatch");
+    assert_eq!(r.reason(), "PodOSSelectorNodeLabelDoesNotMatch");
     assert_eq!(
-        r.message,
+        r.message(),
         "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label"
     );
     let r = rejected(&format!("spec: {{os: {{name: windows}}, {C}}}"));
-    assert_eq!(r.reason, "PodOSNotSupported");
+    assert_eq!(r.reason(), "PodOSNotSupported");
     assert_eq!(
-        r.message,
+        r.message(),
         "Failed to admit pod as the OS field doesn't match node OS"
     );
     let ok = format!(
@@ -216,7 +216,7 @@ fn apparmor_other_than_unconfined_needs_a_host_with_apparmor() {
         "spec: {containers: [{name: c, securityContext: {appArmorProfile: {type: Localhost, localhostProfile: p}}}]}",
     ] {
         let r = rejected(yaml);
-        assert_eq!((r.reason.as_str(), r.message.as_str()), ("AppArmor", msg), "{yaml}");
+        assert_eq!((r.reason().as_str(), r.message().as_str()), ("AppArmor", msg), "{yaml}");
     }
     for yaml in [
         "metadata: {annotations: {container.apparmor.security.beta.kubernetes.io/c: unconfined}}\nspec: {containers: [{name: c}]}",
@@ -227,7 +227,7 @@ fn apparmor_other_than_unconfined_needs_a_host_with_apparmor() {
     let mut n = node();
     n.apparmor = true;
     let r = check_on_node(&pod("spec: {securityContext: {appArmorProfile: {type: RuntimeDefault}}, containers: [{name: c}]}"), &n).unwrap_err();
-    assert_eq!(r.reason, "AppArmor");
+    assert_eq!(r.reason(), "AppArmor");
 }
 
 #[test]
