@@ -31,6 +31,7 @@ pub mod recorded;
 mod removal;
 mod resources;
 mod stats;
+pub mod systemd;
 
 use std::io;
 

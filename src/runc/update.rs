@@ -47,15 +47,25 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), super::Error> {
     let change: LinuxResources = serde_json::from_value(patch.clone())
         .map_err(|e| format!("resources for container {id}: {e}"))?;
     let group = crate::cgroup::recorded::open(&s.id, s.cgroups_path.as_deref(), &s.cgroup_paths)?;
-    group
-        .set(&change)
-        .map_err(|e| format!("updating container {id}: {e}"))?;
     let linux = s.config.linux().clone().unwrap_or_default();
     let mut merged = serde_json::to_value(linux.resources().clone().unwrap_or_default())
         .map_err(|e| e.to_string())?;
     merge(&mut merged, patch);
     let merged: LinuxResources =
         serde_json::from_value(merged).map_err(|e| format!("resources for container {id}: {e}"))?;
+    // Under systemd, runc's Set: the unit's properties from the whole new resources, then
+    // the files, all of them (systemd rewrites those of each controller it touched).
+    let written = match &s.systemd_unit {
+        Some(unit) => {
+            crate::cgroup::systemd::set(unit, &merged)
+                .map_err(|e| format!("updating container {id}: {e}"))?;
+            &merged
+        }
+        None => &change,
+    };
+    group
+        .set(written)
+        .map_err(|e| format!("updating container {id}: {e}"))?;
     let mut linux = linux;
     linux.set_resources(Some(merged));
     s.config.set_linux(Some(linux));
