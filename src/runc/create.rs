@@ -285,11 +285,14 @@ pub fn create(
     let group = &*undo.group.insert(group);
     let cg = |e: std::io::Error| format!("cgroup of container {id}: {e}");
     group.create_all().map_err(cg)?;
+    // Under systemd the limits wait for the unit: systemd hands the scope its
+    // controllers as it starts it.
     if let Some(r) = st
         .config
         .linux()
         .as_ref()
         .and_then(|l| l.resources().as_ref())
+        .filter(|_| unit.is_none())
     {
         group.set(r).map_err(cg)?;
     }
@@ -341,7 +344,7 @@ pub fn create(
     })?;
     if let Some(u) = &unit {
         // runc's Apply and Set: the unit with the init in it, its properties, then the
-        // files again (systemd rewrites its own on start).
+        // files (systemd writes its own as it starts the unit).
         undo.unit = Some(u.name.clone());
         let r = st
             .config

@@ -28,7 +28,8 @@ pub fn running() -> bool {
 /// The unit of container `id` and its (not yet made) group, from `linux.cgroupsPath`.
 /// As runc, the path is read first, and then whether systemd runs.
 pub fn resolve(cgroups_path: Option<&str>, id: &str) -> Result<(Unit, Group), String> {
-    let u = unit::parse(cgroups_path, id).map_err(|e| format!("container {id}: {e}"))?;
+    // runc's words, as they are: its clients match them.
+    let u = unit::parse(cgroups_path, id)?;
     if !running() {
         return Err("systemd not running on this host, cannot use systemd cgroups manager".into());
     }
