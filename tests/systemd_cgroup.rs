@@ -280,7 +280,11 @@ fn systemd_vm_a_path_not_slice_prefix_name_is_refused_as_runc_refuses_it() {
         // The message of the error line, the bundle's own name taken out.
         let line = out.stderr.lines().find(|l| l.contains("level=error"));
         let msg = line.and_then(|l| l.split_once("msg=")).map(|(_, m)| m);
-        msg.unwrap_or_default().replace(&b.cgroup, "CG")
+        // runc 1.1 puts "runc create failed: " before every create error; podinit's
+        // front-end names no verb in any of its errors.
+        msg.unwrap_or_default()
+            .replace("runc create failed: ", "")
+            .replace(&b.cgroup, "CG")
     });
     assert!(
         runc.contains("expected cgroupsPath to be of format")
