@@ -434,3 +434,105 @@ fn a_cri_shaped_pod_through_the_shims_task_api() {
     );
     server.shutdown();
 }
+
+/// `systemctl show UNIT -p P` (one property's value).
+fn unit_property(unit: &str, p: &str) -> String {
+    let o = Command::new("systemctl")
+        .args(["show", unit, "-p", p, "--value"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "systemctl show {unit}");
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+#[test]
+#[ignore = "needs systemd as PID 1: scripts/vm-systemd-test runs it"]
+fn systemd_vm_the_shim_honours_systemd_cgroup_with_a_scope_per_task() {
+    common::require_root();
+    assert!(
+        Path::new("/run/systemd/system").is_dir(),
+        "needs systemd as PID 1 (no /run/systemd/system here): run scripts/vm-systemd-test"
+    );
+    let tag = format!("podinit-shim-sd-{}", std::process::id());
+    let mut lab = Lab {
+        dir: std::env::temp_dir().join(&tag),
+        ns: tag.clone(),
+        parent: tag.clone(),
+        shim: None,
+        ids: vec!["sb".into()],
+        logs: Vec::new(),
+    };
+    std::fs::create_dir_all(&lab.dir).unwrap();
+    let events_sock = format!("unix://{}", lab.dir.join("events.sock").display());
+    let mut server = Server::new()
+        .bind(&events_sock)
+        .unwrap()
+        .register_service(create_events(Arc::new(Recorded::default())));
+    server.start().unwrap();
+    let sb = bundle(
+        &mut lab,
+        "sb",
+        &["/pause"],
+        json!([{"type": "pid"}, {"type": "ipc"}, {"type": "uts"}, {"type": "mount"}]),
+        "sandbox",
+    );
+    // The CRI's form under the systemd driver: slice, prefix, the container's ID.
+    let mut spec: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(sb.join("config.json")).unwrap()).unwrap();
+    spec["linux"]["cgroupsPath"] = json!(format!("podinittest.slice:cri-containerd:{tag}"));
+    std::fs::write(sb.join("config.json"), spec.to_string()).unwrap();
+    let unit = format!("cri-containerd-{tag}.scope");
+    let address = shim_start(&lab, &sb, "sb");
+    let client = TaskClient::new(Client::connect(&address).unwrap());
+    let connect = client
+        .connect(
+            ctx(),
+            &api::ConnectRequest {
+                id: "sb".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    lab.shim = Some(connect.shim_pid as i32);
+    // containerd's runc options with SystemdCgroup = true (field 9, varint 1).
+    let req = api::CreateTaskRequest {
+        id: "sb".into(),
+        bundle: sb.display().to_string(),
+        options: Some(Any {
+            type_url: "containerd.runc.v1.Options".into(),
+            value: vec![0x48, 1],
+            ..Default::default()
+        })
+        .into(),
+        ..Default::default()
+    };
+    let pid = client
+        .create(ctx(), &req)
+        .unwrap_or_else(|e| panic!("Create sb: {e}"))
+        .pid;
+    start(&client, "sb", "");
+    assert_eq!(unit_property(&unit, "ActiveState"), "active");
+    assert_eq!(unit_property(&unit, "Slice"), "podinittest.slice");
+    assert_eq!(unit_property(&unit, "Delegate"), "yes");
+    let own = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+    assert_eq!(own.trim(), format!("0::/podinittest.slice/{unit}"));
+    kill(&client, "sb", libc::SIGKILL as u32);
+    assert_eq!(wait(&client, "sb", ""), 137);
+    delete(&client, "sb", "");
+    assert_eq!(
+        unit_property(&unit, "LoadState"),
+        "not-found",
+        "Delete removes the unit"
+    );
+    assert!(!Path::new(&format!("/sys/fs/cgroup/podinittest.slice/{unit}")).exists());
+    client
+        .shutdown(
+            ctx(),
+            &api::ShutdownRequest {
+                id: "sb".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    server.shutdown();
+}

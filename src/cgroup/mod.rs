@@ -32,6 +32,7 @@ pub mod recorded;
 mod removal;
 mod resources;
 mod stats;
+pub mod systemd;
 
 pub use detect::CgroupRoot;
 pub use error::{Error, Result};

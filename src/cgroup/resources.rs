@@ -237,7 +237,7 @@ fn memory_v2(m: &LinuxMemory, out: &mut Vec<Write>) -> Result<(), String> {
 
 /// runc's `ConvertMemorySwapToCgroupV2Value`: the spec's swap is memory+swap (as v1's
 /// memsw), v2's memory.swap.max is swap alone.
-fn swap_v2(swap: Option<i64>, memory: Option<i64>) -> Result<Option<i64>, String> {
+pub(super) fn swap_v2(swap: Option<i64>, memory: Option<i64>) -> Result<Option<i64>, String> {
     match (swap, memory) {
         // Unlimited memory with no word on swap: swap unlimited too.
         (None | Some(0), Some(-1)) => Ok(Some(-1)),
@@ -417,7 +417,7 @@ fn missing_controllers(missing: &[&str], v2: bool) -> String {
 
 /// runc's `ConvertCPUSharesToCgroupV2Value`: cpu.shares [2, 262144] onto cpu.weight
 /// [1, 10000].
-fn shares_to_weight(shares: u64) -> u64 {
+pub(super) fn shares_to_weight(shares: u64) -> u64 {
     if shares == 0 {
         return 0;
     }

@@ -200,6 +200,8 @@ struct Undo {
     dir: PathBuf,
     group: Option<Group>,
     unified: Option<PathBuf>,
+    /// The systemd unit started for it.
+    unit: Option<String>,
     armed: bool,
 }
 
@@ -207,6 +209,12 @@ impl Drop for Undo {
     fn drop(&mut self) {
         if !self.armed {
             return;
+        }
+        if let Some(u) = &self.unit {
+            match crate::cgroup::systemd::stop(u) {
+                Ok(None) => {}
+                Ok(Some(e)) | Err(e) => log::warn(&e),
+            }
         }
         if let Some(g) = &self.group {
             if let Err(e) = g.destroy() {
@@ -234,6 +242,7 @@ pub fn create(
         dir: dir.clone(),
         group: None,
         unified: None,
+        unit: None,
         armed: true,
     };
     let _lock = state::lock(&g.root, id)?;
@@ -242,7 +251,15 @@ pub fn create(
         .as_ref()
         .and_then(|l| l.cgroups_path().as_ref())
         .map(|p| p.to_string_lossy().into_owned());
-    let (group, recorded) = cgroup::resolve(cgroups_path.as_deref(), id)?;
+    // The systemd driver's cgroup is its unit's, recorded by its absolute path so that
+    // every later verb finds it as the cgroupfs driver's.
+    let (group, recorded, unit) = if g.systemd {
+        let (u, group) = crate::cgroup::systemd::resolve(cgroups_path.as_deref(), id)?;
+        (group, Some(u.cgroup.clone()), Some(u))
+    } else {
+        let (group, recorded) = cgroup::resolve(cgroups_path.as_deref(), id)?;
+        (group, recorded, None)
+    };
     let me = std::process::id() as i32;
     let mut st = State {
         id: id.to_string(),
@@ -259,6 +276,7 @@ pub fn create(
         annotations: spec.annotations().clone().unwrap_or_default(),
         cgroups_path: recorded,
         cgroup_paths: group.dirs().to_vec(),
+        systemd_unit: unit.as_ref().map(|u| u.name.clone()),
         config: spec,
     };
     // Recorded before anything is made, so that `delete --force` can remove what a
@@ -287,7 +305,9 @@ pub fn create(
         }
     };
     let group = &*undo.group.insert(group);
-    if let Some(r) = &resources {
+    // Under systemd the limits wait for the unit: systemd hands the scope its
+    // controllers as it starts it.
+    if let Some(r) = resources.as_ref().filter(|_| unit.is_none()) {
         group.set(r).map_err(|e| cg(e.into()))?;
     }
     group
@@ -337,6 +357,20 @@ pub fn create(
         id: id.to_string(),
         err,
     })?;
+    if let Some(u) = &unit {
+        // runc's Apply and Set: the unit with the init in it, its properties, then the
+        // files (systemd writes its own as it starts the unit).
+        undo.unit = Some(u.name.clone());
+        let r = st
+            .config
+            .linux()
+            .as_ref()
+            .and_then(|l| l.resources().as_ref());
+        crate::cgroup::systemd::start(u, created.pid, r)?;
+        if let Some(r) = r {
+            group.set(r).map_err(|e| cg(e.into()))?;
+        }
+    }
     let start = crate::sys::proc::start_time(created.pid)
         .ok_or_else(|| format!("container {id}: its process exited during create"))?;
     if let Some(p) = &o.pid_file {

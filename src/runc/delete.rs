@@ -60,6 +60,14 @@ pub fn destroy(root: &Root, s: &State) -> Result<(), String> {
             let _ = crate::sys::pidfd::send_signal(&fd, libc::SIGKILL);
         }
     }
+    if let Some(unit) = &s.systemd_unit {
+        // runc's order: the unit first, then what is left of its cgroup.
+        match crate::cgroup::systemd::stop(unit) {
+            Ok(None) => {}
+            Ok(Some(warning)) => log::warn(&warning),
+            Err(e) => return Err(format!("deleting container {}: {e}", s.id)),
+        }
+    }
     match crate::cgroup::recorded::open(&s.id, s.cgroups_path.as_deref(), &s.cgroup_paths) {
         Ok(group) => group
             .destroy()

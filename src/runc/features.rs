@@ -143,7 +143,7 @@ pub fn document() -> serde_json::Value {
         "linux": {
             "namespaces": NAMESPACES,
             "capabilities": capabilities(),
-            "cgroup": { "v1": true, "v2": true, "systemd": false, "systemdUser": false },
+            "cgroup": { "v1": true, "v2": true, "systemd": true, "systemdUser": false },
             "seccomp": {
                 "enabled": true,
                 "actions": seccomp_actions(),
@@ -272,7 +272,7 @@ mod tests {
         assert_eq!(f.oci_version_min(), "1.0.0");
         let linux = f.linux().as_ref().unwrap();
         assert_eq!(linux.namespaces().as_ref().unwrap().len(), 7);
-        assert_eq!(doc["linux"]["cgroup"]["systemd"], false);
+        assert_eq!(doc["linux"]["cgroup"]["systemd"], true);
         assert_eq!(doc["linux"]["apparmor"]["enabled"], false);
     }
 

@@ -53,7 +53,7 @@ const GLOBAL: &[Flag] = &[
     ),
     bool_(
         &["systemd-cgroup"],
-        "refused: systemd cgroups are not supported",
+        "enable systemd cgroup support, expects cgroupsPath to be of form \"slice:prefix:name\" for e.g. \"system.slice:runc:434234\"",
     ),
     val(
         &["rootless"],
@@ -74,6 +74,8 @@ pub struct Globals {
     pub root: state::Root,
     /// `--rootless` as decided (`rootless::rootless`).
     pub rootless: bool,
+    /// `--systemd-cgroup`: a new container's cgroup is a systemd unit.
+    pub systemd: bool,
 }
 
 /// Run runc's command line `args` (without the program name); the exit status.
@@ -111,11 +113,6 @@ pub fn main(args: Vec<OsString>) -> i32 {
         print!("{}", usage());
         return if g.help { 0 } else { 1 };
     };
-    if g.on("systemd-cgroup") {
-        return error::report(&Error::Unsupported(
-            "systemd cgroup flag passed, but systemd cgroups are not supported".into(),
-        ));
-    }
     if let Some(r) = g.value("rootless") {
         if !["true", "false", "auto"].contains(&r) {
             return error::report(&Error::Usage(format!("invalid --rootless argument: {r:?}")));
@@ -131,6 +128,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
     let globals = Globals {
         root: state::Root(std::path::absolute(&root).unwrap_or(root)),
         rootless,
+        systemd: g.on("systemd-cgroup"),
     };
     if verb == "help" {
         match rest
@@ -449,7 +447,8 @@ mod tests {
         let root = tmp.to_string_lossy().into_owned();
         let s = |v: &[&str]| v.iter().map(OsString::from).collect::<Vec<_>>();
         assert_eq!(main(s(&["--root", &root, "checkpoint", "x"])), 1);
-        assert_eq!(main(s(&["--root", &root, "--systemd-cgroup", "list"])), 1);
+        // As runc: the flag concerns new containers; list works with it.
+        assert_eq!(main(s(&["--root", &root, "--systemd-cgroup", "list"])), 0);
         assert_eq!(main(s(&["--root", &root, "nope"])), 3);
         assert_eq!(main(s(&["--root", &root, "state", "a/b"])), 1);
         assert_eq!(main(s(&["--root", &root, "list", "-q"])), 0);

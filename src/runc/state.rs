@@ -36,6 +36,10 @@ pub struct State {
     pub cgroups_path: Option<String>,
     /// The cgroup's directory in every hierarchy.
     pub cgroup_paths: Vec<PathBuf>,
+    /// The systemd unit that owns the cgroup (`--systemd-cgroup`): later verbs update its
+    /// properties, `delete` stops it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub systemd_unit: Option<String>,
     /// config.json as read, `root.path` absolute; `update` keeps its resources current.
     pub config: Spec,
 }
@@ -211,6 +215,7 @@ mod tests {
             annotations: HashMap::new(),
             cgroups_path: Some("/c1".into()),
             cgroup_paths: vec!["/sys/fs/cgroup/c1".into()],
+            systemd_unit: None,
             config: Spec::default(),
         };
         let l = lock(&root, "c1").unwrap();

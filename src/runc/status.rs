@@ -172,6 +172,7 @@ mod tests {
             annotations: HashMap::from([("a".to_string(), "b".to_string())]),
             cgroups_path: None,
             cgroup_paths: vec![],
+            systemd_unit: None,
             config: Default::default(),
         }
     }

@@ -47,8 +47,15 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), super::Error> {
     let mut linux = s.config.linux().clone().unwrap_or_default();
     let stored = given.over(&linux.resources().clone().unwrap_or_default());
     let group = crate::cgroup::recorded::open(&s.id, s.cgroups_path.as_deref(), &s.cgroup_paths)?;
+    let written = Given::of(&stored).resources();
+    // Under systemd, runc's Set: the unit's properties from the whole new resources, then
+    // the files, all of them (systemd rewrites those of each controller it touched).
+    if let Some(unit) = &s.systemd_unit {
+        crate::cgroup::systemd::set(unit, &written)
+            .map_err(|e| format!("updating container {id}: {e}"))?;
+    }
     group
-        .set(&Given::of(&stored).resources())
+        .set(&written)
         .map_err(|e| format!("updating container {id}: {e}"))?;
     linux.set_resources(Some(stored));
     s.config.set_linux(Some(linux));

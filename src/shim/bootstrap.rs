@@ -76,10 +76,35 @@ pub fn options(input: &[u8]) -> Option<(String, Vec<u8>)> {
     }
 }
 
+/// Whether the runtime options are runc's with `SystemdCgroup = true`: the shim then
+/// runs its runtime with `--systemd-cgroup`, as containerd's runc shim runs runc.
+pub fn systemd_cgroup(url: &str, value: &[u8]) -> bool {
+    if !url.ends_with("containerd.runc.v1.Options") {
+        return false;
+    }
+    let mut on = false;
+    let mut r = Reader(value);
+    while !r.0.is_empty() {
+        let Some(key) = r.varint() else { break };
+        let ok = match (key >> 3, key & 7) {
+            (9, 0) => r.varint().map(|v| on = v != 0),
+            (_, 0) => r.varint().map(drop),
+            (_, 1) => r.skip(8),
+            (_, 2) => r.bytes().map(drop),
+            (_, 5) => r.skip(4),
+            _ => None,
+        };
+        if ok.is_none() {
+            break;
+        }
+    }
+    on
+}
+
 /// The runc handler's options (`containerd.runc.v1.Options`) the podinit handler cannot
-/// honour, by their names in containerd's config: it runs its own runtime (`BinaryName`),
-/// keeps its state under containerd's (`Root`) and has the cgroupfs driver only
-/// (`SystemdCgroup`). Refused at `start`, never ignored in silence.
+/// honour, by their names in containerd's config: it runs its own runtime (`BinaryName`)
+/// and keeps its state under containerd's (`Root`). Refused at `start`, never ignored in
+/// silence. (`SystemdCgroup` it honours: [`systemd_cgroup`].)
 pub fn refused_runc_options(url: &str, value: &[u8]) -> Vec<&'static str> {
     let mut out = Vec::new();
     if !url.ends_with("containerd.runc.v1.Options") {
@@ -93,9 +118,6 @@ pub fn refused_runc_options(url: &str, value: &[u8]) -> Vec<&'static str> {
                 .bytes()
                 .map(|b| (!b.is_empty()).then(|| out.push("BinaryName"))),
             (7, 2) => r.bytes().map(|b| (!b.is_empty()).then(|| out.push("Root"))),
-            (9, 0) => r
-                .varint()
-                .map(|v| (v != 0).then(|| out.push("SystemdCgroup"))),
             (_, 0) => r.varint().map(drop).map(Some),
             (_, 1) => r.skip(8).map(Some),
             (_, 2) => r.bytes().map(drop).map(Some),
@@ -234,6 +256,7 @@ mod tests {
 
     #[test]
     fn runc_options_the_handler_cannot_honour_are_named_from_either_form() {
+        // SystemdCgroup is honoured, not refused: read on its own.
         const URL: &str = "containerd.runc.v1.Options";
         let mut runc = Vec::new();
         field(&mut runc, 6, b"/usr/bin/crun");
@@ -242,10 +265,8 @@ mod tests {
         field(&mut any, 1, URL.as_bytes());
         field(&mut any, 2, &runc);
         let (url, value) = options(&any).unwrap();
-        assert_eq!(
-            refused_runc_options(&url, &value),
-            ["BinaryName", "SystemdCgroup"]
-        );
+        assert_eq!(refused_runc_options(&url, &value), ["BinaryName"]);
+        assert!(systemd_cgroup(&url, &value));
         // containerd 2.3: the same Any inside an extension of its BootstrapParams.
         let mut ext = Vec::new();
         field(&mut ext, 1, &any);
@@ -254,15 +275,15 @@ mod tests {
         field(&mut params, 4, b"v2.3.4");
         field(&mut params, 8, &ext);
         let (url, value) = options(&params).unwrap();
-        assert_eq!(
-            refused_runc_options(&url, &value),
-            ["BinaryName", "SystemdCgroup"]
-        );
+        assert_eq!(refused_runc_options(&url, &value), ["BinaryName"]);
+        assert!(systemd_cgroup(&url, &value));
         // Root set, SystemdCgroup false: Root only.
         let mut root = Vec::new();
         field(&mut root, 7, b"/run/x");
         root.extend_from_slice(&[0x48, 0]);
         assert_eq!(refused_runc_options(URL, &root), ["Root"]);
+        assert!(!systemd_cgroup(URL, &root));
+        assert!(!systemd_cgroup("runtimeoptions.v1.Options", &runc));
         assert!(refused_runc_options(URL, b"").is_empty());
         assert!(refused_runc_options("runtimeoptions.v1.Options", &runc).is_empty());
         assert_eq!(options(b""), None);

@@ -86,7 +86,15 @@ impl Inner {
         let pid_file = bundle.join("init.pid");
         let bundle_s = bundle.to_string_lossy();
         let pid_s = pid_file.to_string_lossy();
-        let args = ["create", "--bundle", &bundle_s, "--pid-file", &pid_s];
+        // containerd hands each task the handler's options, as to its runc shim.
+        let systemd = req
+            .options
+            .as_ref()
+            .is_some_and(|o| super::bootstrap::systemd_cgroup(&o.type_url, &o.value));
+        let mut args = vec!["create", "--bundle", &bundle_s, "--pid-file", &pid_s];
+        if systemd {
+            args.insert(0, "--systemd-cgroup");
+        }
         self.run_with_stdio(bundle, &args, id, &mut pre)
             .map_err(Error::Runc)?;
         // From here a failure must not leave the created container behind.

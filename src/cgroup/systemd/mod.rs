@@ -1,0 +1,113 @@
+//! The systemd cgroup driver, as runc's (`libcontainer/cgroups/systemd`): a container's
+//! cgroup is a transient scope that systemd owns (`<prefix>-<name>.scope` in the slice
+//! that `slice:prefix:name` names, `Delegate=yes`), its limits are the unit's properties
+//! and then the cgroup's files, and removing the container stops the unit.
+//!
+//! One difference of order, none of outcome: runc moves its init into the scope that
+//! systemd makes for it; podinit makes the scope's directory first, clones the init into
+//! it (`CLONE_INTO_CGROUP`, no migration), then asks systemd for the unit with that pid,
+//! and systemd takes over the directory it finds.
+//!
+//! `unit` names the unit, `properties` maps the spec to systemd's properties, `dbus`
+//! speaks to systemd (docs/runc.md, docs/cri.md).
+
+pub mod dbus;
+mod properties;
+mod unit;
+
+use oci_spec::runtime::LinuxResources;
+
+use super::{CgroupRoot, Group};
+pub use unit::{expand_slice, Unit};
+
+/// Whether systemd is the host's init (runc's `IsRunningSystemd`).
+pub fn running() -> bool {
+    std::fs::symlink_metadata("/run/systemd/system").is_ok_and(|m| m.is_dir())
+}
+
+/// The unit of container `id` and its (not yet made) group, from `linux.cgroupsPath`.
+/// As runc, the path is read first, and then whether systemd runs.
+pub fn resolve(cgroups_path: Option<&str>, id: &str) -> Result<(Unit, Group), String> {
+    // runc's words, as they are: its clients match them.
+    let u = unit::parse(cgroups_path, id)?;
+    if !running() {
+        return Err("systemd not running on this host, cannot use systemd cgroups manager".into());
+    }
+    let g = CgroupRoot::for_oci_path(Some(u.cgroup.as_str()), id)
+        .map_err(|e| format!("cgroup of container {id}: {e}"))?;
+    Ok((u, g))
+}
+
+fn connect(unit: &str) -> Result<dbus::Systemd, String> {
+    dbus::Systemd::connect().map_err(|e| format!("systemd unit {unit}: {e}"))
+}
+
+/// Start the unit with `pid` in it (runc's `Apply`), then give it the resources (runc's
+/// `Set`: the properties here; the caller writes the cgroup's files after).
+pub fn start(u: &Unit, pid: i32, resources: Option<&LinuxResources>) -> Result<(), String> {
+    let mut sd = connect(&u.name)?;
+    let v2 = crate::sys::cgroup::unified();
+    match sd.start_transient_unit(&u.name, properties::unit(u, pid, v2)) {
+        Ok(r) if r == "done" => {}
+        Ok(r) => {
+            let _ = sd.reset_failed_unit(&u.name);
+            return Err(format!(
+                "error creating systemd unit `{}`: got `{r}`",
+                u.name
+            ));
+        }
+        // As runc: a unit that exists is taken as started.
+        Err(e) if dbus::is_unit_exists(&e) => {}
+        Err(e) => {
+            if matches!(e, dbus::Error::Timeout(_)) {
+                let _ = sd.reset_failed_unit(&u.name);
+            }
+            return Err(format!("unable to start unit {:?}: {e}", u.name));
+        }
+    }
+    match resources {
+        Some(r) => set_with(&mut sd, &u.name, r),
+        None => Ok(()),
+    }
+}
+
+/// The resources as the unit's properties (runc's `Set` before it writes the files).
+pub fn set(unit: &str, r: &LinuxResources) -> Result<(), String> {
+    set_with(&mut connect(unit)?, unit, r)
+}
+
+fn set_with(sd: &mut dbus::Systemd, unit: &str, r: &LinuxResources) -> Result<(), String> {
+    let version = sd
+        .version()
+        .map_err(|e| format!("systemd unit {unit}: systemd's version: {e}"))?;
+    let props = properties::resources(r, crate::sys::cgroup::unified(), version)
+        .map_err(|e| format!("systemd unit {unit}: {e}"))?;
+    if props.is_empty() {
+        return Ok(());
+    }
+    sd.set_unit_properties(unit, props)
+        .map_err(|e| format!("unable to set unit properties of {unit}: {e}"))
+}
+
+/// Stop the unit and let systemd forget it if it failed (runc's `stopUnit`). As runc,
+/// only a job that does not end in time is an error: a unit already gone, a bus that
+/// cannot be reached or a job that ends other than `done` is returned as a warning.
+pub fn stop(unit: &str) -> Result<Option<String>, String> {
+    let mut sd = match connect(unit) {
+        Ok(sd) => sd,
+        Err(e) => return Ok(Some(e)),
+    };
+    let warning = match sd.stop_unit(unit) {
+        Ok(r) if r == "done" => None,
+        Ok(r) => Some(format!(
+            "error removing unit `{unit}`: got `{r}`. Continuing..."
+        )),
+        Err(e) if dbus::is_no_such_unit(&e) => None,
+        Err(e @ dbus::Error::Timeout(_)) => {
+            return Err(format!("stopping systemd unit {unit}: {e}"))
+        }
+        Err(e) => Some(format!("stopping systemd unit {unit}: {e}")),
+    };
+    let _ = sd.reset_failed_unit(unit);
+    Ok(warning)
+}
