@@ -143,10 +143,12 @@ fn finish<K: Kernel>(
     // through /proc/self/fd (the cwd, the program) can lead to a host directory before
     // exec (CVE-2024-21626). Done before a seccomp filter could refuse close_range.
     k.close_range_cloexec(3 + p.keep_fds);
-    let mut needed = vec![report];
-    if let Some(s) = &p.standalone {
-        needed.extend([s.sync, s.fifo]);
-    }
+    // No heap here that lives until exec: a vfork-like child's allocations are the
+    // supervisor's, and what exec leaves unfreed is lost to it for good.
+    let needed = match &p.standalone {
+        Some(s) => [report, s.sync, s.fifo],
+        None => [report; 3],
+    };
     k.close_fds_except(3 + p.keep_fds, &needed);
     // Installing a seccomp filter without no_new_privs needs CAP_SYS_ADMIN: then it comes
     // before the capabilities are dropped, else as late as possible (runc's order), so
@@ -158,27 +160,30 @@ fn finish<K: Kernel>(
     if let Some(m) = p.umask {
         k.umask(m as libc::mode_t);
     }
-    let cwd = c_path(&p.cwd)?;
-    k.chdir(&cwd).map_err(|e| {
-        format!(
-            "chdir to cwd ({:?}) set in config.json failed: {e}",
-            p.cwd.display().to_string()
-        )
-    })?;
-    // A cwd reached through a magic link (a /proc/self/fd/N the set-up still held) may lie
-    // outside the container's root, where the kernel names it "(unreachable)…" (runc's
-    // check since CVE-2024-21626).
-    let now = k.getcwd().map_err(|e| {
-        format!(
-            "getcwd after chdir to {:?}: {e}",
-            p.cwd.display().to_string()
-        )
-    })?;
-    if !now.starts_with(b"/") {
-        return Err(format!(
-            "cwd {:?} is outside the container's root filesystem",
-            p.cwd.display().to_string()
-        ));
+    // In a block: the path and the name read back are freed before exec (see above).
+    {
+        let cwd = c_path(&p.cwd)?;
+        k.chdir(&cwd).map_err(|e| {
+            format!(
+                "chdir to cwd ({:?}) set in config.json failed: {e}",
+                p.cwd.display().to_string()
+            )
+        })?;
+        // A cwd reached through a magic link (a /proc/self/fd/N the set-up still held) may lie
+        // outside the container's root, where the kernel names it "(unreachable)…" (runc's
+        // check since CVE-2024-21626).
+        let now = k.getcwd().map_err(|e| {
+            format!(
+                "getcwd after chdir to {:?}: {e}",
+                p.cwd.display().to_string()
+            )
+        })?;
+        if !now.starts_with(b"/") {
+            return Err(format!(
+                "cwd {:?} is outside the container's root filesystem",
+                p.cwd.display().to_string()
+            ));
+        }
     }
     if let Some(persona) = p.personality {
         k.personality(persona)
