@@ -145,11 +145,11 @@ fn finish<K: Kernel>(
     k.close_range_cloexec(3 + p.keep_fds);
     // No heap here that lives until exec: a vfork-like child's allocations are the
     // supervisor's, and what exec leaves unfreed is lost to it for good.
-    let needed = match &p.standalone {
-        Some(s) => [report, s.sync, s.fifo],
-        None => [report; 3],
+    let (needed, n) = match &p.standalone {
+        Some(s) => ([report, s.sync, s.fifo], 3),
+        None => ([report; 3], 1),
     };
-    k.close_fds_except(3 + p.keep_fds, &needed);
+    k.close_fds_except(3 + p.keep_fds, &needed[..n]);
     // Installing a seccomp filter without no_new_privs needs CAP_SYS_ADMIN: then it comes
     // before the capabilities are dropped, else as late as possible (runc's order), so
     // that the profile has to allow as few of our own syscalls as possible.
