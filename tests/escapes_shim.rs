@@ -6,9 +6,10 @@
 //! process runs before exec read-only (CVE-2019-5736).
 
 mod common;
+#[path = "common/shim.rs"]
+mod shim;
 
 use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -16,10 +17,9 @@ use std::time::{Duration, Instant};
 use containerd_shim::protos::api;
 use containerd_shim::protos::protobuf::well_known_types::any::Any;
 use containerd_shim::protos::shim_sync::{create_events, Events, TaskClient};
-use containerd_shim::protos::ttrpc::{self, context, Client, Server, TtrpcContext};
+use containerd_shim::protos::ttrpc::{self, Client, Server, TtrpcContext};
 use serde_json::json;
-
-const SHIM: &str = env!("CARGO_BIN_EXE_containerd-shim-podinit-v1");
+use shim::{cgroup_hierarchies, ctx, drain, fifo, make_fifo, shim_start, SHIM};
 
 /// The events service the shim publishes to (at `TTRPC_ADDRESS`): it takes them all.
 struct Sink;
@@ -64,21 +64,6 @@ impl Drop for Lab {
     }
 }
 
-fn cgroup_hierarchies() -> Vec<PathBuf> {
-    let base = Path::new("/sys/fs/cgroup");
-    if base.join("cgroup.controllers").exists() {
-        return vec![base.to_path_buf()];
-    }
-    std::fs::read_dir(base)
-        .map(|d| {
-            d.flatten()
-                .map(|e| e.path())
-                .filter(|p| p.is_dir())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 fn bundle(
     lab: &mut Lab,
     id: &str,
@@ -102,65 +87,8 @@ fn bundle(
         "io.kubernetes.cri.sandbox-id": "sb",
     });
     std::fs::write(dir.join("config.json"), spec.to_string()).unwrap();
-    let log = dir.join("log");
-    nix::unistd::mkfifo(&log, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
-    let r = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(&log)
-        .unwrap();
-    lab.logs.push(r);
+    lab.logs.push(make_fifo(&dir.join("log")));
     dir
-}
-
-fn shim_start(lab: &Lab, bundle: &Path, id: &str) -> String {
-    let out = Command::new(SHIM)
-        .args(["-namespace", &lab.ns, "-id", id, "-address"])
-        .arg(lab.dir.join("containerd.sock"))
-        .args(["-publish-binary", "/bin/true", "start"])
-        .current_dir(bundle)
-        .env("TTRPC_ADDRESS", lab.dir.join("events.sock"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "shim start: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
-
-fn ctx() -> context::Context {
-    context::with_timeout(Duration::from_secs(30).as_nanos() as i64)
-}
-
-fn fifo(lab: &Lab, name: &str) -> (String, std::fs::File) {
-    let p = lab.dir.join(name);
-    nix::unistd::mkfifo(&p, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
-    let r = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(&p)
-        .unwrap();
-    (p.display().to_string(), r)
-}
-
-/// Everything in the FIFO until every writer is gone.
-fn drain(mut f: std::fs::File) -> String {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut out = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        match f.read(&mut buf) {
-            Ok(0) if !out.is_empty() => break,
-            Ok(n) => out.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(e) => panic!("reading a FIFO: {e}"),
-        }
-        assert!(Instant::now() < deadline, "FIFO never closed: {out:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The first line written to the FIFO (its writer may stay open).
@@ -245,7 +173,7 @@ fn exec(
     cwd: &str,
     args: &[&str],
 ) -> Result<String, String> {
-    let (out, r) = fifo(lab, &format!("{exec_id}.out"));
+    let (out, r) = fifo(&lab.dir, &format!("{exec_id}.out"));
     let process =
         json!({"args": args, "cwd": cwd, "env": ["PATH=/bin"], "user": {"uid": 0, "gid": 0}});
     let req = api::ExecProcessRequest {
@@ -305,7 +233,7 @@ fn escapes_through_the_shims_task_api() {
         json!([{"type": "pid"}, {"type": "ipc"}, {"type": "uts"}, {"type": "mount"}, {"type": "network"}]),
         "sandbox",
     );
-    let address = shim_start(&lab, &sb, "sb");
+    let address = shim_start(&lab.ns, &lab.dir, &sb, "sb");
     let client = TaskClient::new(Client::connect(&address).unwrap());
     let connect = client
         .connect(
@@ -332,7 +260,7 @@ fn escapes_through_the_shims_task_api() {
             "container",
         );
         lab.ids.push(format!("bad{n}"));
-        shim_start(&lab, &bad, &format!("bad{n}"));
+        shim_start(&lab.ns, &lab.dir, &bad, &format!("bad{n}"));
         let created = create(&client, &format!("bad{n}"), &bad, "");
         let started = created
             .as_ref()
@@ -346,7 +274,7 @@ fn escapes_through_the_shims_task_api() {
     }
 
     // A long-running container: what its init saw, and execs into it.
-    let (out1, r1) = fifo(&lab, "c1.out");
+    let (out1, r1) = fifo(&lab.dir, "c1.out");
     let c1 = bundle(
         &mut lab,
         "c1",
@@ -354,7 +282,7 @@ fn escapes_through_the_shims_task_api() {
         joined.clone(),
         "container",
     );
-    shim_start(&lab, &c1, "c1");
+    shim_start(&lab.ns, &lab.dir, &c1, "c1");
     create(&client, "c1", &c1, &out1).unwrap();
     start(&client, "c1", "").unwrap();
     assert_eq!(first_line(r1).trim(), "fds=0 1 2 3", "the init's open fds");
@@ -389,7 +317,7 @@ fn escapes_through_the_shims_task_api() {
         joined,
         "container",
     );
-    shim_start(&lab, &c2, "c2");
+    shim_start(&lab.ns, &lab.dir, &c2, "c2");
     let c2_pid = create(&client, "c2", &c2, "").unwrap();
     // CVE-2019-5736: the binary it runs is the read-only mount, whoever writes it.
     let e = std::fs::OpenOptions::new()

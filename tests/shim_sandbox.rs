@@ -6,9 +6,10 @@
 //! No containerd is needed, so this runs in the pure cgroup v2 VM too (scripts/vm-v2-test).
 
 mod common;
+#[path = "common/shim.rs"]
+mod shim;
 
-use std::io::Read;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -18,10 +19,9 @@ use containerd_shim::protos::protobuf::well_known_types::any::Any;
 use containerd_shim::protos::sandbox_api as sb;
 use containerd_shim::protos::sandbox_sync::SandboxClient;
 use containerd_shim::protos::shim_sync::{create_events, Events, TaskClient};
-use containerd_shim::protos::ttrpc::{self, context, Client, Server, TtrpcContext};
+use containerd_shim::protos::ttrpc::{self, Client, Server, TtrpcContext};
 use serde_json::json;
-
-const SHIM: &str = env!("CARGO_BIN_EXE_containerd-shim-podinit-v1");
+use shim::{cgroup_hierarchies, ctx, drain, fifo, make_fifo, shim_start, SHIM};
 
 /// containerd's events service, which the shim publishes to: the topics it got.
 #[derive(Clone, Default)]
@@ -100,42 +100,13 @@ impl Drop for Lab {
     }
 }
 
-fn cgroup_hierarchies() -> Vec<PathBuf> {
-    let base = Path::new("/sys/fs/cgroup");
-    if base.join("cgroup.controllers").exists() {
-        return vec![base.to_path_buf()];
-    }
-    std::fs::read_dir(base)
-        .map(|d| {
-            d.flatten()
-                .map(|e| e.path())
-                .filter(|p| p.is_dir() && !p.is_symlink())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn ctx() -> context::Context {
-    context::with_timeout(Duration::from_secs(30).as_nanos() as i64)
-}
-
 /// A bundle as containerd 2's sandbox controller makes one for the shim: an empty
 /// `rootfs`, no config.json, and the `log` FIFO the shim writes its log to.
 fn sandbox_bundle(lab: &mut Lab, id: &str) -> PathBuf {
     let dir = lab.dir.join(id);
     std::fs::create_dir_all(dir.join("rootfs")).unwrap();
-    lab.logs.push(log_fifo(&dir));
+    lab.logs.push(make_fifo(&dir.join("log")));
     dir
-}
-
-fn log_fifo(dir: &Path) -> std::fs::File {
-    let log = dir.join("log");
-    nix::unistd::mkfifo(&log, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(&log)
-        .unwrap()
 }
 
 /// A container's bundle, as the CRI makes it for a pod in Sandbox mode: busybox, the
@@ -157,28 +128,9 @@ fn container_bundle(lab: &mut Lab, id: &str, sandbox: &str, pid: u32, args: &[&s
         "io.kubernetes.cri.sandbox-id": sandbox,
     });
     std::fs::write(dir.join("config.json"), spec.to_string()).unwrap();
-    lab.logs.push(log_fifo(&dir));
+    lab.logs.push(make_fifo(&dir.join("log")));
     lab.containers.push(id.to_string());
     dir
-}
-
-/// The shim's `start`, run as containerd runs it: in the bundle, with TTRPC_ADDRESS.
-fn shim_start(lab: &Lab, bundle: &Path, id: &str) -> String {
-    let out = Command::new(SHIM)
-        .args(["-namespace", &lab.ns, "-id", id, "-address"])
-        .arg(lab.dir.join("containerd.sock"))
-        .args(["-publish-binary", "/bin/true", "start"])
-        .current_dir(bundle)
-        .env("TTRPC_ADDRESS", lab.dir.join("events.sock"))
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "shim start: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
 // The CRI's PodSandboxConfig, encoded by hand (field numbers of cri-api's api.proto).
@@ -210,35 +162,6 @@ fn pod_config(hostname: &str, parent: &str, sysctls: &[(&str, &str)]) -> Any {
         value: cfg,
         ..Default::default()
     }
-}
-
-fn fifo(lab: &Lab, name: &str) -> (String, std::fs::File) {
-    let p = lab.dir.join(name);
-    nix::unistd::mkfifo(&p, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
-    let r = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(&p)
-        .unwrap();
-    (p.display().to_string(), r)
-}
-
-/// Everything in the FIFO until every writer is gone.
-fn drain(mut f: std::fs::File) -> String {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut out = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        match f.read(&mut buf) {
-            Ok(0) if !out.is_empty() => break,
-            Ok(n) => out.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(e) => panic!("reading a FIFO: {e}"),
-        }
-        assert!(Instant::now() < deadline, "FIFO never closed: {out:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn ns_inode(pid: impl std::fmt::Display, ns: &str) -> u64 {
@@ -278,7 +201,7 @@ fn a_pod_made_through_the_sandbox_api_with_a_container_in_it() {
         .unwrap()
         .register_service(create_events(std::sync::Arc::new(topics.clone())));
     events.start().unwrap();
-    let address = shim_start(&lab, &bundle, id);
+    let address = shim_start(&lab.ns, &lab.dir, &bundle, id);
     let client = Client::connect(&address).unwrap();
     let sandboxes = SandboxClient::new(client.clone());
     let tasks = TaskClient::new(client);
@@ -451,7 +374,7 @@ fn a_pod_made_through_the_sandbox_api_with_a_container_in_it() {
             "hostname; cat /proc/sys/kernel/shm_rmid_forced /proc/sys/net/ipv4/ip_unprivileged_port_start /proc/1/comm; exit 3",
         ],
     );
-    let (out, r) = fifo(&lab, "c1.out");
+    let (out, r) = fifo(&lab.dir, "c1.out");
     tasks
         .create(
             ctx(),

@@ -5,10 +5,10 @@
 //! containerd cannot: the pure cgroup v2 VM (scripts/vm-v2-test).
 
 mod common;
+#[path = "common/shim.rs"]
+mod shim;
 
 use std::collections::BTreeMap;
-use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -17,10 +17,9 @@ use std::time::{Duration, Instant};
 use containerd_shim::protos::api;
 use containerd_shim::protos::protobuf::well_known_types::any::Any;
 use containerd_shim::protos::shim_sync::{create_events, Events, TaskClient};
-use containerd_shim::protos::ttrpc::{self, context, Client, Server, TtrpcContext};
+use containerd_shim::protos::ttrpc::{self, Client, Server, TtrpcContext};
 use serde_json::json;
-
-const SHIM: &str = env!("CARGO_BIN_EXE_containerd-shim-podinit-v1");
+use shim::{cgroup_hierarchies, ctx, drain, fifo, make_fifo, shim_start, SHIM};
 
 /// The events the shim published: (topic, container or exec id).
 #[derive(Clone, Default)]
@@ -94,21 +93,6 @@ impl Drop for Lab {
     }
 }
 
-fn cgroup_hierarchies() -> Vec<PathBuf> {
-    let base = Path::new("/sys/fs/cgroup");
-    if base.join("cgroup.controllers").exists() {
-        return vec![base.to_path_buf()];
-    }
-    std::fs::read_dir(base)
-        .map(|d| {
-            d.flatten()
-                .map(|e| e.path())
-                .filter(|p| p.is_dir())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 fn bundle(
     lab: &mut Lab,
     id: &str,
@@ -132,66 +116,8 @@ fn bundle(
     });
     std::fs::write(dir.join("config.json"), spec.to_string()).unwrap();
     // containerd makes this FIFO and reads it: the shim's log.
-    let log = dir.join("log");
-    nix::unistd::mkfifo(&log, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
-    let r = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(&log)
-        .unwrap();
-    lab.logs.push(r);
+    lab.logs.push(make_fifo(&dir.join("log")));
     dir
-}
-
-/// The shim's `start`, run as containerd runs it: in the bundle, with TTRPC_ADDRESS.
-fn shim_start(lab: &Lab, bundle: &Path, id: &str) -> String {
-    let out = Command::new(SHIM)
-        .args(["-namespace", &lab.ns, "-id", id, "-address"])
-        .arg(lab.dir.join("containerd.sock"))
-        .args(["-publish-binary", "/bin/true", "start"])
-        .current_dir(bundle)
-        .env("TTRPC_ADDRESS", lab.dir.join("events.sock"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "shim start: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
-
-fn ctx() -> context::Context {
-    context::with_timeout(Duration::from_secs(30).as_nanos() as i64)
-}
-
-fn fifo(lab: &Lab, name: &str) -> (String, std::fs::File) {
-    let p = lab.dir.join(name);
-    nix::unistd::mkfifo(&p, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
-    let r = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(&p)
-        .unwrap();
-    (p.display().to_string(), r)
-}
-
-/// Everything in the FIFO until every writer is gone.
-fn drain(mut f: std::fs::File) -> String {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut out = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        match f.read(&mut buf) {
-            Ok(0) if !out.is_empty() => break,
-            Ok(n) => out.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(e) => panic!("reading a FIFO: {e}"),
-        }
-        assert!(Instant::now() < deadline, "FIFO never closed: {out:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn create(c: &TaskClient, id: &str, bundle: &Path, stdout: &str) -> u32 {
@@ -278,7 +204,7 @@ fn a_cri_shaped_pod_through_the_shims_task_api() {
         json!([{"type": "pid"}, {"type": "ipc"}, {"type": "uts"}, {"type": "mount"}, {"type": "network"}]),
         "sandbox",
     );
-    let address = shim_start(&lab, &sb, "sb");
+    let address = shim_start(&lab.ns, &lab.dir, &sb, "sb");
     let client = TaskClient::new(Client::connect(&address).unwrap());
     let connect = client
         .connect(
@@ -308,8 +234,12 @@ fn a_cri_shaped_pod_through_the_shims_task_api() {
         joined.clone(),
         "container",
     );
-    assert_eq!(shim_start(&lab, &c1, "c1"), address, "one shim per pod");
-    let (out1, r1) = fifo(&lab, "c1.out");
+    assert_eq!(
+        shim_start(&lab.ns, &lab.dir, &c1, "c1"),
+        address,
+        "one shim per pod"
+    );
+    let (out1, r1) = fifo(&lab.dir, "c1.out");
     let c1_pid = create(&client, "c1", &c1, &out1);
     start(&client, "c1", "");
     assert_eq!(wait(&client, "c1", ""), 7);
@@ -324,10 +254,10 @@ fn a_cri_shaped_pod_through_the_shims_task_api() {
 
     // A long-running container: exec, stats, kill.
     let c2 = bundle(&mut lab, "c2", &["sleep", "600"], joined, "container");
-    shim_start(&lab, &c2, "c2");
+    shim_start(&lab.ns, &lab.dir, &c2, "c2");
     create(&client, "c2", &c2, "");
     start(&client, "c2", "");
-    let (oute, re) = fifo(&lab, "e1.out");
+    let (oute, re) = fifo(&lab.dir, "e1.out");
     let process = json!({"args": ["sh", "-c", "echo from-exec; exit 3"], "cwd": "/", "env": ["PATH=/bin"], "user": {"uid": 0, "gid": 0}});
     let exec = api::ExecProcessRequest {
         id: "c2".into(),
@@ -482,7 +412,7 @@ fn systemd_vm_the_shim_honours_systemd_cgroup_with_a_scope_per_task() {
     spec["linux"]["cgroupsPath"] = json!(format!("podinittest.slice:cri-containerd:{tag}"));
     std::fs::write(sb.join("config.json"), spec.to_string()).unwrap();
     let unit = format!("cri-containerd-{tag}.scope");
-    let address = shim_start(&lab, &sb, "sb");
+    let address = shim_start(&lab.ns, &lab.dir, &sb, "sb");
     let client = TaskClient::new(Client::connect(&address).unwrap());
     let connect = client
         .connect(
