@@ -2,7 +2,7 @@
 //! stdin, an OCI `LinuxResources`) or from runc's flags, applied to its cgroup and kept
 //! in its state, field by field as runc 1.1 does (docs/runc.md §Verbs).
 
-use oci_spec::runtime::{LinuxPids, LinuxResources};
+use oci_spec::runtime::{LinuxCpu, LinuxPids, LinuxResources};
 use serde_json::Value;
 
 use super::cli::{val, Args, Flag};
@@ -47,7 +47,10 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), super::Error> {
     let mut linux = s.config.linux().clone().unwrap_or_default();
     let stored = given.over(&linux.resources().clone().unwrap_or_default());
     let group = crate::cgroup::recorded::open(&s.id, s.cgroups_path.as_deref(), &s.cgroup_paths)?;
-    let written = Given::of(&stored).resources();
+    let mut written = Given::of(&stored).resources();
+    if crate::sys::cgroup::unified() {
+        written.set_cpu(v2_cpu_max(&given, written.cpu().clone()));
+    }
     // Under systemd, runc's Set: the unit's properties from the whole new resources, then
     // the files, all of them (systemd rewrites those of each controller it touched).
     if let Some(unit) = &s.systemd_unit {
@@ -60,6 +63,24 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), super::Error> {
     linux.set_resources(Some(stored));
     s.config.set_linux(Some(linux));
     Ok(state::save(&g.root, &s)?)
+}
+
+/// runc's `cpu.max` on cgroup v2: written from this update's flags alone, a quota not
+/// given as "max" and a period not given as the kernel's default, and not at all when
+/// neither is given (runc 1.1's fs2). On v1 each of the two files is written alone, so a
+/// flag not given leaves its file as it was.
+fn v2_cpu_max(given: &Given, cpu: Option<LinuxCpu>) -> Option<LinuxCpu> {
+    let mut cpu = cpu.unwrap_or_default();
+    let (quota, period) = match (given.cpu_quota, given.cpu_period) {
+        (0, 0) => (None, None),
+        (q, p) => (
+            Some(if q > 0 { q } else { -1 }),
+            Some(if p > 0 { p } else { 100_000 }),
+        ),
+    };
+    cpu.set_quota(quota);
+    cpu.set_period(period);
+    Some(cpu)
 }
 
 /// What one `runc update` sets, as runc 1.1 reads it (its `update.go`): these fields and
