@@ -52,34 +52,6 @@ fn set_soft_nofile(pid: i32, soft: &str) {
     );
 }
 
-/// The directory of cgroup `c_<container>` of pod `p` holding `file` (any hierarchy), once
-/// it exists.
-fn find_container_cgroup(p: &TestPod, container: &str, file: &str) -> Option<PathBuf> {
-    let pod = format!("podinit_default_{}", p.name);
-    find_dirs(Path::new("/sys/fs/cgroup"), &pod, 6)
-        .into_iter()
-        .map(|d| d.join(format!("c_{container}")))
-        .find(|d| d.join(file).exists())
-}
-
-/// A copy of the busybox bundle's config.json, its root the shared busybox rootfs, changed
-/// by `edit`.
-fn bundle_copy(p: &TestPod, name: &str, edit: impl FnOnce(&mut serde_json::Value)) -> PathBuf {
-    let dir = p.dir.join(name);
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut cfg: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(bundles().join("busybox/config.json")).unwrap())
-            .unwrap();
-    cfg["root"]["path"] = bundles()
-        .join("busybox/rootfs")
-        .display()
-        .to_string()
-        .into();
-    edit(&mut cfg);
-    std::fs::write(dir.join("config.json"), cfg.to_string()).unwrap();
-    dir
-}
-
 /// Every line of a CRI log file is a whole record: time, stream, tag, content.
 fn assert_cri_records(path: &Path) -> usize {
     let text = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

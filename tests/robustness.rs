@@ -18,7 +18,7 @@
 
 mod common;
 use common::*;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -73,40 +73,6 @@ fn assert_no_growth(what: &str, warm: Usage, after: Usage) {
     );
 }
 
-/// The directory of cgroup `c_<container>` of the pod that holds `file` (any hierarchy).
-fn container_cgroup(p: &TestPod, container: &str, file: &str) -> PathBuf {
-    fn walk(d: &Path, pod: &str, want: &str, file: &str, depth: usize) -> Option<PathBuf> {
-        if depth == 0 {
-            return None;
-        }
-        for e in std::fs::read_dir(d).ok()?.flatten() {
-            if !e.file_type().is_ok_and(|t| t.is_dir()) {
-                continue;
-            }
-            let path = e.path();
-            if e.file_name().to_str() == Some(pod) {
-                let c = path.join(want);
-                if c.join(file).exists() {
-                    return Some(c);
-                }
-                continue;
-            }
-            if let Some(f) = walk(&path, pod, want, file, depth - 1) {
-                return Some(f);
-            }
-        }
-        None
-    }
-    walk(
-        Path::new("/sys/fs/cgroup"),
-        &format!("podinit_default_{}", p.name),
-        &format!("c_{container}"),
-        file,
-        6,
-    )
-    .unwrap_or_else(|| panic!("no cgroup c_{container} with {file}"))
-}
-
 /// How long `GET /v1/pod` takes, and that it answers 200 with the pod.
 fn timed_get_pod(p: &TestPod) -> Duration {
     let t0 = Instant::now();
@@ -121,24 +87,6 @@ fn all_running(v: &serde_json::Value, n: usize) -> bool {
     v["status"]["containerStatuses"]
         .as_array()
         .is_some_and(|a| a.len() == n && a.iter().all(|c| c["state"]["running"].is_object()))
-}
-
-/// A copy of the busybox bundle's config.json in a directory of the test, its root the
-/// shared busybox rootfs, changed by `edit`.
-fn bundle_copy(p: &TestPod, name: &str, edit: impl FnOnce(&mut serde_json::Value)) -> PathBuf {
-    let dir = p.dir.join(name);
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut cfg: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(bundles().join("busybox/config.json")).unwrap())
-            .unwrap();
-    cfg["root"]["path"] = bundles()
-        .join("busybox/rootfs")
-        .display()
-        .to_string()
-        .into();
-    edit(&mut cfg);
-    std::fs::write(dir.join("config.json"), cfg.to_string()).unwrap();
-    dir
 }
 
 // ---- faults ----
@@ -175,7 +123,8 @@ spec:
     .unwrap();
     p.start();
     p.wait_status(LIMIT, |v| all_running(v, 1));
-    let cg = container_cgroup(&p, "bomb", "pids.max");
+    let cg =
+        find_container_cgroup(&p, "bomb", "pids.max").expect("the cgroup c_bomb with pids.max");
     assert_eq!(
         std::fs::read_to_string(cg.join("pids.max")).unwrap().trim(),
         "64"
@@ -377,7 +326,9 @@ spec:
     p.start();
     p.wait_status(LIMIT, |v| all_running(v, 2));
     // The filler's output fills the tmpfs; then it exits, and that is not written.
-    let procs = container_cgroup(&p, "filler", "cgroup.procs").join("cgroup.procs");
+    let procs = find_container_cgroup(&p, "filler", "cgroup.procs")
+        .expect("the cgroup c_filler with cgroup.procs")
+        .join("cgroup.procs");
     let deadline = Instant::now() + LIMIT;
     while !std::fs::read_to_string(&procs)
         .unwrap_or_default()
@@ -567,7 +518,8 @@ spec:
     p.start();
     p.wait_status(LIMIT, |v| all_running(v, 1));
     let sup = supervisor_pid(&p);
-    let cg = container_cgroup(&p, "a", "cgroup.procs");
+    let cg =
+        find_container_cgroup(&p, "a", "cgroup.procs").expect("the cgroup c_a with cgroup.procs");
     let procs = || -> Vec<i32> {
         std::fs::read_to_string(cg.join("cgroup.procs"))
             .unwrap_or_default()

@@ -291,6 +291,34 @@ pub fn find_dirs(root: &Path, name: &str, depth: usize) -> Vec<PathBuf> {
     out
 }
 
+/// A copy of the busybox bundle's config.json, its root the shared busybox rootfs, changed
+/// by `edit`.
+pub fn bundle_copy(p: &TestPod, name: &str, edit: impl FnOnce(&mut serde_json::Value)) -> PathBuf {
+    let dir = p.dir.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut cfg: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(bundles().join("busybox/config.json")).unwrap())
+            .unwrap();
+    cfg["root"]["path"] = bundles()
+        .join("busybox/rootfs")
+        .display()
+        .to_string()
+        .into();
+    edit(&mut cfg);
+    std::fs::write(dir.join("config.json"), cfg.to_string()).unwrap();
+    dir
+}
+
+/// The directory of cgroup `c_<container>` of pod `p` holding `file` (any hierarchy), once
+/// it exists.
+pub fn find_container_cgroup(p: &TestPod, container: &str, file: &str) -> Option<PathBuf> {
+    let pod = format!("podinit_default_{}", p.name);
+    find_dirs(Path::new("/sys/fs/cgroup"), &pod, 6)
+        .into_iter()
+        .map(|d| d.join(format!("c_{container}")))
+        .find(|d| d.join(file).exists())
+}
+
 impl Drop for TestPod {
     fn drop(&mut self) {
         if let Some(mut c) = self.child.take() {
