@@ -40,6 +40,7 @@ fuzz_target!(|data: &[u8]| {
         host_ips: &ips,
         node_cpu_milli: 2000,
         node_memory: 1 << 30,
+        env_file: &podinit::manifest::env::no_env_files,
     };
     let bundle = Bundle::of_dir(
         PathBuf::from("/nonexistent/bundle"),
@@ -83,6 +84,7 @@ fuzz_target!(|data: &[u8]| {
             oom_score_adj: Some(1000),
             // Nowhere: Localhost profiles fail to load, as on a node without them.
             seccomp_root: std::path::Path::new("/nonexistent"),
+            recursive_read_only: &[],
         };
         let _ = podinit::spec::for_container(&bundle, &spec, c, &cx);
     }
