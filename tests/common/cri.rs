@@ -126,6 +126,7 @@ fn install_missing() {
         ("/usr/bin/containerd", "containerd"),
         ("/usr/sbin/runc", "runc"),
         ("/usr/lib/cni/bridge", "containernetworking-plugins"),
+        ("/usr/sbin/iptables", "iptables"),
         ("/bin/busybox", "busybox-static"),
     ] {
         if !Path::new(cmd).exists() {
@@ -284,7 +285,7 @@ state = "{state}"
             // Every registry the pods name is served by the mirror (hosts.toml's fallback
             // server stays the real one, never reached).
             let certs = d.join("certs.d");
-            for registry in ["docker.io", "registry.k8s.io", "gcr.io", "quay.io"] {
+            for registry in ["docker.io", "registry.k8s.io", "k8s.gcr.io", "gcr.io", "quay.io"] {
                 let h = certs.join(registry);
                 std::fs::create_dir_all(&h).unwrap();
                 std::fs::write(
@@ -304,8 +305,10 @@ state = "{state}"
         std::fs::write(d.join("config.toml"), config).unwrap();
         // The bridge is the lab's, made with its gateway address before containerd starts:
         // the plugin then neither turns the host's forwarding on (isGateway would) nor
-        // adds iptables rules (ipMasq off). The pods reach the host only, and host-local
-        // leaves the gateway's address out of its leases.
+        // adds masquerading rules (ipMasq off). The pods reach the host only, and
+        // host-local leaves the gateway's address out of its leases. Host ports are mapped
+        // by portmap, as containerd's own example network does: its rules are the pod's
+        // and go with it.
         let net = serde_json::json!({
             "cniVersion": "0.4.0",
             "name": format!("podinit-{}", self.name),
@@ -319,6 +322,9 @@ state = "{state}"
                     "ranges": [[{"subnet": format!("{}.0/24", self.net_prefix)}]],
                     "dataDir": p("ipam"),
                 },
+            }, {
+                "type": "portmap",
+                "capabilities": {"portMappings": true},
             }],
         });
         std::fs::write(d.join("cni/10-podinit-test.conflist"), net.to_string()).unwrap();
