@@ -88,10 +88,13 @@ mod tests {
         }
     }
 
+    /// An expression, the environment, and the sub-path or error.
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], Result<&'a str, &'a str>);
+
     /// kubelet's `TestExpandVolumeMountsWithSubpath` cases.
     #[test]
     fn expansion_as_kubelet_expands_a_sub_path_expr() {
-        let cases: &[(&str, &[(&str, &str)], Result<&str, &str>)] = &[
+        let cases: &[Case] = &[
             ("$(POD_NAME)", &[("POD_NAME", "foo")], Ok("foo")),
             (
                 "$(POD_NAME)/$(NS)",
