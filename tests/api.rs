@@ -843,3 +843,93 @@ spec:
     assert!(out.code == 0 || out.code == 1, "{}", out.stderr);
     p.assert_nothing_left();
 }
+
+/// A resize the node fits but not beside another pod of the same state root is
+/// PodResizePending Deferred with the predicate's message; once the other pod has ended,
+/// the allocation manager's ticker (30 s after the supervisor started) allocates it:
+/// PodResizeInProgress until the cgroup reads back the new size, then the events
+/// ResizeStarted and ResizeCompleted, and the status's resources read from the cgroup.
+#[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
+fn a_deferred_resize_is_allocated_when_the_node_has_room_again() {
+    require_root();
+    let root = std::env::temp_dir().join(format!("podinit-it-deferred-{}", std::process::id()));
+    std::fs::create_dir_all(&root).unwrap();
+    // Both pods see a node of 1000m of CPU.
+    let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1);
+    let reserved = format!("cpu={}m", cpus * 1000 - 1000);
+    let pod = |prefix: &str, cpu: &str| {
+        let mut p = TestPod::new(
+            prefix,
+            &format!(
+                r#"apiVersion: v1
+kind: Pod
+metadata: {{name: NAME}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: busybox
+    command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 0.1; done"]
+    resources: {{requests: {{cpu: {cpu}}}, limits: {{cpu: 800m}}}}
+"#
+            ),
+        );
+        p.state = root.join(&p.name);
+        let mut cmd = p.command();
+        cmd.args(["--system-reserved", &reserved]);
+        p.start_with(cmd);
+        p
+    };
+    let running = |v: &serde_json::Value| container_status(v, "c")["state"]["running"].is_object();
+    let mut a = pod("deferred-a", "100m");
+    a.wait_status(Duration::from_secs(40), running);
+    let mut b = pod("deferred-b", "600m");
+    b.wait_status(Duration::from_secs(40), running);
+    let (code, _) = api(
+        &a,
+        "PATCH",
+        "/v1/pod/resize",
+        Some(r#"{"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"500m"}}}]}}"#),
+    );
+    assert_eq!(code, 200);
+    let v = a.wait_status(Duration::from_secs(10), |v| {
+        v["status"]["conditions"]
+            .as_array()
+            .is_some_and(|cs| cs.iter().any(|c| c["type"] == "PodResizePending"))
+    });
+    let c = condition(&v, "PodResizePending");
+    assert_eq!(c["reason"], "Deferred");
+    assert_eq!(
+        c["message"],
+        "Node didn't have enough resource: cpu, requested: 500, used: 600, capacity: 1000"
+    );
+    assert_eq!(c["observedGeneration"], 2);
+    let cs = container_status(&v, "c");
+    assert_eq!(cs["allocatedResources"]["cpu"], "100m");
+    assert_eq!(
+        cs["resources"]["requests"]["cpu"], "100m",
+        "read from the cgroup"
+    );
+    assert!(has_event(&a, "ResizeDeferred", "Pod resize Deferred: {"));
+    // The other pod ends: the next tick allocates the resize.
+    b.signal(libc::SIGTERM);
+    b.wait(Duration::from_secs(40));
+    let v = a.wait_status(Duration::from_secs(60), |v| {
+        container_status(v, "c")["allocatedResources"]["cpu"] == "500m"
+            && !v["status"]["conditions"].as_array().is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c["type"].as_str().unwrap_or("").starts_with("PodResize"))
+            })
+    });
+    let cs = container_status(&v, "c");
+    assert_eq!(cs["resources"]["requests"]["cpu"], "500m");
+    assert_eq!(cs["restartCount"], 0);
+    wait_event(&a, "ResizeStarted", r#""generation":2"#);
+    wait_event(&a, "ResizeCompleted", "Pod resize completed: {");
+    a.signal(libc::SIGTERM);
+    a.wait(Duration::from_secs(40));
+    a.assert_nothing_left();
+    b.assert_nothing_left();
+    std::fs::remove_dir_all(&root).ok();
+}

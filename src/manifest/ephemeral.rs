@@ -61,6 +61,12 @@ pub fn validate(ec: &EphemeralContainer, spec: &PodSpec, index: usize) -> Result
                 "Forbidden: cannot be set for an Ephemeral Container".into(),
             );
         }
+        if m.sub_path_expr.as_deref().is_some_and(|s| !s.is_empty()) {
+            return e(
+                &format!("volumeMounts[{i}].subPathExpr"),
+                "Forbidden: cannot be set for an Ephemeral Container".into(),
+            );
+        }
     }
     if let Some(t) = ec.target_container_name.as_deref() {
         let found = spec

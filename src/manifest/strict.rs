@@ -276,9 +276,6 @@ fn container(c: &Container, p: &str) -> Result<(), Error> {
         if m.mount_propagation.as_deref().is_some_and(|v| v != "None") {
             return unsupported_err(format!("{p}.volumeMounts[{i}].mountPropagation"));
         }
-        if m.sub_path_expr.is_some() {
-            return unsupported_err(format!("{p}.volumeMounts[{i}].subPathExpr"));
-        }
     }
     if let Some(sc) = &c.security_context {
         security(sc, &format!("{p}.securityContext"))?;

@@ -30,11 +30,20 @@ pub fn update(plan: &PodPlan, st: &mut PodState, now: Millis) {
     for (type_, (status, reason, message)) in fresh {
         set(st, &type_, status, reason, message, now);
     }
-    // A resize kubelet could not admit, or one that failed (kubelet drops both once
-    // resolved).
-    resize_condition(st, "PodResizePending", st.resize_pending.clone(), now);
-    let failed = st.resize_error.clone().map(|m| ("Error".to_string(), m));
-    resize_condition(st, "PodResizeInProgress", failed, now);
+    // A resize kubelet could not admit, and one allocated but not yet in the cgroups (with
+    // reason Error while applying it fails); kubelet drops each once resolved.
+    let pending = st
+        .resize_pending
+        .clone()
+        .map(|(why, m)| (Some(why.as_str().to_string()), Some(m)));
+    resize_condition(st, "PodResizePending", pending, now);
+    let in_progress = st
+        .resize_in_progress
+        .then(|| match st.resize_error.clone() {
+            Some(m) => (Some("Error".to_string()), Some(m)),
+            None => (None, None),
+        });
+    resize_condition(st, "PodResizeInProgress", in_progress, now);
     // Shown from the first restart of every container on: True while it runs.
     use super::restart_all::{CONDITION, REASON};
     match st.restarting_all.clone() {
@@ -53,9 +62,14 @@ pub fn update(plan: &PodPlan, st: &mut PodState, now: Millis) {
     }
 }
 
-fn resize_condition(st: &mut PodState, type_: &str, v: Option<(String, String)>, now: Millis) {
+fn resize_condition(
+    st: &mut PodState,
+    type_: &str,
+    v: Option<(Option<String>, Option<String>)>,
+    now: Millis,
+) {
     match v {
-        Some((reason, message)) => set(st, type_, true, Some(reason), Some(message), now),
+        Some((reason, message)) => set(st, type_, true, reason, message, now),
         None => st.conditions.retain(|c| c.type_ != type_),
     }
 }

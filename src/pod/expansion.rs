@@ -7,6 +7,12 @@ use std::collections::BTreeMap;
 
 /// `input` with every `$(NAME)` of `vars` replaced.
 pub fn expand(input: &str, vars: &BTreeMap<String, String>) -> String {
+    expand_with(input, |name| vars.get(name).cloned())
+}
+
+/// `input` with every `$(NAME)` replaced by what `lookup` gives for it; a name it gives
+/// nothing for stays as written (kubelet's `Expand` with its own mapping function).
+pub fn expand_with(input: &str, mut lookup: impl FnMut(&str) -> Option<String>) -> String {
     let b = input.as_bytes();
     let mut out = String::with_capacity(input.len());
     let mut i = 0;
@@ -20,8 +26,8 @@ pub fn expand(input: &str, vars: &BTreeMap<String, String>) -> String {
             if b[i + 1] == b'(' {
                 if let Some(end) = input[i + 2..].find(')') {
                     let name = &input[i + 2..i + 2 + end];
-                    match vars.get(name) {
-                        Some(v) => out.push_str(v),
+                    match lookup(name) {
+                        Some(v) => out.push_str(&v),
                         None => out.push_str(&input[i..i + 3 + end]),
                     }
                     i += 3 + end;

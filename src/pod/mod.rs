@@ -8,6 +8,7 @@
 //! (`reason`), its event texts (`events`) and its log-run choice (`log_run`).
 
 pub mod admit;
+pub mod allocation;
 pub mod attach;
 pub mod backoff;
 pub mod conditions;
@@ -31,6 +32,7 @@ pub mod restart_all;
 pub mod rootless;
 pub mod state;
 pub mod step;
+pub mod sub_path;
 pub mod sysctls;
 pub mod termination;
 #[cfg(test)]

@@ -113,6 +113,16 @@ words! {
         FailedToRetrieveImagePullSecret = "FailedToRetrieveImagePullSecret",
         /// The pod's sandbox (its pause) is gone and is made again.
         SandboxChanged = "SandboxChanged",
+        /// kubelet allocated a resize and starts to apply it.
+        ResizeStarted = "ResizeStarted",
+        /// The containers run with the resize's allocation.
+        ResizeCompleted = "ResizeCompleted",
+        /// A resize that fits the node but not beside its other pods now.
+        ResizeDeferred = "ResizeDeferred",
+        /// A resize the node can never fit.
+        ResizeInfeasible = "ResizeInfeasible",
+        /// Applying an allocated resize failed.
+        ResizeError = "ResizeError",
     }
 }
 

@@ -5,9 +5,9 @@
 //! JSON merge patch) to the pod, keeps only what a resize may change
 //! (`dropNonResizeUpdates`: each container's `resources` and `resizePolicy`, matched by
 //! name, and `spec.resources`), validates it (`ValidatePodResize`) and bumps
-//! `metadata.generation` when the spec changed. kubelet then admits the new size against
-//! the node's allocatable (`canResizePod`): `PodResizePending` `Infeasible` when the pod's
-//! requests exceed it.
+//! `metadata.generation` when the spec changed. kubelet's allocation of the new size is
+//! `pod::allocation`; how each container takes it (`resizePolicy`) and in which order the
+//! pod's cgroup changes are here.
 
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, ResourceRequirements};
 use serde_json::Value;
@@ -253,31 +253,6 @@ fn strategic_merge(target: &mut Value, patch: &Value) {
     }
 }
 
-/// kubelet's `canResizePod` against the node's allocatable CPU (millicores) and memory
-/// (bytes): `Err((reason, message))` for `PodResizePending`, `Infeasible` when the pod's
-/// requests exceed what the node has at all. (`Deferred` is for what other pods use; a
-/// node of one pod has none.)
-pub fn admit(spec: &PodSpec, cpu_milli: i128, memory: i128) -> Result<(), (&'static str, String)> {
-    let req = super::resources::aggregate_requests(spec);
-    let pod_req = |r: &str| {
-        super::resources::pod_level(spec, "requests", r)
-            .unwrap_or_else(|| req.get(r).copied().unwrap_or(0))
-    };
-    let (cpu, mem) = (pod_req("cpu"), pod_req("memory"));
-    if cpu > cpu_milli || mem > memory {
-        let what = if mem > memory {
-            format!("memory, requested: {mem}, capacity: {memory}")
-        } else {
-            format!("cpu, requested: {cpu}, capacity: {cpu_milli}")
-        };
-        return Err((
-            "Infeasible",
-            format!("Node didn't have enough capacity: {what}"),
-        ));
-    }
-    Ok(())
-}
-
 /// What a container's resize needs (kubelet's `computePodResizeAction`): nothing, a
 /// change of its cgroup in place, or a restart (`resizePolicy` `RestartContainer` for a
 /// resource that changed).
@@ -445,31 +420,6 @@ mod tests {
         let out = patched(&p, &patch, PatchKind::Merge, &ok).unwrap();
         assert_eq!(res(&out, 0)["limits"]["cpu"], "250m");
         assert_eq!(out.spec.as_ref().unwrap().containers.len(), 2, "d is kept");
-    }
-
-    #[test]
-    fn kubelet_admits_against_the_nodes_allocatable() {
-        let p = burstable();
-        let spec = p.spec.as_ref().unwrap();
-        assert!(admit(spec, 1000, 1 << 30).is_ok());
-        assert_eq!(
-            admit(spec, 50, 1 << 30),
-            Err((
-                "Infeasible",
-                "Node didn't have enough capacity: cpu, requested: 100, capacity: 50".into()
-            ))
-        );
-        assert_eq!(
-            admit(spec, 1000, 1 << 20),
-            Err((
-                "Infeasible",
-                format!(
-                    "Node didn't have enough capacity: memory, requested: {}, capacity: {}",
-                    32i128 << 20,
-                    1 << 20
-                )
-            ))
-        );
     }
 
     #[test]

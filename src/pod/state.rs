@@ -215,7 +215,9 @@ pub struct PodState {
     /// container starts.
     pub unmounted: super::volumes::Unmounted,
     /// A resize kubelet could not admit: `PodResizePending`'s reason and message.
-    pub resize_pending: Option<(String, String)>,
+    pub resize_pending: Option<(super::allocation::Pending, String)>,
+    /// An allocated resize the containers' cgroups do not show yet: `PodResizeInProgress`.
+    pub resize_in_progress: bool,
     /// A resize that failed to apply: `PodResizeInProgress` with reason `Error`.
     pub resize_error: Option<String>,
     /// A restart of every container under way (`RestartAllContainers`).
@@ -303,6 +305,7 @@ impl PodState {
             restarting_all: None,
             initialized_before: false,
             resize_pending: None,
+            resize_in_progress: false,
             resize_error: None,
             events: Vec::new(),
             who: (plan.name.clone(), plan.namespace.clone(), plan.uid.clone()),

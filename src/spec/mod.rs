@@ -100,6 +100,9 @@ pub struct PodContext<'a> {
     /// For each of the container's `volumeMounts`, whether it is recursively read-only
     /// (`pod::recursive_read_only`, resolved against the kernel); missing ones are not.
     pub recursive_read_only: &'a [bool],
+    /// For each of the container's `volumeMounts`, its sub-path with `subPathExpr`
+    /// expanded (`pod::sub_path`); where missing, the mount's `subPath` as written.
+    pub sub_paths: &'a [Option<String>],
 }
 
 /// What every opt of a pod's container reads.

@@ -47,7 +47,11 @@ pub fn with_mounts(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
             .ok_or_else(|| format!("{field}.name: Not found: {:?}", vm.name))?;
         let mut src = vol.host_path.clone();
         let mut beneath = None;
-        if let Some(sp) = vm.sub_path.as_deref().filter(|s| !s.is_empty()) {
+        let sub_path = match cx.sub_paths.get(i) {
+            Some(resolved) => resolved.as_deref(),
+            None => vm.sub_path.as_deref(),
+        };
+        if let Some(sp) = sub_path.filter(|s| !s.is_empty()) {
             let p = Path::new(sp);
             if p.is_absolute() || p.components().any(|c| c == Component::ParentDir) {
                 return Err(format!(

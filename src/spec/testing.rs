@@ -58,6 +58,7 @@ pub struct Pod {
     pub share: bool,
     pub seccomp_root: PathBuf,
     pub recursive_read_only: Vec<bool>,
+    pub sub_paths: Vec<Option<String>>,
 }
 
 impl Pod {
@@ -77,6 +78,7 @@ impl Pod {
             share: false,
             seccomp_root: PathBuf::from("/nonexistent/seccomp"),
             recursive_read_only: Vec::new(),
+            sub_paths: Vec::new(),
         }
     }
 
@@ -91,6 +93,7 @@ impl Pod {
             oom_score_adj: None,
             seccomp_root: &self.seccomp_root,
             recursive_read_only: &self.recursive_read_only,
+            sub_paths: &self.sub_paths,
         }
     }
 }

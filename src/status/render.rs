@@ -43,13 +43,17 @@ pub struct ContainerMeta {
     pub rro_supported: bool,
     /// The resources kubelet has allocated to it (the spec's, once a resize is admitted).
     pub resources: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
+    /// Its cgroup's CPU and memory values as last read back (`None`: never read, and the
+    /// allocated values are shown).
+    pub observed: Option<crate::pod::allocation::CgroupValues>,
 }
 
-/// `allocatedResources` (the allocated requests) and `resources` (the cpu and memory
-/// requests and limits its cgroup has), as `convertToAPIContainerStatuses` reports them
-/// for a container that has been created (KEP-1287).
+/// `allocatedResources` (the allocated requests) and `resources` (the requests and limits
+/// its cgroup has, `pod::allocation::actual`), as `convertToAPIContainerStatuses` reports
+/// them for a container that has been created (KEP-1287).
 fn resource_statuses(
     r: &k8s_openapi::api::core::v1::ResourceRequirements,
+    observed: Option<&crate::pod::allocation::CgroupValues>,
 ) -> (
     Option<
         std::collections::BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
@@ -67,14 +71,15 @@ fn resource_statuses(
             .collect();
         (!out.is_empty()).then_some(out)
     };
-    (
-        r.requests.clone().filter(|m| !m.is_empty()),
-        k8s_openapi::api::core::v1::ResourceRequirements {
+    let resources = match observed {
+        Some(v) => crate::pod::allocation::actual(r, v),
+        None => k8s_openapi::api::core::v1::ResourceRequirements {
             requests: cpu_mem(&r.requests),
             limits: cpu_mem(&r.limits),
             claims: None,
         },
-    )
+    };
+    (r.requests.clone().filter(|m| !m.is_empty()), resources)
 }
 
 /// `volumeMounts` of a container status as kubelet reports them
@@ -246,7 +251,7 @@ fn container_status(
     });
     let (allocated, resources) = match meta.resources.as_ref().filter(|_| id.is_some()) {
         Some(r) => {
-            let (a, r) = resource_statuses(r);
+            let (a, r) = resource_statuses(r, meta.observed.as_ref());
             (a, Some(r))
         }
         None => (None, None),
@@ -303,6 +308,7 @@ mod tests {
                     .unwrap(),
                 ],
                 rro_supported: true,
+                observed: None,
                 resources: Some(
                     serde_json::from_value(serde_json::json!({"requests": {"cpu": "100m", "example.com/x": "1"}, "limits": {"cpu": "200m"}}))
                         .unwrap(),

@@ -106,6 +106,8 @@ pub struct StartContext<'a> {
     pub user_ns: Option<(BorrowedFd<'a>, u32)>,
     /// Each of the container's `volumeMounts` recursively read-only or not.
     pub recursive_read_only: &'a [bool],
+    /// Each of the container's `volumeMounts`' sub-path, `subPathExpr` expanded.
+    pub sub_paths: &'a [Option<String>],
 }
 
 /// A container's cgroup, below the pod's.
@@ -197,6 +199,7 @@ impl Ctr {
                 pod_files: cx.pod_files,
                 seccomp_root: cx.seccomp_root,
                 recursive_read_only: cx.recursive_read_only,
+                sub_paths: cx.sub_paths,
                 oom_score_adj: Some(crate::pod::oom_score::container(
                     cx.pod_spec,
                     &self.spec,

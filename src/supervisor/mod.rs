@@ -121,6 +121,8 @@ pub struct Member {
     handlers: checks::Handlers,
     /// When its current start was decided (for the start latency metric).
     start_requested: Option<pod::Millis>,
+    /// Its cgroup's CPU and memory values as last read back (the status's `resources`).
+    observed: Option<pod::allocation::CgroupValues>,
 }
 
 struct Supervisor<'a> {
@@ -160,6 +162,10 @@ struct Supervisor<'a> {
     image_backoff: BTreeMap<String, pod::image_pull::PullBackoff>,
     /// PID 1 of the pod's shared pid namespace in its user namespace, while it lives.
     pause: Option<pause::Pause>,
+    /// The pod-level resources kubelet allocated (`spec.resources` once admitted).
+    pod_allocated: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
+    /// When a deferred or failed resize is tried again (the allocation manager's ticker).
+    resize_retry_at: Option<pod::Millis>,
 }
 
 /// Where probes and hooks connect: the pod's IP, or loopback where the pod has none.
@@ -214,6 +220,7 @@ pub fn run(mut cfg: Config, sd: &StateDir) -> i32 {
             handlers: checks::Handlers::of(&ctr.spec, ctr.kind, &host),
             ctr,
             start_requested: None,
+            observed: None,
         })
         .collect();
     let status = StatusWriter::new(sd.status_file());
@@ -246,7 +253,10 @@ pub fn run(mut cfg: Config, sd: &StateDir) -> i32 {
         volume_usage,
         image_backoff: BTreeMap::new(),
         pause: None,
+        pod_allocated: None,
+        resize_retry_at: None,
     };
+    s.pod_allocated = s.cfg.pod.spec.as_ref().and_then(|p| p.resources.clone());
     let now = s.now();
     s.st.on_sandbox_ready(now);
     for (v, e) in std::mem::take(&mut s.cfg.unmounted) {
@@ -283,6 +293,7 @@ impl Supervisor<'_> {
             ctr,
             handlers,
             start_requested: None,
+            observed: None,
         });
         pod::add_container(&mut self.cfg.plan, &mut self.st, plan);
     }
@@ -305,6 +316,7 @@ impl Supervisor<'_> {
                     _ => 1,
                 };
             }
+            self.sync_resize();
             self.write_status();
             if self.release_at.is_some_and(|t| t <= self.now()) {
                 self.release_at = None;

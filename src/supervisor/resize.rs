@@ -1,14 +1,17 @@
 //! `PATCH /v1/pod/resize`: the API server's part (`pod::resize::patched`), then kubelet's:
-//! admission against the node's allocatable, and the new sizes on the cgroups in
-//! kubelet's order (`doPodResizeAction`): the pod's cgroup first when its memory limit
-//! grows, last when it shrinks; each container by its `resizePolicy`, in place or by a
-//! restart; never a memory limit below what the cgroup uses now.
+//! the allocation against the node's allocatable and what the pods beside it under the
+//! state root hold (`pod::allocation`: `Infeasible`, `Deferred` and its retries), and the
+//! new sizes on the cgroups in kubelet's order (`doPodResizeAction`): the pod's cgroup
+//! first when its memory limit grows, last when it shrinks; each container by its
+//! `resizePolicy`, in place or by a restart; never a memory limit below what the cgroup
+//! uses now. `PodResizeInProgress` lasts until the cgroups read back what was allocated.
 
 use super::api::{error, line};
 use super::Supervisor;
 use crate::api::http::Request;
 use crate::api::server::Reply;
 use crate::api::Error as ApiError;
+use crate::pod::allocation;
 use crate::pod::resize::{self, ContainerResize, PatchKind};
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 
@@ -45,13 +48,12 @@ impl Supervisor<'_> {
                 )));
             }
         };
-        let old = self.cfg.pod.spec.clone().unwrap_or_default();
         let changed = new.spec != self.cfg.pod.spec;
         self.cfg.plan.generation = new.metadata.generation.unwrap_or(1);
         self.cfg.pod = new;
         if changed {
             self.status.pod_changed();
-            self.apply_resize(&old);
+            self.handle_resize();
         }
         self.write_status();
         let mut body = self.pod_line();
@@ -65,16 +67,135 @@ impl Supervisor<'_> {
         }
     }
 
-    /// kubelet's side of an accepted resize.
-    fn apply_resize(&mut self, old: &PodSpec) {
-        let spec = self.cfg.pod.spec.clone().unwrap_or_default();
+    /// The pod's spec at the sizes kubelet allocated: each container's resources as its
+    /// record has them, the pod-level ones as allocated.
+    fn allocated_spec(&self) -> PodSpec {
+        let mut spec = self.cfg.pod.spec.clone().unwrap_or_default();
+        let of = |name: &str| {
+            self.containers
+                .iter()
+                .find(|m| m.ctr.name == name)
+                .map(|m| m.ctr.spec.resources.clone())
+        };
+        for c in spec
+            .containers
+            .iter_mut()
+            .chain(spec.init_containers.iter_mut().flatten())
+        {
+            if let Some(r) = of(&c.name) {
+                c.resources = r;
+            }
+        }
+        spec.resources = self.pod_allocated.clone();
+        spec
+    }
+
+    /// What the node's other pods hold: every other pod directory beside this one under
+    /// the state root, at the sizes its status shows allocated.
+    fn held_by_others(&self) -> allocation::CpuMemory {
+        let mut held = allocation::CpuMemory::default();
+        let Some(root) = self.sd.root.parent() else {
+            return held;
+        };
+        for e in std::fs::read_dir(root).into_iter().flatten().flatten() {
+            let dir = e.path();
+            if dir == self.sd.root {
+                continue;
+            }
+            let Some(pod) = std::fs::read(dir.join("status.json"))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<k8s_openapi::api::core::v1::Pod>(&b).ok())
+            else {
+                continue;
+            };
+            let h = allocation::held_by(&pod);
+            held.cpu += h.cpu;
+            held.memory += h.memory;
+        }
+        held
+    }
+
+    /// kubelet's `handlePodResourcesResize`: allocate the desired sizes if the node has
+    /// room for them (then apply them), else say why the resize is pending.
+    pub(super) fn handle_resize(&mut self) {
+        let desired = self.cfg.pod.spec.clone().unwrap_or_default();
+        let old = self.allocated_spec();
+        if old == desired {
+            self.st.resize_pending = None;
+            return;
+        }
         let (cpu, mem) = self.cfg.node_allocatable;
-        if let Err((reason, msg)) = resize::admit(&spec, i128::from(cpu), i128::from(mem)) {
-            self.st.resize_pending = Some((reason.to_string(), msg));
+        let node = allocation::CpuMemory {
+            cpu: i128::from(cpu),
+            memory: i128::from(mem),
+        };
+        let generation = self.cfg.plan.generation;
+        if let Err((why, msg)) = allocation::admit(&desired, node, self.held_by_others()) {
+            // An event only when the condition changes, as `SetPodResizePendingCondition`.
+            if self.st.resize_pending.as_ref() != Some(&(why, msg.clone())) {
+                self.event(allocation::pending(&desired, generation, why, &msg));
+            }
+            self.st.resize_pending = Some((why, msg));
+            if why == allocation::Pending::Deferred {
+                self.retry_resize_later();
+            }
             return;
         }
         self.st.resize_pending = None;
         self.st.resize_error = None;
+        self.st.resize_in_progress = true;
+        self.event(allocation::started(&desired, generation));
+        self.pod_allocated = desired.resources.clone();
+        self.apply_resize(&old, &desired);
+    }
+
+    fn retry_resize_later(&mut self) {
+        let at = allocation::next_retry(self.now());
+        self.resize_retry_at = Some(at);
+        self.wake.insert(at);
+    }
+
+    /// Each turn of the loop: a deferred resize retried when the ticker is due (a failed
+    /// one applied again), and an allocated one checked against what the cgroups now have.
+    pub(super) fn sync_resize(&mut self) {
+        if self.resize_retry_at.is_some_and(|t| t <= self.now()) {
+            self.resize_retry_at = None;
+            match &self.st.resize_pending {
+                Some((allocation::Pending::Deferred, _)) => self.handle_resize(),
+                _ if self.st.resize_error.is_some() => {
+                    let spec = self.allocated_spec();
+                    self.apply_resize(&spec, &spec);
+                }
+                _ => {}
+            }
+        }
+        if !self.st.resize_in_progress {
+            return;
+        }
+        let mut all_match = true;
+        for i in 0..self.containers.len() {
+            if !matches!(
+                self.st.containers[i].state,
+                crate::pod::State::Running { .. }
+            ) {
+                continue;
+            }
+            let m = &mut self.containers[i];
+            let v = read_back(&m.ctr.cgroup);
+            m.observed = Some(v);
+            let alloc = m.ctr.spec.resources.clone().unwrap_or_default();
+            all_match &= allocation::matches(&alloc, &allocation::actual(&alloc, &v));
+        }
+        if all_match && self.st.resize_error.is_none() {
+            self.st.resize_in_progress = false;
+            let spec = self.allocated_spec();
+            self.event(allocation::completed(&spec, self.cfg.plan.generation));
+        }
+    }
+
+    /// The sizes just allocated (`spec`) on the cgroups in kubelet's order
+    /// (`doPodResizeAction`), from those allocated before (`old`).
+    fn apply_resize(&mut self, old: &PodSpec, spec: &PodSpec) {
         let find = |name: &str| -> Option<Container> {
             spec.containers
                 .iter()
@@ -87,7 +208,18 @@ impl Supervisor<'_> {
             let Some(new) = find(&m.ctr.name) else {
                 continue;
             };
-            match resize::container_resize(&m.ctr.spec, &new) {
+            let before = Container {
+                resources: old
+                    .containers
+                    .iter()
+                    .chain(old.init_containers.iter().flatten())
+                    .find(|c| c.name == m.ctr.name)
+                    .and_then(|c| c.resources.clone()),
+                ..m.ctr.spec.clone()
+            };
+            match resize::container_resize(&before, &new) {
+                // A retry after an error writes every running container's values again.
+                ContainerResize::Unchanged if self.st.resize_error.is_some() => in_place.push(i),
                 ContainerResize::Unchanged => {}
                 ContainerResize::InPlace => in_place.push(i),
                 ContainerResize::Restart => restarts.push(i),
@@ -95,10 +227,10 @@ impl Supervisor<'_> {
             m.ctr.spec.resources = new.resources.clone();
             m.ctr.spec.resize_policy = new.resize_policy.clone();
         }
-        let pod_first = resize::pod_first(old, &spec, "memory");
+        let pod_first = resize::pod_first(old, spec, "memory");
         let mut errors = Vec::new();
         if pod_first {
-            errors.extend(self.resize_pod_cgroup(&spec).err());
+            errors.extend(self.resize_pod_cgroup(spec).err());
         }
         for i in in_place {
             if self.st.containers[i].is_active() {
@@ -106,16 +238,23 @@ impl Supervisor<'_> {
             }
         }
         if !pod_first {
-            errors.extend(self.resize_pod_cgroup(&spec).err());
+            errors.extend(self.resize_pod_cgroup(spec).err());
         }
         let now = self.now();
         let grace = self.cfg.plan.grace_seconds.saturating_mul(1000);
         for i in restarts {
             self.st.kill_container(&self.cfg.plan, i, grace, now);
         }
-        if let Some(e) = errors.into_iter().next() {
-            crate::log::warn(&format!("resize: {e}"));
-            self.st.resize_error = Some(e);
+        match errors.into_iter().next() {
+            Some(e) => {
+                crate::log::warn(&format!("resize: {e}"));
+                let generation = self.cfg.plan.generation;
+                self.event(allocation::error(spec, generation, &e));
+                self.st.resize_error = Some(e);
+                // kubelet retries a failed resize at its next sync of the pod.
+                self.retry_resize_later();
+            }
+            None => self.st.resize_error = None,
         }
     }
 
@@ -165,4 +304,38 @@ fn below_usage(group: &crate::cgroup::Group, limit: i64, what: &str) -> Result<(
         )),
         _ => Ok(()),
     }
+}
+
+/// A cgroup's CPU and memory values as kubelet's runtime reports them back, from
+/// whichever of v1's and v2's files the group has.
+pub(super) fn read_back(group: &crate::cgroup::Group) -> allocation::CgroupValues {
+    let read = |name: &str| {
+        group
+            .dirs()
+            .iter()
+            .find_map(|d| std::fs::read_to_string(d.join(name)).ok())
+            .map(|s| s.trim().to_string())
+    };
+    let num = |name: &str| read(name).and_then(|s| s.parse::<i64>().ok());
+    // v1 says "unlimited" with a huge page-aligned number.
+    let limit = |v: i64| (v > 0 && v < (1 << 62)).then_some(v);
+    let mut v = allocation::CgroupValues {
+        cpu_quota: num("cpu.cfs_quota_us").filter(|q| *q > 0),
+        cpu_period: num("cpu.cfs_period_us").map(|p| p as u64),
+        cpu_shares: num("cpu.shares").map(|s| s as u64),
+        cpu_weight: None,
+        memory_limit: num("memory.limit_in_bytes").and_then(limit),
+    };
+    if let Some(max) = read("cpu.max") {
+        let mut f = max.split_whitespace();
+        v.cpu_quota = f.next().and_then(|q| q.parse().ok());
+        v.cpu_period = f.next().and_then(|p| p.parse().ok());
+    }
+    if v.cpu_shares.is_none() {
+        v.cpu_weight = num("cpu.weight").map(|w| w as u64);
+    }
+    if let Some(m) = read("memory.max") {
+        v.memory_limit = m.parse().ok().and_then(limit);
+    }
+    v
 }

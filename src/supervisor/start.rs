@@ -227,6 +227,15 @@ impl Supervisor<'_> {
                 return;
             }
         };
+        // `subPathExpr` expands against the environment just resolved (`makeMounts`).
+        let sub_paths = match pod::sub_path::resolve_all(mounts.unwrap_or_default(), &env.env) {
+            Ok(s) => s,
+            Err(msg) => {
+                self.st
+                    .on_start_failed(&self.cfg.plan, i, StartFailure::Config, &msg, now);
+                return;
+            }
+        };
         let cx = StartContext {
             pod_spec: self.cfg.pod.spec.as_ref().expect("admitted pod has a spec"),
             volumes: &self.cfg.volumes,
@@ -238,6 +247,7 @@ impl Supervisor<'_> {
             seccomp_root: &self.cfg.seccomp_root,
             user_ns: self.cfg.userns.as_ref().map(|u| (u.user_fd(), u.base)),
             recursive_read_only: &rro,
+            sub_paths: &sub_paths,
         };
         match self.containers[i].ctr.start(&cx) {
             Ok(pipes) => {
@@ -274,6 +284,9 @@ impl Supervisor<'_> {
             self.metrics
                 .started(&name, now.saturating_sub(t) as f64 / 1000.0);
         }
+        // What the runtime reports of the new run's resources (the status's `resources`).
+        self.containers[i].observed =
+            Some(super::resize::read_back(&self.containers[i].ctr.cgroup));
         self.st.on_started(&self.cfg.plan, i, now);
     }
 }

@@ -16,8 +16,8 @@ impl Supervisor<'_> {
         let meta: Vec<ContainerMeta> = self
             .containers
             .iter()
-            .map(|m| &m.ctr)
-            .map(|c| {
+            .map(|m| (&m.ctr, m.observed))
+            .map(|(c, observed)| {
                 let written = c.spec.image.as_deref().unwrap_or_default();
                 // An image never pulled has no ID yet, as under kubelet.
                 let (image, image_id) = c
@@ -34,6 +34,7 @@ impl Supervisor<'_> {
                     mounts: c.spec.volume_mounts.clone().unwrap_or_default(),
                     rro_supported: self.cfg.rro_supported,
                     resources: c.spec.resources.clone(),
+                    observed,
                 }
             })
             .collect();
@@ -46,10 +47,8 @@ impl Supervisor<'_> {
         );
         // Pod-level resources (KEP-5419): what the pod cgroup has been given.
         let spec = self.cfg.pod.spec.as_ref();
-        if spec.is_some_and(crate::pod::resources::pod_level_set)
-            && self.st.resize_pending.is_none()
-        {
-            let r = spec.and_then(|s| s.resources.clone());
+        if spec.is_some_and(crate::pod::resources::pod_level_set) {
+            let r = self.pod_allocated.clone();
             status.allocated_resources = r.as_ref().and_then(|r| r.requests.clone());
             status.resources = r;
         }

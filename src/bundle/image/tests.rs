@@ -58,6 +58,7 @@ fn merged(b: &Bundle, c: &str, pod: &str) -> Result<Spec, String> {
             oom_score_adj: None,
             seccomp_root: Path::new("/nonexistent"),
             recursive_read_only: &[],
+            sub_paths: &[],
         },
     )
 }

@@ -241,7 +241,38 @@ pub(super) fn mounts(c: &Container, p: &str, vols: &BTreeSet<String>) -> R {
                 );
             }
         }
+        // `ValidateVolumeMounts`: the API server names the mutual exclusion at the mount's
+        // index and the path check without it, as here.
+        if let Some(expr) = m.sub_path_expr.as_deref().filter(|e| !e.is_empty()) {
+            if m.sub_path.as_deref().is_some_and(|s| !s.is_empty()) {
+                return err(
+                    format!("{mp}.subPathExpr"),
+                    format!(
+                        "Invalid value: {expr:?}: subPathExpr and subPath are mutually exclusive"
+                    ),
+                );
+            }
+            local_descending_path(expr, &format!("{p}.volumeMounts.subPathExpr"))?;
+        }
         recursive_read_only(m, p)?;
+    }
+    Ok(())
+}
+
+/// `validateLocalDescendingPath`: relative, and no `..` among its parts.
+fn local_descending_path(path: &str, field: &str) -> R {
+    let p = std::path::Path::new(path);
+    if p.is_absolute() {
+        return err(
+            field,
+            format!("Invalid value: {path:?}: must be a relative path"),
+        );
+    }
+    if p.components().any(|c| c == std::path::Component::ParentDir) {
+        return err(
+            field,
+            format!("Invalid value: {path:?}: must not contain '..'"),
+        );
     }
     Ok(())
 }
