@@ -370,7 +370,10 @@ fn the_readmes_demo_runs_and_is_read_back_by_name() {
     .unwrap();
     assert!(page.contains("\n  name: demo\n"), "{page}");
     let root = Root::new("demo");
-    let mut p = TestPod::new("demo", &page.replacen("\n  name: demo\n", "\n  name: NAME\n", 1));
+    let mut p = TestPod::new(
+        "demo",
+        &page.replacen("\n  name: demo\n", "\n  name: NAME\n", 1),
+    );
     root.place(&mut p);
     let out = p.run(LIMIT);
     assert_eq!(out.code, 0, "{}", out.stderr);

@@ -199,7 +199,9 @@ fn follow_recipe(daemon: &Containerd) {
     let container_json = json_block("log_path");
     let cc: serde_json::Value =
         serde_json::from_str(&container_json).expect("the page's container.json");
-    let image = cc["image"]["image"].as_str().expect("container.json's image");
+    let image = cc["image"]["image"]
+        .as_str()
+        .expect("container.json's image");
     ctr(&[
         "images",
         "import",
@@ -273,7 +275,12 @@ const PAGE_CGROUP_PARENT: &str = "podinit-cri";
 
 /// The page's pod.json and container.json, and its crictl commands as written, from the
 /// `export` of the endpoints on: the pod runs on the podinit handler and says hello.
-fn crictl_steps(daemon: &Containerd, dir: &Path, container_json: &str, log_tail: &dyn Fn() -> String) {
+fn crictl_steps(
+    daemon: &Containerd,
+    dir: &Path,
+    container_json: &str,
+    log_tail: &dyn Fn() -> String,
+) {
     let crictl = crictl().unwrap_or_else(|| {
         panic!("docs_cri: crictl not found: no shared/cri-tools/bin/crictl above the crate and none on PATH")
     });
@@ -289,7 +296,9 @@ fn crictl_steps(daemon: &Containerd, dir: &Path, container_json: &str, log_tail:
         .into_iter()
         .find(|b| b.contains("crictl runp --runtime podinit"))
         .expect("docs/cri.md §1 runs a pod with crictl");
-    let steps = &sh[sh.find("export ").expect("the page exports crictl's endpoints")..];
+    let steps = &sh[sh
+        .find("export ")
+        .expect("the page exports crictl's endpoints")..];
     // A user reads the log a while after the start; here the log is waited for first.
     let steps = steps.replacen(
         "crictl logs ",

@@ -428,16 +428,28 @@ mod tests {
     #[test]
     fn help_lists_each_verb_with_runcs_line_about_it() {
         let u = usage();
-        assert!(u.contains("   run         create and run a container\n"), "{u}");
-        assert!(u.contains("   spec        create a new specification file\n"), "{u}");
+        assert!(
+            u.contains("   run         create and run a container\n"),
+            "{u}"
+        );
+        assert!(
+            u.contains("   spec        create a new specification file\n"),
+            "{u}"
+        );
         for v in VERBS {
             assert!(!v.about.is_empty(), "{}", v.name);
             let h = verb_help(v);
             assert!(
-                h.starts_with(&format!("NAME:\n   podinit-runc {} - {}\n", v.name, v.about)),
+                h.starts_with(&format!(
+                    "NAME:\n   podinit-runc {} - {}\n",
+                    v.name, v.about
+                )),
                 "{h}"
             );
-            assert!(h.contains(&format!("USAGE:\n   podinit-runc {}", v.name)), "{h}");
+            assert!(
+                h.contains(&format!("USAGE:\n   podinit-runc {}", v.name)),
+                "{h}"
+            );
         }
     }
 
