@@ -357,3 +357,52 @@ spec:
         out.stderr
     );
 }
+
+/// The README's demo as `scripts/demo` runs it: examples/demo.yaml (under a name of its
+/// own) to its end, then read back by name from what it left, and removed.
+#[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
+fn the_readmes_demo_runs_and_is_read_back_by_name() {
+    require_root();
+    let page = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo.yaml"),
+    )
+    .unwrap();
+    assert!(page.contains("\n  name: demo\n"), "{page}");
+    let root = Root::new("demo");
+    let mut p = TestPod::new(
+        "demo",
+        &page.replacen("\n  name: demo\n", "\n  name: NAME\n", 1),
+    );
+    root.place(&mut p);
+    let out = p.run(LIMIT);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let name = p.name.clone();
+    assert!(
+        out.stderr
+            .ends_with(&format!("podinit: pod default/{name} Succeeded\n")),
+        "{}",
+        out.stderr
+    );
+    let status = ok(root.podinit(&["status", &name]), "status");
+    assert!(status.contains("Completed"), "{status}");
+    let events = ok(root.podinit(&["events", &name]), "events");
+    for c in ["seed", "writer", "reader"] {
+        assert!(
+            events.contains(&format!("Started container {c}")),
+            "{events}"
+        );
+    }
+    let said = ok(root.podinit(&["logs", &name, "reader"]), "logs reader");
+    assert!(
+        said.starts_with("reader: the shared log says\nseeded by ")
+            && said.ends_with("line 3 from the writer (uid 1000)\n"),
+        "{said}"
+    );
+    assert_eq!(
+        ok(root.podinit(&["logs", &name, "writer"]), "logs writer"),
+        "writer: wrote 3 lines\n"
+    );
+    ok(root.podinit(&["rm", &name]), "rm");
+    assert!(!p.state.exists());
+}

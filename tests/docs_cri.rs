@@ -4,9 +4,11 @@
 //! and socket are under that containerd's state directory, nowhere shared.
 //!
 //! What the test changes in the snippets is its own isolation, not the recipe: the
-//! directory (the page's `/var/lib/podinit-cri` becomes a temp dir), the pause image
-//! imported under the page's name where the page pulls it (no registry is reachable here),
-//! and, as the page says for a machine without CAP_SYS_RESOURCE, `restrict_oom_score_adj`.
+//! directory (the page's `/var/lib/podinit-cri` becomes a temp dir), the pause and busybox
+//! images imported under the page's names where the page pulls them (no registry is
+//! reachable here), as the page says for a machine without CAP_SYS_RESOURCE,
+//! `restrict_oom_score_adj`, and crictl's timeout, longer on a loaded machine.
+//! The page's crictl commands run as written, with the crictl of the shared test tools.
 
 mod common;
 #[path = "common/cri.rs"]
@@ -23,6 +25,31 @@ use cri::Containerd;
 use cri_client::{api, Client};
 
 const PAGE_DIR: &str = "/var/lib/podinit-cri";
+
+/// crictl from the shared test tools (`shared/cri-tools/bin` above the crate), else `PATH`'s.
+fn crictl() -> Option<PathBuf> {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .map(|d| d.join("shared/cri-tools/bin/crictl"))
+        .find(|p| p.is_file())
+        .or_else(|| {
+            std::env::split_paths(&std::env::var_os("PATH")?)
+                .map(|d| d.join("crictl"))
+                .find(|p| p.is_file())
+        })
+}
+
+/// The one json block of the page's §1 that holds `key`.
+fn json_block(key: &str) -> String {
+    let blocks: Vec<String> = snippets("json")
+        .into_iter()
+        .filter(|b| b.contains(key))
+        .collect();
+    let [b] = &blocks[..] else {
+        panic!("docs/cri.md §1 has not one json block with {key}")
+    };
+    b.clone()
+}
 
 /// The fenced blocks of `lang` in the page's §1.
 fn snippets(lang: &str) -> Vec<String> {
@@ -93,10 +120,8 @@ fn follow_recipe(daemon: &Containerd) {
         1,
     );
     std::fs::write(dir.join("config.toml"), &config).unwrap();
-    let [net] = &snippets("json")[..] else {
-        panic!("docs/cri.md §1 has not one json block")
-    };
-    let net: serde_json::Value = serde_json::from_str(net).expect("the page's CNI network");
+    let net: serde_json::Value =
+        serde_json::from_str(&json_block("cniVersion")).expect("the page's CNI network");
     run.bridge = net["plugins"][0]["bridge"].as_str().unwrap().to_string();
     std::fs::write(dir.join("cni/10-podinit.conflist"), net.to_string()).unwrap();
 
@@ -170,6 +195,19 @@ fn follow_recipe(daemon: &Containerd) {
         images.join("pause.tar").to_str().unwrap(),
     ]);
     ctr(&["images", "tag", cri::PAUSE_IMAGE, &pause]);
+    // The pod's image, under the name the page's container.json gives it.
+    let container_json = json_block("log_path");
+    let cc: serde_json::Value =
+        serde_json::from_str(&container_json).expect("the page's container.json");
+    let image = cc["image"]["image"]
+        .as_str()
+        .expect("container.json's image");
+    ctr(&[
+        "images",
+        "import",
+        images.join("busybox.tar").to_str().unwrap(),
+    ]);
+    ctr(&["images", "tag", cri::BUSYBOX, image]);
     let deadline = Instant::now() + Duration::from_secs(30);
     while !client.images().iter().any(|i| i.ends_with(&pause)) {
         assert!(Instant::now() < deadline, "the CRI never listed {pause}");
@@ -218,6 +256,7 @@ fn follow_recipe(daemon: &Containerd) {
         client.stop_pod(&pod).unwrap();
         client.remove_pod(&pod).unwrap();
     }
+    crictl_steps(daemon, &dir, &container_json, &log_tail);
     // The pods' parent, as the kubelet would remove it, in every hierarchy.
     let mut hierarchies = vec![PathBuf::from("/sys/fs/cgroup")];
     if let Ok(rd) = std::fs::read_dir("/sys/fs/cgroup") {
@@ -226,8 +265,71 @@ fn follow_recipe(daemon: &Containerd) {
     for h in hierarchies {
         let _ = std::fs::remove_dir(h.join(format!("podinit-docs-cri/{n}")));
         let _ = std::fs::remove_dir(h.join("podinit-docs-cri"));
+        let _ = std::fs::remove_dir(h.join(PAGE_CGROUP_PARENT));
     }
     drop(run);
+}
+
+/// The cgroup parent of the page's pod.json (the pods' cgroups, removed after).
+const PAGE_CGROUP_PARENT: &str = "podinit-cri";
+
+/// The page's pod.json and container.json, and its crictl commands as written, from the
+/// `export` of the endpoints on: the pod runs on the podinit handler and says hello.
+fn crictl_steps(
+    daemon: &Containerd,
+    dir: &Path,
+    container_json: &str,
+    log_tail: &dyn Fn() -> String,
+) {
+    let crictl = crictl().unwrap_or_else(|| {
+        panic!("docs_cri: crictl not found: no shared/cri-tools/bin/crictl above the crate and none on PATH")
+    });
+    let d = dir.display().to_string();
+    let pod_json = json_block("log_directory");
+    assert!(
+        pod_json.contains(&format!("\"/{PAGE_CGROUP_PARENT}\"")),
+        "{pod_json}"
+    );
+    std::fs::write(dir.join("pod.json"), pod_json.replace(PAGE_DIR, &d)).unwrap();
+    std::fs::write(dir.join("container.json"), container_json).unwrap();
+    let sh = snippets("sh")
+        .into_iter()
+        .find(|b| b.contains("crictl runp --runtime podinit"))
+        .expect("docs/cri.md §1 runs a pod with crictl");
+    let steps = &sh[sh
+        .find("export ")
+        .expect("the page exports crictl's endpoints")..];
+    // A user reads the log a while after the start; here the log is waited for first.
+    let steps = steps.replacen(
+        "crictl logs ",
+        "for i in $(seq 600); do crictl logs $c 2>/dev/null | grep -qx hello && break; \
+         sleep 0.1; done\ncrictl logs ",
+        1,
+    );
+    // crictl's own 2 s per call is short for a stop on a loaded machine.
+    std::fs::write(dir.join("crictl.yaml"), "timeout: 60\n").unwrap();
+    let path = format!(
+        "{}:{}",
+        crictl.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new("bash")
+        .args(["-euo", "pipefail", "-c", &steps])
+        .current_dir(dir)
+        .env("D", &d)
+        .env("PATH", path)
+        .env("CRI_CONFIG_FILE", dir.join("crictl.yaml"))
+        .stdin(Stdio::null())
+        .output_within(Duration::from_secs(300));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.lines().any(|l| l == "hello"),
+        "{}: the page's crictl steps ({:?}): {stdout}\n{}\n{}",
+        daemon.label(),
+        out.status,
+        String::from_utf8_lossy(&out.stderr),
+        log_tail()
+    );
 }
 
 #[test]

@@ -11,7 +11,7 @@ const SOCKET: Opt = opt(
 const STATE_ROOT: Opt = opt(
     "state-root",
     "DIR",
-    "Where pods are found by name [default: /run/podinit]",
+    "Where pods are found by name [default: /run/podinit; without root, $XDG_RUNTIME_DIR/podinit]",
 )
 .path();
 const BUNDLES: Opt = opt(
@@ -23,7 +23,7 @@ const BUNDLES: Opt = opt(
 const IMAGES: Opt = opt(
     "images",
     "DIR",
-    "The image store, for images that are not bundles [default: /var/lib/podinit/images]",
+    "The image store, for images that are not bundles [default: /var/lib/podinit/images; without root, ~/.local/share/podinit/images]",
 )
 .path();
 const PRESETS: Opt = opt(
@@ -67,7 +67,7 @@ pub static COMMANDS: &[Cmd] = &[
             opt(
                 "state-dir",
                 "DIR",
-                "[default: /run/podinit/<namespace>_<name>]",
+                "[default: <state root>/<namespace>_<name>, the state root /run/podinit or, without root, $XDG_RUNTIME_DIR/podinit]",
             )
             .path(),
             opt(

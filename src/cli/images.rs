@@ -39,7 +39,8 @@ Commands:
   pull NAME                       Pull an image from its registry (`podinit images pull --help`)
 
 Options:
-  --images <DIR>  The image store [default: /var/lib/podinit/images]
+  --images <DIR>  The image store [default: /var/lib/podinit/images;
+                  without root, ~/.local/share/podinit/images]
   -h, --help      Print help
 ";
 

@@ -22,7 +22,8 @@ Arguments:
   NAME  The image: nginx, registry.example:5000/team/app:1, repo@sha256:…
 
 Options:
-      --images DIR                  The image store [default: /var/lib/podinit/images]
+      --images DIR                  The image store [default: /var/lib/podinit/images;
+                                    without root, ~/.local/share/podinit/images]
       --registry-ca FILE            Trust this PEM CA for registries too (repeatable)
       --insecure-registry HOST[:PORT]
                                     Plain HTTP to this registry (repeatable; loopback

@@ -24,7 +24,7 @@ impl ProgressLine {
         use std::io::IsTerminal;
         let on = on && std::io::stderr().is_terminal();
         if on {
-            eprintln!("Trying to pull {name}...");
+            say(&format!("Trying to pull {name}...\n"));
         }
         ProgressLine {
             on,
@@ -44,22 +44,23 @@ impl ProgressLine {
             return;
         }
         self.drawn = Some(Instant::now());
-        let mut e = std::io::stderr();
-        let _ = write!(e, "\r\x1b[K{text}");
-        if done {
-            let _ = writeln!(e);
-        }
+        say(&format!("\r\x1b[K{text}{}", if done { "\n" } else { "" }));
         self.open = !done;
-        let _ = e.flush();
     }
 
     /// Clear a line left in progress (a pull that failed or ended between blobs).
     pub fn finish(&mut self) {
         if self.open {
-            let _ = write!(std::io::stderr(), "\r\x1b[K");
+            say("\r\x1b[K");
             self.open = false;
         }
     }
+}
+
+/// `text` on stderr in one write: stderr is unbuffered, and a line written piece by piece
+/// is cut by the lines the supervisor writes to the same terminal meanwhile.
+fn say(text: &str) {
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 
 /// The text for `p`, and whether it is a finished line (kept, with its newline); nothing

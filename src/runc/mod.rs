@@ -174,6 +174,8 @@ pub fn main(args: Vec<OsString>) -> i32 {
 /// status, or the error to log).
 struct Verb {
     name: &'static str,
+    /// runc's one line about the verb, in `--help`'s list of commands.
+    about: &'static str,
     usage: &'static str,
     flags: &'static [Flag],
     reorder: bool,
@@ -187,7 +189,8 @@ fn ok<E: Into<Error>>(r: std::result::Result<(), E>) -> Result<i32> {
 static VERBS: &[Verb] = &[
     Verb {
         name: "checkpoint",
-        usage: "checkpoint a running container (not supported)",
+        about: "checkpoint a running container (not supported)",
+        usage: "checkpoint [command options] <container-id>",
         flags: &[],
         reorder: true,
         run: |_, _| {
@@ -198,6 +201,7 @@ static VERBS: &[Verb] = &[
     },
     Verb {
         name: "create",
+        about: "create a container",
         usage: "create [command options] <container-id>",
         flags: create::FLAGS,
         reorder: true,
@@ -205,6 +209,7 @@ static VERBS: &[Verb] = &[
     },
     Verb {
         name: "delete",
+        about: "delete any resources held by the container often used with detached container",
         usage: "delete [command options] <container-id>",
         flags: delete::FLAGS,
         reorder: true,
@@ -212,6 +217,7 @@ static VERBS: &[Verb] = &[
     },
     Verb {
         name: "events",
+        about: "display container events such as OOM notifications, cpu, memory, and IO usage statistics",
         usage: "events [command options] <container-id>",
         flags: events::FLAGS,
         reorder: true,
@@ -219,6 +225,7 @@ static VERBS: &[Verb] = &[
     },
     Verb {
         name: "exec",
+        about: "execute new process inside the container",
         usage: "exec [command options] <container-id> <command> [command options]  || -p process.json <container-id>",
         flags: exec::FLAGS,
         reorder: false,
@@ -226,6 +233,7 @@ static VERBS: &[Verb] = &[
     },
     Verb {
         name: "features",
+        about: "show the enabled features",
         usage: "features",
         flags: &[],
         reorder: true,
@@ -236,6 +244,7 @@ static VERBS: &[Verb] = &[
     },
     Verb {
         name: "kill",
+        about: "kill sends the specified signal (default: SIGTERM) to the container's init process",
         usage: "kill [command options] <container-id> [signal]",
         flags: kill::FLAGS,
         reorder: true,
@@ -243,6 +252,7 @@ static VERBS: &[Verb] = &[
     },
     Verb {
         name: "list",
+        about: "lists containers started by runc with the given root",
         usage: "list [command options]",
         flags: list::FLAGS,
         reorder: true,
@@ -250,6 +260,7 @@ static VERBS: &[Verb] = &[
     },
     Verb {
         name: "pause",
+        about: "pause suspends all processes inside the container",
         usage: "pause <container-id>",
         flags: &[],
         reorder: true,
@@ -257,6 +268,7 @@ static VERBS: &[Verb] = &[
     },
     Verb {
         name: "ps",
+        about: "ps displays the processes running inside a container",
         usage: "ps [command options] <container-id> [ps options]",
         flags: ps::FLAGS,
         reorder: false,
@@ -264,7 +276,8 @@ static VERBS: &[Verb] = &[
     },
     Verb {
         name: "restore",
-        usage: "restore a container from a previous checkpoint (not supported)",
+        about: "restore a container from a previous checkpoint (not supported)",
+        usage: "restore [command options] <container-id>",
         flags: &[],
         reorder: true,
         run: |_, _| {
@@ -275,6 +288,7 @@ static VERBS: &[Verb] = &[
     },
     Verb {
         name: "resume",
+        about: "resumes all processes that have been previously paused",
         usage: "resume <container-id>",
         flags: &[],
         reorder: true,
@@ -282,6 +296,7 @@ static VERBS: &[Verb] = &[
     },
     Verb {
         name: "run",
+        about: "create and run a container",
         usage: "run [command options] <container-id>",
         flags: run::FLAGS,
         reorder: true,
@@ -289,6 +304,7 @@ static VERBS: &[Verb] = &[
     },
     Verb {
         name: "spec",
+        about: "create a new specification file",
         usage: "spec [command options]",
         flags: SPEC_FLAGS,
         reorder: true,
@@ -296,6 +312,7 @@ static VERBS: &[Verb] = &[
     },
     Verb {
         name: "start",
+        about: "executes the user defined process in a created container",
         usage: "start <container-id>",
         flags: &[],
         reorder: true,
@@ -303,6 +320,7 @@ static VERBS: &[Verb] = &[
     },
     Verb {
         name: "state",
+        about: "output the state of a container",
         usage: "state <container-id>",
         flags: &[],
         reorder: true,
@@ -310,6 +328,7 @@ static VERBS: &[Verb] = &[
     },
     Verb {
         name: "update",
+        about: "update container resource constraints",
         usage: "update [command options] <container-id>",
         flags: update::FLAGS,
         reorder: true,
@@ -367,7 +386,7 @@ fn usage() -> String {
          COMMANDS:\n",
     );
     for v in VERBS {
-        s.push_str(&format!("   {}\n", v.name));
+        s.push_str(&format!("   {:<11} {}\n", v.name, v.about));
     }
     s.push_str("\nGLOBAL OPTIONS:\n");
     s.push_str(&cli::options_help(GLOBAL));
@@ -376,7 +395,10 @@ fn usage() -> String {
 }
 
 fn verb_help(v: &Verb) -> String {
-    let mut s = format!("USAGE:\n   podinit-runc {}\n", v.usage);
+    let mut s = format!(
+        "NAME:\n   podinit-runc {} - {}\n\nUSAGE:\n   podinit-runc {}\n",
+        v.name, v.about, v.usage
+    );
     if !v.flags.is_empty() {
         s.push_str("\nOPTIONS:\n");
         s.push_str(&cli::options_help(v.flags));
@@ -401,6 +423,34 @@ mod tests {
         assert!(is_runc_name(std::ffi::OsStr::new("runc")));
         assert!(!is_runc_name(std::ffi::OsStr::new("/usr/bin/podinit")));
         assert!(!is_runc_name(std::ffi::OsStr::new("/opt/runc/podinit")));
+    }
+
+    #[test]
+    fn help_lists_each_verb_with_runcs_line_about_it() {
+        let u = usage();
+        assert!(
+            u.contains("   run         create and run a container\n"),
+            "{u}"
+        );
+        assert!(
+            u.contains("   spec        create a new specification file\n"),
+            "{u}"
+        );
+        for v in VERBS {
+            assert!(!v.about.is_empty(), "{}", v.name);
+            let h = verb_help(v);
+            assert!(
+                h.starts_with(&format!(
+                    "NAME:\n   podinit-runc {} - {}\n",
+                    v.name, v.about
+                )),
+                "{h}"
+            );
+            assert!(
+                h.contains(&format!("USAGE:\n   podinit-runc {}", v.name)),
+                "{h}"
+            );
+        }
     }
 
     #[test]
