@@ -10,7 +10,7 @@ mod common;
 mod shim;
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use std::time::{Duration, Instant};
 

@@ -21,9 +21,7 @@ use containerd_shim::protos::sandbox_sync::SandboxClient;
 use containerd_shim::protos::shim_sync::{create_events, Events, TaskClient};
 use containerd_shim::protos::ttrpc::{self, Client, Server, TtrpcContext};
 use serde_json::json;
-use shim::{
-    cgroup_hierarchies, create, ctx, delete, drain, fifo, make_fifo, shim_start, start, wait, Lab,
-};
+use shim::{cgroup_hierarchies, ctx, delete, drain, fifo, make_fifo, shim_start, start, wait, Lab};
 
 /// containerd's events service, which the shim publishes to: the topics it got.
 #[derive(Clone, Default)]
@@ -317,7 +315,7 @@ fn a_pod_made_through_the_sandbox_api_with_a_container_in_it() {
         ],
     );
     let (out, r) = fifo(&lab.dir, "c1.out");
-    create(&tasks, "c1", &c1, &out);
+    shim::create(&tasks, "c1", &c1, &out);
     start(&tasks, "c1", "");
     assert_eq!(wait(&tasks, "c1", ""), 3);
     assert_eq!(drain(r), "sbapi-pod\n1\n81\npause\n");

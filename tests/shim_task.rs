@@ -20,7 +20,7 @@ use containerd_shim::protos::shim_sync::{create_events, Events, TaskClient};
 use containerd_shim::protos::ttrpc::{self, Client, Server, TtrpcContext};
 use serde_json::json;
 use shim::{
-    cgroup_hierarchies, create, ctx, delete, drain, fifo, kill, shim_start, start, wait, Lab, SHIM,
+    cgroup_hierarchies, create, ctx, delete, drain, fifo, kill, shim_start, start, wait, Lab,
 };
 
 /// The events the shim published: (topic, container or exec id).
