@@ -186,7 +186,7 @@ pub(crate) fn container_base(c: &Container, field: &str, dirs: Dirs) -> Result<B
     let reference = Reference::parse(image);
     let bundle = match &reference {
         Ok(r) => stored(dirs.images, &r.to_string())
-            .map_err(ctx)?
+            .map_err(|e| ctx(e.to_string()))?
             .map(|img| bundle::image::from_image(&img))
             .transpose()
             .map_err(ctx)?,
@@ -203,7 +203,10 @@ pub(crate) fn container_base(c: &Container, field: &str, dirs: Dirs) -> Result<B
 }
 
 /// The image the store at `root` has under `name`, if the store exists and has it.
-pub fn stored(root: &Path, name: &str) -> Result<Option<crate::image::store::Image>, String> {
+pub fn stored(
+    root: &Path,
+    name: &str,
+) -> Result<Option<crate::image::store::Image>, crate::image::Error> {
     if !root.is_dir() {
         return Ok(None);
     }

@@ -10,8 +10,8 @@ mod common;
 mod shim;
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::PathBuf;
+
 use std::time::{Duration, Instant};
 
 use containerd_shim::protos::api;
@@ -19,7 +19,10 @@ use containerd_shim::protos::protobuf::well_known_types::any::Any;
 use containerd_shim::protos::shim_sync::{create_events, Events, TaskClient};
 use containerd_shim::protos::ttrpc::{self, Client, Server, TtrpcContext};
 use serde_json::json;
-use shim::{cgroup_hierarchies, ctx, drain, fifo, make_fifo, shim_start, SHIM};
+use shim::{
+    create, ctx, drain, fifo, shim_start, start, try_create, try_delete, try_kill, try_start, wait,
+    Lab,
+};
 
 /// The events service the shim publishes to (at `TTRPC_ADDRESS`): it takes them all.
 struct Sink;
@@ -30,40 +33,7 @@ impl Events for Sink {
     }
 }
 
-/// Removes everything the test made, failed or not.
-struct Lab {
-    dir: PathBuf,
-    ns: String,
-    parent: String,
-    shim: Option<i32>,
-    ids: Vec<String>,
-    logs: Vec<std::fs::File>,
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        let root = format!("/run/containerd/podinit/{}", self.ns);
-        for id in &self.ids {
-            let _ = Command::new(SHIM)
-                .args(["runc", "--root", &root, "delete", "--force", id])
-                .stderr(Stdio::null())
-                .status();
-        }
-        if let Some(pid) = self.shim {
-            // SAFETY: the shim this test started.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
-        let _ = std::fs::remove_dir(&root);
-        for h in cgroup_hierarchies() {
-            for id in &self.ids {
-                let _ = std::fs::remove_dir(h.join(&self.parent).join(id));
-            }
-            let _ = std::fs::remove_dir(h.join(&self.parent));
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
+/// A bundle of the pod "sb" with these `process` fields.
 fn bundle(
     lab: &mut Lab,
     id: &str,
@@ -71,24 +41,11 @@ fn bundle(
     namespaces: serde_json::Value,
     kind: &str,
 ) -> PathBuf {
-    let dir = lab.dir.join(id);
-    std::fs::create_dir_all(&dir).unwrap();
-    let base = common::bundles().join("busybox");
-    let mut spec: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(base.join("config.json")).unwrap()).unwrap();
-    spec["root"] = json!({"path": base.join("rootfs"), "readonly": true});
+    let mut spec = lab.cri_spec(id, namespaces, kind, "sb");
     for (k, v) in process.as_object().unwrap() {
         spec["process"][k] = v.clone();
     }
-    spec["linux"]["namespaces"] = namespaces;
-    spec["linux"]["cgroupsPath"] = json!(format!("/{}/{id}", lab.parent));
-    spec["annotations"] = json!({
-        "io.kubernetes.cri.container-type": kind,
-        "io.kubernetes.cri.sandbox-id": "sb",
-    });
-    std::fs::write(dir.join("config.json"), spec.to_string()).unwrap();
-    lab.logs.push(make_fifo(&dir.join("log")));
-    dir
+    lab.bundle(id, &spec)
 }
 
 /// The first line written to the FIFO (its writer may stay open).
@@ -110,58 +67,6 @@ fn first_line(mut f: std::fs::File) -> String {
         .next()
         .unwrap_or("")
         .to_string()
-}
-
-fn create(c: &TaskClient, id: &str, bundle: &Path, stdout: &str) -> Result<u32, String> {
-    let req = api::CreateTaskRequest {
-        id: id.into(),
-        bundle: bundle.display().to_string(),
-        stdout: stdout.into(),
-        ..Default::default()
-    };
-    c.create(ctx(), &req)
-        .map(|r| r.pid)
-        .map_err(|e| e.to_string())
-}
-
-fn start(c: &TaskClient, id: &str, exec: &str) -> Result<u32, String> {
-    let req = api::StartRequest {
-        id: id.into(),
-        exec_id: exec.into(),
-        ..Default::default()
-    };
-    c.start(ctx(), &req)
-        .map(|r| r.pid)
-        .map_err(|e| e.to_string())
-}
-
-fn wait(c: &TaskClient, id: &str, exec: &str) -> u32 {
-    let req = api::WaitRequest {
-        id: id.into(),
-        exec_id: exec.into(),
-        ..Default::default()
-    };
-    c.wait(ctx(), &req)
-        .unwrap_or_else(|e| panic!("Wait {id}/{exec}: {e}"))
-        .exit_status
-}
-
-fn delete(c: &TaskClient, id: &str, exec: &str) {
-    let req = api::DeleteRequest {
-        id: id.into(),
-        exec_id: exec.into(),
-        ..Default::default()
-    };
-    let _ = c.delete(ctx(), &req);
-}
-
-fn kill(c: &TaskClient, id: &str) {
-    let req = api::KillRequest {
-        id: id.into(),
-        signal: libc::SIGKILL as u32,
-        ..Default::default()
-    };
-    let _ = c.kill(ctx(), &req);
 }
 
 /// Exec `args` (with `cwd`) in container `id`; its stdout, or the error of Exec or Start.
@@ -189,13 +94,13 @@ fn exec(
         ..Default::default()
     };
     c.exec(ctx(), &req).map_err(|e| e.to_string())?;
-    if let Err(e) = start(c, id, exec_id) {
-        delete(c, id, exec_id);
-        return Err(e);
+    if let Err(e) = try_start(c, id, exec_id) {
+        let _ = try_delete(c, id, exec_id);
+        return Err(e.to_string());
     }
     let text = drain(r);
     wait(c, id, exec_id);
-    delete(c, id, exec_id);
+    let _ = try_delete(c, id, exec_id);
     Ok(text)
 }
 
@@ -204,15 +109,7 @@ fn exec(
 fn escapes_through_the_shims_task_api() {
     common::require_root();
     let tag = format!("podinit-shim-esc-{}", std::process::id());
-    let mut lab = Lab {
-        dir: std::env::temp_dir().join(&tag),
-        ns: tag.clone(),
-        parent: tag.clone(),
-        shim: None,
-        ids: vec!["sb".into(), "c1".into(), "c2".into(), "bad".into()],
-        logs: Vec::new(),
-    };
-    std::fs::create_dir_all(&lab.dir).unwrap();
+    let mut lab = Lab::new(&tag, &["sb", "c1", "c2", "bad"]);
     let events_sock = format!("unix://{}", lab.dir.join("events.sock").display());
     let mut server = Server::new()
         .bind(&events_sock)
@@ -245,8 +142,8 @@ fn escapes_through_the_shims_task_api() {
         )
         .unwrap();
     lab.shim = Some(connect.shim_pid as i32);
-    let sb_pid = create(&client, "sb", &sb, "").unwrap();
-    start(&client, "sb", "").unwrap();
+    let sb_pid = create(&client, "sb", &sb, "");
+    start(&client, "sb", "");
     let ns = |t: &str, f: &str| json!({"type": t, "path": format!("/proc/{sb_pid}/ns/{f}")});
     let joined = json!([ns("pid", "pid"), ns("ipc", "ipc"), ns("uts", "uts"), ns("network", "net"), {"type": "mount"}]);
 
@@ -261,16 +158,16 @@ fn escapes_through_the_shims_task_api() {
         );
         lab.ids.push(format!("bad{n}"));
         shim_start(&lab.ns, &lab.dir, &bad, &format!("bad{n}"));
-        let created = create(&client, &format!("bad{n}"), &bad, "");
+        let created = try_create(&client, &format!("bad{n}"), &bad, "");
         let started = created
             .as_ref()
             .ok()
-            .map(|_| start(&client, &format!("bad{n}"), ""));
+            .map(|_| try_start(&client, &format!("bad{n}"), ""));
         assert!(
             created.is_err() || started.as_ref().is_some_and(|s| s.is_err()),
             "cwd /proc/self/fd/{n}: the container started"
         );
-        delete(&client, &format!("bad{n}"), "");
+        let _ = try_delete(&client, &format!("bad{n}"), "");
     }
 
     // A long-running container: what its init saw, and execs into it.
@@ -283,8 +180,8 @@ fn escapes_through_the_shims_task_api() {
         "container",
     );
     shim_start(&lab.ns, &lab.dir, &c1, "c1");
-    create(&client, "c1", &c1, &out1).unwrap();
-    start(&client, "c1", "").unwrap();
+    create(&client, "c1", &c1, &out1);
+    start(&client, "c1", "");
     assert_eq!(first_line(r1).trim(), "fds=0 1 2 3", "the init's open fds");
     let fds = exec(
         &lab,
@@ -318,7 +215,7 @@ fn escapes_through_the_shims_task_api() {
         "container",
     );
     shim_start(&lab.ns, &lab.dir, &c2, "c2");
-    let c2_pid = create(&client, "c2", &c2, "").unwrap();
+    let c2_pid = create(&client, "c2", &c2, "");
     // CVE-2019-5736: the binary it runs is the read-only mount, whoever writes it.
     let e = std::fs::OpenOptions::new()
         .write(true)
@@ -349,9 +246,9 @@ fn escapes_through_the_shims_task_api() {
         marker.display()
     );
     for id in ["c1", "c2", "sb"] {
-        kill(&client, id);
+        let _ = try_kill(&client, id, libc::SIGKILL as u32);
         wait(&client, id, "");
-        delete(&client, id, "");
+        let _ = try_delete(&client, id, "");
     }
     server.shutdown();
     let _ = client.shutdown(

@@ -13,12 +13,6 @@ use std::time::{Duration, Instant};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
-fn all_running(v: &serde_json::Value, n: usize) -> bool {
-    v["status"]["containerStatuses"]
-        .as_array()
-        .is_some_and(|a| a.len() == n && a.iter().all(|c| c["state"]["running"].is_object()))
-}
-
 /// Wait (bounded) until the pod's socket is up: the API is what these tests watch.
 fn wait_socket(p: &TestPod) {
     let deadline = Instant::now() + LIMIT;
@@ -379,12 +373,7 @@ spec:
     let b = bundle_copy(&p, "pids-bundle", |c| {
         c["linux"]["resources"] = serde_json::json!({"pids": {"limit": 128}});
     });
-    let yaml = std::fs::read_to_string(&p.manifest).unwrap();
-    std::fs::write(
-        &p.manifest,
-        yaml.replace("BUNDLE", &b.display().to_string()),
-    )
-    .unwrap();
+    set_bundle(&p, &b);
     p.start();
     wait_socket(&p);
     let mut peak = 0u64;

@@ -83,12 +83,6 @@ fn timed_get_pod(p: &TestPod) -> Duration {
     took
 }
 
-fn all_running(v: &serde_json::Value, n: usize) -> bool {
-    v["status"]["containerStatuses"]
-        .as_array()
-        .is_some_and(|a| a.len() == n && a.iter().all(|c| c["state"]["running"].is_object()))
-}
-
 // ---- faults ----
 
 #[test]
@@ -115,12 +109,7 @@ spec:
     let b = bundle_copy(&p, "pids-bundle", |c| {
         c["linux"]["resources"] = serde_json::json!({"pids": {"limit": 64}});
     });
-    let yaml = std::fs::read_to_string(&p.manifest).unwrap();
-    std::fs::write(
-        &p.manifest,
-        yaml.replace("BUNDLE", &b.display().to_string()),
-    )
-    .unwrap();
+    set_bundle(&p, &b);
     p.start();
     p.wait_status(LIMIT, |v| all_running(v, 1));
     let cg =

@@ -11,7 +11,7 @@ mod shim;
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use containerd_shim::protos::api;
@@ -21,7 +21,7 @@ use containerd_shim::protos::sandbox_sync::SandboxClient;
 use containerd_shim::protos::shim_sync::{create_events, Events, TaskClient};
 use containerd_shim::protos::ttrpc::{self, Client, Server, TtrpcContext};
 use serde_json::json;
-use shim::{cgroup_hierarchies, ctx, drain, fifo, make_fifo, shim_start, SHIM};
+use shim::{cgroup_hierarchies, ctx, delete, drain, fifo, make_fifo, shim_start, start, wait, Lab};
 
 /// containerd's events service, which the shim publishes to: the topics it got.
 #[derive(Clone, Default)]
@@ -35,69 +35,19 @@ impl Events for Topics {
     }
 }
 
-/// Removes everything the test made, failed or not.
-struct Lab {
-    dir: PathBuf,
-    ns: String,
-    parent: String,
-    netns: PathBuf,
-    shim: Option<i32>,
-    pause: Option<i32>,
-    containers: Vec<String>,
-    logs: Vec<std::fs::File>,
-}
-
-impl Lab {
-    fn new(tag: &str) -> Lab {
-        let dir = std::env::temp_dir().join(tag);
-        std::fs::create_dir_all(&dir).unwrap();
-        // A network namespace bound to a file, as CNI's are: with a loopback only.
-        let netns = dir.join("netns");
-        std::fs::write(&netns, "").unwrap();
-        let st = Command::new("unshare")
-            .arg(format!("--net={}", netns.display()))
-            .arg("true")
-            .status()
-            .unwrap();
-        assert!(st.success(), "unshare --net=FILE failed");
-        Lab {
-            dir,
-            ns: tag.to_string(),
-            parent: tag.to_string(),
-            netns,
-            shim: None,
-            pause: None,
-            containers: Vec::new(),
-            logs: Vec::new(),
-        }
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        let root = format!("/run/containerd/podinit/{}", self.ns);
-        for id in &self.containers {
-            let _ = Command::new(SHIM)
-                .args(["runc", "--root", &root, "delete", "--force", id])
-                .stderr(Stdio::null())
-                .status();
-        }
-        for pid in [self.shim, self.pause].into_iter().flatten() {
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
-        let _ = std::fs::remove_dir(&root);
-        for h in cgroup_hierarchies() {
-            let p = h.join(&self.parent);
-            if let Ok(d) = std::fs::read_dir(&p) {
-                for e in d.flatten().filter(|e| e.path().is_dir()) {
-                    let _ = std::fs::remove_dir(e.path());
-                }
-            }
-            let _ = std::fs::remove_dir(&p);
-        }
-        let _ = nix::mount::umount2(&self.netns, nix::mount::MntFlags::MNT_DETACH);
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+/// A lab with a network namespace bound to a file, as CNI's are: with a loopback only.
+fn lab_with_netns(tag: &str) -> Lab {
+    let mut lab = Lab::new(tag, &[]);
+    let netns = lab.dir.join("netns");
+    std::fs::write(&netns, "").unwrap();
+    let st = Command::new("unshare")
+        .arg(format!("--net={}", netns.display()))
+        .arg("true")
+        .status()
+        .unwrap();
+    assert!(st.success(), "unshare --net=FILE failed");
+    lab.netns = Some(netns);
+    lab
 }
 
 /// A bundle as containerd 2's sandbox controller makes one for the shim: an empty
@@ -112,25 +62,13 @@ fn sandbox_bundle(lab: &mut Lab, id: &str) -> PathBuf {
 /// A container's bundle, as the CRI makes it for a pod in Sandbox mode: busybox, the
 /// sandbox's namespaces by `/proc/<pid>/ns` paths, its own mount namespace.
 fn container_bundle(lab: &mut Lab, id: &str, sandbox: &str, pid: u32, args: &[&str]) -> PathBuf {
-    let dir = lab.dir.join(id);
-    std::fs::create_dir_all(&dir).unwrap();
-    let base = common::bundles().join("busybox");
-    let mut spec: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(base.join("config.json")).unwrap()).unwrap();
-    spec["root"] = json!({"path": base.join("rootfs"), "readonly": true});
-    spec["process"]["args"] = json!(args);
     let ns = |t: &str, f: &str| json!({"type": t, "path": format!("/proc/{pid}/ns/{f}")});
-    spec["linux"]["namespaces"] = json!([ns("pid", "pid"), ns("ipc", "ipc"), ns("uts", "uts"), ns("network", "net"), {"type": "mount"}]);
-    spec["linux"]["cgroupsPath"] = json!(format!("/{}/{id}", lab.parent));
+    let namespaces = json!([ns("pid", "pid"), ns("ipc", "ipc"), ns("uts", "uts"), ns("network", "net"), {"type": "mount"}]);
+    let mut spec = lab.cri_spec(id, namespaces, "container", sandbox);
+    spec["process"]["args"] = json!(args);
     spec.as_object_mut().unwrap().remove("hostname");
-    spec["annotations"] = json!({
-        "io.kubernetes.cri.container-type": "container",
-        "io.kubernetes.cri.sandbox-id": sandbox,
-    });
-    std::fs::write(dir.join("config.json"), spec.to_string()).unwrap();
-    lab.logs.push(make_fifo(&dir.join("log")));
-    lab.containers.push(id.to_string());
-    dir
+    lab.ids.push(id.to_string());
+    lab.bundle(id, &spec)
 }
 
 // The CRI's PodSandboxConfig, encoded by hand (field numbers of cri-api's api.proto).
@@ -191,7 +129,7 @@ fn wait_gone(pid: i32, what: &str) {
 fn a_pod_made_through_the_sandbox_api_with_a_container_in_it() {
     common::require_root();
     let tag = format!("podinit-sbapi-{}", std::process::id());
-    let mut lab = Lab::new(&tag);
+    let mut lab = lab_with_netns(&tag);
     let id = "sb";
     let bundle = sandbox_bundle(&mut lab, id);
     let topics = Topics::default();
@@ -242,7 +180,7 @@ fn a_pod_made_through_the_sandbox_api_with_a_container_in_it() {
             ],
         ))
         .into(),
-        netns_path: lab.netns.display().to_string(),
+        netns_path: lab.netns.as_ref().unwrap().display().to_string(),
         ..Default::default()
     };
     sandboxes.create_sandbox(ctx(), &create).unwrap();
@@ -295,7 +233,9 @@ fn a_pod_made_through_the_sandbox_api_with_a_container_in_it() {
     );
     assert_eq!(
         ns_inode(pid, "net"),
-        std::fs::metadata(&lab.netns).unwrap().ino()
+        std::fs::metadata(lab.netns.as_ref().unwrap())
+            .unwrap()
+            .ino()
     );
     for ns in ["pid", "ipc", "uts"] {
         assert_ne!(
@@ -375,46 +315,11 @@ fn a_pod_made_through_the_sandbox_api_with_a_container_in_it() {
         ],
     );
     let (out, r) = fifo(&lab.dir, "c1.out");
-    tasks
-        .create(
-            ctx(),
-            &api::CreateTaskRequest {
-                id: "c1".into(),
-                bundle: c1.display().to_string(),
-                stdout: out,
-                ..Default::default()
-            },
-        )
-        .unwrap();
-    tasks
-        .start(
-            ctx(),
-            &api::StartRequest {
-                id: "c1".into(),
-                ..Default::default()
-            },
-        )
-        .unwrap();
-    let w = tasks
-        .wait(
-            ctx(),
-            &api::WaitRequest {
-                id: "c1".into(),
-                ..Default::default()
-            },
-        )
-        .unwrap();
-    assert_eq!(w.exit_status, 3);
+    shim::create(&tasks, "c1", &c1, &out);
+    start(&tasks, "c1", "");
+    assert_eq!(wait(&tasks, "c1", ""), 3);
     assert_eq!(drain(r), "sbapi-pod\n1\n81\npause\n");
-    tasks
-        .delete(
-            ctx(),
-            &api::DeleteRequest {
-                id: "c1".into(),
-                ..Default::default()
-            },
-        )
-        .unwrap();
+    delete(&tasks, "c1", "");
 
     // The pod cgroup's figures, as the Task service's Stats gives a container's.
     let metrics = sandboxes

@@ -10,7 +10,7 @@ mod shim;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -19,7 +19,9 @@ use containerd_shim::protos::protobuf::well_known_types::any::Any;
 use containerd_shim::protos::shim_sync::{create_events, Events, TaskClient};
 use containerd_shim::protos::ttrpc::{self, Client, Server, TtrpcContext};
 use serde_json::json;
-use shim::{cgroup_hierarchies, ctx, drain, fifo, make_fifo, shim_start, SHIM};
+use shim::{
+    cgroup_hierarchies, create, ctx, delete, drain, fifo, kill, shim_start, start, wait, Lab,
+};
 
 /// The events the shim published: (topic, container or exec id).
 #[derive(Clone, Default)]
@@ -62,37 +64,7 @@ fn event_id(a: &Any) -> String {
     }
 }
 
-/// Removes everything the test made, failed or not.
-struct Lab {
-    dir: PathBuf,
-    ns: String,
-    parent: String,
-    shim: Option<i32>,
-    ids: Vec<String>,
-    /// The read ends of the bundles' `log` FIFOs, which the shim writes its log to.
-    logs: Vec<std::fs::File>,
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        let root = format!("/run/containerd/podinit/{}", self.ns);
-        for id in &self.ids {
-            let _ = Command::new(SHIM)
-                .args(["runc", "--root", &root, "delete", "--force", id])
-                .stderr(Stdio::null())
-                .status();
-        }
-        if let Some(pid) = self.shim {
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
-        let _ = std::fs::remove_dir(&root);
-        for h in cgroup_hierarchies() {
-            let _ = std::fs::remove_dir(h.join(&self.parent));
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
+/// A bundle of the pod "sb" running `args`, with the pod's hostname.
 fn bundle(
     lab: &mut Lab,
     id: &str,
@@ -100,78 +72,10 @@ fn bundle(
     namespaces: serde_json::Value,
     kind: &str,
 ) -> PathBuf {
-    let dir = lab.dir.join(id);
-    std::fs::create_dir_all(&dir).unwrap();
-    let base = common::bundles().join("busybox");
-    let mut spec: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(base.join("config.json")).unwrap()).unwrap();
-    spec["root"] = json!({"path": base.join("rootfs"), "readonly": true});
+    let mut spec = lab.cri_spec(id, namespaces, kind, "sb");
     spec["process"]["args"] = json!(args);
     spec["hostname"] = json!("shim-test-pod");
-    spec["linux"]["namespaces"] = namespaces;
-    spec["linux"]["cgroupsPath"] = json!(format!("/{}/{id}", lab.parent));
-    spec["annotations"] = json!({
-        "io.kubernetes.cri.container-type": kind,
-        "io.kubernetes.cri.sandbox-id": "sb",
-    });
-    std::fs::write(dir.join("config.json"), spec.to_string()).unwrap();
-    // containerd makes this FIFO and reads it: the shim's log.
-    lab.logs.push(make_fifo(&dir.join("log")));
-    dir
-}
-
-fn create(c: &TaskClient, id: &str, bundle: &Path, stdout: &str) -> u32 {
-    let req = api::CreateTaskRequest {
-        id: id.into(),
-        bundle: bundle.display().to_string(),
-        stdout: stdout.into(),
-        ..Default::default()
-    };
-    c.create(ctx(), &req)
-        .unwrap_or_else(|e| panic!("Create {id}: {e}"))
-        .pid
-}
-
-fn start(c: &TaskClient, id: &str, exec: &str) -> u32 {
-    let req = api::StartRequest {
-        id: id.into(),
-        exec_id: exec.into(),
-        ..Default::default()
-    };
-    c.start(ctx(), &req)
-        .unwrap_or_else(|e| panic!("Start {id}/{exec}: {e}"))
-        .pid
-}
-
-fn wait(c: &TaskClient, id: &str, exec: &str) -> u32 {
-    let req = api::WaitRequest {
-        id: id.into(),
-        exec_id: exec.into(),
-        ..Default::default()
-    };
-    c.wait(ctx(), &req)
-        .unwrap_or_else(|e| panic!("Wait {id}/{exec}: {e}"))
-        .exit_status
-}
-
-fn kill(c: &TaskClient, id: &str, sig: u32) {
-    let req = api::KillRequest {
-        id: id.into(),
-        signal: sig,
-        ..Default::default()
-    };
-    c.kill(ctx(), &req)
-        .unwrap_or_else(|e| panic!("Kill {id}: {e}"));
-}
-
-fn delete(c: &TaskClient, id: &str, exec: &str) -> api::DeleteResponse {
-    let req = api::DeleteRequest {
-        id: id.into(),
-        exec_id: exec.into(),
-        ..Default::default()
-    };
-    c.delete(ctx(), &req)
-        .unwrap_or_else(|e| panic!("Delete {id}/{exec}: {e}"))
+    lab.bundle(id, &spec)
 }
 
 #[test]
@@ -179,15 +83,7 @@ fn delete(c: &TaskClient, id: &str, exec: &str) -> api::DeleteResponse {
 fn a_cri_shaped_pod_through_the_shims_task_api() {
     common::require_root();
     let tag = format!("podinit-shim-test-{}", std::process::id());
-    let mut lab = Lab {
-        dir: std::env::temp_dir().join(&tag),
-        ns: tag.clone(),
-        parent: tag.clone(),
-        shim: None,
-        ids: vec!["sb".into(), "c1".into(), "c2".into()],
-        logs: Vec::new(),
-    };
-    std::fs::create_dir_all(&lab.dir).unwrap();
+    let mut lab = Lab::new(&tag, &["sb", "c1", "c2"]);
     let events = Recorded::default();
     let events_sock = format!("unix://{}", lab.dir.join("events.sock").display());
     let mut server = Server::new()
@@ -384,15 +280,7 @@ fn systemd_vm_the_shim_honours_systemd_cgroup_with_a_scope_per_task() {
         "needs systemd as PID 1 (no /run/systemd/system here): run scripts/vm-systemd-test"
     );
     let tag = format!("podinit-shim-sd-{}", std::process::id());
-    let mut lab = Lab {
-        dir: std::env::temp_dir().join(&tag),
-        ns: tag.clone(),
-        parent: tag.clone(),
-        shim: None,
-        ids: vec!["sb".into()],
-        logs: Vec::new(),
-    };
-    std::fs::create_dir_all(&lab.dir).unwrap();
+    let mut lab = Lab::new(&tag, &["sb"]);
     let events_sock = format!("unix://{}", lab.dir.join("events.sock").display());
     let mut server = Server::new()
         .bind(&events_sock)

@@ -67,6 +67,16 @@ impl From<String> for Failure {
     }
 }
 
+/// The image layer's errors keep their kind: `podinit images` and `run`'s pulls.
+impl From<crate::image::Error> for Failure {
+    fn from(e: crate::image::Error) -> Failure {
+        Failure::Failed {
+            kind: e.kind(),
+            message: e.to_string(),
+        }
+    }
+}
+
 impl From<&str> for Failure {
     fn from(message: &str) -> Failure {
         Failure::from(message.to_string())
@@ -96,6 +106,16 @@ mod tests {
             };
             assert_eq!((failed.kind(), failed.exit_status()), (k, 1));
         }
+        let image = crate::image::Error::NoImage {
+            name: "docker.io/library/x:latest".into(),
+            store: "/s".into(),
+        };
+        let e = Failure::from(image);
+        assert_eq!((e.kind(), e.exit_status()), (Kind::NotFound, 1));
+        assert_eq!(
+            e.to_string(),
+            "no image docker.io/library/x:latest in the store /s"
+        );
         let e = Failure::from("no socket".to_string());
         assert_eq!((e.kind(), e.exit_status()), (Kind::Unknown, 1));
         // `run` decides its statuses by stage; they are these.

@@ -134,22 +134,19 @@ pub fn main(args: Vec<OsString>) -> i32 {
     }
     match run(&root, action) {
         Ok(()) => 0,
-        Err(Failed::Said) => 1,
-        Err(Failed::Error(e)) => {
-            crate::log::error(&e);
-            1
-        }
+        Err(Failed::Said) => super::exit::EXIT_FAILED,
+        Err(Failed::Error(e)) => super::exit::Failure::from(e).report(),
     }
 }
 
 /// Why a command failed: an error to say, or errors said already.
 enum Failed {
-    Error(String),
+    Error(crate::image::Error),
     Said,
 }
 
-impl From<String> for Failed {
-    fn from(e: String) -> Self {
+impl From<crate::image::Error> for Failed {
+    fn from(e: crate::image::Error) -> Self {
         Failed::Error(e)
     }
 }
@@ -172,7 +169,7 @@ fn run(root: &std::path::Path, action: Action) -> Result<(), Failed> {
                 match store.remove(&n, force) {
                     Ok(()) => println!("{n}"),
                     Err(e) => {
-                        crate::log::error(&e.to_string());
+                        super::exit::Failure::from(e).report();
                         failed = true;
                     }
                 }

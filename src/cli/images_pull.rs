@@ -10,7 +10,6 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-const EXIT_FAILED: i32 = 1;
 const EXIT_USAGE: i32 = 2;
 
 pub const HELP: &str = "\
@@ -61,10 +60,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
             println!("{digest}");
             0
         }
-        Err(e) => {
-            crate::log::error(&e);
-            EXIT_FAILED
-        }
+        Err(e) => super::exit::Failure::from(e).report(),
     }
 }
 
@@ -117,7 +113,7 @@ fn parse(args: Vec<OsString>) -> Result<Option<Args>, String> {
     Ok(Some(a))
 }
 
-fn pull(mut a: Args) -> Result<String, String> {
+fn pull(mut a: Args) -> Result<String, crate::image::Error> {
     let name = Reference::parse(&a.name)?;
     if let Some((username, password)) = a.creds.take() {
         // Given on the command line, it is for this image's registry.

@@ -4,6 +4,8 @@ use sha2::{Digest as _, Sha256};
 use std::fmt;
 use std::io::{self, Read};
 
+use super::error::Error;
+
 /// A content digest. Only sha256 is accepted, as containerd accepts by default.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Digest {
@@ -13,19 +15,21 @@ pub struct Digest {
 
 impl Digest {
     /// `sha256:` followed by 64 lowercase hex characters.
-    pub fn parse(s: &str) -> Result<Digest, String> {
+    pub fn parse(s: &str) -> Result<Digest, Error> {
         let Some((alg, hex)) = s.split_once(':') else {
-            return Err(format!("invalid digest {s:?}: want sha256:<64 hex digits>"));
+            return Err(Error::Content(format!(
+                "invalid digest {s:?}: want sha256:<64 hex digits>"
+            )));
         };
         if alg != "sha256" {
-            return Err(format!(
+            return Err(Error::Unsupported(format!(
                 "unsupported digest algorithm {alg:?} in {s:?}: only sha256 is"
-            ));
+            )));
         }
         if hex.len() != 64 || !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
-            return Err(format!(
+            return Err(Error::Content(format!(
                 "invalid digest {s:?}: want 64 lowercase hex digits after sha256:"
-            ));
+            )));
         }
         Ok(Digest { hex: hex.into() })
     }

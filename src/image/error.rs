@@ -1,8 +1,13 @@
-//! The image store's errors, with what a front-end needs to tell them apart: a name that
-//! does not parse, an image the store does not have, one a running container holds.
+//! The image layer's errors, with what a front-end needs to tell them apart: a name that
+//! does not parse, an image the store does not have, one a running container holds,
+//! content that does not verify, a registry's refusal with its status, a file of the
+//! store with its path and OS error. Each keeps the one line podinit has always printed.
 
 use std::fmt;
+use std::io;
 use std::path::PathBuf;
+
+use nix::errno::Errno;
 
 use crate::error::Kind;
 
@@ -14,17 +19,81 @@ pub enum Error {
     NoImage { name: String, store: PathBuf },
     /// A running container uses the image: it stays.
     InUse(String),
-    /// Anything else, as its message.
-    Other(String),
+    /// A file of the store, an archive or a layout: what was done to which path, and the
+    /// OS's error.
+    Io { what: String, err: io::Error },
+    /// An OS error, or a stream's (a digest or size that does not match its descriptor),
+    /// whose line is its own: the context that names the file or entry wraps it.
+    Os(io::Error),
+    /// A system call on a file of the store or a layer (a lock, mknod, chown): what was
+    /// done to which path, and its errno.
+    Sys { what: String, errno: Errno },
+    /// Content that is not what it claims to be, or not an image's: JSON that does not
+    /// parse, a digest that does not match, a field missing or out of range.
+    Content(String),
+    /// Content of a kind podinit does not take (schema 1, encrypted layers, an unknown
+    /// media type).
+    Unsupported(String),
+    /// A blob, layer or platform the image needs is not there.
+    Missing(String),
+    /// A registry refused or could not be reached: its HTTP status when it answered.
+    Registry {
+        status: Option<u16>,
+        message: String,
+    },
+    /// The error of a step on a named thing (an image, a blob, a layer, a pull).
+    In { what: String, err: Box<Error> },
 }
 
+pub type Result<T> = std::result::Result<T, Error>;
+
 impl Error {
+    pub fn io(what: impl fmt::Display, err: io::Error) -> Error {
+        Error::Io {
+            what: what.to_string(),
+            err,
+        }
+    }
+
+    pub fn sys(what: impl fmt::Display, errno: Errno) -> Error {
+        Error::Sys {
+            what: what.to_string(),
+            errno,
+        }
+    }
+
+    /// A registry's error with no answer to give its status (a connection, a protocol
+    /// error).
+    pub fn unreachable(message: String) -> Error {
+        Error::Registry {
+            status: None,
+            message,
+        }
+    }
+
+    /// This error as one of `what`'s, which its line then starts with.
+    pub fn within(self, what: impl fmt::Display) -> Error {
+        Error::In {
+            what: what.to_string(),
+            err: Box::new(self),
+        }
+    }
+
     pub fn kind(&self) -> Kind {
         match self {
-            Error::Reference(_) => Kind::InvalidArgument,
-            Error::NoImage { .. } => Kind::NotFound,
+            Error::Reference(_) | Error::Content(_) => Kind::InvalidArgument,
+            Error::NoImage { .. } | Error::Missing(_) => Kind::NotFound,
             Error::InUse(_) => Kind::FailedPrecondition,
-            Error::Other(_) => Kind::Unknown,
+            Error::Io { err, .. } | Error::Os(err) => Kind::of_io(err),
+            Error::Sys { errno, .. } => Kind::of_errno(*errno),
+            Error::Unsupported(_) => Kind::Unimplemented,
+            Error::Registry { status, .. } => match status {
+                Some(401 | 403) => Kind::PermissionDenied,
+                Some(404) => Kind::NotFound,
+                Some(408 | 429 | 500..=599) | None => Kind::Unavailable,
+                Some(_) => Kind::Unknown,
+            },
+            Error::In { err, .. } => err.kind(),
         }
     }
 }
@@ -35,18 +104,23 @@ impl fmt::Display for Error {
             Error::NoImage { name, store } => {
                 write!(f, "no image {name} in the store {}", store.display())
             }
-            Error::Reference(m) | Error::InUse(m) | Error::Other(m) => f.write_str(m),
+            Error::Io { what, err } => write!(f, "{what}: {err}"),
+            Error::Os(err) => err.fmt(f),
+            Error::Sys { what, errno } => write!(f, "{what}: {errno}"),
+            Error::Registry { message, .. } => f.write_str(message),
+            Error::In { what, err } => write!(f, "{what}: {err}"),
+            Error::Reference(m)
+            | Error::InUse(m)
+            | Error::Content(m)
+            | Error::Unsupported(m)
+            | Error::Missing(m) => f.write_str(m),
         }
     }
 }
 
-impl From<String> for Error {
-    fn from(m: String) -> Error {
-        Error::Other(m)
-    }
-}
+impl std::error::Error for Error {}
 
-/// For the callers still written over strings.
+/// For the callers above the image layer still written over strings.
 impl From<Error> for String {
     fn from(e: Error) -> String {
         e.to_string()
@@ -58,7 +132,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_error_has_its_kind() {
+    fn each_error_has_its_kind_and_line() {
         let e = Error::NoImage {
             name: "docker.io/library/x:latest".into(),
             store: "/var/lib/podinit/images".into(),
@@ -68,8 +142,71 @@ mod tests {
             e.to_string(),
             "no image docker.io/library/x:latest in the store /var/lib/podinit/images"
         );
-        assert_eq!(Error::Reference("r".into()).kind(), Kind::InvalidArgument);
-        assert_eq!(Error::InUse("u".into()).kind(), Kind::FailedPrecondition);
-        assert_eq!(Error::from("o".to_string()).kind(), Kind::Unknown);
+        let enoent = || io::Error::from_raw_os_error(libc::ENOENT);
+        let cases = [
+            (Error::Reference("r".into()), Kind::InvalidArgument, "r"),
+            (Error::InUse("u".into()), Kind::FailedPrecondition, "u"),
+            (Error::Content("c".into()), Kind::InvalidArgument, "c"),
+            (Error::Unsupported("s".into()), Kind::Unimplemented, "s"),
+            (Error::Missing("m".into()), Kind::NotFound, "m"),
+            (
+                Error::io("reading /s/index.json", enoent()),
+                Kind::NotFound,
+                "reading /s/index.json: No such file or directory (os error 2)",
+            ),
+            (
+                Error::Os(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "digest mismatch",
+                )),
+                Kind::InvalidArgument,
+                "digest mismatch",
+            ),
+            (
+                Error::sys("locking /s/lock", Errno::EACCES),
+                Kind::PermissionDenied,
+                "locking /s/lock: EACCES: Permission denied",
+            ),
+            (
+                Error::Registry {
+                    status: Some(401),
+                    message: "401 Unauthorized".into(),
+                },
+                Kind::PermissionDenied,
+                "401 Unauthorized",
+            ),
+            (
+                Error::Registry {
+                    status: Some(404),
+                    message: "not found".into(),
+                },
+                Kind::NotFound,
+                "not found",
+            ),
+            (
+                Error::Registry {
+                    status: Some(503),
+                    message: "503".into(),
+                },
+                Kind::Unavailable,
+                "503",
+            ),
+            (
+                Error::unreachable("connection refused".into()),
+                Kind::Unavailable,
+                "connection refused",
+            ),
+            (
+                Error::Missing("layer x".into())
+                    .within("blob b")
+                    .within("pull a"),
+                Kind::NotFound,
+                "pull a: blob b: layer x",
+            ),
+        ];
+        for (e, kind, line) in cases {
+            assert_eq!(e.kind(), kind, "{e}");
+            assert_eq!(e.to_string(), line);
+        }
     }
 }

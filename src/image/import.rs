@@ -3,6 +3,7 @@
 //! importer takes them. Docker's manifest.json entries become OCI manifests.
 
 use super::digest::Digest;
+use super::error::{Error, Result};
 use super::media;
 use super::names::{NAME_ANNOTATION, REF_ANNOTATION};
 use super::reference::Reference;
@@ -19,18 +20,18 @@ const JSON_MAX: u64 = 16 << 20;
 
 /// Imports the images at `path`, named `name` if given (which then must be the only image
 /// there), else as the archive names them. Nothing of a failed import stays.
-pub fn import(store: &Store, path: &Path, name: Option<&str>) -> Result<Vec<Image>, String> {
+pub fn import(store: &Store, path: &Path, name: Option<&str>) -> Result<Vec<Image>> {
     let name = name
         .map(Reference::parse)
         .transpose()
-        .map_err(|e| format!("--name: {e}"))?;
+        .map_err(|e| e.within("--name"))?;
     let mut added = vec![];
     let writing = store.writing()?;
     let result = import_locked(store, path, name.as_ref(), &mut added);
     drop(writing);
     // Blobs that no image ended up using: another platform's, or a failure's.
     let cleaned = store.drop_unused(&added);
-    let images = result.map_err(|e| format!("import {}: {e}", path.display()))?;
+    let images = result.map_err(|e| e.within(format_args!("import {}", path.display())))?;
     cleaned?;
     Ok(images)
 }
@@ -40,8 +41,8 @@ fn import_locked(
     path: &Path,
     name: Option<&Reference>,
     added: &mut Vec<Digest>,
-) -> Result<Vec<Image>, String> {
-    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+) -> Result<Vec<Image>> {
+    let meta = std::fs::metadata(path).map_err(Error::Os)?;
     let source = if meta.is_dir() {
         from_dir(store, path, added)?
     } else {
@@ -52,7 +53,7 @@ fn import_locked(
     // Every image is unpacked before any is named, so that one bad image of several
     // leaves no name behind.
     for (r, top) in &tops {
-        store.prepare(top).map_err(|e| format!("{r}: {e}"))?;
+        store.prepare(top).map_err(|e| e.within(r))?;
     }
     let mut images = vec![];
     for (r, top) in tops {
@@ -74,17 +75,17 @@ struct Source {
 type Top = (Digest, Vec<String>);
 
 impl Source {
-    fn tops(&self, store: &Store, added: &mut Vec<Digest>) -> Result<Vec<Top>, String> {
+    fn tops(&self, store: &Store, added: &mut Vec<Digest>) -> Result<Vec<Top>> {
         if let Some(index) = &self.index {
             return oci_tops(index);
         }
         if let Some(manifest) = &self.docker {
             return docker_tops(store, manifest, &self.files, added);
         }
-        Err(
+        Err(Error::Content(
             "neither an OCI image layout (index.json) nor a docker save archive (manifest.json)"
                 .into(),
-        )
+        ))
     }
 }
 
@@ -92,8 +93,8 @@ fn put_new(
     store: &Store,
     d: &Digest,
     added: &mut Vec<Digest>,
-    put: impl FnOnce() -> Result<(), String>,
-) -> Result<(), String> {
+    put: impl FnOnce() -> Result<()>,
+) -> Result<()> {
     let had = store.has_blob(d);
     put()?;
     if !had {
@@ -104,15 +105,15 @@ fn put_new(
 
 /// An OCI image layout directory (its index.json's images, this platform's blobs) or an
 /// unpacked docker save archive.
-fn from_dir(store: &Store, dir: &Path, added: &mut Vec<Digest>) -> Result<Source, String> {
+fn from_dir(store: &Store, dir: &Path, added: &mut Vec<Digest>) -> Result<Source> {
     let mut s = Source::default();
     if dir.join("index.json").is_file() {
         let index = read_json(&dir.join("index.json"))?;
-        let read = |d: &Digest| -> Result<Option<Vec<u8>>, String> {
+        let read = |d: &Digest| -> Result<Option<Vec<u8>>> {
             match std::fs::read(dir.join("blobs/sha256").join(&d.hex)) {
                 Ok(b) => Ok(Some(b)),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-                Err(e) => Err(format!("blob {d}: {e}")),
+                Err(e) => Err(Error::io(format_args!("blob {d}"), e)),
             }
         };
         for (top, _) in oci_tops(&index)? {
@@ -124,7 +125,8 @@ fn from_dir(store: &Store, dir: &Path, added: &mut Vec<Digest>) -> Result<Source
             for b in r.blobs.iter().chain(others) {
                 let path = blobs.join(&b.hex);
                 put_new(store, b, added, || {
-                    let mut f = File::open(&path).map_err(|e| format!("blob {b}: {e}"))?;
+                    let mut f =
+                        File::open(&path).map_err(|e| Error::io(format_args!("blob {b}"), e))?;
                     store.put_blob(b, None, &mut f)
                 })?;
             }
@@ -142,7 +144,7 @@ fn from_dir(store: &Store, dir: &Path, added: &mut Vec<Digest>) -> Result<Source
             .filter_map(Value::as_str);
         for file in config.chain(layers) {
             let rel = clean(Path::new(file))?;
-            let mut f = File::open(dir.join(&rel)).map_err(|e| format!("{file}: {e}"))?;
+            let mut f = File::open(dir.join(&rel)).map_err(|e| Error::io(file, e))?;
             let (d, _) = store.put_blob_unnamed(&mut f)?;
             added.push(d.clone());
             s.files.insert(rel, d);
@@ -154,21 +156,22 @@ fn from_dir(store: &Store, dir: &Path, added: &mut Vec<Digest>) -> Result<Source
 
 /// Streams a tarball (gzip- or zstd-compressed or not) once: blobs go straight into the
 /// store, verified; docker's files are stored by their content's digest.
-fn from_tar(store: &Store, path: &Path, added: &mut Vec<Digest>) -> Result<Source, String> {
-    let f = File::open(path).map_err(|e| e.to_string())?;
+fn from_tar(store: &Store, path: &Path, added: &mut Vec<Digest>) -> Result<Source> {
+    let f = File::open(path).map_err(Error::Os)?;
     let mut input = BufReader::with_capacity(1 << 20, f);
-    let head = input.fill_buf().map_err(|e| e.to_string())?.to_vec();
+    let head = input.fill_buf().map_err(Error::Os)?.to_vec();
     let plain: Box<dyn Read> = match media::sniff_compression(&head) {
         media::Compression::None => Box::new(input),
         media::Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(input)),
         media::Compression::Zstd => Box::new(
-            ruzstd::decoding::StreamingDecoder::new(input).map_err(|e| format!("zstd: {e}"))?,
+            ruzstd::decoding::StreamingDecoder::new(input)
+                .map_err(|e| Error::Content(format!("zstd: {e}")))?,
         ),
     };
     let mut archive = tar::Archive::new(plain);
     let mut s = Source::default();
     let mut links: Vec<(PathBuf, PathBuf)> = vec![];
-    let bad = |e: std::io::Error| format!("reading the archive: {e}");
+    let bad = |e: std::io::Error| Error::io("reading the archive", e);
     for entry in archive.entries().map_err(bad)? {
         let mut entry = entry.map_err(bad)?;
         let rel = clean(&entry.path().map_err(bad)?)?;
@@ -198,8 +201,7 @@ fn from_tar(store: &Store, path: &Path, added: &mut Vec<Digest>) -> Result<Sourc
             "oci-layout" | "repositories" => {}
             _ => {
                 if let Some(hex) = what.strip_prefix("blobs/sha256/") {
-                    let d = Digest::parse(&format!("sha256:{hex}"))
-                        .map_err(|e| format!("{what}: {e}"))?;
+                    let d = Digest::parse(&format!("sha256:{hex}")).map_err(|e| e.within(&what))?;
                     let size = entry.size();
                     put_new(store, &d, added, || {
                         store.put_blob(&d, Some(size), &mut entry)
@@ -208,7 +210,7 @@ fn from_tar(store: &Store, path: &Path, added: &mut Vec<Digest>) -> Result<Sourc
                 } else {
                     let (d, _) = store
                         .put_blob_unnamed(&mut entry)
-                        .map_err(|e| format!("{what}: {e}"))?;
+                        .map_err(|e| e.within(&what))?;
                     added.push(d.clone());
                     s.files.insert(rel, d);
                 }
@@ -224,12 +226,15 @@ fn from_tar(store: &Store, path: &Path, added: &mut Vec<Digest>) -> Result<Sourc
 }
 
 /// `a/b/../c` is `a/c`; going above the archive's root is an error.
-fn normalise(p: &Path) -> Result<PathBuf, String> {
+fn normalise(p: &Path) -> Result<PathBuf> {
     let mut out = PathBuf::new();
     for c in p.components() {
         match c {
             std::path::Component::ParentDir if !out.pop() => {
-                return Err(format!("link {:?} leaves the archive", p.display()));
+                return Err(Error::Content(format!(
+                    "link {:?} leaves the archive",
+                    p.display()
+                )));
             }
             std::path::Component::Normal(n) => out.push(n),
             _ => {}
@@ -238,30 +243,32 @@ fn normalise(p: &Path) -> Result<PathBuf, String> {
     Ok(out)
 }
 
-fn json_of(r: &mut dyn Read, what: &str) -> Result<Value, String> {
+fn json_of(r: &mut dyn Read, what: &str) -> Result<Value> {
     let mut buf = vec![];
     r.take(JSON_MAX + 1)
         .read_to_end(&mut buf)
-        .map_err(|e| format!("{what}: {e}"))?;
+        .map_err(|e| Error::io(what, e))?;
     if buf.len() as u64 > JSON_MAX {
-        return Err(format!("{what}: larger than {JSON_MAX} bytes"));
+        return Err(Error::Content(format!(
+            "{what}: larger than {JSON_MAX} bytes"
+        )));
     }
-    serde_json::from_slice(&buf).map_err(|e| format!("{what}: {e}"))
+    serde_json::from_slice(&buf).map_err(|e| Error::Content(format!("{what}: {e}")))
 }
 
-fn read_json(path: &Path) -> Result<Value, String> {
-    let mut f = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+fn read_json(path: &Path) -> Result<Value> {
+    let mut f = File::open(path).map_err(|e| Error::io(path.display(), e))?;
     json_of(&mut f, &path.display().to_string())
 }
 
 /// The images an OCI index.json lists, with the names its annotations give.
-fn oci_tops(index: &Value) -> Result<Vec<Top>, String> {
+fn oci_tops(index: &Value) -> Result<Vec<Top>> {
     let mut out = vec![];
     for m in index["manifests"].as_array().into_iter().flatten() {
         let d = Digest::parse(m["digest"].as_str().unwrap_or_default())
-            .map_err(|e| format!("index.json: {e}"))?;
+            .map_err(|e| e.within("index.json"))?;
         media::doc(m["mediaType"].as_str().unwrap_or(media::OCI_MANIFEST))
-            .map_err(|e| format!("index.json: {d}: {e}"))?;
+            .map_err(|e| e.within(format_args!("index.json: {d}")))?;
         let a = &m["annotations"];
         let names = match (a[NAME_ANNOTATION].as_str(), a[REF_ANNOTATION].as_str()) {
             (Some(n), _) => vec![n.to_string()],
@@ -274,7 +281,7 @@ fn oci_tops(index: &Value) -> Result<Vec<Top>, String> {
         }
     }
     if out.is_empty() {
-        return Err("index.json lists no images".into());
+        return Err(Error::Content("index.json lists no images".into()));
     }
     Ok(out)
 }
@@ -285,34 +292,38 @@ fn docker_tops(
     manifest: &Value,
     files: &HashMap<PathBuf, Digest>,
     added: &mut Vec<Digest>,
-) -> Result<Vec<Top>, String> {
+) -> Result<Vec<Top>> {
     let mut out = vec![];
-    let file = |f: &str| -> Result<(Digest, u64), String> {
+    let file = |f: &str| -> Result<(Digest, u64)> {
         let rel = clean(Path::new(f))?;
-        let d = files
-            .get(&rel)
-            .ok_or_else(|| format!("manifest.json names {f}, which the archive lacks"))?;
+        let d = files.get(&rel).ok_or_else(|| {
+            Error::Missing(format!("manifest.json names {f}, which the archive lacks"))
+        })?;
         let size = std::fs::metadata(store.blob_path(d))
-            .map_err(|e| format!("{f}: {e}"))?
+            .map_err(|e| Error::io(f, e))?
             .len();
         Ok((d.clone(), size))
     };
-    for entry in manifest.as_array().ok_or("manifest.json is not a list")? {
+    let bad = |m: &str| Error::Content(m.to_string());
+    for entry in manifest
+        .as_array()
+        .ok_or_else(|| bad("manifest.json is not a list"))?
+    {
         let (config, config_size) = file(
             entry["Config"]
                 .as_str()
-                .ok_or("manifest.json: an entry without Config")?,
+                .ok_or_else(|| bad("manifest.json: an entry without Config"))?,
         )?;
         let mut layers = vec![];
         for l in entry["Layers"].as_array().into_iter().flatten() {
             let (d, size) = file(
                 l.as_str()
-                    .ok_or("manifest.json: a layer that is not a path")?,
+                    .ok_or_else(|| bad("manifest.json: a layer that is not a path"))?,
             )?;
             let mut head = [0u8; 4];
             let n = File::open(store.blob_path(&d))
                 .and_then(|mut f| f.read(&mut head))
-                .map_err(|e| e.to_string())?;
+                .map_err(Error::Os)?;
             let kind = media::oci_layer(media::sniff_compression(&head[..n]));
             layers.push(json!({"mediaType": kind, "digest": d.to_string(), "size": size}));
         }
@@ -337,7 +348,7 @@ fn docker_tops(
         out.push((d, names));
     }
     if out.is_empty() {
-        return Err("manifest.json lists no images".into());
+        return Err(bad("manifest.json lists no images"));
     }
     Ok(out)
 }
@@ -345,13 +356,13 @@ fn docker_tops(
 /// The references to commit: `--name` for the one image, else the archive's names,
 /// normalised; a name that is only a tag (an OCI layout's `ref.name` often is) needs
 /// `--name` to say whose.
-fn name_them(tops: Vec<Top>, name: Option<&Reference>) -> Result<Vec<(Reference, Digest)>, String> {
+fn name_them(tops: Vec<Top>, name: Option<&Reference>) -> Result<Vec<(Reference, Digest)>> {
     if let Some(n) = name {
         if tops.len() != 1 {
-            return Err(format!(
+            return Err(Error::Content(format!(
                 "it holds {} images; --name names only one",
                 tops.len()
-            ));
+            )));
         }
         let top = tops.into_iter().next().expect("one").0;
         return Ok(vec![(n.clone(), top)]);
@@ -360,16 +371,18 @@ fn name_them(tops: Vec<Top>, name: Option<&Reference>) -> Result<Vec<(Reference,
     for (top, names) in tops {
         for n in names {
             if !n.contains(['/', ':', '@']) {
-                return Err(format!(
+                return Err(Error::Content(format!(
                     "the image {top} is named only by the tag {n:?}: give --name"
-                ));
+                )));
             }
-            let r = Reference::parse(&n).map_err(|e| format!("image {top}: {e}"))?;
+            let r = Reference::parse(&n).map_err(|e| e.within(format_args!("image {top}")))?;
             out.push((r, top.clone()));
         }
     }
     if out.is_empty() {
-        return Err("no image in it has a name: give --name".into());
+        return Err(Error::Content(
+            "no image in it has a name: give --name".into(),
+        ));
     }
     Ok(out)
 }
@@ -399,19 +412,23 @@ mod tests {
         );
         assert!(name_them(tops, Some(&Reference::parse("x").unwrap()))
             .unwrap_err()
+            .to_string()
             .contains("holds 2 images"));
         let tag_only = vec![(d(b"a"), vec!["1.0".to_string()])];
         assert!(name_them(tag_only.clone(), None)
             .unwrap_err()
+            .to_string()
             .contains("give --name"));
         let n = name_them(tag_only, Some(&Reference::parse("team/app:2").unwrap())).unwrap();
         assert_eq!(n[0].0.to_string(), "docker.io/team/app:2");
         assert!(name_them(vec![(d(b"a"), vec![])], None)
             .unwrap_err()
+            .to_string()
             .contains("no image in it has a name"));
         let bad = json!({"manifests": [{"mediaType": "text/plain", "digest": d(b"a").to_string(), "size": 1}]});
         assert!(oci_tops(&bad)
             .unwrap_err()
+            .to_string()
             .contains("unknown manifest media type"));
         assert_eq!(
             normalise(Path::new("a/../b/c")).unwrap(),

@@ -7,22 +7,24 @@ use nix::fcntl::{Flock, FlockArg};
 use std::fs::{File, OpenOptions};
 use std::path::Path;
 
+use super::error::{Error, Result};
+
 /// A held lock; dropping it unlocks.
 pub struct Lock {
     _held: Flock<File>,
 }
 
-fn open(path: &Path) -> Result<File, String> {
+fn open(path: &Path) -> Result<File> {
     OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
         .open(path)
-        .map_err(|e| format!("opening the lock {}: {e}", path.display()))
+        .map_err(|e| Error::io(format_args!("opening the lock {}", path.display()), e))
 }
 
 /// Waits for the lock at `path`.
-pub fn take(path: &Path, exclusive: bool) -> Result<Lock, String> {
+pub fn take(path: &Path, exclusive: bool) -> Result<Lock> {
     let arg = if exclusive {
         FlockArg::LockExclusive
     } else {
@@ -32,24 +34,33 @@ pub fn take(path: &Path, exclusive: bool) -> Result<Lock, String> {
         match Flock::lock(open(path)?, arg) {
             Ok(held) => return Ok(Lock { _held: held }),
             Err((_, Errno::EINTR)) => continue,
-            Err((_, e)) => return Err(format!("locking {}: {e}", path.display())),
+            Err((_, errno)) => {
+                return Err(Error::sys(
+                    format_args!("locking {}", path.display()),
+                    errno,
+                ))
+            }
         }
     }
 }
 
 /// The exclusive lock if nobody holds it now.
-pub fn try_exclusive(path: &Path) -> Result<Option<Lock>, String> {
+pub fn try_exclusive(path: &Path) -> Result<Option<Lock>> {
     match Flock::lock(open(path)?, FlockArg::LockExclusiveNonblock) {
         Ok(held) => Ok(Some(Lock { _held: held })),
         Err((_, Errno::EWOULDBLOCK)) => Ok(None),
-        Err((_, e)) => Err(format!("locking {}: {e}", path.display())),
+        Err((_, errno)) => Err(Error::sys(
+            format_args!("locking {}", path.display()),
+            errno,
+        )),
     }
 }
 
 /// A shared lock on a directory (a layer a running container uses), or, exclusive and
 /// without waiting, the proof that nobody holds one.
-pub fn dir(path: &Path, exclusive: bool) -> Result<Option<Lock>, String> {
-    let f = File::open(path).map_err(|e| format!("opening {}: {e}", path.display()))?;
+pub fn dir(path: &Path, exclusive: bool) -> Result<Option<Lock>> {
+    let f =
+        File::open(path).map_err(|e| Error::io(format_args!("opening {}", path.display()), e))?;
     let arg = if exclusive {
         FlockArg::LockExclusiveNonblock
     } else {
@@ -58,6 +69,9 @@ pub fn dir(path: &Path, exclusive: bool) -> Result<Option<Lock>, String> {
     match Flock::lock(f, arg) {
         Ok(held) => Ok(Some(Lock { _held: held })),
         Err((_, Errno::EWOULDBLOCK)) => Ok(None),
-        Err((_, e)) => Err(format!("locking {}: {e}", path.display())),
+        Err((_, errno)) => Err(Error::sys(
+            format_args!("locking {}", path.display()),
+            errno,
+        )),
     }
 }

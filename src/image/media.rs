@@ -1,5 +1,7 @@
 //! The media types the store knows, OCI's and Docker's, and what each one is.
 
+use super::error::Error;
+
 pub const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
 pub const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 pub const OCI_CONFIG: &str = "application/vnd.oci.image.config.v1+json";
@@ -26,20 +28,24 @@ pub enum Compression {
 }
 
 /// An index or a manifest, by media type; schema 1 and anything else is refused.
-pub fn doc(media_type: &str) -> Result<Doc, String> {
+pub fn doc(media_type: &str) -> Result<Doc, Error> {
     match media_type {
         OCI_INDEX | DOCKER_LIST => Ok(Doc::Index),
         OCI_MANIFEST | DOCKER_MANIFEST => Ok(Doc::Manifest),
-        m if m.starts_with("application/vnd.docker.distribution.manifest.v1") => Err(format!(
-            "Docker schema 1 manifest ({m}) is not supported: push the image again with a current client"
-        )),
-        m => Err(format!("unknown manifest media type {m:?}")),
+        m if m.starts_with("application/vnd.docker.distribution.manifest.v1") => {
+            Err(Error::Unsupported(format!(
+                "Docker schema 1 manifest ({m}) is not supported: push the image again with a current client"
+            )))
+        }
+        m => Err(Error::Unsupported(format!(
+            "unknown manifest media type {m:?}"
+        ))),
     }
 }
 
 /// The media type a JSON document declares or, lacking one (OCI allows that), what its
 /// fields say it is.
-pub fn sniff_doc(json: &serde_json::Value) -> Result<Doc, String> {
+pub fn sniff_doc(json: &serde_json::Value) -> Result<Doc, Error> {
     match json.get("mediaType").and_then(|m| m.as_str()) {
         Some(m) => doc(m),
         None if json.get("manifests").is_some() => Ok(Doc::Index),
@@ -47,7 +53,9 @@ pub fn sniff_doc(json: &serde_json::Value) -> Result<Doc, String> {
         None if json.get("fsLayers").is_some() => {
             doc("application/vnd.docker.distribution.manifest.v1+json")
         }
-        None => Err("a JSON document that is neither an image index nor a manifest".into()),
+        None => Err(Error::Content(
+            "a JSON document that is neither an image index nor a manifest".into(),
+        )),
     }
 }
 
@@ -56,7 +64,7 @@ pub fn is_config(media_type: &str) -> bool {
 }
 
 /// A layer's compression by media type: OCI's (distributable or not) and Docker's.
-pub fn layer(media_type: &str) -> Result<Compression, String> {
+pub fn layer(media_type: &str) -> Result<Compression, Error> {
     let base = media_type.replace(".nondistributable.", ".");
     match base.as_str() {
         OCI_LAYER | "application/vnd.docker.image.rootfs.diff.tar" => Ok(Compression::None),
@@ -66,8 +74,12 @@ pub fn layer(media_type: &str) -> Result<Compression, String> {
         OCI_LAYER_ZSTD | "application/vnd.docker.image.rootfs.diff.tar.zstd" => {
             Ok(Compression::Zstd)
         }
-        m if m.ends_with("+encrypted") => Err(format!("encrypted layers ({m}) are not supported")),
-        m => Err(format!("unknown layer media type {m:?}")),
+        m if m.ends_with("+encrypted") => Err(Error::Unsupported(format!(
+            "encrypted layers ({m}) are not supported"
+        ))),
+        m => Err(Error::Unsupported(format!(
+            "unknown layer media type {m:?}"
+        ))),
     }
 }
 
@@ -95,33 +107,35 @@ mod tests {
 
     #[test]
     fn classifies_media_types() {
-        assert_eq!(doc(DOCKER_LIST), Ok(Doc::Index));
-        assert_eq!(doc(OCI_MANIFEST), Ok(Doc::Manifest));
+        assert_eq!(doc(DOCKER_LIST).unwrap(), Doc::Index);
+        assert_eq!(doc(OCI_MANIFEST).unwrap(), Doc::Manifest);
         assert!(
             doc("application/vnd.docker.distribution.manifest.v1+prettyjws")
                 .unwrap_err()
+                .to_string()
                 .contains("schema 1")
         );
         assert_eq!(
-            doc("text/plain").unwrap_err(),
+            doc("text/plain").unwrap_err().to_string(),
             "unknown manifest media type \"text/plain\""
         );
-        assert_eq!(layer(OCI_LAYER_ZSTD), Ok(Compression::Zstd));
+        assert_eq!(layer(OCI_LAYER_ZSTD).unwrap(), Compression::Zstd);
         assert_eq!(
-            layer("application/vnd.oci.image.layer.nondistributable.v1.tar+gzip"),
-            Ok(Compression::Gzip)
+            layer("application/vnd.oci.image.layer.nondistributable.v1.tar+gzip").unwrap(),
+            Compression::Gzip
         );
         assert_eq!(
-            layer("application/vnd.docker.image.rootfs.diff.tar.gzip"),
-            Ok(Compression::Gzip)
+            layer("application/vnd.docker.image.rootfs.diff.tar.gzip").unwrap(),
+            Compression::Gzip
         );
         assert!(layer("application/x-foo")
             .unwrap_err()
+            .to_string()
             .contains("unknown layer media type"));
         assert!(layer("application/vnd.oci.image.layer.v1.tar+gzip+encrypted").is_err());
         assert_eq!(sniff_compression(&[0x1f, 0x8b, 8]), Compression::Gzip);
         assert_eq!(sniff_compression(b"bin/"), Compression::None);
         let v: serde_json::Value = serde_json::json!({"manifests": []});
-        assert_eq!(sniff_doc(&v), Ok(Doc::Index));
+        assert_eq!(sniff_doc(&v).unwrap(), Doc::Index);
     }
 }

@@ -3,6 +3,7 @@
 //! `org.opencontainers.image.ref.name`), so that the store is an OCI image layout too.
 
 use super::digest::Digest;
+use super::error::{Error, Result};
 use serde_json::{json, Value};
 use std::fs;
 use std::io::Write;
@@ -21,13 +22,13 @@ pub struct Named {
 }
 
 /// The names in `index`, in the order they were added.
-pub fn load(index: &Path) -> Result<Vec<Named>, String> {
+pub fn load(index: &Path) -> Result<Vec<Named>> {
     let bytes = match fs::read(index) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
-        Err(e) => return Err(format!("reading {}: {e}", index.display())),
+        Err(e) => return Err(Error::io(format_args!("reading {}", index.display()), e)),
     };
-    let bad = |why: String| format!("{}: {why}", index.display());
+    let bad = |why: String| Error::Content(format!("{}: {why}", index.display()));
     let v: Value = serde_json::from_slice(&bytes).map_err(|e| bad(e.to_string()))?;
     let mut out = vec![];
     for m in v["manifests"].as_array().into_iter().flatten() {
@@ -36,7 +37,8 @@ pub fn load(index: &Path) -> Result<Vec<Named>, String> {
         };
         out.push(Named {
             name: name.to_string(),
-            digest: Digest::parse(m["digest"].as_str().unwrap_or_default()).map_err(bad)?,
+            digest: Digest::parse(m["digest"].as_str().unwrap_or_default())
+                .map_err(|e| bad(e.to_string()))?,
             media_type: m["mediaType"].as_str().unwrap_or_default().to_string(),
             size: m["size"].as_u64().unwrap_or_default(),
         });
@@ -45,7 +47,7 @@ pub fn load(index: &Path) -> Result<Vec<Named>, String> {
 }
 
 /// Writes `names` to `index` through a temporary file in `tmp`, renamed over it.
-pub fn save(index: &Path, tmp: &Path, names: &[Named]) -> Result<(), String> {
+pub fn save(index: &Path, tmp: &Path, names: &[Named]) -> Result<()> {
     let manifests: Vec<Value> = names
         .iter()
         .map(|n| {
@@ -71,7 +73,7 @@ pub fn save(index: &Path, tmp: &Path, names: &[Named]) -> Result<(), String> {
         "mediaType": super::media::OCI_INDEX,
         "manifests": manifests,
     });
-    let err = |e: std::io::Error| format!("writing {}: {e}", index.display());
+    let err = |e: std::io::Error| Error::io(format_args!("writing {}", index.display()), e);
     let mut f = tempfile_in(tmp, "index").map_err(err)?;
     f.1.write_all(&serde_json::to_vec_pretty(&doc).expect("JSON values serialise"))
         .and_then(|()| f.1.sync_all())

@@ -106,14 +106,17 @@ fn of(d: &Descriptor) -> Option<Platform> {
 
 /// The manifest of `index` for this machine's OS and architecture, or an error naming the
 /// platforms the index has.
-pub fn select(index: &ImageIndex) -> Result<&Descriptor, String> {
+pub fn select(index: &ImageIndex) -> Result<&Descriptor, super::Error> {
     select_for(index, &Platform::host())
 }
 
 /// The best manifest of `index` for `want`: the first of `want`'s compatible platforms that
 /// some entry has, the index's order breaking ties. An entry without a platform is taken
 /// only when none has one that fits (containerd treats it as matching).
-pub fn select_for<'a>(index: &'a ImageIndex, want: &Platform) -> Result<&'a Descriptor, String> {
+pub fn select_for<'a>(
+    index: &'a ImageIndex,
+    want: &Platform,
+) -> Result<&'a Descriptor, super::Error> {
     let all = index.manifests();
     for runnable in want.runs() {
         let found = all
@@ -130,14 +133,14 @@ pub fn select_for<'a>(index: &'a ImageIndex, want: &Platform) -> Result<&'a Desc
         .iter()
         .filter_map(|d| of(d).map(|p| p.to_string()))
         .collect();
-    Err(format!(
+    Err(super::Error::Missing(format!(
         "no manifest for {want} in the index (it has {})",
         if present.is_empty() {
             "no manifests".to_string()
         } else {
             present.join(", ")
         }
-    ))
+    )))
 }
 
 #[cfg(test)]
@@ -169,7 +172,9 @@ mod tests {
     }
 
     fn pick(idx: &ImageIndex, want: Platform) -> Result<String, String> {
-        select_for(idx, &want).map(|d| d.digest().to_string())
+        select_for(idx, &want)
+            .map(|d| d.digest().to_string())
+            .map_err(|e| e.to_string())
     }
 
     fn nth(i: u32) -> Result<String, String> {

@@ -20,6 +20,7 @@ mod tls;
 mod url;
 
 use super::digest::Digest;
+use super::error::Error;
 use super::reference::Reference;
 use super::store::{Image, Store};
 use std::io::Read;
@@ -76,11 +77,12 @@ pub fn pull(
     name: &Reference,
     opts: &Options,
     progress: &mut dyn FnMut(Progress),
-) -> Result<Image, String> {
-    let top = fetch(store, name, opts, progress).map_err(|e| format!("pull {name}: {e}"))?;
+) -> Result<Image, Error> {
+    let top =
+        fetch(store, name, opts, progress).map_err(|e| e.within(format_args!("pull {name}")))?;
     store
         .commit(name, &top)
-        .map_err(|e| format!("pull {name}: {e}"))
+        .map_err(|e| e.within(format_args!("pull {name}")))
 }
 
 /// Fetches what `name` needs into `blobs` (staging under the store's root); the digest of
@@ -90,7 +92,7 @@ fn fetch(
     name: &Reference,
     opts: &Options,
     progress: &mut dyn FnMut(Progress),
-) -> Result<Digest, String> {
+) -> Result<Digest, Error> {
     let mut client = connect(name, opts)?;
     // In the store's scratch space: the same filesystem, held as a writer, so that the
     // next open removes what a crash leaves.
@@ -100,14 +102,14 @@ fn fetch(
 
 /// A client for `name`'s repository with the login that matches it: from
 /// `opts.credentials` (imagePullSecrets, `--creds`) first, else `~/.docker/config.json`.
-fn connect(name: &Reference, opts: &Options) -> Result<client::Client, String> {
+fn connect(name: &Reference, opts: &Options) -> Result<client::Client, Error> {
     let mut login = credentials::find(&opts.credentials, &name.domain, &name.path).cloned();
     if login.is_none() {
-        let file = credentials::from_default_file()?;
+        let file = credentials::from_default_file().map_err(Error::Content)?;
         login = credentials::find(&file, &name.domain, &name.path).cloned();
     }
     #[cfg(feature = "tls")]
-    let tls = tls::config(&opts.ca_files)?;
+    let tls = tls::config(&opts.ca_files).map_err(Error::Content)?;
     #[cfg(not(feature = "tls"))]
     let tls = conn::Tls;
     let net = conn::Net {
@@ -123,7 +125,7 @@ impl pull::Blobs for Store {
         Store::has_blob(self, d)
     }
 
-    fn put_blob(&self, d: &Digest, size: Option<u64>, r: &mut dyn Read) -> Result<(), String> {
+    fn put_blob(&self, d: &Digest, size: Option<u64>, r: &mut dyn Read) -> Result<(), Error> {
         Store::put_blob(self, d, size, r)
     }
 }

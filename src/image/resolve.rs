@@ -2,6 +2,7 @@
 //! manifest, its config and its layers, reading blobs the store already has.
 
 use super::digest::Digest;
+use super::error::{Error, Result};
 use super::media::{self, Compression, Doc};
 use super::platform;
 use oci_spec::image::{Descriptor, ImageConfiguration, ImageIndex, ImageManifest};
@@ -35,17 +36,17 @@ pub struct Resolved {
 }
 
 /// Descriptor digest as ours.
-pub fn digest_of(d: &Descriptor) -> Result<Digest, String> {
+pub fn digest_of(d: &Descriptor) -> Result<Digest> {
     Digest::parse(d.digest().as_ref())
 }
 
 /// Reads a blob: `Ok(None)` for one the store lacks.
-pub type ReadBlob<'a> = &'a dyn Fn(&Digest) -> Result<Option<Vec<u8>>, String>;
+pub type ReadBlob<'a> = &'a dyn Fn(&Digest) -> Result<Option<Vec<u8>>>;
 
 /// Resolves `top`, reading blobs with `read`.
-pub fn resolve(top: &Digest, read: ReadBlob) -> Result<Resolved, String> {
-    let need = |d: &Digest, what: &str| -> Result<Vec<u8>, String> {
-        read(d)?.ok_or_else(|| format!("{what} {d} is not in the store"))
+pub fn resolve(top: &Digest, read: ReadBlob) -> Result<Resolved> {
+    let need = |d: &Digest, what: &str| -> Result<Vec<u8>> {
+        read(d)?.ok_or_else(|| Error::Missing(format!("{what} {d} is not in the store")))
     };
     let mut blobs = vec![top.clone()];
     let mut others = vec![];
@@ -53,22 +54,24 @@ pub fn resolve(top: &Digest, read: ReadBlob) -> Result<Resolved, String> {
     let mut bytes = need(top, "manifest")?;
     for depth in 0.. {
         let json: serde_json::Value = serde_json::from_slice(&bytes)
-            .map_err(|e| format!("{current}: not a JSON manifest or index: {e}"))?;
-        match media::sniff_doc(&json).map_err(|e| format!("{current}: {e}"))? {
+            .map_err(|e| Error::Content(format!("{current}: not a JSON manifest or index: {e}")))?;
+        match media::sniff_doc(&json).map_err(|e| e.within(&current))? {
             Doc::Manifest => break,
             Doc::Index if depth >= MAX_DEPTH => {
-                return Err(format!("{top}: indexes nested more than {MAX_DEPTH} deep"))
+                return Err(Error::Content(format!(
+                    "{top}: indexes nested more than {MAX_DEPTH} deep"
+                )))
             }
             Doc::Index => {
                 let index: ImageIndex = crate::tracked::from_value(&json)
-                    .map_err(|e| format!("index {current}: {e}"))?;
+                    .map_err(|e| Error::Content(format!("index {current}: {e}")))?;
                 let chosen =
-                    platform::select(&index).map_err(|e| format!("index {current}: {e}"))?;
+                    platform::select(&index).map_err(|e| e.within(format!("index {current}")))?;
                 for m in index.manifests().iter().filter(|m| *m != chosen) {
                     others.push(digest_of(m)?);
                 }
                 media::doc(chosen.media_type().as_ref())
-                    .map_err(|e| format!("index {current}: {e}"))?;
+                    .map_err(|e| e.within(format!("index {current}")))?;
                 current = digest_of(chosen)?;
                 bytes = need(&current, "manifest")?;
                 if !blobs.contains(&current) {
@@ -77,34 +80,35 @@ pub fn resolve(top: &Digest, read: ReadBlob) -> Result<Resolved, String> {
             }
         }
     }
-    let manifest: ImageManifest =
-        crate::tracked::from_slice(&bytes).map_err(|e| format!("manifest {current}: {e}"))?;
+    let manifest: ImageManifest = crate::tracked::from_slice(&bytes)
+        .map_err(|e| Error::Content(format!("manifest {current}: {e}")))?;
     let cfg = manifest.config();
     let cfg_type = cfg.media_type().to_string();
     if !media::is_config(&cfg_type) {
-        return Err(format!(
+        return Err(Error::Unsupported(format!(
             "manifest {current}: config of media type {cfg_type:?} is not an image's"
-        ));
+        )));
     }
     let config_digest = digest_of(cfg)?;
     let config_bytes = need(&config_digest, "config")?;
     let config: ImageConfiguration = crate::tracked::from_slice(&config_bytes)
-        .map_err(|e| format!("config {config_digest}: {e}"))?;
+        .map_err(|e| Error::Content(format!("config {config_digest}: {e}")))?;
     blobs.push(config_digest.clone());
     let diff_ids = config.rootfs().diff_ids();
     if diff_ids.len() != manifest.layers().len() {
-        return Err(format!(
+        return Err(Error::Content(format!(
             "manifest {current}: {} layers but its config {config_digest} lists {} diff_ids",
             manifest.layers().len(),
             diff_ids.len()
-        ));
+        )));
     }
     let mut layers = vec![];
     for (l, diff) in manifest.layers().iter().zip(diff_ids) {
         let blob = digest_of(l)?;
         let compression =
-            media::layer(l.media_type().as_ref()).map_err(|e| format!("layer {blob}: {e}"))?;
-        let diff_id = Digest::parse(diff).map_err(|e| format!("config {config_digest}: {e}"))?;
+            media::layer(l.media_type().as_ref()).map_err(|e| e.within(format!("layer {blob}")))?;
+        let diff_id =
+            Digest::parse(diff).map_err(|e| e.within(format!("config {config_digest}")))?;
         blobs.push(blob.clone());
         layers.push(Layer {
             blob,
@@ -143,8 +147,8 @@ mod tests {
             (d, n)
         }
 
-        fn resolve(&self, top: &Digest) -> Result<Resolved, String> {
-            resolve(top, &|d| Ok(self.0.get(d).cloned()))
+        fn resolve(&self, top: &Digest) -> std::result::Result<Resolved, String> {
+            resolve(top, &|d| Ok(self.0.get(d).cloned())).map_err(|e| e.to_string())
         }
     }
 

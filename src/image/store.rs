@@ -4,6 +4,7 @@
 //! so a crash leaves nothing half-used.
 
 use super::digest::{Digest, Verifier};
+use super::error::{Error, Result};
 use super::lock::{self, Lock};
 use super::names::{self, Named};
 use super::reference::Reference;
@@ -67,7 +68,7 @@ pub struct Held {
 
 impl Store {
     /// Opens (creating if needed) the store at `root`.
-    pub fn open(root: &Path) -> Result<Store, String> {
+    pub fn open(root: &Path) -> Result<Store> {
         let s = Store {
             root: root.to_path_buf(),
         };
@@ -76,7 +77,7 @@ impl Store {
                 .recursive(true)
                 .mode(mode)
                 .create(p)
-                .map_err(|e| format!("image store: creating {}: {e}", p.display()))
+                .map_err(|e| Error::io(format_args!("image store: creating {}", p.display()), e))
         };
         mk(root, 0o711)?;
         mk(&root.join("blobs/sha256"), 0o755)?;
@@ -86,13 +87,15 @@ impl Store {
         mk(&root.join("in-use"), 0o700)?;
         let layout = root.join("oci-layout");
         if !layout.exists() {
-            fs::write(&layout, br#"{"imageLayoutVersion":"1.0.0"}"#)
-                .map_err(|e| format!("image store: writing {}: {e}", layout.display()))?;
+            fs::write(&layout, br#"{"imageLayoutVersion":"1.0.0"}"#).map_err(|e| {
+                Error::io(format_args!("image store: writing {}", layout.display()), e)
+            })?;
         }
         // Leftovers of a writer that died; a live writer holds the lock shared.
         if let Some(_only) = lock::try_exclusive(&s.lock_path())? {
-            for e in fs::read_dir(s.tmp()).map_err(|e| format!("image store: {e}"))? {
-                let p = e.map_err(|e| format!("image store: {e}"))?.path();
+            let store = |e| Error::io("image store", e);
+            for e in fs::read_dir(s.tmp()).map_err(store)? {
+                let p = e.map_err(store)?.path();
                 remove_any(&p)?;
             }
         }
@@ -133,17 +136,17 @@ impl Store {
 
     /// Held while writing content that no name points at yet (blobs of an import or a
     /// pull): `remove` and the clean-up of `tmp/` wait for it.
-    pub fn writing(&self) -> Result<Lock, String> {
+    pub fn writing(&self) -> Result<Lock> {
         lock::take(&self.lock_path(), false)
     }
 
     /// A new directory under `tmp/` for a writer's work in progress (a pull's staging),
     /// with the writing lock that keeps it from [`Store::open`]'s clean-up while held.
-    pub fn scratch(&self, what: &str) -> Result<(Lock, PathBuf), String> {
+    pub fn scratch(&self, what: &str) -> Result<(Lock, PathBuf)> {
         let held = self.writing()?;
         let dir = self.tmp().join(names::unique(what));
         fs::create_dir(&dir)
-            .map_err(|e| format!("image store: creating {}: {e}", dir.display()))?;
+            .map_err(|e| Error::io(format_args!("image store: creating {}", dir.display()), e))?;
         Ok((held, dir))
     }
 
@@ -153,12 +156,7 @@ impl Store {
 
     /// Streams a blob in, verifying its digest (and size when known); it appears under
     /// `blobs/sha256/` only once verified.
-    pub fn put_blob(
-        &self,
-        expected: &Digest,
-        size: Option<u64>,
-        r: &mut dyn Read,
-    ) -> Result<(), String> {
+    pub fn put_blob(&self, expected: &Digest, size: Option<u64>, r: &mut dyn Read) -> Result<()> {
         if self.has_blob(expected) {
             return Ok(());
         }
@@ -166,12 +164,12 @@ impl Store {
         let mut v = Verifier::new(r, expected, size);
         self.put(&mut v, |_| Ok(expected.clone()))
             .map(drop)
-            .map_err(|e| format!("blob {expected}: {e}"))
+            .map_err(|e| e.within(format_args!("blob {expected}")))
     }
 
     /// Streams in a blob whose digest is not known beforehand (a docker-save archive's
     /// files); returns its digest and size.
-    pub fn put_blob_unnamed(&self, r: &mut dyn Read) -> Result<(Digest, u64), String> {
+    pub fn put_blob_unnamed(&self, r: &mut dyn Read) -> Result<(Digest, u64)> {
         let _w = self.writing()?;
         let mut h = Hashing {
             inner: r,
@@ -195,14 +193,14 @@ impl Store {
     fn put<R: Read>(
         &self,
         r: &mut R,
-        name: impl FnOnce(&mut R) -> Result<Digest, String>,
-    ) -> Result<Digest, String> {
+        name: impl FnOnce(&mut R) -> Result<Digest>,
+    ) -> Result<Digest> {
         let (tmp, mut f) = names::tempfile_in(&self.tmp(), "blob")
-            .map_err(|e| format!("creating a temporary file: {e}"))?;
+            .map_err(|e| Error::io("creating a temporary file", e))?;
         let written = io::copy(r, &mut f)
             .and_then(|_| f.flush())
             .and_then(|()| f.sync_all())
-            .map_err(|e| e.to_string())
+            .map_err(Error::Os)
             .and_then(|()| name(r));
         let d = match written {
             Ok(d) => d,
@@ -213,36 +211,36 @@ impl Store {
         };
         fs::rename(&tmp, self.blob_path(&d)).map_err(|e| {
             let _ = fs::remove_file(&tmp);
-            format!("storing blob {d}: {e}")
+            Error::io(format_args!("storing blob {d}"), e)
         })?;
         Ok(d)
     }
 
-    pub fn read_blob(&self, d: &Digest) -> Result<Vec<u8>, String> {
-        fs::read(self.blob_path(d)).map_err(|e| format!("blob {d}: {e}"))
+    pub fn read_blob(&self, d: &Digest) -> Result<Vec<u8>> {
+        fs::read(self.blob_path(d)).map_err(|e| Error::io(format_args!("blob {d}"), e))
     }
 
-    fn read_if_present(&self, d: &Digest) -> Result<Option<Vec<u8>>, String> {
+    fn read_if_present(&self, d: &Digest) -> Result<Option<Vec<u8>>> {
         match fs::read(self.blob_path(d)) {
             Ok(b) => Ok(Some(b)),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(format!("blob {d}: {e}")),
+            Err(e) => Err(Error::io(format_args!("blob {d}"), e)),
         }
     }
 
     /// The image `top` is, for this machine.
-    pub fn resolve(&self, top: &Digest) -> Result<Resolved, String> {
+    pub fn resolve(&self, top: &Digest) -> Result<Resolved> {
         resolve::resolve(top, &|d| self.read_if_present(d))
     }
 
     /// Names `name` as the image whose top-level manifest or index is `top` (its blobs
     /// already in the store), unpacking this platform's layers first.
-    pub fn commit(&self, name: &Reference, top: &Digest) -> Result<Image, String> {
+    pub fn commit(&self, name: &Reference, top: &Digest) -> Result<Image> {
         let full = name.to_string();
         // Held until the name is written, so that a `remove` cannot take the layers that
         // this image shares with the one it removes in between.
         let _w = self.writing()?;
-        let image = self.ready(&full, top).map_err(|e| format!("{full}: {e}"))?;
+        let image = self.ready(&full, top).map_err(|e| e.within(&full))?;
         let _names = lock::take(&self.root.join("names.lock"), true)?;
         let mut all = names::load(&self.index_path())?;
         let bytes = self.read_blob(top)?;
@@ -266,12 +264,12 @@ impl Store {
     }
 
     /// Unpacks what of the image `top` is not unpacked yet, without naming it.
-    pub fn prepare(&self, top: &Digest) -> Result<(), String> {
+    pub fn prepare(&self, top: &Digest) -> Result<()> {
         self.ready("", top).map(drop)
     }
 
     /// Resolves `top` and unpacks what of it is not unpacked yet.
-    fn ready(&self, name: &str, top: &Digest) -> Result<Image, String> {
+    fn ready(&self, name: &str, top: &Digest) -> Result<Image> {
         let r = self.resolve(top)?;
         let _w = self.writing()?;
         let mut layers = vec![];
@@ -289,25 +287,29 @@ impl Store {
 
     /// The layer's directory, unpacked into `tmp/` and renamed into place if it was not
     /// there yet. Two writers may both unpack it; the first rename wins.
-    fn unpacked(&self, l: &Layer) -> Result<PathBuf, String> {
+    fn unpacked(&self, l: &Layer) -> Result<PathBuf> {
         let dest = self.layer_path(&l.diff_id);
         if dest.is_dir() {
             return Ok(dest);
         }
         let blob = self.blob_path(&l.blob);
         if !blob.is_file() {
-            return Err(format!("layer {} is not in the store", l.blob));
+            return Err(Error::Missing(format!(
+                "layer {} is not in the store",
+                l.blob
+            )));
         }
         let tmp = self.tmp().join(names::unique("layer"));
-        fs::create_dir(&tmp).map_err(|e| format!("creating {}: {e}", tmp.display()))?;
+        fs::create_dir(&tmp)
+            .map_err(|e| Error::io(format_args!("creating {}", tmp.display()), e))?;
         if let Err(e) = unpack::unpack(&blob, l.compression, &l.diff_id, &tmp) {
             let _ = remove_any(&tmp);
-            return Err(format!("layer {}: {e}", l.blob));
+            return Err(e.within(format_args!("layer {}", l.blob)));
         }
         if let Err(e) = fs::rename(&tmp, &dest) {
             let _ = remove_any(&tmp);
             if !dest.is_dir() {
-                return Err(format!("layer {}: storing it: {e}", l.blob));
+                return Err(Error::io("storing it", e).within(format_args!("layer {}", l.blob)));
             }
         }
         Ok(dest)
@@ -315,7 +317,7 @@ impl Store {
 
     /// The names a name or digest means: the normalised name, `repo@digest` for a stored
     /// `repo` with that top digest, or a bare digest of a top-level manifest or config.
-    fn matching(&self, all: &[Named], what: &str) -> Result<Vec<Named>, String> {
+    fn matching(&self, all: &[Named], what: &str) -> Result<Vec<Named>> {
         if what.starts_with("sha256:") {
             let d = Digest::parse(what)?;
             let mut out = vec![];
@@ -345,7 +347,7 @@ impl Store {
 
     /// The image a name (normalised first) or a digest (`sha256:…`, of the top-level
     /// manifest or the config) names, if the store has it.
-    pub fn get(&self, name: &str) -> Result<Option<Image>, String> {
+    pub fn get(&self, name: &str) -> Result<Option<Image>> {
         let all = names::load(&self.index_path())?;
         let Some(n) = self.matching(&all, name)?.into_iter().next() else {
             return Ok(None);
@@ -357,10 +359,10 @@ impl Store {
         };
         self.ready(&shown, &n.digest)
             .map(Some)
-            .map_err(|e| format!("{}: {e}", n.name))
+            .map_err(|e| e.within(&n.name))
     }
 
-    pub fn list(&self) -> Result<Vec<Listed>, String> {
+    pub fn list(&self) -> Result<Vec<Listed>> {
         let mut out = vec![];
         for n in names::load(&self.index_path())? {
             // An image whose content cannot be read still shows, so that it can be removed.
@@ -378,7 +380,7 @@ impl Store {
     }
 
     /// Keeps `image`'s layers from being removed while the returned value lives.
-    pub fn hold(&self, image: &Image) -> Result<Held, String> {
+    pub fn hold(&self, image: &Image) -> Result<Held> {
         let mut locks = vec![lock::take(&self.in_use_path(&image.name), false)?];
         for l in &image.layers {
             locks.extend(lock::dir(l, false)?);
@@ -389,13 +391,13 @@ impl Store {
     /// Removes the name; blobs and layers no other name uses go too. A name a running
     /// container uses is refused, as containerd and podman refuse it, unless `force`:
     /// then the name goes and the layers in use stay until no container holds them.
-    pub fn remove(&self, name: &str, force: bool) -> Result<(), super::Error> {
+    pub fn remove(&self, name: &str, force: bool) -> Result<()> {
         let _only = lock::take(&self.lock_path(), true)?;
         let _names = lock::take(&self.root.join("names.lock"), true)?;
         let all = names::load(&self.index_path())?;
         let gone = self.matching(&all, name)?;
         if gone.is_empty() {
-            return Err(super::Error::NoImage {
+            return Err(Error::NoImage {
                 name: name.to_string(),
                 store: self.root.clone(),
             });
@@ -419,7 +421,7 @@ impl Store {
                 }
                 None if force => {}
                 None => {
-                    return Err(super::Error::InUse(format!(
+                    return Err(Error::InUse(format!(
                         "image {} is in use by a running container: stop its pod first, or give --force",
                         g.name
                     )))
@@ -443,7 +445,7 @@ impl Store {
                 // (with the blobs it came from) until `drop_unused` finds it free.
                 None if force => kept_blobs.extend(blobs.iter().cloned()),
                 None => {
-                    return Err(super::Error::InUse(format!(
+                    return Err(Error::InUse(format!(
                         "{name}: a running container uses the image's layer {l}"
                     )))
                 }
@@ -459,14 +461,15 @@ impl Store {
             let p = self.layer_path(l);
             if p.is_dir() {
                 let doomed = self.tmp().join(names::unique("rm"));
-                fs::rename(&p, &doomed).map_err(|e| format!("removing layer {l}: {e}"))?;
+                fs::rename(&p, &doomed)
+                    .map_err(|e| Error::io(format_args!("removing layer {l}"), e))?;
                 remove_any(&doomed)?;
             }
         }
         for b in blobs.difference(&kept_blobs) {
             match fs::remove_file(self.blob_path(b)) {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => {
-                    return Err(format!("removing blob {b}: {e}").into())
+                    return Err(Error::io(format_args!("removing blob {b}"), e))
                 }
                 _ => {}
             }
@@ -493,27 +496,29 @@ impl Store {
     /// that ended up unused (another platform's layers) or that a failure left behind;
     /// and unpacked layers no name uses (of an image that failed after they were unpacked).
     /// The caller must not hold [`Store::writing`].
-    pub fn drop_unused(&self, added: &[Digest]) -> Result<(), String> {
+    pub fn drop_unused(&self, added: &[Digest]) -> Result<()> {
         let _only = lock::take(&self.lock_path(), true)?;
         let all = names::load(&self.index_path())?;
         let (used, used_layers) = self.references(&all);
         let dir = self.root.join("layers");
-        for e in fs::read_dir(&dir).map_err(|e| format!("image store: {}: {e}", dir.display()))? {
-            let e = e.map_err(|e| format!("image store: {}: {e}", dir.display()))?;
+        let listing = |e| Error::io(format_args!("image store: {}", dir.display()), e);
+        for e in fs::read_dir(&dir).map_err(listing)? {
+            let e = e.map_err(listing)?;
             let name = e.file_name().to_string_lossy().into_owned();
             let unused =
                 Digest::parse(&format!("sha256:{name}")).is_ok_and(|d| !used_layers.contains(&d));
             // A layer a container holds stays, named or not.
             if unused && lock::dir(&e.path(), true)?.is_some() {
                 let doomed = self.tmp().join(names::unique("rm"));
-                fs::rename(e.path(), &doomed).map_err(|e| format!("removing layer {name}: {e}"))?;
+                fs::rename(e.path(), &doomed)
+                    .map_err(|e| Error::io(format_args!("removing layer {name}"), e))?;
                 remove_any(&doomed)?;
             }
         }
         for d in added.iter().filter(|d| !used.contains(d)) {
             match fs::remove_file(self.blob_path(d)) {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => {
-                    return Err(format!("removing blob {d}: {e}"))
+                    return Err(Error::io(format_args!("removing blob {d}"), e))
                 }
                 _ => {}
             }
@@ -538,13 +543,13 @@ impl Read for Hashing<'_> {
     }
 }
 
-fn remove_any(p: &Path) -> Result<(), String> {
+fn remove_any(p: &Path) -> Result<()> {
     let r = match fs::symlink_metadata(p) {
         Ok(m) if m.is_dir() => fs::remove_dir_all(p),
         Ok(_) => fs::remove_file(p),
         Err(_) => Ok(()),
     };
-    r.map_err(|e| format!("image store: removing {}: {e}", p.display()))
+    r.map_err(|e| Error::io(format_args!("image store: removing {}", p.display()), e))
 }
 
 #[cfg(test)]
@@ -562,9 +567,14 @@ mod tests {
         let (root, s) = temp_store("store-blobs");
         let d = Digest::of(b"hello");
         let e = s.put_blob(&d, Some(5), &mut &b"hellO"[..]).unwrap_err();
+        assert_eq!(e.kind(), crate::error::Kind::InvalidArgument);
+        let e = e.to_string();
         assert!(e.starts_with(&format!("blob {d}: digest mismatch")), "{e}");
         assert!(!s.has_blob(&d));
-        let e = s.put_blob(&d, Some(4), &mut &b"hello"[..]).unwrap_err();
+        let e = s
+            .put_blob(&d, Some(4), &mut &b"hello"[..])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("more than the 4 bytes"), "{e}");
         s.put_blob(&d, Some(5), &mut &b"hello"[..]).unwrap();
         assert!(s.has_blob(&d));

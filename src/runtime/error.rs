@@ -18,6 +18,16 @@ pub enum Error {
     Setup(String),
     /// The container's process failed in its set-up, before its exec: its own line.
     Start(String),
+    /// A call of the runtime's own that failed on what it names (a namespace, a map file),
+    /// with the OS's error as the standard library words it.
+    Os { what: String, err: std::io::Error },
+    /// The same, with the errno as nix words it.
+    Errno {
+        what: String,
+        errno: nix::errno::Errno,
+    },
+    /// The process a call needs has exited.
+    Exited(String),
     /// The error of a process joining container `container` (an exec, a probe, a hook).
     In { container: String, err: Box<Error> },
 }
@@ -30,7 +40,24 @@ impl Error {
             Error::Spec(_) => Kind::InvalidArgument,
             Error::Sys(e) => e.kind(),
             Error::Hook(_) | Error::Setup(_) | Error::Start(_) => Kind::Unknown,
+            Error::Os { err, .. } => Kind::of_io(err),
+            Error::Errno { errno, .. } => Kind::of_errno(*errno),
+            Error::Exited(_) => Kind::NotFound,
             Error::In { err, .. } => err.kind(),
+        }
+    }
+
+    pub fn os(what: impl fmt::Display, err: std::io::Error) -> Error {
+        Error::Os {
+            what: what.to_string(),
+            err,
+        }
+    }
+
+    pub fn errno(what: impl fmt::Display, errno: nix::errno::Errno) -> Error {
+        Error::Errno {
+            what: what.to_string(),
+            errno,
         }
     }
 
@@ -51,7 +78,13 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Spec(m) | Error::Hook(m) | Error::Setup(m) | Error::Start(m) => f.write_str(m),
+            Error::Spec(m)
+            | Error::Hook(m)
+            | Error::Setup(m)
+            | Error::Start(m)
+            | Error::Exited(m) => f.write_str(m),
+            Error::Os { what, err } => write!(f, "{what}: {err}"),
+            Error::Errno { what, errno } => write!(f, "{what}: {errno}"),
             Error::Sys(e) => e.fmt(f),
             Error::In { container, err } => write!(f, "container {container}: {err}"),
         }
@@ -89,5 +122,25 @@ mod tests {
         assert_eq!(Error::Hook("h".into()).named("c", false).to_string(), "h");
         assert_eq!(Error::Setup("s".into()).named("", true).to_string(), "s");
         assert_eq!(Error::Hook("h".into()).kind(), Kind::Unknown);
+        let e = Error::errno(
+            "linux.namespaces: opening the net namespace /x",
+            nix::errno::Errno::ENOENT,
+        );
+        assert_eq!(e.kind(), Kind::NotFound);
+        assert_eq!(
+            e.to_string(),
+            "linux.namespaces: opening the net namespace /x: ENOENT: No such file or directory"
+        );
+        let e = Error::os(
+            "joining the pid namespace",
+            std::io::Error::from_raw_os_error(libc::EPERM),
+        );
+        assert_eq!(e.kind(), Kind::PermissionDenied);
+        assert_eq!(
+            e.to_string(),
+            "joining the pid namespace: Operation not permitted (os error 1)"
+        );
+        let e = Error::Exited("the container's process has exited".into());
+        assert_eq!(e.kind(), Kind::NotFound);
     }
 }

@@ -309,6 +309,23 @@ pub fn bundle_copy(p: &TestPod, name: &str, edit: impl FnOnce(&mut serde_json::V
     dir
 }
 
+/// Makes `b` the `image: BUNDLE` of pod `p`'s manifest.
+pub fn set_bundle(p: &TestPod, b: &Path) {
+    let yaml = std::fs::read_to_string(&p.manifest).unwrap();
+    std::fs::write(
+        &p.manifest,
+        yaml.replace("BUNDLE", &b.display().to_string()),
+    )
+    .unwrap();
+}
+
+/// Whether the pod status `v` shows `n` containers, all running.
+pub fn all_running(v: &serde_json::Value, n: usize) -> bool {
+    v["status"]["containerStatuses"]
+        .as_array()
+        .is_some_and(|a| a.len() == n && a.iter().all(|c| c["state"]["running"].is_object()))
+}
+
 /// The directory of cgroup `c_<container>` of pod `p` holding `file` (any hierarchy), once
 /// it exists.
 pub fn find_container_cgroup(p: &TestPod, container: &str, file: &str) -> Option<PathBuf> {

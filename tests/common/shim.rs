@@ -1,7 +1,10 @@
 //! What the tests that drive containerd-shim-podinit-v1 without containerd share
-//! (tests/shim_task.rs, shim_sandbox.rs, escapes_shim.rs): the shim's `start` as containerd
-//! runs it, the FIFOs containerd makes, and the cgroup hierarchies a lab cleans. Included
-//! by those tests alone (`#[path]`): it needs the shim feature's crates.
+//! (tests/shim_task.rs, shim_sandbox.rs, escapes_shim.rs): the lab that removes what a
+//! test made, a CRI-shaped bundle, the shim's `start` as containerd runs it, the Task
+//! calls, the FIFOs containerd makes. Included by those tests alone (`#[path]`): it needs
+//! the shim feature's crates.
+
+#![allow(dead_code)]
 
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
@@ -9,7 +12,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use containerd_shim::protos::ttrpc::context;
+use containerd_shim::protos::api;
+use containerd_shim::protos::shim_sync::TaskClient;
+use containerd_shim::protos::ttrpc::{self, context};
+use serde_json::json;
 
 pub const SHIM: &str = env!("CARGO_BIN_EXE_containerd-shim-podinit-v1");
 
@@ -27,6 +33,166 @@ pub fn cgroup_hierarchies() -> Vec<PathBuf> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// Removes everything a test made, failed or not: its tasks (by the shim's runc), the
+/// shim and the pause it started, the state root, the cgroups below its parent, a bound
+/// network namespace, and its directory.
+pub struct Lab {
+    pub dir: PathBuf,
+    pub ns: String,
+    pub parent: String,
+    pub shim: Option<i32>,
+    pub pause: Option<i32>,
+    pub ids: Vec<String>,
+    pub netns: Option<PathBuf>,
+    /// The read ends of the bundles' `log` FIFOs, which the shim writes its log to.
+    pub logs: Vec<std::fs::File>,
+}
+
+impl Lab {
+    /// A lab named `tag` (its directory, containerd namespace and cgroup parent), whose
+    /// tasks `ids` are deleted at the end.
+    pub fn new(tag: &str, ids: &[&str]) -> Lab {
+        let dir = std::env::temp_dir().join(tag);
+        std::fs::create_dir_all(&dir).unwrap();
+        Lab {
+            dir,
+            ns: tag.to_string(),
+            parent: tag.to_string(),
+            shim: None,
+            pause: None,
+            ids: ids.iter().map(|s| s.to_string()).collect(),
+            netns: None,
+            logs: Vec::new(),
+        }
+    }
+
+    /// The bundle `id` with this spec: its config.json, and the `log` FIFO containerd
+    /// makes and reads (the shim's log).
+    pub fn bundle(&mut self, id: &str, spec: &serde_json::Value) -> PathBuf {
+        let dir = self.dir.join(id);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("config.json"), spec.to_string()).unwrap();
+        self.logs.push(make_fifo(&dir.join("log")));
+        dir
+    }
+
+    /// busybox's spec as the CRI shapes a pod's task: `namespaces`, a cgroup below the
+    /// lab's parent, and the CRI's annotations of its `kind` in sandbox `sandbox`.
+    pub fn cri_spec(
+        &self,
+        id: &str,
+        namespaces: serde_json::Value,
+        kind: &str,
+        sandbox: &str,
+    ) -> serde_json::Value {
+        let base = super::common::bundles().join("busybox");
+        let mut spec: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(base.join("config.json")).unwrap()).unwrap();
+        spec["root"] = json!({"path": base.join("rootfs"), "readonly": true});
+        spec["linux"]["namespaces"] = namespaces;
+        spec["linux"]["cgroupsPath"] = json!(format!("/{}/{id}", self.parent));
+        spec["annotations"] = json!({
+            "io.kubernetes.cri.container-type": kind,
+            "io.kubernetes.cri.sandbox-id": sandbox,
+        });
+        spec
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let root = format!("/run/containerd/podinit/{}", self.ns);
+        for id in &self.ids {
+            let _ = Command::new(SHIM)
+                .args(["runc", "--root", &root, "delete", "--force", id])
+                .stderr(Stdio::null())
+                .status();
+        }
+        for pid in [self.shim, self.pause].into_iter().flatten() {
+            // SAFETY: a process this test started.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        let _ = std::fs::remove_dir(&root);
+        for h in cgroup_hierarchies() {
+            let p = h.join(&self.parent);
+            if let Ok(d) = std::fs::read_dir(&p) {
+                for e in d.flatten().filter(|e| e.path().is_dir()) {
+                    let _ = std::fs::remove_dir(e.path());
+                }
+            }
+            let _ = std::fs::remove_dir(&p);
+        }
+        if let Some(netns) = &self.netns {
+            let _ = nix::mount::umount2(netns, nix::mount::MntFlags::MNT_DETACH);
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+pub fn try_create(c: &TaskClient, id: &str, bundle: &Path, stdout: &str) -> ttrpc::Result<u32> {
+    let req = api::CreateTaskRequest {
+        id: id.into(),
+        bundle: bundle.display().to_string(),
+        stdout: stdout.into(),
+        ..Default::default()
+    };
+    c.create(ctx(), &req).map(|r| r.pid)
+}
+
+pub fn create(c: &TaskClient, id: &str, bundle: &Path, stdout: &str) -> u32 {
+    try_create(c, id, bundle, stdout).unwrap_or_else(|e| panic!("Create {id}: {e}"))
+}
+
+pub fn try_start(c: &TaskClient, id: &str, exec: &str) -> ttrpc::Result<u32> {
+    let req = api::StartRequest {
+        id: id.into(),
+        exec_id: exec.into(),
+        ..Default::default()
+    };
+    c.start(ctx(), &req).map(|r| r.pid)
+}
+
+pub fn start(c: &TaskClient, id: &str, exec: &str) -> u32 {
+    try_start(c, id, exec).unwrap_or_else(|e| panic!("Start {id}/{exec}: {e}"))
+}
+
+pub fn wait(c: &TaskClient, id: &str, exec: &str) -> u32 {
+    let req = api::WaitRequest {
+        id: id.into(),
+        exec_id: exec.into(),
+        ..Default::default()
+    };
+    c.wait(ctx(), &req)
+        .unwrap_or_else(|e| panic!("Wait {id}/{exec}: {e}"))
+        .exit_status
+}
+
+pub fn try_kill(c: &TaskClient, id: &str, sig: u32) -> ttrpc::Result<()> {
+    let req = api::KillRequest {
+        id: id.into(),
+        signal: sig,
+        ..Default::default()
+    };
+    c.kill(ctx(), &req).map(drop)
+}
+
+pub fn kill(c: &TaskClient, id: &str, sig: u32) {
+    try_kill(c, id, sig).unwrap_or_else(|e| panic!("Kill {id}: {e}"));
+}
+
+pub fn try_delete(c: &TaskClient, id: &str, exec: &str) -> ttrpc::Result<api::DeleteResponse> {
+    let req = api::DeleteRequest {
+        id: id.into(),
+        exec_id: exec.into(),
+        ..Default::default()
+    };
+    c.delete(ctx(), &req)
+}
+
+pub fn delete(c: &TaskClient, id: &str, exec: &str) -> api::DeleteResponse {
+    try_delete(c, id, exec).unwrap_or_else(|e| panic!("Delete {id}/{exec}: {e}"))
 }
 
 /// A ttrpc call's context, with containerd's kind of deadline.

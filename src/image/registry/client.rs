@@ -8,6 +8,7 @@ use super::conn::Net;
 use super::http::{self, Response, SendError};
 use super::url::{self, Url};
 use super::Credential;
+use crate::image::Error;
 
 const MAX_REDIRECTS: usize = 10;
 
@@ -63,8 +64,8 @@ impl Client {
         insecure: &[String],
         net: Net,
         login: Option<Credential>,
-    ) -> Result<Client, String> {
-        let (base, may_be_https) = endpoint(domain, insecure)?;
+    ) -> Result<Client, Error> {
+        let (base, may_be_https) = endpoint(domain, insecure).map_err(Error::Reference)?;
         Ok(Client {
             domain: domain.to_string(),
             path: path.to_string(),
@@ -78,11 +79,11 @@ impl Client {
 
     /// `GET /v2/<path>/<what>` (`manifests/<ref>`, `blobs/<digest>`) with auth and
     /// redirects; any final status is the caller's to judge.
-    pub fn get(&mut self, what: &str, accept: &str) -> Result<Response, String> {
+    pub fn get(&mut self, what: &str, accept: &str) -> Result<Response, Error> {
         let target = format!("/v2/{}/{what}", self.path);
         let mut authorized_once = false;
         loop {
-            let url = self.base.join(&target)?;
+            let url = self.base.join(&target).map_err(Error::unreachable)?;
             let resp = match self.follow(url, accept) {
                 Err(e) if e.not_http && self.may_be_https => {
                     // A loopback registry serving TLS: the rest of the pull goes over https.
@@ -90,7 +91,7 @@ impl Client {
                     self.base.https = true;
                     continue;
                 }
-                r => r.map_err(|e| e.msg)?,
+                r => r.map_err(|e| Error::unreachable(e.msg))?,
             };
             if resp.status == 400 && self.may_be_https && !resp.url.https {
                 let mut resp = resp;
@@ -140,13 +141,13 @@ impl Client {
 
     /// The `Authorization` header answering `challenges`: a bearer token from the realm
     /// (asked with the login if there is one), or the login as Basic credentials.
-    fn authorize(&self, challenges: &[Challenge]) -> Result<String, String> {
+    fn authorize(&self, challenges: &[Challenge]) -> Result<String, Error> {
         let no_login = || {
-            format!(
+            unauthorized(format!(
                 "401 Unauthorized: the registry wants a login and none is given for {} \
                  (imagePullSecrets, --creds, or ~/.docker/config.json)",
                 self.domain
-            )
+            ))
         };
         if let Some(c) = challenges.iter().find(|c| c.scheme == "bearer") {
             return self.token(c).map(|t| format!("Bearer {t}"));
@@ -155,7 +156,7 @@ impl Client {
             let l = self.login.as_ref().ok_or_else(no_login)?;
             return Ok(auth::basic(&l.username, &l.password));
         }
-        Err(format!(
+        Err(unauthorized(format!(
             "{}: 401 Unauthorized without a Bearer or Basic challenge ({})",
             self.domain,
             challenges
@@ -163,16 +164,16 @@ impl Client {
                 .map(|c| c.scheme.as_str())
                 .collect::<Vec<_>>()
                 .join(", ")
-        ))
+        )))
     }
 
     /// Asks the token server named by a bearer challenge for a pull token.
-    fn token(&self, c: &Challenge) -> Result<String, String> {
-        let realm = c
-            .param("realm")
-            .ok_or_else(|| format!("{}: bearer challenge without a realm", self.domain))?;
-        let mut realm_url =
-            Url::parse(realm).map_err(|e| format!("{}: token realm: {e}", self.domain))?;
+    fn token(&self, c: &Challenge) -> Result<String, Error> {
+        let realm = c.param("realm").ok_or_else(|| {
+            unauthorized(format!("{}: bearer challenge without a realm", self.domain))
+        })?;
+        let mut realm_url = Url::parse(realm)
+            .map_err(|e| unauthorized(format!("{}: token realm: {e}", self.domain)))?;
         let mut query = Vec::new();
         if let Some(s) = c.param("service") {
             query.push(format!("service={}", url::encode_query(s)));
@@ -198,18 +199,22 @@ impl Client {
         let mut url = realm_url;
         for _ in 0..MAX_REDIRECTS {
             let mut resp = http::send("GET", &url, &headers, &self.net)
-                .map_err(|e| format!("token server: {}", e.msg))?;
+                .map_err(|e| Error::unreachable(format!("token server: {}", e.msg)))?;
             match resp.status {
                 200 => {
-                    let body = resp.read_body(1 << 20)?;
-                    return auth::token_from_answer(&body).map_err(|e| format!("{url}: {e}"));
+                    let body = resp.read_body(1 << 20).map_err(Error::unreachable)?;
+                    return auth::token_from_answer(&body)
+                        .map_err(|e| Error::unreachable(format!("{url}: {e}")));
                 }
                 301 | 302 | 303 | 307 | 308 if resp.header("location").is_some() => {
-                    url = url.join(resp.header("location").unwrap_or_default())?;
+                    url = url
+                        .join(resp.header("location").unwrap_or_default())
+                        .map_err(Error::unreachable)?;
                 }
                 401 | 403 => {
+                    let status = Some(resp.status);
                     let why = registry_error(&mut resp);
-                    return Err(match &self.login {
+                    let message = match &self.login {
                         Some(l) => format!(
                             "{}: token server {} refused the login of {:?}: {why}",
                             self.domain,
@@ -222,26 +227,34 @@ impl Client {
                             self.domain,
                             url.authority()
                         ),
-                    });
+                    };
+                    return Err(Error::Registry { status, message });
                 }
                 _ => {
+                    let status = Some(resp.status);
                     let why = registry_error(&mut resp);
-                    return Err(format!("{}: token server: {why}", self.domain));
+                    let message = format!("{}: token server: {why}", self.domain);
+                    return Err(Error::Registry { status, message });
                 }
             }
         }
-        Err(format!("{}: token server: too many redirects", self.domain))
+        Err(Error::unreachable(format!(
+            "{}: token server: too many redirects",
+            self.domain
+        )))
     }
 
     /// GET `path` (below the repository) for `what`: the response when it is 200, else
     /// one line: not found with the registry's reason, or [`Client::refusal`].
-    pub fn get_found(&mut self, what: &str, path: &str, accept: &str) -> Result<Response, String> {
+    pub fn get_found(&mut self, what: &str, path: &str, accept: &str) -> Result<Response, Error> {
         let mut resp = self.get(path, accept)?;
-        match resp.status {
-            200 => Ok(resp),
-            404 => Err(format!("{what}: not found: {}", registry_error(&mut resp))),
-            _ => Err(self.refusal(what, &mut resp)),
-        }
+        let status = Some(resp.status);
+        let message = match resp.status {
+            200 => return Ok(resp),
+            404 => format!("{what}: not found: {}", registry_error(&mut resp)),
+            _ => self.refusal(what, &mut resp),
+        };
+        Err(Error::Registry { status, message })
     }
 
     /// A one-line error for a final answer that is not what was asked: the status and the
@@ -262,6 +275,14 @@ impl Client {
             };
         }
         format!("{what}: {why}")
+    }
+}
+
+/// A refusal of the registry's login, or of its lack.
+fn unauthorized(message: String) -> Error {
+    Error::Registry {
+        status: Some(401),
+        message,
     }
 }
 

@@ -86,11 +86,17 @@ fn answers_a_bearer_challenge_with_a_token_and_keeps_it() {
         .get("manifests/1", "")
         .err()
         .unwrap();
+    assert_eq!(e.kind(), crate::error::Kind::PermissionDenied, "{e}");
+    let e = e.to_string();
     assert!(
         e.contains("refused the login of \"u\"") && e.contains("401"),
         "{e}"
     );
-    let e = client(s.port, None).get("manifests/1", "").err().unwrap();
+    let e = client(s.port, None)
+        .get("manifests/1", "")
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("wants a login and none is given"), "{e}");
 }
 
@@ -117,7 +123,7 @@ fn answers_a_basic_challenge_and_reports_a_refused_login() {
         "manifest 1: 401 Unauthorized (UNAUTHORIZED: authentication required): \
          the registry refused the login of \"u\""
     );
-    let e = client(s.port, None).get("m", "").err().unwrap();
+    let e = client(s.port, None).get("m", "").err().unwrap().to_string();
     assert!(
         e.contains("wants a login and none is given for 127.0.0.1:"),
         "{e}"
@@ -163,7 +169,11 @@ fn a_loopback_registry_speaking_tls_is_tried_over_https() {
         }
         firsts
     });
-    let e = client(port, None).get("manifests/1", "").err().unwrap();
+    let e = client(port, None)
+        .get("manifests/1", "")
+        .err()
+        .unwrap()
+        .to_string();
     #[cfg(feature = "tls")]
     {
         assert!(e.contains("TLS handshake"), "{e}");
@@ -231,6 +241,8 @@ fn https_through_a_proxy_asks_for_a_tunnel() {
         .get("manifests/1", "")
         .err()
         .unwrap();
+    assert_eq!(e.kind(), crate::error::Kind::Unavailable, "{e}");
+    let e = e.to_string();
     assert!(
         e.contains("through the proxy 127.0.0.1:")
             && e.contains("CONNECT refused: HTTP/1.1 407 Proxy Authentication Required"),
@@ -243,7 +255,8 @@ fn https_through_a_proxy_asks_for_a_tunnel() {
     let e = proxied("no.example", &[], proxy.port)
         .get("manifests/1", "")
         .err()
-        .unwrap();
+        .unwrap()
+        .to_string();
     assert!(e.contains("cannot resolve no.example"), "{e}");
     assert_eq!(proxy.targets().len(), 1);
 }

@@ -1,6 +1,7 @@
 //! The media types a pull takes (OCI and Docker schema 2), how a manifest's type is told
 //! when the registry does not say it, and the refusal of any other, naming it.
 
+use crate::image::Error;
 use oci_spec::image::Descriptor;
 
 pub const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
@@ -64,47 +65,47 @@ pub fn of_manifest(content_type: Option<&str>, body: &[u8]) -> String {
 }
 
 /// The one-line refusal of a manifest type a pull does not take.
-pub fn refuse(media_type: &str) -> String {
+pub fn refuse(media_type: &str) -> Error {
     if media_type == DOCKER_SCHEMA1 || media_type == DOCKER_SCHEMA1_SIGNED {
-        return format!(
+        return Error::Unsupported(format!(
             "unsupported manifest media type {media_type} (Docker schema 1, \
              deprecated): push the image again with a current client"
-        );
+        ));
     }
-    format!(
+    Error::Unsupported(format!(
         "unsupported manifest media type {media_type:?}: podinit takes OCI and Docker \
          schema 2 manifests and indexes"
-    )
+    ))
 }
 
-pub fn check_config(d: &Descriptor) -> Result<(), String> {
+pub fn check_config(d: &Descriptor) -> Result<(), Error> {
     let t = d.media_type().to_string();
     if CONFIGS.contains(&t.as_str()) {
         return Ok(());
     }
-    Err(format!(
+    Err(Error::Unsupported(format!(
         "config {}: unsupported media type {t:?} (not an image config)",
         d.digest()
-    ))
+    )))
 }
 
-pub fn check_layer(d: &Descriptor) -> Result<(), String> {
+pub fn check_layer(d: &Descriptor) -> Result<(), Error> {
     let t = d.media_type().to_string();
     if LAYERS.contains(&t.as_str()) {
         return Ok(());
     }
-    Err(format!(
+    Err(Error::Unsupported(format!(
         "layer {}: unsupported media type {t:?} (layers are tar, tar+gzip or tar+zstd)",
         d.digest()
-    ))
+    )))
 }
 
 /// A registry announcing another length than the descriptor's lies about the content.
-pub fn check_length(what: &str, announced: Option<u64>, size: u64) -> Result<(), String> {
+pub fn check_length(what: &str, announced: Option<u64>, size: u64) -> Result<(), Error> {
     match announced {
-        Some(n) if n != size => Err(format!(
+        Some(n) if n != size => Err(Error::Content(format!(
             "{what}: the registry announces {n} bytes, its descriptor says {size}"
-        )),
+        ))),
         _ => Ok(()),
     }
 }
@@ -130,8 +131,10 @@ mod tests {
         let typed = br#"{"mediaType":"application/vnd.docker.distribution.manifest.v2+json"}"#;
         assert_eq!(of_manifest(None, typed), DOCKER_MANIFEST);
         assert_eq!(of_manifest(None, br#"{"schemaVersion":1}"#), DOCKER_SCHEMA1);
-        assert!(refuse(DOCKER_SCHEMA1_SIGNED).contains("Docker schema 1"));
-        let e = refuse("application/vnd.example+json");
+        assert!(refuse(DOCKER_SCHEMA1_SIGNED)
+            .to_string()
+            .contains("Docker schema 1"));
+        let e = refuse("application/vnd.example+json").to_string();
         assert!(e.contains("\"application/vnd.example+json\""), "{e}");
     }
 
@@ -148,12 +151,17 @@ mod tests {
         assert!(check_config(&d("application/vnd.docker.container.image.v1+json")).is_ok());
         assert!(check_layer(&d("application/vnd.oci.image.layer.v1.tar+zstd")).is_ok());
         assert!(check_layer(&d("application/vnd.docker.image.rootfs.diff.tar.gzip")).is_ok());
-        let e = check_layer(&d("application/vnd.cncf.helm.chart.content.v1.tar+gzip")).unwrap_err();
+        let e = check_layer(&d("application/vnd.cncf.helm.chart.content.v1.tar+gzip"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("helm") && e.contains("unsupported"), "{e}");
-        let e = check_config(&d("application/vnd.cncf.helm.config.v1+json")).unwrap_err();
+        let e = check_config(&d("application/vnd.cncf.helm.config.v1+json"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not an image config"), "{e}");
         assert!(check_length("blob x", Some(3), 4)
             .unwrap_err()
+            .to_string()
             .contains("announces 3"));
         assert!(check_length("blob x", None, 4).is_ok());
     }

@@ -7,6 +7,7 @@ use super::client::Client;
 use super::media;
 use super::Progress;
 use crate::image::digest::{Digest, Verifier};
+use crate::image::error::{Error, Result};
 use crate::image::platform;
 use crate::image::reference::Reference;
 use oci_spec::image::{Descriptor, ImageIndex, ImageManifest};
@@ -27,7 +28,7 @@ const MAX_CONCURRENT_DOWNLOADS: usize = 3;
 /// Where blobs go: the store, or a test's map.
 pub trait Blobs {
     fn has_blob(&self, d: &Digest) -> bool;
-    fn put_blob(&self, d: &Digest, size: Option<u64>, r: &mut dyn Read) -> Result<(), String>;
+    fn put_blob(&self, d: &Digest, size: Option<u64>, r: &mut dyn Read) -> Result<()>;
 }
 
 /// What a pull fetched, held until all of it is verified.
@@ -54,8 +55,8 @@ pub fn fetch(
     staging: &Path,
     name: &Reference,
     progress: &mut dyn FnMut(Progress),
-) -> Result<Digest, String> {
-    std::fs::create_dir_all(staging).map_err(|e| format!("{}: {e}", staging.display()))?;
+) -> Result<Digest> {
+    std::fs::create_dir_all(staging).map_err(|e| Error::io(staging.display(), e))?;
     let mut staged = Staged {
         dir: staging.to_path_buf(),
         small: Vec::new(),
@@ -74,8 +75,9 @@ pub fn fetch(
     for _ in 0..MAX_DEPTH {
         match media_type.as_str() {
             media::OCI_INDEX | media::DOCKER_LIST => {
-                let index: ImageIndex = crate::tracked::from_slice(&bytes)
-                    .map_err(|e| format!("index {}: {e}", staged.small.last().unwrap().0))?;
+                let index: ImageIndex = crate::tracked::from_slice(&bytes).map_err(|e| {
+                    Error::Content(format!("index {}: {e}", staged.small.last().unwrap().0))
+                })?;
                 let d = platform::select(&index)?;
                 let digest = Digest::parse(d.digest().as_ref())?;
                 let (mt, b, _) = manifest(client, &digest.to_string(), Some(&digest), Some(d))?;
@@ -83,14 +85,15 @@ pub fn fetch(
                 (media_type, bytes) = (mt, b);
             }
             media::OCI_MANIFEST | media::DOCKER_MANIFEST => {
-                let m: ImageManifest = crate::tracked::from_slice(&bytes)
-                    .map_err(|e| format!("manifest {}: {e}", staged.small.last().unwrap().0))?;
+                let m: ImageManifest = crate::tracked::from_slice(&bytes).map_err(|e| {
+                    Error::Content(format!("manifest {}: {e}", staged.small.last().unwrap().0))
+                })?;
                 content(client, blobs, &m, &mut staged, progress)?;
                 for (d, b) in staged.small.iter().filter(|(d, _)| !blobs.has_blob(d)) {
                     blobs.put_blob(d, Some(b.len() as u64), &mut &b[..])?;
                 }
                 for (d, size, path) in &staged.files {
-                    let f = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+                    let f = File::open(path).map_err(|e| Error::io(path.display(), e))?;
                     blobs.put_blob(d, Some(*size), &mut BufReader::new(f))?;
                 }
                 return Ok(top);
@@ -98,7 +101,9 @@ pub fn fetch(
             other => return Err(media::refuse(other)),
         }
     }
-    Err(format!("indexes nest deeper than {MAX_DEPTH}"))
+    Err(Error::Content(format!(
+        "indexes nest deeper than {MAX_DEPTH}"
+    )))
 }
 
 /// Fetches the manifest or index `by` (a tag or digest) and its media type, checking it
@@ -108,7 +113,7 @@ fn manifest(
     by: &str,
     expected: Option<&Digest>,
     desc: Option<&Descriptor>,
-) -> Result<(String, Vec<u8>, Digest), String> {
+) -> Result<(String, Vec<u8>, Digest)> {
     let what = format!("manifest {by}");
     let mut resp = client.get_found(&what, &format!("manifests/{by}"), media::ACCEPT)?;
     if let Some(d) = desc {
@@ -116,24 +121,24 @@ fn manifest(
     }
     let header_type = resp.header("content-type").map(str::to_string);
     let header_digest = resp.header("docker-content-digest").map(str::to_string);
-    let bytes = resp.read_body(MAX_MANIFEST)?;
+    let bytes = resp.read_body(MAX_MANIFEST).map_err(Error::unreachable)?;
     let got = Digest::of(&bytes);
     if let Some(e) = expected.filter(|e| **e != got) {
-        return Err(format!(
+        return Err(Error::Content(format!(
             "{what}: digest mismatch: content is {got}, expected {e}"
-        ));
+        )));
     }
     if let Some(d) = desc.filter(|d| d.size() != bytes.len() as u64) {
-        return Err(format!(
+        return Err(Error::Content(format!(
             "{what}: {} bytes where its descriptor says {}",
             bytes.len(),
             d.size()
-        ));
+        )));
     }
     if let Some(h) = header_digest.filter(|h| *h != got.to_string()) {
-        return Err(format!(
+        return Err(Error::Content(format!(
             "{what}: the registry says its digest is {h}, its content is {got}"
-        ));
+        )));
     }
     let media_type = media::of_manifest(header_type.as_deref(), &bytes);
     Ok((media_type, bytes, got))
@@ -147,7 +152,7 @@ fn content(
     m: &ImageManifest,
     staged: &mut Staged,
     progress: &mut dyn FnMut(Progress),
-) -> Result<(), String> {
+) -> Result<()> {
     media::check_config(m.config())?;
     for l in m.layers() {
         media::check_layer(l)?;
@@ -163,12 +168,12 @@ fn content(
     let failed = AtomicBool::new(false);
     let dir = staged.dir.clone();
     let (tx, rx) = mpsc::channel::<Progress>();
-    let results: Vec<Result<(), String>> = thread::scope(|s| {
+    let results: Vec<Result<()>> = thread::scope(|s| {
         let workers: Vec<_> = (0..MAX_CONCURRENT_DOWNLOADS.min(todo.len()))
             .map(|_| {
                 let (tx, mut c) = (tx.clone(), client.clone());
                 let (todo, next, failed, dir) = (&todo, &next, &failed, &dir);
-                s.spawn(move || -> Result<(), String> {
+                s.spawn(move || -> Result<()> {
                     let report = |p| {
                         // The receiver lives until every worker is done.
                         let _ = tx.send(p);
@@ -195,11 +200,11 @@ fn content(
             .into_iter()
             .map(|w| {
                 w.join()
-                    .unwrap_or_else(|_| Err("a download panicked".into()))
+                    .unwrap_or_else(|_| Err(Error::Os(io::Error::other("a download panicked"))))
             })
             .collect()
     });
-    results.into_iter().collect::<Result<Vec<()>, String>>()?;
+    results.into_iter().collect::<Result<Vec<()>>>()?;
     for (d, size) in todo {
         let path = dir.join(&d.hex);
         staged.files.push((d, size, path));
@@ -216,11 +221,11 @@ fn blob(
     path: &Path,
     cancel: &AtomicBool,
     progress: &dyn Fn(Progress),
-) -> Result<(), String> {
+) -> Result<()> {
     let what = format!("blob {digest}");
     let mut resp = client.get_found(&what, &format!("blobs/{digest}"), "")?;
     media::check_length(&what, resp.content_length(), size)?;
-    let mut out = File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut out = File::create(path).map_err(|e| Error::io(path.display(), e))?;
     let mut v = Verifier::new(resp.body(), digest, Some(size));
     let mut buf = vec![0u8; 256 * 1024];
     progress(Progress::Blob {
@@ -233,10 +238,10 @@ fn blob(
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(format!("{what}: {e}")),
+            Err(e) => return Err(Error::Os(e).within(&what)),
         };
         out.write_all(&buf[..n])
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+            .map_err(|e| Error::io(path.display(), e))?;
         progress(Progress::Blob {
             digest: digest.to_string(),
             done: v.bytes_read(),

@@ -11,11 +11,11 @@ impl Blobs for Map {
     fn has_blob(&self, d: &Digest) -> bool {
         self.0.borrow().contains_key(d)
     }
-    fn put_blob(&self, d: &Digest, size: Option<u64>, r: &mut dyn Read) -> Result<(), String> {
+    fn put_blob(&self, d: &Digest, size: Option<u64>, r: &mut dyn Read) -> Result<()> {
         let mut b = Vec::new();
         Verifier::new(r, d, size)
             .read_to_end(&mut b)
-            .map_err(|e| e.to_string())?;
+            .map_err(Error::Os)?;
         self.0.borrow_mut().insert(d.clone(), b);
         Ok(())
     }
@@ -97,10 +97,10 @@ fn run(
     r: &Reference,
     blobs: &Map,
     dir: &Path,
-) -> (Result<Digest, String>, Vec<Progress>) {
+) -> (std::result::Result<Digest, String>, Vec<Progress>) {
     let mut c = Client::new(&r.domain, &r.path, &[], net(Duration::from_secs(5)), None).unwrap();
     let mut seen = Vec::new();
-    let res = fetch(&mut c, blobs, dir, r, &mut |p| seen.push(p));
+    let res = fetch(&mut c, blobs, dir, r, &mut |p| seen.push(p)).map_err(|e| e.to_string());
     let _ = port;
     (res, seen)
 }

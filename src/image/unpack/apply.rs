@@ -12,6 +12,8 @@ use std::os::unix::fs::{lchown, symlink, OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 use tar::EntryType;
 
+use crate::image::error::{Error, Result};
+
 const WHITEOUT: &str = ".wh.";
 const OPAQUE: &str = ".wh..wh..opq";
 const OPAQUE_XATTR: &str = "trusted.overlay.opaque";
@@ -50,28 +52,27 @@ impl Applier {
     }
 
     /// Applies every entry of `archive`; an error names the entry.
-    pub fn apply<R: Read>(&mut self, archive: &mut tar::Archive<R>) -> Result<(), String> {
-        for entry in archive
-            .entries()
-            .map_err(|e| format!("reading the tar: {e}"))?
-        {
-            let mut entry = entry.map_err(|e| format!("reading the tar: {e}"))?;
+    pub fn apply<R: Read>(&mut self, archive: &mut tar::Archive<R>) -> Result<()> {
+        let tar = |e: io::Error| Error::io("reading the tar", flat(e));
+        for entry in archive.entries().map_err(tar)? {
+            let mut entry = entry.map_err(tar)?;
             let raw = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
             self.entry(&mut entry)
-                .map_err(|e| format!("entry {raw:?}: {e}"))?;
+                .map_err(|e| e.within(format_args!("entry {raw:?}")))?;
         }
         // Deepest first, so that setting a child's time does not touch its parent's after.
         self.dir_times
             .sort_by_key(|(p, _)| std::cmp::Reverse(p.components().count()));
         for (rel, mtime) in std::mem::take(&mut self.dir_times) {
-            set_mtime(&self.root.join(&rel), mtime)
-                .map_err(|e| format!("entry {:?}: setting its time: {e}", rel.display()))?;
+            set_mtime(&self.root.join(&rel), mtime).map_err(|e| {
+                Error::sys("setting its time", e).within(format_args!("entry {:?}", rel.display()))
+            })?;
         }
         Ok(())
     }
 
-    fn entry<R: Read>(&mut self, entry: &mut tar::Entry<R>) -> Result<(), String> {
-        let rel = clean(&entry.path().map_err(|e| e.to_string())?)?;
+    fn entry<R: Read>(&mut self, entry: &mut tar::Entry<R>) -> Result<()> {
+        let rel = clean(&entry.path().map_err(os)?)?;
         let meta = meta(entry)?;
         let kind = entry.header().entry_type();
         let name = rel.file_name().map(|n| n.to_string_lossy().into_owned());
@@ -96,16 +97,20 @@ impl Applier {
                     Ok(m) if m.is_dir() => {}
                     Ok(_) => {
                         self.remove(&rel)?;
-                        fs::create_dir(&path).map_err(|e| e.to_string())?;
+                        fs::create_dir(&path).map_err(Error::Os)?;
                     }
-                    Err(_) => fs::create_dir(&path).map_err(|e| e.to_string())?,
+                    Err(_) => fs::create_dir(&path).map_err(Error::Os)?,
                 }
                 self.dirs.insert(rel.clone());
                 self.attrs(&rel, &meta, false)?;
                 self.dir_times.push((rel, meta.mtime));
                 return Ok(());
             }
-            EntryType::GNUSparse => return Err("GNU sparse files are not supported".into()),
+            EntryType::GNUSparse => {
+                return Err(Error::Unsupported(
+                    "GNU sparse files are not supported".into(),
+                ))
+            }
             EntryType::Regular | EntryType::Continuous => {
                 let create = || {
                     fs::OpenOptions::new()
@@ -122,29 +127,31 @@ impl Applier {
                     }
                     r => r,
                 }
-                .map_err(|e| e.to_string())?;
+                .map_err(Error::Os)?;
                 let want = entry.size();
-                let got = copy(entry, &mut f, &mut self.buf).map_err(|e| e.to_string())?;
+                let got = copy(entry, &mut f, &mut self.buf).map_err(os)?;
                 if got != want {
-                    return Err(format!("truncated: {got} of its {want} bytes"));
+                    return Err(Error::Content(format!(
+                        "truncated: {got} of its {want} bytes"
+                    )));
                 }
             }
             EntryType::Symlink => {
                 let target = entry
                     .link_name()
-                    .map_err(|e| e.to_string())?
-                    .ok_or("a symlink without a target")?;
+                    .map_err(os)?
+                    .ok_or_else(|| Error::Content("a symlink without a target".into()))?;
                 self.replace(&rel)?;
-                symlink(&target, &path).map_err(|e| e.to_string())?;
+                symlink(&target, &path).map_err(Error::Os)?;
                 return self.attrs(&rel, &meta, true);
             }
             EntryType::Link => {
                 let target = entry
                     .link_name()
-                    .map_err(|e| e.to_string())?
-                    .ok_or("a hard link without a target")?;
+                    .map_err(os)?
+                    .ok_or_else(|| Error::Content("a hard link without a target".into()))?;
                 let target_rel = clean(&target)
-                    .map_err(|e| format!("hard link to {:?}: {e}", target.display()))?;
+                    .map_err(|e| e.within(format_args!("hard link to {:?}", target.display())))?;
                 let tparent = target_rel
                     .parent()
                     .map(Path::to_path_buf)
@@ -154,13 +161,16 @@ impl Applier {
                 match fs::symlink_metadata(&tpath) {
                     Ok(m) if !m.is_dir() => {}
                     Ok(_) => {
-                        return Err(format!("hard link to a directory {:?}", target.display()))
+                        return Err(Error::Content(format!(
+                            "hard link to a directory {:?}",
+                            target.display()
+                        )))
                     }
                     Err(_) => {
-                        return Err(format!(
+                        return Err(Error::Content(format!(
                             "hard link to {:?}, which the layer does not have",
                             target.display()
-                        ))
+                        )))
                     }
                 }
                 if target_rel == rel {
@@ -168,7 +178,7 @@ impl Applier {
                 }
                 self.replace(&rel)?;
                 // A hard link shares its target's inode: its attributes are the target's.
-                return fs::hard_link(&tpath, &path).map_err(|e| e.to_string());
+                return fs::hard_link(&tpath, &path).map_err(Error::Os);
             }
             EntryType::Char | EntryType::Block | EntryType::Fifo => {
                 let h = entry.header();
@@ -177,8 +187,8 @@ impl Applier {
                     (0, 0)
                 } else {
                     (
-                        h.device_major().map_err(|e| e.to_string())?.unwrap_or(0),
-                        h.device_minor().map_err(|e| e.to_string())?.unwrap_or(0),
+                        h.device_major().map_err(os)?.unwrap_or(0),
+                        h.device_minor().map_err(os)?.unwrap_or(0),
                     )
                 };
                 let flag = match kind {
@@ -189,24 +199,24 @@ impl Applier {
                 self.replace(&rel)?;
                 let dev = nix::sys::stat::makedev(major.into(), minor.into());
                 mknod(&path, flag, Mode::from_bits_truncate(0o600), dev)
-                    .map_err(|e| format!("mknod: {e}"))?;
+                    .map_err(|e| Error::sys("mknod", e))?;
             }
             other => {
-                return Err(format!(
+                return Err(Error::Unsupported(format!(
                     "unsupported tar entry type {:?}",
                     other.as_byte() as char
-                ))
+                )))
             }
         }
         self.attrs(&rel, &meta, false)?;
-        set_mtime(&path, meta.mtime).map_err(|e| format!("setting its time: {e}"))
+        set_mtime(&path, meta.mtime).map_err(|e| Error::sys("setting its time", e))
     }
 
     /// `.wh..wh..opq` marks `parent` opaque; `.wh.NAME` hides NAME of the lower layers.
-    fn whiteout(&mut self, parent: &Path, name: &str, meta: &Meta) -> Result<(), String> {
+    fn whiteout(&mut self, parent: &Path, name: &str, meta: &Meta) -> Result<()> {
         let dir = self.root.join(parent);
         if name == OPAQUE {
-            return setxattr(&dir, OPAQUE_XATTR, b"y").map_err(|e| format!("marking opaque: {e}"));
+            return setxattr(&dir, OPAQUE_XATTR, b"y").map_err(|e| Error::io("marking opaque", e));
         }
         if name.starts_with(".wh..wh.") {
             // aufs's own bookkeeping (`.wh..wh.plnk`…): nothing for overlayfs.
@@ -214,20 +224,22 @@ impl Applier {
         }
         let hidden = &name[WHITEOUT.len()..];
         if hidden.is_empty() || hidden == "." || hidden == ".." || hidden.contains('/') {
-            return Err(format!("whiteout of {hidden:?} escapes its directory"));
+            return Err(Error::Content(format!(
+                "whiteout of {hidden:?} escapes its directory"
+            )));
         }
         let rel = parent.join(hidden);
         self.replace(&rel)?;
         let path = self.root.join(&rel);
         mknod(&path, SFlag::S_IFCHR, Mode::empty(), 0)
-            .map_err(|e| format!("whiteout mknod: {e}"))?;
+            .map_err(|e| Error::sys("whiteout mknod", e))?;
         lchown(&path, Some(meta.uid as u32), Some(meta.gid as u32))
-            .map_err(|e| format!("chown: {e}"))
+            .map_err(|e| Error::io("chown", e))
     }
 
     /// Makes sure `rel` is a real directory inside the root, making missing ones (0755, as
     /// containerd does) and refusing to go through a symlink or a file.
-    fn parent_dir(&mut self, rel: &Path) -> Result<(), String> {
+    fn parent_dir(&mut self, rel: &Path) -> Result<()> {
         if self.dirs.contains(rel) {
             return Ok(());
         }
@@ -238,18 +250,23 @@ impl Applier {
         match fs::symlink_metadata(&path) {
             Ok(m) if m.is_dir() => {}
             Ok(m) if m.file_type().is_symlink() => {
-                return Err(format!(
+                return Err(Error::Content(format!(
                     "writes through the symlink {:?}, out of the layer",
                     rel.display()
-                ))
+                )))
             }
-            Ok(_) => return Err(format!("{:?} is not a directory", rel.display())),
+            Ok(_) => {
+                return Err(Error::Content(format!(
+                    "{:?} is not a directory",
+                    rel.display()
+                )))
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                fs::create_dir(&path).map_err(|e| format!("mkdir {:?}: {e}", rel.display()))?;
-                fs::set_permissions(&path, fs::Permissions::from_mode(0o755))
-                    .map_err(|e| e.to_string())?;
+                fs::create_dir(&path)
+                    .map_err(|e| Error::io(format_args!("mkdir {:?}", rel.display()), e))?;
+                fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).map_err(Error::Os)?;
             }
-            Err(e) => return Err(format!("{:?}: {e}", rel.display())),
+            Err(e) => return Err(Error::io(format_args!("{:?}", rel.display()), e)),
         }
         self.dirs.insert(rel.to_path_buf());
         Ok(())
@@ -257,34 +274,34 @@ impl Applier {
 
     /// Clears the way for a new non-directory at `rel`: whatever an earlier entry of this
     /// layer put there goes (a symlink is removed, never followed).
-    fn replace(&mut self, rel: &Path) -> Result<(), String> {
+    fn replace(&mut self, rel: &Path) -> Result<()> {
         match fs::symlink_metadata(self.root.join(rel)) {
             Ok(_) => self.remove(rel),
             Err(_) => Ok(()),
         }
     }
 
-    fn remove(&mut self, rel: &Path) -> Result<(), String> {
+    fn remove(&mut self, rel: &Path) -> Result<()> {
         let path = self.root.join(rel);
-        let m = fs::symlink_metadata(&path).map_err(|e| e.to_string())?;
+        let m = fs::symlink_metadata(&path).map_err(Error::Os)?;
         if m.is_dir() {
-            fs::remove_dir_all(&path).map_err(|e| format!("replacing a directory: {e}"))?;
+            fs::remove_dir_all(&path).map_err(|e| Error::io("replacing a directory", e))?;
             self.dirs.retain(|d| !d.starts_with(rel));
             self.dir_times.retain(|(d, _)| !d.starts_with(rel));
         } else {
-            fs::remove_file(&path).map_err(|e| format!("replacing: {e}"))?;
+            fs::remove_file(&path).map_err(|e| Error::io("replacing", e))?;
         }
         Ok(())
     }
 
     /// Owner, then mode (a chown clears set-id bits), then xattrs.
-    fn attrs(&self, rel: &Path, meta: &Meta, is_symlink: bool) -> Result<(), String> {
+    fn attrs(&self, rel: &Path, meta: &Meta, is_symlink: bool) -> Result<()> {
         let path = self.root.join(rel);
         lchown(&path, Some(meta.uid as u32), Some(meta.gid as u32))
-            .map_err(|e| format!("chown: {e}"))?;
+            .map_err(|e| Error::io("chown", e))?;
         if !is_symlink {
             fs::set_permissions(&path, fs::Permissions::from_mode(meta.mode & 0o7777))
-                .map_err(|e| format!("chmod: {e}"))?;
+                .map_err(|e| Error::io("chmod", e))?;
         }
         for (k, v) in &meta.xattrs {
             // overlayfs's own attributes come from whiteouts only: a layer that brought
@@ -295,11 +312,11 @@ impl Applier {
             match setxattr(&path, k, v) {
                 // As containerd: a filesystem without xattrs of that kind is not an error.
                 Err(e) if e.raw_os_error() == Some(libc::ENOTSUP) => {}
-                r => r.map_err(|e| format!("xattr {k}: {e}"))?,
+                r => r.map_err(|e| Error::io(format_args!("xattr {k}"), e))?,
             }
         }
         if is_symlink {
-            set_mtime(&path, meta.mtime).map_err(|e| format!("setting its time: {e}"))?;
+            set_mtime(&path, meta.mtime).map_err(|e| Error::sys("setting its time", e))?;
         }
         Ok(())
     }
@@ -307,45 +324,48 @@ impl Applier {
 
 /// The entry's path relative to the layer root; `..` anywhere or an absolute path is an
 /// escape, refused rather than clamped so that a hostile layer is seen for what it is.
-pub fn clean(p: &Path) -> Result<PathBuf, String> {
+pub fn clean(p: &Path) -> Result<PathBuf> {
     let mut out = PathBuf::new();
     for c in p.components() {
         match c {
             Component::Normal(n) => out.push(n),
             Component::CurDir => {}
             Component::ParentDir => {
-                return Err(format!("path {:?} leaves the layer (`..`)", p.display()))
+                return Err(Error::Content(format!(
+                    "path {:?} leaves the layer (`..`)",
+                    p.display()
+                )))
             }
             Component::RootDir | Component::Prefix(_) => {
-                return Err(format!("absolute path {:?}", p.display()))
+                return Err(Error::Content(format!("absolute path {:?}", p.display())))
             }
         }
     }
     Ok(out)
 }
 
-fn meta<R: Read>(entry: &mut tar::Entry<R>) -> Result<Meta, String> {
+fn meta<R: Read>(entry: &mut tar::Entry<R>) -> Result<Meta> {
     let h = entry.header();
     let mut m = Meta {
-        mode: h.mode().map_err(|e| e.to_string())?,
-        uid: h.uid().map_err(|e| e.to_string())?,
-        gid: h.gid().map_err(|e| e.to_string())?,
-        mtime: h.mtime().map_err(|e| e.to_string())? as i64,
+        mode: h.mode().map_err(os)?,
+        uid: h.uid().map_err(os)?,
+        gid: h.gid().map_err(os)?,
+        mtime: h.mtime().map_err(os)? as i64,
         xattrs: vec![],
     };
-    if let Some(pax) = entry.pax_extensions().map_err(|e| e.to_string())? {
+    if let Some(pax) = entry.pax_extensions().map_err(os)? {
         for ext in pax {
-            let ext = ext.map_err(|e| e.to_string())?;
-            let key = ext.key().map_err(|e| e.to_string())?;
+            let ext = ext.map_err(os)?;
+            let key = ext.key().map_err(|e| Error::Content(e.to_string()))?;
             let num = || {
                 ext.value()
                     .ok()
                     .and_then(|v| v.split('.').next()?.parse::<i64>().ok())
             };
             match key {
-                "uid" => m.uid = num().ok_or("bad PAX uid")? as u64,
-                "gid" => m.gid = num().ok_or("bad PAX gid")? as u64,
-                "mtime" => m.mtime = num().ok_or("bad PAX mtime")?,
+                "uid" => m.uid = num().ok_or_else(|| bad_pax("uid"))? as u64,
+                "gid" => m.gid = num().ok_or_else(|| bad_pax("gid"))? as u64,
+                "mtime" => m.mtime = num().ok_or_else(|| bad_pax("mtime"))?,
                 k if k.starts_with("SCHILY.xattr.") => m.xattrs.push((
                     k["SCHILY.xattr.".len()..].to_string(),
                     ext.value_bytes().to_vec(),
@@ -355,6 +375,25 @@ fn meta<R: Read>(entry: &mut tar::Entry<R>) -> Result<Meta, String> {
         }
     }
     Ok(m)
+}
+
+fn bad_pax(what: &str) -> Error {
+    Error::Content(format!("bad PAX {what}"))
+}
+
+/// An I/O error of the archive's own, on one line: the tar and decompression crates'
+/// messages may span several.
+fn flat(e: io::Error) -> io::Error {
+    let m = e.to_string();
+    if m.contains('\n') {
+        io::Error::new(e.kind(), m.replace('\n', " "))
+    } else {
+        e
+    }
+}
+
+fn os(e: io::Error) -> Error {
+    Error::Os(flat(e))
 }
 
 /// `io::copy` with the caller's buffer; returns the bytes copied.
@@ -397,10 +436,12 @@ mod tests {
         assert_eq!(clean(Path::new("./")).unwrap(), PathBuf::new());
         assert!(clean(Path::new("a/../../etc"))
             .unwrap_err()
+            .to_string()
             .contains("leaves the layer"));
         assert!(clean(Path::new("a/../b")).is_err());
         assert!(clean(Path::new("/etc/passwd"))
             .unwrap_err()
+            .to_string()
             .contains("absolute path"));
     }
 }

@@ -7,6 +7,7 @@ mod apply;
 pub use apply::clean;
 
 use super::digest::{Digest, Verifier};
+use super::error::{Error, Result};
 use super::media::Compression;
 use std::fs::File;
 use std::io::{self, BufReader, Read};
@@ -21,13 +22,9 @@ const IN_FLIGHT: usize = 8;
 /// Unpacks the layer in `blob` (compressed as `compression`) into the empty directory
 /// `dest`, checking that its uncompressed content is `diff_id`. On error `dest` holds a
 /// part of the layer: the caller removes it.
-pub fn unpack(
-    blob: &Path,
-    compression: Compression,
-    diff_id: &Digest,
-    dest: &Path,
-) -> Result<(), String> {
-    let file = File::open(blob).map_err(|e| format!("opening {}: {e}", blob.display()))?;
+pub fn unpack(blob: &Path, compression: Compression, diff_id: &Digest, dest: &Path) -> Result<()> {
+    let file =
+        File::open(blob).map_err(|e| Error::io(format_args!("opening {}", blob.display()), e))?;
     let (tx, rx) = sync_channel::<io::Result<Vec<u8>>>(IN_FLIGHT);
     let diff_id = diff_id.clone();
     let producer = std::thread::Builder::new()
@@ -44,7 +41,7 @@ pub fn unpack(
                     Err(e) => {
                         let _ = tx.send(Err(io::Error::new(
                             io::ErrorKind::InvalidData,
-                            format!("zstd: {e}"),
+                            format!("zstd: {e}").replace('\n', " "),
                         )));
                         return;
                     }
@@ -75,7 +72,7 @@ pub fn unpack(
                 }
             }
         })
-        .map_err(|e| format!("starting the unpacking thread: {e}"))?;
+        .map_err(|e| Error::io("starting the unpacking thread", e))?;
     let mut archive = tar::Archive::new(Chunks {
         rx,
         cur: vec![],
@@ -89,7 +86,7 @@ pub fn unpack(
     // rest is read too, and the stream's own error (corrupt gzip, wrong diffID) wins.
     let drained = io::copy(&mut rest, &mut io::sink())
         .map(drop)
-        .map_err(|e| e.to_string());
+        .map_err(Error::Os);
     let result = match (applied, drained) {
         (Ok(()), d) => d,
         (Err(e), Ok(())) => Err(e),
@@ -98,7 +95,7 @@ pub fn unpack(
     // Dropping the receiver stops a producer that is still decompressing.
     drop(rest);
     let _ = producer.join();
-    result.map_err(|e| e.replace('\n', " "))
+    result
 }
 
 /// A decompressor whose errors say which it is.
@@ -106,9 +103,10 @@ struct Named<R>(&'static str, R);
 
 impl<R: Read> Read for Named<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.1
-            .read(buf)
-            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", self.0)))
+        self.1.read(buf).map_err(|e| {
+            let m = format!("{}: {e}", self.0).replace('\n', " ");
+            io::Error::new(e.kind(), m)
+        })
     }
 }
 

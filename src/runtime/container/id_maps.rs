@@ -6,7 +6,9 @@
 
 use oci_spec::runtime::{Linux, LinuxIdMapping};
 
-pub fn write(pid: i32, linux: &Linux) -> Result<(), String> {
+use crate::runtime::{Error, Result};
+
+pub fn write(pid: i32, linux: &Linux) -> Result<()> {
     let euid = nix::unistd::geteuid();
     let egid = nix::unistd::getegid().as_raw();
     for (file, maps, own, helper) in [
@@ -21,9 +23,10 @@ pub fn write(pid: i32, linux: &Linux) -> Result<(), String> {
         }
         if !euid.is_root() && file == "gid_map" {
             let sg = format!("/proc/{pid}/setgroups");
-            std::fs::write(&sg, "deny").map_err(|e| format!("writing {sg}: {e}"))?;
+            std::fs::write(&sg, "deny").map_err(|e| Error::os(format_args!("writing {sg}"), e))?;
         }
-        std::fs::write(&path, lines(maps)).map_err(|e| format!("writing {path}: {e}"))?;
+        std::fs::write(&path, lines(maps))
+            .map_err(|e| Error::os(format_args!("writing {path}"), e))?;
     }
     Ok(())
 }
@@ -34,20 +37,24 @@ fn own_id_only(maps: &[LinuxIdMapping], own: u32) -> bool {
 }
 
 /// `newuidmap PID containerID hostID size…`, with what it said when it fails.
-fn helper_map(helper: &str, pid: i32, maps: &[LinuxIdMapping]) -> Result<(), String> {
+fn helper_map(helper: &str, pid: i32, maps: &[LinuxIdMapping]) -> Result<()> {
     let mut cmd = std::process::Command::new(helper);
     cmd.arg(pid.to_string());
     for m in maps {
         cmd.args([m.container_id(), m.host_id(), m.size()].map(|n| n.to_string()));
     }
-    let out = cmd
-        .output()
-        .map_err(|e| format!("running {helper} for a map of more than the caller's own id: {e}"))?;
+    let out = cmd.output().map_err(|e| {
+        Error::os(
+            format_args!("running {helper} for a map of more than the caller's own id"),
+            e,
+        )
+    })?;
     if !out.status.success() {
-        return Err(format!(
+        // The helper's own line says why (a range /etc/subuid does not grant).
+        return Err(Error::Setup(format!(
             "{helper} {pid}: {}",
             String::from_utf8_lossy(&out.stderr).trim()
-        ));
+        )));
     }
     Ok(())
 }

@@ -64,7 +64,7 @@ pub fn create(
 ) -> super::Result<Created> {
     let spec = c.spec;
     let linux = spec.linux().clone().unwrap_or_default();
-    let ns = namespaces::Plan::of(&linux).map_err(Error::Spec)?;
+    let ns = namespaces::Plan::of(&linux)?;
     let mut p = Prepared::from_spec_with(spec, [0, 1, 2], Namespaces::Any).map_err(Error::Spec)?;
     if p.terminal {
         p.console_sock = console_sock(c.console_socket)?;
@@ -130,7 +130,7 @@ pub fn create(
     };
     // The child is born in the namespaces given by path (joined here for the clone and
     // left after it) and makes the others with the clone.
-    let joined = ns.enter().map_err(Error::Setup)?;
+    let joined = ns.enter()?;
     let flags = crate::sys::clone::CLONE_CLEAR_SIGHAND | ns.clone_flags as u64;
     let cgroup = c.cgroup.dir.as_ref().map(|d| d.as_fd());
     let cloned = match ns.user_path.as_ref() {
@@ -167,20 +167,20 @@ pub fn create(
         reap(child.pid);
         why
     };
-    left.map_err(|e| kill(Error::Setup(e)))?;
+    left.map_err(&kill)?;
     for tasks in creator_placed {
         std::fs::write(tasks, child.pid.to_string())
             .map_err(|e| kill(sys::Error::file("placing the process in", tasks, e).into()))?;
     }
     if ns.new_user {
-        id_maps::write(child.pid, &linux).map_err(|e| kill(Error::Setup(e)))?;
+        id_maps::write(child.pid, &linux).map_err(&kill)?;
     }
     let go = Sync::Go {
         creating: (c.state_json)(child.pid, "creating"),
         created: (c.state_json)(child.pid, "created"),
     }
     .encode();
-    let setup = |what: &str, e: std::io::Error| Error::Setup(format!("{what}: {e}"));
+    let setup = |what: &str, e: std::io::Error| Error::os(what, e);
     send(&parent_end, &go).map_err(|e| kill(setup("starting the container's set-up", e)))?;
     loop {
         let msg =
@@ -245,7 +245,7 @@ pub fn exec(e: &Exec) -> super::Result<super::Spawned> {
     let mut p = Prepared::from_spec_with(e.spec, e.stdio, Namespaces::Any).map_err(Error::Spec)?;
     // Only the namespaces the container does not share with us: joining one's own user
     // namespace is an error.
-    p.join_flags &= namespaces::differing(e.target).map_err(Error::Setup)?;
+    p.join_flags &= namespaces::differing(e.target)?;
     p.new_cgroup_ns = p.join_flags & libc::CLONE_NEWCGROUP != 0;
     p.keep_fds = e.preserve_fds;
     if p.terminal {

@@ -8,6 +8,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 
 use crate::runtime::prepare::ns_flag;
+use crate::runtime::{Error, Result};
 
 pub struct Plan {
     /// `CLONE_NEW*` flags of the namespaces the clone makes (a cgroup namespace is made
@@ -36,7 +37,7 @@ fn proc_name(t: T) -> &'static str {
 }
 
 impl Plan {
-    pub fn of(linux: &Linux) -> Result<Plan, String> {
+    pub fn of(linux: &Linux) -> Result<Plan> {
         let mut plan = Plan {
             clone_flags: 0,
             new_user: false,
@@ -48,10 +49,10 @@ impl Plan {
         for ns in linux.namespaces().iter().flatten() {
             let t = ns.typ();
             if seen.contains(&t) {
-                return Err(format!(
+                return Err(Error::Spec(format!(
                     "linux.namespaces: the {} namespace is listed twice",
                     proc_name(t)
-                ));
+                )));
             }
             seen.push(t);
             match ns.path().as_deref().filter(|p| !p.as_os_str().is_empty()) {
@@ -62,11 +63,12 @@ impl Plan {
                         nix::sys::stat::Mode::empty(),
                     )
                     .map_err(|e| {
-                        format!(
-                            "linux.namespaces: opening the {} namespace {}: {e}",
+                        let what = format!(
+                            "linux.namespaces: opening the {} namespace {}",
                             proc_name(t),
                             path.display()
-                        )
+                        );
+                        Error::errno(what, e)
                     })?;
                     if t == T::User {
                         plan.user_path = Some(fd);
@@ -83,30 +85,30 @@ impl Plan {
             }
         }
         if !seen.contains(&T::Mount) {
-            return Err(
+            return Err(Error::Spec(
                 "linux.namespaces: a mount namespace is needed to set up the root filesystem"
                     .into(),
-            );
+            ));
         }
         if linux.time_offsets().is_some() {
-            return Err("linux.timeOffsets: not supported".into());
+            return Err(Error::Spec("linux.timeOffsets: not supported".into()));
         }
         let maps = linux.uid_mappings().as_ref().is_some_and(|m| !m.is_empty())
             || linux.gid_mappings().as_ref().is_some_and(|m| !m.is_empty());
         if maps && !seen.contains(&T::User) {
-            return Err(
+            return Err(Error::Spec(
                 "linux.uidMappings/gidMappings need a user namespace in linux.namespaces".into(),
-            );
+            ));
         }
         if plan.new_user && !maps {
-            return Err("linux.namespaces: a new user namespace needs linux.uidMappings and linux.gidMappings".into());
+            return Err(Error::Spec("linux.namespaces: a new user namespace needs linux.uidMappings and linux.gidMappings".into()));
         }
         Ok(plan)
     }
 
     /// Join the namespaces given by path (the pid one for our children only), keeping
     /// our own to come back to.
-    pub fn enter(&self) -> Result<Joined, String> {
+    pub fn enter(&self) -> Result<Joined> {
         let mut own = Vec::new();
         for (_, flag, name) in &self.joins {
             let fd = nix::fcntl::open(
@@ -114,7 +116,7 @@ impl Plan {
                 nix::fcntl::OFlag::O_RDONLY | nix::fcntl::OFlag::O_CLOEXEC,
                 nix::sys::stat::Mode::empty(),
             )
-            .map_err(|e| format!("opening /proc/self/ns/{name}: {e}"))?;
+            .map_err(|e| Error::errno(format_args!("opening /proc/self/ns/{name}"), e))?;
             own.push((fd, *flag, *name));
         }
         let mut joined = Joined { own: Vec::new() };
@@ -123,7 +125,7 @@ impl Plan {
             if unsafe { libc::setns(fd.as_raw_fd(), *flag) } != 0 {
                 let e = std::io::Error::last_os_error();
                 let _ = joined.leave();
-                return Err(format!("joining the {name} namespace: {e}"));
+                return Err(Error::os(format_args!("joining the {name} namespace"), e));
             }
             joined.own.push(mine);
         }
@@ -138,13 +140,13 @@ pub struct Joined {
 
 impl Joined {
     /// Back into our own namespaces, so that the runtime hooks run in them.
-    pub fn leave(mut self) -> Result<(), String> {
+    pub fn leave(mut self) -> Result<()> {
         while let Some((fd, flag, name)) = self.own.pop() {
             // SAFETY: setns with an fd we opened and its namespace flag.
             if unsafe { libc::setns(fd.as_raw_fd(), flag) } != 0 {
-                return Err(format!(
-                    "returning to our own {name} namespace: {}",
-                    std::io::Error::last_os_error()
+                return Err(Error::os(
+                    format_args!("returning to our own {name} namespace"),
+                    std::io::Error::last_os_error(),
                 ));
             }
         }
@@ -154,7 +156,7 @@ impl Joined {
 
 /// The `setns` flags of the namespaces in which the process behind `pidfd` differs from
 /// us.
-pub fn differing(pidfd: &OwnedFd) -> Result<libc::c_int, String> {
+pub fn differing(pidfd: &OwnedFd) -> Result<libc::c_int> {
     let pid = pid_of(pidfd)?;
     let mut flags = 0;
     for t in [
@@ -174,7 +176,7 @@ pub fn differing(pidfd: &OwnedFd) -> Result<libc::c_int, String> {
             (Ok(a), Ok(b)) if a.ino() == b.ino() && a.dev() == b.dev() => {}
             // A kind the kernel lacks (time before 5.6) is not joined.
             (Err(_), Err(_)) => {}
-            (Err(e), _) => return Err(format!("reading /proc/{pid}/ns/{name}: {e}")),
+            (Err(e), _) => return Err(Error::os(format_args!("reading /proc/{pid}/ns/{name}"), e)),
             _ => flags |= ns_flag(t),
         }
     }
@@ -182,14 +184,15 @@ pub fn differing(pidfd: &OwnedFd) -> Result<libc::c_int, String> {
 }
 
 /// The pid behind a pidfd, from its fdinfo.
-fn pid_of(pidfd: &OwnedFd) -> Result<i32, String> {
+fn pid_of(pidfd: &OwnedFd) -> Result<i32> {
     let path = format!("/proc/self/fdinfo/{}", pidfd.as_raw_fd());
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("reading {path}: {e}"))?;
+    let text =
+        std::fs::read_to_string(&path).map_err(|e| Error::os(format_args!("reading {path}"), e))?;
     text.lines()
         .find_map(|l| l.strip_prefix("Pid:"))
         .and_then(|v| v.trim().parse().ok())
         .filter(|&p: &i32| p > 0)
-        .ok_or_else(|| "the container's process has exited".to_string())
+        .ok_or_else(|| Error::Exited("the container's process has exited".into()))
 }
 
 #[cfg(test)]
@@ -219,7 +222,19 @@ mod tests {
 
     #[test]
     fn refusals_name_what_is_wrong() {
-        let err = |v| Plan::of(&linux(v)).err().unwrap();
+        let err = |v| Plan::of(&linux(v)).err().unwrap().to_string();
+        let missing = Plan::of(&linux(serde_json::json!({"namespaces": [{"type": "mount"},
+            {"type": "network", "path": "/nonexistent/ns"}]})))
+        .err()
+        .unwrap();
+        assert_eq!(missing.kind(), crate::error::Kind::NotFound, "{missing}");
+        assert_eq!(
+            Plan::of(&linux(serde_json::json!({"namespaces": [{"type": "pid"}]})))
+                .err()
+                .unwrap()
+                .kind(),
+            crate::error::Kind::InvalidArgument
+        );
         assert!(err(serde_json::json!({"namespaces": [{"type": "pid"}]})).contains("mount"));
         assert!(
             err(serde_json::json!({"namespaces": [{"type": "mount"}, {"type": "mount"}]}))
