@@ -416,8 +416,7 @@ fn wait_hangup(fd: RawFd, limit: Duration) {
             fd,
             PollFlags::from_bits_retain(libc::POLLRDHUP),
         )];
-        let ms =
-            PollTimeout::try_from(left.as_millis().min(10_000) as u16).unwrap_or(PollTimeout::MAX);
+        let ms = PollTimeout::from(left.as_millis().min(10_000) as u16);
         match poll(&mut fds, ms) {
             Ok(0) => return,
             Ok(_) if fds[0].revents().is_some_and(|r| !r.is_empty()) => return,
