@@ -376,7 +376,7 @@ impl Sandboxer {
 
     /// ShutdownSandbox: the sandbox is stopped if it still runs, forgotten, and the shim
     /// exits once no task is left in it, after its answer has reached the caller on
-    /// connection `conn` (see [`wait_hangup`]).
+    /// connection `conn` (see [`SHUTDOWN_GRACE`]).
     pub fn shutdown(&self, id: &str, conn: Option<RawFd>) -> Result<()> {
         if self.exists(id).is_ok() {
             self.stop(id, Duration::ZERO)?;
@@ -389,7 +389,7 @@ impl Sandboxer {
                 let exit = Arc::clone(&self.inner.exit);
                 std::thread::spawn(move || {
                     if let Some(fd) = conn {
-                        wait_hangup(fd, SHUTDOWN_GRACE);
+                        let _ = podinit::sys::unix_socket::wait_hangup(fd, SHUTDOWN_GRACE);
                     }
                     exit.signal();
                 });
@@ -399,32 +399,11 @@ impl Sandboxer {
     }
 }
 
-/// How long the shim waits after ShutdownSandbox for its caller to hang up.
+/// How long the shim waits after ShutdownSandbox for its caller to hang up: ttrpc's
+/// server drops its connections at once when the shim ends, so an answer still on its way
+/// is lost, and containerd, which runs no Task Shutdown after ShutdownSandbox (whose
+/// "ttrpc: closed" it forgives), would fail RemovePodSandbox. It hangs up once answered.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
-
-/// Waits until the peer of connection `fd` hangs up, or `limit` passes. ttrpc's server
-/// drops its connections at once when the shim ends, so an answer still on its way is
-/// lost; containerd runs no Task Shutdown after ShutdownSandbox (whose "ttrpc: closed" it
-/// forgives), so it would fail RemovePodSandbox. It closes the connection once answered.
-fn wait_hangup(fd: RawFd, limit: Duration) {
-    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-    let deadline = std::time::Instant::now() + limit;
-    // The connection is ttrpc's; it is only looked at here, never read or closed.
-    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
-    while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
-        let mut fds = [PollFd::new(
-            fd,
-            PollFlags::from_bits_retain(libc::POLLRDHUP),
-        )];
-        let ms = PollTimeout::from(left.as_millis().min(10_000) as u16);
-        match poll(&mut fds, ms) {
-            Ok(0) => return,
-            Ok(_) if fds[0].revents().is_some_and(|r| !r.is_empty()) => return,
-            Ok(_) | Err(nix::errno::Errno::EINTR) => continue,
-            Err(_) => return,
-        }
-    }
-}
 
 /// What SandboxStatus answers.
 pub struct Status {
