@@ -3,7 +3,7 @@
 //! long-running ones sharing an emptyDir, statuses (exit codes, reasons, OOMKilled),
 //! ExecSync, Exec through the streaming server (with and without a terminal, its resize),
 //! Attach with stdin closed on detach, the log files (a tty container's too), the pod's
-//! hostname and sysctls, StopContainer's timeout, stats, resource updates, the sandbox's
+//! hostname, sysctls, DNS config and /dev/shm, StopContainer's timeout, stats, resource updates, the sandbox's
 //! removal leaving nothing, and orphans reaped in a pod-wide pid namespace.
 //!
 //! One function runs the flow on a handler and records what it saw; `check` holds what
@@ -154,6 +154,11 @@ fn cni_pod(lab: &Lab, handler: &str, rec: &mut Record) {
         ("kernel.shm_rmid_forced".to_string(), "1".to_string()),
     ]
     .into();
+    pc.dns_config = Some(api::DnsConfig {
+        servers: vec!["10.88.64.53".into()],
+        searches: vec!["flow.example".into()],
+        options: vec!["ndots:2".into()],
+    });
     let pod = c.run_pod(&pc, handler).expect("RunPodSandbox (CNI)");
     let st = c.pod_status(&pod).status.unwrap();
     rec.insert(
@@ -472,6 +477,33 @@ fn cni_pod(lab: &Lab, handler: &str, rec: &mut Record) {
         )
         .expect("ExecSync sysctls");
     rec.insert("sandbox.sysctls", String::from_utf8_lossy(&r.stdout).into());
+    // The pod's own files: its hostname, its DNS config, the node's hosts, and one
+    // /dev/shm for the whole pod (a file the web container writes, the writer reads).
+    let r = c
+        .exec_sync(
+            &web_id,
+            &[
+                "sh",
+                "-c",
+                "cat /etc/hostname /etc/resolv.conf; test -s /etc/hosts && echo hosts; \
+                 echo pod > /dev/shm/flow",
+            ],
+            10,
+        )
+        .expect("ExecSync pod files");
+    let out = String::from_utf8_lossy(&r.stdout);
+    let (hostname, rest) = out.split_once('\n').unwrap_or_default();
+    let r = c
+        .exec_sync(&writer_id, &["cat", "/dev/shm/flow"], 10)
+        .expect("ExecSync /dev/shm");
+    rec.insert(
+        "sandbox.files",
+        format!(
+            "hostname is pod's {} {rest}shm {}",
+            hostname == pc.hostname,
+            String::from_utf8_lossy(&r.stdout).trim()
+        ),
+    );
 
     // What containerd reports of a container beside its state: the same for any handler.
     let st = c.container_status(&web_id).status.unwrap();
@@ -809,6 +841,10 @@ fn check(handler: &str, rec: &Record) {
         ("sandbox.annotations", "type \"sandbox\" pod's true"),
         ("sandbox.hostname_is_pods", "true"),
         ("sandbox.sysctls", "80\n1\n"),
+        (
+            "sandbox.files",
+            "hostname is pod's true search flow.example\nnameserver 10.88.64.53\noptions ndots:2\nhosts\nshm pod",
+        ),
         (
             "web.status",
             "image Some(\"podinit.test/busybox:1\") image_ref has digest true labels [\"podinit.test/container=web\"] log_path ends true mounts [\"/data:false\"] reason \"\"",

@@ -1,14 +1,19 @@
 //! The CRI's own conformance suite, critest (cri-tools), on private containerds for the
 //! runc handler and podinit's in the same run, all at once: podinit must pass every spec
-//! that runc passes on the same containerd. Runs on containerd 1.6 (Debian's) and on containerd 2 when the shared test
-//! tools hold it (tests/common/cri.rs finds them); critest comes from the same tools.
+//! that runc passes on the same containerd, in task mode and, on containerd 2, in Sandbox
+//! mode (docs/cri.md §6). Runs on containerd 1.6 (Debian's) and on containerd 2 when the
+//! shared test tools hold it (tests/common/cri.rs finds them); critest comes from the same
+//! tools.
 //!
 //! critest's images are stand-ins made from busybox (scripts/make-critest-images), served
 //! by a loopback registry that the lab's containerd uses as the mirror of registry.k8s.io,
 //! gcr.io and docker.io. A spec whose stand-in falls short fails on both handlers alike.
 //! Set `PODINIT_CRITEST_KEEP=DIR` to keep the junit reports in DIR, and
 //! `PODINIT_CRITEST_FOCUS=REGEX` to run only the specs it matches (ginkgo's focus), and
-//! `PODINIT_CRITEST_JOBS=N` to run N handlers' critest at a time.
+//! `PODINIT_CRITEST_JOBS=N` to run N handlers' critest at a time, and
+//! `PODINIT_CRI_CONTAINERD=1.6|2` to run on that containerd alone. Each handler runs in a
+//! containerd of its own, all in the order of one ginkgo seed (printed;
+//! `PODINIT_CRITEST_SEED=N` repeats it).
 
 mod common;
 #[path = "common/cri.rs"]
@@ -84,8 +89,15 @@ enum Part {
     FixedPorts,
 }
 
-/// critest against the lab's CRI for `handler`: the statuses of `part`'s specs.
-fn run_critest(critest: &Path, lab: &Lab, handler: &str, part: Part) -> BTreeMap<String, String> {
+/// critest against the lab's CRI for `handler`, its specs in the order `seed` gives: the
+/// statuses of `part`'s specs.
+fn run_critest(
+    critest: &Path,
+    lab: &Lab,
+    handler: &str,
+    part: Part,
+    seed: u64,
+) -> BTreeMap<String, String> {
     let tag = match part {
         Part::Shared => "shared",
         Part::FixedPorts => "fixed-ports",
@@ -113,6 +125,7 @@ fn run_critest(critest: &Path, lab: &Lab, handler: &str, part: Part) -> BTreeMap
         .args(["--runtime-handler", handler])
         .arg(format!("--ginkgo.junit-report={}", report.display()))
         .arg("--ginkgo.no-color")
+        .arg(format!("--ginkgo.seed={seed}"))
         .args(filter.into_iter().flatten())
         .current_dir(&lab.dir)
         .output_within(CRITEST_LIMIT + Duration::from_secs(30));
@@ -142,9 +155,9 @@ struct Run {
 
 impl Run {
     /// Runs `part` and merges its statuses over the specs that part skipped before.
-    fn run(&mut self, critest: &Path, part: Part) {
+    fn run(&mut self, critest: &Path, part: Part, seed: u64) {
         let started = std::time::Instant::now();
-        let found = run_critest(critest, &self.lab, self.handler, part);
+        let found = run_critest(critest, &self.lab, self.handler, part, seed);
         for (spec, status) in found {
             let ran = status != "skipped";
             let slot = self.specs.entry(spec).or_insert_with(|| status.clone());
@@ -177,6 +190,9 @@ fn critest_podinit_passes_every_spec_runc_passes() {
     });
     let mut daemons = vec![Containerd::V1_6];
     match Containerd::v2() {
+        _ if std::env::var_os("PODINIT_CRI_CONTAINERD").is_some() => {
+            daemons = vec![Containerd::from_env()]
+        }
         Some(d) => daemons.push(d),
         None => eprintln!(
             "critest: containerd 2 did not run: no shared/containerd-2/bin/containerd above {} \
@@ -202,7 +218,18 @@ fn critest_podinit_passes_every_spec_runc_passes() {
     }
     // Every handler on every containerd, each in a lab (a containerd) of its own: critest's
     // image specs pull and remove images, which two runs in one containerd would race on.
-    // containerd 2 has podinit's Sandbox mode too (docs/cri.md §6).
+    // All run the specs in one order, so that what an image spec finds left by the specs
+    // before it is the same for each. containerd 2 has podinit's Sandbox mode too
+    // (docs/cri.md §6).
+    let seed = std::env::var("PODINIT_CRITEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_secs() % 100_000)
+        });
+    eprintln!("critest: ginkgo seed {seed} (PODINIT_CRITEST_SEED repeats it)");
     let plan: Vec<(Containerd, &'static str)> = daemons
         .iter()
         .flat_map(|d| {
@@ -235,20 +262,16 @@ fn critest_podinit_passes_every_spec_runc_passes() {
         std::thread::scope(|s| {
             for run in batch.iter_mut() {
                 let critest = &critest;
-                s.spawn(move || run.run(critest, Part::Shared));
+                s.spawn(move || run.run(critest, Part::Shared, seed));
             }
         });
     }
     if !focused {
         for run in &mut runs {
-            run.run(&critest, Part::FixedPorts);
+            run.run(&critest, Part::FixedPorts, seed);
         }
     }
     let mut problems = Vec::new();
-    // The Sandbox mode is run and compared, but is not yet held to runc's passes: it lacks
-    // what docs/cri.md §6 lists as not supported (the pod's DNS config among them). Its
-    // differences are printed, each on a line of its own.
-    let mut sandbox_gaps = Vec::new();
     for run in &runs {
         let s = &run.specs;
         eprintln!(
@@ -272,23 +295,20 @@ fn critest_podinit_passes_every_spec_runc_passes() {
             .filter(|r| r.handler != HANDLERS[0] && r.lab.daemon == runc.lab.daemon);
         for podinit in theirs_of {
             for (spec, status) in &runc.specs {
-                let theirs = podinit.specs.get(spec).map(String::as_str).unwrap_or("missing");
+                let theirs = podinit
+                    .specs
+                    .get(spec)
+                    .map(String::as_str)
+                    .unwrap_or("missing");
                 if status == "passed" && theirs != "passed" {
-                    let line = format!(
+                    problems.push(format!(
                         "{}: {spec}: runc passed, {} {theirs}",
                         runc.lab.daemon.label(),
                         podinit.handler
-                    );
-                    match podinit.handler == SANDBOX_HANDLER {
-                        true => sandbox_gaps.push(line),
-                        false => problems.push(line),
-                    }
+                    ));
                 }
             }
         }
-    }
-    for gap in &sandbox_gaps {
-        eprintln!("critest: Sandbox mode, not yet a gate (docs/cri.md §6): {gap}");
     }
     assert!(
         problems.is_empty(),

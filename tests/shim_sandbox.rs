@@ -91,9 +91,15 @@ fn pod_config(hostname: &str, parent: &str, sysctls: &[(&str, &str)]) -> Any {
     field(&mut meta, 1, b"web");
     field(&mut meta, 2, b"uid-1");
     field(&mut meta, 3, b"default");
+    // DNSConfig: servers, searches, options.
+    let mut dns = Vec::new();
+    field(&mut dns, 1, b"10.9.8.7");
+    field(&mut dns, 2, b"sbapi.example");
+    field(&mut dns, 3, b"ndots:3");
     let mut cfg = Vec::new();
     field(&mut cfg, 1, &meta);
     field(&mut cfg, 2, hostname.as_bytes());
+    field(&mut cfg, 4, &dns);
     field(&mut cfg, 8, &linux);
     Any {
         type_url: "runtime.v1.PodSandboxConfig".into(),
@@ -302,7 +308,9 @@ fn a_pod_made_through_the_sandbox_api_with_a_container_in_it() {
     assert!(e.to_string().contains("other"), "{e}");
 
     // A container of the pod, through the same socket's Task service: the pod's hostname,
-    // sysctls and network namespace, and the pause as PID 1 of the pod's pid namespace.
+    // sysctls and network namespace, and the pause as PID 1 of the pod's pid namespace;
+    // the pod's /etc files as the CRI binds a pause's (read-only with a read-only root),
+    // and the pod's /dev/shm, which it leaves a file in for the next container.
     let c1 = container_bundle(
         &mut lab,
         "c1",
@@ -311,15 +319,29 @@ fn a_pod_made_through_the_sandbox_api_with_a_container_in_it() {
         &[
             "sh",
             "-c",
-            "hostname; cat /proc/sys/kernel/shm_rmid_forced /proc/sys/net/ipv4/ip_unprivileged_port_start /proc/1/comm; exit 3",
+            "hostname; cat /proc/sys/kernel/shm_rmid_forced /proc/sys/net/ipv4/ip_unprivileged_port_start /proc/1/comm; \
+             cat /etc/hostname /etc/resolv.conf; grep -c . /etc/hosts >/dev/null && echo hosts; \
+             echo x >> /etc/resolv.conf 2>/dev/null || echo read-only; echo shared > /dev/shm/f; exit 3",
         ],
     );
     let (out, r) = fifo(&lab.dir, "c1.out");
     shim::create(&tasks, "c1", &c1, &out);
     start(&tasks, "c1", "");
     assert_eq!(wait(&tasks, "c1", ""), 3);
-    assert_eq!(drain(r), "sbapi-pod\n1\n81\npause\n");
+    assert_eq!(
+        drain(r),
+        "sbapi-pod\n1\n81\npause\nsbapi-pod\nsearch sbapi.example\nnameserver 10.9.8.7\n\
+         options ndots:3\nhosts\nread-only\n"
+    );
     delete(&tasks, "c1", "");
+
+    // A second container sees the first one's file in the pod's /dev/shm.
+    let c2 = container_bundle(&mut lab, "c2", id, pid, &["cat", "/dev/shm/f"]);
+    let (out, r) = fifo(&lab.dir, "c2.out");
+    shim::create(&tasks, "c2", &c2, &out);
+    start(&tasks, "c2", "");
+    assert_eq!((wait(&tasks, "c2", ""), drain(r).as_str()), (0, "shared\n"));
+    delete(&tasks, "c2", "");
 
     // The pod cgroup's figures, as the Task service's Stats gives a container's.
     let metrics = sandboxes
@@ -389,6 +411,13 @@ fn a_pod_made_through_the_sandbox_api_with_a_container_in_it() {
     assert_eq!(waited.exit_status, 0);
     assert!(waited.exited_at.seconds >= started.created_at.seconds);
     wait_gone(pid as i32, "the sandbox's PID 1");
+    let shm = bundle.join("sandbox/shm");
+    assert!(
+        !std::fs::read_to_string("/proc/self/mountinfo")
+            .unwrap()
+            .contains(&format!(" {} ", shm.display())),
+        "the pod's shm is unmounted at stop"
+    );
     let status = sandboxes
         .sandbox_status(
             ctx(),
@@ -438,6 +467,10 @@ fn a_pod_made_through_the_sandbox_api_with_a_container_in_it() {
     assert_eq!(
         *topics.0.lock().unwrap(),
         [
+            "/tasks/create",
+            "/tasks/start",
+            "/tasks/exit",
+            "/tasks/delete",
             "/tasks/create",
             "/tasks/start",
             "/tasks/exit",

@@ -75,6 +75,9 @@ impl Inner {
         let mut spec = sandbox::load(bundle).map_err(Error::Other)?;
         if sandbox::is_sandbox(&spec) {
             sandbox::use_podinit_pause(bundle, &mut spec, &self.exe).map_err(Error::Other)?;
+        } else if let Some(files) = self.pod_files(&sandbox::grouping(id, &spec)) {
+            sandbox::bind_pod_files(bundle, &mut spec, &files)
+                .map_err(|e| Error::Other(format!("container {id}: {e}")))?;
         }
         let paths = Paths {
             stdin: req.stdin.clone(),

@@ -37,6 +37,24 @@ pub fn grouping(id: &str, spec: &Spec) -> String {
 /// Rewrites the sandbox's config.json: its program becomes podinit's pause, from `exe`.
 pub fn use_podinit_pause(bundle: &Path, spec: &mut Spec, exe: &Path) -> Result<(), String> {
     podinit::spec::sandbox::with_podinit_pause(spec, exe)?;
+    rewrite(bundle, spec)
+}
+
+/// Rewrites a container of a Sandbox API pod's config.json with the pod's own files bound
+/// in, where the CRI left them out.
+pub fn bind_pod_files(
+    bundle: &Path,
+    spec: &mut Spec,
+    files: &podinit::spec::pod_files::PodFiles,
+) -> Result<(), String> {
+    match podinit::spec::pod_files::with_pod_files(spec, files) {
+        true => rewrite(bundle, spec),
+        false => Ok(()),
+    }
+}
+
+/// The bundle's config.json replaced by `spec` (write and rename).
+fn rewrite(bundle: &Path, spec: &Spec) -> Result<(), String> {
     let path = bundle.join("config.json");
     let tmp = bundle.join(".config.json.podinit");
     let text = serde_json::to_vec(spec).map_err(|e| format!("writing {}: {e}", tmp.display()))?;

@@ -10,6 +10,7 @@ use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 
 use containerd_shim::protos::protobuf::MessageDyn;
 use containerd_shim::ExitSignal;
+use podinit::spec::pod_files::PodFiles;
 
 use super::container::Container;
 use super::error::{Error, Result};
@@ -35,6 +36,8 @@ pub struct Inner {
     /// Whether a sandbox of the Sandbox API lives in this shim: the Task service's
     /// Shutdown must not end the shim under it.
     sandbox: AtomicBool,
+    /// The own files of this shim's Sandbox API pods, by sandbox id, for their containers.
+    pod_files: Mutex<HashMap<String, PodFiles>>,
 }
 
 #[derive(Clone)]
@@ -57,6 +60,7 @@ impl Inner {
             exe,
             watched: Mutex::new(HashMap::new()),
             sandbox: AtomicBool::new(false),
+            pod_files: Mutex::new(HashMap::new()),
         }
     }
 
@@ -83,6 +87,21 @@ impl Inner {
 
     pub fn hold_sandbox(&self, held: bool) {
         self.sandbox.store(held, Ordering::SeqCst);
+    }
+
+    /// Sets (or, with none, forgets) the files of sandbox `id` for its containers.
+    pub fn set_pod_files(&self, id: &str, files: Option<PodFiles>) {
+        let mut t = self.pod_files.lock().unwrap_or_else(|p| p.into_inner());
+        match files {
+            Some(f) => drop(t.insert(id.to_string(), f)),
+            None => drop(t.remove(id)),
+        }
+    }
+
+    /// The files of sandbox `id`, when it is a Sandbox API sandbox of this shim.
+    pub fn pod_files(&self, id: &str) -> Option<PodFiles> {
+        let t = self.pod_files.lock().unwrap_or_else(|p| p.into_inner());
+        t.get(id).cloned()
     }
 
     /// Whether the shim may end: no task and no sandbox left in it.

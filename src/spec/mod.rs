@@ -54,6 +54,7 @@ mod env;
 mod load;
 mod mounts;
 mod namespaces;
+pub mod pod_files;
 mod process;
 mod resources;
 pub use resources::container_resources;

@@ -1,4 +1,4 @@
-//! Unix socket addresses: a path longer than `sockaddr_un` holds.
+//! Unix socket addresses: a path longer than `sockaddr_un` holds; a peer's hang-up.
 
 use std::fs;
 use std::io;
@@ -33,9 +33,47 @@ pub fn socket_path(path: &Path) -> io::Result<(Option<fs::File>, std::path::Path
     Ok((Some(f), short))
 }
 
+/// Waits until the peer of connected socket `fd` hangs up (true), or `limit` passes: a
+/// server's answer has reached a client that closes once answered.
+pub fn wait_hangup(fd: std::os::fd::RawFd, limit: std::time::Duration) -> bool {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    let deadline = std::time::Instant::now() + limit;
+    // The socket is the caller's; it is only looked at here, never read or closed.
+    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+        let mut fds = [PollFd::new(
+            fd,
+            PollFlags::from_bits_retain(libc::POLLRDHUP),
+        )];
+        let ms = PollTimeout::from(left.as_millis().min(10_000) as u16);
+        match poll(&mut fds, ms) {
+            Ok(0) => return false,
+            // Only hang-ups are asked for (POLLRDHUP, and POLLHUP, POLLERR and POLLNVAL
+            // that poll always reports): any event means the peer is gone.
+            Ok(_) => return true,
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => return true,
+        }
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_peers_hang_up_is_seen_and_a_live_peer_waited_for() {
+        use std::os::fd::AsRawFd;
+        let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let zero = std::time::Duration::ZERO;
+        assert!(!wait_hangup(a.as_raw_fd(), zero), "a live peer");
+        drop(b);
+        assert!(wait_hangup(
+            a.as_raw_fd(),
+            std::time::Duration::from_secs(60)
+        ));
+    }
 
     #[test]
     fn a_long_socket_path_is_reached_through_its_directory() {

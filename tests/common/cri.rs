@@ -285,7 +285,13 @@ state = "{state}"
             // Every registry the pods name is served by the mirror (hosts.toml's fallback
             // server stays the real one, never reached).
             let certs = d.join("certs.d");
-            for registry in ["docker.io", "registry.k8s.io", "k8s.gcr.io", "gcr.io", "quay.io"] {
+            for registry in [
+                "docker.io",
+                "registry.k8s.io",
+                "k8s.gcr.io",
+                "gcr.io",
+                "quay.io",
+            ] {
                 let h = certs.join(registry);
                 std::fs::create_dir_all(&h).unwrap();
                 std::fs::write(

@@ -127,6 +127,19 @@ impl Drop for Lab {
         if let Some(netns) = &self.netns {
             let _ = nix::mount::umount2(netns, nix::mount::MntFlags::MNT_DETACH);
         }
+        // Whatever the shim did not get to unmount below the lab (a sandbox's shm).
+        let dir = self.dir.display().to_string();
+        let mut mounts: Vec<String> = std::fs::read_to_string("/proc/self/mountinfo")
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.split(' ').nth(4))
+            .filter(|m| m.starts_with(&dir))
+            .map(str::to_string)
+            .collect();
+        mounts.sort_by_key(|m| std::cmp::Reverse(m.len()));
+        for m in mounts {
+            let _ = nix::mount::umount2(m.as_str(), nix::mount::MntFlags::MNT_DETACH);
+        }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

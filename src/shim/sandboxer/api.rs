@@ -141,10 +141,10 @@ impl Sandbox for Service {
 
     fn shutdown_sandbox(
         &self,
-        _: &TtrpcContext,
+        ctx: &TtrpcContext,
         req: api::ShutdownSandboxRequest,
     ) -> TtrpcResult<api::ShutdownSandboxResponse> {
-        self.0.shutdown(&req.sandbox_id)?;
+        self.0.shutdown(&req.sandbox_id, Some(ctx.fd))?;
         Ok(api::ShutdownSandboxResponse::default())
     }
 

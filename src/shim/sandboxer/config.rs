@@ -1,6 +1,7 @@
 //! What the shim needs of the CRI's `PodSandboxConfig`, which containerd hands
 //! CreateSandbox as its options (an `Any` of the CRI's `runtime.v1.PodSandboxConfig`): the
-//! hostname, the cgroup parent, which namespaces are the node's, the sysctls. Read field by
+//! hostname, the DNS config, the cgroup parent, which namespaces are the node's, the
+//! sysctls. Read field by
 //! field with protobuf's own reader, so that the shim carries none of the CRI's protos.
 
 use containerd_shim::protos::protobuf::rt::WireType;
@@ -32,6 +33,14 @@ impl Mode {
     }
 }
 
+/// The CRI's `DNSConfig`: what the pod's `/etc/resolv.conf` says.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Dns {
+    pub servers: Vec<String>,
+    pub searches: Vec<String>,
+    pub options: Vec<String>,
+}
+
 /// The fields of a `PodSandboxConfig` the sandbox is made from.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PodConfig {
@@ -39,6 +48,8 @@ pub struct PodConfig {
     pub namespace: String,
     pub uid: String,
     pub hostname: String,
+    /// `dns_config`; none means the node's own resolv.conf, as containerd reads it.
+    pub dns: Option<Dns>,
     pub cgroup_parent: String,
     pub network: Mode,
     pub pid: Mode,
@@ -98,6 +109,21 @@ fn entry(b: &[u8], what: &str) -> Result<(String, String), String> {
     Ok((k, v))
 }
 
+/// A `DNSConfig`: servers 1, searches 2, options 3, each a repeated string.
+fn dns(b: &[u8]) -> Result<Dns, String> {
+    const WHAT: &str = "PodSandboxConfig.dns_config";
+    let mut d = Dns::default();
+    for (n, f) in fields(b, WHAT)? {
+        match (n, f) {
+            (1, Field::Bytes(b)) => d.servers.push(string(&b, WHAT)?),
+            (2, Field::Bytes(b)) => d.searches.push(string(&b, WHAT)?),
+            (3, Field::Bytes(b)) => d.options.push(string(&b, WHAT)?),
+            _ => {}
+        }
+    }
+    Ok(d)
+}
+
 impl PodConfig {
     /// The config from CreateSandbox's options (`type_url` and value); none (a client
     /// other than the CRI) gives the defaults: every namespace the pod's own.
@@ -115,6 +141,7 @@ impl PodConfig {
             match (n, f) {
                 (1, Field::Bytes(b)) => c.metadata(&b)?,
                 (2, Field::Bytes(b)) => c.hostname = string(&b, "PodSandboxConfig.hostname")?,
+                (4, Field::Bytes(b)) => c.dns = Some(dns(&b)?),
                 (7, Field::Bytes(b)) => c
                     .annotations
                     .push(entry(&b, "PodSandboxConfig.annotations")?),
@@ -256,9 +283,15 @@ mod tests {
         let mut annotation = Vec::new();
         bytes(&mut annotation, 1, b"a/b");
         bytes(&mut annotation, 2, b"c");
+        let mut dns = Vec::new();
+        bytes(&mut dns, 1, b"10.0.0.10");
+        bytes(&mut dns, 1, b"10.0.0.11");
+        bytes(&mut dns, 2, b"svc.cluster.local");
+        bytes(&mut dns, 3, b"ndots:5");
         let mut cfg = Vec::new();
         bytes(&mut cfg, 1, &meta);
         bytes(&mut cfg, 2, b"web-0");
+        bytes(&mut cfg, 4, &dns);
         bytes(&mut cfg, 7, &annotation);
         bytes(&mut cfg, 3, b"/var/log/pods/x");
         bytes(&mut cfg, 8, &linux);
@@ -268,6 +301,14 @@ mod tests {
             ("web", "uid-1", "default")
         );
         assert_eq!(c.hostname, "web-0");
+        assert_eq!(
+            c.dns,
+            Some(Dns {
+                servers: vec!["10.0.0.10".into(), "10.0.0.11".into()],
+                searches: vec!["svc.cluster.local".into()],
+                options: vec!["ndots:5".into()],
+            })
+        );
         assert_eq!(c.annotations, [("a/b".into(), "c".into())]);
         assert_eq!(c.cgroup_parent, "/kubepods/pod1");
         assert_eq!(
@@ -301,6 +342,7 @@ mod tests {
         bytes(&mut cfg, 2, b"ignored");
         bytes(&mut cfg, 8, &linux);
         let c = PodConfig::from_options(URL, &cfg).unwrap();
+        assert_eq!(c.dns, None, "no dns_config: the node's resolv.conf");
         let ns = c.namespaces_for("");
         assert_eq!(ns.netns, None);
         assert!(ns.new_pid && ns.new_ipc && !ns.new_uts);

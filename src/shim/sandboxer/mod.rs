@@ -6,16 +6,19 @@
 //! cgroup. The pod's containers then come through the Task service and join its
 //! namespaces by `/proc/<pid>/ns` paths, as they join a pause container's.
 //!
-//! `config.rs` reads the CRI's PodSandboxConfig; `start.rs` starts the PID 1; `api.rs` is
-//! the ttrpc surface; this file is the table of sandboxes and their lives.
+//! `config.rs` reads the CRI's PodSandboxConfig; `files.rs` makes the pod's `/etc` files
+//! and `/dev/shm` for its containers; `start.rs` starts the PID 1; `api.rs` is the ttrpc
+//! surface; this file is the table of sandboxes and their lives.
 
 mod api;
 mod config;
+mod files;
 mod record;
 mod start;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::os::fd::RawFd;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
@@ -26,8 +29,15 @@ use super::reaper::Exit;
 use super::service::Inner;
 use config::PodConfig;
 
-pub use record::cleanup;
 pub use start::init_main;
+
+/// The shim's `delete` after a killed shim: its sandbox's PID 1, cgroup and shm go; the
+/// PID 1's pid, when there was one.
+pub fn cleanup(bundle: &Path) -> Option<i32> {
+    let pid = record::cleanup(bundle);
+    files::unmount(bundle);
+    pid
+}
 
 /// A sandbox of this shim: made by CreateSandbox, its PID 1 started by StartSandbox.
 struct Sandbox {
@@ -186,26 +196,35 @@ impl Sandboxer {
 
     /// StartSandbox: the pod's cgroup and PID 1; its pid and when the sandbox was made.
     pub fn start(self: &Arc<Self>, id: &str) -> Result<(u32, SystemTime)> {
-        let (ns, path, created_at, bundle) = {
+        let (config, ns, path, created_at, bundle) = {
             let t = self.table();
             let sb = t.get(id).ok_or_else(|| Self::not_found(id))?;
             if sb.pid.is_some() {
                 return Err(Error::WrongState(format!("sandbox {id}: already started")));
             }
             (
+                sb.config.clone(),
                 sb.config.namespaces_for(&sb.netns),
                 sb.config.cgroups_path(id),
                 sb.created_at,
                 sb.bundle.clone(),
             )
         };
+        let pod_files = files::make(&bundle, &config).map_err(|e| {
+            files::unmount(&bundle);
+            Error::Other(format!("sandbox {id}: {e}"))
+        })?;
         let group = CgroupRoot::for_oci_path(Some(&path), id)
             .and_then(|g| g.create_all().map(|()| g))
-            .map_err(|e| Error::Other(format!("sandbox {id}: {e}")))?;
+            .map_err(|e| {
+                files::unmount(&bundle);
+                Error::Other(format!("sandbox {id}: {e}"))
+            })?;
         let pid = match start::pid1(&self.inner, &ns) {
             Ok(pid) => pid,
             Err(e) => {
                 let _ = group.remove();
+                files::unmount(&bundle);
                 return Err(Error::Other(format!("sandbox {id}: {e}")));
             }
         };
@@ -218,8 +237,10 @@ impl Sandboxer {
                 nix::unistd::Pid::from_raw(pid),
                 nix::sys::signal::Signal::SIGKILL,
             );
+            files::unmount(&bundle);
             return Err(Error::Other(format!("sandbox {id}: {e}")));
         }
+        self.inner.set_pod_files(id, Some(pod_files));
         {
             let mut t = self.table();
             let sb = t.get_mut(id).ok_or_else(|| Self::not_found(id))?;
@@ -294,13 +315,14 @@ impl Sandboxer {
         self.remove_cgroup(id)
     }
 
-    /// The sandbox's cgroup and its record for a dead shim's `delete` go once it has
-    /// stopped.
+    /// The sandbox's cgroup, its shm (as containerd's podsandbox controller unmounts a
+    /// pause's at stop) and its record for a dead shim's `delete` go once it has stopped.
     fn remove_cgroup(&self, id: &str) -> Result<()> {
         let (group, bundle) = match self.table().get_mut(id) {
             Some(sb) => (sb.cgroup.take(), sb.bundle.clone()),
             None => return Ok(()),
         };
+        files::unmount(&bundle);
         if let Some(g) = group {
             g.destroy()
                 .map_err(|e| Error::Other(format!("sandbox {id}: removing its cgroup: {e}")))?;
@@ -353,21 +375,35 @@ impl Sandboxer {
     }
 
     /// ShutdownSandbox: the sandbox is stopped if it still runs, forgotten, and the shim
-    /// exits once no task is left in it.
-    pub fn shutdown(&self, id: &str) -> Result<()> {
+    /// exits once no task is left in it, after its answer has reached the caller on
+    /// connection `conn` (see [`SHUTDOWN_GRACE`]).
+    pub fn shutdown(&self, id: &str, conn: Option<RawFd>) -> Result<()> {
         if self.exists(id).is_ok() {
             self.stop(id, Duration::ZERO)?;
             self.table().remove(id);
+            self.inner.set_pod_files(id, None);
         }
         if self.table().is_empty() {
             self.inner.hold_sandbox(false);
             if self.inner.is_empty() {
-                self.inner.exit.signal();
+                let exit = Arc::clone(&self.inner.exit);
+                std::thread::spawn(move || {
+                    if let Some(fd) = conn {
+                        let _ = podinit::sys::unix_socket::wait_hangup(fd, SHUTDOWN_GRACE);
+                    }
+                    exit.signal();
+                });
             }
         }
         Ok(())
     }
 }
+
+/// How long the shim waits after ShutdownSandbox for its caller to hang up: ttrpc's
+/// server drops its connections at once when the shim ends, so an answer still on its way
+/// is lost, and containerd, which runs no Task Shutdown after ShutdownSandbox (whose
+/// "ttrpc: closed" it forgives), would fail RemovePodSandbox. It hangs up once answered.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 
 /// What SandboxStatus answers.
 pub struct Status {
