@@ -221,8 +221,7 @@ impl Applier {
         let path = self.root.join(&rel);
         mknod(&path, SFlag::S_IFCHR, Mode::empty(), 0)
             .map_err(|e| format!("whiteout mknod: {e}"))?;
-        lchown(&path, Some(meta.uid as u32), Some(meta.gid as u32))
-            .map_err(|e| format!("chown: {e}"))
+        chown(&path, meta)
     }
 
     /// Makes sure `rel` is a real directory inside the root, making missing ones (0755, as
@@ -280,8 +279,7 @@ impl Applier {
     /// Owner, then mode (a chown clears set-id bits), then xattrs.
     fn attrs(&self, rel: &Path, meta: &Meta, is_symlink: bool) -> Result<(), String> {
         let path = self.root.join(rel);
-        lchown(&path, Some(meta.uid as u32), Some(meta.gid as u32))
-            .map_err(|e| format!("chown: {e}"))?;
+        chown(&path, meta)?;
         if !is_symlink {
             fs::set_permissions(&path, fs::Permissions::from_mode(meta.mode & 0o7777))
                 .map_err(|e| format!("chmod: {e}"))?;
@@ -322,6 +320,23 @@ pub fn clean(p: &Path) -> Result<PathBuf, String> {
         }
     }
     Ok(out)
+}
+
+/// The entry's owner given to `path` (not followed). Without root an owner outside the
+/// ids the user's namespace maps cannot be given (EINVAL): the entry is refused, naming the
+/// id and the ranges that would hold it, as rootless podman refuses it, since an image
+/// whose files changed owner would run differently than it does for root.
+fn chown(path: &Path, meta: &Meta) -> Result<(), String> {
+    let (uid, gid) = (meta.uid as u32, meta.gid as u32);
+    lchown(path, Some(uid), Some(gid)).map_err(|e| {
+        match (e.raw_os_error() == Some(libc::EINVAL))
+            .then(|| crate::sys::rootless::unmapped(uid, gid))
+            .flatten()
+        {
+            Some(why) => why,
+            None => format!("chown {uid}:{gid}: {e}"),
+        }
+    })
 }
 
 fn meta<R: Read>(entry: &mut tar::Entry<R>) -> Result<Meta, String> {
