@@ -146,7 +146,7 @@ impl User {
     /// no `--images`): ~/.local/share/podinit/images.
     fn import_busybox(&self) {
         let layout = self.home.join("busybox-oci");
-        oci_layout(&layout, IMAGE, &[]);
+        oci_layout(&layout, IMAGE, &[], &[]);
         self.chown_tree(&layout);
         let out = self.podinit(&["images", "import", layout.to_str().unwrap()]);
         assert!(
@@ -297,8 +297,9 @@ struct Extra<'a> {
 
 /// An OCI image layout at `dir` named `reference`: one layer of the host's /bin/busybox,
 /// its applets and a minimal /etc (as scripts/make-oci-image makes, without Python, which
-/// the cgroup v2 VM lacks), and `extra` files.
-fn oci_layout(dir: &Path, reference: &str, extra: &[Extra]) {
+/// the cgroup v2 VM lacks), and `extra` files; then, unless `upper` is empty, a second
+/// layer of those files (whiteouts among them).
+fn oci_layout(dir: &Path, reference: &str, extra: &[Extra], upper: &[Extra]) {
     use sha2::Digest;
     let header = |path: &str, kind: tar::EntryType, mode: u32, size: u64| {
         let mut h = tar::Header::new_gnu();
@@ -363,7 +364,18 @@ fn oci_layout(dir: &Path, reference: &str, extra: &[Extra]) {
         h.set_cksum();
         t.append(&h, f.text.as_bytes()).unwrap();
     }
-    let layer = t.into_inner().unwrap();
+    let mut layers = vec![t.into_inner().unwrap()];
+    if !upper.is_empty() {
+        let mut t = tar::Builder::new(Vec::new());
+        for f in upper {
+            let mut h = header(f.path, tar::EntryType::Regular, 0o644, f.text.len() as u64);
+            h.set_uid(f.uid);
+            h.set_gid(f.gid);
+            h.set_cksum();
+            t.append(&h, f.text.as_bytes()).unwrap();
+        }
+        layers.push(t.into_inner().unwrap());
+    }
     let blobs = dir.join("blobs/sha256");
     std::fs::create_dir_all(&blobs).unwrap();
     let blob = |data: &[u8]| -> String {
@@ -375,18 +387,23 @@ fn oci_layout(dir: &Path, reference: &str, extra: &[Extra]) {
         format!("sha256:{hex}")
     };
     let media = "application/vnd.oci.image.";
-    let layer_digest = blob(&layer);
+    let digests: Vec<String> = layers.iter().map(|l| blob(l)).collect();
     let config = serde_json::to_vec(&serde_json::json!({
         "architecture": "amd64", "os": "linux",
         "config": {"Env": ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"], "Cmd": ["sh"]},
-        "rootfs": {"type": "layers", "diff_ids": [layer_digest]},
+        "rootfs": {"type": "layers", "diff_ids": digests},
     }))
     .unwrap();
+    let descriptors: Vec<serde_json::Value> = layers
+        .iter()
+        .zip(&digests)
+        .map(|(l, d)| serde_json::json!({"mediaType": format!("{media}layer.v1.tar"), "digest": d, "size": l.len()}))
+        .collect();
     let manifest = serde_json::to_vec(&serde_json::json!({
         "schemaVersion": 2,
         "mediaType": format!("{media}manifest.v1+json"),
         "config": {"mediaType": format!("{media}config.v1+json"), "digest": blob(&config), "size": config.len()},
-        "layers": [{"mediaType": format!("{media}layer.v1.tar"), "digest": layer_digest, "size": layer.len()}],
+        "layers": descriptors,
     }))
     .unwrap();
     let index = serde_json::json!({
@@ -765,7 +782,7 @@ fn an_image_file_of_an_unmapped_id_is_refused_naming_it() {
             gid,
             text: "far\n",
         };
-        oci_layout(&layout, &reference, &[far]);
+        oci_layout(&layout, &reference, &[far], &[]);
         u.chown_tree(&layout);
         let out = u.podinit(&["images", "import", layout.to_str().unwrap()]);
         let err = String::from_utf8_lossy(&out.stderr);
@@ -791,7 +808,7 @@ fn an_image_file_of_an_unmapped_id_is_refused_naming_it() {
         text: "near\n",
     };
     let layout = u.home.join("near-oci");
-    oci_layout(&layout, "podinit.test/rootless/near:1", &[near]);
+    oci_layout(&layout, "podinit.test/rootless/near:1", &[near], &[]);
     u.chown_tree(&layout);
     let out = u.podinit(&["images", "import", layout.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out));
@@ -1048,4 +1065,55 @@ fn v2_vm_runc_update_in_a_delegated_cgroup_as_runc() {
         assert!(del.status.success(), "{who} delete: {}", text(&del));
         assert!(!dir.exists(), "{who} left {}", dir.display());
     }
+}
+
+/// A layer's opaque directory (`.wh..wh..opq`) hides the lower layers' files in it without
+/// root too: unpacked as `user.overlay.opaque`, which the container's overlay, mounted with
+/// `userxattr`, reads.
+#[test]
+#[ignore = "needs root: it makes a user"]
+fn an_opaque_directory_hides_the_lower_layers_files() {
+    let mut u = User::new();
+    let file = |path, text| Extra {
+        path,
+        uid: 0,
+        gid: 0,
+        text,
+    };
+    let layout = u.home.join("opq-oci");
+    oci_layout(
+        &layout,
+        "podinit.test/rootless/opq:1",
+        &[file("etc/conf.d/old", "old\n"), file("etc/kept", "kept\n")],
+        &[
+            file("etc/conf.d/.wh..wh..opq", ""),
+            file("etc/conf.d/new", "new\n"),
+        ],
+    );
+    u.chown_tree(&layout);
+    let out = u.podinit(&["images", "import", layout.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let pod = format!("opq-{}", u.name);
+    let manifest = u.write(
+        "opq.yaml",
+        &format!(
+            r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: {pod}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: app
+    image: podinit.test/rootless/opq:1
+    imagePullPolicy: Never
+    command: ["sh", "-c", "ls /etc/conf.d; cat /etc/kept"]
+"#
+        ),
+    );
+    let run = u.start(&manifest);
+    let (code, err) = u.wait(run);
+    assert_eq!(code, 0, "{err}");
+    let log = text(&u.podinit(&["logs", &pod, "app"]));
+    assert_eq!(log, "new\nkept\n");
 }

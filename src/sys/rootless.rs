@@ -194,6 +194,17 @@ pub fn outside_of(map: &str, inside: u32) -> Option<u32> {
     })
 }
 
+/// The prefix of overlayfs's own attributes (an opaque directory's `opaque`): without root
+/// `user.overlay.`, which overlayfs reads when mounted with `userxattr` (Linux 5.11), since
+/// `trusted.*` needs CAP_SYS_ADMIN over the host; as root `trusted.overlay.`.
+pub fn overlay_xattrs() -> &'static str {
+    if rootless() {
+        "user.overlay."
+    } else {
+        "trusted.overlay."
+    }
+}
+
 /// Where a rootless podinit keeps its pods' state and sockets: `$XDG_RUNTIME_DIR/podinit`,
 /// else `/tmp/podinit-<uid>` (as rootless podman falls back to `/tmp/podman-run-<uid>`).
 pub fn runtime_dir() -> PathBuf {

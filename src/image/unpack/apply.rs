@@ -1,7 +1,8 @@
 //! Writes a layer's tar entries under a directory as containerd's overlay snapshotter has
 //! them: whiteouts become overlayfs's (a 0:0 character device for `.wh.NAME`,
-//! `trusted.overlay.opaque=y` for `.wh..wh..opq`), owners, modes, times, xattrs, hard
-//! links, symlinks and device nodes are kept, and no entry reaches outside the directory.
+//! `trusted.overlay.opaque=y` for `.wh..wh..opq`, `user.overlay.opaque` without root),
+//! owners, modes, times, xattrs, hard links, symlinks and device nodes are kept, and no
+//! entry reaches outside the directory.
 
 use nix::sys::stat::{mknod, utimensat, Mode, SFlag, UtimensatFlags};
 use nix::sys::time::TimeSpec;
@@ -14,7 +15,6 @@ use tar::EntryType;
 
 const WHITEOUT: &str = ".wh.";
 const OPAQUE: &str = ".wh..wh..opq";
-const OPAQUE_XATTR: &str = "trusted.overlay.opaque";
 
 /// The layer root and what is known of it while entries are written.
 pub struct Applier {
@@ -206,7 +206,8 @@ impl Applier {
     fn whiteout(&mut self, parent: &Path, name: &str, meta: &Meta) -> Result<(), String> {
         let dir = self.root.join(parent);
         if name == OPAQUE {
-            return setxattr(&dir, OPAQUE_XATTR, b"y").map_err(|e| format!("marking opaque: {e}"));
+            let opaque = format!("{}opaque", crate::sys::rootless::overlay_xattrs());
+            return setxattr(&dir, &opaque, b"y").map_err(|e| format!("marking opaque: {e}"));
         }
         if name.starts_with(".wh..wh.") {
             // aufs's own bookkeeping (`.wh..wh.plnk`…): nothing for overlayfs.
@@ -287,7 +288,9 @@ impl Applier {
         for (k, v) in &meta.xattrs {
             // overlayfs's own attributes come from whiteouts only: a layer that brought
             // them could redirect lookups into other layers.
-            if k.starts_with("trusted.overlay.") {
+            if k.starts_with("trusted.overlay.")
+                || k.starts_with(crate::sys::rootless::overlay_xattrs())
+            {
                 continue;
             }
             match setxattr(&path, k, v) {
