@@ -989,9 +989,14 @@ spec:
         .expect("spawn podinit run");
     u.children.push(child);
     let run = u.children.len() - 1;
+    let state = |s: &serde_json::Value, name: &str, what: &str| {
+        s["status"]["containerStatuses"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["name"] == name))
+            .is_some_and(|c| c["state"][what].is_object())
+    };
     let st = u.wait_status(&pod, |s| {
-        container_status(s, "hog")["state"]["terminated"].is_object()
-            && container_status(s, "app")["state"]["running"].is_object()
+        state(s, "hog", "terminated") && state(s, "app", "running")
     });
     let hog = &container_status(&st, "hog")["state"]["terminated"];
     assert_eq!(hog["reason"], "OOMKilled", "{st}");
