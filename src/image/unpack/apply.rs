@@ -207,7 +207,14 @@ impl Applier {
         let dir = self.root.join(parent);
         if name == OPAQUE {
             let opaque = format!("{}opaque", crate::sys::rootless::overlay_xattrs());
-            return setxattr(&dir, &opaque, b"y").map_err(|e| format!("marking opaque: {e}"));
+            return setxattr(&dir, &opaque, b"y").map_err(|e| match e.raw_os_error() {
+                Some(libc::EOPNOTSUPP) if crate::sys::rootless::rootless() => format!(
+                    "marking opaque: the image store's filesystem keeps no {opaque} attribute, \
+                     which an opaque directory needs without root (tmpfs before Linux 6.6): \
+                     put the store ($XDG_DATA_HOME) on ext4, xfs or btrfs"
+                ),
+                _ => format!("marking opaque: {e}"),
+            });
         }
         if name.starts_with(".wh..wh.") {
             // aufs's own bookkeeping (`.wh..wh.plnk`…): nothing for overlayfs.
