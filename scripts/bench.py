@@ -362,7 +362,118 @@ def image_unpack():
         shutil.rmtree(d, ignore_errors=True)
 
 
+def rootless():
+    """Without root (docs/interface.md §Without root): a one-container pod of `true` run by
+    an unprivileged user with `podinit run` from its own image store, against rootless
+    `podman run --rm` of the same busybox image; then the memory each keeps beside a
+    running container (PSS of every process of the user but the container's: podinit's
+    outer process and supervisor; podman's conmon, its pause process and its network
+    helper). podman runs with `--network none`, as podinit's pod has loopback only."""
+    import pwd
+    if not shutil.which("podman") or not shutil.which("newuidmap"):
+        print("  rootless: podman or newuidmap (uidmap) is missing: skipped", flush=True)
+        return
+    user = f"pibench{os.getpid() % 100000}"
+    subprocess.run(["useradd", "-m", "-s", "/bin/sh", user], check=True)
+    pw = pwd.getpwnam(user)
+    home, uid = pw.pw_dir, pw.pw_uid
+    xdg = f"/tmp/pibench-xdg-{uid}"
+
+    def user_pids():
+        out = []
+        for d in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{d}/status") as f:
+                    if any(l.startswith("Uid:") and l.split()[1] == str(uid) for l in f):
+                        out.append(int(d))
+            except (OSError, ValueError):
+                pass
+        return out
+
+    try:
+        os.makedirs(xdg, mode=0o700)
+        ubin = os.path.join(home, "podinit")
+        shutil.copy(BIN, ubin)
+        archive = os.path.join(home, "busybox.tar")
+        subprocess.run([os.path.join(ROOT, "scripts/make-oci-image"), archive, "podinit.test/busybox:1"],
+                       check=True, stdout=subprocess.DEVNULL)
+        pod = os.path.join(home, "one.yaml")
+        with open(pod, "w") as f:
+            f.write(pod_yaml("bench-rootless", ['{name: c, image: podinit.test/busybox:1, imagePullPolicy: Never, command: ["true"]}']))
+        sleeper = os.path.join(home, "sleep.yaml")
+        with open(sleeper, "w") as f:
+            f.write(pod_yaml("bench-rootless-rss", ['{name: c, image: podinit.test/busybox:1, imagePullPolicy: Never, command: ["sleep", "1000"]}']))
+        subprocess.run(["chown", "-R", f"{uid}:{pw.pw_gid}", home, xdg], check=True)
+        as_user = (f"setpriv --reuid={uid} --regid={pw.pw_gid} --clear-groups env -i HOME={home} USER={user} "
+                   f"LOGNAME={user} PATH=/usr/bin:/bin:/usr/sbin:/sbin XDG_RUNTIME_DIR={xdg} ")
+        sh = lambda cmd, **kw: subprocess.run((as_user + cmd).split(), cwd=home, check=True,
+                                              stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL, **kw)
+        sh(f"{ubin} images import {archive}")
+        sh(f"podman load -q -i {archive}")
+        podman = "podman run --rm --network none --pull never podinit.test/busybox:1 true"
+        p, r = hyperfine([as_user + f"{ubin} run {pod}", as_user + podman], runs=15)
+        row("rootless: one-container pod, `true`: wall time", "ms", p, r,
+            "rootless podman run --rm", "≤ 0.2 × podman")
+
+        def comm(q):
+            try:
+                with open(f"/proc/{q}/comm") as f:
+                    return f.read().strip()
+            except OSError:
+                return ""
+
+        def beside(start, counted):
+            """PSS (kB) of the user's processes that `counted(name)` picks once the
+            container's `sleep` runs (the podman command line, gone with `-d`, is not
+            counted)."""
+            pr = subprocess.Popen((as_user + start).split(), cwd=home, stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            wait_for(lambda: any(comm(q) == "sleep" for q in user_pids()))
+            time.sleep(2)
+            total, seen = 0, []
+            for q in user_pids():
+                name = comm(q)
+                if not counted(name) or (q == pr.pid and " -d " in start):
+                    continue
+                try:
+                    kib = proc_kib(q, "smaps_rollup", "Pss")
+                except OSError:
+                    continue
+                total += kib
+                seen.append(f"{name} {kib} kB")
+            print(f"    beside the container: {', '.join(seen)}", flush=True)
+            return pr, total
+        # podman's pause process outlives its commands: podinit's own processes alone.
+        pr, ours = beside(f"{ubin} run {sleeper}", lambda name: name == "podinit")
+        pr.send_signal(signal.SIGTERM)
+        pr.wait()
+        pr, theirs = beside("podman run -d --rm --network none --pull never podinit.test/busybox:1 sleep 1000",
+                            lambda name: name not in ("sleep", ""))
+        row("rootless: memory beside a running container (PSS of the user's other processes)", "MiB",
+            ours / 1024, theirs / 1024, "podman's conmon + pause (no network helper)", "≤ 0.1 × podman")
+        pr.wait()
+    finally:
+        for _ in range(50):
+            left = user_pids()
+            if not left:
+                break
+            for q in left:
+                try:
+                    os.kill(q, signal.SIGKILL)
+                except OSError:
+                    pass
+            time.sleep(0.1)
+        subprocess.run(["userdel", "-r", user], stderr=subprocess.DEVNULL)
+        shutil.rmtree(xdg, ignore_errors=True)
+        shutil.rmtree(home, ignore_errors=True)
+
+
 def main():
+    if sys.argv[1:] == ["rootless"]:
+        # `scripts/bench.py rootless`: that section alone, printed, BENCHMARKS.md untouched.
+        rootless()
+        return
+
     print(f"machine: {os.cpu_count()} cores, kernel {os.uname().release}", flush=True)
 
     # 1. One container, `true`, Never: podinit run vs runc run.
@@ -512,6 +623,9 @@ def main():
 
     # 10. Unpacking an image against tar.
     image_unpack()
+
+    # 11. Without root, against rootless podman.
+    rootless()
 
     os.makedirs(os.path.join(ROOT, "bench"), exist_ok=True)
     with open(os.path.join(ROOT, "bench/latest.json"), "w") as f:

@@ -22,8 +22,16 @@ impl Group {
                 .dirs
                 .first()
                 .ok_or_else(|| missing("devices", "no cgroup directory"))?;
-            return crate::sys::bpf::attach_device_program(dir, &crate::sys::bpf::program(rules))
-                .map_err(|e| ctx("attaching the device program", e));
+            return match crate::sys::bpf::attach_device_program(
+                dir,
+                &crate::sys::bpf::program(rules),
+            ) {
+                // Loading a device program needs CAP_BPF over the host: without root the
+                // rules are ignored, as runc's fs2 manager ignores them when rootless (the
+                // user namespace cannot make device nodes, only bind the host's).
+                Err(_) if crate::sys::rootless::rootless() => Ok(()),
+                r => r.map_err(|e| ctx("attaching the device program", e)),
+            };
         }
         let Some(dir) = &self.devices else {
             return Err(missing(

@@ -90,6 +90,11 @@ impl Group {
     }
 
     /// A group of [`CgroupRoot::none`]: no cgroup at all.
+    /// Whether it is a cgroup v2 (unified) group.
+    pub fn is_v2(&self) -> bool {
+        self.v2
+    }
+
     pub fn is_none(&self) -> bool {
         self.root.is_none()
     }

@@ -292,7 +292,10 @@ pub fn create(
         Ok(()) => group,
         Err(e) if super::rootless::ignorable(g.rootless, cgroups_path.as_deref(), &e) => {
             // Without root and without a cgroup, as runc's rootless fs manager goes on.
-            if let Some(why) = resources.as_ref().and_then(super::rootless::unsettable) {
+            let v2 = group.is_v2();
+            if let Some(why) =
+                (resources.as_ref()).and_then(|r| super::rootless::unsettable(r, v2, &e))
+            {
                 return Err(why.into());
             }
             st.cgroup_paths.clear();

@@ -42,8 +42,9 @@ pub fn no_group(id: &str) -> Group {
 
 /// A limit that a container without a cgroup was asked for, as runc refuses it: `cannot
 /// set memory limit: container could not join or create cgroup`. runc's subsystems in its
-/// order; device rules are ignored without root, as runc ignores them.
-pub fn unsettable(r: &LinuxResources) -> Option<String> {
+/// order; device rules are ignored without root, as runc ignores them. On cgroup v2 runc's
+/// fs2 manager refuses it in its own words, with `err`, why the cgroup could not be made.
+pub fn unsettable(r: &LinuxResources, v2: bool, err: &std::io::Error) -> Option<String> {
     let cpu = r.cpu().as_ref();
     let set = [
         (
@@ -79,7 +80,11 @@ pub fn unsettable(r: &LinuxResources) -> Option<String> {
         ),
     ];
     set.iter().find(|(_, on)| *on).map(|(name, _)| {
-        format!("cannot set {name} limit: container could not join or create cgroup")
+        if v2 {
+            format!("rootless needs no limits + no cgrouppath when no permission is granted for cgroups: {err}")
+        } else {
+            format!("cannot set {name} limit: container could not join or create cgroup")
+        }
     })
 }
 
@@ -105,6 +110,8 @@ mod tests {
     #[test]
     fn limits_without_a_cgroup_are_refused_as_runc_names_them() {
         let r = |v: serde_json::Value| -> LinuxResources { serde_json::from_value(v).unwrap() };
+        let e = std::io::Error::from_raw_os_error(libc::EACCES);
+        let unsettable = |r: &LinuxResources| unsettable(r, false, &e);
         assert_eq!(unsettable(&r(serde_json::json!({}))), None);
         assert_eq!(
             unsettable(&r(
@@ -123,6 +130,17 @@ mod tests {
             .as_deref(),
             Some("cannot set cpu limit: container could not join or create cgroup")
         );
+    }
+
+    #[test]
+    fn on_v2_the_refusal_is_fs2_s() {
+        let r: LinuxResources =
+            serde_json::from_value(serde_json::json!({"memory": {"limit": 1048576}})).unwrap();
+        let e = std::io::Error::from_raw_os_error(libc::EACCES);
+        assert!(unsettable(&r, true, &e).unwrap().starts_with(
+            "rootless needs no limits + no cgrouppath when no permission is granted for cgroups: "
+        ));
+        assert_eq!(unsettable(&LinuxResources::default(), true, &e), None);
     }
 
     #[test]

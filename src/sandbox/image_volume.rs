@@ -21,7 +21,7 @@ pub fn mount(lowers: &[PathBuf], dir: &Path) -> io::Result<PathBuf> {
             std::fs::create_dir_all(dir).map_err(|e| {
                 io::Error::new(e.kind(), format!("creating {}: {e}", dir.display()))
             })?;
-            let data = options(lowers)?;
+            let data = options(lowers, crate::sys::rootless::rootless())?;
             crate::sys::mount::mount(
                 Some(Path::new("overlay")),
                 dir,
@@ -42,8 +42,9 @@ pub fn mount(lowers: &[PathBuf], dir: &Path) -> io::Result<PathBuf> {
 }
 
 /// The overlay's options: only lower layers (overlayfs is then read-only), `:` escaped as
-/// overlayfs reads it, `,` refused, within the page the kernel copies.
-fn options(lowers: &[PathBuf]) -> io::Result<String> {
+/// overlayfs reads it, `,` refused, within the page the kernel copies; `userxattr` without
+/// root, as the layers were unpacked.
+fn options(lowers: &[PathBuf], userxattr: bool) -> io::Result<String> {
     let invalid = |m: String| io::Error::new(io::ErrorKind::InvalidInput, m);
     let mut parts = Vec::with_capacity(lowers.len());
     for l in lowers {
@@ -55,7 +56,11 @@ fn options(lowers: &[PathBuf]) -> io::Result<String> {
         }
         parts.push(s.replace('\\', "\\\\").replace(':', "\\:"));
     }
-    let data = format!("lowerdir={}", parts.join(":"));
+    let data = format!(
+        "lowerdir={}{}",
+        parts.join(":"),
+        if userxattr { ",userxattr" } else { "" }
+    );
     if data.len() >= 4096 {
         return Err(invalid(format!(
             "image volume: {} layers make mount options of {} bytes, more than the kernel takes (4096)",
@@ -79,9 +84,13 @@ mod tests {
         );
         assert!(mount(&[], Path::new("/nowhere")).is_err());
         assert_eq!(
-            options(&[l, PathBuf::from("/s/layers/cd")]).unwrap(),
+            options(&[l, PathBuf::from("/s/layers/cd")], false).unwrap(),
             "lowerdir=/s/layers/sha256\\:ab:/s/layers/cd"
         );
-        assert!(options(&[PathBuf::from("/a,b")]).is_err());
+        assert!(options(&[PathBuf::from("/a,b")], false).is_err());
+        assert_eq!(
+            options(&[PathBuf::from("/a"), PathBuf::from("/b")], true).unwrap(),
+            "lowerdir=/a:/b,userxattr"
+        );
     }
 }

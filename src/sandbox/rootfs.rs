@@ -42,7 +42,7 @@ pub fn prepare(
         }
         None => lowers,
     };
-    let data = options(lowers, &upper, &work)?;
+    let data = options(lowers, &upper, &work, crate::sys::rootless::rootless())?;
     for d in [&upper, &work, &merged] {
         fs::create_dir_all(d).map_err(|e| ctx(e, format!("creating {}", d.display())))?;
     }
@@ -73,8 +73,9 @@ pub fn prepare(
 
 /// The overlay's mount data. A lower layer's `:` (a store naming layers by digest) is
 /// escaped as overlayfs reads it; a `,` is refused anywhere, and the whole must fit the
-/// page the kernel copies mount data into.
-fn options(lowers: &[PathBuf], upper: &Path, work: &Path) -> io::Result<String> {
+/// page the kernel copies mount data into. `userxattr` (without root): overlayfs's own
+/// attributes are `user.overlay.*`, as the layers were unpacked (`sys::rootless`).
+fn options(lowers: &[PathBuf], upper: &Path, work: &Path, userxattr: bool) -> io::Result<String> {
     let invalid = |m: String| io::Error::new(io::ErrorKind::InvalidInput, m);
     if lowers.is_empty() {
         return Err(invalid("overlay rootfs: no lower layer".into()));
@@ -98,9 +99,10 @@ fn options(lowers: &[PathBuf], upper: &Path, work: &Path) -> io::Result<String> 
         .collect::<Vec<_>>()
         .join(":");
     let data = format!(
-        "lowerdir={lower},upperdir={},workdir={}",
+        "lowerdir={lower},upperdir={},workdir={}{}",
         upper.display(),
-        work.display()
+        work.display(),
+        if userxattr { ",userxattr" } else { "" }
     );
     if data.len() >= MAX_DATA {
         return Err(invalid(format!(
@@ -146,26 +148,43 @@ mod tests {
     fn lowers_are_listed_uppermost_first_and_bad_paths_refused() {
         let l = [PathBuf::from("/s/l2"), PathBuf::from("/s/l1")];
         assert_eq!(
-            options(&l, Path::new("/c/upper"), Path::new("/c/work")).unwrap(),
+            options(&l, Path::new("/c/upper"), Path::new("/c/work"), false).unwrap(),
             "lowerdir=/s/l2:/s/l1,upperdir=/c/upper,workdir=/c/work"
         );
         assert_eq!(
             options(
                 &[PathBuf::from("/s/sha256:ab")],
                 Path::new("/u"),
-                Path::new("/w")
+                Path::new("/w"),
+                false
             )
             .unwrap(),
             "lowerdir=/s/sha256\\:ab,upperdir=/u,workdir=/w"
         );
-        let e = options(&[PathBuf::from("/a,b")], Path::new("/u"), Path::new("/w")).unwrap_err();
+        assert_eq!(
+            options(&l, Path::new("/u"), Path::new("/w"), true).unwrap(),
+            "lowerdir=/s/l2:/s/l1,upperdir=/u,workdir=/w,userxattr"
+        );
+        let e = options(
+            &[PathBuf::from("/a,b")],
+            Path::new("/u"),
+            Path::new("/w"),
+            false,
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("\"/a,b\""), "{e}");
-        assert!(options(&[PathBuf::from("/l")], Path::new("/u:x"), Path::new("/w")).is_err());
-        assert!(options(&[], Path::new("/u"), Path::new("/w")).is_err());
+        assert!(options(
+            &[PathBuf::from("/l")],
+            Path::new("/u:x"),
+            Path::new("/w"),
+            false
+        )
+        .is_err());
+        assert!(options(&[], Path::new("/u"), Path::new("/w"), false).is_err());
         let many: Vec<PathBuf> = (0..200)
             .map(|i| PathBuf::from(format!("/var/lib/podinit/images/layers/{i:040}")))
             .collect();
-        let e = options(&many, Path::new("/u"), Path::new("/w")).unwrap_err();
+        let e = options(&many, Path::new("/u"), Path::new("/w"), false).unwrap_err();
         assert!(e.to_string().contains("200 layers"), "{e}");
     }
 }

@@ -31,20 +31,14 @@ pub fn reexec_sealed() -> io::Result<()> {
         name_after_argv0();
         return Ok(());
     }
-    // SAFETY: open_tree with a valid C string and flags; the fd returned is ours.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_open_tree,
-            libc::AT_FDCWD,
-            c"/proc/self/exe".as_ptr(),
-            OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC,
-        )
+    let tree = match clone_of(c"/proc/self/exe") {
+        // Without root podinit runs in a mount namespace of its own (`sys::rootless`), but
+        // the binary it runs is on the mount it was started from, in the namespace left
+        // behind, which may not be cloned from here: the same file's mount in this
+        // namespace, found by its path, is, once it is known to be the same file.
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => same_file_here()?,
+        r => r?,
     };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a new fd of ours.
-    let tree = unsafe { OwnedFd::from_raw_fd(fd as i32) };
     let attr = super::mount::MountAttr {
         attr_set: super::mount::attr::RDONLY
             | super::mount::attr::NOSUID
@@ -88,6 +82,41 @@ pub fn reexec_sealed() -> io::Result<()> {
         )
     };
     Err(io::Error::last_os_error())
+}
+
+/// A detached clone of the mount of `path` (`open_tree(OPEN_TREE_CLONE)`), the file alone.
+fn clone_of(path: &std::ffi::CStr) -> io::Result<OwnedFd> {
+    // SAFETY: open_tree with a valid C string and flags; the fd returned is ours.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_open_tree,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a new fd of ours.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// The clone of the running binary's path as this mount namespace sees it, refused (EINVAL)
+/// unless it is the very file running (device and inode), which a rename since the start
+/// could have changed.
+fn same_file_here() -> io::Result<OwnedFd> {
+    use std::os::unix::fs::MetadataExt;
+    let path = std::fs::read_link("/proc/self/exe")?;
+    let running = std::fs::metadata("/proc/self/exe")?;
+    let c = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let tree = clone_of(&c)?;
+    let here = std::fs::File::from(tree.try_clone()?).metadata()?;
+    if (here.dev(), here.ino()) != (running.dev(), running.ino()) {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    Ok(tree)
 }
 
 /// The kernel names a program run through an fd after the fd's number (`/dev/fd/N`):

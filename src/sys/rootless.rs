@@ -86,6 +86,41 @@ pub fn mapped_count(map: &[MapLine]) -> u64 {
         .unwrap_or(0)
 }
 
+/// Which of `uid` and `gid` the user namespace this process is in does not map, said for
+/// an error about a file owned by them; None when both are mapped or the maps are unread.
+pub fn unmapped(uid: u32, gid: u32) -> Option<String> {
+    let read = |f: &str| std::fs::read_to_string(format!("/proc/self/{f}")).ok();
+    unmapped_in(&read("uid_map")?, &read("gid_map")?, uid, gid)
+}
+
+/// [`unmapped`] over the maps' text.
+pub fn unmapped_in(uid_map: &str, gid_map: &str, uid: u32, gid: u32) -> Option<String> {
+    let (kind, id, map, file) = if outside_of(uid_map, uid).is_none() {
+        ("uid", uid, uid_map, "/etc/subuid")
+    } else if outside_of(gid_map, gid).is_none() {
+        ("gid", gid, gid_map, "/etc/subgid")
+    } else {
+        return None;
+    };
+    let count = map
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<u64> = l
+                .split_whitespace()
+                .filter_map(|n| n.parse().ok())
+                .collect();
+            let [i, _, n] = f[..] else { return None };
+            Some(i + n)
+        })
+        .max()
+        .unwrap_or(0);
+    Some(format!(
+        "owned by {kind} {id}, which the user's namespace does not map (its {kind}s are 0 to {}: \
+         the user's own and its {file} ranges); give the user a larger range in {file}",
+        count.saturating_sub(1)
+    ))
+}
+
 /// Whether `map` is the identity map of the initial user namespace.
 pub fn is_initial_map(text: &str) -> bool {
     let f: Vec<&str> = text.split_whitespace().collect();
@@ -103,6 +138,11 @@ pub struct Outside {
 }
 
 static ENTERED: OnceLock<Outside> = OnceLock::new();
+
+/// The namespaces [`enter`] makes: the mount namespace is made after the user namespace,
+/// and owned by it.
+const USER_AND_MOUNT: nix::sched::CloneFlags =
+    nix::sched::CloneFlags::CLONE_NEWUSER.union(nix::sched::CloneFlags::CLONE_NEWNS);
 
 /// The user and maps of the namespace this process made with [`enter`], if it did (a
 /// forked child inherits the answer).
@@ -123,11 +163,46 @@ pub fn rootless() -> bool {
     })
 }
 
-/// The user's id outside: the one that made the namespace, else the effective one.
+/// The user's id outside: the one that made the namespace, else the one the namespace
+/// podinit is in maps its effective id to. A podinit that ran itself again sealed
+/// (`sys::exe`) inside the namespace it made has forgotten making it; the map has not.
 pub fn user_id() -> u32 {
-    entered()
-        .map(|o| o.uid)
-        .unwrap_or_else(|| nix::unistd::geteuid().as_raw())
+    if let Some(o) = entered() {
+        return o.uid;
+    }
+    let me = nix::unistd::geteuid().as_raw();
+    std::fs::read_to_string("/proc/self/uid_map")
+        .ok()
+        .and_then(|t| outside_of(&t, me))
+        .unwrap_or(me)
+}
+
+/// The id outside that `inside` is, by the text of a `uid_map` or `gid_map` read in the
+/// namespace; None when the map leaves it out.
+pub fn outside_of(map: &str, inside: u32) -> Option<u32> {
+    map.lines().find_map(|l| {
+        let f: Vec<u64> = l
+            .split_whitespace()
+            .filter_map(|n| n.parse().ok())
+            .collect();
+        let [i, o, n] = f[..] else { return None };
+        let id = u64::from(inside);
+        (i..i + n)
+            .contains(&id)
+            .then(|| u32::try_from(o + (id - i)).ok())
+            .flatten()
+    })
+}
+
+/// The prefix of overlayfs's own attributes (an opaque directory's `opaque`): without root
+/// `user.overlay.`, which overlayfs reads when mounted with `userxattr` (Linux 5.11), since
+/// `trusted.*` needs CAP_SYS_ADMIN over the host; as root `trusted.overlay.`.
+pub fn overlay_xattrs() -> &'static str {
+    if rootless() {
+        "user.overlay."
+    } else {
+        "trusted.overlay."
+    }
 }
 
 /// Where a rootless podinit keeps its pods' state and sockets: `$XDG_RUNTIME_DIR/podinit`,
@@ -195,7 +270,7 @@ pub fn private_dir(dir: &std::path::Path) -> Result<(), String> {
 /// Why the namespace could not be entered.
 #[derive(Debug)]
 pub enum EnterError {
-    /// unshare(CLONE_NEWUSER) was refused (user namespaces disabled, limits).
+    /// unshare(CLONE_NEWUSER|CLONE_NEWNS) was refused (user namespaces disabled, limits).
     Unshare(nix::errno::Errno),
     /// A helper failed or is missing: which, with what it said.
     Helper(String),
@@ -210,7 +285,7 @@ impl fmt::Display for EnterError {
         match self {
             EnterError::Unshare(e) => write!(
                 f,
-                "making a user namespace: unshare(CLONE_NEWUSER): {e} \
+                "making a user namespace: unshare(CLONE_NEWUSER|CLONE_NEWNS): {e} \
                  (are unprivileged user namespaces enabled?)"
             ),
             EnterError::Helper(e) => write!(f, "mapping the user namespace: {e}"),
@@ -221,7 +296,9 @@ impl fmt::Display for EnterError {
 }
 
 /// Move this (single-threaded) process into a new user namespace with `uid_map` and
-/// `gid_map`, where it is root with every capability. A map of more than the caller's own
+/// `gid_map`, where it is root with every capability, and into a mount namespace that
+/// namespace owns, as podman's rootless pause process holds both: there podinit may mount,
+/// which running its binary sealed needs (`sys::exe`). A map of more than the caller's own
 /// id is written by `newuidmap`/`newgidmap`, run by a child left outside, as podman does;
 /// a single line is written by the process itself (with `setgroups` denied first, which
 /// the kernel requires of an unprivileged gid map).
@@ -233,7 +310,7 @@ pub fn enter(
 ) -> Result<(), EnterError> {
     let helpers = uid_map.len() > 1 || gid_map.len() > 1;
     if !helpers {
-        nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWUSER).map_err(EnterError::Unshare)?;
+        nix::sched::unshare(USER_AND_MOUNT).map_err(EnterError::Unshare)?;
         write_own("/proc/self/setgroups", "deny")?;
         write_own("/proc/self/uid_map", &format!("{}\n", uid_map[0]))?;
         write_own("/proc/self/gid_map", &format!("{}\n", gid_map[0]))?;
@@ -266,7 +343,7 @@ pub fn enter(
         };
         drop(rd);
         drop(res_wr);
-        let unshared = nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWUSER);
+        let unshared = nix::sched::unshare(USER_AND_MOUNT);
         if unshared.is_ok() {
             let _ = nix::unistd::write(&wr, b"x");
         }
@@ -378,6 +455,34 @@ mod tests {
             count: 200,
         }];
         assert_eq!(mapping(1000, &r).len(), 1);
+    }
+
+    #[test]
+    fn the_outside_id_of_an_inside_one() {
+        let map = "         0       1000          1\n         1     100000      65536\n";
+        assert_eq!(outside_of(map, 0), Some(1000));
+        assert_eq!(outside_of(map, 1), Some(100000));
+        assert_eq!(outside_of(map, 65536), Some(165535));
+        assert_eq!(outside_of(map, 65537), None);
+        assert_eq!(outside_of("0 0 4294967295\n", 0), Some(0));
+    }
+
+    #[test]
+    fn an_unmapped_owner_is_named_with_the_ranges() {
+        let uids = "0 1000 1\n1 100000 65536\n";
+        let gids = "0 1000 1\n1 100000 1000\n";
+        assert_eq!(unmapped_in(uids, gids, 65536, 1000), None);
+        assert_eq!(
+            unmapped_in(uids, gids, 70000, 0).as_deref(),
+            Some(
+                "owned by uid 70000, which the user's namespace does not map (its uids are \
+                 0 to 65536: the user's own and its /etc/subuid ranges); give the user a \
+                 larger range in /etc/subuid"
+            )
+        );
+        assert!(unmapped_in(uids, gids, 0, 1001).unwrap().starts_with(
+            "owned by gid 1001, which the user's namespace does not map (its gids are 0 to 1000: "
+        ));
     }
 
     #[test]

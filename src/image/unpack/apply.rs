@@ -1,7 +1,8 @@
 //! Writes a layer's tar entries under a directory as containerd's overlay snapshotter has
 //! them: whiteouts become overlayfs's (a 0:0 character device for `.wh.NAME`,
-//! `trusted.overlay.opaque=y` for `.wh..wh..opq`), owners, modes, times, xattrs, hard
-//! links, symlinks and device nodes are kept, and no entry reaches outside the directory.
+//! `trusted.overlay.opaque=y` for `.wh..wh..opq`, `user.overlay.opaque` without root),
+//! owners, modes, times, xattrs, hard links, symlinks and device nodes are kept, and no
+//! entry reaches outside the directory.
 
 use nix::sys::stat::{mknod, utimensat, Mode, SFlag, UtimensatFlags};
 use nix::sys::time::TimeSpec;
@@ -16,7 +17,6 @@ use crate::image::error::{Error, Result};
 
 const WHITEOUT: &str = ".wh.";
 const OPAQUE: &str = ".wh..wh..opq";
-const OPAQUE_XATTR: &str = "trusted.overlay.opaque";
 
 /// The layer root and what is known of it while entries are written.
 pub struct Applier {
@@ -216,7 +216,17 @@ impl Applier {
     fn whiteout(&mut self, parent: &Path, name: &str, meta: &Meta) -> Result<()> {
         let dir = self.root.join(parent);
         if name == OPAQUE {
-            return setxattr(&dir, OPAQUE_XATTR, b"y").map_err(|e| Error::io("marking opaque", e));
+            let opaque = format!("{}opaque", crate::sys::rootless::overlay_xattrs());
+            return setxattr(&dir, &opaque, b"y").map_err(|e| match e.raw_os_error() {
+                Some(libc::EOPNOTSUPP) if crate::sys::rootless::rootless() => {
+                    Error::Unsupported(format!(
+                        "marking opaque: the image store's filesystem keeps no {opaque} \
+                         attribute, which an opaque directory needs without root (tmpfs before \
+                         Linux 6.6): put the store ($XDG_DATA_HOME) on ext4, xfs or btrfs"
+                    ))
+                }
+                _ => Error::io("marking opaque", e),
+            });
         }
         if name.starts_with(".wh..wh.") {
             // aufs's own bookkeeping (`.wh..wh.plnk`…): nothing for overlayfs.
@@ -233,8 +243,7 @@ impl Applier {
         let path = self.root.join(&rel);
         mknod(&path, SFlag::S_IFCHR, Mode::empty(), 0)
             .map_err(|e| Error::sys("whiteout mknod", e))?;
-        lchown(&path, Some(meta.uid as u32), Some(meta.gid as u32))
-            .map_err(|e| Error::io("chown", e))
+        chown(&path, meta)
     }
 
     /// Makes sure `rel` is a real directory inside the root, making missing ones (0755, as
@@ -297,8 +306,7 @@ impl Applier {
     /// Owner, then mode (a chown clears set-id bits), then xattrs.
     fn attrs(&self, rel: &Path, meta: &Meta, is_symlink: bool) -> Result<()> {
         let path = self.root.join(rel);
-        lchown(&path, Some(meta.uid as u32), Some(meta.gid as u32))
-            .map_err(|e| Error::io("chown", e))?;
+        chown(&path, meta)?;
         if !is_symlink {
             fs::set_permissions(&path, fs::Permissions::from_mode(meta.mode & 0o7777))
                 .map_err(|e| Error::io("chmod", e))?;
@@ -306,7 +314,9 @@ impl Applier {
         for (k, v) in &meta.xattrs {
             // overlayfs's own attributes come from whiteouts only: a layer that brought
             // them could redirect lookups into other layers.
-            if k.starts_with("trusted.overlay.") {
+            if k.starts_with("trusted.overlay.")
+                || k.starts_with(crate::sys::rootless::overlay_xattrs())
+            {
                 continue;
             }
             match setxattr(&path, k, v) {
@@ -342,6 +352,23 @@ pub fn clean(p: &Path) -> Result<PathBuf> {
         }
     }
     Ok(out)
+}
+
+/// The entry's owner given to `path` (not followed). Without root an owner outside the
+/// ids the user's namespace maps cannot be given (EINVAL): the entry is refused, naming the
+/// id and the ranges that would hold it, as rootless podman refuses it, since an image
+/// whose files changed owner would run differently than it does for root.
+fn chown(path: &Path, meta: &Meta) -> Result<()> {
+    let (uid, gid) = (meta.uid as u32, meta.gid as u32);
+    lchown(path, Some(uid), Some(gid)).map_err(|e| {
+        match (e.raw_os_error() == Some(libc::EINVAL))
+            .then(|| crate::sys::rootless::unmapped(uid, gid))
+            .flatten()
+        {
+            Some(why) => Error::Unsupported(why),
+            None => Error::io(format!("chown {uid}:{gid}"), e),
+        }
+    })
 }
 
 fn meta<R: Read>(entry: &mut tar::Entry<R>) -> Result<Meta> {

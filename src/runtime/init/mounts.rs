@@ -183,14 +183,25 @@ fn mount_one<K: Kernel>(k: &K, p: &Prepared, m: &MountPlan) -> R {
             m.flags & (libc::MS_BIND | libc::MS_REC),
             "",
         ),
-        MountKind::Cgroup => k.mount_in_root(
-            &p.root,
-            Some(Path::new("cgroup2")),
-            &target,
-            Some("cgroup2"),
-            m.flags,
-            &m.data,
-        ),
+        MountKind::Cgroup => k
+            .mount_in_root(
+                &p.root,
+                Some(Path::new("cgroup2")),
+                &target,
+                Some("cgroup2"),
+                m.flags,
+                &m.data,
+            )
+            .or_else(|e| {
+                // A user namespace without a cgroup namespace of its own may not mount
+                // cgroup2 (EPERM, or EBUSY on the host's hierarchy): the host's is bound
+                // instead, as runc's mountCgroupV2 does.
+                let refused = matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::EBUSY));
+                if !(refused && p.in_user_ns()) {
+                    return Err(e);
+                }
+                bind_host(k, p, Path::new("/sys/fs/cgroup"), &target, m.flags)
+            }),
         MountKind::Other => k
             .mount_in_root(
                 &p.root,
@@ -208,29 +219,7 @@ fn mount_one<K: Kernel>(k: &K, p: &Prepared, m: &MountPlan) -> R {
                 if !(sysfs && p.in_user_ns() && e.raw_os_error() == Some(libc::EPERM)) {
                     return Err(e);
                 }
-                let keep = m.flags
-                    & (libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC);
-                k.mount_in_root(
-                    &p.root,
-                    Some(Path::new("/sys")),
-                    &target,
-                    None,
-                    libc::MS_BIND | libc::MS_REC,
-                    "",
-                )?;
-                if keep & libc::MS_RDONLY == 0 {
-                    return Ok(());
-                }
-                let locked = k.mount_flags(&c_path(&target).map_err(std::io::Error::other)?)?
-                    & (libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC);
-                k.mount_in_root(
-                    &p.root,
-                    None,
-                    &target,
-                    None,
-                    keep | locked | libc::MS_REMOUNT | libc::MS_BIND,
-                    "",
-                )
+                bind_host(k, p, Path::new("/sys"), &target, m.flags)
             }),
     };
     res.map_err(|e| {
@@ -287,6 +276,40 @@ fn mount_one<K: Kernel>(k: &K, p: &Prepared, m: &MountPlan) -> R {
 /// /dev/null over a file, an empty read-only tmpfs over a directory, nothing where nothing
 /// is. Looked at first: a bind of /dev/null refused on a directory (runc's way to tell)
 /// makes the kernel unmount the copy it had made, and wait an RCU grace period for it.
+/// A filesystem the user namespace may not mount, bound from the host's `src` instead
+/// (recursively, as runc binds it), then made read-only if `flags` ask it, keeping the
+/// nosuid, nodev and noexec the kernel locks on the host's mount.
+fn bind_host<K: Kernel>(
+    k: &K,
+    p: &Prepared,
+    src: &Path,
+    target: &Path,
+    flags: libc::c_ulong,
+) -> std::io::Result<()> {
+    let keep = flags & (libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC);
+    k.mount_in_root(
+        &p.root,
+        Some(src),
+        target,
+        None,
+        libc::MS_BIND | libc::MS_REC,
+        "",
+    )?;
+    if keep & libc::MS_RDONLY == 0 {
+        return Ok(());
+    }
+    let locked = k.mount_flags(&c_path(target).map_err(std::io::Error::other)?)?
+        & (libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC);
+    k.mount_in_root(
+        &p.root,
+        None,
+        target,
+        None,
+        keep | locked | libc::MS_REMOUNT | libc::MS_BIND,
+        "",
+    )
+}
+
 fn mask<K: Kernel>(k: &K, path: &Path) -> R {
     let kind = match k.stat(path) {
         Ok(kind) => kind,
