@@ -150,10 +150,15 @@ pub fn bind_fd(src: BorrowedFd, target: BorrowedFd, recursive: bool, set: u64) -
     move_onto(tree.as_fd(), target)
 }
 
-/// A new filesystem of type `fstype` with no options but `MOUNT_ATTR_*` `attr`, onto the
-/// file `target` is open on.
-pub fn new_fs_onto(fstype: &CStr, attr: u64, target: BorrowedFd) -> io::Result<()> {
-    let mnt = super::procfs::fs_mount(fstype, attr)?;
+/// A new filesystem of type `fstype` with no options but the flags `flags` (`ro`) and the
+/// `MOUNT_ATTR_*` `attr`, onto the file `target` is open on.
+pub fn new_fs_onto(
+    fstype: &CStr,
+    flags: &[&CStr],
+    attr: u64,
+    target: BorrowedFd,
+) -> io::Result<()> {
+    let mnt = super::procfs::fs_mount(fstype, flags, attr)?;
     move_onto(mnt.as_fd(), target)
 }
 

@@ -35,10 +35,28 @@ fn fd_from(rc: libc::c_long) -> io::Result<OwnedFd> {
 }
 
 /// A new filesystem of type `fstype` (procfs: of this process's pid namespace), mounted
-/// nowhere, with the `MOUNT_ATTR_*` `attr`.
-pub(super) fn fs_mount(fstype: &CStr, attr: u64) -> io::Result<OwnedFd> {
+/// nowhere, with the filesystem flags `flags` (`ro`: a read-only superblock, as mount(2)'s
+/// `MS_RDONLY` gives) and the `MOUNT_ATTR_*` `attr`.
+pub(super) fn fs_mount(fstype: &CStr, flags: &[&CStr], attr: u64) -> io::Result<OwnedFd> {
+    const FSCONFIG_SET_FLAG: libc::c_uint = 0;
     // SAFETY: fsopen with a C string and flags.
     let fs = fd_from(unsafe { libc::syscall(libc::SYS_fsopen, fstype.as_ptr(), FSOPEN_CLOEXEC) })?;
+    for flag in flags {
+        // SAFETY: fsconfig's set-flag command takes a key and no value.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_fsconfig,
+                fs.as_raw_fd(),
+                FSCONFIG_SET_FLAG,
+                flag.as_ptr(),
+                std::ptr::null::<libc::c_void>(),
+                0,
+            )
+        };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
     // SAFETY: fsconfig's create command takes no key or value.
     let rc = unsafe {
         libc::syscall(
@@ -93,7 +111,7 @@ impl ProcRoot {
     pub fn open() -> io::Result<ProcRoot> {
         let attr =
             super::mount::attr::NOSUID | super::mount::attr::NODEV | super::mount::attr::NOEXEC;
-        let fd = fs_mount(c"proc", attr)
+        let fd = fs_mount(c"proc", &[], attr)
             .or_else(|_| clone_tree(cwd_fd(), c"/proc", false))
             .or_else(|_| {
                 nix::fcntl::open(

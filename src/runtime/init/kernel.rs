@@ -331,7 +331,7 @@ impl Kernel for Linux {
         use std::os::fd::AsFd;
         let to = mount_target(target, true)?;
         let ro = crate::sys::mount::attr::RDONLY;
-        match crate::sys::mount::new_fs_onto(c"tmpfs", ro, to.as_fd()) {
+        match crate::sys::mount::new_fs_onto(c"tmpfs", &[c"ro"], ro, to.as_fd()) {
             Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => crate::sys::mount::mount(
                 Some(Path::new("tmpfs")),
                 target,
