@@ -600,6 +600,97 @@ fn cve_2025_31133_a_dev_null_link_does_not_unmask_a_proc_file() {
     lab.assert_nothing_left(r, &b, &id, false);
 }
 
+/// CVE-2025-52881: a container that can mount in its own mount namespace (here with
+/// CAP_SYS_ADMIN; a racing container whose mounts propagate in does the same) puts a tmpfs
+/// over its /proc whose `self` is a link to a directory of its choice, holding a file
+/// `oom_score_adj`. The runtime's set-up of an exec, which writes the process's
+/// `/proc/self/oom_score_adj` before it drops its privileges, would write the attacker's
+/// file instead (with a bind of `/proc/sysrq-trigger` there, the host's). Here the
+/// attacker's file is a harmless one on a host directory, which must keep its content.
+/// Defence: every file the set-up writes under /proc is opened through a private procfs
+/// (`fsopen("proc")`), with `RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH | RESOLVE_NO_XDEV`
+/// (`sys::procfs`), so the write lands on the process's own `oom_score_adj`.
+#[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
+fn cve_2025_52881_a_fake_proc_does_not_take_the_writes_of_runc_exec() {
+    require_root();
+    let lab = Lab::new("esc-procw");
+    let r = lab.tested();
+    let host = host_dir(&lab.dir, "procw");
+    std::fs::write(host.join("oom_score_adj"), "untouched\n").unwrap();
+    let fake = "mount -t tmpfs fake /proc && ln -s /vol /proc/self && ln -s /vol /proc/thread-self && echo faked; sleep 60";
+    let mut b = lab.bundle(&["sh", "-c", fake]);
+    for set in ["bounding", "effective", "permitted"] {
+        let pointer = format!("/process/capabilities/{set}");
+        let mut caps = b.config.pointer(&pointer).cloned().unwrap_or(json!([]));
+        caps.as_array_mut().unwrap().push(json!("CAP_SYS_ADMIN"));
+        b.set(&pointer, caps);
+    }
+    b.set("/process/oomScoreAdj", json!(500));
+    let mut mounts = b.config["mounts"].as_array().unwrap().clone();
+    mounts.push(
+        json!({"destination": "/vol", "type": "bind", "source": host, "options": ["rbind", "rw"]}),
+    );
+    b.set("/mounts", json!(mounts));
+    let id = lab.id("procw");
+    r.run_bg(&b, &id).expect_ok();
+    wait_for(LIMIT, "the container's fake /proc", || {
+        b.container_output().contains("faked").then_some(())
+    });
+    let o = r.run(&["exec", &id, "sh", "-c", "echo self=$(readlink /proc/self)"]);
+    assert_eq!(
+        std::fs::read_to_string(host.join("oom_score_adj")).unwrap(),
+        "untouched\n",
+        "the exec's oom_score_adj went to the container's file: {o:?}"
+    );
+    assert_eq!(entries(&host), ["oom_score_adj"], "{o:?}");
+    // The attack was in place for the exec (its /proc/self is the link), and the exec ran.
+    let o = o.expect_ok();
+    assert_eq!(o.stdout.trim(), "self=/vol", "{o:?}");
+    r.run(&["delete", "--force", &id]).expect_ok();
+    lab.assert_nothing_left(r, &b, &id, false);
+}
+
+/// CVE-2025-52881 through a pod: the same fake /proc, made by a container given
+/// CAP_SYS_ADMIN, meets an exec of the supervisor's (`POST /v1/containers/c/exec`, as a
+/// probe's), whose set-up writes the pod's QoS `oom_score_adj` for the process.
+#[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
+fn cve_2025_52881_a_fake_proc_does_not_take_the_writes_of_a_pod_exec() {
+    require_root();
+    let mut p = TestPod::new(
+        "esc-procw",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: NAME}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: c\n    image: busybox\n    securityContext: {capabilities: {add: [SYS_ADMIN]}}\n    command: [sh, -c, \"mount -t tmpfs fake /proc && ln -s /vol /proc/self && ln -s /vol /proc/thread-self && echo faked; sleep 600\"]\n    volumeMounts: [{name: v, mountPath: /vol}]\n  volumes: [{name: v, hostPath: {path: HOST}}]\n",
+    );
+    let host = host_dir(&p.dir, "procw");
+    std::fs::write(host.join("oom_score_adj"), "untouched\n").unwrap();
+    let yaml = std::fs::read_to_string(&p.manifest)
+        .unwrap()
+        .replace("HOST", &host.display().to_string());
+    std::fs::write(&p.manifest, yaml).unwrap();
+    p.start();
+    p.wait_log("c", 0, LIMIT, "faked");
+    let body =
+        json!({"command": ["sh", "-c", "echo self=$(readlink /proc/self)"], "timeoutSeconds": 20});
+    let (code, r) = api(&p, "POST", "/v1/containers/c/exec", Some(&body.to_string()));
+    assert_eq!(
+        std::fs::read_to_string(host.join("oom_score_adj")).unwrap(),
+        "untouched\n",
+        "the exec's oom_score_adj went to the container's file: {r}"
+    );
+    assert_eq!(entries(&host), ["oom_score_adj"], "{r}");
+    assert_eq!(code, 200, "{r}");
+    assert_eq!(r["exitCode"], 0, "{r}");
+    assert_eq!(
+        r["stdout"].as_str().map(str::trim),
+        Some("self=/vol"),
+        "{r}"
+    );
+    p.signal(libc::SIGTERM);
+    p.wait(LIMIT);
+    p.assert_nothing_left();
+}
+
 /// CVE-2021-30465 and CVE-2024-45310: a container sharing a volume with the victim swaps
 /// a directory on the victim's mount path for a link to the host, in a loop, while the
 /// victim starts: a runtime that resolved the path once and used it later would make its

@@ -78,9 +78,25 @@ fn exec(
     cwd: &str,
     args: &[&str],
 ) -> Result<String, String> {
+    exec_with(lab, c, id, exec_id, cwd, args, json!({}))
+}
+
+/// [`exec`] with more fields of the OCI process (`extra`).
+fn exec_with(
+    lab: &Lab,
+    c: &TaskClient,
+    id: &str,
+    exec_id: &str,
+    cwd: &str,
+    args: &[&str],
+    extra: serde_json::Value,
+) -> Result<String, String> {
     let (out, r) = fifo(&lab.dir, &format!("{exec_id}.out"));
-    let process =
+    let mut process =
         json!({"args": args, "cwd": cwd, "env": ["PATH=/bin"], "user": {"uid": 0, "gid": 0}});
+    for (k, v) in extra.as_object().unwrap() {
+        process[k] = v.clone();
+    }
     let req = api::ExecProcessRequest {
         id: id.into(),
         exec_id: exec_id.into(),
@@ -211,7 +227,7 @@ fn escapes_through_the_shims_task_api() {
         &mut lab,
         "c2",
         json!({"args": ["sleep", "600"]}),
-        joined,
+        joined.clone(),
         "container",
     );
     shim_start(&lab.ns, &lab.dir, &c2, "c2");
@@ -240,12 +256,58 @@ fn escapes_through_the_shims_task_api() {
     .unwrap();
     assert_eq!(seen.trim(), "done", "{seen}");
 
+    // CVE-2025-52881: a container with CAP_SYS_ADMIN puts a tmpfs over its /proc whose
+    // `self` links to a host directory it has as a volume; an exec's set-up, which writes
+    // the process's `/proc/self/oom_score_adj`, must write its own, not that directory's.
+    let host = lab.dir.join("procw");
+    std::fs::create_dir_all(&host).unwrap();
+    std::fs::write(host.join("oom_score_adj"), "untouched\n").unwrap();
+    let (out3, r3) = fifo(&lab.dir, "c3.out");
+    let fake = "mount -t tmpfs fake /proc && ln -s /vol /proc/self && ln -s /vol /proc/thread-self && echo faked; sleep 600";
+    let c3 = bundle(
+        &mut lab,
+        "c3",
+        json!({"args": ["sh", "-c", fake]}),
+        joined.clone(),
+        "container",
+    );
+    let mut spec: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(c3.join("config.json")).unwrap()).unwrap();
+    for set in ["bounding", "effective", "permitted"] {
+        let caps = spec["process"]["capabilities"][set].as_array_mut().unwrap();
+        caps.push(json!("CAP_SYS_ADMIN"));
+    }
+    spec["mounts"].as_array_mut().unwrap().push(
+        json!({"destination": "/vol", "type": "bind", "source": host, "options": ["rbind", "rw"]}),
+    );
+    std::fs::write(c3.join("config.json"), spec.to_string()).unwrap();
+    lab.ids.push("c3".into());
+    shim_start(&lab.ns, &lab.dir, &c3, "c3");
+    create(&client, "c3", &c3, &out3);
+    start(&client, "c3", "");
+    assert_eq!(first_line(r3).trim(), "faked", "the container's fake /proc");
+    let seen = exec_with(
+        &lab,
+        &client,
+        "c3",
+        "e-procw",
+        "/",
+        &["sh", "-c", "echo self=$(readlink /proc/self)"],
+        json!({"oomScoreAdj": 500}),
+    );
+    assert_eq!(
+        std::fs::read_to_string(host.join("oom_score_adj")).unwrap(),
+        "untouched\n",
+        "the exec's oom_score_adj went to the container's file: {seen:?}"
+    );
+    assert_eq!(seen.unwrap().trim(), "self=/vol", "the fake was in place");
+
     assert!(
         !marker.exists(),
         "{} was created on the host",
         marker.display()
     );
-    for id in ["c1", "c2", "sb"] {
+    for id in ["c1", "c2", "c3", "sb"] {
         let _ = try_kill(&client, id, libc::SIGKILL as u32);
         wait(&client, id, "");
         let _ = try_delete(&client, id, "");

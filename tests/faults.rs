@@ -227,12 +227,22 @@ fn fifty_probes_at_the_fd_limit_fail_as_probes_and_the_supervisor_lives() {
         .filter(|e| e["reason"] == "Unhealthy")
         .filter_map(|e| e["message"].as_str().map(str::to_string))
         .collect();
+    let mut kinds = errors.clone();
+    kinds.sort();
+    kinds.dedup();
     eprintln!(
-        "fd limit {limit} ({open} open): {} Unhealthy events, first: {:?}",
+        "fd limit {limit} ({open} open): {} Unhealthy events, their messages: {kinds:?}",
         errors.len(),
-        errors.first()
     );
     assert!(unhealthy, "no probe ever failed at an fd limit of {limit}");
+    // A probe that could not even start says so in kubelet's words, with the cause.
+    assert!(
+        kinds.iter().any(
+            |m| m.contains("probe errored and resulted in unknown state: ")
+                && m.contains("Too many open files")
+        ),
+        "no probe event names the fd limit: {kinds:?}"
+    );
     // The supervisor still serves (an accept at the limit is retried, not spun on or
     // fatal), and once the limit is raised again every probe passes.
     let t0 = Instant::now();

@@ -83,18 +83,18 @@ impl PodState {
         self.probes.container_started(i, instance, now);
     }
 
-    /// A probe `step` asked for (`Action::RunProbe`) has a result (`ok`, with the
-    /// handler's output). Returns the events to record now.
+    /// A probe `step` asked for (`Action::RunProbe`) has a result (`verdict`, with the
+    /// handler's output or error). Returns the events to record now.
     pub fn on_probe_result(
         &mut self,
         plan: &PodPlan,
         due: Due,
-        ok: bool,
+        verdict: super::probes::Verdict,
         output: &str,
         now: Millis,
     ) -> Vec<EventSpec> {
         let mut probes = std::mem::take(&mut self.probes);
-        let events = probes.record(plan, self, due, ok, output, now);
+        let events = probes.record(plan, self, due, verdict, output, now);
         self.probes = probes;
         events
     }

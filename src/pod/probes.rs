@@ -43,6 +43,27 @@ impl ProbeKind {
     }
 }
 
+/// What one run of a probe came to, told apart as kubelet's prober does: a handler that
+/// could not run at all (an exec that did not start) counts as a failure, but its event
+/// says it errored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Success,
+    Failure,
+    Errored,
+}
+
+impl Verdict {
+    /// From a handler's outcome: whether it passed, and whether it could not run.
+    pub fn of(ok: bool, errored: bool) -> Verdict {
+        match (ok, errored) {
+            (true, _) => Verdict::Success,
+            (false, false) => Verdict::Failure,
+            (false, true) => Verdict::Errored,
+        }
+    }
+}
+
 /// A probe's numbers, defaulted (docs/semantics.md §Probes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Timing {
@@ -194,14 +215,15 @@ impl Probes {
         (out, next)
     }
 
-    /// The probe `due` returned has a result (`ok`, with the handler's output) at `now`.
+    /// The probe `due` returned has a result (`verdict`, with the handler's output or
+    /// error) at `now`.
     /// Updates `st` when the result takes effect and returns the events to emit.
     pub fn record(
         &mut self,
         plan: &PodPlan,
         st: &mut PodState,
         due: Due,
-        ok: bool,
+        verdict: Verdict,
         output: &str,
         now: Millis,
     ) -> Vec<EventSpec> {
@@ -218,11 +240,21 @@ impl Probes {
             return events;
         }
         let name = plan.containers[w.ctr].name.clone();
-        if !ok {
+        let ok = verdict == Verdict::Success;
+        let message = match verdict {
+            Verdict::Success => None,
+            Verdict::Failure => Some(format!("{} probe failed: {output}", w.kind.title())),
+            // kubelet's words for a prober error, whose result is Unknown.
+            Verdict::Errored => Some(format!(
+                "{} probe errored and resulted in unknown state: {output}",
+                w.kind.title()
+            )),
+        };
+        if let Some(message) = message {
             events.push(EventSpec {
                 type_: EventType::Warning,
                 reason: EventReason::Unhealthy,
-                message: format!("{} probe failed: {output}", w.kind.title()),
+                message,
                 container: Some(w.ctr),
             });
         }

@@ -1,7 +1,7 @@
 //! docs/semantics.md's rules as tables and scenarios, with time as a parameter.
 
 use super::plan::{ContainerPlan, Kind, PodPlan, RestartPolicy};
-use super::probes::{ProbeKind, Probes, Timing};
+use super::probes::{ProbeKind, Probes, Timing, Verdict};
 use super::reason::StartFailure;
 use super::state::{Exit, PodPhase, PodState, State};
 use super::step::EventSpec;
@@ -569,7 +569,8 @@ fn probe_all(s: &mut Sim, pr: &mut Probes, ok: impl Fn(ProbeKind) -> bool) -> Ve
     let (due, _) = pr.due(&s.st, s.now);
     let mut ev = Vec::new();
     for d in due {
-        ev.extend(pr.record(&s.plan, &mut s.st, d, ok(d.kind), "out", s.now));
+        let verdict = Verdict::of(ok(d.kind), false);
+        ev.extend(pr.record(&s.plan, &mut s.st, d, verdict, "out", s.now));
     }
     ev
 }
@@ -597,6 +598,28 @@ fn probes_start_with_kubelets_initial_results_and_honour_the_delay() {
     let (due, next) = pr.due(&s.st, 6000);
     assert!(due.is_empty());
     assert_eq!(next, Some(15_000));
+}
+
+#[test]
+fn a_probe_that_could_not_run_counts_as_a_failure_and_says_it_errored() {
+    let mut cs = vec![cp("web", Kind::App)];
+    cs[0].has_readiness_probe = true;
+    let mut s = Sim::new(RestartPolicy::Always, cs);
+    let mut pr = Probes::new(&[vec![(ProbeKind::Readiness, timing(1, 1, 1))]]);
+    s.settle();
+    pr.container_started(0, 0, 0);
+    probe_all(&mut s, &mut pr, |_| true);
+    assert!(s.st.containers[0].ready);
+    s.now = 1000;
+    let (due, _) = pr.due(&s.st, s.now);
+    let why = "opening /proc/self/ns/pid: Too many open files (os error 24)";
+    let ev = pr.record(&s.plan, &mut s.st, due[0], Verdict::Errored, why, s.now);
+    assert_eq!(ev[0].reason, "Unhealthy");
+    assert_eq!(
+        ev[0].message,
+        format!("Readiness probe errored and resulted in unknown state: {why}")
+    );
+    assert!(!s.st.containers[0].ready, "an error is a failure");
 }
 
 #[test]
@@ -1108,7 +1131,8 @@ fn step_schedules_probes_and_wakes_for_the_next() {
         !s.step().iter().any(|a| matches!(a, Action::RunProbe(_))),
         "in flight"
     );
-    let ev = s.st.on_probe_result(&s.plan, due[0], true, "", 0);
+    let ev =
+        s.st.on_probe_result(&s.plan, due[0], Verdict::Success, "", 0);
     assert!(ev.is_empty());
     assert!(s.st.containers[0].ready);
     s.now = 1000;

@@ -94,7 +94,7 @@ impl ExecCheck {
     pub fn on_exit(&mut self, status: i32) -> Outcome {
         self.finish();
         if let Some(e) = self.start_error.take() {
-            return Outcome::fail(e);
+            return Outcome::error(e);
         }
         let out = String::from_utf8_lossy(&self.output).into_owned();
         if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {

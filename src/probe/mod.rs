@@ -25,6 +25,9 @@ pub struct Outcome {
     pub output: String,
     /// Success with a warning (an HTTP redirect to another host): a `ProbeWarning` event.
     pub warning: Option<String>,
+    /// The handler could not run at all (`output` says why): kubelet's prober error,
+    /// which counts as a failure but is told apart in the event.
+    pub errored: bool,
 }
 
 impl Outcome {
@@ -33,6 +36,7 @@ impl Outcome {
             ok: true,
             output,
             warning: None,
+            errored: false,
         }
     }
     pub fn fail(output: String) -> Outcome {
@@ -40,6 +44,14 @@ impl Outcome {
             ok: false,
             output,
             warning: None,
+            errored: false,
+        }
+    }
+    /// The handler did not run: `why` is the error.
+    pub fn error(why: String) -> Outcome {
+        Outcome {
+            errored: true,
+            ..Outcome::fail(why)
         }
     }
 }

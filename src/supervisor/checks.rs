@@ -3,7 +3,7 @@
 //! one run of one container; when that run ends, its checks are dropped.
 
 use super::Supervisor;
-use crate::pod::probes::{Due, ProbeKind};
+use crate::pod::probes::{Due, ProbeKind, Verdict};
 use crate::pod::{self, Kind, Millis};
 use crate::probe::{Check, Handler, Outcome, Use};
 use k8s_openapi::api::core::v1::Container;
@@ -140,6 +140,11 @@ impl Supervisor<'_> {
                     what,
                 });
             }
+            // An exec that could not start is a prober error in kubelet's terms; a
+            // network handler's refusal (a closed port) is the probe's failure.
+            Err(msg) if matches!(h, Handler::Exec(_)) => {
+                self.check_done(owner, &what, Outcome::error(msg), None)
+            }
             Err(msg) => self.check_done(owner, &what, Outcome::fail(msg), None),
         }
     }
@@ -190,7 +195,7 @@ impl Supervisor<'_> {
             .map(|(_, h)| h.clone());
         match h {
             Some(Ok(h)) => self.launch(Owner::Probe(d), &h, Use::Probe, Some(d.timeout_ms)),
-            Some(Err(msg)) => self.check_done(Owner::Probe(d), "", Outcome::fail(msg), None),
+            Some(Err(msg)) => self.check_done(Owner::Probe(d), "", Outcome::error(msg), None),
             None => {}
         }
     }
@@ -278,10 +283,13 @@ impl Supervisor<'_> {
                     self.event(pod::events::probe_warning(d.ctr, d.kind, w));
                 }
                 let output = o.output.trim_end().to_string();
-                for e in self
-                    .st
-                    .on_probe_result(&self.cfg.plan, d, o.ok, &output, now)
-                {
+                for e in self.st.on_probe_result(
+                    &self.cfg.plan,
+                    d,
+                    Verdict::of(o.ok, o.errored),
+                    &output,
+                    now,
+                ) {
                     self.event(e);
                 }
             }

@@ -18,6 +18,7 @@ pub mod pages;
 pub mod pause;
 pub mod pidfd;
 pub mod proc;
+pub mod procfs;
 pub mod pty;
 pub mod rootless;
 pub mod signal_pipe;

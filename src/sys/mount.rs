@@ -2,7 +2,9 @@
 //! put in context. Paths reach the kernel through nix's stack buffers: no allocation on
 //! the container start path.
 
+use std::ffi::CStr;
 use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::path::Path;
 
 use nix::mount::{MntFlags, MsFlags};
@@ -101,6 +103,63 @@ pub fn setattr_supported() -> bool {
     };
     let res = mount_setattr(-1, c"", AT_EMPTY_PATH, &attr);
     !matches!(res, Err(e) if e.raw_os_error() == Some(libc::ENOSYS))
+}
+
+/// move_mount(2) of the detached mount `tree` onto the file `target` is open on: the
+/// mount lands on that very file, with no path resolved again (through a `/proc/self/fd`
+/// a container could have mounted on, or a link swapped in since).
+pub fn move_onto(tree: BorrowedFd, target: BorrowedFd) -> io::Result<()> {
+    const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
+    const MOVE_MOUNT_T_EMPTY_PATH: libc::c_uint = 0x40;
+    // SAFETY: move_mount with two fds of ours and empty C strings.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            tree.as_raw_fd(),
+            c"".as_ptr(),
+            target.as_raw_fd(),
+            c"".as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// A bind mount of the file `src` is open on, onto the file `target` is open on (both
+/// `O_PATH` fds), with the mounts below `src` when `recursive`, and `MOUNT_ATTR_*` `set`
+/// on the new mount alone (as a remount of the bind would).
+pub fn bind_fd(src: BorrowedFd, target: BorrowedFd, recursive: bool, set: u64) -> io::Result<()> {
+    let tree = super::procfs::clone_tree(src, c"", recursive)?;
+    if set != 0 {
+        let a = MountAttr {
+            attr_set: set,
+            attr_clr: 0,
+            propagation: 0,
+            userns_fd: 0,
+        };
+        mount_setattr(
+            tree.as_raw_fd(),
+            c"",
+            libc::AT_EMPTY_PATH as libc::c_uint,
+            &a,
+        )?;
+    }
+    move_onto(tree.as_fd(), target)
+}
+
+/// A new filesystem of type `fstype` with no options but the flags `flags` (`ro`) and the
+/// `MOUNT_ATTR_*` `attr`, onto the file `target` is open on.
+pub fn new_fs_onto(
+    fstype: &CStr,
+    flags: &[&CStr],
+    attr: u64,
+    target: BorrowedFd,
+) -> io::Result<()> {
+    let mnt = super::procfs::fs_mount(fstype, flags, attr)?;
+    move_onto(mnt.as_fd(), target)
 }
 
 /// `umount2(target, MNT_DETACH)`: lazily, whatever still uses it.

@@ -458,6 +458,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn whiteouts_that_leave_their_directory_are_refused() {
+        let root = std::env::temp_dir().join(format!("podinit-wh-{}", std::process::id()));
+        let mut a = Applier::new(&root);
+        let meta = Meta {
+            mode: 0,
+            uid: 0,
+            gid: 0,
+            mtime: 0,
+            xattrs: vec![],
+        };
+        for name in [".wh.", ".wh..", ".wh..."] {
+            let e = a.whiteout(Path::new("etc"), name, &meta).unwrap_err();
+            assert!(
+                e.to_string().contains("escapes its directory"),
+                "{name}: {e}"
+            );
+        }
+        assert!(!root.exists(), "nothing was made");
+    }
+
+    #[test]
     fn clean_refuses_escapes() {
         assert_eq!(clean(Path::new("./a/./b/")).unwrap(), PathBuf::from("a/b"));
         assert_eq!(clean(Path::new("./")).unwrap(), PathBuf::new());

@@ -30,7 +30,9 @@ pub(super) fn credentials<K: Kernel>(k: &K, p: &Prepared) -> R {
     Ok(())
 }
 
-/// Whether this user namespace denies setgroups(2) (`/proc/self/setgroups` says `deny`).
+/// Whether this user namespace denies setgroups(2) (`/proc/self/setgroups` says `deny`),
+/// read through a private procfs (`sys::procfs`), as every file under /proc the set-up uses.
 fn setgroups_denied() -> bool {
-    std::fs::read_to_string("/proc/self/setgroups").is_ok_and(|t| t.trim() == "deny")
+    crate::sys::procfs::read(std::path::Path::new("/proc/self/setgroups"))
+        .is_ok_and(|t| t.trim_ascii() == b"deny")
 }

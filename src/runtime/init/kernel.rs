@@ -80,6 +80,11 @@ pub trait Kernel {
     /// be the null device itself: a /dev/null swapped for a link (to a procfs file such
     /// as /proc/sys/kernel/core_pattern) would unmask that file instead (CVE-2025-31133).
     fn bind_null(&self, target: &Path) -> io::Result<()>;
+    /// An empty read-only tmpfs over the directory `target` (a masked directory).
+    fn mask_dir(&self, target: &Path) -> io::Result<()>;
+    /// A read-only bind of `path` onto itself, the mounts below it included, each keeping
+    /// its own nosuid, nodev and noexec (runc's readonlyPath).
+    fn bind_readonly(&self, path: &Path) -> io::Result<()>;
     /// `ensure_dir` and `create_file` of a path below `root`, no link followed.
     fn ensure_dir_in_root(&self, root: &Path, path: &Path) -> io::Result<()>;
     fn create_file_in_root(&self, root: &Path, path: &Path) -> io::Result<()>;
@@ -111,7 +116,10 @@ pub trait Kernel {
     /// Open `path` for writing, created if missing and never truncated, and close it.
     fn create_file(&self, path: &Path) -> io::Result<()>;
     fn remove_file(&self, path: &Path) -> io::Result<()>;
-    fn write_file(&self, path: &Path, data: &[u8]) -> io::Result<()>;
+    /// Write a file under /proc (a sysctl, `/proc/self/oom_score_adj`) through a private
+    /// procfs handle (`sys::procfs`): a mount or link the container put in /proc cannot
+    /// move the write elsewhere (CVE-2025-52881).
+    fn write_proc(&self, path: &Path, data: &[u8]) -> io::Result<()>;
     fn read_file(&self, path: &Path) -> io::Result<Vec<u8>>;
     /// The mount point of the mount that holds `path` (the longest one above it in
     /// /proc/self/mountinfo).
@@ -180,6 +188,21 @@ fn ok(rc: libc::c_int) -> io::Result<()> {
     } else {
         Ok(())
     }
+}
+
+/// An `O_PATH` fd on `path` (a masked or read-only path, inside the new root) to mount
+/// onto. Under /proc it is reached as `sys::procfs::open_mount_target` does, so that no mount
+/// a container put there takes the mount's place; elsewhere as mount(2) would find it.
+fn mount_target(path: &Path, dir: bool) -> io::Result<std::os::fd::OwnedFd> {
+    use nix::fcntl::OFlag;
+    if crate::sys::procfs::is_under_proc(path) {
+        return crate::sys::procfs::open_mount_target(path);
+    }
+    let mut flags = OFlag::O_PATH | OFlag::O_CLOEXEC;
+    if dir {
+        flags |= OFlag::O_DIRECTORY;
+    }
+    nix::fcntl::open(path, flags, nix::sys::stat::Mode::empty()).map_err(io::Error::from)
 }
 
 impl Kernel for Linux {
@@ -275,7 +298,7 @@ impl Kernel for Linux {
         crate::sys::beneath::mount(root, Some(&from), target, None, flags, "")
     }
     fn bind_null(&self, target: &Path) -> io::Result<()> {
-        use std::os::fd::{AsFd, AsRawFd};
+        use std::os::fd::AsFd;
         let fd = nix::fcntl::open(
             "/dev/null",
             nix::fcntl::OFlag::O_PATH
@@ -287,18 +310,53 @@ impl Kernel for Linux {
         if st.st_mode & libc::S_IFMT != libc::S_IFCHR || st.st_rdev != libc::makedev(1, 3) {
             return Err(io::Error::other("/dev/null is not the null device"));
         }
-        let from = PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()));
-        if !Path::new("/proc/self/fd").exists() {
-            // A container without /proc: the device was checked just now.
-            return crate::sys::mount::mount(
-                Some(Path::new("/dev/null")),
-                target,
-                None,
-                libc::MS_BIND,
-                "",
-            );
+        // From the checked fd onto the target's fd: neither is named again by a path, and
+        // no /proc/self/fd the container could have mounted on is read.
+        let to = mount_target(target, false)?;
+        match crate::sys::mount::bind_fd(fd.as_fd(), to.as_fd(), false, 0) {
+            Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
+                // A kernel before open_tree (5.2): the device was checked just now.
+                crate::sys::mount::mount(
+                    Some(Path::new("/dev/null")),
+                    target,
+                    None,
+                    libc::MS_BIND,
+                    "",
+                )
+            }
+            r => r,
         }
-        crate::sys::mount::mount(Some(&from), target, None, libc::MS_BIND, "")
+    }
+    fn mask_dir(&self, target: &Path) -> io::Result<()> {
+        use std::os::fd::AsFd;
+        let to = mount_target(target, true)?;
+        let ro = crate::sys::mount::attr::RDONLY;
+        match crate::sys::mount::new_fs_onto(c"tmpfs", &[c"ro"], ro, to.as_fd()) {
+            Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => crate::sys::mount::mount(
+                Some(Path::new("tmpfs")),
+                target,
+                Some("tmpfs"),
+                libc::MS_RDONLY,
+                "",
+            ),
+            r => r,
+        }
+    }
+    fn bind_readonly(&self, path: &Path) -> io::Result<()> {
+        use std::os::fd::AsFd;
+        let at = mount_target(path, false)?;
+        let ro = crate::sys::mount::attr::RDONLY;
+        match crate::sys::mount::bind_fd(at.as_fd(), at.as_fd(), true, ro) {
+            Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
+                crate::sys::mount::mount(Some(path), path, None, libc::MS_BIND | libc::MS_REC, "")?;
+                let own = self.mount_flags(
+                    &crate::runtime::prepare::c_path(path).map_err(io::Error::other)?,
+                )? & (libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC);
+                let flags = libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | own;
+                crate::sys::mount::mount(None, path, None, flags, "")
+            }
+            r => r,
+        }
     }
     #[inline]
     fn ensure_dir_in_root(&self, root: &Path, path: &Path) -> io::Result<()> {
@@ -408,8 +466,8 @@ impl Kernel for Linux {
         std::fs::read(path)
     }
     #[inline]
-    fn write_file(&self, path: &Path, data: &[u8]) -> io::Result<()> {
-        std::fs::write(path, data)
+    fn write_proc(&self, path: &Path, data: &[u8]) -> io::Result<()> {
+        crate::sys::procfs::write(path, data)
     }
     #[inline]
     fn symlink(&self, target: &str, link: &Path) -> io::Result<()> {

@@ -117,7 +117,7 @@ fn finish<K: Kernel>(
     report: RawFd,
 ) -> Result<Never, String> {
     if let Some(adj) = p.oom_score_adj {
-        match k.write_file(
+        match k.write_proc(
             Path::new("/proc/self/oom_score_adj"),
             adj.to_string().as_bytes(),
         ) {

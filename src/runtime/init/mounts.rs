@@ -85,14 +85,20 @@ pub(super) fn rootfs<K: Kernel>(k: &K, p: &Prepared, before_pivot: impl FnOnce()
     }
     // Before the read-only paths, which usually include /proc/sys (runc's order).
     for (path, value) in &p.sysctl {
-        k.write_file(path, value.as_bytes())
+        k.write_proc(path, value.as_bytes())
             .map_err(|e| format!("sysctl {}: {e}", path.display()))?;
     }
-    for path in &p.masked {
-        mask(k, path)?;
+    // A path listed twice is done once: the second would find the first's mount in its
+    // way, which a /proc path refuses (a mount there may be a container's).
+    for (i, path) in p.masked.iter().enumerate() {
+        if !p.masked[..i].contains(path) {
+            mask(k, path)?;
+        }
     }
-    for path in &p.readonly {
-        readonly(k, path)?;
+    for (i, path) in p.readonly.iter().enumerate() {
+        if !p.readonly[..i].contains(path) {
+            readonly(k, path)?;
+        }
     }
     if p.root_readonly {
         k.mount(
@@ -317,13 +323,7 @@ fn mask<K: Kernel>(k: &K, path: &Path) -> R {
         Err(e) => return Err(format!("masking {}: {e}", path.display())),
     };
     let res = if kind == Kind::Dir {
-        k.mount(
-            Some(Path::new("tmpfs")),
-            path,
-            Some("tmpfs"),
-            libc::MS_RDONLY,
-            "",
-        )
+        k.mask_dir(path)
     } else {
         k.bind_null(path)
     };
@@ -331,19 +331,9 @@ fn mask<K: Kernel>(k: &K, path: &Path) -> R {
 }
 
 fn readonly<K: Kernel>(k: &K, path: &Path) -> R {
-    match k.mount(Some(path), path, None, libc::MS_BIND | libc::MS_REC, "") {
+    match k.bind_readonly(path) {
         // Nothing there: nothing to protect.
-        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(()),
-        r => r.map_err(|e| format!("read-only {}: {e}", path.display()))?,
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(()),
+        r => r.map_err(|e| format!("read-only {}: {e}", path.display())),
     }
-    // The mount keeps its own nosuid, nodev and noexec (runc's readonlyPath): a remount
-    // that dropped one would be refused in a user namespace, where they are locked.
-    let c = c_path(path)?;
-    let own = k
-        .mount_flags(&c)
-        .map_err(|e| format!("read-only {}: {e}", path.display()))?
-        & (libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC);
-    let flags = libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | own;
-    k.mount(None, path, None, flags, "")
-        .map_err(|e| format!("read-only {}: {e}", path.display()))
 }

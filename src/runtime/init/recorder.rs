@@ -125,6 +125,12 @@ impl Kernel for Recorder {
             "",
         )
     }
+    fn mask_dir(&self, target: &Path) -> io::Result<()> {
+        self.log("mask_dir", format_args!("{}", target.display()))
+    }
+    fn bind_readonly(&self, path: &Path) -> io::Result<()> {
+        self.log("bind_readonly", format_args!("{}", path.display()))
+    }
     fn ensure_dir_in_root(&self, _root: &Path, path: &Path) -> io::Result<()> {
         self.log("ensure_dir", format_args!("{}", path.display()))
     }
@@ -178,9 +184,9 @@ impl Kernel for Recorder {
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         self.log("remove_file", format_args!("{}", path.display()))
     }
-    fn write_file(&self, path: &Path, data: &[u8]) -> io::Result<()> {
+    fn write_proc(&self, path: &Path, data: &[u8]) -> io::Result<()> {
         let data = String::from_utf8_lossy(data);
-        self.log("write_file", format_args!("{} {data}", path.display()))
+        self.log("write_proc", format_args!("{} {data}", path.display()))
     }
     fn symlink(&self, target: &str, link: &Path) -> io::Result<()> {
         self.log("symlink", format_args!("{target} {}", link.display()))

@@ -116,10 +116,10 @@ fn mounts_come_before_pivot_root_and_sysctls_masked_and_read_only_paths_after() 
             "detach .",
             "chdir /",
             // Sysctls before /proc/sys is made read-only, as runc writes them.
-            "write_file /proc/sys/net/ipv4/ip_forward 1",
+            "write_proc /proc/sys/net/ipv4/ip_forward 1",
             "mount /dev/null /proc/kcore",
-            "mount tmpfs /proc/acpi tmpfs",
-            "mount /proc/sys /proc/sys",
+            "mask_dir /proc/acpi",
+            "bind_readonly /proc/sys",
             &format!(
                 "mount - / - {:#x}",
                 libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY
