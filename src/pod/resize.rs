@@ -39,13 +39,19 @@ fn invalid(field: impl Into<String>, message: impl Into<String>) -> Invalid {
 /// The pod validation the API server runs on a resized pod: `Err((field, message))`.
 pub type Validate<'a> = dyn Fn(&Pod) -> Result<(), (String, String)> + 'a;
 
+/// The patched pod's JSON read back as a Pod, or serde's message: the caller's typed
+/// reader, so that the Kubernetes types' deserializers are in the binary once.
+pub type Decode<'a> = dyn Fn(&Value) -> Result<Pod, String> + 'a;
+
 /// The pod after the resize `patch`, with its generation grown by one if its spec
-/// changed; or why the API server refuses it. `validate` is the pod validation the API
-/// server runs on the result (the manifest's, with its wording).
+/// changed; or why the API server refuses it. `decode` reads the patched JSON back;
+/// `validate` is the pod validation the API server runs on the result (the manifest's,
+/// with its wording).
 pub fn patched(
     pod: &Pod,
     patch: &Value,
     kind: PatchKind,
+    decode: &Decode,
     validate: &Validate,
 ) -> Result<Pod, Invalid> {
     if !patch.is_object() {
@@ -56,8 +62,8 @@ pub fn patched(
         PatchKind::Strategic => strategic_merge(&mut doc, patch),
         PatchKind::Merge => merge_patch(&mut doc, patch),
     }
-    let proposed: Pod = serde_json::from_value(doc)
-        .map_err(|e| invalid("", format!("decoding the patched pod: {e}")))?;
+    let proposed =
+        decode(&doc).map_err(|e| invalid("", format!("decoding the patched pod: {e}")))?;
     let old = pod.spec.as_ref().expect("admitted pod has a spec");
     let new = proposed.spec.clone().unwrap_or_default();
     let mut spec = old.clone();
@@ -333,6 +339,10 @@ mod tests {
         Ok(())
     }
 
+    fn decode(v: &Value) -> Result<Pod, String> {
+        serde_json::from_value(v.clone()).map_err(|e| e.to_string())
+    }
+
     fn res(p: &Pod, i: usize) -> Value {
         serde_json::to_value(&p.spec.as_ref().unwrap().containers[i].resources).unwrap()
     }
@@ -341,7 +351,7 @@ mod tests {
     fn a_strategic_patch_changes_one_containers_resources_and_the_generation() {
         let p = burstable();
         let patch = json!({"spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": "300m"}}}]}});
-        let out = patched(&p, &patch, PatchKind::Strategic, &ok).unwrap();
+        let out = patched(&p, &patch, PatchKind::Strategic, &decode, &ok).unwrap();
         assert_eq!(
             res(&out, 0)["limits"],
             json!({"cpu": "300m", "memory": "64Mi"})
@@ -349,7 +359,7 @@ mod tests {
         assert_eq!(out.metadata.generation, Some(2));
         assert_eq!(out.spec.as_ref().unwrap().containers.len(), 2, "d is kept");
         // The same patch again changes nothing: the generation stays.
-        let again = patched(&out, &patch, PatchKind::Strategic, &ok).unwrap();
+        let again = patched(&out, &patch, PatchKind::Strategic, &decode, &ok).unwrap();
         assert_eq!(again.metadata.generation, Some(2));
     }
 
@@ -357,7 +367,7 @@ mod tests {
     fn what_is_not_a_resize_is_dropped_as_the_api_server_drops_it() {
         let p = burstable();
         let patch = json!({"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "other", "resources": {"limits": {"cpu": "300m"}}}, {"name": "new", "image": "x"}]}});
-        let out = patched(&p, &patch, PatchKind::Strategic, &ok).unwrap();
+        let out = patched(&p, &patch, PatchKind::Strategic, &decode, &ok).unwrap();
         let spec = out.spec.as_ref().unwrap();
         assert_eq!(spec.containers.len(), 2);
         assert_eq!(spec.containers[0].image.as_deref(), Some("busybox"));
@@ -385,7 +395,7 @@ mod tests {
             ),
         ];
         for (patch, (field, message)) in cases {
-            let e = patched(&p, &patch, PatchKind::Strategic, &ok).unwrap_err();
+            let e = patched(&p, &patch, PatchKind::Strategic, &decode, &ok).unwrap_err();
             assert_eq!(
                 (e.field.as_str(), e.message.as_str()),
                 (field, message),
@@ -393,13 +403,13 @@ mod tests {
             );
         }
         let qos = json!({"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "200m", "memory": "64Mi"}}}]}});
-        let e = patched(&single(), &qos, PatchKind::Strategic, &ok).unwrap_err();
+        let e = patched(&single(), &qos, PatchKind::Strategic, &decode, &ok).unwrap_err();
         assert_eq!(
             (e.field.as_str(), e.message.as_str()),
             ("spec", "Invalid value: \"Guaranteed\": Pod QOS Class may not change as a result of resizing")
         );
         let with_init = pod("metadata: {name: p}\nspec:\n  initContainers: [{name: i, image: busybox, resources: {limits: {cpu: 100m}}}]\n  containers: [{name: c, image: busybox, resources: {limits: {cpu: 100m}}}]\n");
-        let e = patched(&with_init, &json!({"spec": {"initContainers": [{"name": "i", "resources": {"limits": {"cpu": "200m"}}}]}}), PatchKind::Strategic, &ok).unwrap_err();
+        let e = patched(&with_init, &json!({"spec": {"initContainers": [{"name": "i", "resources": {"limits": {"cpu": "200m"}}}]}}), PatchKind::Strategic, &decode, &ok).unwrap_err();
         assert_eq!(e.field, "spec.initContainers[0].resources");
         // The pod's own validation runs on the result.
         let refuse = |_: &Pod| {
@@ -409,7 +419,7 @@ mod tests {
                     .to_string(),
             ))
         };
-        let e = patched(&p, &json!({"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "300m"}}}]}}), PatchKind::Strategic, &refuse).unwrap_err();
+        let e = patched(&p, &json!({"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "300m"}}}]}}), PatchKind::Strategic, &decode, &refuse).unwrap_err();
         assert_eq!(e.field, "spec.containers[0].resources.requests");
     }
 
@@ -417,7 +427,7 @@ mod tests {
     fn a_merge_patch_replaces_the_list_and_resizes_only_what_it_names() {
         let p = burstable();
         let patch = json!({"spec": {"containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "150m", "memory": "32Mi"}, "limits": {"cpu": "250m", "memory": "64Mi"}}}]}});
-        let out = patched(&p, &patch, PatchKind::Merge, &ok).unwrap();
+        let out = patched(&p, &patch, PatchKind::Merge, &decode, &ok).unwrap();
         assert_eq!(res(&out, 0)["limits"]["cpu"], "250m");
         assert_eq!(out.spec.as_ref().unwrap().containers.len(), 2, "d is kept");
     }
@@ -426,12 +436,12 @@ mod tests {
     fn the_resize_policy_decides_in_place_or_restart() {
         let p = single();
         let old = &p.spec.as_ref().unwrap().containers[0];
-        let cpu = patched(&p, &json!({"spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": "300m"}}}]}}), PatchKind::Strategic, &ok).unwrap();
+        let cpu = patched(&p, &json!({"spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": "300m"}}}]}}), PatchKind::Strategic, &decode, &ok).unwrap();
         assert_eq!(
             container_resize(old, &cpu.spec.as_ref().unwrap().containers[0]),
             ContainerResize::InPlace
         );
-        let mem = patched(&p, &json!({"spec": {"containers": [{"name": "c", "resources": {"limits": {"memory": "128Mi"}}}]}}), PatchKind::Strategic, &ok).unwrap();
+        let mem = patched(&p, &json!({"spec": {"containers": [{"name": "c", "resources": {"limits": {"memory": "128Mi"}}}]}}), PatchKind::Strategic, &decode, &ok).unwrap();
         assert_eq!(
             container_resize(old, &mem.spec.as_ref().unwrap().containers[0]),
             ContainerResize::Restart

@@ -161,7 +161,7 @@ fn resources(
     shares: Option<u64>,
 ) -> Result<oci_spec::runtime::LinuxResources, String> {
     let v = crate::pod::resources::pod_cgroup_json(l, shares);
-    serde_json::from_value(v).map_err(|e| format!("pod cgroup limits: {e}"))
+    crate::tracked::deserialize(&v).map_err(|(_, e)| format!("pod cgroup limits: {e}"))
 }
 
 #[cfg(test)]

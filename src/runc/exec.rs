@@ -198,7 +198,7 @@ pub fn process(a: &Args, spec: &Spec) -> Result<Process, String> {
         let caps: Vec<Capability> = caps
             .iter()
             .map(|c| {
-                serde_json::from_value(serde_json::Value::from(c.as_str()))
+                crate::tracked::deserialize(&serde_json::Value::from(c.as_str()))
                     .map_err(|_| format!("unknown capability {c:?}"))
             })
             .collect::<Result<_, _>>()?;

@@ -198,7 +198,8 @@ fn capabilities() -> Vec<String> {
 }
 
 fn compiles(profile: Value) -> bool {
-    serde_json::from_value(profile).is_ok_and(|s| crate::runtime::seccomp::compile(&s).is_ok())
+    crate::tracked::deserialize(&profile)
+        .is_ok_and(|s| crate::runtime::seccomp::compile(&s).is_ok())
 }
 
 fn seccomp_actions() -> Vec<&'static str> {
@@ -233,7 +234,7 @@ fn seccomp_archs() -> Vec<&'static str> {
             "architectures": archs,
             "syscalls": [{ "names": ["getpid"], "action": "SCMP_ACT_ALLOW" }],
         });
-        serde_json::from_value(profile)
+        crate::tracked::deserialize(&profile)
             .ok()
             .and_then(|s| crate::runtime::seccomp::compile(&s).ok())
             .map(|f| {

@@ -185,7 +185,7 @@ fn read_resources(path: &str) -> Result<LinuxResources, String> {
     if !v.is_object() {
         return Err(format!("resources in {path}: not a JSON object"));
     }
-    serde_json::from_value(v).map_err(|e| format!("resources in {path}: {e}"))
+    crate::tracked::deserialize(&v).map_err(|(_, e)| format!("resources in {path}: {e}"))
 }
 
 /// The resources runc's flags give. `--kernel-memory` and `--kernel-memory-tcp` are read

@@ -33,7 +33,12 @@ impl Supervisor<'_> {
         let validate = |p: &k8s_openapi::api::core::v1::Pod| {
             crate::manifest::validate_pod(p).map_err(|e| (e.field, e.message))
         };
-        let new = match resize::patched(&self.cfg.pod, &patch, kind, &validate) {
+        // Through the manifest's typed reader, whose deserializers the binary has already.
+        let decode = |v: &serde_json::Value| {
+            crate::tracked::deserialize::<k8s_openapi::api::core::v1::Pod>(v)
+                .map_err(|(_, e)| e.to_string())
+        };
+        let new = match resize::patched(&self.cfg.pod, &patch, kind, &decode, &validate) {
             Ok(p) => p,
             Err(e) => {
                 let name = self.cfg.pod.metadata.name.clone().unwrap_or_default();
@@ -265,8 +270,8 @@ impl Supervisor<'_> {
             &limits,
             crate::pod::resources::pod_cpu_shares(spec),
         );
-        let r: oci_spec::runtime::LinuxResources =
-            serde_json::from_value(json).map_err(|e| format!("pod cgroup limits: {e}"))?;
+        let r: oci_spec::runtime::LinuxResources = crate::tracked::deserialize(&json)
+            .map_err(|(_, e)| format!("pod cgroup limits: {e}"))?;
         let group = self.cfg.cgroups.group(&self.cfg.pod_cgroup);
         if let Some(limit) = r.memory().as_ref().and_then(|m| m.limit()) {
             below_usage(&group, limit, "pod")?;

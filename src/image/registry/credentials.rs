@@ -26,8 +26,8 @@ pub fn from_docker_config(json: &[u8]) -> Result<Vec<Credential>, String> {
         Some(a) => a.clone(),
         None => v,
     };
-    let entries: BTreeMap<String, Entry> =
-        serde_json::from_value(auths).map_err(|e| format!("docker config: auths: {e}"))?;
+    let entries: BTreeMap<String, Entry> = crate::tracked::deserialize(&auths)
+        .map_err(|(_, e)| format!("docker config: auths: {e}"))?;
     let mut out = Vec::new();
     for (key, e) in entries {
         let (username, password) = if e.auth.is_empty() {
