@@ -240,6 +240,9 @@ impl Supervisor<'_> {
         for i in in_place {
             if self.st.containers[i].is_active() {
                 errors.extend(self.resize_container(i).err());
+                // The status written with this generation shows what the cgroup now
+                // holds, as kubelet's next sync reads it from the runtime.
+                self.containers[i].observed = Some(read_back(&self.containers[i].ctr.cgroup));
             }
         }
         if !pod_first {
