@@ -23,13 +23,13 @@ impl Container {
             let p = procs.get(exec)?;
             (p.spec.clone().unwrap_or_default(), p.paths.clone())
         };
-        let name = format!("{}-{exec}", self.id);
-        let dir = &inner.runc.root;
-        let spec_file = dir.join(format!("exec-{name}.json"));
-        let pid_file = dir.join(format!("exec-{name}.pid"));
+        // The process spec and pid file live in the bundle, as containerd's runc shim keeps
+        // them: containerd removes the bundle with the task, even after a killed shim.
+        let spec_file = self.bundle.join(format!("exec-{exec}.json"));
+        let pid_file = self.bundle.join(format!("exec-{exec}.pid"));
+        let mut pre = stdio::prepare(&paths, &inner.runc.root).map_err(Error::Other)?;
         std::fs::write(&spec_file, &spec)
             .map_err(|e| Error::Other(format!("writing {}: {e}", spec_file.display())))?;
-        let mut pre = stdio::prepare(&paths, dir).map_err(Error::Other)?;
         let (spec_s, pid_s) = (spec_file.to_string_lossy(), pid_file.to_string_lossy());
         let args = [
             "exec",
@@ -42,6 +42,7 @@ impl Container {
         let run = inner.run_with_stdio(&self.bundle, &args, &self.id, &mut pre);
         let _ = std::fs::remove_file(&spec_file);
         if let Err(e) = run {
+            let _ = std::fs::remove_file(&pid_file);
             // As containerd's runc shim: an exec that never ran is over, so a Wait made
             // before Start returns (the CRI's ExecSync waits so).
             if let Ok(p) = self.lock().get_mut(exec) {
@@ -53,9 +54,10 @@ impl Container {
             self.notify();
             return Err(Error::Runc(e));
         }
-        stdio::attach_console(&mut pre, &paths).map_err(Error::Other)?;
-        let pid = read_pid(&pid_file).map_err(Error::Other)?;
+        let pid = read_pid(&pid_file).map_err(Error::Other);
         let _ = std::fs::remove_file(&pid_file);
+        let pid = pid?;
+        stdio::attach_console(&mut pre, &paths).map_err(Error::Other)?;
         let mut procs = self.lock();
         let p = procs.get_mut(exec)?;
         p.pid = pid;
