@@ -527,6 +527,11 @@ fn leftovers(lab: &Lab, baseline_fds: usize, rec: &Record) -> (Vec<String>, Vec<
                 known.push(format!(
                     "runtime state of a container left running: {entry}"
                 ));
+            } else if d == "runc/k8s.io" && rec.errors.keys().any(|e| e.starts_with("runc ")) {
+                // runc's own state, where a runc handler's call failed in a fault (a
+                // container whose create containerd's restart cut short): the reference's
+                // behaviour, reported; this test holds podinit to leaving nothing.
+                known.push(format!("runc's state after a failed runc call: {entry}"));
             } else {
                 state.push(entry);
             }
