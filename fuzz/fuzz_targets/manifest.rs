@@ -85,6 +85,7 @@ fuzz_target!(|data: &[u8]| {
             // Nowhere: Localhost profiles fail to load, as on a node without them.
             seccomp_root: std::path::Path::new("/nonexistent"),
             recursive_read_only: &[],
+            sub_paths: &[],
         };
         let _ = podinit::spec::for_container(&bundle, &spec, c, &cx);
     }
