@@ -101,27 +101,6 @@ pub fn bind(src: &Path, target: &Path, userns: BorrowedFd) -> io::Result<()> {
 /// Whether a tmpfs takes an idmap (Linux 6.3 on): a detached tmpfs of our own
 /// (fsopen/fsmount), never attached anywhere, is tried.
 pub fn tmpfs_takes_idmap(userns: BorrowedFd) -> io::Result<()> {
-    const FSCONFIG_CMD_CREATE: libc::c_uint = 6;
-    const FSOPEN_CLOEXEC: libc::c_uint = 1;
-    const FSMOUNT_CLOEXEC: libc::c_uint = 1;
-    // SAFETY: fsopen with a C string; the fd is ours.
-    let fs = check(unsafe { libc::syscall(libc::SYS_fsopen, c"tmpfs".as_ptr(), FSOPEN_CLOEXEC) })?;
-    // SAFETY: a new fd of ours.
-    let fs = unsafe { OwnedFd::from_raw_fd(fs as i32) };
-    // SAFETY: fsconfig's create command takes no key or value.
-    check(unsafe {
-        libc::syscall(
-            libc::SYS_fsconfig,
-            fs.as_raw_fd(),
-            FSCONFIG_CMD_CREATE,
-            std::ptr::null::<libc::c_char>(),
-            std::ptr::null::<libc::c_void>(),
-            0,
-        )
-    })?;
-    // SAFETY: fsmount of our configured context; the fd is ours.
-    let m = check(unsafe { libc::syscall(libc::SYS_fsmount, fs.as_raw_fd(), FSMOUNT_CLOEXEC, 0) })?;
-    // SAFETY: a new fd of ours.
-    let m = unsafe { OwnedFd::from_raw_fd(m as i32) };
+    let m = super::procfs::fs_mount(c"tmpfs", &[], 0)?;
     set_idmap(&m, userns, 0)
 }
