@@ -773,10 +773,19 @@ fn runc_diff_kill_all_and_delete_force() {
         let id = lab.id("all");
         r.run_bg(&b, &id).expect_ok();
         wait_output(&b, "ready");
-        t.push(format!("processes: {}", processes_marked(&b.cgroup).len()));
         let ps = r.run(&["ps", "--format", "json", &id]).expect_ok().json();
         let pid = r.state(&id).unwrap()["pid"].clone();
         let pids = ps.as_array().expect("ps --format json is an array");
+        // "ready" can be printed while a background `sleep` is still in its exec, when
+        // its environment is not readable yet (a wide window under emulation): the count
+        // is taken once /proc agrees with the runtime's `ps`, or after 10 s as it is.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let mut marked = processes_marked(&b.cgroup);
+        while marked.len() != pids.len() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+            marked = processes_marked(&b.cgroup);
+        }
+        t.push(format!("processes: {}", marked.len()));
         t.push(format!(
             "ps: {} pids, holds init {}",
             pids.len(),
