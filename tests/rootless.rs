@@ -1215,8 +1215,7 @@ spec:
     assert_eq!(code, 0, "{err}");
     let log = text(&u.podinit(&["logs", &pod, "root"]));
     assert_eq!(
-        log,
-        "cm-value\n0:0\nsecret-value\n0:0\ntier=\"rootless\"\n0:0\n0:0\nhost-file\n0:0\n",
+        log, "cm-value\n0:0\nsecret-value\n0:0\ntier=\"rootless\"\n0:0\n0:0\nhost-file\n0:0\n",
         "{err}"
     );
     let sub = text(&u.podinit(&["logs", &pod, "sub"]));
