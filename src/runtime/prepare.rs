@@ -204,7 +204,11 @@ impl Prepared {
                     m.destination().display()
                 ));
             }
-            let opts = m.options().clone().unwrap_or_default();
+            let mut opts = m.options().clone().unwrap_or_default();
+            if m.typ().as_deref() == Some("devpts") && crate::sys::rootless::rootless() {
+                let map = std::fs::read_to_string("/proc/self/gid_map").unwrap_or_default();
+                opts = mounts::devpts_options(&opts, &map);
+            }
             let source_is_proc = || {
                 m.source().as_deref().is_some_and(|s| {
                     nix::sys::statfs::statfs(s)
