@@ -1127,3 +1127,367 @@ spec:
     let log = text(&u.podinit(&["logs", &pod, "app"]));
     assert_eq!(log, "new\nkept\n");
 }
+
+/// The pod's volumes without root: configMap, secret and downwardAPI files and an emptyDir
+/// owned by the pod's root, as root's pod has them, read and written by a container that
+/// runs as a subordinate id; a hostPath the user can reach, whose files are the user's
+/// outside and the pod's root's inside; one it cannot reach fails the container with the
+/// path and the kernel's refusal named.
+#[test]
+#[ignore = "needs root: it makes a user"]
+fn volumes_are_the_pods_and_a_host_path_the_users() {
+    let mut u = User::new();
+    u.import_busybox();
+    let shared = u.home.join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    u.write("shared/from-host", "host-file\n");
+    u.chown_tree(&shared);
+    // Root's own, mode 0700: the user cannot enter it.
+    let closed = PathBuf::from(format!("/root/podinit-rl-{}", u.name));
+    std::fs::create_dir(&closed).unwrap();
+    std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o700)).unwrap();
+    struct Gone(PathBuf);
+    impl Drop for Gone {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let _closed = Gone(closed.clone());
+    let pod = format!("vol-{}", u.name);
+    let manifest = u.write(
+        "vol.yaml",
+        &format!(
+            r#"apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: cm
+data:
+  key: cm-value
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: sec
+stringData:
+  pass: secret-value
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {pod}
+  labels: {{tier: rootless}}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: root
+    image: {IMAGE}
+    imagePullPolicy: Never
+    command: ["sh", "-c", "for f in /cm/key /sec/pass /info/labels; do cat $f; echo; stat -c '%u:%g' $(readlink -f $f); done; stat -c '%u:%g' /empty; cat /host/from-host; stat -c '%u:%g' /host/from-host; echo made > /host/by-pod"]
+    volumeMounts:
+    - {{name: cm, mountPath: /cm}}
+    - {{name: sec, mountPath: /sec}}
+    - {{name: info, mountPath: /info}}
+    - {{name: empty, mountPath: /empty}}
+    - {{name: host, mountPath: /host}}
+  - name: sub
+    image: {IMAGE}
+    imagePullPolicy: Never
+    securityContext: {{runAsUser: 1000, runAsGroup: 1000}}
+    command: ["sh", "-c", "id -u; cat /cm/key /sec/pass; echo; echo sub > /empty/sub && stat -c '%u:%g' /empty/sub"]
+    volumeMounts:
+    - {{name: cm, mountPath: /cm}}
+    - {{name: sec, mountPath: /sec}}
+    - {{name: empty, mountPath: /empty}}
+  volumes:
+  - {{name: cm, configMap: {{name: cm}}}}
+  - {{name: sec, secret: {{secretName: sec}}}}
+  - name: info
+    downwardAPI:
+      items: [{{path: labels, fieldRef: {{fieldPath: metadata.labels}}}}]
+  - {{name: empty, emptyDir: {{}}}}
+  - {{name: host, hostPath: {{path: {shared}, type: Directory}}}}
+"#,
+            shared = shared.display()
+        ),
+    );
+    let run = u.start(&manifest);
+    let (code, err) = u.wait(run);
+    assert_eq!(code, 0, "{err}");
+    let log = text(&u.podinit(&["logs", &pod, "root"]));
+    assert_eq!(
+        log, "cm-value\n0:0\nsecret-value\n0:0\ntier=\"rootless\"\n0:0\n0:0\nhost-file\n0:0\n",
+        "{err}"
+    );
+    let sub = text(&u.podinit(&["logs", &pod, "sub"]));
+    assert_eq!(sub, "1000\ncm-valuesecret-value\n1000:1000\n", "{err}");
+    // Made by the pod's root: the user's own file outside.
+    let made = std::fs::metadata(shared.join("by-pod")).unwrap();
+    assert_eq!(std::os::unix::fs::MetadataExt::uid(&made), u.uid);
+
+    let pod2 = format!("vol2-{}", u.name);
+    let manifest = u.write(
+        "vol2.yaml",
+        &format!(
+            r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: {pod2}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: app
+    image: {IMAGE}
+    imagePullPolicy: Never
+    command: ["true"]
+    volumeMounts: [{{name: host, mountPath: /host}}]
+  volumes:
+  - {{name: host, hostPath: {{path: {closed}}}}}
+"#,
+            closed = closed.display()
+        ),
+    );
+    let run = u.start(&manifest);
+    let (code, err) = u.wait(run);
+    let st = u.status(&pod2);
+    let all = format!(
+        "exit {code}: {err}\nstatus: {st}\nevents: {}",
+        u.events(&pod2)
+    );
+    assert_ne!(code, 0, "{all}");
+    assert!(
+        all.contains(&closed.display().to_string()),
+        "the path is not named: {all}"
+    );
+    assert!(all.contains("ermission denied"), "{all}");
+}
+
+/// With `$XDG_RUNTIME_DIR` the state and sockets go to `$XDG_RUNTIME_DIR/podinit` (made
+/// 0700), where the client commands, with the same environment, find the pod; nothing
+/// goes to `/tmp/podinit-<uid>`.
+#[test]
+#[ignore = "needs root: it makes a user"]
+fn the_state_is_under_xdg_runtime_dir() {
+    let mut u = User::new();
+    u.import_busybox();
+    let xdg = PathBuf::from(format!("/tmp/podinit-rl-xdg-{}", u.name));
+    std::fs::create_dir(&xdg).unwrap();
+    std::fs::set_permissions(&xdg, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::os::unix::fs::chown(&xdg, Some(u.uid), Some(u.gid)).unwrap();
+    struct Gone(PathBuf);
+    impl Drop for Gone {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let _xdg = Gone(xdg.clone());
+    let pod = format!("xdg-{}", u.name);
+    let manifest = u.write(
+        "xdg.yaml",
+        &format!(
+            r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: {pod}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: {IMAGE}
+    imagePullPolicy: Never
+    command: ["sh", "-c", "echo xdg-up; exec sleep 1000"]
+"#
+        ),
+    );
+    let child = u
+        .cmd(&u.bin)
+        .env("XDG_RUNTIME_DIR", &xdg)
+        .arg("run")
+        .arg(&manifest)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn podinit run");
+    u.children.push(child);
+    let run = u.children.len() - 1;
+    let root = xdg.join("podinit");
+    let dir = root.join(format!("default_{pod}"));
+    let deadline = Instant::now() + LIMIT;
+    while !std::fs::read_to_string(dir.join("status.json")).is_ok_and(|s| s.contains("\"running\""))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no running status under {}",
+            dir.display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let meta = std::fs::metadata(&root).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o700);
+    assert_eq!(std::os::unix::fs::MetadataExt::uid(&meta), u.uid);
+    let sockets: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_type()
+                .is_ok_and(|t| std::os::unix::fs::FileTypeExt::is_socket(&t))
+        })
+        .map(|e| e.file_name())
+        .collect();
+    assert!(!sockets.is_empty(), "no socket in {}", dir.display());
+    assert!(
+        !u.state_root().exists(),
+        "{} made beside $XDG_RUNTIME_DIR",
+        u.state_root().display()
+    );
+    let client = |args: &[&str]| {
+        u.cmd(&u.bin)
+            .env("XDG_RUNTIME_DIR", &xdg)
+            .args(args)
+            .output_within(CLIENT_LIMIT)
+    };
+    let status = client(&["status", &pod]);
+    assert!(text(&status).contains("Running"), "{}", text(&status));
+    let logs = client(&["logs", &pod, "app"]);
+    assert_eq!(text(&logs), "xdg-up\n");
+    assert!(text(&client(&["pods"])).contains(&pod));
+    // Without the variable the client looks in /tmp/podinit-<uid> and finds no such pod.
+    let lost = u.podinit(&["status", &pod]);
+    assert!(!lost.status.success(), "{}", text(&lost));
+    let stop = client(&["stop", &pod]);
+    assert!(stop.status.success(), "{}", text(&stop));
+    let (code, err) = u.wait(run);
+    assert!(code == 0 || code == 1, "exit {code}: {err}");
+}
+
+/// A user without subordinate ids: the pod's user namespace maps the user's own id alone
+/// (to root), said once on stderr however many containers start; the pod runs.
+#[test]
+#[ignore = "needs root: it makes a user"]
+fn without_subordinate_ids_only_the_users_own_id_is_mapped() {
+    let mut u = User::new();
+    for (file, flag) in [
+        ("/etc/subuid", "--del-subuids"),
+        ("/etc/subgid", "--del-subgids"),
+    ] {
+        let line = std::fs::read_to_string(file)
+            .unwrap()
+            .lines()
+            .find(|l| l.starts_with(&format!("{}:", u.name)))
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("{} has no range in {file}", u.name));
+        let f: Vec<u64> = line
+            .split(':')
+            .skip(1)
+            .map(|v| v.parse().unwrap())
+            .collect();
+        let out = Command::new("usermod")
+            .args([flag, &format!("{}-{}", f[0], f[0] + f[1] - 1), &u.name])
+            .output_within(CLIENT_LIMIT);
+        assert!(out.status.success(), "usermod {flag}: {}", text(&out));
+        assert!(
+            !std::fs::read_to_string(file)
+                .unwrap()
+                .contains(&format!("{}:", u.name)),
+            "{file} still has {}",
+            u.name
+        );
+    }
+    u.import_busybox();
+    let pod = format!("one-{}", u.name);
+    let manifest = u.write(
+        "one.yaml",
+        &format!(
+            r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: {pod}
+spec:
+  restartPolicy: Never
+  initContainers:
+  - name: init
+    image: {IMAGE}
+    imagePullPolicy: Never
+    command: ["true"]
+  containers:
+  - name: a
+    image: {IMAGE}
+    imagePullPolicy: Never
+    command: ["sh", "-c", "id -u; cat /proc/self/uid_map /proc/self/gid_map"]
+  - name: b
+    image: {IMAGE}
+    imagePullPolicy: Never
+    command: ["true"]
+"#
+        ),
+    );
+    let run = u.start(&manifest);
+    let (code, err) = u.wait(run);
+    assert_eq!(code, 0, "{err}");
+    let said: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("no subordinate ids"))
+        .collect();
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(said[0].contains("maps the user's own id only"), "{err}");
+    let log = text(&u.podinit(&["logs", &pod, "a"]));
+    let maps: Vec<Vec<&str>> = log
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(maps[0], ["0"], "{log}");
+    assert_eq!(maps[1], ["0", &u.uid.to_string(), "1"], "{log}");
+    assert_eq!(maps[2], ["0", &u.gid.to_string(), "1"], "{log}");
+    assert_eq!(maps.len(), 3, "{log}");
+}
+
+/// `podinit runc` without root may not mount its binary read-only: as runc 1.2 does, it
+/// runs again from a sealed copy in memory, which is what the container's process runs
+/// until it execs (it waits at the exec fifo after `create`).
+#[test]
+#[ignore = "needs root: it makes a user"]
+fn runc_without_root_runs_from_a_sealed_copy() {
+    let u = User::new();
+    let b = rootless_bundle(&u, "sealed", "exit 0", serde_json::json!({}));
+    let root = u.home.join("state-sealed");
+    let runc = |args: &[&str]| {
+        u.cmd(&u.bin)
+            .arg("runc")
+            .arg("--root")
+            .arg(&root)
+            .args(args)
+            .current_dir(&b)
+            .stdin(Stdio::null())
+            .output_within(CLIENT_LIMIT)
+    };
+    // stdio the container keeps: not the pipes output_within reads to their end.
+    let create = u
+        .cmd(&u.bin)
+        .arg("runc")
+        .arg("--root")
+        .arg(&root)
+        .args(["create", "rl-sealed"])
+        .current_dir(&b)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(create.success(), "podinit runc create as {}", u.name);
+    let state: serde_json::Value =
+        serde_json::from_slice(&runc(&["state", "rl-sealed"]).stdout).unwrap();
+    let pid = state["pid"].as_i64().unwrap();
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+    let file = std::fs::File::open(format!("/proc/{pid}/exe")).unwrap();
+    // SAFETY: fcntl on an fd we own.
+    let seals = unsafe { libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(&file), libc::F_GET_SEALS) };
+    let del = runc(&["delete", "--force", "rl-sealed"]);
+    assert!(del.status.success(), "{}", text(&del));
+    assert!(
+        exe.to_string_lossy().starts_with("/memfd:"),
+        "the container's process runs {}",
+        exe.display()
+    );
+    let want = libc::F_SEAL_WRITE | libc::F_SEAL_GROW | libc::F_SEAL_SHRINK | libc::F_SEAL_SEAL;
+    assert_eq!(seals & want, want, "seals {seals:#x} of {}", exe.display());
+}

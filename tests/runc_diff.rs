@@ -1723,3 +1723,87 @@ fn runc_diff_takes_a_slice_prefix_name_cgroups_path_and_rro_mounts_alike() {
         "{runc:#?}"
     );
 }
+
+/// runtime-tools' `linux_ns_itype`: a spec that lists no namespace at all shares every one
+/// of the runtime's, the mount namespace too. The root filesystem is then set up in ours
+/// and entered by chroot, as runc does; an exec lands in that root. runc is not run here:
+/// without a mount namespace it makes the host's `/` rslave (its prepareRoot) and leaves
+/// the container's mounts behind, where podinit leaves `/` alone and `delete` unmounts
+/// them (docs/runc.md).
+#[test]
+#[ignore = "needs root: namespaces"]
+fn runc_diff_a_spec_without_namespaces_shares_the_runtimes() {
+    require_root();
+    let lab = Lab::new("itype");
+    let r = lab.tested();
+    let mut b = lab.bundle(&["sleep", "1000"]);
+    b.set("/linux/namespaces", json!([]));
+    for drop in ["maskedPaths", "readonlyPaths"] {
+        b.config["linux"].as_object_mut().unwrap().remove(drop);
+    }
+    b.config.as_object_mut().unwrap().remove("hostname");
+    b.set("/root/readonly", json!(false));
+    b.write();
+    std::fs::write(b.rootfs().join("itype-marker"), "inside\n").unwrap();
+    let id = lab.id("itype");
+    r.create(&b, &id, &[]).expect_ok();
+    let pid = r.state(&id).expect("state of the created container")["pid"]
+        .as_i64()
+        .unwrap();
+    for ns in ["cgroup", "ipc", "mnt", "net", "pid", "user", "uts"] {
+        let ours = std::fs::read_link(format!("/proc/self/ns/{ns}")).unwrap();
+        let theirs = std::fs::read_link(format!("/proc/{pid}/ns/{ns}")).unwrap();
+        assert_eq!(theirs, ours, "the container's {ns} namespace");
+    }
+    let root = std::fs::read_link(format!("/proc/{pid}/root")).unwrap();
+    assert_eq!(root, std::fs::canonicalize(b.rootfs()).unwrap());
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let proc_in_root = mounts
+        .lines()
+        .any(|l| l.split(' ').nth(4) == Some(&*root.join("proc").to_string_lossy()));
+    assert!(
+        proc_in_root,
+        "no /proc mounted under {}: {mounts}",
+        root.display()
+    );
+    r.run(&["start", &id]).expect_ok();
+    let exec = r.run(&["exec", &id, "cat", "/itype-marker"]).expect_ok();
+    assert_eq!(exec.stdout, "inside\n");
+    r.run(&["delete", "--force", &id]).expect_ok();
+    lab.assert_nothing_left(r, &b, &id, false);
+}
+
+/// Without a mount namespace, what would change the runtime's own mounts is refused with
+/// the field named, and nothing is left.
+#[test]
+#[ignore = "needs root: namespaces"]
+fn runc_diff_a_shared_mount_namespace_refuses_masks_and_a_read_only_root() {
+    require_root();
+    let lab = Lab::new("itypeno");
+    let r = lab.tested();
+    for (field, value) in [
+        ("/linux/maskedPaths", json!(["/proc/kcore"])),
+        ("/linux/readonlyPaths", json!(["/proc/sys"])),
+        ("/root/readonly", json!(true)),
+    ] {
+        let mut b = lab.bundle(&["true"]);
+        b.set("/linux/namespaces", json!([{"type": "pid"}]));
+        for drop in ["maskedPaths", "readonlyPaths"] {
+            b.config["linux"].as_object_mut().unwrap().remove(drop);
+        }
+        b.config.as_object_mut().unwrap().remove("hostname");
+        b.set("/root/readonly", json!(false));
+        b.set(field, value);
+        b.write();
+        let id = lab.id("itypeno");
+        let out = r.create(&b, &id, &[]).expect_fail();
+        let name = field.trim_start_matches('/').replace('/', ".");
+        assert!(
+            out.stderr
+                .contains(&format!("{name}: needs a mount namespace")),
+            "{field}: {}",
+            out.stderr
+        );
+        lab.assert_nothing_left(r, &b, &id, false);
+    }
+}

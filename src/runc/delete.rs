@@ -80,6 +80,13 @@ pub fn destroy(root: &Root, s: &State) -> Result<(), String> {
     if let Some(u) = crate::cgroup::recorded::unified_leaf(s.cgroups_path.as_deref(), &s.id) {
         crate::cgroup::recorded::remove_unified_leaf(&u);
     }
+    if s.config
+        .linux()
+        .as_ref()
+        .is_some_and(crate::runtime::container::shares_mounts)
+    {
+        crate::runtime::container::release_shared_mounts(&s.rootfs);
+    }
     let poststop = s
         .config
         .hooks()

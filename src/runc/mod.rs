@@ -157,7 +157,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
     };
     log::debug(&format!("{verb} {rest:?}"));
     if matches!(v.name, "create" | "run" | "exec") {
-        if let Err(e) = crate::runtime::seal_own_binary() {
+        if let Err(e) = crate::runtime::seal_own_binary_or_copy() {
             log::warn(&format!(
                 "running from a read-only copy of the binary: {e}; it stays writable to \
                  containers that reach /proc/PID/exe"

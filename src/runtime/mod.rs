@@ -85,6 +85,18 @@ pub fn seal_own_binary() -> std::io::Result<()> {
     }
 }
 
+/// As [`seal_own_binary`], for `podinit runc`'s verbs that start a container process:
+/// where the binary may not be mounted (EPERM: a user without root, or a container
+/// without CAP_SYS_ADMIN) it runs again from a sealed copy in memory, as runc 1.2 does,
+/// rather than stay writable; a runc verb lives only as long as its container's set-up
+/// (or its `run`), so the copy's memory is short-lived.
+pub fn seal_own_binary_or_copy() -> std::io::Result<()> {
+    match crate::sys::exe::reexec_sealed() {
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => crate::sys::exe::reexec_sealed_copy(),
+        r => r,
+    }
+}
+
 /// Our child, PID 1 of a new pid namespace owned by the user namespace `userns`, running
 /// `main(arg)` on a copy of our memory: the first process of such a namespace must be made
 /// from inside the user namespace, which we cannot join and leave (`hop`).

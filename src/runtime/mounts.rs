@@ -99,6 +99,22 @@ pub fn check_proc_mount(
 }
 
 /// Parse OCI mount options (runc's table).
+/// A devpts mount's options without a `gid=N` that `gid_map` (the runtime's user
+/// namespace's, read inside it) leaves out: the kernel refuses such a mount (EINVAL), and
+/// a user without subordinate ids has no tty group to give. Rootless podman drops the
+/// option then, as runc's rootless spec leaves it out.
+pub fn devpts_options(options: &[String], gid_map: &str) -> Vec<String> {
+    options
+        .iter()
+        .filter(|o| {
+            o.strip_prefix("gid=")
+                .and_then(|g| g.parse::<u32>().ok())
+                .is_none_or(|g| crate::sys::rootless::outside_of(gid_map, g).is_some())
+        })
+        .cloned()
+        .collect()
+}
+
 pub fn plan(
     destination: &Path,
     fstype: Option<&str>,
@@ -357,6 +373,16 @@ mod tests {
             &opts(&["ro"]),
         );
         assert_eq!(m.kind, MountKind::Cgroup);
+    }
+
+    #[test]
+    fn devpts_loses_a_gid_the_namespace_does_not_map() {
+        let opts: Vec<String> = ["nosuid", "mode=0620", "gid=5"].map(String::from).into();
+        assert_eq!(
+            devpts_options(&opts, "         0       1000          1\n"),
+            ["nosuid", "mode=0620"]
+        );
+        assert_eq!(devpts_options(&opts, "0 1000 1\n1 100000 65536\n"), opts);
     }
 
     #[test]

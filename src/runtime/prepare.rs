@@ -55,6 +55,12 @@ pub struct Prepared {
     /// the same limits as [`user_ns_root`](Self::user_ns_root) apply.
     pub ambient_user_ns: bool,
     pub root: PathBuf,
+    /// No mount namespace of its own (`linux.namespaces` lists none): the rootfs is set up
+    /// in the creator's and entered by chroot, the creator's `/` left as it is.
+    pub shared_mount_ns: bool,
+    /// An exec into a container that shares our mount namespace: the container's root
+    /// (`/proc/PID/root`), chroot'ed into since there is no namespace to join for it.
+    pub exec_root: Option<CString>,
     pub root_readonly: bool,
     pub root_propagation: libc::c_ulong,
     pub mounts: Vec<MountPlan>,
@@ -198,7 +204,11 @@ impl Prepared {
                     m.destination().display()
                 ));
             }
-            let opts = m.options().clone().unwrap_or_default();
+            let mut opts = m.options().clone().unwrap_or_default();
+            if m.typ().as_deref() == Some("devpts") && crate::sys::rootless::rootless() {
+                let map = std::fs::read_to_string("/proc/self/gid_map").unwrap_or_default();
+                opts = mounts::devpts_options(&opts, &map);
+            }
             let source_is_proc = || {
                 m.source().as_deref().is_some_and(|s| {
                     nix::sys::statfs::statfs(s)
@@ -328,6 +338,8 @@ impl Prepared {
             user_ns_root: false,
             ambient_user_ns: crate::sys::rootless::rootless(),
             root: root.path().clone(),
+            shared_mount_ns: false,
+            exec_root: None,
             root_readonly: root.readonly().unwrap_or(false),
             root_propagation: match linux.rootfs_propagation().as_deref() {
                 Some("private") => libc::MS_PRIVATE,

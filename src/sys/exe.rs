@@ -5,7 +5,8 @@
 //! runs. As runc's `exeseal`, podinit runs itself again from a read-only, detached bind
 //! mount of its own file (`open_tree` + `mount_setattr`): what `/proc/PID/exe` leads to is
 //! then that mount, which no container can reach to make writable. It costs one `execve`
-//! and copies nothing, where runc's older memfd copy cost the binary's size per process.
+//! and copies nothing, where runc's memfd copy costs the binary's size per process; that
+//! copy is kept for `podinit runc` where it may not mount (a user without root).
 
 use std::ffi::CString;
 use std::io;
@@ -15,11 +16,59 @@ use std::os::unix::ffi::OsStrExt;
 const OPEN_TREE_CLONE: libc::c_uint = 1;
 const OPEN_TREE_CLOEXEC: libc::c_uint = libc::O_CLOEXEC as libc::c_uint;
 
+/// The seals of a copy no one may change: runc's `sealMemfd` set.
+const COPY_SEALS: libc::c_int =
+    libc::F_SEAL_SEAL | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE;
+
 /// Whether the binary this process runs is on a read-only mount (sealed already, or
-/// installed on a read-only filesystem): nothing to do then.
+/// installed on a read-only filesystem), or a sealed copy in memory: nothing to do then.
 pub fn is_sealed() -> bool {
     nix::sys::statvfs::statvfs("/proc/self/exe")
         .is_ok_and(|st| st.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY))
+        || is_sealed_copy()
+}
+
+/// Whether the binary this process runs is a memfd sealed against writes
+/// ([`reexec_sealed_copy`]).
+fn is_sealed_copy() -> bool {
+    let Ok(exe) = std::fs::File::open("/proc/self/exe") else {
+        return false;
+    };
+    // SAFETY: fcntl on an fd we own; a file that is no memfd answers EINVAL.
+    let seals = unsafe { libc::fcntl(exe.as_raw_fd(), libc::F_GET_SEALS) };
+    seals >= 0 && seals & COPY_SEALS == COPY_SEALS
+}
+
+/// Run this program again from a sealed copy of its binary in memory, as runc 1.2 does
+/// where it may not mount (a user without root): a memfd that nothing can write, shrink
+/// or grow once sealed, so that no container reaches the binary on disk through
+/// `/proc/PID/exe`. It costs the binary's size in memory while a process runs it, which
+/// is why [`reexec_sealed`]'s read-only mount comes first wherever it is allowed.
+pub fn reexec_sealed_copy() -> io::Result<()> {
+    if is_sealed() {
+        name_after_argv0();
+        return Ok(());
+    }
+    // SAFETY: memfd_create with a valid C string and flags; the fd returned is ours.
+    let fd = unsafe {
+        libc::memfd_create(
+            c"podinit".as_ptr(),
+            libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a new fd of ours.
+    let copy = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut dst = std::fs::File::from(copy);
+    let mut src = std::fs::File::open("/proc/self/exe")?;
+    io::copy(&mut src, &mut dst)?;
+    // SAFETY: fcntl on an fd we own with a seal mask.
+    if unsafe { libc::fcntl(dst.as_raw_fd(), libc::F_ADD_SEALS, COPY_SEALS) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    exec_fd(&OwnedFd::from(dst))
 }
 
 /// Run this program again, with the same arguments and environment, from a read-only
@@ -53,6 +102,12 @@ pub fn reexec_sealed() -> io::Result<()> {
         libc::AT_EMPTY_PATH as libc::c_uint,
         &attr,
     )?;
+    exec_fd(&tree)
+}
+
+/// `execveat` of the binary behind `fd` with our arguments and environment; returns only
+/// the error.
+fn exec_fd(fd: &OwnedFd) -> io::Result<()> {
     let cstrings = |items: Vec<Vec<u8>>| -> io::Result<Vec<CString>> {
         items
             .into_iter()
@@ -74,7 +129,7 @@ pub fn reexec_sealed() -> io::Result<()> {
     unsafe {
         libc::syscall(
             libc::SYS_execveat,
-            tree.as_raw_fd(),
+            fd.as_raw_fd(),
             c"".as_ptr(),
             argv_p.as_ptr(),
             envp_p.as_ptr(),

@@ -62,10 +62,76 @@ pub fn create(
     c: &Create,
     runtime_hooks: &mut dyn FnMut(i32) -> super::Result<()>,
 ) -> super::Result<Created> {
-    let spec = c.spec;
-    let linux = spec.linux().clone().unwrap_or_default();
+    let linux = c.spec.linux().clone().unwrap_or_default();
     let ns = namespaces::Plan::of(&linux)?;
-    let mut p = Prepared::from_spec_with(spec, [0, 1, 2], Namespaces::Any).map_err(Error::Spec)?;
+    let mut p =
+        Prepared::from_spec_with(c.spec, [0, 1, 2], Namespaces::Any).map_err(Error::Spec)?;
+    if ns.shared_mount && p.root_readonly {
+        // Remounting the root read-only would remount the creator's mount holding it.
+        return Err(Error::Spec(
+            "root.readonly: needs a mount namespace of the container's own, and \
+             linux.namespaces has none"
+                .into(),
+        ));
+    }
+    p.shared_mount_ns = ns.shared_mount;
+    let created = create_prepared(c, &linux, ns, p, runtime_hooks);
+    if created.is_err() && c.spec.linux().as_ref().is_some_and(shares_mounts) {
+        // What the set-up mounted before it failed is in our mount namespace.
+        release_shared_mounts(
+            &c.spec
+                .root()
+                .as_ref()
+                .map(|r| r.path().clone())
+                .unwrap_or_default(),
+        );
+    }
+    created
+}
+
+/// Whether a container of this `linux` section has no mount namespace of its own, and so
+/// leaves its mounts in its creator's until [`release_shared_mounts`].
+pub fn shares_mounts(linux: &oci_spec::runtime::Linux) -> bool {
+    !linux
+        .namespaces()
+        .iter()
+        .flatten()
+        .any(|n| n.typ() == oci_spec::runtime::LinuxNamespaceType::Mount)
+}
+
+/// Detach what a container that shared our mount namespace mounted under its `rootfs`,
+/// deepest first: `delete`'s part, which runc leaves undone. Best effort: a mount that is
+/// gone already is what we want.
+pub fn release_shared_mounts(rootfs: &Path) {
+    let Ok(root) = std::fs::canonicalize(rootfs) else {
+        return;
+    };
+    let Ok(info) = crate::sys::proc::own_mountinfo() else {
+        return;
+    };
+    for point in below(&root, info.into_iter().map(|m| m.mount_point)) {
+        let _ = sys::mount::detach(&point);
+    }
+}
+
+/// The mount points strictly below `root`, deepest first (a point mounted twice comes
+/// twice, to be unmounted twice).
+fn below(root: &Path, points: impl Iterator<Item = std::path::PathBuf>) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = points
+        .filter(|p| p != root && p.starts_with(root))
+        .collect();
+    v.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
+    v
+}
+
+fn create_prepared(
+    c: &Create,
+    linux: &oci_spec::runtime::Linux,
+    ns: namespaces::Plan,
+    mut p: Prepared,
+    runtime_hooks: &mut dyn FnMut(i32) -> super::Result<()>,
+) -> super::Result<Created> {
+    let spec = c.spec;
     if p.terminal {
         p.console_sock = console_sock(c.console_socket)?;
     }
@@ -173,7 +239,7 @@ pub fn create(
             .map_err(|e| kill(sys::Error::file("placing the process in", tasks, e).into()))?;
     }
     if ns.new_user {
-        id_maps::write(child.pid, &linux).map_err(&kill)?;
+        id_maps::write(child.pid, linux).map_err(&kill)?;
     }
     let go = Sync::Go {
         creating: (c.state_json)(child.pid, "creating"),
@@ -246,6 +312,14 @@ pub fn exec(e: &Exec) -> super::Result<super::Spawned> {
     // Only the namespaces the container does not share with us: joining one's own user
     // namespace is an error.
     p.join_flags &= namespaces::differing(e.target)?;
+    if p.join_flags & libc::CLONE_NEWNS == 0 {
+        // The container shares our mount namespace: its root is where its init chroot'ed.
+        let pid = namespaces::pid_of(e.target)?;
+        p.exec_root = Some(
+            CString::new(format!("/proc/{pid}/root"))
+                .map_err(|_| Error::Spec("a NUL byte in a /proc path".into()))?,
+        );
+    }
     p.new_cgroup_ns = p.join_flags & libc::CLONE_NEWCGROUP != 0;
     p.keep_fds = e.preserve_fds;
     if p.terminal {
@@ -273,4 +347,43 @@ fn console_sock(s: Option<BorrowedFd>) -> super::Result<RawFd> {
             "process.terminal is true but no console socket was given (--console-socket)".into(),
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    #[test]
+    fn a_shared_namespace_releases_the_mounts_below_the_rootfs_deepest_first() {
+        let points = [
+            "/",
+            "/b/rootfs",
+            "/b/rootfs/dev",
+            "/b/rootfs/proc",
+            "/b/rootfs/dev/pts",
+            "/b/rootfsx",
+            "/b/rootfs/dev",
+        ]
+        .map(PathBuf::from);
+        let got = below(Path::new("/b/rootfs"), points.into_iter());
+        assert_eq!(got[0], PathBuf::from("/b/rootfs/dev/pts"));
+        let mut rest: Vec<_> = got[1..].to_vec();
+        rest.sort();
+        assert_eq!(
+            rest,
+            ["/b/rootfs/dev", "/b/rootfs/dev", "/b/rootfs/proc"].map(PathBuf::from)
+        );
+    }
+
+    #[test]
+    fn only_a_spec_without_a_mount_namespace_shares_mounts() {
+        let l = |v| serde_json::from_value::<oci_spec::runtime::Linux>(v).unwrap();
+        assert!(shares_mounts(&l(
+            serde_json::json!({"namespaces": [{"type": "pid"}]})
+        )));
+        assert!(!shares_mounts(&l(
+            serde_json::json!({"namespaces": [{"type": "mount", "path": "/proc/1/ns/mnt"}]})
+        )));
+    }
 }

@@ -16,6 +16,9 @@ pub struct Plan {
     pub clone_flags: libc::c_int,
     pub new_user: bool,
     pub new_cgroup: bool,
+    /// No mount namespace in the list: the container shares the creator's, where its
+    /// root is entered by chroot and its mounts stay until `delete` (runc's way).
+    pub shared_mount: bool,
     /// A user namespace given by path: the child joins it before anything else.
     pub user_path: Option<OwnedFd>,
     /// The other namespaces given by path, with their flag.
@@ -42,6 +45,7 @@ impl Plan {
             clone_flags: 0,
             new_user: false,
             new_cgroup: false,
+            shared_mount: false,
             user_path: None,
             joins: Vec::new(),
         };
@@ -85,10 +89,21 @@ impl Plan {
             }
         }
         if !seen.contains(&T::Mount) {
-            return Err(Error::Spec(
-                "linux.namespaces: a mount namespace is needed to set up the root filesystem"
-                    .into(),
-            ));
+            plan.shared_mount = true;
+            // Masking or making read-only a path of a shared mount namespace would do it
+            // to the creator's (runc: "unable to restrict sys entries without a private
+            // MNT namespace").
+            for (field, paths) in [
+                ("linux.maskedPaths", linux.masked_paths()),
+                ("linux.readonlyPaths", linux.readonly_paths()),
+            ] {
+                if paths.as_ref().is_some_and(|p| !p.is_empty()) {
+                    return Err(Error::Spec(format!(
+                        "{field}: needs a mount namespace of the container's own, and \
+                         linux.namespaces has none"
+                    )));
+                }
+            }
         }
         if linux.time_offsets().is_some() {
             return Err(Error::Spec("linux.timeOffsets: not supported".into()));
@@ -184,7 +199,7 @@ pub fn differing(pidfd: &OwnedFd) -> Result<libc::c_int> {
 }
 
 /// The pid behind a pidfd, from its fdinfo.
-fn pid_of(pidfd: &OwnedFd) -> Result<i32> {
+pub(super) fn pid_of(pidfd: &OwnedFd) -> Result<i32> {
     let path = format!("/proc/self/fdinfo/{}", pidfd.as_raw_fd());
     let text =
         std::fs::read_to_string(&path).map_err(|e| Error::os(format_args!("reading {path}"), e))?;
@@ -217,7 +232,28 @@ mod tests {
                 | libc::CLONE_NEWIPC
                 | libc::CLONE_NEWUTS
         );
-        assert!(p.new_cgroup && !p.new_user);
+        assert!(p.new_cgroup && !p.new_user && !p.shared_mount);
+    }
+
+    #[test]
+    fn without_a_mount_namespace_the_creators_is_shared_but_not_masked() {
+        let p = Plan::of(&linux(serde_json::json!({"namespaces": [{"type": "pid"}]}))).unwrap();
+        assert!(p.shared_mount);
+        assert_eq!(p.clone_flags, libc::CLONE_NEWPID);
+        let none = Plan::of(&linux(serde_json::json!({}))).unwrap();
+        assert!(none.shared_mount && none.clone_flags == 0);
+        for field in ["maskedPaths", "readonlyPaths"] {
+            let err = Plan::of(&linux(serde_json::json!({"namespaces": [{"type": "pid"}],
+                field: ["/proc/kcore"]})))
+            .err()
+            .unwrap();
+            assert_eq!(err.kind(), crate::error::Kind::InvalidArgument, "{err}");
+            assert!(
+                err.to_string()
+                    .contains(&format!("linux.{field}: needs a mount namespace")),
+                "{err}"
+            );
+        }
     }
 
     #[test]
@@ -228,14 +264,6 @@ mod tests {
         .err()
         .unwrap();
         assert_eq!(missing.kind(), crate::error::Kind::NotFound, "{missing}");
-        assert_eq!(
-            Plan::of(&linux(serde_json::json!({"namespaces": [{"type": "pid"}]})))
-                .err()
-                .unwrap()
-                .kind(),
-            crate::error::Kind::InvalidArgument
-        );
-        assert!(err(serde_json::json!({"namespaces": [{"type": "pid"}]})).contains("mount"));
         assert!(
             err(serde_json::json!({"namespaces": [{"type": "mount"}, {"type": "mount"}]}))
                 .contains("twice")

@@ -84,12 +84,28 @@ fn setup<K: Kernel>(
         // Into the running container: its mount namespace (root and cwd become its root,
         // which pivot_root made the container's rootfs) and cgroup namespace. The pid
         // namespace was joined at clone time; sysctls and mounts are already in place.
-        let mut ns = libc::CLONE_NEWNS;
+        // A container sharing our mount namespace (`exec_root`) has none to join: its
+        // root is chroot'ed into instead.
+        let mut ns = if p.exec_root.is_some() {
+            0
+        } else {
+            libc::CLONE_NEWNS
+        };
         if p.new_cgroup_ns {
             ns |= libc::CLONE_NEWCGROUP;
         }
-        k.setns(target, ns | p.join_flags)
-            .map_err(|e| format!("joining the container's namespaces: {e}"))?;
+        ns |= p.join_flags;
+        if ns != 0 {
+            k.setns(target, ns)
+                .map_err(|e| format!("joining the container's namespaces: {e}"))?;
+        }
+        if let Some(root) = &p.exec_root {
+            k.chdir(root)
+                .map_err(|e| format!("chdir {}: {e}", root.to_string_lossy()))?;
+            k.chroot(c".")
+                .map_err(|e| format!("chroot into the container's root: {e}"))?;
+            k.chdir(c"/").map_err(|e| format!("chdir /: {e}"))?;
+        }
         if p.terminal {
             k.console(p.console_sock, p.console_size)
                 .map_err(|e| format!("setting up the terminal (process.terminal): {e}"))?;

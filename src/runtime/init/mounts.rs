@@ -11,6 +11,9 @@ use crate::runtime::prepare::{c_path, Prepared};
 /// `before_pivot` runs once the mounts are made and before the root is switched (the
 /// hooks of a container of its own).
 pub(super) fn rootfs<K: Kernel>(k: &K, p: &Prepared, before_pivot: impl FnOnce() -> R) -> R {
+    if p.shared_mount_ns {
+        return shared_rootfs(k, p, before_pivot);
+    }
     k.mount(None, Path::new("/"), None, p.root_propagation, "")
         .map_err(|e| {
             format!(
@@ -109,6 +112,37 @@ pub(super) fn rootfs<K: Kernel>(k: &K, p: &Prepared, before_pivot: impl FnOnce()
             "",
         )
         .map_err(|e| format!("making the root filesystem read-only: {e}"))?;
+    }
+    Ok(())
+}
+
+/// A container without a mount namespace of its own, in its creator's: as runc, its
+/// mounts are made under the rootfs there and the root is entered by chroot. Unlike runc,
+/// the creator's `/` keeps its propagation and the rootfs gets no bind onto itself (only
+/// pivot_root needs one), so that what stays behind in the shared namespace is the
+/// spec's mounts alone, which `delete` removes. Masked and read-only paths and a
+/// read-only root were refused with the spec.
+fn shared_rootfs<K: Kernel>(k: &K, p: &Prepared, before_chroot: impl FnOnce() -> R) -> R {
+    for m in &p.mounts {
+        mount_one(k, p, m)?;
+    }
+    if p.dev_is_tmpfs {
+        super::devices::dev(k, p)?;
+    }
+    before_chroot()?;
+    let root = c_path(&p.root)?;
+    k.chdir(&root)
+        .map_err(|e| format!("chdir {}: {e}", p.root.display()))?;
+    k.chroot(c".")
+        .map_err(|e| format!("chroot {}: {e}", p.root.display()))?;
+    k.chdir(c"/").map_err(|e| format!("chdir /: {e}"))?;
+    if k.stat(&p.cwd).is_err() {
+        k.create_dir_all(&p.cwd)
+            .map_err(|e| format!("creating cwd {}: {e}", p.cwd.display()))?;
+    }
+    for (path, value) in &p.sysctl {
+        k.write_proc(path, value.as_bytes())
+            .map_err(|e| format!("sysctl {}: {e}", path.display()))?;
     }
     Ok(())
 }
