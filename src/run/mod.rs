@@ -120,7 +120,9 @@ pub fn run(opts: &RunOptions) -> i32 {
     };
     // kubelet's admit handlers, before any cgroup, namespace or container exists.
     match node_flags.node(&sd.root) {
-        Ok(node) => {
+        Ok(mut node) => {
+            // Beside the pods already on the node, as a resize's allocation counts them.
+            node.used = crate::pod::allocation::node_usage(&sd.other_pods());
             if let Err(r) = crate::pod::admit::check_on_node(&adm.pod, &node) {
                 return admission::reject(adm.pod, &node, &r, sd);
             }
