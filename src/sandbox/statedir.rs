@@ -92,8 +92,10 @@ impl StateDir {
     }
 
     /// The node's other pods as their state directories beside this one show them (the
-    /// Pod each `status.json` holds): the one view of the node that admitting a pod and
-    /// allocating a resize both count (`pod::allocation::node_usage`).
+    /// Pod each `status.json` holds), those whose socket still answers: the one view of
+    /// the node that admitting a pod and allocating a resize both count
+    /// (`pod::allocation::node_usage`). A pod whose podinit is gone has no kubelet running
+    /// it, whatever its last status said.
     pub fn other_pods(&self) -> Vec<k8s_openapi::api::core::v1::Pod> {
         let Some(root) = self.root.parent() else {
             return Vec::new();
@@ -101,6 +103,7 @@ impl StateDir {
         let dirs = fs::read_dir(root).into_iter().flatten().flatten();
         dirs.map(|e| e.path())
             .filter(|dir| *dir != self.root)
+            .filter(|dir| std::os::unix::net::UnixStream::connect(dir.join("pod.sock")).is_ok())
             .filter_map(|dir| fs::read(dir.join("status.json")).ok())
             .filter_map(|b| serde_json::from_slice(&b).ok())
             .collect()
