@@ -202,7 +202,9 @@ impl Sandbox {
         // Forked before the sandbox's namespaces exist: it pulls from where podinit runs.
         // Only a pod that may pull has one: a pod on bundles and images of the store starts
         // as fast as one on bundles alone.
-        let puller = if adm.containers.iter().any(|(_, _, b)| b.may_pull()) {
+        let may_pull = adm.containers.iter().any(|(_, _, b)| b.may_pull())
+            || adm.image_volumes.iter().any(|v| v.may_pull);
+        let puller = if may_pull {
             let (child, fd) = puller::spawn(puller::Setup {
                 images: opts.dir_paths().images,
                 ca_files: opts.registry_ca.clone(),
