@@ -494,7 +494,10 @@ mod tests {
         assert_eq!(held(&other), cm(500, 100 << 20), "the spec's");
         other.status.as_mut().unwrap().phase = Some("Succeeded".into());
         assert_eq!(held(&other), cm(0, 0));
-        assert!(node_usage(&[other]).is_empty(), "an ended pod is not counted");
+        assert!(
+            node_usage(&[other]).is_empty(),
+            "an ended pod is not counted"
+        );
     }
 
     #[test]

@@ -235,12 +235,7 @@ impl ImageGate {
             Decision::Pull => match backoff.until(now) {
                 Some(until) => {
                     let msg = format!("Back-off pulling image {image:?}");
-                    st.event(
-                        EventType::Normal,
-                        EventReason::BackOff,
-                        msg.clone(),
-                        on,
-                    );
+                    st.event(EventType::Normal, EventReason::BackOff, msg.clone(), on);
                     let waiting = match &backoff.last_error {
                         Some(e) => format!("{msg}: {e}"),
                         None => msg,

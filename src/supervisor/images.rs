@@ -184,7 +184,11 @@ impl Supervisor<'_> {
             .unwrap_or_default()
             .iter()
             .filter_map(|m| {
-                let v = self.cfg.image_volumes.iter().position(|iv| iv.name == m.name)?;
+                let v = self
+                    .cfg
+                    .image_volumes
+                    .iter()
+                    .position(|iv| iv.name == m.name)?;
                 self.cfg.image_volumes[v].stored.then_some(v)
             })
             .collect();
@@ -241,7 +245,8 @@ impl Supervisor<'_> {
         let b = crate::bundle::image::from_image(&image).map_err(|e| format!("{what}: {e}"))?;
         let name = iv.name.clone();
         self.cfg.image_volumes[v].lowers = Some(b.lowers);
-        let failed = super::set_up_volumes(&mut self.cfg, self.sd, Some(std::slice::from_ref(&name)));
+        let failed =
+            super::set_up_volumes(&mut self.cfg, self.sd, Some(std::slice::from_ref(&name)));
         match failed.into_iter().next() {
             Some((_, e)) => Err(format!("{what}: {e}")),
             None => Ok(()),
@@ -332,6 +337,9 @@ impl Supervisor<'_> {
         let backoff = self.image_backoff.entry(key).or_default();
         if gate.on_pulled(&self.cfg.plan, &mut self.st, i, r, backoff, now) {
             self.start(i);
+        } else {
+            // The next start is kubelet's next sync: it has the image volumes again.
+            self.containers[i].volumes_ready = false;
         }
     }
 

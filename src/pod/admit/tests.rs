@@ -259,21 +259,28 @@ fn the_other_pods_of_the_node_count_as_used() {
     };
     let others = [
         other("a", "500m", "Running", ""),
-        other("b", "1", "Running", ", allocatedResources: {cpu: 900m, memory: 1Gi}"),
+        other(
+            "b",
+            "1",
+            "Running",
+            ", allocatedResources: {cpu: 900m, memory: 1Gi}",
+        ),
         other("c", "1500m", "Succeeded", ""),
     ];
     let mut n = node();
     n.used = crate::pod::allocation::node_usage(&others);
     assert_eq!(n.used["pods"], 2);
     assert_eq!(n.used["cpu"], 1400);
-    let p = pod("spec:\n  containers: [{name: c, image: busybox, resources: {requests: {cpu: 700m}}}]");
+    let p =
+        pod("spec:\n  containers: [{name: c, image: busybox, resources: {requests: {cpu: 700m}}}]");
     let r = check_on_node(&p, &n).unwrap_err();
     assert_eq!(r.reason(), "OutOfcpu");
     assert_eq!(
         r.message(),
         "Node didn't have enough resource: cpu, requested: 700, used: 1400, capacity: 2000"
     );
-    let fits = pod("spec:\n  containers: [{name: c, image: busybox, resources: {requests: {cpu: 600m}}}]");
+    let fits =
+        pod("spec:\n  containers: [{name: c, image: busybox, resources: {requests: {cpu: 600m}}}]");
     assert_eq!(check_on_node(&fits, &n), Ok(()), "exactly what is left");
     // The node's pod count: kubelet's "Too many pods" is OutOfpods.
     n.allocatable.insert("pods".into(), 2);

@@ -400,10 +400,16 @@ fn an_image_volumes_pull_is_the_pods_and_its_failure_the_mounting_containers() {
     assert_eq!(
         ev,
         [
-            ("Pulling".into(), format!("Pulling image {reference:?}"), None),
+            (
+                "Pulling".into(),
+                format!("Pulling image {reference:?}"),
+                None
+            ),
             (
                 "Failed".into(),
-                format!("Failed to pull image {reference:?}: unauthorized: authentication required"),
+                format!(
+                    "Failed to pull image {reference:?}: unauthorized: authentication required"
+                ),
                 None
             ),
             ("Failed".into(), "Error: ErrImagePull".into(), Some(0)),
@@ -411,11 +417,17 @@ fn an_image_volumes_pull_is_the_pods_and_its_failure_the_mounting_containers() {
     );
     // kubelet's next sync pulls again; the sync after that failure is within its back-off.
     assert_eq!(starts(&step(&p, &mut st, 10_800)), [0]);
-    assert_eq!(g.on_start(&p, &mut st, 0, false, &mut b, 10_800), Gate::Pull);
+    assert_eq!(
+        g.on_start(&p, &mut st, 0, false, &mut b, 10_800),
+        Gate::Pull
+    );
     let r = PullResult::Failed("unauthorized: authentication required".into());
     assert!(!g.on_pulled(&p, &mut st, 0, r, &mut b, 10_800));
     assert_eq!(starts(&step(&p, &mut st, 20_800)), [0]);
-    assert_eq!(g.on_start(&p, &mut st, 0, false, &mut b, 20_800), Gate::Failed);
+    assert_eq!(
+        g.on_start(&p, &mut st, 0, false, &mut b, 20_800),
+        Gate::Failed
+    );
     let (reason, message) = waiting(&st, 0);
     assert_eq!(reason, "ImagePullBackOff");
     assert_eq!(
@@ -424,25 +436,40 @@ fn an_image_volumes_pull_is_the_pods_and_its_failure_the_mounting_containers() {
     );
     let ev = events_on(&step(&p, &mut st, 20_800));
     assert!(
-        ev.contains(&("BackOff".into(), format!("Back-off pulling image {reference:?}"), None)),
+        ev.contains(&(
+            "BackOff".into(),
+            format!("Back-off pulling image {reference:?}"),
+            None
+        )),
         "{ev:?}"
     );
     // Once pulled, the start goes on with it, once; the next start finds it present.
     assert_eq!(starts(&step(&p, &mut st, 30_800)), [0]);
-    assert_eq!(g.on_start(&p, &mut st, 0, false, &mut b, 30_800), Gate::Pull);
+    assert_eq!(
+        g.on_start(&p, &mut st, 0, false, &mut b, 30_800),
+        Gate::Pull
+    );
     let r = PullResult::Pulled {
         took_ms: 300,
         size: 10,
     };
     assert!(g.on_pulled(&p, &mut st, 0, r, &mut b, 31_100));
-    assert_eq!(g.on_start(&p, &mut st, 0, true, &mut b, 31_100), Gate::Ready);
-    assert_eq!(g.on_start(&p, &mut st, 0, true, &mut b, 31_100), Gate::Ready);
+    assert_eq!(
+        g.on_start(&p, &mut st, 0, true, &mut b, 31_100),
+        Gate::Ready
+    );
+    assert_eq!(
+        g.on_start(&p, &mut st, 0, true, &mut b, 31_100),
+        Gate::Ready
+    );
     let pulled: Vec<_> = events_on(&step(&p, &mut st, 31_100))
         .into_iter()
         .filter(|e| e.0 == "Pulled")
         .collect();
     assert_eq!(pulled.len(), 2, "{pulled:?}");
-    assert!(pulled[0].1.starts_with(&format!("Successfully pulled image {reference:?} in 300ms")));
+    assert!(pulled[0]
+        .1
+        .starts_with(&format!("Successfully pulled image {reference:?} in 300ms")));
     assert_eq!(
         pulled[1],
         (
