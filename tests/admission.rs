@@ -641,3 +641,63 @@ spec:
     p.wait(LIMIT);
     p.assert_nothing_left();
 }
+
+/// kubelet admits a pod beside the pods already on the node, the view a resize's
+/// `Deferred` counts too: a pod the node's allocatable fits, but not beside another pod of
+/// the same state root, is rejected OutOfcpu naming what the other uses; one that fits
+/// what is left runs.
+#[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
+fn a_pod_is_admitted_beside_the_pods_already_on_the_node() {
+    require_root();
+    let root = std::env::temp_dir().join(format!("podinit-it-beside-{}", std::process::id()));
+    std::fs::create_dir_all(&root).unwrap();
+    // Every pod sees a node of 1000m of CPU.
+    let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1);
+    let reserved = format!("cpu={}m", cpus * 1000 - 1000);
+    let pod = |prefix: &str, cpu: &str| {
+        let mut p = TestPod::new(
+            prefix,
+            &format!(
+                r#"apiVersion: v1
+kind: Pod
+metadata: {{name: NAME}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: busybox
+    command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 0.1; done"]
+    resources: {{requests: {{cpu: {cpu}}}}}
+"#
+            ),
+        );
+        p.state = root.join(&p.name);
+        let mut cmd = p.command();
+        cmd.args(["--system-reserved", &reserved]);
+        p.start_with(cmd);
+        p
+    };
+    let running = |v: &serde_json::Value| container_status(v, "c")["state"]["running"].is_object();
+    let mut a = pod("beside-a", "600m");
+    a.wait_status(LIMIT, running);
+    let mut b = pod("beside-b", "500m");
+    let out = b.wait(LIMIT);
+    assert_eq!(out.code, 1, "a rejected pod has Failed: {}", out.stderr);
+    let st = &out.status["status"];
+    assert_eq!(st["reason"], "OutOfcpu", "{}", out.status);
+    assert_eq!(
+        st["message"],
+        "Pod was rejected: Node didn't have enough resource: cpu, requested: 500, used: 600, capacity: 1000"
+    );
+    b.assert_nothing_left();
+    let mut c = pod("beside-c", "400m");
+    c.wait_status(LIMIT, running);
+    for p in [&mut c, &mut a] {
+        p.signal(libc::SIGTERM);
+        let out = p.wait(LIMIT);
+        assert!(out.code == 0 || out.code == 1, "{}", out.stderr);
+        p.assert_nothing_left();
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}

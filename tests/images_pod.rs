@@ -574,6 +574,19 @@ impl Registry {
         reg
     }
 
+    /// A docker config (`.dockerconfigjson`) with the registry's login.
+    fn docker_config(&self) -> String {
+        // base64 of user:password, as `docker login` writes it.
+        let out = Command::new("sh")
+            .args([
+                "-c",
+                &format!("printf %s '{REG_USER}:{REG_PASSWORD}' | base64 -w0"),
+            ])
+            .output_within(CLIENT_LIMIT);
+        let auth = String::from_utf8(out.stdout).unwrap();
+        format!(r#"{{"auths":{{"{}":{{"auth":"{auth}"}}}}}}"#, self.addr)
+    }
+
     /// Push an OCI archive as `repo:tag` with skopeo.
     fn push(&self, archive: &Path, repo_tag: &str) {
         let out = Command::new("skopeo")
@@ -606,17 +619,7 @@ fn an_image_is_pulled_with_the_pods_pull_secret_and_runs() {
         "imgpod/layered:v1",
     );
     let image = format!("{}/imgpod/layered:v1", reg.addr);
-    let auth = {
-        // base64 of user:password, as `docker login` writes it.
-        let out = Command::new("sh")
-            .args([
-                "-c",
-                &format!("printf %s '{REG_USER}:{REG_PASSWORD}' | base64 -w0"),
-            ])
-            .output_within(CLIENT_LIMIT);
-        String::from_utf8(out.stdout).unwrap()
-    };
-    let config = format!(r#"{{"auths":{{"{}":{{"auth":"{auth}"}}}}}}"#, reg.addr);
+    let config = reg.docker_config();
     let pod = |secrets: bool| {
         format!(
             r#"apiVersion: v1
@@ -668,6 +671,116 @@ stringData:
     assert_eq!(c["image"], image.as_str());
     let repo = format!("{}/imgpod/layered@sha256:", reg.addr);
     assert!(c["imageID"].as_str().unwrap().starts_with(&repo), "{c}");
+    stop(&mut p);
+    p.assert_nothing_left();
+}
+
+#[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
+fn an_image_volume_is_pulled_with_the_pods_pull_secret_and_a_failed_pull_waits_as_kubelet() {
+    require_root();
+    let images = Images::new("volpull");
+    let reg = Registry::start("volpull");
+    reg.push(
+        &images.dir.join("archives/layered.tar"),
+        "imgpod/layered:v1",
+    );
+    let image = format!("{}/imgpod/layered:v1", reg.addr);
+    let config = reg.docker_config();
+    let pod = |secrets: bool| {
+        format!(
+            r#"apiVersion: v1
+kind: Pod
+metadata: {{name: NAME}}
+spec:
+  {}
+  containers:
+  - name: c
+    image: {BASE}
+    command: [sh, -c, "trap 'exit 0' TERM; echo layer=$(cat /iv/layer); echo done; sleep 3600 & wait"]
+    volumeMounts: [{{name: iv, mountPath: /iv}}]
+  volumes: [{{name: iv, image: {{reference: "{image}"}}}}]
+---
+apiVersion: v1
+kind: Secret
+metadata: {{name: regcred}}
+type: kubernetes.io/dockerconfigjson
+stringData:
+  .dockerconfigjson: '{config}'
+"#,
+            if secrets {
+                "imagePullSecrets: [{name: regcred}]"
+            } else {
+                "restartPolicy: Always"
+            }
+        )
+    };
+    let waiting = |reason: &'static str| {
+        move |s: &serde_json::Value| {
+            s["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] == reason
+        }
+    };
+    // Without the Secret the registry refuses the volume's pull: the container that
+    // mounts it waits as for its own image, first ErrImagePull, then the back-off.
+    let mut denied = TestPod::new("volpulldenied", &pod(false));
+    images.start(&mut denied);
+    denied.wait_status(LIMIT, waiting("ErrImagePull"));
+    wait_event(&denied, "Pulling", &format!("Pulling image \"{image}\""));
+    wait_event(
+        &denied,
+        "Failed",
+        &format!("Failed to pull image \"{image}\": "),
+    );
+    wait_event(&denied, "Failed", "Error: ErrImagePull");
+    let s = denied.wait_status(LIMIT, waiting("ImagePullBackOff"));
+    let msg = container_status(&s, "c")["state"]["waiting"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        msg.starts_with(&format!(
+            "Back-off pulling image \"{image}\": ErrImagePull: "
+        )),
+        "{msg}"
+    );
+    // The image manager's events name the pod, as for kubelet's `getImageVolumes`; the
+    // container's own `Error:` event names it.
+    let evs = events(&denied);
+    let pulling = evs.iter().find(|e| e["reason"] == "Pulling").unwrap();
+    assert_eq!(pulling["involvedObject"]["kind"], "Pod", "{pulling}");
+    assert!(
+        pulling["involvedObject"]["fieldPath"].is_null(),
+        "{pulling}"
+    );
+    let error = evs
+        .iter()
+        .find(|e| e["message"] == "Error: ErrImagePull")
+        .unwrap();
+    assert_eq!(error["involvedObject"]["fieldPath"], "spec.containers{c}");
+    assert_eq!(container_status(&s, "c")["restartCount"], 0);
+    stop(&mut denied);
+    denied.assert_nothing_left();
+
+    // With it, the volume is pulled into the store and mounted.
+    let mut p = TestPod::new("volpulled", &pod(true));
+    images.start(&mut p);
+    let log = p.wait_log("c", 0, LIMIT, "done");
+    assert!(log.lines().any(|l| l == "layer=top"), "{log}");
+    wait_event(&p, "Pulling", &format!("Pulling image \"{image}\""));
+    wait_event(
+        &p,
+        "Pulled",
+        &format!("Successfully pulled image \"{image}\" in "),
+    );
+    let listed = Command::new(bin())
+        .args(["images", "ls", "--images"])
+        .arg(&images.store)
+        .output_within(CLIENT_LIMIT);
+    let listed = String::from_utf8_lossy(&listed.stdout).to_string();
+    assert!(
+        listed.contains(&format!("{}/imgpod/layered", reg.addr)),
+        "{listed}"
+    );
     stop(&mut p);
     p.assert_nothing_left();
 }

@@ -1,11 +1,9 @@
 //! Image volumes (KEP-4639): `volumes[].image.reference` resolved as a container's
-//! `image` is (a bundle, else the image store), its root filesystem then mounted
+//! `image` is: a bundle, mounted with the sandbox; else an image, which kubelet's image
+//! manager finds in the store or pulls, with the volume's `pullPolicy`, when a container
+//! that mounts it starts (`supervisor::images`). Its root filesystem is then mounted
 //! read-only by `sandbox::image_volume`. The layers are the store's own, so every pod that
 //! mounts one image shares them.
-//!
-//! podinit does not pull image volumes yet: one that is in neither the bundles nor the
-//! store is refused here, unless its `pullPolicy` is `Never`, under which kubelet would not
-//! pull either (the containers that mount it wait in `ErrImageNeverPull`).
 
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 use std::path::PathBuf;
@@ -20,11 +18,16 @@ pub struct ImageVolume {
     /// As the volume writes it (kubelet's messages quote it so).
     pub reference: String,
     pub policy: Policy,
-    /// The image's root filesystem as read-only layers, uppermost first; `None` when it
-    /// is not on this machine (`pullPolicy: Never`).
+    /// The reference normalised, as the store names images (the written one for a bundle).
+    pub normalised: String,
+    /// The root filesystem as read-only layers, uppermost first: a bundle's from
+    /// admission; an image's once a container that mounts it has it (`None` until then).
     pub lowers: Option<Vec<PathBuf>>,
-    /// The layers are the image store's (not a bundle's).
+    /// An image (of the store, or to pull), not a bundle.
     pub stored: bool,
+    /// A start may pull it: an image under `Always`, or under `IfNotPresent` while the
+    /// store lacked it at admission.
+    pub may_pull: bool,
 }
 
 /// Every image volume of `spec`, in order, or the one-line error naming the volume.
@@ -43,24 +46,25 @@ pub fn resolve_all(spec: &PodSpec, dirs: Dirs) -> Result<Vec<ImageVolume>, Strin
         };
         let base = super::container_base(&as_container, &format!("spec.volumes[{i}]"), dirs)?;
         let policy = Policy::of(src.pull_policy.as_deref());
-        if let Some(Err(e)) = base.image.as_ref().map(|n| &n.reference) {
-            return Err(format!(
-                "{field}.reference: Invalid value: {reference:?}: {e}"
-            ));
-        }
-        let stored = base.bundle.as_ref().is_some_and(|b| b.image.is_some());
-        let lowers = base.bundle.map(|b| b.lowers);
-        if lowers.is_none() && policy != Policy::Never {
-            return Err(format!(
-                "{field}.reference: image {reference:?} is in neither the bundles nor the image store, and podinit does not pull image volumes (`podinit images pull` it first)"
-            ));
-        }
+        let normalised = match base.image.as_ref().map(|n| &n.reference) {
+            Some(Err(e)) => {
+                return Err(format!(
+                    "{field}.reference: Invalid value: {reference:?}: {e}"
+                ))
+            }
+            Some(Ok(r)) => r.to_string(),
+            None => reference.clone(),
+        };
+        let may_pull = base.may_pull();
+        let stored = base.image.is_some();
         out.push(ImageVolume {
             name: v.name.clone(),
             reference,
             policy,
-            lowers,
+            normalised,
+            lowers: base.bundle.filter(|_| !stored).map(|b| b.lowers),
             stored,
+            may_pull,
         });
     }
     Ok(out)
@@ -78,7 +82,7 @@ mod tests {
     }
 
     #[test]
-    fn a_bundle_is_an_image_volume_and_a_missing_image_is_refused_unless_never_pulled() {
+    fn a_bundle_is_mounted_with_the_sandbox_and_an_image_waits_for_the_image_manager() {
         let dir = std::env::temp_dir().join(format!("podinit-imagevol-{}", std::process::id()));
         std::fs::create_dir_all(dir.join("tools/rootfs")).unwrap();
         std::fs::write(
@@ -101,20 +105,37 @@ mod tests {
             got[0].lowers.as_deref(),
             Some(&[dir.join("tools/rootfs").canonicalize().unwrap()][..])
         );
+        assert!(!got[0].stored && !got[0].may_pull);
         let got = resolve_all(
             &spec("[{name: t, image: {reference: 'example.com/none:1', pullPolicy: Never}}]"),
             dirs,
         )
         .unwrap();
-        assert!(got[0].lowers.is_none());
+        assert!(got[0].lowers.is_none() && got[0].stored);
         assert_eq!(got[0].policy, Policy::Never);
-        let e = resolve_all(
+        assert!(!got[0].may_pull);
+        // Not on this machine: pulled when a container that mounts it starts.
+        let got = resolve_all(
             &spec("[{name: e, emptyDir: {}}, {name: t, image: {reference: 'example.com/none:1', pullPolicy: IfNotPresent}}]"),
+            dirs,
+        )
+        .unwrap();
+        assert_eq!(got[0].normalised, "example.com/none:1");
+        assert!(got[0].lowers.is_none() && got[0].stored && got[0].may_pull);
+        let got = resolve_all(
+            &spec("[{name: t, image: {reference: 'busybox', pullPolicy: Always}}]"),
+            dirs,
+        )
+        .unwrap();
+        assert_eq!(got[0].normalised, "docker.io/library/busybox:latest");
+        assert!(got[0].may_pull);
+        let e = resolve_all(
+            &spec("[{name: t, image: {reference: 'Bad:Name', pullPolicy: IfNotPresent}}]"),
             dirs,
         )
         .unwrap_err();
         assert!(
-            e.starts_with("spec.volumes[1].image.reference: image \"example.com/none:1\" is in neither the bundles nor the image store"),
+            e.starts_with("spec.volumes[0].image.reference: Invalid value: \"Bad:Name\""),
             "{e}"
         );
         let _ = std::fs::remove_dir_all(&dir);

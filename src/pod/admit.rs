@@ -26,6 +26,9 @@ pub struct Node {
     /// `ephemeral-storage` and `hugepages-*` in bytes, the others (`pods`, extended
     /// resources) as counts.
     pub allocatable: BTreeMap<String, i128>,
+    /// What the node's other pods hold of each resource, `pods` among them
+    /// (`allocation::node_usage`).
+    pub used: BTreeMap<String, i128>,
     /// The kernel enforces AppArmor (`/sys/module/apparmor/parameters/enabled` is `Y`).
     pub apparmor: bool,
 }
@@ -42,10 +45,12 @@ pub enum Rejection {
     OsLabel,
     /// Its `spec.os.name` names another OS than the node's.
     OsField,
-    /// The node has less of `resource` than the pod requests (nothing else runs on it).
+    /// The node has less of `resource` left than the pod requests, beside what its other
+    /// pods hold (`used`).
     OutOf {
         resource: String,
         requested: i128,
+        used: i128,
         capacity: i128,
     },
     /// A scheduler predicate failed: the node does not match the pod's node affinity or
@@ -87,9 +92,10 @@ impl Rejection {
             Rejection::OutOf {
                 resource,
                 requested,
+                used,
                 capacity,
             } => format!(
-                "Node didn't have enough resource: {resource}, requested: {requested}, used: 0, capacity: {capacity}"
+                "Node didn't have enough resource: {resource}, requested: {requested}, used: {used}, capacity: {capacity}"
             ),
             Rejection::NodeAffinity => predicate("node(s) didn't match Pod's node affinity/selector"),
             Rejection::NodeName => predicate("node(s) didn't match the requested node name"),
@@ -139,22 +145,24 @@ pub fn check_on_node(pod: &Pod, node: &Node) -> Result<(), Rejection> {
     apparmor(pod, spec, node)
 }
 
-/// An `InsufficientResourceError` (nothing else runs on the node: used is 0).
-fn insufficient(name: &str, requested: i128, capacity: i128) -> Rejection {
+/// An `InsufficientResourceError`.
+fn insufficient(name: &str, requested: i128, used: i128, capacity: i128) -> Rejection {
     Rejection::OutOf {
         resource: name.to_string(),
         requested,
+        used,
         capacity,
     }
 }
 
-/// `noderesources.Fits` for the only pod on the node, in its order: pods, cpu, memory,
-/// ephemeral-storage, then the scalar resources (hugepages, extended) by name.
+/// `noderesources.Fits` beside the node's other pods (`node.used`), in its order: pods,
+/// cpu, memory, ephemeral-storage, then the scalar resources (hugepages, extended) by name.
 pub fn fits(spec: &PodSpec, node: &Node) -> Vec<Rejection> {
     let alloc = |r: &str| node.allocatable.get(r).copied().unwrap_or(0);
+    let used = |r: &str| node.used.get(r).copied().unwrap_or(0);
     let mut out = Vec::new();
-    if node.allocatable.contains_key("pods") && alloc("pods") < 1 {
-        out.push(insufficient("pods", 1, alloc("pods")));
+    if node.allocatable.contains_key("pods") && used("pods") + 1 > alloc("pods") {
+        out.push(insufficient("pods", 1, used("pods"), alloc("pods")));
     }
     let req = pod_requests(spec);
     for (name, &want) in ["cpu", "memory", "ephemeral-storage"]
@@ -162,8 +170,8 @@ pub fn fits(spec: &PodSpec, node: &Node) -> Vec<Rejection> {
         .filter_map(|r| req.get_key_value(*r))
         .chain(req.iter().filter(|(k, _)| scalar(k)))
     {
-        if want > 0 && want > alloc(name) {
-            out.push(insufficient(name, want, alloc(name)));
+        if want > 0 && want > alloc(name) - used(name) {
+            out.push(insufficient(name, want, used(name), alloc(name)));
         }
     }
     out

@@ -63,18 +63,42 @@ pub fn requests(spec: &PodSpec) -> CpuMemory {
     }
 }
 
-/// What another pod of the node holds: its requests at the sizes kubelet allocated
-/// (`getAllocatedPods`: each container's `allocatedResources` where its status has them),
-/// nothing once it has ended.
-pub fn held_by(other: &Pod) -> CpuMemory {
+/// What the node's other pods hold, as kubelet counts them both when it admits a pod
+/// (`canAdmitPod` over the allocated pods) and when it allocates a resize: one pod each
+/// (`pods`) and its requests (`resourcehelper.PodRequests`) at the sizes kubelet
+/// allocated (`getAllocatedPods`: each container's `allocatedResources` where its status
+/// has them); nothing of a pod that has ended.
+pub fn node_usage(others: &[Pod]) -> BTreeMap<String, i128> {
+    let mut used = BTreeMap::new();
+    for other in others {
+        let Some(spec) = allocated_spec(other) else {
+            continue;
+        };
+        *used.entry("pods".to_string()).or_insert(0) += 1;
+        for (k, v) in super::admit::pod_requests(&spec) {
+            *used.entry(k).or_insert(0) += v;
+        }
+    }
+    used
+}
+
+/// The CPU and memory of a [`node_usage`].
+pub fn cpu_memory(used: &BTreeMap<String, i128>) -> CpuMemory {
+    CpuMemory {
+        cpu: used.get("cpu").copied().unwrap_or(0),
+        memory: used.get("memory").copied().unwrap_or(0),
+    }
+}
+
+/// The spec of another pod with its containers' requests as allocated; `None` once it
+/// has ended (it holds nothing then).
+fn allocated_spec(other: &Pod) -> Option<PodSpec> {
     let status = other.status.as_ref();
     let phase = status.and_then(|s| s.phase.as_deref());
     if matches!(phase, Some("Succeeded" | "Failed")) {
-        return CpuMemory::default();
+        return None;
     }
-    let Some(mut spec) = other.spec.clone() else {
-        return CpuMemory::default();
-    };
+    let mut spec = other.spec.clone()?;
     let statuses: Vec<_> = status
         .into_iter()
         .flat_map(|s| {
@@ -95,7 +119,7 @@ pub fn held_by(other: &Pod) -> CpuMemory {
         .iter_mut()
         .flatten()
         .for_each(allocated);
-    requests(&spec)
+    Some(spec)
 }
 
 /// kubelet's admission of a resize to `spec` on a node with `allocatable`, beside other
@@ -463,11 +487,17 @@ mod tests {
             ONE.replace('\n', "\n  ")
         ))
         .unwrap();
-        assert_eq!(held_by(&other), cm(300, 50 << 20), "allocated, not desired");
+        let held = |o: &Pod| cpu_memory(&node_usage(std::slice::from_ref(o)));
+        assert_eq!(held(&other), cm(300, 50 << 20), "allocated, not desired");
+        assert_eq!(node_usage(&[other.clone(), other.clone()])["pods"], 2);
         other.status.as_mut().unwrap().container_statuses = None;
-        assert_eq!(held_by(&other), cm(500, 100 << 20), "the spec's");
+        assert_eq!(held(&other), cm(500, 100 << 20), "the spec's");
         other.status.as_mut().unwrap().phase = Some("Succeeded".into());
-        assert_eq!(held_by(&other), cm(0, 0));
+        assert_eq!(held(&other), cm(0, 0));
+        assert!(
+            node_usage(&[other]).is_empty(),
+            "an ended pod is not counted"
+        );
     }
 
     #[test]

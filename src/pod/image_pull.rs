@@ -135,6 +135,9 @@ pub struct ImageGate {
     pub pulling_since: Option<Millis>,
     /// The start in progress has its image (pulled just now).
     pulled: bool,
+    /// An image volume's: kubelet's image manager records its events on the pod (the
+    /// reference `getImageVolumes` passes), not on a container.
+    on_pod: bool,
 }
 
 /// What to do with a start `step` asked for.
@@ -166,7 +169,22 @@ impl ImageGate {
             policy,
             pulling_since: None,
             pulled: false,
+            on_pod: false,
         }
+    }
+
+    /// The gate of an image volume (`volumes[].image`) that container `i` mounts: the
+    /// same decisions, waiting reasons and back-off as its own image, its events on the pod.
+    pub fn for_volume(reference: &str, policy: Policy) -> ImageGate {
+        ImageGate {
+            on_pod: true,
+            ..ImageGate::new(reference, policy)
+        }
+    }
+
+    /// The container an event of this gate names, if any.
+    fn event_on(&self, i: usize) -> Option<usize> {
+        (!self.on_pod).then_some(i)
     }
 
     /// `step` asked to start container `i`; `present`: the store has its image now;
@@ -185,13 +203,14 @@ impl ImageGate {
             return Gate::Ready;
         }
         let image = &self.image;
+        let on = self.event_on(i);
         match decide(self.policy, present) {
             Decision::UsePresent => {
                 st.event(
                     EventType::Normal,
                     EventReason::Pulled,
                     format!("Container image {image:?} already present on machine"),
-                    Some(i),
+                    on,
                 );
                 Gate::Ready
             }
@@ -202,7 +221,7 @@ impl ImageGate {
                     EventType::Warning,
                     EventReason::ErrImageNeverPull,
                     msg.clone(),
-                    Some(i),
+                    on,
                 );
                 st.image_failed(
                     plan,
@@ -216,12 +235,7 @@ impl ImageGate {
             Decision::Pull => match backoff.until(now) {
                 Some(until) => {
                     let msg = format!("Back-off pulling image {image:?}");
-                    st.event(
-                        EventType::Normal,
-                        EventReason::BackOff,
-                        msg.clone(),
-                        Some(i),
-                    );
+                    st.event(EventType::Normal, EventReason::BackOff, msg.clone(), on);
                     let waiting = match &backoff.last_error {
                         Some(e) => format!("{msg}: {e}"),
                         None => msg,
@@ -235,7 +249,7 @@ impl ImageGate {
                         EventType::Normal,
                         EventReason::Pulling,
                         format!("Pulling image {image:?}"),
-                        Some(i),
+                        on,
                     );
                     self.pulling_since = Some(now);
                     Gate::Pull
@@ -259,6 +273,7 @@ impl ImageGate {
             return false;
         };
         let image = &self.image;
+        let on = self.event_on(i);
         match result {
             PullResult::Pulled { took_ms, size } => {
                 backoff.succeeded(now);
@@ -270,7 +285,7 @@ impl ImageGate {
                         super::backoff::go_duration(took_ms),
                         super::backoff::go_duration(now.saturating_sub(since).max(took_ms)),
                     ),
-                    Some(i),
+                    on,
                 );
                 if st.terminating.is_some() {
                     st.abandon_start(i);
@@ -284,7 +299,7 @@ impl ImageGate {
                     EventType::Warning,
                     EventReason::Failed,
                     format!("Failed to pull image {image:?}: {err}"),
-                    Some(i),
+                    on,
                 );
                 backoff.failed(now, &err);
                 st.image_failed(

@@ -120,7 +120,9 @@ pub fn run(opts: &RunOptions) -> i32 {
     };
     // kubelet's admit handlers, before any cgroup, namespace or container exists.
     match node_flags.node(&sd.root) {
-        Ok(node) => {
+        Ok(mut node) => {
+            // Beside the pods already on the node, as a resize's allocation counts them.
+            node.used = crate::pod::allocation::node_usage(&sd.other_pods());
             if let Err(r) = crate::pod::admit::check_on_node(&adm.pod, &node) {
                 return admission::reject(adm.pod, &node, &r, sd);
             }
@@ -200,7 +202,9 @@ impl Sandbox {
         // Forked before the sandbox's namespaces exist: it pulls from where podinit runs.
         // Only a pod that may pull has one: a pod on bundles and images of the store starts
         // as fast as one on bundles alone.
-        let puller = if adm.containers.iter().any(|(_, _, b)| b.may_pull()) {
+        let may_pull = adm.containers.iter().any(|(_, _, b)| b.may_pull())
+            || adm.image_volumes.iter().any(|v| v.may_pull);
+        let puller = if may_pull {
             let (child, fd) = puller::spawn(puller::Setup {
                 images: opts.dir_paths().images,
                 ca_files: opts.registry_ca.clone(),

@@ -141,6 +141,7 @@ impl Flags {
             name,
             labels,
             allocatable,
+            used: BTreeMap::new(),
             apparmor: apparmor_enabled(),
         })
     }

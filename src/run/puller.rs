@@ -158,7 +158,7 @@ fn serve(fd: &OwnedFd, setup: &Setup) {
             Ok(m) if !m.is_empty() => m,
             _ => return,
         };
-        let Some((i, name)) = parse_request(&m) else {
+        let Some((to, name)) = parse_request(&m) else {
             continue;
         };
         let opts = opts.get_or_insert_with(|| Options {
@@ -168,7 +168,7 @@ fn serve(fd: &OwnedFd, setup: &Setup) {
             timeout: Some(PROGRESS_TIMEOUT),
         });
         let r = pull(setup, &name, opts);
-        if crate::sys::packet::send(fd.as_raw_fd(), &reply(i, &r)).is_err() {
+        if crate::sys::packet::send(fd.as_raw_fd(), &reply(to, &r)).is_err() {
             return;
         }
     }

@@ -91,6 +91,24 @@ impl StateDir {
         self.work().join("volumes").join(name)
     }
 
+    /// The node's other pods as their state directories beside this one show them (the
+    /// Pod each `status.json` holds), those whose socket still answers: the one view of
+    /// the node that admitting a pod and allocating a resize both count
+    /// (`pod::allocation::node_usage`). A pod whose podinit is gone has no kubelet running
+    /// it, whatever its last status said.
+    pub fn other_pods(&self) -> Vec<k8s_openapi::api::core::v1::Pod> {
+        let Some(root) = self.root.parent() else {
+            return Vec::new();
+        };
+        let dirs = fs::read_dir(root).into_iter().flatten().flatten();
+        dirs.map(|e| e.path())
+            .filter(|dir| *dir != self.root)
+            .filter(|dir| std::os::unix::net::UnixStream::connect(dir.join("pod.sock")).is_ok())
+            .filter_map(|dir| fs::read(dir.join("status.json")).ok())
+            .filter_map(|b| serde_json::from_slice(&b).ok())
+            .collect()
+    }
+
     /// Remove everything private, leaving `status.json`, `events.jsonl` and `logs/` when
     /// the pod ran (`keep_public`). A sandbox that could not be set up leaves nothing
     /// (docs/interface.md, exit 3): the files are this run's, an earlier run's went at `open`.

@@ -14,21 +14,52 @@ use crate::pod::{self, StartFailure};
 /// The largest message either side sends (an error text is cut to fit).
 pub const MAX_MESSAGE: usize = 8192;
 
-/// A pull of `reference` for container `i`.
-pub fn request(i: usize, reference: &str) -> Vec<u8> {
-    format!("{i}\n{reference}").into_bytes()
+/// What a pull is for: container `container`'s image, or the image volume `volume`
+/// (an index into `Config::image_volumes`) that it mounts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PullFor {
+    pub container: usize,
+    pub volume: Option<usize>,
 }
 
-pub fn parse_request(m: &[u8]) -> Option<(usize, String)> {
-    let (i, r) = std::str::from_utf8(m).ok()?.split_once('\n')?;
-    Some((i.parse().ok()?, r.to_string()))
+impl std::fmt::Display for PullFor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.volume {
+            Some(v) => write!(f, "{}/{v}", self.container),
+            None => write!(f, "{}", self.container),
+        }
+    }
 }
 
-/// The puller's answer for container `i`.
-pub fn reply(i: usize, r: &PullResult) -> Vec<u8> {
+impl std::str::FromStr for PullFor {
+    type Err = ();
+    fn from_str(s: &str) -> Result<PullFor, ()> {
+        let (c, v) = match s.split_once('/') {
+            Some((c, v)) => (c, Some(v.parse().map_err(|_| ())?)),
+            None => (s, None),
+        };
+        Ok(PullFor {
+            container: c.parse().map_err(|_| ())?,
+            volume: v,
+        })
+    }
+}
+
+/// A pull of `reference` for `to`.
+pub fn request(to: PullFor, reference: &str) -> Vec<u8> {
+    format!("{to}\n{reference}").into_bytes()
+}
+
+pub fn parse_request(m: &[u8]) -> Option<(PullFor, String)> {
+    let (to, r) = std::str::from_utf8(m).ok()?.split_once('\n')?;
+    Some((to.parse().ok()?, r.to_string()))
+}
+
+/// The puller's answer for `to`.
+pub fn reply(to: PullFor, r: &PullResult) -> Vec<u8> {
     let mut m = match r {
-        PullResult::Pulled { took_ms, size } => format!("{i}\nok\n{took_ms}\n{size}"),
-        PullResult::Failed(e) => format!("{i}\nerr\n{e}"),
+        PullResult::Pulled { took_ms, size } => format!("{to}\nok\n{took_ms}\n{size}"),
+        PullResult::Failed(e) => format!("{to}\nerr\n{e}"),
     };
     if m.len() > MAX_MESSAGE {
         let mut cut = MAX_MESSAGE;
@@ -40,10 +71,10 @@ pub fn reply(i: usize, r: &PullResult) -> Vec<u8> {
     m.into_bytes()
 }
 
-pub fn parse_reply(m: &[u8]) -> Option<(usize, PullResult)> {
+pub fn parse_reply(m: &[u8]) -> Option<(PullFor, PullResult)> {
     let text = String::from_utf8_lossy(m);
     let mut parts = text.splitn(3, '\n');
-    let i = parts.next()?.parse().ok()?;
+    let to = parts.next()?.parse().ok()?;
     let r = match (parts.next()?, parts.next().unwrap_or("")) {
         ("ok", rest) => {
             let (took, size) = rest.split_once('\n')?;
@@ -55,7 +86,7 @@ pub fn parse_reply(m: &[u8]) -> Option<(usize, PullResult)> {
         ("err", e) => PullResult::Failed(e.to_string()),
         _ => return None,
     };
-    Some((i, r))
+    Some((to, r))
 }
 
 impl Config {
@@ -129,7 +160,11 @@ impl Supervisor<'_> {
                 }
             }
             Gate::Pull => {
-                self.ask_pull(i, &reference, now);
+                let to = PullFor {
+                    container: i,
+                    volume: None,
+                };
+                self.ask_pull(to, &reference, now);
                 false
             }
             Gate::Failed => false,
@@ -137,36 +172,95 @@ impl Supervisor<'_> {
     }
 
     /// kubelet has a pod's image volumes before it starts a container that mounts one
-    /// (`getImageVolumes`): one not on this machine, which `pullPolicy: Never` keeps from
-    /// being pulled, keeps container `i` waiting in `ErrImageNeverPull` as its own image
-    /// would.
+    /// (`getImageVolumes`, then `toKubeContainerImageVolumes`): each image volume container
+    /// `i` mounts goes through kubelet's image manager as its own image does (used as the
+    /// store has it, pulled first, or refused, with the volume's `pullPolicy` and the pod's
+    /// back-off of that image), and is mounted once the store has it. A volume that is not
+    /// ready keeps the container waiting with the image's reason; one being pulled starts
+    /// it again when the pull ends (`pulled`). A bundle's volume was mounted with the sandbox.
     pub(super) fn image_volumes_ready(&mut self, i: usize, now: pod::Millis) -> bool {
         let mounts = self.containers[i].ctr.spec.volume_mounts.as_deref();
-        for m in mounts.unwrap_or_default() {
-            let missing = self
-                .cfg
-                .image_volumes
-                .iter()
-                .find(|iv| iv.name == m.name && iv.lowers.is_none());
-            let Some(iv) = missing else { continue };
-            let mut gate = image_pull::ImageGate::new(&iv.reference, iv.policy);
+        let mut wanted: Vec<usize> = mounts
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|m| {
+                let v = self
+                    .cfg
+                    .image_volumes
+                    .iter()
+                    .position(|iv| iv.name == m.name)?;
+                self.cfg.image_volumes[v].stored.then_some(v)
+            })
+            .collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        for v in wanted {
+            let iv = &self.cfg.image_volumes[v];
+            let name = iv.normalised.clone();
+            let present = crate::admission::stored(&self.cfg.images, &name)
+                .unwrap_or_else(|e| {
+                    crate::log::warn(&format!("image volume {:?}: {name}: {e}", iv.name));
+                    None
+                })
+                .is_some();
+            let gate = self
+                .volume_gates
+                .entry((i, v))
+                .or_insert_with(|| image_pull::ImageGate::for_volume(&iv.reference, iv.policy));
             let backoff = self.image_backoff.entry(iv.reference.clone()).or_default();
-            let g = gate.on_start(&self.cfg.plan, &mut self.st, i, false, backoff, now);
-            if g != Gate::Ready {
-                return false;
+            match gate.on_start(&self.cfg.plan, &mut self.st, i, present, backoff, now) {
+                Gate::Ready => {
+                    if let Err(msg) = self.mount_image_volume(v) {
+                        self.st
+                            .on_start_failed(&self.cfg.plan, i, StartFailure::Create, &msg, now);
+                        return false;
+                    }
+                }
+                Gate::Pull => {
+                    let to = PullFor {
+                        container: i,
+                        volume: Some(v),
+                    };
+                    self.ask_pull(to, &name, now);
+                    return false;
+                }
+                Gate::Failed => return false,
             }
         }
         true
     }
 
-    fn ask_pull(&mut self, i: usize, reference: &str, now: pod::Millis) {
+    /// Image volume `v`, which the store has, mounted read-only from the store's layers,
+    /// if it is not yet: the first container that mounts it after its pull makes the
+    /// mount every later one shares, as the pod's other volumes are shared.
+    fn mount_image_volume(&mut self, v: usize) -> Result<(), String> {
+        let iv = &self.cfg.image_volumes[v];
+        if self.cfg.volumes.contains_key(&iv.name) {
+            return Ok(());
+        }
+        let what = format!("image volume {:?} ({})", iv.name, iv.reference);
+        let image = crate::admission::stored(&self.cfg.images, &iv.normalised)
+            .map_err(|e| format!("{what}: {e}"))?
+            .ok_or_else(|| format!("{what}: the image is not in the store after its pull"))?;
+        let b = crate::bundle::image::from_image(&image).map_err(|e| format!("{what}: {e}"))?;
+        let name = iv.name.clone();
+        self.cfg.image_volumes[v].lowers = Some(b.lowers);
+        let failed =
+            super::set_up_volumes(&mut self.cfg, self.sd, Some(std::slice::from_ref(&name)));
+        match failed.into_iter().next() {
+            Some((_, e)) => Err(format!("{what}: {e}")),
+            None => Ok(()),
+        }
+    }
+
+    fn ask_pull(&mut self, to: PullFor, reference: &str, now: pod::Millis) {
         let sent = match &self.cfg.puller {
-            Some(fd) => crate::sys::packet::send(fd.as_raw_fd(), &request(i, reference))
+            Some(fd) => crate::sys::packet::send(fd.as_raw_fd(), &request(to, reference))
                 .map_err(|e| format!("asking the image puller: {e}")),
             None => Err("podinit has no image puller".into()),
         };
         if let Err(e) = sent {
-            self.pulled(i, PullResult::Failed(e), now);
+            self.pulled(to, PullResult::Failed(e), now);
         }
     }
 
@@ -178,7 +272,7 @@ impl Supervisor<'_> {
         let now = self.now();
         match crate::sys::packet::recv(fd.as_raw_fd(), MAX_MESSAGE) {
             Ok(m) if !m.is_empty() => match parse_reply(&m) {
-                Some((i, r)) if i < self.containers.len() => self.pulled(i, r, now),
+                Some((to, r)) if to.container < self.containers.len() => self.pulled(to, r, now),
                 _ => crate::log::warn("the image puller sent a message podinit cannot read"),
             },
             end => {
@@ -190,35 +284,62 @@ impl Supervisor<'_> {
                     crate::log::warn(&why);
                 }
                 self.cfg.puller = None;
-                for i in 0..self.containers.len() {
-                    let waiting = self.containers[i]
-                        .ctr
-                        .image
-                        .as_ref()
-                        .is_some_and(|m| m.gate.pulling_since.is_some());
-                    if waiting {
-                        self.pulled(i, PullResult::Failed(why.clone()), now);
-                    }
+                let mut waiting: Vec<PullFor> = (0..self.containers.len())
+                    .filter(|&i| {
+                        self.containers[i]
+                            .ctr
+                            .image
+                            .as_ref()
+                            .is_some_and(|m| m.gate.pulling_since.is_some())
+                    })
+                    .map(|container| PullFor {
+                        container,
+                        volume: None,
+                    })
+                    .collect();
+                waiting.extend(
+                    self.volume_gates
+                        .iter()
+                        .filter(|(_, g)| g.pulling_since.is_some())
+                        .map(|(&(container, v), _)| PullFor {
+                            container,
+                            volume: Some(v),
+                        }),
+                );
+                for to in waiting {
+                    self.pulled(to, PullResult::Failed(why.clone()), now);
                 }
             }
         }
     }
 
-    /// The pull for container `i`'s start ended: it starts now, or waits as `pod` says.
-    fn pulled(&mut self, i: usize, r: PullResult, now: pod::Millis) {
+    /// The pull for a start ended: the container starts now, or waits as `pod` says.
+    fn pulled(&mut self, to: PullFor, r: PullResult, now: pod::Millis) {
+        let i = to.container;
         // A failure is said by the `Failed` event the image manager records.
-        let Some(img) = self.containers[i].ctr.image.as_mut() else {
-            return;
+        let (gate, key) = match to.volume {
+            Some(v) => {
+                let Some(iv) = self.cfg.image_volumes.get(v) else {
+                    return;
+                };
+                let Some(g) = self.volume_gates.get_mut(&(i, v)) else {
+                    return;
+                };
+                (g, iv.reference.clone())
+            }
+            None => {
+                let Some(img) = self.containers[i].ctr.image.as_mut() else {
+                    return;
+                };
+                (&mut img.gate, img.name.written.clone())
+            }
         };
-        let backoff = self
-            .image_backoff
-            .entry(img.name.written.clone())
-            .or_default();
-        if img
-            .gate
-            .on_pulled(&self.cfg.plan, &mut self.st, i, r, backoff, now)
-        {
+        let backoff = self.image_backoff.entry(key).or_default();
+        if gate.on_pulled(&self.cfg.plan, &mut self.st, i, r, backoff, now) {
             self.start(i);
+        } else {
+            // The next start is kubelet's next sync: it has the image volumes again.
+            self.containers[i].volumes_ready = false;
         }
     }
 
@@ -231,6 +352,9 @@ impl Supervisor<'_> {
             if let Some(img) = m.ctr.image.as_mut() {
                 img.gate.abandon(&mut self.st, i);
             }
+        }
+        for (&(i, _), g) in self.volume_gates.iter_mut() {
+            g.abandon(&mut self.st, i);
         }
     }
 
@@ -262,10 +386,23 @@ mod tests {
 
     #[test]
     fn messages_round_trip() {
+        let c3 = PullFor {
+            container: 3,
+            volume: None,
+        };
+        let v = PullFor {
+            container: 2,
+            volume: Some(1),
+        };
         assert_eq!(
-            parse_request(&request(3, "docker.io/library/busybox:1.36")),
-            Some((3, "docker.io/library/busybox:1.36".to_string()))
+            parse_request(&request(c3, "docker.io/library/busybox:1.36")),
+            Some((c3, "docker.io/library/busybox:1.36".to_string()))
         );
+        assert_eq!(
+            parse_request(&request(v, "reg:5000/data:v1")),
+            Some((v, "reg:5000/data:v1".to_string()))
+        );
+        assert_eq!(parse_request(b"2/x\nreg:5000/data:v1"), None);
         for r in [
             PullResult::Pulled {
                 took_ms: 1234,
@@ -273,11 +410,12 @@ mod tests {
             },
             PullResult::Failed("dial tcp 127.0.0.1:1: connection refused\nsecond line".into()),
         ] {
-            assert_eq!(parse_reply(&reply(7, &r)), Some((7, r)));
+            assert_eq!(parse_reply(&reply(v, &r)), Some((v, r.clone())));
+            assert_eq!(parse_reply(&reply(c3, &r)), Some((c3, r)));
         }
         let long = PullResult::Failed("é".repeat(MAX_MESSAGE));
-        assert!(reply(0, &long).len() <= MAX_MESSAGE);
-        assert!(parse_reply(&reply(0, &long)).is_some());
+        assert!(reply(c3, &long).len() <= MAX_MESSAGE);
+        assert!(parse_reply(&reply(c3, &long)).is_some());
         assert_eq!(parse_reply(b"x\nok\n1\n2"), None);
         assert_eq!(parse_reply(b"1\nmaybe\n"), None);
     }

@@ -123,6 +123,8 @@ pub struct Member {
     start_requested: Option<pod::Millis>,
     /// Its cgroup's CPU and memory values as last read back (the status's `resources`).
     observed: Option<pod::allocation::CgroupValues>,
+    /// Its current start has its image volumes and waits only for its own image's pull.
+    volumes_ready: bool,
 }
 
 struct Supervisor<'a> {
@@ -160,6 +162,8 @@ struct Supervisor<'a> {
     volume_usage: volume_usage::Watch,
     /// The pod's image pull back-off, by image as written (`images`).
     image_backoff: BTreeMap<String, pod::image_pull::PullBackoff>,
+    /// The image volumes' gates: per container that mounts one and the volume's index.
+    volume_gates: BTreeMap<(usize, usize), pod::image_pull::ImageGate>,
     /// PID 1 of the pod's shared pid namespace in its user namespace, while it lives.
     pause: Option<pause::Pause>,
     /// The pod-level resources kubelet allocated (`spec.resources` once admitted).
@@ -221,6 +225,7 @@ pub fn run(mut cfg: Config, sd: &StateDir) -> i32 {
             ctr,
             start_requested: None,
             observed: None,
+            volumes_ready: false,
         })
         .collect();
     let status = StatusWriter::new(sd.status_file());
@@ -252,6 +257,7 @@ pub fn run(mut cfg: Config, sd: &StateDir) -> i32 {
         stdin_waiting: Vec::new(),
         volume_usage,
         image_backoff: BTreeMap::new(),
+        volume_gates: BTreeMap::new(),
         pause: None,
         pod_allocated: None,
         resize_retry_at: None,
@@ -294,6 +300,7 @@ impl Supervisor<'_> {
             handlers,
             start_requested: None,
             observed: None,
+            volumes_ready: false,
         });
         pod::add_container(&mut self.cfg.plan, &mut self.st, plan);
     }

@@ -95,31 +95,6 @@ impl Supervisor<'_> {
         spec
     }
 
-    /// What the node's other pods hold: every other pod directory beside this one under
-    /// the state root, at the sizes its status shows allocated.
-    fn held_by_others(&self) -> allocation::CpuMemory {
-        let mut held = allocation::CpuMemory::default();
-        let Some(root) = self.sd.root.parent() else {
-            return held;
-        };
-        for e in std::fs::read_dir(root).into_iter().flatten().flatten() {
-            let dir = e.path();
-            if dir == self.sd.root {
-                continue;
-            }
-            let Some(pod) = std::fs::read(dir.join("status.json"))
-                .ok()
-                .and_then(|b| serde_json::from_slice::<k8s_openapi::api::core::v1::Pod>(&b).ok())
-            else {
-                continue;
-            };
-            let h = allocation::held_by(&pod);
-            held.cpu += h.cpu;
-            held.memory += h.memory;
-        }
-        held
-    }
-
     /// kubelet's `handlePodResourcesResize`: allocate the desired sizes if the node has
     /// room for them (then apply them), else say why the resize is pending.
     pub(super) fn handle_resize(&mut self) {
@@ -135,7 +110,8 @@ impl Supervisor<'_> {
             memory: i128::from(mem),
         };
         let generation = self.cfg.plan.generation;
-        if let Err((why, msg)) = allocation::admit(&desired, node, self.held_by_others()) {
+        let held = allocation::cpu_memory(&allocation::node_usage(&self.sd.other_pods()));
+        if let Err((why, msg)) = allocation::admit(&desired, node, held) {
             // An event only when the condition changes, as `SetPodResizePendingCondition`.
             if self.st.resize_pending.as_ref() != Some(&(why, msg.clone())) {
                 self.event(allocation::pending(&desired, generation, why, &msg));

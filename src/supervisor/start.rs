@@ -56,8 +56,8 @@ pub fn set_up_volumes(
         crate::sandbox::volumes::prepare(wanted, spec, sd, mem, &files_of)
     };
     let (mut made, mut failed) = (made, failed);
-    // Image volumes not on this machine have no mount: the containers that mount them
-    // wait for the image (`image_volumes_ready`).
+    // An image's volume has no layers until a container that mounts it has the image
+    // (`image_volumes_ready`), which mounts it then.
     let images = cfg
         .image_volumes
         .iter()
@@ -155,9 +155,24 @@ impl Supervisor<'_> {
         self.release_later();
         let now = self.now();
         self.containers[i].start_requested = Some(now);
-        if !self.image_ready(i, now) || !self.image_volumes_ready(i, now) {
+        // kubelet has the pod's image volumes before the container's own image
+        // (`SyncPod`); a start that waits for its image's pull has its volumes already.
+        if !self.containers[i].volumes_ready {
+            if !self.image_volumes_ready(i, now) {
+                return;
+            }
+            self.containers[i].volumes_ready = true;
+        }
+        if !self.image_ready(i, now) {
+            let pulling = self.containers[i]
+                .ctr
+                .image
+                .as_ref()
+                .is_some_and(|m| m.gate.pulling_since.is_some());
+            self.containers[i].volumes_ready = pulling;
             return;
         }
+        self.containers[i].volumes_ready = false;
         // An ephemeral container with a target joins the target's pid namespace (the
         // pause's too when the pod shares one).
         let target_pidfd = match self.containers[i].ctr.target {

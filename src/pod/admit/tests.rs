@@ -27,6 +27,7 @@ fn node() -> Node {
         .iter()
         .map(|(k, v)| (k.to_string(), *v))
         .collect(),
+        used: BTreeMap::new(),
         apparmor: false,
     }
 }
@@ -245,5 +246,47 @@ fn a_containers_profile_comes_from_its_field_then_its_annotation_then_the_pods()
             .localhost_profile
             .as_deref(),
         Some("x")
+    );
+}
+
+#[test]
+fn the_other_pods_of_the_node_count_as_used() {
+    // Two pods already on the node, one at a size a resize allocated, and one ended.
+    let other = |name: &str, cpu: &str, phase: &str, allocated: &str| {
+        pod(&format!(
+            "metadata: {{name: {name}}}\nspec:\n  containers: [{{name: c, image: busybox, resources: {{requests: {{cpu: {cpu}, memory: 1Gi}}}}}}]\nstatus:\n  phase: {phase}\n  containerStatuses: [{{name: c, image: busybox, imageID: '', ready: true, restartCount: 0{allocated}}}]\n"
+        ))
+    };
+    let others = [
+        other("a", "500m", "Running", ""),
+        other(
+            "b",
+            "1",
+            "Running",
+            ", allocatedResources: {cpu: 900m, memory: 1Gi}",
+        ),
+        other("c", "1500m", "Succeeded", ""),
+    ];
+    let mut n = node();
+    n.used = crate::pod::allocation::node_usage(&others);
+    assert_eq!(n.used["pods"], 2);
+    assert_eq!(n.used["cpu"], 1400);
+    let p =
+        pod("spec:\n  containers: [{name: c, image: busybox, resources: {requests: {cpu: 700m}}}]");
+    let r = check_on_node(&p, &n).unwrap_err();
+    assert_eq!(r.reason(), "OutOfcpu");
+    assert_eq!(
+        r.message(),
+        "Node didn't have enough resource: cpu, requested: 700, used: 1400, capacity: 2000"
+    );
+    let fits =
+        pod("spec:\n  containers: [{name: c, image: busybox, resources: {requests: {cpu: 600m}}}]");
+    assert_eq!(check_on_node(&fits, &n), Ok(()), "exactly what is left");
+    // The node's pod count: kubelet's "Too many pods" is OutOfpods.
+    n.allocatable.insert("pods".into(), 2);
+    let r = check_on_node(&fits, &n).unwrap_err();
+    assert_eq!(
+        r.message(),
+        "Node didn't have enough resource: pods, requested: 1, used: 2, capacity: 2"
     );
 }

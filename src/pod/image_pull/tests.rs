@@ -358,3 +358,124 @@ fn containers_of_one_image_share_the_pods_back_off() {
         Gate::Pull
     );
 }
+
+/// The events and whose they are: the container's index, or `None` for the pod's.
+fn events_on(acts: &[Action]) -> Vec<(String, String, Option<usize>)> {
+    acts.iter()
+        .filter_map(|a| match a {
+            Action::Event(EventSpec {
+                reason,
+                message,
+                container,
+                ..
+            }) => Some((reason.to_string(), message.clone(), *container)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn an_image_volumes_pull_is_the_pods_and_its_failure_the_mounting_containers() {
+    let p = plan(&[("web", Kind::App)]);
+    let mut st = PodState::new(&p);
+    st.on_sandbox_ready(0);
+    step(&p, &mut st, 0);
+    let mut b = PullBackoff::default();
+    let reference = "reg:5000/data:v1";
+    let mut g = ImageGate::for_volume(reference, Policy::IfNotPresent);
+    assert_eq!(g.on_start(&p, &mut st, 0, false, &mut b, 0), Gate::Pull);
+    assert!(st.containers[0].is_active(), "being created while it pulls");
+    let r = PullResult::Failed("unauthorized: authentication required".into());
+    assert!(!g.on_pulled(&p, &mut st, 0, r, &mut b, 800));
+    assert_eq!(
+        waiting(&st, 0),
+        (
+            "ErrImagePull".into(),
+            "unauthorized: authentication required".into()
+        )
+    );
+    // kubelet's image manager names the pod (`getImageVolumes` passes the pod's
+    // reference); the container it keeps from starting has its own `Error:` event.
+    let ev = events_on(&step(&p, &mut st, 800));
+    assert_eq!(
+        ev,
+        [
+            (
+                "Pulling".into(),
+                format!("Pulling image {reference:?}"),
+                None
+            ),
+            (
+                "Failed".into(),
+                format!(
+                    "Failed to pull image {reference:?}: unauthorized: authentication required"
+                ),
+                None
+            ),
+            ("Failed".into(), "Error: ErrImagePull".into(), Some(0)),
+        ]
+    );
+    // kubelet's next sync pulls again; the sync after that failure is within its back-off.
+    assert_eq!(starts(&step(&p, &mut st, 10_800)), [0]);
+    assert_eq!(
+        g.on_start(&p, &mut st, 0, false, &mut b, 10_800),
+        Gate::Pull
+    );
+    let r = PullResult::Failed("unauthorized: authentication required".into());
+    assert!(!g.on_pulled(&p, &mut st, 0, r, &mut b, 10_800));
+    assert_eq!(starts(&step(&p, &mut st, 20_800)), [0]);
+    assert_eq!(
+        g.on_start(&p, &mut st, 0, false, &mut b, 20_800),
+        Gate::Failed
+    );
+    let (reason, message) = waiting(&st, 0);
+    assert_eq!(reason, "ImagePullBackOff");
+    assert_eq!(
+        message,
+        format!("Back-off pulling image {reference:?}: ErrImagePull: unauthorized: authentication required")
+    );
+    let ev = events_on(&step(&p, &mut st, 20_800));
+    assert!(
+        ev.contains(&(
+            "BackOff".into(),
+            format!("Back-off pulling image {reference:?}"),
+            None
+        )),
+        "{ev:?}"
+    );
+    // Once pulled, the start goes on with it, once; the next start finds it present.
+    assert_eq!(starts(&step(&p, &mut st, 30_800)), [0]);
+    assert_eq!(
+        g.on_start(&p, &mut st, 0, false, &mut b, 30_800),
+        Gate::Pull
+    );
+    let r = PullResult::Pulled {
+        took_ms: 300,
+        size: 10,
+    };
+    assert!(g.on_pulled(&p, &mut st, 0, r, &mut b, 31_100));
+    assert_eq!(
+        g.on_start(&p, &mut st, 0, true, &mut b, 31_100),
+        Gate::Ready
+    );
+    assert_eq!(
+        g.on_start(&p, &mut st, 0, true, &mut b, 31_100),
+        Gate::Ready
+    );
+    let pulled: Vec<_> = events_on(&step(&p, &mut st, 31_100))
+        .into_iter()
+        .filter(|e| e.0 == "Pulled")
+        .collect();
+    assert_eq!(pulled.len(), 2, "{pulled:?}");
+    assert!(pulled[0]
+        .1
+        .starts_with(&format!("Successfully pulled image {reference:?} in 300ms")));
+    assert_eq!(
+        pulled[1],
+        (
+            "Pulled".into(),
+            format!("Container image {reference:?} already present on machine"),
+            None
+        )
+    );
+}
