@@ -62,23 +62,25 @@ fn context() -> containerd_shim::TtrpcContext {
 /// so this thread also knows when the shim has been quiet for a second: then it gives
 /// code pages back (a pod's shim spends its life waiting, and what ran for a create or a
 /// start is mapped again from the page cache if it runs again; `sys::pages`, as podinit's
-/// supervisor does).
+/// supervisor does). Once quiet it blocks without a timeout: an idle pod's shim wakes
+/// for nothing.
 pub fn publisher_thread(rx: mpsc::Receiver<Event>, publisher: RemotePublisher, namespace: String) {
     std::thread::spawn(move || {
-        let mut busy = true;
+        let publish = |e: Event| {
+            if let Some(req) = envelope(&namespace, &e) {
+                let _ = publisher.forward(&context(), req);
+            }
+        };
         loop {
             match rx.recv_timeout(Duration::from_secs(1)) {
-                Ok(e) => {
-                    if let Some(req) = envelope(&namespace, &e) {
-                        let _ = publisher.forward(&context(), req);
-                    }
-                    busy = true;
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) if busy => {
+                Ok(e) => publish(e),
+                Err(mpsc::RecvTimeoutError::Timeout) => {
                     podinit::sys::pages::release_startup_pages();
-                    busy = false;
+                    match rx.recv() {
+                        Ok(e) => publish(e),
+                        Err(mpsc::RecvError) => return,
+                    }
                 }
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => return,
             }
         }
