@@ -29,6 +29,8 @@ mod common;
 mod cri;
 #[path = "../tests/common/cri_client.rs"]
 mod cri_client;
+#[path = "cri/density.rs"]
+mod density;
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
@@ -43,6 +45,9 @@ struct Args {
     update: Option<String>,
     strace: Option<String>,
     timeline: Option<String>,
+    density: bool,
+    parallel: usize,
+    idle: u64,
 }
 
 fn args() -> Args {
@@ -54,13 +59,23 @@ fn args() -> Args {
         update: None,
         strace: None,
         timeline: None,
+        density: false,
+        parallel: 10,
+        idle: 60,
     };
+    let mut pods_given = false;
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
         let mut val = || it.next().unwrap_or_else(|| panic!("{k} needs a value"));
         match k.as_str() {
             "--rounds" => a.rounds = val().parse().expect("--rounds N"),
-            "--pods" => a.pods = val().parse().expect("--pods N"),
+            "--pods" => {
+                a.pods = val().parse().expect("--pods N");
+                pods_given = true;
+            }
+            "--density" => a.density = true,
+            "--parallel" => a.parallel = val().parse().expect("--parallel N"),
+            "--idle" => a.idle = val().parse().expect("--idle SECONDS"),
             "--json" => a.json = Some(val()),
             "--md" => a.md = Some(val()),
             "--update" => a.update = Some(val()),
@@ -70,6 +85,10 @@ fn args() -> Args {
             "--bench" => {}
             other => panic!("cri bench: unknown argument {other}"),
         }
+    }
+    // The density bench's own default: the issue's hundred pods.
+    if a.density && !pods_given {
+        a.pods = 100;
     }
     a
 }
@@ -88,7 +107,11 @@ fn ms(d: Duration) -> f64 {
 }
 
 fn start_pod(lab: &Lab, handler: &str) -> Result<Pod, String> {
-    let c = lab.cri();
+    start_pod_on(lab.cri(), lab, handler)
+}
+
+/// [`start_pod`] over the CRI connection `c` (one per thread that starts pods).
+fn start_pod_on(c: &cri_client::Client, lab: &Lab, handler: &str) -> Result<Pod, String> {
     let pc = lab.pod_config(&cri::unique("bench"), false, false);
     let cc = lab.container_config("sleeper", &["sleep", "3600"]);
     let t0 = Instant::now();
@@ -316,7 +339,35 @@ fn p90(v: &[f64]) -> f64 {
 fn main() {
     let a = args();
     assert!(common::is_root(), "the CRI bench needs root");
-    let lab = Lab::new("bench");
+    let lab = Lab::with("bench", daemon(a.density), None);
+    if a.density {
+        let d = density::Density {
+            pods: a.pods,
+            parallel: a.parallel,
+            idle: Duration::from_secs(a.idle),
+        };
+        let (figs, load_before, load_after) = density::run(&lab, &d);
+        let (md, json) = density::report(&d, &figs);
+        print!("{md}");
+        if let Some(p) = &a.md {
+            std::fs::write(p, &md).unwrap_or_else(|e| panic!("{p}: {e}"));
+        }
+        if let Some(p) = &a.json {
+            let mut json = json;
+            json["loadavg"] = serde_json::json!({"before": load_before, "after": load_after});
+            std::fs::write(p, serde_json::to_string_pretty(&json).unwrap())
+                .unwrap_or_else(|e| panic!("{p}: {e}"));
+        }
+        if let Some(p) = &a.update {
+            let head = format!(
+                "{} pods per handler, {} at a time, idle {} s; the handlers one after another. \
+                 Load average (1, 5, 15 min) {load_before} before, {load_after} after.",
+                d.pods, d.parallel, a.idle
+            );
+            update_section(p, &lab.daemon, "density-bench", &head, &md);
+        }
+        return;
+    }
     let mut figs: BTreeMap<&str, Figures> = cri::HANDLERS
         .iter()
         .map(|h| (*h, Figures::default()))
@@ -388,7 +439,7 @@ fn main() {
             remove(&lab, p);
         }
     }
-    report(&a, &figs);
+    report(&a, &lab.daemon, &figs);
 }
 
 /// Today's goals against the runc handler, for task mode (the shim's Task service makes
@@ -397,7 +448,7 @@ const SANDBOX_GOAL: &str = "≤ 0.4 × runc";
 const WHOLE_GOAL: &str = "≤ 0.35 × runc";
 const MEMORY_GOAL: &str = "≤ 2 MiB and ≤ 0.15 × runc";
 
-fn report(a: &Args, figs: &BTreeMap<&str, Figures>) {
+fn report(a: &Args, daemon: &cri::Containerd, figs: &BTreeMap<&str, Figures>) {
     let n = a.pods;
     let rows: Vec<(&str, String, &str, &str)> = vec![
         ("sandbox", "RunPodSandbox".into(), "ms", SANDBOX_GOAL),
@@ -522,7 +573,12 @@ fn report(a: &Args, figs: &BTreeMap<&str, Figures>) {
         std::fs::write(p, &md).unwrap_or_else(|e| panic!("{p}: {e}"));
     }
     if let Some(p) = &a.update {
-        update_section(p, &md);
+        let head = format!(
+            "both handlers in one private containerd, raw CRI calls. Median (p90). Load \
+             average (1, 5, 15 min) at the end: {}.",
+            density::loadavg()
+        );
+        update_section(p, daemon, "cri-bench", &head, &md);
     }
     if let Some(p) = &a.json {
         std::fs::write(p, serde_json::to_string_pretty(&json).unwrap())
@@ -530,12 +586,12 @@ fn report(a: &Args, figs: &BTreeMap<&str, Figures>) {
     }
 }
 
-/// Replace what lies between the CRI bench's markers in `path` with `table`, headed by
-/// the run's commit and machine.
-fn update_section(path: &str, table: &str) {
-    let (start, end) = ("<!-- cri-bench -->\n", "<!-- /cri-bench -->");
+/// Replace what lies between the `<!-- MARK -->` and `<!-- /MARK -->` lines of `path`
+/// with `table`, headed by the run's commit, machine and containerd, then `head`.
+fn update_section(path: &str, daemon: &cri::Containerd, mark: &str, head: &str, table: &str) {
+    let (start, end) = (format!("<!-- {mark} -->\n"), format!("<!-- /{mark} -->"));
     let old = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let (Some(i), Some(j)) = (old.find(start), old.find(end)) else {
+    let (Some(i), Some(j)) = (old.find(&start), old.find(&end)) else {
         panic!("{path} has no {start:?} … {end:?} section");
     };
     let rev = std::process::Command::new("git")
@@ -546,16 +602,35 @@ fn update_section(path: &str, table: &str) {
         .unwrap_or_default();
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     let head = format!(
-        "`scripts/bench` (as root), commit {rev}, {cores} cores, containerd {}; both \
-         handlers in one private containerd, raw CRI calls. Median (p90).\n\n",
-        containerd_version()
+        "`scripts/bench` (as root), commit {rev}, {cores} cores, containerd {}; {head}\n\n",
+        containerd_version(daemon)
     );
     let new = format!("{}{start}{head}{table}{}", &old[..i], &old[j..]);
     std::fs::write(path, new).unwrap_or_else(|e| panic!("{path}: {e}"));
 }
 
-fn containerd_version() -> String {
-    std::process::Command::new("containerd")
+/// The containerd the bench runs: `PODINIT_CRI_CONTAINERD`'s when set, else containerd 2
+/// when this machine has it (nodes run 2.x), else Debian's 1.6, said in one line. The
+/// density bench measures containerd 2's Sandbox mode and fails without it.
+fn daemon(density: bool) -> cri::Containerd {
+    if std::env::var_os("PODINIT_CRI_CONTAINERD").is_some() {
+        return cri::Containerd::from_env();
+    }
+    match cri::Containerd::v2() {
+        Some(d) => d,
+        None if density => panic!(
+            "cri bench --density: the Sandbox mode needs containerd 2: no \
+             shared/containerd-2/bin/containerd above the crate and no PODINIT_CONTAINERD2"
+        ),
+        None => {
+            eprintln!("cri bench: no containerd 2 here (shared/containerd-2): containerd 1.6");
+            cri::Containerd::V1_6
+        }
+    }
+}
+
+fn containerd_version(daemon: &cri::Containerd) -> String {
+    std::process::Command::new(daemon.program("containerd"))
         .arg("--version")
         .output()
         .ok()

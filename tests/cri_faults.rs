@@ -332,3 +332,106 @@ fn cri_start_errors_on_podinit_agree_with_runc() {
     let podinit = start_errors(&lab, "podinit");
     assert_eq!(podinit, runc, "start errors: podinit's differ from runc's");
 }
+
+/// The process runs still: it exists, is not a zombie, and is the one of `id`.
+fn alive(id: &(i32, String)) -> bool {
+    common::stat_fields(id.0)
+        .is_some_and(|f| f.first().is_some_and(|s| s != "Z") && f.get(19) == Some(&id.1))
+}
+
+/// A test run killed leaves its lab behind, every pod running: containerd, the shims, the
+/// sandboxes (a Sandbox API PID 1 among them), the containers, mounts, cgroups, the bridge
+/// and the shims' socket dir. The next lab to start sweeps it, and leaves a lab whose
+/// owner lives alone.
+#[test]
+#[ignore = "needs root: private containerds 2 with CNI"]
+fn cri_a_dead_test_runs_lab_is_swept_by_the_next() {
+    common::require_root();
+    let v2 = cri::Containerd::v2().expect(
+        "the Sandbox mode needs containerd 2: no shared/containerd-2/bin/containerd above the \
+         crate and no PODINIT_CONTAINERD2",
+    );
+    let live = Lab::with("sweep-live", v2.clone(), None);
+    let survivor = running_pod(&live, "podinit", "survivor");
+    let dead = Lab::with("sweep-dead", v2.clone(), None);
+    let mut pids = vec![common::process_identity(dead.containerd_pid() as i32)];
+    for handler in ["runc", "podinit", cri::SANDBOX_HANDLER] {
+        pids.extend(running_pod(&dead, handler, "left").pids);
+    }
+    pids.extend(
+        dead.shims()
+            .into_iter()
+            .map(|(pid, _)| common::process_identity(pid)),
+    );
+    let (dir, bridge, socket_dir) = (
+        dead.dir.clone(),
+        dead.bridge.clone(),
+        dead.socket_dir.clone(),
+    );
+    let cgroups = dead.cgroups();
+    assert!(!dead.mounts().is_empty(), "the pods mount nothing");
+    assert!(!cgroups.is_empty(), "the pods have no cgroups");
+    // Its owner: a process that has ended.
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let owner = common::process_identity(gone.id() as i32);
+    gone.wait().unwrap();
+    let mut containerd = dead.abandon(&owner);
+
+    let next = Lab::with("sweep-next", v2, None);
+    // containerd is this test's child: reaped here once the sweep has killed it.
+    let deadline = Instant::now() + WAIT;
+    while containerd.try_wait().unwrap().is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "the dead lab's containerd still runs"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Another test process may have been the sweeper: then wait for it to finish.
+    while (dir.exists() || socket_dir.exists()) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left: Vec<_> = pids.iter().filter(|id| alive(id)).collect();
+    assert!(left.is_empty(), "processes of the dead lab left: {left:?}");
+    assert!(!dir.exists(), "{} left", dir.display());
+    assert!(!socket_dir.exists(), "{} left", socket_dir.display());
+    let prefix = format!("{}/", dir.display());
+    let mounts: Vec<String> = std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split(' ').nth(4))
+        .filter(|m| m.starts_with(&prefix))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(mounts, Vec::<String>::new(), "mounts of the dead lab left");
+    let cgroups_left: Vec<_> = cgroups.iter().filter(|c| c.exists()).collect();
+    assert!(
+        cgroups_left.is_empty(),
+        "cgroups of the dead lab left: {cgroups_left:?}"
+    );
+    let link = std::process::Command::new("ip")
+        .args(["link", "show", &bridge])
+        .output()
+        .unwrap();
+    assert!(
+        !link.status.success(),
+        "the dead lab's bridge {bridge} left"
+    );
+
+    // The live lab is untouched: its containerd answers and its pod runs.
+    for id in &survivor.pids {
+        assert!(
+            alive(id),
+            "process {} of the live lab's pod was killed",
+            id.0
+        );
+    }
+    let st = live.cri().pod_status(&survivor.pod).status.unwrap();
+    assert_eq!(
+        st.state,
+        api::PodSandboxState::SandboxReady as i32,
+        "{st:?}"
+    );
+    remove_pod(&live, &survivor.pod);
+    drop(next);
+}

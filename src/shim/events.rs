@@ -58,27 +58,52 @@ fn context() -> containerd_shim::TtrpcContext {
     }
 }
 
+/// The environment variable containerd starts a shim with: its ttrpc address, where
+/// events go (the shim crate's own name for it, which it does not export).
+const TTRPC_ADDRESS: &str = "TTRPC_ADDRESS";
+
+/// A new connection to containerd's events service, None (said on stderr, which
+/// containerd logs) when it cannot be made: the event is lost, as a failed forward's is.
+fn connect() -> Option<RemotePublisher> {
+    let address = std::env::var(TTRPC_ADDRESS).ok()?;
+    RemotePublisher::new(&address)
+        .map_err(|e| {
+            eprintln!(
+                "containerd-shim-podinit-v1: connecting to containerd's events at {address}: {e}"
+            )
+        })
+        .ok()
+}
+
 /// Publishes events in the order they were made. Every change to a task publishes one,
 /// so this thread also knows when the shim has been quiet for a second: then it gives
 /// code pages back (a pod's shim spends its life waiting, and what ran for a create or a
 /// start is mapped again from the page cache if it runs again; `sys::pages`, as podinit's
-/// supervisor does).
+/// supervisor does), closes its connection to containerd (ttrpc's sync client polls its
+/// socket every 10 ms for as long as it is open) and blocks with no timeout: an idle
+/// pod's shim wakes for nothing. The next event connects again.
 pub fn publisher_thread(rx: mpsc::Receiver<Event>, publisher: RemotePublisher, namespace: String) {
     std::thread::spawn(move || {
-        let mut busy = true;
+        let mut publisher = Some(publisher);
+        let publish = |publisher: &mut Option<RemotePublisher>, e: Event| {
+            if publisher.is_none() {
+                *publisher = connect();
+            }
+            if let (Some(p), Some(req)) = (publisher.as_ref(), envelope(&namespace, &e)) {
+                let _ = p.forward(&context(), req);
+            }
+        };
         loop {
             match rx.recv_timeout(Duration::from_secs(1)) {
-                Ok(e) => {
-                    if let Some(req) = envelope(&namespace, &e) {
-                        let _ = publisher.forward(&context(), req);
-                    }
-                    busy = true;
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) if busy => {
+                Ok(e) => publish(&mut publisher, e),
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    publisher = None;
                     podinit::sys::pages::release_startup_pages();
-                    busy = false;
+                    match rx.recv() {
+                        Ok(e) => publish(&mut publisher, e),
+                        Err(mpsc::RecvError) => return,
+                    }
                 }
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => return,
             }
         }

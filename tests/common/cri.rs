@@ -9,6 +9,11 @@
 //! A shim still running once its pods are gone is a defect of the runtime: the drop
 //! reports it (and fails the test when it has not failed already).
 //!
+//! A test run that is killed runs no drop: its lab stays, containerd and pods running.
+//! Each lab records its owner (the test process, by pid and start time) in its dir, and a
+//! lab that starts sweeps every lab whose owner is dead ([`sweep_dead_labs`]); a lab whose
+//! owner lives is never touched, however old.
+//!
 //! Used by the test files as `#[path = "common/cri.rs"] mod cri;` beside `mod common;`
 //! and `#[path = "common/cri_client.rs"] mod cri_client;` (benches/cri.rs too). Set
 //! `PODINIT_CRI_KEEP=1` to keep the lab's dir (config, containerd.log, pod logs) after a
@@ -103,6 +108,9 @@ pub struct Lab {
     mirror: Option<String>,
     containerd: Option<Child>,
     client: Option<Client>,
+    /// Cleaned up already (a dead lab swept, or one handed to a test as abandoned): the
+    /// drop does nothing more.
+    cleaned: bool,
 }
 
 fn random_u32() -> u32 {
@@ -171,9 +179,20 @@ impl Lab {
     /// A lab on `daemon`, pulling every registry's images from `mirror` when given.
     pub fn with(prefix: &str, daemon: Containerd, mirror: Option<String>) -> Lab {
         install_missing();
+        for (dir, problems) in sweep_dead_labs() {
+            eprintln!(
+                "CRI lab: swept {}, left by a test run that died{}",
+                dir.display(),
+                if problems.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", problems.join("; "))
+                }
+            );
+        }
         let n = random_u32();
         let name = format!("{prefix}-{n:08x}");
-        let dir = std::env::temp_dir().join(format!("podinit-cri-{name}"));
+        let dir = std::env::temp_dir().join(format!("{LAB_DIR_PREFIX}{name}"));
         std::fs::create_dir_all(&dir).unwrap();
         // A subnet of 10.128.0.0/9 per lab: two labs at once differ but by chance.
         let net_prefix = format!("10.{}.{}", 128 + (n >> 8) % 128, n % 256);
@@ -192,7 +211,9 @@ impl Lab {
             mirror,
             containerd: None,
             client: None,
+            cleaned: false,
         };
+        lab.write_owner(&crate::common::process_identity(std::process::id() as i32));
         lab.write_config();
         lab.make_bridge();
         lab.make_images();
@@ -698,8 +719,12 @@ fn collect_dirs(root: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-impl Drop for Lab {
-    fn drop(&mut self) {
+impl Lab {
+    /// Everything of the lab goes: its pods through the CRI while containerd answers,
+    /// then containerd, the shims and whatever runs in the lab's cgroups, its mounts, the
+    /// bridge, the shims' sockets, CNI's records and the dir. What the runtime left that
+    /// it should not have (a shim with no pod) is returned.
+    fn clean_up(&mut self) -> Vec<String> {
         // containerd may have died with the test (or been killed): then nothing to ask.
         if let Some(c) = self.containerd.as_mut() {
             if !matches!(c.try_wait(), Ok(None)) {
@@ -763,10 +788,234 @@ impl Drop for Lab {
                 let _ = std::fs::remove_dir(e.path().join("kubepods"));
             }
         }
+        self.cleaned = true;
+        problems
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        if self.cleaned {
+            return;
+        }
+        let problems = self.clean_up();
         if !problems.is_empty() && !std::thread::panicking() {
             panic!("CRI lab {}: {}", self.name, problems.join("; "));
         }
     }
+}
+
+/// Where every lab's dir is: `<temp dir>/podinit-cri-<name>`.
+const LAB_DIR_PREFIX: &str = "podinit-cri-";
+/// The lab's record in its dir: the test process that runs it, and what the lab made
+/// outside its dir (bridge, socket dir), for [`sweep_dead_labs`].
+const OWNER_FILE: &str = "owner.json";
+
+impl Lab {
+    /// Records `owner` (pid and start time, so that a reused pid is never taken for it) as
+    /// the lab's owner, with what the lab makes outside its dir. Written whole or not at
+    /// all: a sweeper never reads half a record.
+    fn write_owner(&self, owner: &(i32, String)) {
+        let record = serde_json::json!({
+            "pid": owner.0,
+            "start_time": owner.1,
+            "name": self.name,
+            "bridge": self.bridge,
+            "net_prefix": self.net_prefix,
+            "socket_dir": self.socket_dir,
+            "containerd": match &self.daemon {
+                Containerd::V1_6 => serde_json::Value::Null,
+                Containerd::V2(bin) => serde_json::json!(bin),
+            },
+        });
+        let tmp = self.dir.join(format!("{OWNER_FILE}.tmp"));
+        std::fs::write(&tmp, record.to_string()).unwrap();
+        std::fs::rename(&tmp, self.dir.join(OWNER_FILE)).unwrap();
+    }
+
+    /// The lab as a killed test run leaves it: `owner` (a process that has ended) recorded
+    /// as its owner, containerd and every pod left running, nothing removed. containerd's
+    /// process is returned for the caller to reap once a sweep has killed it.
+    pub fn abandon(mut self, owner: &(i32, String)) -> Child {
+        self.write_owner(owner);
+        self.client = None;
+        self.cleaned = true;
+        self.containerd.take().expect("containerd is running")
+    }
+
+    /// A dead lab, from its record; None for a record that names what no lab makes.
+    fn from_record(dir: &Path, r: &serde_json::Value) -> Option<Lab> {
+        let s = |k: &str| r[k].as_str().map(str::to_string);
+        let (name, bridge, socket_dir) =
+            (s("name")?, s("bridge")?, PathBuf::from(s("socket_dir")?));
+        let ours = bridge.starts_with("pcri")
+            && dir.file_name()?.to_string_lossy() == format!("{LAB_DIR_PREFIX}{name}")
+            && (socket_dir.starts_with(dir)
+                || socket_dir.to_string_lossy().starts_with("/tmp/pcri-s-"));
+        if !ours {
+            return None;
+        }
+        Some(Lab {
+            name,
+            dir: dir.to_path_buf(),
+            sock: dir.join("c.sock"),
+            bridge,
+            net_prefix: s("net_prefix")?,
+            daemon: match r["containerd"].as_str() {
+                None => Containerd::V1_6,
+                Some(bin) => Containerd::V2(bin.into()),
+            },
+            socket_dir,
+            mirror: None,
+            containerd: None,
+            client: None,
+            cleaned: false,
+        })
+    }
+
+    /// Every process of a dead lab SIGKILLed: its containerd and shims (their command
+    /// lines name the lab's dir), and whatever works in the lab's dir (a Sandbox API PID 1
+    /// starts in its shim's bundle). Containers and pauses in their own root go with the
+    /// cgroups. What would not die is returned.
+    fn kill_dead_processes(&self) -> Vec<String> {
+        let me = std::process::id() as i32;
+        let needle = format!("{}/", self.dir.display());
+        let mut victims = Vec::new();
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            if pid == me {
+                continue;
+            }
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+                .unwrap_or_default();
+            let in_dir = std::fs::read_link(format!("/proc/{pid}/cwd"))
+                .is_ok_and(|cwd| cwd.starts_with(&self.dir));
+            if cmd.contains(&needle) || in_dir {
+                if let Some(id) = identity(pid) {
+                    // SAFETY: kill(2) of a process of a lab whose owner is dead.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                    victims.push(id);
+                }
+            }
+        }
+        let deadline = Instant::now() + DAEMON_LIMIT;
+        while victims.iter().any(alive) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        victims
+            .iter()
+            .filter(|id| alive(id))
+            .map(|(pid, _)| format!("process {pid} survived SIGKILL"))
+            .collect()
+    }
+
+    /// The cgroups named by the bundles of a dead lab's tasks and sandboxes (a container's
+    /// `linux.cgroupsPath`, a Sandbox API sandbox's record), wherever its pods' parents put
+    /// them (`k8s.io`, a `test.slice` path): their processes killed, the cgroups removed.
+    fn remove_bundle_cgroups(&self) {
+        let Ok(kinds) = std::fs::read_dir(self.dir.join("state")) else {
+            return;
+        };
+        let bundles = kinds
+            .flatten()
+            .filter(|k| {
+                k.file_name()
+                    .to_string_lossy()
+                    .starts_with("io.containerd.runtime.v2.")
+            })
+            .filter_map(|k| std::fs::read_dir(k.path()).ok())
+            .flat_map(|namespaces| namespaces.flatten())
+            .filter_map(|ns| std::fs::read_dir(ns.path()).ok())
+            .flat_map(|ids| ids.flatten());
+        for b in bundles {
+            let id = b.file_name().to_string_lossy().to_string();
+            let read = |f: &str| -> serde_json::Value {
+                std::fs::read(b.path().join(f))
+                    .ok()
+                    .and_then(|t| serde_json::from_slice(&t).ok())
+                    .unwrap_or_default()
+            };
+            let paths = [
+                read("config.json")["linux"]["cgroupsPath"].clone(),
+                read("podinit-sandbox.json")["cgroups_path"].clone(),
+            ];
+            for p in paths.iter().filter_map(|p| p.as_str()) {
+                if let Ok(g) = podinit::cgroup::CgroupRoot::for_oci_path(Some(p), &id) {
+                    for d in g.dirs() {
+                        kill_and_remove(d);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A process's identity (pid, start time), None once it is gone.
+fn identity(pid: i32) -> Option<(i32, String)> {
+    Some((pid, crate::common::stat_fields(pid)?.into_iter().nth(19)?))
+}
+
+/// The process still runs: it exists, is not a zombie and is the one of `id`.
+fn alive(id: &(i32, String)) -> bool {
+    crate::common::stat_fields(id.0)
+        .is_some_and(|f| f.first().is_some_and(|s| s != "Z") && f.get(19) == Some(&id.1))
+}
+
+/// Sweeps every lab whose owner is dead: what a killed test run left (its containerd,
+/// shims, sandboxes and containers, mounts, cgroups, bridge, sockets, dir) goes. A lab
+/// whose owner runs is never touched, nor one without a record (being made now, or by
+/// an older test build); one sweeper per dead lab (a lock on its record). Each swept dir
+/// with what could not be removed.
+pub fn sweep_dead_labs() -> Vec<(PathBuf, Vec<String>)> {
+    use std::os::fd::AsRawFd;
+    let mut swept = Vec::new();
+    let Ok(rd) = std::fs::read_dir(std::env::temp_dir()) else {
+        return swept;
+    };
+    for e in rd.flatten() {
+        if !e.file_name().to_string_lossy().starts_with(LAB_DIR_PREFIX) {
+            continue;
+        }
+        let dir = e.path();
+        let Ok(text) = std::fs::read_to_string(dir.join(OWNER_FILE)) else {
+            continue;
+        };
+        let Ok(record) = serde_json::from_str::<serde_json::Value>(&text) else {
+            continue;
+        };
+        let owner = (
+            record["pid"].as_i64().unwrap_or(0) as i32,
+            record["start_time"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+        );
+        if owner.0 <= 0 || alive(&owner) {
+            continue;
+        }
+        let Ok(lock) = std::fs::File::open(dir.join(OWNER_FILE)) else {
+            continue;
+        };
+        // SAFETY: flock(2) of a file we hold open.
+        if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            continue;
+        }
+        // A sweeper before us may have finished between our read and our lock.
+        if !dir.join(OWNER_FILE).exists() {
+            continue;
+        }
+        let Some(mut lab) = Lab::from_record(&dir, &record) else {
+            continue;
+        };
+        let mut problems = lab.kill_dead_processes();
+        lab.remove_bundle_cgroups();
+        problems.extend(lab.clean_up());
+        swept.push((dir, problems));
+    }
+    swept
 }
 
 // Steps and checks the CRI tests share.
