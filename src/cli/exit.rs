@@ -122,4 +122,80 @@ mod tests {
         assert_eq!(EXIT_INVALID, crate::run::EXIT_INVALID);
         assert_eq!(EXIT_SANDBOX, crate::supervisor::EXIT_SANDBOX);
     }
+
+    #[test]
+    fn every_image_error_is_one_line_with_its_kind_and_exit_status() {
+        use crate::image::Error as I;
+        use std::io;
+        let cases = [
+            (
+                I::Reference("invalid reference format: \"A\"".into()),
+                Kind::InvalidArgument,
+            ),
+            (
+                I::NoImage {
+                    name: "docker.io/library/x:latest".into(),
+                    store: "/s".into(),
+                },
+                Kind::NotFound,
+            ),
+            (
+                I::InUse("image x is in use by a running container".into()),
+                Kind::FailedPrecondition,
+            ),
+            (
+                I::io(
+                    "reading /s/index.json",
+                    io::Error::from_raw_os_error(libc::ENOENT),
+                ),
+                Kind::NotFound,
+            ),
+            (
+                I::Os(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "digest mismatch",
+                )),
+                Kind::InvalidArgument,
+            ),
+            (
+                I::sys("locking /s/lock", nix::errno::Errno::EACCES),
+                Kind::PermissionDenied,
+            ),
+            (
+                I::Content("manifest: bad JSON".into()),
+                Kind::InvalidArgument,
+            ),
+            (I::Unsupported("schema 1".into()), Kind::Unimplemented),
+            (I::Missing("blob sha256:ab".into()), Kind::NotFound),
+            (
+                I::Registry {
+                    status: Some(401),
+                    message: "401 Unauthorized".into(),
+                },
+                Kind::PermissionDenied,
+            ),
+            (
+                I::Registry {
+                    status: Some(404),
+                    message: "manifest unknown".into(),
+                },
+                Kind::NotFound,
+            ),
+            (
+                I::unreachable("r.example: cannot connect: refused".into()),
+                Kind::Unavailable,
+            ),
+            (
+                I::Missing("layer l".into()).within("pull x"),
+                Kind::NotFound,
+            ),
+        ];
+        for (e, kind) in cases {
+            let line = e.to_string();
+            let f = Failure::from(e);
+            assert_eq!((f.kind(), f.exit_status()), (kind, EXIT_FAILED), "{line}");
+            assert_eq!(f.to_string(), line);
+            assert!(!line.is_empty() && !line.contains('\n'), "{line:?}");
+        }
+    }
 }

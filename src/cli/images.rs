@@ -44,13 +44,76 @@ Options:
   -h, --help      Print help
 ";
 
+/// Each verb's own `--help`, as `images pull --help` has its own.
+const IMPORT_HELP: &str = "\
+Import an OCI image layout, an oci-archive or a docker save archive; prints each image's
+name and digest
+
+Usage: podinit images [--images DIR] import [--name NAME] FILE|DIR
+
+Arguments:
+  FILE|DIR  The layout's directory, or the archive
+
+Options:
+      --name NAME   Name the archive's one image NAME instead of what the archive says
+      --images DIR  The image store [default: /var/lib/podinit/images;
+                    without root, ~/.local/share/podinit/images]
+  -h, --help        Print help
+";
+
+const LS_HELP: &str = "\
+List the images: NAME, DIGEST, SIZE
+
+Usage: podinit images [--images DIR] ls [-q|--quiet]
+
+Options:
+  -q, --quiet       Names only
+      --images DIR  The image store [default: /var/lib/podinit/images;
+                    without root, ~/.local/share/podinit/images]
+  -h, --help        Print help
+";
+
+const RM_HELP: &str = "\
+Remove images; blobs and layers no other image uses go too
+
+Usage: podinit images [--images DIR] rm [-f|--force] NAME|DIGEST...
+
+Arguments:
+  NAME|DIGEST...  The images, by name or by digest
+
+Options:
+  -f, --force       Remove an image a running container uses too (refused otherwise)
+      --images DIR  The image store [default: /var/lib/podinit/images;
+                    without root, ~/.local/share/podinit/images]
+  -h, --help        Print help
+";
+
+/// The help of `images` itself, or of the verb given before `--help`.
+fn help_of(verb: Option<&str>) -> &'static str {
+    match verb {
+        Some("import") => IMPORT_HELP,
+        Some("ls" | "list") => LS_HELP,
+        Some("rm" | "remove") => RM_HELP,
+        _ => HELP,
+    }
+}
+
 /// What the words ask for.
 #[derive(Debug, PartialEq)]
 enum Action {
-    Help,
-    Import { path: PathBuf, name: Option<String> },
-    List { quiet: bool },
-    Remove { names: Vec<String>, force: bool },
+    /// `--help`, after a verb or not: the text to print.
+    Help(&'static str),
+    Import {
+        path: PathBuf,
+        name: Option<String>,
+    },
+    List {
+        quiet: bool,
+    },
+    Remove {
+        names: Vec<String>,
+        force: bool,
+    },
 }
 
 /// Parses the words after `images`; returns the store's root and the action.
@@ -69,7 +132,7 @@ fn parse(args: Vec<OsString>) -> Result<(PathBuf, Action), String> {
     };
     while let Some(arg) = p.next().map_err(|e| e.to_string())? {
         match arg {
-            Long("help") | Short('h') => return Ok((root, Action::Help)),
+            Long("help") | Short('h') => return Ok((root, Action::Help(help_of(cmd.as_deref())))),
             Long("images") => root = p.value().map_err(|e| e.to_string())?.into(),
             Long("name") if cmd.as_deref() == Some("import") => {
                 name = Some(str(p.value().map_err(|e| e.to_string())?)?)
@@ -128,8 +191,8 @@ pub fn main(args: Vec<OsString>) -> i32 {
             return crate::run::EXIT_INVALID;
         }
     };
-    if action == Action::Help {
-        print!("{HELP}");
+    if let Action::Help(text) = action {
+        print!("{text}");
         return 0;
     }
     match run(&root, action) {
@@ -154,7 +217,7 @@ impl From<crate::image::Error> for Failed {
 fn run(root: &std::path::Path, action: Action) -> Result<(), Failed> {
     let store = Store::open(root)?;
     match action {
-        Action::Help => {}
+        Action::Help(_) => {}
         Action::Import { path, name } => {
             for image in crate::image::import::import(&store, &path, name.as_deref())? {
                 println!("{} {}", image.name, image.digest);
@@ -267,7 +330,21 @@ mod tests {
                 force: true
             }
         );
-        assert_eq!(words(&["--help"]).unwrap().1, Action::Help);
+        assert_eq!(words(&["--help"]).unwrap().1, Action::Help(HELP));
+        assert_eq!(words(&["-h", "ls"]).unwrap().1, Action::Help(HELP));
+        for (verb, text) in [
+            ("import", IMPORT_HELP),
+            ("ls", LS_HELP),
+            ("list", LS_HELP),
+            ("rm", RM_HELP),
+            ("remove", RM_HELP),
+        ] {
+            assert_eq!(words(&[verb, "--help"]).unwrap().1, Action::Help(text));
+        }
+        assert_eq!(
+            words(&["--images", "/s", "rm", "-h"]).unwrap().1,
+            Action::Help(RM_HELP)
+        );
         assert_eq!(words(&["import"]).unwrap_err(), "FILE|DIR is missing");
         assert_eq!(words(&["rm"]).unwrap_err(), "NAME|DIGEST is missing");
         assert_eq!(

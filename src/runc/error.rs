@@ -197,4 +197,36 @@ mod tests {
             assert_eq!(e.exit_status(), status, "{e}");
         }
     }
+
+    #[test]
+    fn every_runtime_error_keeps_its_kind_and_fails_with_status_1() {
+        use crate::runtime::Error as R;
+        let cases = [
+            (
+                R::spec("process.args: Required value"),
+                Kind::InvalidArgument,
+            ),
+            (
+                R::errno("setns /proc/7/ns/net", nix::errno::Errno::ENOENT),
+                Kind::NotFound,
+            ),
+            (
+                R::os("clone3", std::io::Error::from_raw_os_error(libc::EPERM)),
+                Kind::PermissionDenied,
+            ),
+            (R::Hook("prestart: exit status 1".into()), Kind::Unknown),
+            (R::Setup("the hop exited".into()), Kind::Unknown),
+            (R::Start("exec: \"x\": not found".into()), Kind::Unknown),
+            (R::Exited("the process has exited".into()), Kind::NotFound),
+        ];
+        for (err, kind) in cases {
+            let line = format!("container c1: {err}");
+            let e = Error::Runtime {
+                id: "c1".into(),
+                err,
+            };
+            assert_eq!((e.kind(), e.exit_status()), (kind, 1), "{e}");
+            assert_eq!(e.to_string(), line);
+        }
+    }
 }

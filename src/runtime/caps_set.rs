@@ -4,6 +4,8 @@
 
 use caps::{CapSet, Capability, CapsHashSet};
 
+use super::{Error, Result};
+
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Caps {
     pub bounding: CapsHashSet,
@@ -13,21 +15,21 @@ pub struct Caps {
     pub ambient: CapsHashSet,
 }
 
-fn parse(names: &Option<oci_spec::runtime::Capabilities>) -> Result<CapsHashSet, String> {
+fn parse(names: &Option<oci_spec::runtime::Capabilities>) -> Result<CapsHashSet> {
     let mut out = CapsHashSet::new();
     for c in names.iter().flatten() {
         // oci-spec prints its enum without the prefix (`CHOWN`); caps wants `CAP_CHOWN`.
         let name = format!("CAP_{}", c.to_string().trim_start_matches("CAP_"));
         let cap: Capability = name
             .parse()
-            .map_err(|_| format!("capability {name} is not known to this system"))?;
+            .map_err(|_| Error::Spec(format!("capability {name} is not known to this system")))?;
         out.insert(cap);
     }
     Ok(out)
 }
 
 impl Caps {
-    pub fn from_spec(c: Option<&oci_spec::runtime::LinuxCapabilities>) -> Result<Caps, String> {
+    pub fn from_spec(c: Option<&oci_spec::runtime::LinuxCapabilities>) -> Result<Caps> {
         let Some(c) = c else {
             return Ok(Caps::default());
         };
@@ -42,13 +44,15 @@ impl Caps {
 
     /// Drop from the bounding set every capability not in it (needs CAP_SETPCAP: call
     /// before leaving root).
-    pub fn apply_bounding(&self) -> Result<(), String> {
+    pub fn apply_bounding(&self) -> Result<()> {
         for cap in caps::all() {
             if !self.bounding.contains(&cap) {
                 // A capability this kernel does not know cannot be dropped: skip it.
                 if let Err(e) = caps::drop(None, CapSet::Bounding, cap) {
                     if caps::has_cap(None, CapSet::Bounding, cap).unwrap_or(false) {
-                        return Err(format!("dropping {cap} from the bounding set: {e}"));
+                        return Err(Error::Setup(format!(
+                            "dropping {cap} from the bounding set: {e}"
+                        )));
                     }
                 }
             }
@@ -57,9 +61,10 @@ impl Caps {
     }
 
     /// Set the effective, permitted, inheritable and ambient sets exactly.
-    pub fn apply_rest(&self) -> Result<(), String> {
-        let ctx =
-            |set: &str, e: caps::errors::CapsError| format!("setting the {set} capabilities: {e}");
+    pub fn apply_rest(&self) -> Result<()> {
+        let ctx = |set: &str, e: caps::errors::CapsError| {
+            Error::Setup(format!("setting the {set} capabilities: {e}"))
+        };
         // Each set is bounded by the current permitted set: effective and inheritable are
         // set while the permitted set is still root's, then permitted is narrowed (it keeps
         // the effective ones), then ambient (which needs permitted and inheritable).

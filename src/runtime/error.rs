@@ -47,6 +47,11 @@ impl Error {
         }
     }
 
+    /// A spec the runtime cannot run: the message names the field.
+    pub fn spec(message: impl Into<String>) -> Error {
+        Error::Spec(message.into())
+    }
+
     pub fn os(what: impl fmt::Display, err: std::io::Error) -> Error {
         Error::Os {
             what: what.to_string(),

@@ -12,6 +12,7 @@
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 use super::prepare::Prepared;
+use super::{Error, Result};
 use crate::sys::clone::Cloned;
 
 /// Runs `main(hop)` in a hop, vfork-like and placed in `cgroup`, until it has exited; what
@@ -23,14 +24,14 @@ unsafe fn run_hop<T>(
     cgroup: Option<BorrowedFd>,
     main: extern "C" fn(*mut libc::c_void) -> !,
     hop: &mut T,
-) -> Result<(), String> {
+) -> Result<()> {
     let h = crate::sys::clone::clone3_vfork(
         crate::sys::clone::CLONE_CLEAR_SIGHAND,
         cgroup,
         main,
         hop as *mut T as *mut libc::c_void,
     )
-    .map_err(|e| format!("clone3: {e}"))?;
+    .map_err(|e| Error::os("clone3", e))?;
     let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(h.pid), None);
     Ok(())
 }
@@ -61,7 +62,7 @@ pub(super) unsafe fn vfork_in(
     flags: u64,
     cgroup: Option<BorrowedFd>,
     child: &mut super::VforkChild,
-) -> Result<Cloned, String> {
+) -> Result<Cloned> {
     let mut hop = Hop {
         userns: userns.as_raw_fd(),
         pid_ns,
@@ -75,9 +76,10 @@ pub(super) unsafe fn vfork_in(
         let mut buf = [0u8; 1024];
         // SAFETY: recv into a live buffer; not waiting: the hop has exited.
         let n = libc::recv(ours, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT);
+        // The hop's own failure, or its child's, is the line it wrote.
         return Err(match n {
-            n if n > 0 => String::from_utf8_lossy(&buf[..n as usize]).into_owned(),
-            _ => "the hop into the pod's user namespace exited".to_string(),
+            n if n > 0 => Error::Start(String::from_utf8_lossy(&buf[..n as usize]).into_owned()),
+            _ => Error::Setup("the hop into the pod's user namespace exited".to_string()),
         });
     }
     pidfd_of(hop.pid)
@@ -85,14 +87,14 @@ pub(super) unsafe fn vfork_in(
 
 /// The pidfd of our child `pid` (CLONE_PARENT): its pid stays its own until we reap it.
 /// Without one the process is killed and reaped.
-fn pidfd_of(pid: i32) -> Result<Cloned, String> {
+fn pidfd_of(pid: i32) -> Result<Cloned> {
     match crate::sys::pidfd::open(pid) {
         Ok(pidfd) => Ok(Cloned { pid, pidfd }),
         Err(e) => {
             // SAFETY: our child, not yet reaped.
             unsafe { libc::kill(pid, libc::SIGKILL) };
             let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
-            Err(format!("pidfd_open of the container's process: {e}"))
+            Err(Error::os("pidfd_open of the container's process", e))
         }
     }
 }
@@ -153,7 +155,7 @@ struct ForkHop<'a> {
     flags: u64,
     what: Forked<'a>,
     /// Set by the hop: the process's pid, or why there is none.
-    out: Result<i32, String>,
+    out: Result<i32>,
 }
 
 /// What the hop's child runs.
@@ -169,7 +171,7 @@ enum Forked<'a> {
 ///
 /// # Safety
 /// Single-threaded caller.
-unsafe fn fork_hop(cgroup: Option<BorrowedFd>, mut hop: ForkHop) -> Result<Cloned, String> {
+unsafe fn fork_hop(cgroup: Option<BorrowedFd>, mut hop: ForkHop) -> Result<Cloned> {
     run_hop(cgroup, fork_hop_main, &mut hop)?;
     let pid = std::mem::replace(&mut hop.out, Ok(0))?;
     pidfd_of(pid)
@@ -186,12 +188,12 @@ pub unsafe fn fork_in(
     cgroup: Option<BorrowedFd>,
     p: &Prepared,
     ends: [RawFd; 2],
-) -> Result<Cloned, String> {
+) -> Result<Cloned> {
     let hop = ForkHop {
         userns: userns.as_raw_fd(),
         flags,
         what: Forked::Init { p, ends },
-        out: Err("the hop into the user namespace exited".into()),
+        out: Err(hop_exited()),
     };
     fork_hop(cgroup, hop)
 }
@@ -201,18 +203,19 @@ pub unsafe fn fork_in(
 ///
 /// # Safety
 /// Single-threaded caller; `main` must not return (it ends in `_exit` or runs for good).
-pub unsafe fn pid1_in(
-    userns: BorrowedFd,
-    main: fn(RawFd) -> !,
-    arg: RawFd,
-) -> Result<Cloned, String> {
+pub unsafe fn pid1_in(userns: BorrowedFd, main: fn(RawFd) -> !, arg: RawFd) -> Result<Cloned> {
     let hop = ForkHop {
         userns: userns.as_raw_fd(),
         flags: libc::CLONE_NEWPID as u64,
         what: Forked::Main { main, arg },
-        out: Err("the hop into the user namespace exited".into()),
+        out: Err(hop_exited()),
     };
     fork_hop(None, hop)
+}
+
+/// What a hop that exited without a word says.
+fn hop_exited() -> Error {
+    Error::Setup("the hop into the user namespace exited".into())
 }
 
 extern "C" fn fork_hop_main(arg: *mut libc::c_void) -> ! {
@@ -220,9 +223,9 @@ extern "C" fn fork_hop_main(arg: *mut libc::c_void) -> ! {
     let h = unsafe { &mut *(arg as *mut ForkHop) };
     // SAFETY: setns with the fd of a user namespace.
     if unsafe { libc::setns(h.userns, libc::CLONE_NEWUSER) } != 0 {
-        h.out = Err(format!(
-            "joining the user namespace: {}",
-            std::io::Error::last_os_error()
+        h.out = Err(Error::os(
+            "joining the user namespace",
+            std::io::Error::last_os_error(),
         ));
         // SAFETY: exiting the hop.
         unsafe { libc::_exit(1) }
@@ -241,7 +244,7 @@ extern "C" fn fork_hop_main(arg: *mut libc::c_void) -> ! {
             Forked::Main { main, arg } => main(arg),
         },
         Ok(Some(c)) => h.out = Ok(c.pid),
-        Err(e) => h.out = Err(format!("clone3 in the user namespace: {e}")),
+        Err(e) => h.out = Err(Error::os("clone3 in the user namespace", e)),
     }
     // SAFETY: exiting the hop; the pidfd closes with it.
     unsafe { libc::_exit(0) }

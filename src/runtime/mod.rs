@@ -109,7 +109,7 @@ pub fn spawn_pid1(
     crate::sys::clone::single_threaded("making a pid namespace's first process")
         .map_err(|e| Error::Setup(e.to_string()))?;
     // SAFETY: checked just now: this is the only thread; `main` never returns.
-    unsafe { hop::pid1_in(userns, main, arg) }.map_err(Error::Setup)
+    unsafe { hop::pid1_in(userns, main, arg) }
 }
 
 /// Start `l.spec.process` inside the running container whose main process `target` (a
@@ -123,7 +123,7 @@ pub fn spawn_in(target: &OwnedFd, l: &Launch) -> Result<Spawned> {
 
 fn start(l: &Launch, join: Option<&OwnedFd>) -> Result<Spawned> {
     let prepared = prepare::Prepared::from_spec(l.spec, l.stdio)
-        .map_err(|e| Error::Spec(e).named(l.name, join.is_some()))?;
+        .map_err(|e| e.named(l.name, join.is_some()))?;
     start_prepared(l, prepared, join)
 }
 
@@ -212,8 +212,7 @@ fn start_prepared(
     };
     let cloned = match l.user_ns.filter(|_| hop) {
         // SAFETY: as below.
-        Some(userns) => unsafe { hop::vfork_in(userns, hop_pid_ns, flags, cgroup, &mut args) }
-            .map_err(Error::Setup),
+        Some(userns) => unsafe { hop::vfork_in(userns, hop_pid_ns, flags, cgroup, &mut args) },
         // SAFETY: the supervisor is single-threaded; `vfork_child` only runs `init::run`,
         // which ends in exec or _exit and frees nothing of ours; `args` outlives the call.
         None => unsafe {
@@ -224,7 +223,7 @@ fn start_prepared(
                 &mut args as *mut VforkChild as *mut libc::c_void,
             )
         }
-        .map_err(|e| Error::Setup(format!("clone3: {e}"))),
+        .map_err(|e| Error::os("clone3", e)),
     };
     if let Some(own) = restore_pid_ns {
         // SAFETY: back to our own pid namespace for later children.

@@ -66,7 +66,7 @@ pub fn check_proc_mount(
     destination: &Path,
     fstype: Option<&str>,
     source_is_proc: bool,
-) -> Result<(), String> {
+) -> super::Result<()> {
     let mut clean = PathBuf::from("/");
     for c in destination.components() {
         match c {
@@ -84,18 +84,18 @@ pub fn check_proc_mount(
         if fstype == Some("proc") || source_is_proc {
             return Ok(());
         }
-        return Err(format!(
+        return Err(super::Error::spec(format!(
             "mount {}: /proc cannot be mounted because it is not of type proc",
             destination.display()
-        ));
+        )));
     }
     if PROC_FILES_ALLOWED.iter().any(|a| Path::new(a) == clean) {
         return Ok(());
     }
-    Err(format!(
+    Err(super::Error::spec(format!(
         "mount {}: it cannot be mounted because it is inside /proc",
         destination.display()
-    ))
+    )))
 }
 
 /// Parse OCI mount options (runc's table).
@@ -263,7 +263,7 @@ pub fn secure_join(
     root: &Path,
     unsafe_path: &Path,
     lookup: &dyn Fn(&Path) -> Option<PathBuf>,
-) -> Result<PathBuf, String> {
+) -> super::Result<PathBuf> {
     use std::ffi::OsString;
     // Components still to walk, next one last.
     fn push_rev(stack: &mut Vec<OsString>, p: &Path) {
@@ -291,10 +291,10 @@ pub fn secure_join(
             Some(target) => {
                 links += 1;
                 if links > 255 {
-                    return Err(format!(
+                    return Err(super::Error::spec(format!(
                         "{}: too many levels of symbolic links",
                         unsafe_path.display()
-                    ));
+                    )));
                 }
                 if target.is_absolute() {
                     out = PathBuf::new();
@@ -423,8 +423,9 @@ mod tests {
 
     #[test]
     fn only_procfs_goes_on_proc_and_only_lxcfs_files_below_it() {
-        let ok =
-            |d: &str, t: Option<&str>, proc_src: bool| check_proc_mount(Path::new(d), t, proc_src);
+        let ok = |d: &str, t: Option<&str>, proc_src: bool| {
+            check_proc_mount(Path::new(d), t, proc_src).map_err(|e| e.to_string())
+        };
         assert_eq!(ok("/proc", Some("proc"), false), Ok(()));
         assert_eq!(ok("/proc", Some("bind"), true), Ok(()));
         assert_eq!(

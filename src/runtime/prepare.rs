@@ -8,6 +8,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::mounts::{self, MountPlan};
+use super::{Error, Result};
 
 pub struct Device {
     pub path: PathBuf,
@@ -132,33 +133,29 @@ pub enum Namespaces {
     Any,
 }
 
-fn cstr(s: impl AsRef<[u8]>) -> Result<CString, String> {
+fn cstr(s: impl AsRef<[u8]>) -> Result<CString> {
     CString::new(s.as_ref()).map_err(|_| {
-        format!(
+        Error::spec(format!(
             "{:?} contains a NUL byte",
             String::from_utf8_lossy(s.as_ref())
-        )
+        ))
     })
 }
 
 impl Prepared {
-    pub fn from_spec(spec: &Spec, stdio: [RawFd; 3]) -> Result<Prepared, String> {
+    pub fn from_spec(spec: &Spec, stdio: [RawFd; 3]) -> Result<Prepared> {
         Self::from_spec_with(spec, stdio, Namespaces::Pod)
     }
 
-    pub fn from_spec_with(
-        spec: &Spec,
-        stdio: [RawFd; 3],
-        kinds: Namespaces,
-    ) -> Result<Prepared, String> {
+    pub fn from_spec_with(spec: &Spec, stdio: [RawFd; 3], kinds: Namespaces) -> Result<Prepared> {
         let process = spec
             .process()
             .as_ref()
-            .ok_or("config.json: process: Required value")?;
+            .ok_or_else(|| Error::spec("config.json: process: Required value"))?;
         let root = spec
             .root()
             .as_ref()
-            .ok_or("config.json: root: Required value")?;
+            .ok_or_else(|| Error::spec("config.json: root: Required value"))?;
         let linux = spec.linux().clone().unwrap_or_default();
         let seccomp = linux
             .seccomp()
@@ -174,7 +171,7 @@ impl Prepared {
                 .as_deref()
                 .is_some_and(|p| !p.is_empty())
         {
-            return Err("AppArmor and SELinux labels are not supported".into());
+            return Err(Error::spec("AppArmor and SELinux labels are not supported"));
         }
         let mut new_pid_ns = false;
         let mut new_cgroup_ns = false;
@@ -189,9 +186,9 @@ impl Prepared {
                 LinuxNamespaceType::Mount => {}
                 t if kinds == Namespaces::Any => join_flags |= ns_flag(t),
                 t => {
-                    return Err(format!(
+                    return Err(Error::spec(format!(
                         "namespace {t:?} must be the pod's (removed from the spec)"
-                    ))
+                    )))
                 }
             }
         }
@@ -199,10 +196,10 @@ impl Prepared {
         let mut dev_is_tmpfs = false;
         for m in spec.mounts().iter().flatten() {
             if !m.destination().is_absolute() {
-                return Err(format!(
+                return Err(Error::spec(format!(
                     "mount destination {} is not absolute",
                     m.destination().display()
-                ));
+                )));
             }
             let mut opts = m.options().clone().unwrap_or_default();
             if m.typ().as_deref() == Some("devpts") && crate::sys::rootless::rootless() {
@@ -267,7 +264,7 @@ impl Prepared {
         let mut rlimits = Vec::new();
         for r in process.rlimits().iter().flatten() {
             let res = rlimit_resource(&format!("{:?}", r.typ()))
-                .ok_or_else(|| format!("rlimit {:?} is not known", r.typ()))?;
+                .ok_or_else(|| Error::spec(format!("rlimit {:?} is not known", r.typ())))?;
             rlimits.push((res, r.soft(), r.hard()));
         }
         let user = process.user();
@@ -282,7 +279,7 @@ impl Prepared {
         let argv0 = args
             .first()
             .cloned()
-            .ok_or("process.args: Required value")?;
+            .ok_or_else(|| Error::spec("process.args: Required value"))?;
         let exe_candidates = if argv0.contains('/') {
             vec![cstr(&argv0)?]
         } else {
@@ -293,13 +290,13 @@ impl Prepared {
             path.split(':')
                 .filter(|d| !d.is_empty())
                 .map(|d| cstr(format!("{d}/{argv0}")))
-                .collect::<Result<_, _>>()?
+                .collect::<Result<_>>()?
         };
         let personality = match linux.personality() {
             None => None,
             Some(p) => Some(personality(p)?),
         };
-        let uts = |v: &Option<String>, field: &str| -> Result<Option<CString>, String> {
+        let uts = |v: &Option<String>, field: &str| -> Result<Option<CString>> {
             match v.as_deref().filter(|h| !h.is_empty()) {
                 None => Ok(None),
                 Some(_) if kinds == Namespaces::Pod => Ok(None),
@@ -310,9 +307,9 @@ impl Prepared {
                         .flatten()
                         .any(|n| n.typ() == LinuxNamespaceType::Uts) =>
                 {
-                    Err(format!(
+                    Err(Error::spec(format!(
                         "{field} {h:?} needs a private UTS namespace (linux.namespaces has none)"
-                    ))
+                    )))
                 }
                 Some(h) => cstr(h).map(Some),
             }
@@ -377,8 +374,8 @@ impl Prepared {
             no_new_privs: process.no_new_privileges().unwrap_or(false),
             seccomp,
             cwd: process.cwd().clone(),
-            argv: args.iter().map(cstr).collect::<Result<_, _>>()?,
-            env: env.iter().map(cstr).collect::<Result<_, _>>()?,
+            argv: args.iter().map(cstr).collect::<Result<_>>()?,
+            env: env.iter().map(cstr).collect::<Result<_>>()?,
             exe_candidates,
             argv0,
             cgroup2_host: crate::sys::cgroup::unified(),
@@ -413,10 +410,10 @@ pub fn ns_flag(t: LinuxNamespaceType) -> libc::c_int {
 
 /// `linux.personality`'s domain (and no flags: runc accepts none either) as the value
 /// personality(2) takes.
-fn personality(p: &oci_spec::runtime::LinuxPersonality) -> Result<libc::c_ulong, String> {
+fn personality(p: &oci_spec::runtime::LinuxPersonality) -> Result<libc::c_ulong> {
     use oci_spec::runtime::LinuxPersonalityDomain as D;
     if p.flags().as_ref().is_some_and(|f| !f.is_empty()) {
-        return Err("linux.personality.flags: not supported".into());
+        return Err(Error::spec("linux.personality.flags: not supported"));
     }
     Ok(match p.domain() {
         D::PerLinux => 0,
@@ -452,7 +449,7 @@ fn rlimit_resource(name: &str) -> Option<libc::__rlimit_resource_t> {
 }
 
 /// Paths as C strings for the child.
-pub fn c_path(p: &Path) -> Result<CString, String> {
+pub fn c_path(p: &Path) -> Result<CString> {
     cstr(p.as_os_str().as_bytes())
 }
 
@@ -500,7 +497,7 @@ mod tests {
             "linux": {"namespaces": [{"type": "network"}]}
         });
         let spec: Spec = serde_json::from_value(v.clone()).unwrap();
-        let err = |s: &Spec| Prepared::from_spec(s, [0, 1, 2]).err().unwrap();
+        let err = |s: &Spec| Prepared::from_spec(s, [0, 1, 2]).err().unwrap().to_string();
         assert!(err(&spec).contains("pod's"));
         v["linux"] = serde_json::json!({"seccomp": {"defaultAction": "SCMP_ACT_NOTIFY"}});
         let spec: Spec = serde_json::from_value(v.clone()).unwrap();

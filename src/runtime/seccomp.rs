@@ -28,6 +28,7 @@ use oci_spec::runtime::{Arch, LinuxSeccomp, LinuxSeccompAction, LinuxSeccompFilt
 use std::collections::BTreeMap;
 
 use super::syscall_table;
+use super::{Error, Result};
 
 mod codegen;
 use codegen::{intervals, Gen, Tgt};
@@ -95,12 +96,14 @@ struct Rule {
 
 /// The return value of an action (runc's `getAction`): ERRNO and TRACE carry `errnoRet`,
 /// EPERM when unset; SCMP_ACT_KILL kills the thread.
-fn action(a: LinuxSeccompAction, errno_ret: Option<u32>, field: &str) -> Result<u32, String> {
+fn action(a: LinuxSeccompAction, errno_ret: Option<u32>, field: &str) -> Result<u32> {
     use LinuxSeccompAction::*;
     let data = |base: u32| match errno_ret {
         None => Ok(base | libc::EPERM as u32),
         Some(e) if e <= 0xffff => Ok(base | e),
-        Some(e) => Err(format!("{field}: errnoRet {e} is out of range (0-65535)")),
+        Some(e) => Err(Error::Spec(format!(
+            "{field}: errnoRet {e} is out of range (0-65535)"
+        ))),
     };
     match a {
         ScmpActKill | ScmpActKillThread => Ok(RET_KILL_THREAD),
@@ -110,12 +113,14 @@ fn action(a: LinuxSeccompAction, errno_ret: Option<u32>, field: &str) -> Result<
         ScmpActTrace => data(RET_TRACE),
         ScmpActLog => Ok(RET_LOG),
         ScmpActAllow => Ok(RET_ALLOW),
-        ScmpActNotify => Err(format!("{field}: SCMP_ACT_NOTIFY is not supported")),
+        ScmpActNotify => Err(Error::Spec(format!(
+            "{field}: SCMP_ACT_NOTIFY is not supported"
+        ))),
     }
 }
 
 /// Translate a profile. Errors name the profile field (`linux.seccomp.syscalls[3].action`).
-pub fn compile(s: &LinuxSeccomp) -> Result<Filter, String> {
+pub fn compile(s: &LinuxSeccomp) -> Result<Filter> {
     let default = action(
         s.default_action(),
         s.default_errno_ret(),
@@ -140,7 +145,7 @@ pub fn compile(s: &LinuxSeccomp) -> Result<Filter, String> {
             LinuxSeccompFilterFlag::SeccompFilterFlagLog => flags |= FLAG_LOG,
             LinuxSeccompFilterFlag::SeccompFilterFlagSpecAllow => flags |= FLAG_SPEC_ALLOW,
             LinuxSeccompFilterFlag::SeccompFilterFlagWaitKillableRecv => {
-                return Err("linux.seccomp.flags: SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV needs SCMP_ACT_NOTIFY, which is not supported".into())
+                return Err(Error::Spec("linux.seccomp.flags: SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV needs SCMP_ACT_NOTIFY, which is not supported".into()))
             }
         }
     }
@@ -156,10 +161,10 @@ pub fn compile(s: &LinuxSeccomp) -> Result<Filter, String> {
         let mut conds = Vec::new();
         for (j, a) in sc.args().iter().flatten().enumerate() {
             if a.index() > 5 {
-                return Err(format!(
+                return Err(Error::Spec(format!(
                     "{field}.args[{j}].index: {} is out of range (0-5)",
                     a.index()
-                ));
+                )));
             }
             conds.push(Cond {
                 index: a.index() as u8,
@@ -254,16 +259,16 @@ pub fn compile(s: &LinuxSeccomp) -> Result<Filter, String> {
     }
     let program = g.assemble();
     if program.len() > MAX_INSNS {
-        return Err(format!(
+        return Err(Error::Spec(format!(
             "linux.seccomp: the filter needs {} BPF instructions, more than the kernel's {MAX_INSNS}",
             program.len()
-        ));
+        )));
     }
     Ok(Filter { program, flags })
 }
 
 /// Install `f` on the calling thread. Without no_new_privs this needs CAP_SYS_ADMIN.
-pub fn install(f: &Filter) -> Result<(), String> {
+pub fn install(f: &Filter) -> Result<()> {
     let prog = libc::sock_fprog {
         len: f.program.len() as libc::c_ushort,
         filter: f.program.as_ptr() as *mut libc::sock_filter,
@@ -278,9 +283,9 @@ pub fn install(f: &Filter) -> Result<(), String> {
         )
     };
     if rc < 0 {
-        return Err(format!(
-            "installing the seccomp filter: {}",
-            std::io::Error::last_os_error()
+        return Err(Error::os(
+            "installing the seccomp filter",
+            std::io::Error::last_os_error(),
         ));
     }
     Ok(())

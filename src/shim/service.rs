@@ -4,9 +4,11 @@
 //! `task_api.rs`.
 
 use std::collections::HashMap;
+use std::os::fd::RawFd;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use containerd_shim::protos::protobuf::MessageDyn;
 use containerd_shim::ExitSignal;
@@ -42,6 +44,13 @@ pub struct Inner {
 
 #[derive(Clone)]
 pub struct Service(pub Arc<Inner>);
+
+/// How long the shim waits, after a call that ends it, for its caller to hang up: ttrpc's
+/// server drops its connections at once when the shim ends, so an answer still on its way
+/// would be lost (containerd forgives a Task Shutdown's "ttrpc: closed", but runs no Task
+/// Shutdown after ShutdownSandbox, and RemovePodSandbox would fail). The caller hangs up
+/// once answered.
+const ANSWER_GRACE: Duration = Duration::from_secs(1);
 
 impl Inner {
     pub fn new(
@@ -107,6 +116,18 @@ impl Inner {
     /// Whether the shim may end: no task and no sandbox left in it.
     pub fn may_exit(&self) -> bool {
         self.is_empty() && !self.sandbox.load(Ordering::SeqCst)
+    }
+
+    /// Ends the shim once the answer to the call on connection `conn` has reached its
+    /// caller (see [`ANSWER_GRACE`]): Shutdown and ShutdownSandbox answer, then go.
+    pub fn exit_once_answered(&self, conn: Option<RawFd>) {
+        let exit = Arc::clone(&self.exit);
+        std::thread::spawn(move || {
+            if let Some(fd) = conn {
+                let _ = podinit::sys::unix_socket::wait_hangup(fd, ANSWER_GRACE);
+            }
+            exit.signal();
+        });
     }
 
     /// The table; never locked while a container's own lock is held.

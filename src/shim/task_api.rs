@@ -134,9 +134,9 @@ impl containerd_shim::Task for Service {
         })
     }
 
-    fn shutdown(&self, _: &TtrpcContext, _: api::ShutdownRequest) -> TtrpcResult<api::Empty> {
+    fn shutdown(&self, ctx: &TtrpcContext, _: api::ShutdownRequest) -> TtrpcResult<api::Empty> {
         if self.0.may_exit() {
-            self.0.exit.signal();
+            self.0.exit_once_answered(Some(ctx.fd));
         }
         Ok(api::Empty::default())
     }

@@ -3,6 +3,7 @@
 
 use super::proxy::{self, Proxy};
 use super::url::{self, Url};
+use crate::image::Error;
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
@@ -41,9 +42,11 @@ pub struct Connection {
     pub forward: Option<Option<String>>,
 }
 
-/// Connects to `url`'s server, through a proxy when the environment names one.
-pub fn connect(url: &Url, net: &Net) -> Result<Connection, String> {
-    let proxy = net.proxies.for_url(url)?;
+/// Connects to `url`'s server, through a proxy when the environment names one. Every
+/// error is the registry's unreachable one (`Error::Registry` without a status), naming
+/// the server and the step.
+pub fn connect(url: &Url, net: &Net) -> Result<Connection, Error> {
+    let proxy = net.proxies.for_url(url).map_err(Error::unreachable)?;
     let timeout = net.timeout;
     let (host, port) = match &proxy {
         Some(p) => (p.host.as_str(), p.port),
@@ -87,7 +90,7 @@ fn tunnel(
     p: &Proxy,
     label: &str,
     timeout: Duration,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let target = format!("{}:{}", url::bracketed(&url.host), url.port);
     let mut req = format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n");
     if let Some(a) = &p.authorization {
@@ -95,11 +98,11 @@ fn tunnel(
     }
     req.push_str("\r\n");
     let fail = |e: io::Error| {
-        if is_timeout(&e) {
+        Error::unreachable(if is_timeout(&e) {
             format!("{label}: CONNECT: no answer within {timeout:?}")
         } else {
             format!("{label}: CONNECT: {e}")
-        }
+        })
     };
     sock.write_all(req.as_bytes()).map_err(fail)?;
     // Byte by byte: what follows the answer's head is the server's TLS, not ours to read.
@@ -107,9 +110,9 @@ fn tunnel(
     while !head.ends_with(b"\r\n\r\n") {
         let mut b = [0u8; 1];
         if sock.read(&mut b).map_err(fail)? == 0 || head.len() > 16 * 1024 {
-            return Err(format!(
+            return Err(Error::unreachable(format!(
                 "{label}: CONNECT: the proxy closed without an answer"
-            ));
+            )));
         }
         head.push(b[0]);
     }
@@ -117,16 +120,18 @@ fn tunnel(
     let status_line = status_line.lines().next().unwrap_or("");
     let code = status_line.split(' ').nth(1).unwrap_or("");
     if !code.starts_with('2') {
-        return Err(format!("{label}: CONNECT refused: {status_line}"));
+        return Err(Error::unreachable(format!(
+            "{label}: CONNECT refused: {status_line}"
+        )));
     }
     Ok(())
 }
 
 /// A TCP connection to `host:port`, with `timeout` on reads and writes.
-fn dial(host: &str, port: u16, label: &str, timeout: Duration) -> Result<TcpStream, String> {
+fn dial(host: &str, port: u16, label: &str, timeout: Duration) -> Result<TcpStream, Error> {
     let addrs = (host, port)
         .to_socket_addrs()
-        .map_err(|e| format!("{label}: cannot resolve {host}: {e}"))?;
+        .map_err(|e| Error::unreachable(format!("{label}: cannot resolve {host}: {e}")))?;
     let mut last = None;
     let mut sock = None;
     let connect_timeout = timeout.min(CONNECT_TIMEOUT);
@@ -139,12 +144,17 @@ fn dial(host: &str, port: u16, label: &str, timeout: Duration) -> Result<TcpStre
             Err(e) => last = Some(e),
         }
     }
-    let sock = sock.ok_or_else(|| match last {
-        Some(e) if is_timeout(&e) => format!("{label}: no connection within {connect_timeout:?}"),
-        Some(e) => format!("{label}: cannot connect: {e}"),
-        None => format!("{label}: {host} has no address"),
+    let sock = sock.ok_or_else(|| {
+        Error::unreachable(match last {
+            Some(e) if is_timeout(&e) => {
+                format!("{label}: no connection within {connect_timeout:?}")
+            }
+            Some(e) => format!("{label}: cannot connect: {e}"),
+            None => format!("{label}: {host} has no address"),
+        })
     })?;
-    let set = |r: io::Result<()>| r.map_err(|e| format!("{label}: socket: {e}"));
+    let set =
+        |r: io::Result<()>| r.map_err(|e| Error::unreachable(format!("{label}: socket: {e}")));
     set(sock.set_read_timeout(Some(timeout)))?;
     set(sock.set_write_timeout(Some(timeout)))?;
     set(sock.set_nodelay(true))?;
@@ -157,14 +167,15 @@ fn handshake(
     tls: &Tls,
     mut sock: TcpStream,
     timeout: Duration,
-) -> Result<Stream, String> {
-    let name = rustls::pki_types::ServerName::try_from(url.host.clone())
-        .map_err(|e| format!("{}: invalid TLS server name: {e}", url.authority()))?;
+) -> Result<Stream, Error> {
+    let name = rustls::pki_types::ServerName::try_from(url.host.clone()).map_err(|e| {
+        Error::unreachable(format!("{}: invalid TLS server name: {e}", url.authority()))
+    })?;
     let mut conn = rustls::ClientConnection::new(tls.clone(), name)
-        .map_err(|e| format!("{}: tls: {e}", url.authority()))?;
+        .map_err(|e| Error::unreachable(format!("{}: tls: {e}", url.authority())))?;
     while conn.is_handshaking() {
         if let Err(e) = conn.complete_io(&mut sock) {
-            return Err(if is_timeout(&e) {
+            return Err(Error::unreachable(if is_timeout(&e) {
                 format!(
                     "{}: TLS handshake: no answer within {timeout:?}",
                     url.authority()
@@ -178,19 +189,19 @@ fn handshake(
                     _ => "",
                 };
                 format!("{}: TLS handshake: {e}{hint}", url.authority())
-            });
+            }));
         }
     }
     Ok(Stream::Tls(Box::new(rustls::StreamOwned::new(conn, sock))))
 }
 
 #[cfg(not(feature = "tls"))]
-fn handshake(url: &Url, _: &Tls, _: TcpStream, _: Duration) -> Result<Stream, String> {
-    Err(format!(
+fn handshake(url: &Url, _: &Tls, _: TcpStream, _: Duration) -> Result<Stream, Error> {
+    Err(Error::Unsupported(format!(
         "{}: HTTPS needs podinit built with the `tls` feature (or --insecure-registry {})",
         url.authority(),
         url.authority()
-    ))
+    )))
 }
 
 pub fn is_timeout(e: &io::Error) -> bool {

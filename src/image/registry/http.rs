@@ -77,6 +77,16 @@ pub struct SendError {
     pub not_http: bool,
 }
 
+/// A connection that could not be made: its one line.
+impl From<crate::image::Error> for SendError {
+    fn from(e: crate::image::Error) -> Self {
+        SendError {
+            msg: e.to_string(),
+            not_http: false,
+        }
+    }
+}
+
 impl From<String> for SendError {
     fn from(msg: String) -> Self {
         SendError {

@@ -64,8 +64,7 @@ pub fn create(
 ) -> super::Result<Created> {
     let linux = c.spec.linux().clone().unwrap_or_default();
     let ns = namespaces::Plan::of(&linux)?;
-    let mut p =
-        Prepared::from_spec_with(c.spec, [0, 1, 2], Namespaces::Any).map_err(Error::Spec)?;
+    let mut p = Prepared::from_spec_with(c.spec, [0, 1, 2], Namespaces::Any)?;
     if ns.shared_mount && p.root_readonly {
         // Remounting the root read-only would remount the creator's mount holding it.
         return Err(Error::Spec(
@@ -210,7 +209,6 @@ fn create_prepared(
             let ends = [child_end.as_raw_fd(), parent_end.as_raw_fd()];
             // SAFETY: single-threaded; the hop ends in _exit, its child in `init::run`.
             unsafe { super::hop::fork_in(userns.as_fd(), flags, cgroup, &p, ends) }
-                .map_err(Error::Setup)
         }
         _ => {
             // SAFETY: the creating process is single-threaded; the child only runs
@@ -221,7 +219,7 @@ fn create_prepared(
                     super::init::run(&p, self_placed, child_end)
                 }
                 Ok(Some(child)) => Ok(child),
-                Err(e) => Err(Error::Setup(format!("clone3: {e}"))),
+                Err(e) => Err(Error::os("clone3", e)),
             }
         }
     };
@@ -308,7 +306,7 @@ pub struct Exec<'a> {
 /// Start `e.spec.process` in the container; returns once it has exec'd or failed, like
 /// [`super::spawn_in`].
 pub fn exec(e: &Exec) -> super::Result<super::Spawned> {
-    let mut p = Prepared::from_spec_with(e.spec, e.stdio, Namespaces::Any).map_err(Error::Spec)?;
+    let mut p = Prepared::from_spec_with(e.spec, e.stdio, Namespaces::Any)?;
     // Only the namespaces the container does not share with us: joining one's own user
     // namespace is an error.
     p.join_flags &= namespaces::differing(e.target)?;

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Kernel, R};
+use super::{Error, Kernel, R};
 use crate::runtime::mounts;
 use crate::runtime::prepare::{c_path, Device, Prepared};
 
@@ -64,11 +64,11 @@ pub(super) fn dev<K: Kernel>(k: &K, p: &Prepared) -> R {
         ("core", "/proc/kcore"),
     ] {
         symlink_unless_present(k, target, &dev.join(link))
-            .map_err(|e| format!("creating /dev/{link}: {e}"))?;
+            .map_err(|e| Error::os(format!("creating /dev/{link}"), e))?;
     }
     // Dangling without a devpts at /dev/pts, as runc's is.
     symlink_unless_present(k, "pts/ptmx", &dev.join("ptmx"))
-        .map_err(|e| format!("creating /dev/ptmx: {e}"))?;
+        .map_err(|e| Error::os("creating /dev/ptmx", e))?;
     Ok(())
 }
 
@@ -86,7 +86,7 @@ fn symlink_unless_present<K: Kernel>(k: &K, target: &str, link: &Path) -> std::i
 fn mknod<K: Kernel>(k: &K, path: &Path, d: &Device, bind: bool) -> R {
     if let Some(parent) = path.parent() {
         k.create_dir_all(parent)
-            .map_err(|e| format!("creating {}: {e}", parent.display()))?;
+            .map_err(|e| Error::os(format!("creating {}", parent.display()), e))?;
     }
     let _ = k.remove_file(path);
     if bind {
@@ -94,21 +94,21 @@ fn mknod<K: Kernel>(k: &K, path: &Path, d: &Device, bind: bool) -> R {
         // host's is bound over it: opening it to create it could fail (/dev/tty, ENXIO).
         if k.lstat(path).is_none() {
             k.create_file(path)
-                .map_err(|e| format!("creating {}: {e}", path.display()))?;
+                .map_err(|e| Error::os(format!("creating {}", path.display()), e))?;
         }
         return k
             .mount(Some(&d.path), path, None, libc::MS_BIND, "")
             .map_err(|e| {
-                format!(
-                    "bind-mounting {} (in a user namespace): {e}",
-                    d.path.display()
+                Error::os(
+                    format!("bind-mounting {} (in a user namespace)", d.path.display()),
+                    e,
                 )
             });
     }
     let c = c_path(path)?;
     k.mknod(&c, d.kind | d.mode, d.major, d.minor)
-        .map_err(|e| format!("mknod {}: {e}", path.display()))?;
+        .map_err(|e| Error::os(format!("mknod {}", path.display()), e))?;
     k.chown(&c, d.uid, d.gid)
-        .map_err(|e| format!("chown {}: {e}", path.display()))?;
+        .map_err(|e| Error::os(format!("chown {}", path.display()), e))?;
     Ok(())
 }

@@ -2,12 +2,12 @@
 
 use std::ffi::CStr;
 
-use super::{Kernel, Never};
+use super::{Error, Kernel, Never};
 use crate::runtime::prepare::Prepared;
 
 /// The program to exec: `argv[0]` itself when it has a '/', else the first candidate along
 /// PATH that exists.
-pub(super) fn find<'p, K: Kernel>(k: &K, p: &'p Prepared) -> Result<&'p CStr, String> {
+pub(super) fn find<'p, K: Kernel>(k: &K, p: &'p Prepared) -> crate::runtime::Result<&'p CStr> {
     let missing =
         |e: &std::io::Error| matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENOTDIR));
     if let [only] = p.exe_candidates.as_slice() {
@@ -21,11 +21,11 @@ pub(super) fn find<'p, K: Kernel>(k: &K, p: &'p Prepared) -> Result<&'p CStr, St
                     } else {
                         "no such file or directory"
                     };
-                    return Err(format!(
+                    return Err(Error::Start(format!(
                         "exec: {:?}: stat {}: {why}",
                         p.argv0,
                         only.to_string_lossy()
-                    ));
+                    )));
                 }
             }
         }
@@ -37,10 +37,10 @@ pub(super) fn find<'p, K: Kernel>(k: &K, p: &'p Prepared) -> Result<&'p CStr, St
             _ => return Ok(cand),
         }
     }
-    Err(format!(
+    Err(Error::Start(format!(
         "exec: {:?}: executable file not found in $PATH",
         p.argv0
-    ))
+    )))
 }
 
 /// `HOME=<dir>` of `uid` in the container's /etc/passwd, `HOME=/` without an entry.
@@ -58,7 +58,7 @@ fn home_of<K: Kernel>(k: &K, uid: u32) -> std::ffi::CString {
     std::ffi::CString::new(format!("HOME={dir}")).unwrap_or_default()
 }
 
-pub(super) fn exec<K: Kernel>(k: &K, p: &Prepared, exe: &CStr) -> Result<Never, String> {
+pub(super) fn exec<K: Kernel>(k: &K, p: &Prepared, exe: &CStr) -> crate::runtime::Result<Never> {
     let mut argv: Vec<*const libc::c_char> = p.argv.iter().map(|a| a.as_ptr()).collect();
     argv.push(std::ptr::null());
     let mut envp: Vec<*const libc::c_char> = p.env.iter().map(|a| a.as_ptr()).collect();
@@ -68,5 +68,5 @@ pub(super) fn exec<K: Kernel>(k: &K, p: &Prepared, exe: &CStr) -> Result<Never, 
     }
     envp.push(std::ptr::null());
     let e = k.execve(exe, &argv, &envp);
-    Err(format!("exec: {:?}: {e}", exe.to_string_lossy()))
+    Err(Error::os(format!("exec: {:?}", exe.to_string_lossy()), e))
 }

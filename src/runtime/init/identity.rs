@@ -1,6 +1,6 @@
 //! Who the container's process is: supplementary groups, gid, uid and capabilities.
 
-use super::{Kernel, R};
+use super::{Error, Kernel, R};
 use crate::runtime::prepare::Prepared;
 
 /// The bounding set narrows while we are still root (it needs CAP_SETPCAP); the other sets
@@ -12,20 +12,20 @@ pub(super) fn credentials<K: Kernel>(k: &K, p: &Prepared) -> R {
         // A user namespace whose gid map an unprivileged user wrote has setgroups denied
         // (a rootless runc bundle): the process keeps the groups it has, as runc does.
         Err(e) if e.raw_os_error() == Some(libc::EPERM) && setgroups_denied() => {}
-        r => r.map_err(|e| format!("setgroups: {e}"))?,
+        r => r.map_err(|e| Error::os("setgroups", e))?,
     }
     k.keep_caps(true)
-        .map_err(|e| format!("PR_SET_KEEPCAPS: {e}"))?;
+        .map_err(|e| Error::os("PR_SET_KEEPCAPS", e))?;
     k.setresgid(p.gid)
-        .map_err(|e| format!("setresgid {}: {e}", p.gid))?;
+        .map_err(|e| Error::os(format!("setresgid {}", p.gid), e))?;
     k.setresuid(p.uid)
-        .map_err(|e| format!("setresuid {}: {e}", p.uid))?;
+        .map_err(|e| Error::os(format!("setresuid {}", p.uid), e))?;
     k.keep_caps(false)
-        .map_err(|e| format!("PR_SET_KEEPCAPS: {e}"))?;
+        .map_err(|e| Error::os("PR_SET_KEEPCAPS", e))?;
     k.set_caps(&p.caps)?;
     if p.no_new_privs {
         k.no_new_privs()
-            .map_err(|e| format!("PR_SET_NO_NEW_PRIVS: {e}"))?;
+            .map_err(|e| Error::os("PR_SET_NO_NEW_PRIVS", e))?;
     }
     Ok(())
 }

@@ -34,7 +34,7 @@ impl Kind {
 /// The kernel calls of a container's set-up, in the words `init` uses them.
 pub trait Kernel {
     /// Move this single-threaded process into the cgroups whose `tasks` files these are.
-    fn join_cgroups(&self, tasks: &[PathBuf]) -> Result<(), String>;
+    fn join_cgroups(&self, tasks: &[PathBuf]) -> crate::runtime::Result<()>;
     /// Unblock every signal and set the `ignored` ones back to their default.
     fn reset_signals(&self, ignored: u64);
     fn unshare(&self, flags: libc::c_int) -> io::Result<()>;
@@ -142,12 +142,12 @@ pub trait Kernel {
     fn setresgid(&self, gid: libc::gid_t) -> io::Result<()>;
     fn setresuid(&self, uid: libc::uid_t) -> io::Result<()>;
     /// Narrow the bounding set to `caps.bounding` (needs CAP_SETPCAP: before leaving root).
-    fn drop_bounding(&self, caps: &Caps) -> Result<(), String>;
+    fn drop_bounding(&self, caps: &Caps) -> crate::runtime::Result<()>;
     /// Set the effective, permitted, inheritable and ambient sets.
-    fn set_caps(&self, caps: &Caps) -> Result<(), String>;
+    fn set_caps(&self, caps: &Caps) -> crate::runtime::Result<()>;
     /// `PR_SET_NO_NEW_PRIVS`.
     fn no_new_privs(&self) -> io::Result<()>;
-    fn seccomp(&self, filter: &Filter) -> Result<(), String>;
+    fn seccomp(&self, filter: &Filter) -> crate::runtime::Result<()>;
     /// `access(path, F_OK)`.
     fn access(&self, path: &CStr) -> io::Result<()>;
     /// `sethostname`, `setdomainname` (the process's UTS namespace).
@@ -169,7 +169,7 @@ pub trait Kernel {
         phase: &str,
         hooks: &[oci_spec::runtime::Hook],
         state: &str,
-    ) -> Result<(), String>;
+    ) -> crate::runtime::Result<()>;
     /// Returns only when it failed.
     fn execve(
         &self,
@@ -207,8 +207,8 @@ fn mount_target(path: &Path, dir: bool) -> io::Result<std::os::fd::OwnedFd> {
 
 impl Kernel for Linux {
     #[inline]
-    fn join_cgroups(&self, tasks: &[PathBuf]) -> Result<(), String> {
-        crate::sys::cgroup::join_self(tasks).map_err(|e| e.to_string())
+    fn join_cgroups(&self, tasks: &[PathBuf]) -> crate::runtime::Result<()> {
+        Ok(crate::sys::cgroup::join_self(tasks)?)
     }
     #[inline]
     fn reset_signals(&self, ignored: u64) {
@@ -552,11 +552,11 @@ impl Kernel for Linux {
         ok(unsafe { libc::setresuid(uid, uid, uid) })
     }
     #[inline]
-    fn drop_bounding(&self, caps: &Caps) -> Result<(), String> {
+    fn drop_bounding(&self, caps: &Caps) -> crate::runtime::Result<()> {
         caps.apply_bounding()
     }
     #[inline]
-    fn set_caps(&self, caps: &Caps) -> Result<(), String> {
+    fn set_caps(&self, caps: &Caps) -> crate::runtime::Result<()> {
         caps.apply_rest()
     }
     #[inline]
@@ -565,7 +565,7 @@ impl Kernel for Linux {
         ok(unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) })
     }
     #[inline]
-    fn seccomp(&self, filter: &Filter) -> Result<(), String> {
+    fn seccomp(&self, filter: &Filter) -> crate::runtime::Result<()> {
         crate::runtime::seccomp::install(filter)
     }
     #[inline]
@@ -632,8 +632,8 @@ impl Kernel for Linux {
         phase: &str,
         hooks: &[oci_spec::runtime::Hook],
         state: &str,
-    ) -> Result<(), String> {
-        crate::runtime::hooks::run(phase, hooks, state).map_err(|e| e.to_string())
+    ) -> crate::runtime::Result<()> {
+        crate::runtime::hooks::run(phase, hooks, state)
     }
     #[inline]
     fn access(&self, path: &CStr) -> io::Result<()> {

@@ -20,16 +20,20 @@ use std::path::{Path, PathBuf};
 use super::prepare::{c_path, Prepared};
 use kernel::{Kernel, Linux};
 
-type R = Result<(), String>;
+use crate::runtime::Error;
+
+type R = crate::runtime::Result<()>;
 
 /// What a set-up that went well ends in: nothing, since exec does not return.
 enum Never {}
 
 /// Run in the child; never returns.
 pub fn run(p: &Prepared, cgroup_tasks: &[PathBuf], sock: OwnedFd) -> ! {
+    // The error crosses to the creator as its one line (`Spawned::start_error`, the
+    // sync socket's `Failed`).
     let err = match setup(&Linux, p, cgroup_tasks, sock.as_raw_fd()) {
         Ok(never) => match never {},
-        Err(e) => e,
+        Err(e) => e.to_string(),
     };
     if p.standalone.is_some() {
         standalone::report(sock.as_raw_fd(), &err);
@@ -51,7 +55,7 @@ fn setup<K: Kernel>(
     p: &Prepared,
     cgroup_tasks: &[PathBuf],
     report: RawFd,
-) -> Result<Never, String> {
+) -> crate::runtime::Result<Never> {
     // A container of its own waits for its creator first: its user namespace's maps, its
     // cgroup and the state its hooks are given.
     let states = match &p.standalone {
@@ -65,20 +69,20 @@ fn setup<K: Kernel>(
         // Still host root (v1's tasks files above needed that): now the pod's user
         // namespace's root, so that the rootfs set-up makes files of mapped ids.
         k.setresgid(0)
-            .map_err(|e| format!("becoming root in the pod's user namespace (setresgid 0): {e}"))?;
+            .map_err(|e| Error::os("becoming root in the pod's user namespace (setresgid 0)", e))?;
         k.setresuid(0)
-            .map_err(|e| format!("becoming root in the pod's user namespace (setresuid 0): {e}"))?;
+            .map_err(|e| Error::os("becoming root in the pod's user namespace (setresuid 0)", e))?;
     }
     k.reset_signals(p.ignored_signals);
     if p.new_cgroup_ns && p.join.is_none() {
         k.unshare(libc::CLONE_NEWCGROUP)
-            .map_err(|e| format!("unshare(CLONE_NEWCGROUP): {e}"))?;
+            .map_err(|e| Error::os("unshare(CLONE_NEWCGROUP)", e))?;
     }
     k.setsid();
     for (i, &fd) in p.stdio.iter().enumerate() {
         let target = i as libc::c_int;
         k.set_stdio(fd, target)
-            .map_err(|e| format!("dup2 fd {fd} to {target}: {e}"))?;
+            .map_err(|e| Error::os(format!("dup2 fd {fd} to {target}"), e))?;
     }
     if let Some(target) = p.join {
         // Into the running container: its mount namespace (root and cwd become its root,
@@ -97,18 +101,18 @@ fn setup<K: Kernel>(
         ns |= p.join_flags;
         if ns != 0 {
             k.setns(target, ns)
-                .map_err(|e| format!("joining the container's namespaces: {e}"))?;
+                .map_err(|e| Error::os("joining the container's namespaces", e))?;
         }
         if let Some(root) = &p.exec_root {
             k.chdir(root)
-                .map_err(|e| format!("chdir {}: {e}", root.to_string_lossy()))?;
+                .map_err(|e| Error::os(format!("chdir {}", root.to_string_lossy()), e))?;
             k.chroot(c".")
-                .map_err(|e| format!("chroot into the container's root: {e}"))?;
-            k.chdir(c"/").map_err(|e| format!("chdir /: {e}"))?;
+                .map_err(|e| Error::os("chroot into the container's root", e))?;
+            k.chdir(c"/").map_err(|e| Error::os("chdir /", e))?;
         }
         if p.terminal {
             k.console(p.console_sock, p.console_size)
-                .map_err(|e| format!("setting up the terminal (process.terminal): {e}"))?;
+                .map_err(|e| Error::os("setting up the terminal (process.terminal)", e))?;
         }
         return finish(k, p, None, report);
     }
@@ -120,7 +124,7 @@ fn setup<K: Kernel>(
     if p.terminal {
         // After the root is in place: the terminal comes from the container's own devpts.
         k.console(p.console_sock, p.console_size)
-            .map_err(|e| format!("setting up the terminal (process.terminal): {e}"))?;
+            .map_err(|e| Error::os("setting up the terminal (process.terminal)", e))?;
     }
     finish(k, p, states.as_ref(), report)
 }
@@ -131,7 +135,7 @@ fn finish<K: Kernel>(
     p: &Prepared,
     states: Option<&standalone::States>,
     report: RawFd,
-) -> Result<Never, String> {
+) -> crate::runtime::Result<Never> {
     if let Some(adj) = p.oom_score_adj {
         match k.write_proc(
             Path::new("/proc/self/oom_score_adj"),
@@ -140,12 +144,12 @@ fn finish<K: Kernel>(
             // Lowering the score needs CAP_SYS_RESOURCE: without it the process keeps the
             // lowest score it may have (containerd's `restrict_oom_score_adj`).
             Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {}
-            r => r.map_err(|e| format!("oom_score_adj {adj}: {e}"))?,
+            r => r.map_err(|e| Error::os(format!("oom_score_adj {adj}"), e))?,
         }
     }
     for &(res, soft, hard) in &p.rlimits {
         k.setrlimit(res, soft, hard)
-            .map_err(|e| format!("setrlimit {res}: {e}"))?;
+            .map_err(|e| Error::os(format!("setrlimit {res}"), e))?;
     }
     // From here on the process may be seen by the container's other processes with their
     // own credentials: not dumpable, so that none can open its /proc/PID/exe (the host's
@@ -153,7 +157,7 @@ fn finish<K: Kernel>(
     // (CVE-2016-9962). After oom_score_adj, which a process in a user namespace may no
     // longer write once its /proc files belong to the host's root.
     k.set_dumpable(false)
-        .map_err(|e| format!("prctl(PR_SET_DUMPABLE, 0): {e}"))?;
+        .map_err(|e| Error::os("prctl(PR_SET_DUMPABLE, 0)", e))?;
     // Everything but 0–2 closes at exec (the start socket is CLOEXEC already): no fd leaks
     // into the container. Those set-up no longer needs are closed now, so that no path
     // through /proc/self/fd (the cwd, the program) can lead to a host directory before
@@ -180,30 +184,33 @@ fn finish<K: Kernel>(
     {
         let cwd = c_path(&p.cwd)?;
         k.chdir(&cwd).map_err(|e| {
-            format!(
-                "chdir to cwd ({:?}) set in config.json failed: {e}",
-                p.cwd.display().to_string()
+            Error::os(
+                format!(
+                    "chdir to cwd ({:?}) set in config.json failed",
+                    p.cwd.display().to_string()
+                ),
+                e,
             )
         })?;
         // A cwd reached through a magic link (a /proc/self/fd/N the set-up still held) may lie
         // outside the container's root, where the kernel names it "(unreachable)…" (runc's
         // check since CVE-2024-21626).
         let now = k.getcwd().map_err(|e| {
-            format!(
-                "getcwd after chdir to {:?}: {e}",
-                p.cwd.display().to_string()
+            Error::os(
+                format!("getcwd after chdir to {:?}", p.cwd.display().to_string()),
+                e,
             )
         })?;
         if !now.starts_with(b"/") {
-            return Err(format!(
+            return Err(Error::Start(format!(
                 "cwd {:?} is outside the container's root filesystem",
                 p.cwd.display().to_string()
-            ));
+            )));
         }
     }
     if let Some(persona) = p.personality {
         k.personality(persona)
-            .map_err(|e| format!("personality {persona:#x}: {e}"))?;
+            .map_err(|e| Error::os(format!("personality {persona:#x}"), e))?;
     }
     // Looked up before a container of its own reports itself ready, so that a missing
     // program fails `create` rather than `start`.

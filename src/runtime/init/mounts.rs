@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::kernel::Kind;
-use super::{Kernel, R};
+use super::{Error, Kernel, R};
 use crate::runtime::mounts::{self, MountKind, MountPlan};
 use crate::runtime::prepare::{c_path, Prepared};
 
@@ -16,13 +16,16 @@ pub(super) fn rootfs<K: Kernel>(k: &K, p: &Prepared, before_pivot: impl FnOnce()
     }
     k.mount(None, Path::new("/"), None, p.root_propagation, "")
         .map_err(|e| {
-            format!(
-                "making / {}: {e}",
-                if p.root_propagation & libc::MS_SLAVE != 0 {
-                    "rslave"
-                } else {
-                    "private"
-                }
+            Error::os(
+                format!(
+                    "making / {}",
+                    if p.root_propagation & libc::MS_SLAVE != 0 {
+                        "rslave"
+                    } else {
+                        "private"
+                    }
+                ),
+                e,
             )
         })?;
     // pivot_root refuses a new root whose parent mount is shared: with a shared root
@@ -34,7 +37,7 @@ pub(super) fn rootfs<K: Kernel>(k: &K, p: &Prepared, before_pivot: impl FnOnce()
     if shared {
         if let Some(parent) = k.mount_point_of(&p.root) {
             k.mount(None, &parent, None, libc::MS_PRIVATE, "")
-                .map_err(|e| format!("making {} private: {e}", parent.display()))?;
+                .map_err(|e| Error::os(format!("making {} private", parent.display()), e))?;
         }
     }
     // pivot_root needs the root to be a mount point.
@@ -45,7 +48,7 @@ pub(super) fn rootfs<K: Kernel>(k: &K, p: &Prepared, before_pivot: impl FnOnce()
         libc::MS_BIND | libc::MS_REC,
         "",
     )
-    .map_err(|e| format!("bind-mounting the rootfs {}: {e}", p.root.display()))?;
+    .map_err(|e| Error::os(format!("bind-mounting the rootfs {}", p.root.display()), e))?;
     for m in &p.mounts {
         mount_one(k, p, m)?;
     }
@@ -55,7 +58,7 @@ pub(super) fn rootfs<K: Kernel>(k: &K, p: &Prepared, before_pivot: impl FnOnce()
     before_pivot()?;
     let root = c_path(&p.root)?;
     k.chdir(&root)
-        .map_err(|e| format!("chdir {}: {e}", p.root.display()))?;
+        .map_err(|e| Error::os(format!("chdir {}", p.root.display()), e))?;
     if p.standalone.as_ref().is_some_and(|s| s.no_pivot) {
         // `--no-pivot` (a root on a ramfs cannot be pivoted from): the rootfs is moved
         // over / and chroot'ed into; the old root stays below, hidden.
@@ -66,30 +69,30 @@ pub(super) fn rootfs<K: Kernel>(k: &K, p: &Prepared, before_pivot: impl FnOnce()
             libc::MS_MOVE,
             "",
         )
-        .map_err(|e| format!("moving the rootfs to / (--no-pivot): {e}"))?;
+        .map_err(|e| Error::os("moving the rootfs to / (--no-pivot)", e))?;
         k.chroot(c".")
-            .map_err(|e| format!("chroot (--no-pivot): {e}"))?;
+            .map_err(|e| Error::os("chroot (--no-pivot)", e))?;
     } else {
         k.pivot_root_here()
-            .map_err(|e| format!("pivot_root: {e}"))?;
+            .map_err(|e| Error::os("pivot_root", e))?;
         k.detach(c".")
-            .map_err(|e| format!("detaching the old root: {e}"))?;
+            .map_err(|e| Error::os("detaching the old root", e))?;
     }
-    k.chdir(c"/").map_err(|e| format!("chdir /: {e}"))?;
+    k.chdir(c"/").map_err(|e| Error::os("chdir /", e))?;
     // A cwd the rootfs lacks is made, inside the new root and before it may turn
     // read-only, as runc makes it (0755 as root, whatever user the process runs as).
     if k.stat(&p.cwd).is_err() {
         k.create_dir_all(&p.cwd)
-            .map_err(|e| format!("creating cwd {}: {e}", p.cwd.display()))?;
+            .map_err(|e| Error::os(format!("creating cwd {}", p.cwd.display()), e))?;
     }
     if shared {
         k.mount(None, Path::new("/"), None, p.root_propagation, "")
-            .map_err(|e| format!("applying the root propagation to /: {e}"))?;
+            .map_err(|e| Error::os("applying the root propagation to /", e))?;
     }
     // Before the read-only paths, which usually include /proc/sys (runc's order).
     for (path, value) in &p.sysctl {
         k.write_proc(path, value.as_bytes())
-            .map_err(|e| format!("sysctl {}: {e}", path.display()))?;
+            .map_err(|e| Error::os(format!("sysctl {}", path.display()), e))?;
     }
     // A path listed twice is done once: the second would find the first's mount in its
     // way, which a /proc path refuses (a mount there may be a container's).
@@ -111,7 +114,7 @@ pub(super) fn rootfs<K: Kernel>(k: &K, p: &Prepared, before_pivot: impl FnOnce()
             libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY,
             "",
         )
-        .map_err(|e| format!("making the root filesystem read-only: {e}"))?;
+        .map_err(|e| Error::os("making the root filesystem read-only", e))?;
     }
     Ok(())
 }
@@ -132,17 +135,17 @@ fn shared_rootfs<K: Kernel>(k: &K, p: &Prepared, before_chroot: impl FnOnce() ->
     before_chroot()?;
     let root = c_path(&p.root)?;
     k.chdir(&root)
-        .map_err(|e| format!("chdir {}: {e}", p.root.display()))?;
+        .map_err(|e| Error::os(format!("chdir {}", p.root.display()), e))?;
     k.chroot(c".")
-        .map_err(|e| format!("chroot {}: {e}", p.root.display()))?;
-    k.chdir(c"/").map_err(|e| format!("chdir /: {e}"))?;
+        .map_err(|e| Error::os(format!("chroot {}", p.root.display()), e))?;
+    k.chdir(c"/").map_err(|e| Error::os("chdir /", e))?;
     if k.stat(&p.cwd).is_err() {
         k.create_dir_all(&p.cwd)
-            .map_err(|e| format!("creating cwd {}: {e}", p.cwd.display()))?;
+            .map_err(|e| Error::os(format!("creating cwd {}", p.cwd.display()), e))?;
     }
     for (path, value) in &p.sysctl {
         k.write_proc(path, value.as_bytes())
-            .map_err(|e| format!("sysctl {}: {e}", path.display()))?;
+            .map_err(|e| Error::os(format!("sysctl {}", path.display()), e))?;
     }
     Ok(())
 }
@@ -182,10 +185,10 @@ fn mount_one<K: Kernel>(k: &K, p: &Prepared, m: &MountPlan) -> R {
     if is_proc_like {
         let raw_kind = kind_of(&raw_target).unwrap_or_else(|| k.lstat(&raw_target));
         if raw_kind == Some(Kind::Symlink) {
-            return Err(format!(
+            return Err(Error::Spec(format!(
                 "mount {}: target {dest} is a symlink",
                 m.fstype.as_deref().unwrap_or("")
-            ));
+            )));
         }
     }
     let src_is_file = m.kind == MountKind::Bind
@@ -197,12 +200,13 @@ fn mount_one<K: Kernel>(k: &K, p: &Prepared, m: &MountPlan) -> R {
     if src_is_file {
         let exists = existing.unwrap_or_else(|| k.lstat(&target)).is_some();
         if !exists {
-            k.create_file_in_root(&p.root, &target)
-                .map_err(|e| format!("mount {dest}: creating {}: {e}", target.display()))?;
+            k.create_file_in_root(&p.root, &target).map_err(|e| {
+                Error::os(format!("mount {dest}: creating {}", target.display()), e)
+            })?;
         }
     } else if existing != Some(Some(Kind::Dir)) {
         k.ensure_dir_in_root(&p.root, &target)
-            .map_err(|e| format!("mount {dest}: creating {}: {e}", target.display()))?;
+            .map_err(|e| Error::os(format!("mount {dest}: creating {}", target.display()), e))?;
     }
     let res = match m.kind {
         MountKind::Bind if m.source_root.is_some() => match (&m.source_root, &m.source) {
@@ -268,16 +272,17 @@ fn mount_one<K: Kernel>(k: &K, p: &Prepared, m: &MountPlan) -> R {
             .as_ref()
             .map(|s| s.display().to_string())
             .unwrap_or_default();
-        format!(
-            "mount {src} on {dest} ({}): {e}",
+        let what = format!(
+            "mount {src} on {dest} ({})",
             m.fstype.as_deref().unwrap_or("bind")
-        )
+        );
+        Error::os(what, e)
     })?;
     if m.remount {
         // In a user namespace the mount's nosuid, nodev and noexec are locked: kept.
         let locked = if p.in_user_ns() {
             k.mount_flags(&c_path(&target)?)
-                .map_err(|e| format!("remounting {dest} with its options: {e}"))?
+                .map_err(|e| Error::os(format!("remounting {dest} with its options"), e))?
                 & (libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC)
         } else {
             0
@@ -290,24 +295,26 @@ fn mount_one<K: Kernel>(k: &K, p: &Prepared, m: &MountPlan) -> R {
             m.flags | locked | libc::MS_REMOUNT | libc::MS_BIND,
             "",
         )
-        .map_err(|e| format!("remounting {dest} with its options: {e}"))?;
+        .map_err(|e| Error::os(format!("remounting {dest} with its options"), e))?;
     }
     if m.propagation != 0 {
         k.mount_in_root(&p.root, None, &target, None, m.propagation, "")
-            .map_err(|e| format!("setting propagation of {dest}: {e}"))?;
+            .map_err(|e| Error::os(format!("setting propagation of {dest}"), e))?;
     }
     if m.rec_set | m.rec_clr != 0 {
         k.set_attr_recursive(&target, m.rec_set, m.rec_clr)
-            .map_err(|e| format!("setting the recursive options of {dest}: {e}"))?;
+            .map_err(|e| Error::os(format!("setting the recursive options of {dest}"), e))?;
     }
     if m.fstype.as_deref() == Some("proc") {
         // The mount must really be procfs before anything is written under it.
         let c = c_path(&target)?;
         let f_type = k
             .statfs_type(&c)
-            .map_err(|e| format!("statfs {dest}: {e}"))?;
+            .map_err(|e| Error::os(format!("statfs {dest}"), e))?;
         if f_type != libc::PROC_SUPER_MAGIC {
-            return Err(format!("{dest} is not procfs after mounting it"));
+            return Err(Error::Start(format!(
+                "{dest} is not procfs after mounting it"
+            )));
         }
     }
     Ok(())
@@ -354,20 +361,20 @@ fn mask<K: Kernel>(k: &K, path: &Path) -> R {
     let kind = match k.stat(path) {
         Ok(kind) => kind,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(format!("masking {}: {e}", path.display())),
+        Err(e) => return Err(Error::os(format!("masking {}", path.display()), e)),
     };
     let res = if kind == Kind::Dir {
         k.mask_dir(path)
     } else {
         k.bind_null(path)
     };
-    res.map_err(|e| format!("masking {}: {e}", path.display()))
+    res.map_err(|e| Error::os(format!("masking {}", path.display()), e))
 }
 
 fn readonly<K: Kernel>(k: &K, path: &Path) -> R {
     match k.bind_readonly(path) {
         // Nothing there: nothing to protect.
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(()),
-        r => r.map_err(|e| format!("read-only {}: {e}", path.display())),
+        r => r.map_err(|e| Error::os(format!("read-only {}", path.display()), e)),
     }
 }

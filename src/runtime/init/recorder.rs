@@ -12,6 +12,7 @@ use super::kernel::{Kernel, Kind};
 use crate::runtime::caps_set::Caps;
 use crate::runtime::seccomp::Filter;
 use crate::runtime::sync::Sync;
+use crate::runtime::Error;
 
 #[derive(Default)]
 pub struct Recorder {
@@ -50,9 +51,9 @@ fn s(c: &CStr) -> std::borrow::Cow<'_, str> {
 }
 
 impl Kernel for Recorder {
-    fn join_cgroups(&self, tasks: &[PathBuf]) -> Result<(), String> {
+    fn join_cgroups(&self, tasks: &[PathBuf]) -> crate::runtime::Result<()> {
         self.log("join_cgroups", format_args!("{tasks:?}"))
-            .map_err(|e| e.to_string())
+            .map_err(|e| Error::os("joining the cgroups", e))
     }
     fn reset_signals(&self, ignored: u64) {
         let _ = self.log("reset_signals", format_args!("{ignored:#x}"));
@@ -240,20 +241,20 @@ impl Kernel for Recorder {
     fn setresuid(&self, uid: libc::uid_t) -> io::Result<()> {
         self.log("setresuid", format_args!("{uid}"))
     }
-    fn drop_bounding(&self, caps: &Caps) -> Result<(), String> {
+    fn drop_bounding(&self, caps: &Caps) -> crate::runtime::Result<()> {
         self.log("drop_bounding", format_args!("{}", caps.bounding.len()))
-            .map_err(|e| e.to_string())
+            .map_err(|e| Error::os("dropping the bounding set", e))
     }
-    fn set_caps(&self, caps: &Caps) -> Result<(), String> {
+    fn set_caps(&self, caps: &Caps) -> crate::runtime::Result<()> {
         self.log("set_caps", format_args!("{}", caps.effective.len()))
-            .map_err(|e| e.to_string())
+            .map_err(|e| Error::os("setting the capabilities", e))
     }
     fn no_new_privs(&self) -> io::Result<()> {
         self.log("no_new_privs", format_args!(""))
     }
-    fn seccomp(&self, filter: &Filter) -> Result<(), String> {
+    fn seccomp(&self, filter: &Filter) -> crate::runtime::Result<()> {
         self.log("seccomp", format_args!("{}", filter.program.len()))
-            .map_err(|e| format!("installing the seccomp filter: {e}"))
+            .map_err(|e| Error::os("installing the seccomp filter", e))
     }
     fn set_hostname(&self, name: &CStr) -> io::Result<()> {
         self.log("set_hostname", format_args!("{}", s(name)))
@@ -303,9 +304,9 @@ impl Kernel for Recorder {
         phase: &str,
         hooks: &[oci_spec::runtime::Hook],
         state: &str,
-    ) -> Result<(), String> {
+    ) -> crate::runtime::Result<()> {
         self.log("run_hooks", format_args!("{phase} {} {state}", hooks.len()))
-            .map_err(|e| e.to_string())
+            .map_err(|e| Error::Hook(format!("{phase}: {e}")))
     }
     fn access(&self, path: &CStr) -> io::Result<()> {
         self.log("access", format_args!("{}", s(path)))?;

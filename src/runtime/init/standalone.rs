@@ -6,7 +6,7 @@
 
 use std::os::fd::RawFd;
 
-use super::{Kernel, R};
+use super::{Error, Kernel, R};
 use crate::runtime::prepare::{Prepared, Standalone};
 use crate::runtime::sync::Sync;
 
@@ -21,23 +21,25 @@ pub(super) fn wait_for_go<K: Kernel>(
     k: &K,
     s: &Standalone,
     keep_fds: u32,
-) -> Result<States, String> {
+) -> crate::runtime::Result<States> {
     k.close_fds_except(3 + keep_fds, &s.keep);
     if let Some(fd) = s.user_ns {
         k.setns(fd, libc::CLONE_NEWUSER)
-            .map_err(|e| format!("joining the user namespace: {e}"))?;
+            .map_err(|e| Error::os("joining the user namespace", e))?;
     }
     let msg = k
         .sync_recv(s.sync)
-        .map_err(|e| format!("waiting for the creating process: {e}"))?;
+        .map_err(|e| Error::os("waiting for the creating process", e))?;
     let Some(Sync::Go { creating, created }) = Sync::decode(&msg) else {
-        return Err("the creating process went away before the container was set up".into());
+        return Err(Error::Setup(
+            "the creating process went away before the container was set up".into(),
+        ));
     };
     if s.become_root {
         k.setresgid(0)
-            .map_err(|e| format!("becoming root in the user namespace (setresgid 0): {e}"))?;
+            .map_err(|e| Error::os("becoming root in the user namespace (setresgid 0)", e))?;
         k.setresuid(0)
-            .map_err(|e| format!("becoming root in the user namespace (setresuid 0): {e}"))?;
+            .map_err(|e| Error::os("becoming root in the user namespace (setresuid 0)", e))?;
     }
     Ok(States { creating, created })
 }
@@ -45,18 +47,18 @@ pub(super) fn wait_for_go<K: Kernel>(
 pub(super) fn uts_and_keyring<K: Kernel>(k: &K, p: &Prepared) -> R {
     if let Some(h) = &p.hostname {
         k.set_hostname(h)
-            .map_err(|e| format!("sethostname {:?}: {e}", h.to_string_lossy()))?;
+            .map_err(|e| Error::os(format!("sethostname {:?}", h.to_string_lossy()), e))?;
     }
     if let Some(d) = &p.domainname {
         k.set_domainname(d)
-            .map_err(|e| format!("setdomainname {:?}: {e}", d.to_string_lossy()))?;
+            .map_err(|e| Error::os(format!("setdomainname {:?}", d.to_string_lossy()), e))?;
     }
     if let Some(name) = p.standalone.as_ref().and_then(|s| s.keyring.as_ref()) {
         // A kernel without keyrings, or one that denies them (as in some user
         // namespaces), leaves the container the caller's keyring, as runc does.
         match k.join_keyring(name) {
             Err(e) if matches!(e.raw_os_error(), Some(libc::ENOSYS) | Some(libc::EACCES)) => {}
-            r => r.map_err(|e| format!("joining a session keyring: {e}"))?,
+            r => r.map_err(|e| Error::os("joining a session keyring", e))?,
         }
     }
     Ok(())
@@ -67,12 +69,14 @@ pub(super) fn uts_and_keyring<K: Kernel>(k: &K, p: &Prepared) -> R {
 pub(super) fn before_pivot<K: Kernel>(k: &K, s: &Standalone, st: &States) -> R {
     if s.runtime_hooks {
         k.sync_send(s.sync, &Sync::Hooks.encode())
-            .map_err(|e| format!("asking for the runtime hooks: {e}"))?;
+            .map_err(|e| Error::os("asking for the runtime hooks", e))?;
         let answer = k
             .sync_recv(s.sync)
-            .map_err(|e| format!("waiting for the runtime hooks: {e}"))?;
+            .map_err(|e| Error::os("waiting for the runtime hooks", e))?;
         if Sync::decode(&answer) != Some(Sync::Continue) {
-            return Err("the creating process went away during the runtime hooks".into());
+            return Err(Error::Setup(
+                "the creating process went away during the runtime hooks".into(),
+            ));
         }
     }
     k.run_hooks("createContainer", &s.create_container_hooks, &st.creating)
@@ -82,9 +86,9 @@ pub(super) fn before_pivot<K: Kernel>(k: &K, s: &Standalone, st: &States) -> R {
 /// the startContainer hooks.
 pub(super) fn ready_and_wait<K: Kernel>(k: &K, s: &Standalone, st: &States) -> R {
     k.sync_send(s.sync, &Sync::Ready.encode())
-        .map_err(|e| format!("reporting ready: {e}"))?;
+        .map_err(|e| Error::os("reporting ready", e))?;
     k.pass_gate(s.fifo)
-        .map_err(|e| format!("waiting at the exec fifo: {e}"))?;
+        .map_err(|e| Error::os("waiting at the exec fifo", e))?;
     k.run_hooks("startContainer", &s.start_container_hooks, &st.created)
 }
 

@@ -55,7 +55,7 @@ fn run(k: &Recorder, p: &Prepared) -> (Vec<String>, String) {
     let tasks = [PathBuf::from("/cg/memory/c/tasks")];
     let err = match setup(k, p, &tasks, 9) {
         Ok(never) => match never {},
-        Err(e) => e,
+        Err(e) => e.to_string(),
     };
     (k.calls(), err)
 }

@@ -261,7 +261,11 @@ fn flags_and_refusals_name_the_field() {
     let f = filter(json!({"defaultAction": "SCMP_ACT_ALLOW",
                           "flags": ["SECCOMP_FILTER_FLAG_LOG", "SECCOMP_FILTER_FLAG_SPEC_ALLOW", "SECCOMP_FILTER_FLAG_TSYNC"]}));
     assert_eq!(f.flags, FLAG_LOG | FLAG_SPEC_ALLOW);
-    let err = |v: serde_json::Value| compile(&serde_json::from_value(v).unwrap()).unwrap_err();
+    let err = |v: serde_json::Value| {
+        compile(&serde_json::from_value(v).unwrap())
+            .unwrap_err()
+            .to_string()
+    };
     assert_eq!(
         err(json!({"defaultAction": "SCMP_ACT_ALLOW",
                    "syscalls": [{"names": ["read"], "action": "SCMP_ACT_ERRNO"},

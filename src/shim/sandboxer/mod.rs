@@ -376,7 +376,7 @@ impl Sandboxer {
 
     /// ShutdownSandbox: the sandbox is stopped if it still runs, forgotten, and the shim
     /// exits once no task is left in it, after its answer has reached the caller on
-    /// connection `conn` (see [`SHUTDOWN_GRACE`]).
+    /// connection `conn` (`Inner::exit_once_answered`).
     pub fn shutdown(&self, id: &str, conn: Option<RawFd>) -> Result<()> {
         if self.exists(id).is_ok() {
             self.stop(id, Duration::ZERO)?;
@@ -386,24 +386,12 @@ impl Sandboxer {
         if self.table().is_empty() {
             self.inner.hold_sandbox(false);
             if self.inner.is_empty() {
-                let exit = Arc::clone(&self.inner.exit);
-                std::thread::spawn(move || {
-                    if let Some(fd) = conn {
-                        let _ = podinit::sys::unix_socket::wait_hangup(fd, SHUTDOWN_GRACE);
-                    }
-                    exit.signal();
-                });
+                self.inner.exit_once_answered(conn);
             }
         }
         Ok(())
     }
 }
-
-/// How long the shim waits after ShutdownSandbox for its caller to hang up: ttrpc's
-/// server drops its connections at once when the shim ends, so an answer still on its way
-/// is lost, and containerd, which runs no Task Shutdown after ShutdownSandbox (whose
-/// "ttrpc: closed" it forgives), would fail RemovePodSandbox. It hangs up once answered.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 
 /// What SandboxStatus answers.
 pub struct Status {
