@@ -411,7 +411,9 @@ spec:
     assert_eq!(pod["ControlGroup"], pod_cg);
     assert_eq!(pod["MemoryMax"], "67108864", "the pod's limit: {pod:#?}");
     assert_eq!(pod["CPUQuotaPerSecUSec"], "500ms");
-    let c = show(&scope, PROPS);
+    let mut props = PROPS.to_vec();
+    props.push("DeviceAllow");
+    let c = show(&scope, &props);
     for (k, v) in [
         ("ActiveState", "active"),
         ("Slice", slice.as_str()),
