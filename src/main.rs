@@ -91,6 +91,10 @@ fn dispatch(m: &Matches) -> Result<i32, cli::Error> {
                 presets: m.path("presets"),
                 state_dir: m.path("state-dir"),
                 cgroup_parent: m.string("cgroup-parent")?,
+                cgroup_driver: match m.string("cgroup-driver")?.as_deref() {
+                    Some("systemd") => podinit::run::CgroupDriver::Systemd,
+                    _ => podinit::run::CgroupDriver::Cgroupfs,
+                },
                 socket: socket(),
                 netns: m.path("netns"),
                 notify_socket: m.path("notify-socket"),

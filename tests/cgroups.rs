@@ -235,3 +235,39 @@ spec:
     let _ = shell.kill();
     let _ = shell.wait();
 }
+
+/// `--cgroup-driver systemd` where systemd is not PID 1: exit 3, one line that says so,
+/// and nothing made (no cgroup, no state dir).
+#[test]
+#[ignore = "needs root"]
+fn the_systemd_driver_without_systemd_fails_in_one_line_leaving_nothing() {
+    require_root();
+    assert!(
+        !Path::new("/run/systemd/system").exists(),
+        "this test needs a host without systemd as PID 1 (the systemd_vm_ tests cover it with)"
+    );
+    let p = TestPod::new(
+        "sdnone",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: NAME}\nspec:\n  containers: [{name: c, image: busybox, command: [\"true\"]}]\n",
+    );
+    let mut cmd = p.command();
+    cmd.args(["--cgroup-driver", "systemd"]);
+    let out = cmd.output_within(LIMIT);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "one line: {err}");
+    assert!(
+        lines[0].contains("--cgroup-driver systemd: systemd is not running on this host"),
+        "{err}"
+    );
+    p.assert_sandbox_gone();
+    // A parent that names no slice is bad input, said before anything else.
+    let mut cmd = p.command();
+    cmd.args(["--cgroup-driver", "systemd", "--cgroup-parent", "/kubepods"]);
+    let out = cmd.output_within(LIMIT);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("names a slice"), "{err}");
+    p.assert_sandbox_gone();
+}

@@ -89,6 +89,19 @@ impl Group {
         Ok(())
     }
 
+    /// Hand the controllers this cgroup has down to its children (v2), on a cgroup made by
+    /// someone else: a pod's slice, which systemd made, before the containers' scopes.
+    pub fn hand_down_controllers(&self) {
+        if let (true, Some(d)) = (self.v2, self.dirs.first()) {
+            enable_subtree_controllers(d);
+        }
+    }
+
+    /// The tree this group is in.
+    pub fn root(&self) -> &CgroupRoot {
+        &self.root
+    }
+
     /// A group of [`CgroupRoot::none`]: no cgroup at all.
     /// Whether it is a cgroup v2 (unified) group.
     pub fn is_v2(&self) -> bool {

@@ -73,8 +73,15 @@ pub static COMMANDS: &[Cmd] = &[
             opt(
                 "cgroup-parent",
                 "PATH",
-                "Parent cgroup of the pod's [default: the cgroup podinit was started in]",
+                "Parent cgroup of the pod's [default: the cgroup podinit was started in; with --cgroup-driver systemd, a slice: kubelet's kubepods[-<qos>].slice]",
             ),
+            opt(
+                "cgroup-driver",
+                "DRIVER",
+                "Who makes the pod's cgroups, as kubelet's flag: podinit itself, or systemd (a slice for the pod, a scope a container)",
+            )
+            .choices(&["cgroupfs", "systemd"])
+            .default("cgroupfs"),
             opt(
                 "socket",
                 "PATH",

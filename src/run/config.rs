@@ -29,13 +29,21 @@ pub(super) fn supervisor_config(
         crate::pod::rootless::without_message(why, &crate::pod::rootless::asked(spec))
     });
     let dirs = opts.dir_paths();
-    if !pid1 {
+    // Under systemd the containers' scopes go with the pod's slice.
+    let own_containers = !pid1 && cgroup.slice().is_none();
+    if own_containers {
         cgroup.own_containers(&made.root);
     }
+    let scopes = match cgroup.slice() {
+        Some(s) => Some(supervisor::scopes::Scopes::new(s)?),
+        None => None,
+    };
     let mut ctrs = Vec::new();
     for (kind, c, b) in adm.containers {
         let dir = sd.container_dir(&c.name);
-        cgroup.add_container(supervisor::containers::cgroup_name(&made.name, &c.name));
+        if own_containers {
+            cgroup.add_container(supervisor::containers::cgroup_name(&made.name, &c.name));
+        }
         ctrs.push(Ctr::new(
             c.name.clone(),
             kind,
@@ -95,5 +103,6 @@ pub(super) fn supervisor_config(
         rro_supported: crate::sys::mount::setattr_supported(),
         image_volumes: adm.image_volumes,
         image_volume_holds: Vec::new(),
+        scopes,
     })
 }

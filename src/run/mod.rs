@@ -53,6 +53,8 @@ pub struct RunOptions {
     pub presets: Option<PathBuf>,
     pub state_dir: Option<PathBuf>,
     pub cgroup_parent: Option<String>,
+    /// `--cgroup-driver`: who makes the pod's cgroups.
+    pub cgroup_driver: CgroupDriver,
     /// The status socket [default: <state dir>/pod.sock].
     pub socket: Option<PathBuf>,
     /// A network namespace to join instead of creating one (`--netns`).
@@ -73,6 +75,16 @@ pub struct RunOptions {
     pub node_resources: Option<String>,
 }
 
+/// kubelet's `--cgroup-driver` (docs/interface.md §The systemd cgroup driver).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CgroupDriver {
+    /// podinit makes the cgroups itself, below `--cgroup-parent`.
+    #[default]
+    Cgroupfs,
+    /// systemd makes them: a transient slice for the pod, a scope for each container.
+    Systemd,
+}
+
 impl RunOptions {
     /// The bundles directory and the image store these options name.
     pub fn dir_paths(&self) -> DirPaths {
@@ -86,7 +98,9 @@ pub const DEFAULT_SECCOMP_ROOT: &str = "/var/lib/kubelet/seccomp";
 /// `podinit run`: returns the process exit status.
 pub fn run(opts: &RunOptions) -> i32 {
     let node_flags = match node::Flags::parse(opts).and_then(|f| {
-        puller::check_options(&opts.registry_ca, &opts.insecure_registries).map(|()| f)
+        puller::check_options(&opts.registry_ca, &opts.insecure_registries)?;
+        check_cgroup_parent(opts)?;
+        Ok(f)
     }) {
         Ok(f) => f,
         Err(e) => {
@@ -163,6 +177,19 @@ pub fn run(opts: &RunOptions) -> i32 {
     code
 }
 
+/// With the systemd driver `--cgroup-parent` names a slice, as kubelet's and containerd's
+/// cgroup parents do under it.
+fn check_cgroup_parent(opts: &RunOptions) -> Result<(), String> {
+    match (&opts.cgroup_parent, opts.cgroup_driver) {
+        (Some(p), CgroupDriver::Systemd) => crate::cgroup::systemd::expand_slice(p)
+            .map(drop)
+            .map_err(|e| {
+                format!("--cgroup-parent {p:?}: with --cgroup-driver systemd it names a slice (such as kubepods-burstable.slice): {e}")
+            }),
+        _ => Ok(()),
+    }
+}
+
 /// What the outer process created, removed by `clean_up` whatever happened.
 struct Sandbox {
     cgroup: pod_cgroup::PodCgroup,
@@ -196,9 +223,16 @@ impl Sandbox {
         if let Some(why) = user_ns.then(|| userns::refusal(opts, pid1)).flatten() {
             return Err(why);
         }
-        let made = self
-            .cgroup
-            .create(&adm.pod, opts.cgroup_parent.as_deref(), pid1)?;
+        let made = match opts.cgroup_driver {
+            CgroupDriver::Cgroupfs => {
+                self.cgroup
+                    .create(&adm.pod, opts.cgroup_parent.as_deref(), pid1)?
+            }
+            CgroupDriver::Systemd => {
+                self.cgroup
+                    .create_slice(&adm.pod, opts.cgroup_parent.as_deref(), pid1)?
+            }
+        };
         // Forked before the sandbox's namespaces exist: it pulls from where podinit runs.
         // Only a pod that may pull has one: a pod on bundles and images of the store starts
         // as fast as one on bundles alone.

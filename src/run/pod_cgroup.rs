@@ -17,6 +17,9 @@ pub(super) struct PodCgroup {
     root: Option<CgroupRoot>,
     /// The containers' cgroups below the pod's (names; the handles are made at removal).
     containers: Vec<String>,
+    /// With the systemd driver: the pod's slice, stopped at removal (its containers'
+    /// scopes with it).
+    slice: Option<String>,
 }
 
 /// Where the pod's cgroups are made: the hierarchy and the pod cgroup's name in it.
@@ -87,6 +90,62 @@ impl PodCgroup {
         })
     }
 
+    /// With `--cgroup-driver systemd`: the pod's cgroup is a transient slice that systemd
+    /// makes, named and placed as kubelet's systemd driver does (`parent`, a slice, by
+    /// default kubelet's slice of the pod's QoS class), with the pod's limits as its
+    /// properties and then in its files. The supervisor stays where podinit runs, as with
+    /// cgroupfs; the containers get scopes in the slice (`supervisor::containers`).
+    pub fn create_slice(
+        &mut self,
+        pod: &Pod,
+        parent: Option<&str>,
+        pid1: bool,
+    ) -> Result<Made, String> {
+        use crate::cgroup::systemd;
+        if pid1 {
+            return Err(
+                "--cgroup-driver systemd cannot be used in PID-1 mode: the runtime that started podinit made its cgroup"
+                    .into(),
+            );
+        }
+        if !systemd::running() {
+            return Err(
+                "--cgroup-driver systemd: systemd is not running on this host (no /run/systemd/system)"
+                    .into(),
+            );
+        }
+        let spec = pod.spec.as_ref().expect("admitted pod has a spec");
+        let parent = parent.map_or_else(|| qos_slice(spec).to_string(), str::to_string);
+        let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+        let unit = systemd::pod_slice(&parent, uid)
+            .map_err(|e| format!("--cgroup-driver systemd: {e}"))?;
+        let limits = resources(
+            &crate::pod::resources::pod_limits(spec),
+            crate::pod::resources::pod_cpu_shares(spec),
+        )?;
+        systemd::start_slice(&unit, &limits)?;
+        self.slice = Some(unit.name.clone());
+        let root = CgroupRoot::detect(Some("/")).map_err(|e| e.to_string())?;
+        let name = unit.cgroup.trim_start_matches('/').to_string();
+        let pod_cg = self.pod.insert(root.group(&name));
+        // The containers' limits are written before their processes start, as with
+        // cgroupfs: their scopes' directories need the controllers from the start, before
+        // systemd would enable them for the units.
+        pod_cg.hand_down_controllers();
+        // runc's Set after the properties: the files systemd has no property for.
+        set_limits(pod_cg, pod, root.is_v2())?;
+        Ok(Made {
+            root,
+            name,
+            without: None,
+        })
+    }
+
+    /// The pod's slice, with the systemd driver.
+    pub fn slice(&self) -> Option<&str> {
+        self.slice.as_deref()
+    }
+
     /// Outside PID-1 mode the containers' cgroups are ours to remove (`remove`): from now
     /// on, `add_container` records each.
     pub fn own_containers(&mut self, root: &CgroupRoot) {
@@ -128,11 +187,32 @@ impl PodCgroup {
                 errs.push(e.to_string());
             }
         }
+        if let Some(unit) = self.slice.take() {
+            // Whatever is left is killed first: stopping the slice would otherwise give
+            // each scope in it systemd's stop timeout.
+            if let Some(cg) = &self.pod {
+                cg.kill_all();
+            }
+            match crate::cgroup::systemd::stop(&unit) {
+                Ok(None) => {}
+                Ok(Some(e)) | Err(e) => errs.push(e),
+            }
+        }
         if let Some(cg) = self.pod.take() {
             if let Err(e) = cg.destroy() {
                 errs.push(e.to_string());
             }
         }
+    }
+}
+
+/// kubelet's slice for the pods of a QoS class, under its systemd driver.
+fn qos_slice(spec: &k8s_openapi::api::core::v1::PodSpec) -> &'static str {
+    use crate::pod::QosClass;
+    match crate::pod::plan::qos_class(spec) {
+        QosClass::Guaranteed => "kubepods.slice",
+        QosClass::Burstable => "kubepods-burstable.slice",
+        QosClass::BestEffort => "kubepods-besteffort.slice",
     }
 }
 

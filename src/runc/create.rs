@@ -313,8 +313,9 @@ pub fn create(
     if let Some(r) = resources.as_ref().filter(|_| unit.is_none()) {
         group.set(r).map_err(|e| cg(e.into()))?;
     }
+    let device_rules = crate::spec::cgroup_rules(&st.config);
     group
-        .confine_devices(&crate::spec::cgroup_rules(&st.config))
+        .confine_devices(&device_rules)
         .map_err(|e| cg(e.into()))?;
     let mut placement = group.placement().map_err(|e| cg(e.into()))?;
     let unified = cgroup::unified_leaf(st.cgroups_path.as_deref(), id);
@@ -369,7 +370,7 @@ pub fn create(
             .linux()
             .as_ref()
             .and_then(|l| l.resources().as_ref());
-        crate::cgroup::systemd::start(u, created.pid, r)?;
+        crate::cgroup::systemd::start(u, created.pid, r, Some(&device_rules))?;
         if let Some(r) = r {
             group.set(r).map_err(|e| cg(e.into()))?;
         }

@@ -54,7 +54,8 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), super::Error> {
     // Under systemd, runc's Set: the unit's properties from the whole new resources, then
     // the files, all of them (systemd rewrites those of each controller it touched).
     if let Some(unit) = &s.systemd_unit {
-        crate::cgroup::systemd::set(unit, &written)
+        let devices = crate::spec::cgroup_rules(&s.config);
+        crate::cgroup::systemd::set(unit, &written, Some(&devices))
             .map_err(|e| format!("updating container {id}: {e}"))?;
     }
     group

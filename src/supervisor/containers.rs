@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::{self, Read, Seek, SeekFrom};
-use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -36,6 +36,9 @@ pub struct Ctr {
     pub dir: PathBuf,
     pub cgroup: Group,
     cgroup_created: bool,
+    /// With the systemd driver: the current run's scope, whose properties hold its
+    /// limits.
+    pub scope: Option<String>,
     /// Runs started so far: the next run's log is `logs/<name>/<runs>.log` (= restartCount).
     pub runs: u32,
     pub run: Option<Run>,
@@ -108,6 +111,8 @@ pub struct StartContext<'a> {
     pub recursive_read_only: &'a [bool],
     /// Each of the container's `volumeMounts`' sub-path, `subPathExpr` expanded.
     pub sub_paths: &'a [Option<String>],
+    /// With the systemd driver: each run is a scope in the pod's slice.
+    pub scopes: Option<&'a super::scopes::Scopes>,
 }
 
 /// A container's cgroup, below the pod's.
@@ -142,6 +147,7 @@ impl Ctr {
             dir,
             cgroup,
             cgroup_created: false,
+            scope: None,
             runs: 0,
             run: None,
             container_id: None,
@@ -214,6 +220,20 @@ impl Ctr {
             root.set_path(rootfs);
         }
 
+        let id = crate::util::random_hex(32);
+        let scope = match cx.scopes {
+            Some(scopes) => {
+                // A scope of its own for every run, named by its id; the last run's goes
+                // with its processes (systemd removes an empty scope and its directory).
+                let u = scopes.unit(&id)?;
+                let fresh = self.cgroup.root().group(u.cgroup.trim_start_matches('/'));
+                self.cgroup = fresh;
+                self.cgroup_created = false;
+                self.scope = Some(u.name.clone());
+                Some((scopes, u))
+            }
+            None => None,
+        };
         if self.cgroup_created {
             // A fresh cgroup for every run, as containerd gives every container instance.
             // It also matters on v2: some kernels (Debian's 6.1) SIGKILL every process born
@@ -227,8 +247,9 @@ impl Ctr {
             self.cgroup.set(r).map_err(|e| e.to_string())?;
         }
         // Once per cgroup: v2 would stack one more program for each call.
+        let device_rules = crate::spec::cgroup_rules(&spec);
         self.cgroup
-            .confine_devices(&crate::spec::cgroup_rules(&spec))
+            .confine_devices(&device_rules)
             .map_err(|e| e.to_string())?;
 
         let log_path = LogFile::path_for(cx.logs_dir, &self.name, self.runs);
@@ -257,7 +278,6 @@ impl Ctr {
         };
         let stdin_fd = in_r.as_ref().map_or(devnull.as_raw_fd(), |r| r.as_raw_fd());
 
-        let id = crate::util::random_hex(32);
         let placement = self.cgroup.placement().map_err(|e| e.to_string())?;
         let spawned = runtime::spawn(&runtime::Launch {
             name: &self.name,
@@ -270,6 +290,25 @@ impl Ctr {
         .map_err(|e| e.to_string())?;
         // Our copies of the write ends must go, or the pipes never reach EOF.
         drop((out_w, err_w, devnull, in_r));
+        if let Some((scopes, u)) = &scope {
+            let r = spec
+                .linux()
+                .as_ref()
+                .and_then(|l| l.resources().clone())
+                .unwrap_or_default();
+            let started = scopes
+                .start(u, spawned.pidfd.as_fd(), &r, &device_rules)
+                .and_then(|()| {
+                    // runc's Set after the properties: what systemd has no property for.
+                    self.cgroup.set(&r).map_err(|e| e.to_string())
+                });
+            if let Err(e) = started {
+                // Nothing of the run is left: its process is killed (and reaped as any).
+                let _ = crate::sys::pidfd::send_signal(&spawned.pidfd, libc::SIGKILL);
+                self.cgroup.kill_all();
+                return Err(e);
+            }
+        }
 
         // With a terminal everything the container writes comes through its master, as
         // one stream: the CRI logs it all as stdout.

@@ -16,6 +16,7 @@ mod output;
 mod pause;
 mod reap;
 mod resize;
+pub mod scopes;
 mod start;
 mod status;
 mod teardown;
@@ -99,6 +100,9 @@ pub struct Config {
     /// The kernel can make recursive read-only mounts (the runtime handler's
     /// `recursiveReadOnlyMounts` feature).
     pub rro_supported: bool,
+    /// With `--cgroup-driver systemd`: the pod's slice, where each container run gets a
+    /// scope.
+    pub scopes: Option<scopes::Scopes>,
 }
 
 /// Signals the supervisor handles. As PID 1 it would not even see the others.

@@ -255,6 +255,11 @@ impl Supervisor<'_> {
         if let Some(limit) = r.memory().as_ref().and_then(|m| m.limit()) {
             below_usage(&group, limit, "pod")?;
         }
+        // Under systemd the slice's properties first (as runc's update), or systemd would
+        // write the old limits back over the files at its next reload.
+        if let Some(s) = &self.cfg.scopes {
+            crate::cgroup::systemd::set(s.slice(), &r, None)?;
+        }
         group
             .set(&r)
             .map_err(|e| format!("setting the pod cgroup's limits: {e}"))
@@ -267,6 +272,10 @@ impl Supervisor<'_> {
             .map_err(|e| format!("container {}: {e}", ctr.name))?;
         if let Some(limit) = r.memory().as_ref().and_then(|m| m.limit()) {
             below_usage(&ctr.cgroup, limit, &format!("container {}", ctr.name))?;
+        }
+        if let Some(unit) = &ctr.scope {
+            crate::cgroup::systemd::set(unit, &r, None)
+                .map_err(|e| format!("container {}: {e}", ctr.name))?;
         }
         ctr.cgroup
             .set(&r)

@@ -263,6 +263,7 @@ impl Supervisor<'_> {
             user_ns: self.cfg.userns.as_ref().map(|u| (u.user_fd(), u.base)),
             recursive_read_only: &rro,
             sub_paths: &sub_paths,
+            scopes: self.cfg.scopes.as_ref(),
         };
         match self.containers[i].ctr.start(&cx) {
             Ok(pipes) => {

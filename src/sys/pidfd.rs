@@ -3,7 +3,7 @@
 //! found by its pid; it turns readable when the process exits.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 /// `pidfd_open(2)`: a pidfd for the process `pid` (of our pid namespace), close-on-exec.
 pub fn open(pid: i32) -> io::Result<OwnedFd> {
@@ -14,6 +14,35 @@ pub fn open(pid: i32) -> io::Result<OwnedFd> {
     }
     // SAFETY: a new fd that only we own.
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// The pid of `pidfd`'s process as the procfs at `proc_dir` numbers it: the `Pid:` line
+/// of the pidfd's fdinfo there, which the kernel gives in that procfs's pid namespace. A
+/// supervisor in the pod's pid namespace names its containers to systemd so, through the
+/// host's /proc opened before it left the host's namespace.
+pub fn pid_in(proc_dir: BorrowedFd, pidfd: BorrowedFd) -> io::Result<i32> {
+    let fd = nix::fcntl::openat(
+        proc_dir,
+        format!("self/fdinfo/{}", pidfd.as_raw_fd()).as_str(),
+        nix::fcntl::OFlag::O_RDONLY | nix::fcntl::OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    )?;
+    let text = io::read_to_string(std::fs::File::from(fd))?;
+    fdinfo_pid(&text).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            "no pid in the pidfd's fdinfo (the process has exited, or the kernel is older than 5.4)",
+        )
+    })
+}
+
+/// The `Pid:` of a pidfd's fdinfo; none when it is `-1` (exited) or `0` (not in that pid
+/// namespace).
+fn fdinfo_pid(text: &str) -> Option<i32> {
+    text.lines()
+        .find_map(|l| l.strip_prefix("Pid:"))
+        .and_then(|v| v.trim().parse().ok())
+        .filter(|p: &i32| *p > 0)
 }
 
 /// `pidfd_send_signal(2)`: signal a process through its pidfd, immune to pid reuse.
@@ -53,6 +82,24 @@ pub fn exited(pidfd: &OwnedFd, timeout_ms: i32) -> io::Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pidfd_names_its_process_as_a_procfs_numbers_it() {
+        let child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let fd = open(child.id() as i32).unwrap();
+        let proc_dir = std::fs::File::open("/proc").unwrap();
+        let pid = pid_in(proc_dir.as_fd(), fd.as_fd());
+        let mut child = child;
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(pid.unwrap(), child.id() as i32);
+        assert_eq!(fdinfo_pid("pos:\t0\nPid:\t-1\nNSpid:\t-1\n"), None);
+        assert_eq!(fdinfo_pid("Pid:\t0\n"), None);
+        assert_eq!(fdinfo_pid("flags:\t02000002\nPid:\t4242\n"), Some(4242));
+    }
 
     #[test]
     fn a_pidfd_signals_its_process_and_turns_readable_when_it_exits() {

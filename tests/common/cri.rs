@@ -111,6 +111,9 @@ pub struct Lab {
     /// Cleaned up already (a dead lab swept, or one handed to a test as abandoned): the
     /// drop does nothing more.
     cleaned: bool,
+    /// Both handlers with `SystemdCgroup = true` and the pods' cgroup parents slices, as
+    /// on a node whose kubelet runs the systemd cgroup driver (systemd must be PID 1).
+    pub systemd: bool,
 }
 
 fn random_u32() -> u32 {
@@ -178,6 +181,15 @@ impl Lab {
 
     /// A lab on `daemon`, pulling every registry's images from `mirror` when given.
     pub fn with(prefix: &str, daemon: Containerd, mirror: Option<String>) -> Lab {
+        Lab::make(prefix, daemon, mirror, false)
+    }
+
+    /// A lab on `daemon` with the systemd cgroup driver (`systemd`).
+    pub fn with_systemd(prefix: &str, daemon: Containerd) -> Lab {
+        Lab::make(prefix, daemon, None, true)
+    }
+
+    fn make(prefix: &str, daemon: Containerd, mirror: Option<String>, systemd: bool) -> Lab {
         install_missing();
         for (dir, problems) in sweep_dead_labs() {
             eprintln!(
@@ -212,6 +224,7 @@ impl Lab {
             containerd: None,
             client: None,
             cleaned: false,
+            systemd,
         };
         lab.write_owner(&crate::common::process_identity(std::process::id() as i32));
         lab.write_config();
@@ -246,6 +259,22 @@ impl Lab {
             .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_containerd-shim-podinit-v1")));
         std::os::unix::fs::symlink(&shim, d.join("bin/containerd-shim-podinit-v1")).unwrap();
         let p = |s: &str| d.join(s).display().to_string();
+        // Under the systemd driver podinit's handler is declared as runc's type with the
+        // shim as its path, so that containerd hands it runc's options (docs/cri.md §7).
+        let (podinit_runtime, runc_systemd) = if self.systemd {
+            (
+                format!(
+                    "      runtime_type = \"io.containerd.runc.v2\"\n      runtime_path = \"{}\"\n      [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.podinit.options]\n        SystemdCgroup = true\n",
+                    d.join("bin/containerd-shim-podinit-v1").display()
+                ),
+                "        SystemdCgroup = true\n",
+            )
+        } else {
+            (
+                "      runtime_type = \"io.containerd.podinit.v1\"\n".to_string(),
+                "",
+            )
+        };
         let config = format!(
             r#"version = 2
 root = "{root}"
@@ -272,10 +301,9 @@ state = "{state}"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         BinaryName = "/usr/sbin/runc"
         Root = "{runc}"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.podinit]
-      runtime_type = "io.containerd.podinit.v1"
+{runc_systemd}    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.podinit]
       pod_annotations = ["*", "*/*"]
-{sandbox_handler}  [plugins."io.containerd.grpc.v1.cri".cni]
+{podinit_runtime}{sandbox_handler}  [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "{cni}"
     max_conf_num = 1
@@ -502,6 +530,17 @@ state = "{state}"
         format!("/kubepods/{}", self.name)
     }
 
+    /// The cgroup parent kubelet gives the pod of `uid`: a slice of its own under the
+    /// systemd driver (`kubepods-besteffort-pod<uid>.slice`, `-` escaped as `_`), else a
+    /// directory below the lab's.
+    pub fn pod_cgroup_parent(&self, uid: &str) -> String {
+        if self.systemd {
+            format!("kubepods-besteffort-pod{}.slice", uid.replace('-', "_"))
+        } else {
+            format!("{}/pod{uid}", self.cgroup_root())
+        }
+    }
+
     /// A pod's config: its own name, uid, log directory and cgroup parent; CNI's network
     /// unless `host_network`; the pod-wide pid namespace when `share_pid`.
     pub fn pod_config(
@@ -530,7 +569,7 @@ state = "{state}"
             labels: [("app".to_string(), name.to_string())].into(),
             annotations: [("podinit.test/lab".to_string(), self.name.clone())].into(),
             linux: Some(api::LinuxPodSandboxConfig {
-                cgroup_parent: format!("{}/pod{uid}", self.cgroup_root()),
+                cgroup_parent: self.pod_cgroup_parent(&uid),
                 security_context: Some(api::LinuxSandboxSecurityContext {
                     namespace_options: Some(api::NamespaceOption {
                         network: mode(if host_network {

@@ -42,7 +42,7 @@ pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_podinit"))
 }
 
-fn unique(prefix: &str) -> String {
+pub fn unique(prefix: &str) -> String {
     let mut b = [0u8; 4];
     std::fs::File::open("/dev/urandom")
         .unwrap()

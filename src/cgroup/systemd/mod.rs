@@ -12,13 +12,15 @@
 //! speaks to systemd (docs/runc.md, docs/cri.md).
 
 pub mod dbus;
+mod devices;
 mod properties;
 mod unit;
 
 use oci_spec::runtime::LinuxResources;
 
 use super::{CgroupRoot, Group};
-pub use unit::{expand_slice, Unit};
+use crate::sys::devices::Rule;
+pub use unit::{expand_slice, pod_slice, scope, Unit};
 
 /// Whether systemd is the host's init (runc's `IsRunningSystemd`).
 pub fn running() -> bool {
@@ -42,12 +44,19 @@ fn connect(unit: &str) -> Result<dbus::Systemd, String> {
     dbus::Systemd::connect().map_err(|e| format!("systemd unit {unit}: {e}"))
 }
 
-/// Start the unit with `pid` in it (runc's `Apply`), then give it the resources (runc's
-/// `Set`: the properties here; the caller writes the cgroup's files after).
-pub fn start(u: &Unit, pid: i32, resources: Option<&LinuxResources>) -> Result<(), String> {
+/// Start the unit with `pid` in it (runc's `Apply`), then give it the resources and the
+/// device rules (runc's `Set`: the properties here; the caller writes the cgroup's files
+/// after). `devices` is `None` for a unit whose devices are not limited (a pod's slice, as
+/// kubelet's `SkipDevices`).
+pub fn start(
+    u: &Unit,
+    pid: i32,
+    resources: Option<&LinuxResources>,
+    devices: Option<&[Rule]>,
+) -> Result<(), String> {
     let mut sd = connect(&u.name)?;
     let v2 = crate::sys::cgroup::unified();
-    match sd.start_transient_unit(&u.name, properties::unit(u, pid, v2)) {
+    match sd.start_transient_unit(&u.name, properties::unit(u, Some(pid), v2)) {
         Ok(r) if r == "done" => {}
         Ok(r) => {
             let _ = sd.reset_failed_unit(&u.name);
@@ -65,23 +74,109 @@ pub fn start(u: &Unit, pid: i32, resources: Option<&LinuxResources>) -> Result<(
             return Err(format!("unable to start unit {:?}: {e}", u.name));
         }
     }
-    match resources {
-        Some(r) => set_with(&mut sd, &u.name, r),
-        None => Ok(()),
+    if resources.is_none() && devices.is_none() {
+        return Ok(());
+    }
+    set_with(
+        &mut sd,
+        &u.name,
+        &resources.cloned().unwrap_or_default(),
+        devices,
+    )
+}
+
+/// Start a pod's slice (no process of its own) with `resources` as its properties, as
+/// kubelet's systemd driver makes a pod's cgroup (devices not limited: kubelet's
+/// `SkipDevices`). A slice of the same name is left by a run that was killed (the caller
+/// holds the pod's state dir lock): it is stopped first, with whatever is left in it.
+pub fn start_slice(u: &Unit, resources: &LinuxResources) -> Result<(), String> {
+    let mut sd = connect(&u.name)?;
+    let v2 = crate::sys::cgroup::unified();
+    let mut started = sd.start_transient_unit(&u.name, properties::unit(u, None, v2));
+    if matches!(&started, Err(e) if dbus::is_unit_exists(e)) {
+        sd.stop_unit(&u.name)
+            .map_err(|e| format!("stopping the stale systemd unit {}: {e}", u.name))?;
+        let _ = sd.reset_failed_unit(&u.name);
+        started = sd.start_transient_unit(&u.name, properties::unit(u, None, v2));
+    }
+    match started {
+        Ok(r) if r == "done" => {}
+        Ok(r) => {
+            let _ = sd.reset_failed_unit(&u.name);
+            return Err(format!(
+                "error creating systemd unit `{}`: got `{r}`",
+                u.name
+            ));
+        }
+        Err(e) => return Err(format!("unable to start unit {:?}: {e}", u.name)),
+    }
+    // A slice that cannot have its limits is not left behind.
+    set_with(&mut sd, &u.name, resources, None).inspect_err(|_| {
+        let _ = sd.stop_unit(&u.name);
+        let _ = sd.reset_failed_unit(&u.name);
+    })
+}
+
+/// Start a pod container's scope with `pid` in it, its resources and device rules among
+/// the properties it starts with: the process runs already (in the scope's directory,
+/// made beforehand), so systemd must not write its defaults over the limits first.
+pub fn start_scope(u: &Unit, pid: i32, r: &LinuxResources, devices: &[Rule]) -> Result<(), String> {
+    let mut sd = connect(&u.name)?;
+    let version = sd
+        .version()
+        .map_err(|e| format!("systemd unit {}: systemd's version: {e}", u.name))?;
+    let v2 = crate::sys::cgroup::unified();
+    let mut props = properties::unit(u, Some(pid), v2);
+    props.extend(
+        devices::properties(devices, version)
+            .map_err(|e| format!("systemd unit {}: {e}", u.name))?,
+    );
+    props.extend(
+        properties::resources(r, v2, version)
+            .map_err(|e| format!("systemd unit {}: {e}", u.name))?,
+    );
+    match sd.start_transient_unit(&u.name, props) {
+        Ok(res) if res == "done" => Ok(()),
+        Ok(res) => {
+            let _ = sd.reset_failed_unit(&u.name);
+            Err(format!(
+                "error creating systemd unit `{}`: got `{res}`",
+                u.name
+            ))
+        }
+        Err(e) => {
+            let _ = sd.reset_failed_unit(&u.name);
+            Err(format!("unable to start unit {:?}: {e}", u.name))
+        }
     }
 }
 
-/// The resources as the unit's properties (runc's `Set` before it writes the files).
-pub fn set(unit: &str, r: &LinuxResources) -> Result<(), String> {
-    set_with(&mut connect(unit)?, unit, r)
+/// The resources and device rules as the unit's properties (runc's `Set` before it
+/// writes the files).
+pub fn set(unit: &str, r: &LinuxResources, devices: Option<&[Rule]>) -> Result<(), String> {
+    set_with(&mut connect(unit)?, unit, r, devices)
 }
 
-fn set_with(sd: &mut dbus::Systemd, unit: &str, r: &LinuxResources) -> Result<(), String> {
+fn set_with(
+    sd: &mut dbus::Systemd,
+    unit: &str,
+    r: &LinuxResources,
+    devices: Option<&[Rule]>,
+) -> Result<(), String> {
     let version = sd
         .version()
         .map_err(|e| format!("systemd unit {unit}: systemd's version: {e}"))?;
-    let props = properties::resources(r, crate::sys::cgroup::unified(), version)
-        .map_err(|e| format!("systemd unit {unit}: {e}"))?;
+    // The device properties first, as runc's `genV2ResourcesProperties` puts them.
+    let mut props = match devices {
+        Some(d) => {
+            devices::properties(d, version).map_err(|e| format!("systemd unit {unit}: {e}"))?
+        }
+        None => Vec::new(),
+    };
+    props.extend(
+        properties::resources(r, crate::sys::cgroup::unified(), version)
+            .map_err(|e| format!("systemd unit {unit}: {e}"))?,
+    );
     if props.is_empty() {
         return Ok(());
     }

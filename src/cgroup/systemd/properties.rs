@@ -18,8 +18,9 @@ fn prop(name: &str, v: Value) -> Value {
     Value::property(name, v)
 }
 
-/// The properties a container's unit starts with (runc's `Apply`), with `pid` in it.
-pub fn unit(u: &Unit, pid: i32, v2: bool) -> Vec<Value> {
+/// The properties a unit starts with (runc's `Apply`), with `pid` in it (a container's
+/// scope), or none (a slice, which holds no process of its own).
+pub fn unit(u: &Unit, pid: Option<i32>, v2: bool) -> Vec<Value> {
     let mut out = vec![prop(
         "Description",
         Value::Str(format!("libcontainer container {}", u.short)),
@@ -33,10 +34,12 @@ pub fn unit(u: &Unit, pid: i32, v2: bool) -> Vec<Value> {
         out.push(prop("Slice", Value::str(&u.slice)));
         out.push(prop("Delegate", Value::Bool(true)));
     }
-    out.push(prop(
-        "PIDs",
-        Value::Array("u".into(), vec![Value::U32(pid as u32)]),
-    ));
+    if let Some(pid) = pid {
+        out.push(prop(
+            "PIDs",
+            Value::Array("u".into(), vec![Value::U32(pid as u32)]),
+        ));
+    }
     let io = if v2 {
         "IOAccounting"
     } else {
@@ -278,7 +281,7 @@ mod tests {
     #[test]
     fn a_scope_starts_delegated_in_its_slice_with_its_pid() {
         let u = super::super::unit::parse(Some("test.slice:cri-containerd:c1"), "c1").unwrap();
-        let p = names(&unit(&u, 1234, true));
+        let p = names(&unit(&u, Some(1234), true));
         let get = |n: &str| p.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
         assert_eq!(get("Slice"), Some(Value::str("test.slice")));
         assert_eq!(get("Delegate"), Some(Value::Bool(true)));
@@ -292,11 +295,12 @@ mod tests {
             get("Description"),
             Some(Value::str("libcontainer container c1"))
         );
-        let v1 = names(&unit(&u, 1, false));
+        let v1 = names(&unit(&u, Some(1), false));
         assert!(v1.iter().any(|(k, _)| k == "BlockIOAccounting"));
         let s = super::super::unit::parse(Some("a.slice:x:b.slice"), "b").unwrap();
-        let p = names(&unit(&s, 1, true));
+        let p = names(&unit(&s, None, true));
         assert!(p.iter().any(|(k, _)| k == "Wants") && !p.iter().any(|(k, _)| k == "Delegate"));
+        assert!(!p.iter().any(|(k, _)| k == "PIDs"), "a slice starts empty");
     }
 
     #[test]

@@ -59,6 +59,40 @@ pub fn parse(cgroups_path: Option<&str>, id: &str) -> Result<Unit, String> {
     })
 }
 
+/// The slice of a pod as kubelet's systemd driver names it: its uid with `-` escaped as
+/// `_`, after `pod`, in the parent slice (`kubepods-burstable.slice` gives
+/// `kubepods-burstable-pod<uid>.slice`; `-.slice`, the root, gives `pod<uid>.slice`).
+pub fn pod_slice(parent: &str, pod_uid: &str) -> Result<Unit, String> {
+    expand_slice(parent)?;
+    if pod_uid.is_empty()
+        || !pod_uid
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'))
+    {
+        return Err(format!(
+            "metadata.uid {pod_uid:?} cannot name a systemd slice: only letters, digits, \"-\", \"_\", \".\" and \":\""
+        ));
+    }
+    let stem = parent.trim_end_matches(".slice");
+    let own = format!("pod{}", pod_uid.replace('-', "_"));
+    let name = if stem == "-" {
+        format!("{own}.slice")
+    } else {
+        format!("{stem}-{own}.slice")
+    };
+    Ok(Unit {
+        cgroup: expand_slice(&name)?,
+        slice: parent.to_string(),
+        short: name.clone(),
+        name,
+    })
+}
+
+/// The scope `<prefix>-<name>.scope` in `slice` (a pod's container).
+pub fn scope(slice: &str, prefix: &str, name: &str) -> Result<Unit, String> {
+    parse(Some(&format!("{slice}:{prefix}:{name}")), name)
+}
+
 /// The cgroup path of a slice: `a-b-c.slice` is `/a.slice/a-b.slice/a-b-c.slice`, `-.slice`
 /// the root (runc's `ExpandSlice`, systemd's slice naming).
 pub fn expand_slice(slice: &str) -> Result<String, String> {
@@ -142,6 +176,50 @@ mod tests {
             ("my.slice", "/my.slice")
         );
         assert!(s.is_slice());
+    }
+
+    #[test]
+    fn pod_slices_are_named_as_kubelet_s_systemd_driver_names_them() {
+        let uid = "8dbb6a3e-1c1a-4f0e-9a44-1b2c3d4e5f60";
+        let b = pod_slice("kubepods-burstable.slice", uid).unwrap();
+        assert_eq!(
+            b.name,
+            "kubepods-burstable-pod8dbb6a3e_1c1a_4f0e_9a44_1b2c3d4e5f60.slice"
+        );
+        assert_eq!(b.slice, "kubepods-burstable.slice");
+        assert_eq!(
+            b.cgroup,
+            "/kubepods.slice/kubepods-burstable.slice/\
+             kubepods-burstable-pod8dbb6a3e_1c1a_4f0e_9a44_1b2c3d4e5f60.slice"
+        );
+        assert!(b.is_slice());
+        let g = pod_slice("kubepods.slice", "u1").unwrap();
+        assert_eq!(
+            (g.name.as_str(), g.cgroup.as_str()),
+            (
+                "kubepods-podu1.slice",
+                "/kubepods.slice/kubepods-podu1.slice"
+            )
+        );
+        let r = pod_slice("-.slice", "u1").unwrap();
+        assert_eq!(
+            (r.name.as_str(), r.cgroup.as_str()),
+            ("podu1.slice", "/podu1.slice")
+        );
+        assert_eq!(
+            pod_slice("/kubepods", "u1").unwrap_err(),
+            "invalid slice name: /kubepods"
+        );
+        assert!(pod_slice("kubepods.slice", "a/b")
+            .unwrap_err()
+            .contains("metadata.uid"));
+        assert!(pod_slice("kubepods.slice", "").is_err());
+        let c = scope(&g.name, "podinit", "abc").unwrap();
+        assert_eq!(c.name, "podinit-abc.scope");
+        assert_eq!(
+            c.cgroup,
+            "/kubepods.slice/kubepods-podu1.slice/podinit-abc.scope"
+        );
     }
 
     #[test]
