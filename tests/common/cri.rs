@@ -862,6 +862,7 @@ impl Lab {
             "bridge": self.bridge,
             "net_prefix": self.net_prefix,
             "socket_dir": self.socket_dir,
+            "systemd": self.systemd,
             "containerd": match &self.daemon {
                 Containerd::V1_6 => serde_json::Value::Null,
                 Containerd::V2(bin) => serde_json::json!(bin),
@@ -909,6 +910,7 @@ impl Lab {
             containerd: None,
             client: None,
             cleaned: false,
+            systemd: r["systemd"].as_bool().unwrap_or(false),
         })
     }
 
