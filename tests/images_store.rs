@@ -555,27 +555,8 @@ fn images_decompression_bombs_stop_at_their_cap_and_leave_nothing() {
         );
         assert_empty(&store);
     }
-    // The ratio, with the defaults: 2 GiB of zeros in about 2 MiB of gzip stops at the
-    // ratio's floor (1 GiB), far below the size cap.
-    let name = "podinit.test/bomb-ratio:1";
-    let b = bomb::layout(
-        &tmp.0.join("ratio"),
-        name,
-        2048 * MIB,
-        Codec::Gzip,
-        Lie::DiffId,
-    );
-    let store = tmp.0.join("store-ratio");
-    let err = refused(&import_with(&store, &b.layout, &[]), name, &b.layer);
-    assert!(
-        err.contains(&format!(
-            "it unpacks to more than 1073741824 bytes, over 100 times its {} compressed bytes \
-             (PODINIT_MAX_LAYER_RATIO): a decompression bomb?",
-            b.compressed
-        )),
-        "{err}"
-    );
-    assert_empty(&store);
+    // The ratio's cap (at least 1 GiB) is not run here: unpacking a GiB takes minutes on
+    // a loaded debug build; `unpack::limits`' unit tests pin its arithmetic and its line.
     // A blob that is not its digest is refused as it enters the store, before any of it
     // is unpacked: the error is the digest's, not the cap's that unpacking would meet.
     let name = "podinit.test/bomb-digest:1";
@@ -597,12 +578,12 @@ fn images_decompression_bombs_stop_at_their_cap_and_leave_nothing() {
     );
     assert!(!err.contains("unpacks to more than"), "{err}");
     assert_empty(&store);
-    // A zero-filled layer under the ratio's floor is no bomb: 64 MiB in ~64 KiB imports
+    // A zero-filled layer under the ratio's floor is no bomb: 16 MiB in ~16 KiB imports
     // with the defaults, and its file is all there.
     let name = "podinit.test/zeros:1";
-    let b = bomb::layout(&tmp.0.join("zeros"), name, 64 * MIB, Codec::Gzip, Lie::None);
+    let b = bomb::layout(&tmp.0.join("zeros"), name, 16 * MIB, Codec::Gzip, Lie::None);
     assert!(
-        b.compressed * 100 < 64 * MIB,
+        b.compressed * 100 < 16 * MIB,
         "{} compressed bytes",
         b.compressed
     );
@@ -611,7 +592,7 @@ fn images_decompression_bombs_stop_at_their_cap_and_leave_nothing() {
     let image = Store::open(&store).unwrap().get(name).unwrap().unwrap();
     assert_eq!(
         fs::metadata(image.layers[0].join("zeros")).unwrap().len(),
-        64 * MIB
+        16 * MIB
     );
     // A value that does not parse is one line naming the variable, and nothing is stored.
     let store = tmp.0.join("store-setting");

@@ -3,6 +3,7 @@
 //! members (one per MiB of zeros, each compressed once and repeated), as `MultiGzDecoder`
 //! and gzip(1) read them, so that a 2 GiB bomb is made in a moment; zstd is one frame made
 //! by zstd(1).
+#![allow(dead_code)]
 
 use podinit::image::digest::Digest;
 use std::fs;
@@ -36,7 +37,8 @@ pub enum Lie {
     None,
     /// The diffID is not the tar's: an attacker need not make it right to fill a disk.
     DiffId,
-    /// The blob's last byte changed after its digest was taken.
+    /// The blob's last byte changed after its digest was taken (the diffID is not the
+    /// tar's either: the digest is what must stop it).
     Digest,
 }
 
@@ -67,13 +69,13 @@ fn gzip_bomb(zeros: u64) -> Vec<u8> {
     for _ in 0..zeros / MIB {
         out.extend_from_slice(&mib);
     }
-    out.extend_from_slice(&gzip(&[0; 1024]));
+    out.extend_from_slice(&gzip(&[0u8; 1024]));
     out
 }
 
 fn zstd_bomb(zeros: u64) -> Vec<u8> {
     let mut child = Command::new("zstd")
-        .args(["-q", "-c", "-19"])
+        .args(["-q", "-c"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -85,7 +87,7 @@ fn zstd_bomb(zeros: u64) -> Vec<u8> {
         for _ in 0..zeros / MIB {
             stdin.write_all(&mib).unwrap();
         }
-        stdin.write_all(&[0; 1024]).unwrap();
+        stdin.write_all(&[0u8; 1024]).unwrap();
     });
     let out = child.wait_with_output().unwrap();
     feeder.join().unwrap();
@@ -102,7 +104,7 @@ fn diff_id(zeros: u64) -> Digest {
     for _ in 0..zeros / MIB {
         h.update(&mib);
     }
-    h.update([0; 1024]);
+    h.update([0u8; 1024]);
     Digest::parse(&format!("sha256:{:x}", h.finalize())).unwrap()
 }
 
@@ -133,9 +135,10 @@ pub fn layout(dir: &Path, name: &str, zeros: u64, codec: Codec, lie: Lie) -> Bom
         Codec::Gzip => (gzip_bomb(zeros), "layer.v1.tar+gzip"),
         Codec::Zstd => (zstd_bomb(zeros), "layer.v1.tar+zstd"),
     };
+    // Hashing a bomb takes long in a debug build: only a true layout has its true diffID.
     let diff = match lie {
-        Lie::DiffId => Digest::of(b"not the layer's content"),
-        _ => diff_id(zeros),
+        Lie::None => diff_id(zeros),
+        _ => Digest::of(b"not the layer's content"),
     };
     let layer = put(dir, &blob);
     if lie == Lie::Digest {

@@ -63,13 +63,9 @@ impl Limits {
         if let Some(s) = size {
             let q = crate::quantity::parse(s.trim())
                 .map_err(|e| Error::Setting(format!("{SIZE_VAR}: {e}")))?;
-            let v = q.value();
-            if v < 0 || v > i128::from(u64::MAX) {
-                return Err(Error::Setting(format!(
-                    "{SIZE_VAR}: {s:?} is not a size in bytes"
-                )));
-            }
-            l.size = (v > 0).then_some(v as u64);
+            let v = u64::try_from(q.value())
+                .map_err(|_| Error::Setting(format!("{SIZE_VAR}: {s:?} is not a size in bytes")))?;
+            l.size = (v > 0).then_some(v);
         }
         if let Some(r) = ratio {
             let v: u64 = r
