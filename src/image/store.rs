@@ -480,6 +480,17 @@ impl Store {
         Ok(())
     }
 
+    /// The blobs the image `top` is made of, as far as they resolve: what a pull that
+    /// failed after fetching them hands to [`Store::drop_unused`].
+    pub fn blobs_of(&self, top: &Digest) -> Vec<Digest> {
+        let mut out = vec![top.clone()];
+        if let Ok(r) = self.resolve(top) {
+            out.extend(r.blobs);
+            out.extend(r.others);
+        }
+        out
+    }
+
     /// Blobs and layers (by diffID) that `names` use.
     fn references(&self, names: &[Named]) -> (HashSet<Digest>, HashSet<Digest>) {
         let mut blobs = HashSet::new();
