@@ -3,6 +3,8 @@
 //! altered on the registry's disk, a registry that never answers. A failed pull leaves
 //! nothing in the store. Images come from scripts/make-oci-image, pushed with skopeo.
 
+#[path = "common/bomb.rs"]
+mod bomb;
 mod common;
 #[path = "common/registry.rs"]
 mod registry;
@@ -245,6 +247,57 @@ fn registry_blob_altered_on_disk_fails_the_digest_check_and_stores_nothing() {
         p.stderr
     );
     assert_nothing_stored(&store);
+}
+
+/// A decompression bomb on a registry: 256 MiB of zeros in a few hundred KiB of gzip,
+/// whose blob verifies (only its uncompressed size is hostile), is stopped at its cap as
+/// it is unpacked, naming the layer, and the pull leaves nothing.
+#[test]
+#[ignore = "needs root: runs a registry and pulls into a store"]
+fn registry_decompression_bomb_stops_at_its_cap_and_stores_nothing() {
+    common::require_root();
+    let tmp = TempDir::new("reg-bomb");
+    let b = bomb::layout(
+        &tmp.path().join("layout"),
+        "podinit.test/bomb:1",
+        256 << 20,
+        bomb::Codec::Gzip,
+        bomb::Lie::DiffId,
+    );
+    let archive = tmp.path().join("bomb.tar");
+    bomb::archive(&b, &archive);
+    let reg = Registry::start("reg-bomb-srv", &Auth::None, None);
+    reg.push(&archive, &format!("{REPO}:bomb"), None);
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&reg.blob(&reg.tag_digest(REPO, "bomb"))).unwrap();
+    assert_eq!(
+        manifest["layers"][0]["digest"].as_str(),
+        Some(b.layer.as_str()),
+        "the registry keeps the bomb's blob as it was made"
+    );
+    let store = tmp.path().join("store");
+    let p = pull_env(
+        &store,
+        &format!("{}/{REPO}:bomb", reg.host()),
+        &[],
+        &[("PODINIT_MAX_LAYER_SIZE", Path::new("32Mi"))],
+    );
+    assert_eq!(p.code, 1, "{}", p.stderr);
+    assert_eq!(p.stderr.lines().count(), 1, "{}", p.stderr);
+    assert!(
+        p.stderr.contains(&format!(
+            "layer {}: it unpacks to more than 33554432 bytes, the most a layer may \
+             (PODINIT_MAX_LAYER_SIZE)",
+            b.layer
+        )),
+        "{}",
+        p.stderr
+    );
+    assert_nothing_stored(&store);
+    let layers: Vec<_> = std::fs::read_dir(store.join("layers"))
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(layers.is_empty(), "layers left: {layers:?}");
 }
 
 #[test]

@@ -36,6 +36,10 @@ pub enum Error {
     Unsupported(String),
     /// A blob, layer or platform the image needs is not there.
     Missing(String),
+    /// A layer that unpacks to more than its cap (a decompression bomb): which cap.
+    TooLarge(String),
+    /// A setting from the environment that does not parse: the variable and why.
+    Setting(String),
     /// A registry refused or could not be reached: its HTTP status when it answered.
     Registry {
         status: Option<u16>,
@@ -81,7 +85,9 @@ impl Error {
 
     pub fn kind(&self) -> Kind {
         match self {
-            Error::Reference(_) | Error::Content(_) => Kind::InvalidArgument,
+            Error::Reference(_) | Error::Content(_) | Error::TooLarge(_) | Error::Setting(_) => {
+                Kind::InvalidArgument
+            }
             Error::NoImage { .. } | Error::Missing(_) => Kind::NotFound,
             Error::InUse(_) => Kind::FailedPrecondition,
             Error::Io { err, .. } | Error::Os(err) => Kind::of_io(err),
@@ -113,7 +119,9 @@ impl fmt::Display for Error {
             | Error::InUse(m)
             | Error::Content(m)
             | Error::Unsupported(m)
-            | Error::Missing(m) => f.write_str(m),
+            | Error::Missing(m)
+            | Error::TooLarge(m)
+            | Error::Setting(m) => f.write_str(m),
         }
     }
 }
@@ -149,6 +157,8 @@ mod tests {
             (Error::Content("c".into()), Kind::InvalidArgument, "c"),
             (Error::Unsupported("s".into()), Kind::Unimplemented, "s"),
             (Error::Missing("m".into()), Kind::NotFound, "m"),
+            (Error::TooLarge("t".into()), Kind::InvalidArgument, "t"),
+            (Error::Setting("v".into()), Kind::InvalidArgument, "v"),
             (
                 Error::io("reading /s/index.json", enoent()),
                 Kind::NotFound,

@@ -80,9 +80,13 @@ pub fn pull(
 ) -> Result<Image, Error> {
     let top =
         fetch(store, name, opts, progress).map_err(|e| e.within(format_args!("pull {name}")))?;
-    store
-        .commit(name, &top)
-        .map_err(|e| e.within(format_args!("pull {name}")))
+    let committed = store.commit(name, &top);
+    if committed.is_err() {
+        // An image that could not be unpacked (a bomb, a bad entry) leaves nothing, as a
+        // failed import does: the blobs fetched for it that no name uses go.
+        let _ = store.drop_unused(&store.blobs_of(&top));
+    }
+    committed.map_err(|e| e.within(format_args!("pull {name}")))
 }
 
 /// Fetches what `name` needs into `blobs` (staging under the store's root); the digest of

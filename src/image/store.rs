@@ -33,6 +33,8 @@ pub fn default_root() -> std::path::PathBuf {
 
 pub struct Store {
     root: PathBuf,
+    /// How large a layer may unpack to, from the environment.
+    limits: unpack::Limits,
 }
 
 /// An image ready to run: its config and its unpacked layers.
@@ -71,6 +73,7 @@ impl Store {
     pub fn open(root: &Path) -> Result<Store> {
         let s = Store {
             root: root.to_path_buf(),
+            limits: unpack::Limits::from_env()?,
         };
         let mk = |p: &Path, mode: u32| {
             fs::DirBuilder::new()
@@ -302,7 +305,7 @@ impl Store {
         let tmp = self.tmp().join(names::unique("layer"));
         fs::create_dir(&tmp)
             .map_err(|e| Error::io(format_args!("creating {}", tmp.display()), e))?;
-        if let Err(e) = unpack::unpack(&blob, l.compression, &l.diff_id, &tmp) {
+        if let Err(e) = unpack::unpack(&blob, l.compression, &l.diff_id, &tmp, &self.limits) {
             let _ = remove_any(&tmp);
             return Err(e.within(format_args!("layer {}", l.blob)));
         }
@@ -475,6 +478,17 @@ impl Store {
             }
         }
         Ok(())
+    }
+
+    /// The blobs the image `top` is made of, as far as they resolve: what a pull that
+    /// failed after fetching them hands to [`Store::drop_unused`].
+    pub fn blobs_of(&self, top: &Digest) -> Vec<Digest> {
+        let mut out = vec![top.clone()];
+        if let Ok(r) = self.resolve(top) {
+            out.extend(r.blobs);
+            out.extend(r.others);
+        }
+        out
     }
 
     /// Blobs and layers (by diffID) that `names` use.

@@ -51,12 +51,15 @@ fn first_on_this_machine(path: &std::path::Path) -> bool {
 /// when the score it keeps is higher.
 fn set_oom_score(adj: i32) {
     const PATH: &str = "/proc/self/oom_score_adj";
-    match std::fs::write(PATH, adj.to_string()) {
+    // Through a private procfs, as the runtime writes a container's: the supervisor's /proc
+    // is the pod's, which a container that can mount might cover.
+    let path = std::path::Path::new(PATH);
+    match crate::sys::procfs::write(path, adj.to_string().as_bytes()) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-            let kept = std::fs::read_to_string(PATH)
+            let kept = crate::sys::procfs::read(path)
                 .ok()
-                .and_then(|t| t.trim().parse::<i32>().ok());
+                .and_then(|t| String::from_utf8_lossy(&t).trim().parse::<i32>().ok());
             if let Some(msg) = kept.and_then(|k| crate::pod::oom_score::refused(adj, k)) {
                 // The marker is made either way: a run without --verbose stays silent after.
                 let marker = super::state_root().join(OOM_TOLD);

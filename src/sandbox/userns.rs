@@ -117,9 +117,11 @@ pub fn create(base: u32) -> Result<PodUserns, String> {
     };
     drop((go_r, done_w));
     let made = (|| {
+        // Through a private procfs, as every write of podinit's under /proc goes.
         for file in ["uid_map", "gid_map"] {
             let path = format!("/proc/{}/{file}", child.pid);
-            fs::write(&path, id_map(base)).map_err(|e| format!("writing {path}: {e}"))?;
+            crate::sys::procfs::write(Path::new(&path), id_map(base).as_bytes())
+                .map_err(|e| format!("writing {path}: {e}"))?;
         }
         nix::unistd::write(&go_w, b"g").map_err(|e| format!("pipe: {e}"))?;
         let mut b = [0u8; 1];

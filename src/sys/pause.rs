@@ -205,9 +205,16 @@ pub fn start_sandbox(ns: &SandboxNamespaces) -> Result<i32, String> {
         nix::unistd::sethostname(h)
             .map_err(|e| format!("hostname {h:?}: {}", std::io::Error::from(e)))?;
     }
-    for (path, value) in &ns.sysctls {
-        std::fs::write(std::path::Path::new("/proc/sys").join(path), value)
+    // Through a private procfs, as every write of podinit's under /proc goes.
+    if !ns.sysctls.is_empty() {
+        let proc = super::procfs::ProcRoot::open().map_err(|e| format!("opening procfs: {e}"))?;
+        for (path, value) in &ns.sysctls {
+            proc.write(
+                &std::path::Path::new("/proc/sys").join(path),
+                value.as_bytes(),
+            )
             .map_err(|e| format!("sysctl {}={value}: {e}", path.replace('/', ".")))?;
+        }
     }
     let pid_flag = if ns.new_pid {
         libc::CLONE_NEWPID as u64

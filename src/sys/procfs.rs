@@ -236,9 +236,15 @@ fn open_beneath(
 /// `/proc/self/oom_score_adj`) through a private procfs: never created, never truncated
 /// beyond what procfs does, never a file a mount or link put in its place.
 pub fn write(path: &Path, data: &[u8]) -> io::Result<()> {
-    let root = ProcRoot::open()?;
-    let fd = root.open_file(path, OFlag::O_WRONLY)?;
-    std::fs::File::from(fd).write_all(data)
+    ProcRoot::open()?.write(path, data)
+}
+
+impl ProcRoot {
+    /// [`write`] through this handle, for callers that write several files.
+    pub fn write(&self, path: &Path, data: &[u8]) -> io::Result<()> {
+        let fd = self.open_file(path, OFlag::O_WRONLY)?;
+        std::fs::File::from(fd).write_all(data)
+    }
 }
 
 /// What `path` (under `/proc/`) holds, read as [`write`] writes.

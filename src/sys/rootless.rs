@@ -6,7 +6,7 @@
 
 use std::fmt;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
@@ -367,8 +367,10 @@ pub fn enter(
     Ok(())
 }
 
+/// Through a procfs handle (`procfs`), as every write of podinit's under /proc goes.
 fn write_own(path: &str, text: &str) -> Result<(), EnterError> {
-    std::fs::write(path, text).map_err(|e| EnterError::Map(PathBuf::from(path), e))
+    super::procfs::write(Path::new(path), text.as_bytes())
+        .map_err(|e| EnterError::Map(PathBuf::from(path), e))
 }
 
 /// `newuidmap PID inside outside count…`: its own message when it fails.

@@ -1,10 +1,13 @@
 //! Unpacking one layer blob into a directory: decompression and the diffID check run in a
 //! thread of their own, feeding the tar entries written in the caller's, as `tar -xzf`
-//! runs gzip in a process of its own.
+//! runs gzip in a process of its own. The decompressing thread stops a layer at its cap
+//! (`limits`) before the bytes past it reach the disk.
 
 mod apply;
+mod limits;
 
 pub use apply::clean;
+pub use limits::Limits;
 
 use super::digest::{Digest, Verifier};
 use super::error::{Error, Result};
@@ -20,16 +23,27 @@ const CHUNK: usize = 256 * 1024;
 const IN_FLIGHT: usize = 8;
 
 /// Unpacks the layer in `blob` (compressed as `compression`) into the empty directory
-/// `dest`, checking that its uncompressed content is `diff_id`. On error `dest` holds a
-/// part of the layer: the caller removes it.
-pub fn unpack(blob: &Path, compression: Compression, diff_id: &Digest, dest: &Path) -> Result<()> {
+/// `dest`, checking that its uncompressed content is `diff_id` and no larger than
+/// `limits` allow. On error `dest` holds a part of the layer: the caller removes it.
+pub fn unpack(
+    blob: &Path,
+    compression: Compression,
+    diff_id: &Digest,
+    dest: &Path,
+    limits: &Limits,
+) -> Result<()> {
     let file =
         File::open(blob).map_err(|e| Error::io(format_args!("opening {}", blob.display()), e))?;
+    let compressed = file
+        .metadata()
+        .map_err(|e| Error::io(format_args!("reading {}", blob.display()), e))?
+        .len();
+    let cap = limits.cap(compressed);
     let (tx, rx) = sync_channel::<io::Result<Vec<u8>>>(IN_FLIGHT);
     let diff_id = diff_id.clone();
     let producer = std::thread::Builder::new()
         .name("unpack".into())
-        .spawn(move || {
+        .spawn(move || -> Option<limits::Cap> {
             let input = BufReader::with_capacity(CHUNK, file);
             let plain: Box<dyn Read> = match compression {
                 Compression::None => Box::new(input),
@@ -43,7 +57,7 @@ pub fn unpack(blob: &Path, compression: Compression, diff_id: &Digest, dest: &Pa
                             io::ErrorKind::InvalidData,
                             format!("zstd: {e}").replace('\n', " "),
                         )));
-                        return;
+                        return None;
                     }
                 },
             };
@@ -51,11 +65,17 @@ pub fn unpack(blob: &Path, compression: Compression, diff_id: &Digest, dest: &Pa
             loop {
                 let mut buf = vec![0; CHUNK];
                 match read_full(&mut verified, &mut buf) {
-                    Ok(0) => return,
+                    Ok(0) => return None,
+                    Ok(_) if cap.is_some_and(|c| verified.bytes_read() > c.bytes) => {
+                        // The writer is told only that the stream stopped; the cap's own
+                        // error is this thread's result.
+                        let _ = tx.send(Err(io::Error::other("the layer is over its cap")));
+                        return cap;
+                    }
                     Ok(n) => {
                         buf.truncate(n);
                         if tx.send(Ok(buf)).is_err() {
-                            return;
+                            return None;
                         }
                     }
                     Err(e) => {
@@ -67,7 +87,7 @@ pub fn unpack(blob: &Path, compression: Compression, diff_id: &Digest, dest: &Pa
                             _ => e,
                         };
                         let _ = tx.send(Err(e));
-                        return;
+                        return None;
                     }
                 }
             }
@@ -94,8 +114,10 @@ pub fn unpack(blob: &Path, compression: Compression, diff_id: &Digest, dest: &Pa
     };
     // Dropping the receiver stops a producer that is still decompressing.
     drop(rest);
-    let _ = producer.join();
-    result
+    match producer.join() {
+        Ok(Some(over)) => Err(over.exceeded()),
+        _ => result,
+    }
 }
 
 /// A decompressor whose errors say which it is.
