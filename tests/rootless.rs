@@ -478,9 +478,16 @@ spec:
         ),
     );
     let run = u.start(&manifest);
+    // `flaky` is ready for a moment in its first run too (it has no probe): the wait is
+    // for its second.
     let st = u.wait_status(&pod, |s| {
         let cs = s["status"]["containerStatuses"].as_array();
-        cs.is_some_and(|cs| cs.iter().all(|c| c["ready"] == true))
+        cs.is_some_and(|cs| {
+            cs.iter().all(|c| c["ready"] == true)
+                && cs
+                    .iter()
+                    .any(|c| c["name"] == "flaky" && c["restartCount"].as_u64() >= Some(1))
+        })
     });
     assert_eq!(st["status"]["phase"], "Running", "{st}");
     let flaky = container_status(&st, "flaky");
