@@ -247,6 +247,21 @@ fn remove(lab: &Lab, pod: &Pod) {
 }
 
 /// The parent of every process now.
+/// Whether `pid` is one of `roots` or below one, by `parents` (pid to parent pid).
+fn descends_from(parents: &HashMap<i32, i32>, pid: i32, roots: &[i32]) -> bool {
+    let mut p = pid;
+    for _ in 0..64 {
+        if roots.contains(&p) {
+            return true;
+        }
+        match parents.get(&p) {
+            Some(&pp) if pp > 1 => p = pp,
+            _ => return false,
+        }
+    }
+    false
+}
+
 fn parents() -> HashMap<i32, i32> {
     let mut m = HashMap::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -285,19 +300,7 @@ fn runtime_procs(lab: &Lab, pods: &[Pod]) -> Vec<i32> {
         .collect();
     let mut roots: Vec<i32> = lab.shims().into_iter().map(|(p, _)| p).collect();
     roots.extend(pods.iter().map(|p| sandbox_identity(lab, &p.id).0 .0));
-    let under = |pid: i32, roots: &[i32]| {
-        let mut p = pid;
-        for _ in 0..64 {
-            if roots.contains(&p) {
-                return true;
-            }
-            match parents.get(&p) {
-                Some(&pp) if pp > 1 => p = pp,
-                _ => return false,
-            }
-        }
-        false
-    };
+    let under = |pid: i32, roots: &[i32]| descends_from(&parents, pid, roots);
     // A process may end while it is read: it adds nothing then.
     parents
         .keys()

@@ -95,19 +95,7 @@ fn classify(lab: &Lab, pods: &[Pod]) -> Procs {
         .map(|p| sandbox_identity(lab, &p.id).0 .0)
         .collect();
     let shims: Vec<i32> = lab.shims().into_iter().map(|(p, _)| p).collect();
-    let under = |pid: i32, roots: &[i32]| {
-        let mut p = pid;
-        for _ in 0..64 {
-            if roots.contains(&p) {
-                return true;
-            }
-            match parents.get(&p) {
-                Some(&pp) if pp > 1 => p = pp,
-                _ => return false,
-            }
-        }
-        false
-    };
+    let under = |pid: i32, roots: &[i32]| crate::descends_from(&parents, pid, roots);
     let mut out = Vec::new();
     for &pid in parents.keys() {
         let kind = if under(pid, &containers) {

@@ -40,6 +40,18 @@ pub fn resolve(cgroups_path: Option<&str>, id: &str) -> Result<(Unit, Group), St
     Ok((u, g))
 }
 
+/// The result of StartTransientUnit's job: anything but "done" is an error, and the unit's
+/// failed state is reset so that it can be started again (runc's `startUnit`).
+fn job_done(sd: &mut dbus::Systemd, unit: &str, result: &str) -> Result<(), String> {
+    if result == "done" {
+        return Ok(());
+    }
+    let _ = sd.reset_failed_unit(unit);
+    Err(format!(
+        "error creating systemd unit `{unit}`: got `{result}`"
+    ))
+}
+
 fn connect(unit: &str) -> Result<dbus::Systemd, String> {
     dbus::Systemd::connect().map_err(|e| format!("systemd unit {unit}: {e}"))
 }
@@ -57,14 +69,7 @@ pub fn start(
     let mut sd = connect(&u.name)?;
     let v2 = crate::sys::cgroup::unified();
     match sd.start_transient_unit(&u.name, properties::unit(u, Some(pid), v2)) {
-        Ok(r) if r == "done" => {}
-        Ok(r) => {
-            let _ = sd.reset_failed_unit(&u.name);
-            return Err(format!(
-                "error creating systemd unit `{}`: got `{r}`",
-                u.name
-            ));
-        }
+        Ok(r) => job_done(&mut sd, &u.name, &r)?,
         // As runc: a unit that exists is taken as started.
         Err(e) if dbus::is_unit_exists(&e) => {}
         Err(e) => {
@@ -100,14 +105,7 @@ pub fn start_slice(u: &Unit, resources: &LinuxResources) -> Result<(), String> {
         started = sd.start_transient_unit(&u.name, properties::unit(u, None, v2));
     }
     match started {
-        Ok(r) if r == "done" => {}
-        Ok(r) => {
-            let _ = sd.reset_failed_unit(&u.name);
-            return Err(format!(
-                "error creating systemd unit `{}`: got `{r}`",
-                u.name
-            ));
-        }
+        Ok(r) => job_done(&mut sd, &u.name, &r)?,
         Err(e) => return Err(format!("unable to start unit {:?}: {e}", u.name)),
     }
     // A slice that cannot have its limits is not left behind.
@@ -136,14 +134,7 @@ pub fn start_scope(u: &Unit, pid: i32, r: &LinuxResources, devices: &[Rule]) -> 
             .map_err(|e| format!("systemd unit {}: {e}", u.name))?,
     );
     match sd.start_transient_unit(&u.name, props) {
-        Ok(res) if res == "done" => Ok(()),
-        Ok(res) => {
-            let _ = sd.reset_failed_unit(&u.name);
-            Err(format!(
-                "error creating systemd unit `{}`: got `{res}`",
-                u.name
-            ))
-        }
+        Ok(res) => job_done(&mut sd, &u.name, &res),
         Err(e) => {
             let _ = sd.reset_failed_unit(&u.name);
             Err(format!("unable to start unit {:?}: {e}", u.name))
