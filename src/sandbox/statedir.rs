@@ -105,7 +105,7 @@ impl StateDir {
             .filter(|dir| *dir != self.root)
             .filter(|dir| std::os::unix::net::UnixStream::connect(dir.join("pod.sock")).is_ok())
             .filter_map(|dir| fs::read(dir.join("status.json")).ok())
-            .filter_map(|b| serde_json::from_slice(&b).ok())
+            .filter_map(|b| crate::tracked::from_slice(&b).ok())
             .collect()
     }
 
