@@ -407,6 +407,12 @@ fn the_ml_worker_restarts_all_its_containers_in_place() {
     let c = condition(&restarted, "AllContainersRestarting");
     assert_eq!(c["status"], "False", "{c}");
     assert_eq!(p.log("setup-environment", 1), "Setting up environment");
+    // The restarted container runs before its first line is in its log (a wide window
+    // under emulation): the line is waited for.
+    let deadline = std::time::Instant::now() + LIMIT;
+    while p.log("main-application", 1).is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
     assert_eq!(p.log("main-application", 1), "Application is running");
     assert!(
         events(&p)
