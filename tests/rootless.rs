@@ -27,6 +27,15 @@ struct User {
     children: Vec<Child>,
 }
 
+/// A directory a test made outside the user's home, removed on drop.
+struct Gone(PathBuf);
+
+impl Drop for Gone {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 impl User {
     fn new() -> User {
         // No bundles: the user runs images of its own store.
@@ -1153,12 +1162,6 @@ fn volumes_are_the_pods_and_a_host_path_the_users() {
     let closed = PathBuf::from(format!("/root/podinit-rl-{}", u.name));
     std::fs::create_dir(&closed).unwrap();
     std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o700)).unwrap();
-    struct Gone(PathBuf);
-    impl Drop for Gone {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
     let _closed = Gone(closed.clone());
     let pod = format!("vol-{}", u.name);
     let manifest = u.write(
@@ -1280,12 +1283,6 @@ fn the_state_is_under_xdg_runtime_dir() {
     std::fs::create_dir(&xdg).unwrap();
     std::fs::set_permissions(&xdg, std::fs::Permissions::from_mode(0o700)).unwrap();
     std::os::unix::fs::chown(&xdg, Some(u.uid), Some(u.gid)).unwrap();
-    struct Gone(PathBuf);
-    impl Drop for Gone {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
     let _xdg = Gone(xdg.clone());
     let pod = format!("xdg-{}", u.name);
     let manifest = u.write(

@@ -7,7 +7,7 @@
 mod common;
 
 use common::runc::{Bundle, Lab, Runc, RuncOut};
-use common::{OutputWithin, CLIENT_LIMIT};
+use common::{systemctl_show, OutputWithin, CLIENT_LIMIT};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,35 +23,6 @@ fn require_systemd() {
         Path::new("/run/systemd/system").is_dir(),
         "needs systemd as PID 1 (no /run/systemd/system here): run scripts/vm-systemd-test"
     );
-}
-
-/// `systemctl show UNIT -p …` as a map.
-fn show(unit: &str, props: &[&str]) -> BTreeMap<String, String> {
-    let mut c = Command::new("systemctl");
-    c.arg("show").arg(unit);
-    for p in props {
-        c.arg("-p").arg(p);
-    }
-    let o = c.output_within(CLIENT_LIMIT);
-    assert!(
-        o.status.success(),
-        "systemctl show {unit}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    // A list property (DeviceAllow) is a line an entry: joined in their order.
-    let mut out: BTreeMap<String, String> = BTreeMap::new();
-    for (k, v) in String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .filter_map(|l| l.split_once('='))
-    {
-        out.entry(k.to_string())
-            .and_modify(|s| {
-                s.push_str(", ");
-                s.push_str(v)
-            })
-            .or_insert_with(|| v.to_string());
-    }
-    out
 }
 
 /// Units stopped (and forgotten if failed) at the end, whatever happened.
@@ -126,12 +97,12 @@ fn files(dir: &Path) -> BTreeMap<String, String> {
 
 /// Everything one runtime's container shows, with its own name replaced by `CG`.
 fn seen(unit: &str, cg: &str, pid: i64) -> BTreeMap<String, String> {
-    let mut out = show(unit, PROPS);
+    let mut out = systemctl_show(unit, PROPS);
     // Its entries as a set: systemd lists them newest first. Compared with runc's apart
     // (`device_allow`), since runc 1.1 spells a major's wildcard by its /proc/devices group.
     out.insert(
         "DeviceAllow".into(),
-        show(unit, &["DeviceAllow"])
+        systemctl_show(unit, &["DeviceAllow"])
             .remove("DeviceAllow")
             .unwrap_or_default(),
     );
@@ -198,7 +169,7 @@ fn systemd_vm_a_container_s_scope_its_limits_update_and_delete_as_runc_s() {
         r.run(&["kill", &id, "9"]).expect_ok();
         r.wait_status(&id, "stopped");
         r.run(&["delete", &id]).expect_ok();
-        let after = show(&unit, &["LoadState", "ActiveState"]);
+        let after = systemctl_show(&unit, &["LoadState", "ActiveState"]);
         assert!(
             !Path::new(&dir).exists(),
             "{}: {dir} left after delete",
@@ -304,9 +275,9 @@ fn systemd_vm_no_cgroups_path_is_runc_id_scope_in_system_slice() {
         let unit = format!("runc-{id}.scope");
         units.0.push(unit.clone());
         sd_create(r, &b, &id).expect_ok();
-        let props = show(&unit, &["ActiveState", "Slice", "ControlGroup", "Delegate"]);
+        let props = systemctl_show(&unit, &["ActiveState", "Slice", "ControlGroup", "Delegate"]);
         r.run(&["delete", "--force", &id]).expect_ok();
-        let gone = show(&unit, &["LoadState"]);
+        let gone = systemctl_show(&unit, &["LoadState"]);
         (
             props
                 .into_iter()
@@ -395,7 +366,7 @@ spec:
         .to_string();
     let scope = format!("podinit-{id}.scope");
     units.0.push(scope.clone());
-    let pod = show(
+    let pod = systemctl_show(
         &slice,
         &[
             "ActiveState",
@@ -413,7 +384,7 @@ spec:
     assert_eq!(pod["CPUQuotaPerSecUSec"], "500ms");
     let mut props = PROPS.to_vec();
     props.push("DeviceAllow");
-    let c = show(&scope, &props);
+    let c = systemctl_show(&scope, &props);
     for (k, v) in [
         ("ActiveState", "active"),
         ("Slice", slice.as_str()),
@@ -451,8 +422,14 @@ spec:
     p.signal(libc::SIGTERM);
     let out = p.wait(Duration::from_secs(60));
     assert_eq!(out.code, 1, "a pod stopped: {}", out.stderr);
-    assert_eq!(show(&slice, &["LoadState"])["LoadState"], "not-found");
-    assert_eq!(show(&scope, &["LoadState"])["LoadState"], "not-found");
+    assert_eq!(
+        systemctl_show(&slice, &["LoadState"])["LoadState"],
+        "not-found"
+    );
+    assert_eq!(
+        systemctl_show(&scope, &["LoadState"])["LoadState"],
+        "not-found"
+    );
     assert!(
         !Path::new(&format!("/sys/fs/cgroup{pod_cg}")).exists(),
         "the pod's slice left {pod_cg}"
@@ -495,7 +472,10 @@ spec:
     });
     let out = p.wait(Duration::from_secs(60));
     assert_eq!(out.code, 0, "{}\n{seen}", out.stderr);
-    assert_eq!(show(&slice, &["LoadState"])["LoadState"], "not-found");
+    assert_eq!(
+        systemctl_show(&slice, &["LoadState"])["LoadState"],
+        "not-found"
+    );
     let bad = common::TestPod::new("sdbad", "apiVersion: v1\nkind: Pod\nmetadata: {name: NAME}\nspec: {containers: [{name: c, image: busybox}]}\n");
     let o = bad
         .command()

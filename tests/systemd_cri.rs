@@ -15,29 +15,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use common::{OutputWithin, CLIENT_LIMIT};
+use common::{systemctl_show, OutputWithin, CLIENT_LIMIT};
 use cri::{container_pid, run, wait_state, Containerd, Lab};
 use cri_client::api;
-
-/// `systemctl show UNIT -p …` as a map.
-fn show(unit: &str, props: &[&str]) -> BTreeMap<String, String> {
-    let mut c = Command::new("systemctl");
-    c.arg("show").arg(unit);
-    for p in props {
-        c.arg("-p").arg(p);
-    }
-    let o = c.output_within(CLIENT_LIMIT);
-    assert!(
-        o.status.success(),
-        "systemctl show {unit}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
 
 /// The pods' slices stopped at the end, whatever happened (the lab removes the pods).
 struct Slices(Vec<String>);
@@ -67,7 +47,7 @@ fn flow(lab: &Lab, handler: &str, slices: &mut Slices) -> BTreeMap<String, Strin
     let id = run(lab, &pod, &pc, &cc);
     wait_state(lab, &id, api::ContainerState::ContainerRunning);
     let scope = format!("cri-containerd-{id}.scope");
-    let mut seen = show(
+    let mut seen = systemctl_show(
         &scope,
         &[
             "LoadState",
@@ -93,7 +73,7 @@ fn flow(lab: &Lab, handler: &str, slices: &mut Slices) -> BTreeMap<String, Strin
         .unwrap_or_else(|e| panic!("RemovePodSandbox on {handler}: {e}"));
     seen.insert(
         "scope after removal".into(),
-        show(&scope, &["LoadState"])["LoadState"].clone(),
+        systemctl_show(&scope, &["LoadState"])["LoadState"].clone(),
     );
     let cg = seen["ControlGroup"].clone();
     seen.insert(

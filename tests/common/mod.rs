@@ -675,3 +675,32 @@ pub fn read_trimmed(p: PathBuf) -> String {
         .trim()
         .to_string()
 }
+
+/// `systemctl show UNIT -p …` as a map (the systemd driver's tests, in their VM).
+pub fn systemctl_show(unit: &str, props: &[&str]) -> std::collections::BTreeMap<String, String> {
+    let mut c = std::process::Command::new("systemctl");
+    c.arg("show").arg(unit);
+    for p in props {
+        c.arg("-p").arg(p);
+    }
+    let o = c.output_within(CLIENT_LIMIT);
+    assert!(
+        o.status.success(),
+        "systemctl show {unit}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // A list property (DeviceAllow) is a line an entry: joined in their order.
+    let mut out: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
+    for (k, v) in String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| l.split_once('='))
+    {
+        out.entry(k.to_string())
+            .and_modify(|s| {
+                s.push_str(", ");
+                s.push_str(v)
+            })
+            .or_insert_with(|| v.to_string());
+    }
+    out
+}
