@@ -479,3 +479,87 @@ fn a_pod_made_through_the_sandbox_api_with_a_container_in_it() {
     );
     events.shutdown();
 }
+
+#[test]
+#[ignore = "needs root: namespaces, cgroups and a shim"]
+fn an_idle_pod_s_shim_and_sandbox_do_not_wake() {
+    common::require_root();
+    let tag = format!("podinit-sbapi-idle-{}", std::process::id());
+    let mut lab = lab_with_netns(&tag);
+    let id = "sb";
+    let bundle = sandbox_bundle(&mut lab, id);
+    let events_sock = format!("unix://{}", lab.dir.join("events.sock").display());
+    let mut events = Server::new()
+        .bind(&events_sock)
+        .unwrap()
+        .register_service(create_events(std::sync::Arc::new(Topics::default())));
+    events.start().unwrap();
+    let address = shim_start(&lab.ns, &lab.dir, &bundle, id);
+    let client = Client::connect(&address).unwrap();
+    let sandboxes = SandboxClient::new(client.clone());
+    let tasks = TaskClient::new(client);
+    let shim_pid = tasks
+        .connect(
+            ctx(),
+            &api::ConnectRequest {
+                id: id.into(),
+                ..Default::default()
+            },
+        )
+        .unwrap()
+        .shim_pid as i32;
+    lab.shim = Some(shim_pid);
+    let create = sb::CreateSandboxRequest {
+        sandbox_id: id.into(),
+        bundle_path: bundle.display().to_string(),
+        options: Some(pod_config("idle-pod", &format!("/{}", lab.parent), &[])).into(),
+        netns_path: lab.netns.as_ref().unwrap().display().to_string(),
+        ..Default::default()
+    };
+    sandboxes.create_sandbox(ctx(), &create).unwrap();
+    let pid = sandboxes
+        .start_sandbox(
+            ctx(),
+            &sb::StartSandboxRequest {
+                sandbox_id: id.into(),
+                ..Default::default()
+            },
+        )
+        .unwrap()
+        .pid;
+    lab.pause = Some(pid as i32);
+    let c1 = container_bundle(&mut lab, "c1", id, pid, &["sleep", "600"]);
+    shim::create(&tasks, "c1", &c1, "");
+    start(&tasks, "c1", "");
+
+    shim::assert_idle(&[("the shim", shim_pid), ("the sandbox's PID 1", pid as i32)]);
+
+    // The pod still answers after its quiet time, and ends as usual.
+    shim::kill(&tasks, "c1", libc::SIGKILL as u32);
+    assert_eq!(wait(&tasks, "c1", ""), 137);
+    delete(&tasks, "c1", "");
+    sandboxes
+        .stop_sandbox(
+            ctx(),
+            &sb::StopSandboxRequest {
+                sandbox_id: id.into(),
+                timeout_secs: 10,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    wait_gone(pid as i32, "the sandbox's PID 1");
+    sandboxes
+        .shutdown_sandbox(
+            ctx(),
+            &sb::ShutdownSandboxRequest {
+                sandbox_id: id.into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    wait_gone(shim_pid, "the shim after ShutdownSandbox");
+    lab.shim = None;
+    lab.pause = None;
+    events.shutdown();
+}
