@@ -37,6 +37,7 @@ pub mod systemd;
 pub use detect::CgroupRoot;
 pub use error::{Error, Result};
 pub use group::Group;
+pub use stats::StatsReader;
 pub use resources::V2_DELEGATION;
 
 /// `what` failed because of `e`: a kernel's error (errno kept), a sentence, or an error of

@@ -76,6 +76,29 @@ pub fn options(input: &[u8]) -> Option<(String, Vec<u8>)> {
     }
 }
 
+/// The bundle's file where `start` leaves what the serving shim needs of the runtime
+/// options later (containerd's runc shim keeps its options in the same file): a sandbox
+/// made through the Sandbox API gets no options of its own.
+const OPTIONS_FILE: &str = "options.json";
+
+/// Leave `SystemdCgroup = true` in the bundle `dir` (nothing when false).
+pub fn keep_systemd_cgroup(dir: &std::path::Path, on: bool) -> Result<(), String> {
+    if !on {
+        return Ok(());
+    }
+    let path = dir.join(OPTIONS_FILE);
+    std::fs::write(&path, br#"{"systemd_cgroup":true}"#)
+        .map_err(|e| format!("writing {}: {e}", path.display()))
+}
+
+/// Whether `start` left `SystemdCgroup = true` in the bundle `dir`.
+pub fn kept_systemd_cgroup(dir: &std::path::Path) -> bool {
+    std::fs::read(dir.join(OPTIONS_FILE))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .is_some_and(|v| v["systemd_cgroup"] == serde_json::Value::Bool(true))
+}
+
 /// Whether the runtime options are runc's with `SystemdCgroup = true`: the shim then
 /// runs its runtime with `--systemd-cgroup`, as containerd's runc shim runs runc.
 pub fn systemd_cgroup(url: &str, value: &[u8]) -> bool {
