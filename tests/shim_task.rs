@@ -294,8 +294,8 @@ fn figures(client: &TaskClient, id: &str) -> Figures {
             raw: any.value,
         }
     } else {
-        let m =
-            containerd_shim::protos::cgroups::metrics::Metrics::parse_from_bytes(&any.value).unwrap();
+        let m = containerd_shim::protos::cgroups::metrics::Metrics::parse_from_bytes(&any.value)
+            .unwrap();
         Figures {
             pids: m.pids.current,
             memory: m.memory.usage.usage,
@@ -346,7 +346,10 @@ fn an_idle_pod_s_shim_and_sandbox_do_not_wake() {
     create(&client, "c1", &c1, "");
     start(&client, "c1", "");
 
-    shim::assert_idle(&[("the shim", shim_pid), ("the sandbox's PID 1", sb_pid as i32)]);
+    shim::assert_idle(&[
+        ("the shim", shim_pid),
+        ("the sandbox's PID 1", sb_pid as i32),
+    ]);
 
     // Stats keeps the cgroup's files open from its first call: the figures read again
     // through them are the first call's (nothing ran since) and those that

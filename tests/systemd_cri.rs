@@ -107,7 +107,11 @@ fn flow(lab: &Lab, handler: &str, slices: &mut Slices) -> BTreeMap<String, Strin
 /// podinit's `handler` gave what runc's handler did: the container's scope in the pod's
 /// slice, `Delegate=yes`, the devices limited, the pause's scope beside it, all gone with
 /// the pod.
-fn same_as_runc(runc: &BTreeMap<String, String>, podinit: &BTreeMap<String, String>, handler: &str) {
+fn same_as_runc(
+    runc: &BTreeMap<String, String>,
+    podinit: &BTreeMap<String, String>,
+    handler: &str,
+) {
     for (k, v) in [
         ("ActiveState", "active"),
         ("Slice", "kubepods-besteffort-podUID.slice"),

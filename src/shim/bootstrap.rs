@@ -358,7 +358,10 @@ mod tests {
         assert!(systemd_cgroup(url, &generic("SystemdCgroup = true\n")));
         assert!(!systemd_cgroup(url, &generic("SystemdCgroup = false\n")));
         assert!(!systemd_cgroup(url, &generic("Other = true\n")));
-        assert!(!systemd_cgroup(url, &generic("[x]\nSystemdCgroup = true\n")));
+        assert!(!systemd_cgroup(
+            url,
+            &generic("[x]\nSystemdCgroup = true\n")
+        ));
         assert!(refused_runc_options(URL, b"").is_empty());
         assert!(refused_runc_options("runtimeoptions.v1.Options", &runc).is_empty());
         assert_eq!(options(b""), None);

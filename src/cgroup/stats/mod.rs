@@ -634,14 +634,23 @@ mod tests {
             ("cpuacct.usage", "500\n"),
             ("cpuacct.usage_percpu", "300 200 \n"),
             ("cpuacct.usage_all", "cpu user system\n0 100 200\n1 0 200\n"),
-            ("cpu.stat", "nr_periods 4\nnr_throttled 0\nthrottled_time 0\n"),
+            (
+                "cpu.stat",
+                "nr_periods 4\nnr_throttled 0\nthrottled_time 0\n",
+            ),
             ("memory.stat", "cache 4096\nrss 8192\n"),
             ("memory.usage_in_bytes", "12288\n"),
             ("pids.current", "2\n"),
             ("pids.max", "9\n"),
             ("cpuset.cpus", "0-2,5\n"),
-            ("blkio.throttle.io_serviced_recursive", "8:0 Read 3\nTotal 3\n"),
-            ("blkio.throttle.io_service_bytes_recursive", "8:0 Read 4096\nTotal 4096\n"),
+            (
+                "blkio.throttle.io_serviced_recursive",
+                "8:0 Read 3\nTotal 3\n",
+            ),
+            (
+                "blkio.throttle.io_service_bytes_recursive",
+                "8:0 Read 4096\nTotal 4096\n",
+            ),
         ]);
         let d = Some(f.0.clone());
         let dirs = || V1Dirs {
@@ -698,7 +707,12 @@ mod tests {
             ("hugetlb.2MB.current", "0\n"),
             ("hugetlb.2MB.events", "max 2\n"),
         ]);
-        let s = v2_stats(&Files::default(), &f.0, &["2MB".to_string(), "1GB".to_string()], true);
+        let s = v2_stats(
+            &Files::default(),
+            &f.0,
+            &["2MB".to_string(), "1GB".to_string()],
+            true,
+        );
         assert_eq!(
             s["cpu"],
             json!({
