@@ -923,3 +923,71 @@ stringData:
     }
     assert!(records().is_empty(), "{:?}", records());
 }
+
+#[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
+fn an_image_volume_under_always_asks_the_registry_again_at_each_pods_start() {
+    require_root();
+    let images = Images::new("volalways");
+    let reg = Registry::start("volalways");
+    let image = format!("{}/imgpod/data:v1", reg.addr);
+    let config = reg.docker_config();
+    let manifest = format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata: {{name: NAME}}
+spec:
+  imagePullSecrets: [{{name: regcred}}]
+  containers:
+  - name: c
+    image: {BASE}
+    command: [sh, -c, "trap 'exit 0' TERM; echo layer=$(cat /iv/layer 2>/dev/null || echo none); echo done; sleep 3600 & wait"]
+    volumeMounts: [{{name: iv, mountPath: /iv}}]
+  volumes: [{{name: iv, image: {{reference: "{image}", pullPolicy: Always}}}}]
+---
+apiVersion: v1
+kind: Secret
+metadata: {{name: regcred}}
+type: kubernetes.io/dockerconfigjson
+stringData:
+  .dockerconfigjson: '{config}'
+"#
+    );
+    let pulled = |p: &TestPod| {
+        wait_event(p, "Pulling", &format!("Pulling image \"{image}\""));
+        wait_event(
+            p,
+            "Pulled",
+            &format!("Successfully pulled image \"{image}\" in "),
+        );
+    };
+
+    // The tag names the layered image: the first pod mounts its /layer.
+    reg.push(&images.dir.join("archives/layered.tar"), "imgpod/data:v1");
+    let mut first = TestPod::new("volalways1", &manifest);
+    images.start(&mut first);
+    let log = first.wait_log("c", 0, LIMIT, "done");
+    assert!(log.lines().any(|l| l == "layer=top"), "{log}");
+    pulled(&first);
+    stop(&mut first);
+    first.assert_nothing_left();
+
+    // The tag moves to the base image, which has no /layer: under `Always` the next pod
+    // asks the registry again and mounts what the tag names now, not the store's copy.
+    reg.push(&images.dir.join("archives/base.tar"), "imgpod/data:v1");
+    let mut second = TestPod::new("volalways2", &manifest);
+    images.start(&mut second);
+    let log = second.wait_log("c", 0, LIMIT, "done");
+    assert!(log.lines().any(|l| l == "layer=none"), "{log}");
+    pulled(&second);
+    let stale = format!("Container image \"{image}\" already present");
+    assert!(
+        !events(&second)
+            .iter()
+            .any(|e| e["message"].as_str().unwrap_or("").starts_with(&stale)),
+        "{:#?}",
+        events(&second)
+    );
+    stop(&mut second);
+    second.assert_nothing_left();
+}
