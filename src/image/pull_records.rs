@@ -109,6 +109,9 @@ impl Records {
 
     /// The image `image_ref` left the store: its record goes with it.
     pub fn forget(&self, image_ref: &str) -> Result<()> {
+        if !self.file("pulled", image_ref).exists() {
+            return Ok(());
+        }
         let _l = self.lock()?;
         remove(&self.file("pulled", image_ref))
     }

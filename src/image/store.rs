@@ -462,7 +462,11 @@ impl Store {
             .iter()
             .filter(|g| !keep.iter().any(|k| k.digest == g.digest))
         {
-            records.forget(&g.digest.to_string())?;
+            // The names are gone already: a record left behind only makes a later pull
+            // of the same image verify again, so it is said and not undone.
+            if let Err(e) = records.forget(&g.digest.to_string()) {
+                crate::log::warn(&format!("{}: its pull record: {e}", g.name));
+            }
         }
         // A name gone, its lock file too; one a container still holds stays with it.
         for f in free_names {

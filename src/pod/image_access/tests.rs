@@ -22,21 +22,23 @@ const EMPTY_MAPPING: &str = r#"{"kind":"ImagePulledRecord","apiVersion":"kubelet
 const ANONYMOUS: &str = r#"{"kind":"ImagePulledRecord","apiVersion":"kubelet.config.k8s.io/v1alpha1","lastUpdatedTime":"2024-10-21T12:26:40Z","imageRef":"testimage-anonpull","credentialMapping":{"docker.io/testing/test":{"nodePodsAccessible":true}}}"#;
 const BROKEN_HASH: &str = r#"{"kind":"ImagePulledRecord","apiVersion":"kubelet.config.k8s.io/v1alpha1","lastUpdatedTime":"2024-10-21T12:26:40Z","imageRef":"test-brokenhash","credentialMapping":{"docker.io/testing/test":{"kubernetesSecrets":[{"uid":"testsecretuid","namespace":"default","name":"pull-secret","credentialHash":""}]}}}"#;
 
+/// (name, policy, pod secrets, repository, record, intent, must pull)
+type Case<'a> = (
+    &'a str,
+    VerificationPolicy,
+    Vec<PullSecret>,
+    &'a str,
+    Option<&'a str>,
+    bool,
+    bool,
+);
+
 #[test]
 fn kubelets_must_attempt_image_pull_cases() {
     use VerificationPolicy::*;
     let exact = secret("testsecretuid", "default", "pull-secret", "testsecrethash");
     let test = "docker.io/testing/test";
-    // (name, policy, pod secrets, repository, record, intent, must pull)
-    let cases: Vec<(
-        &str,
-        VerificationPolicy,
-        Vec<PullSecret>,
-        &str,
-        Option<&str>,
-        bool,
-        bool,
-    )> = vec![
+    let cases: Vec<Case> = vec![
         (
             "recorded with the pod's exact secret",
             NeverVerifyPreloadedImages,
