@@ -250,8 +250,8 @@ impl Supervisor<'_> {
     /// Whether the pod may use the image the store has for `name` without pulling it
     /// first: kubelet's `MustAttemptImagePull` with its default policy, from the store's
     /// pull records and the logins the pod's imagePullSecrets give for the image's
-    /// registry (docs/semantics.md §Images). `Always` pulls whatever this says. Records
-    /// that cannot be read make the pod verify, as under kubelet.
+    /// registry (docs/semantics.md §Container status). `Always` pulls whatever this
+    /// says. Records that cannot be read make the pod verify, as under kubelet.
     fn may_use(&mut self, name: &Reference, image: &Image, policy: Policy) -> bool {
         if policy == Policy::Always {
             return true;
