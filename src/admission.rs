@@ -7,6 +7,7 @@
 //! and `supervisor` can both use it.
 
 pub mod image_volumes;
+pub mod pull_logins;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Container, EphemeralContainer, Pod, PodSpec, Secret};
 use std::path::{Path, PathBuf};
@@ -47,13 +48,14 @@ pub struct Base {
 
 impl Base {
     /// A start of the container may pull: its image is not a bundle, and either the store
-    /// lacked it at admission or `imagePullPolicy` is `Always`.
+    /// lacked it at admission, or its pull records may make the pod verify its
+    /// credentials (`pod::image_access`), or `imagePullPolicy` is `Always`.
     pub fn may_pull(&self) -> bool {
         self.image.as_ref().is_some_and(|n| {
             n.reference.is_ok()
                 && match n.policy {
                     Policy::Always => true,
-                    Policy::IfNotPresent => self.bundle.is_none(),
+                    Policy::IfNotPresent => self.bundle.is_none() || n.recorded,
                     Policy::Never => false,
                 }
         })
@@ -69,6 +71,9 @@ pub struct ImageName {
     /// `InvalidImageName`, as under kubelet: the API server takes any non-empty name).
     pub reference: Result<Reference, String>,
     pub policy: Policy,
+    /// The store had it at admission with pull records that do not open it to every pod:
+    /// a start may have to pull it to verify the pod's credentials.
+    pub recorded: bool,
 }
 
 /// Where images are looked for: the bundles directory and the image store.
@@ -184,22 +189,43 @@ pub(crate) fn container_base(c: &Container, field: &str, dirs: Dirs) -> Result<B
         });
     }
     let reference = Reference::parse(image);
-    let bundle = match &reference {
-        Ok(r) => stored(dirs.images, &r.to_string())
-            .map_err(|e| ctx(e.to_string()))?
-            .map(|img| bundle::image::from_image(&img))
-            .transpose()
-            .map_err(ctx)?,
+    let found = match &reference {
+        Ok(r) => stored(dirs.images, &r.to_string()).map_err(|e| ctx(e.to_string()))?,
         Err(_) => None,
     };
+    let recorded = match (&found, &reference) {
+        (Some(img), Ok(r)) => verified(dirs.images, r, img),
+        _ => false,
+    };
+    let bundle = found
+        .map(|img| bundle::image::from_image(&img))
+        .transpose()
+        .map_err(ctx)?;
     Ok(Base {
         bundle,
         image: Some(ImageName {
             written: image.to_string(),
             reference: reference.map_err(String::from),
             policy: Policy::of(c.image_pull_policy.as_deref()),
+            recorded,
         }),
     })
+}
+
+/// Whether a pod that presents no login would have to verify its credentials for `img`
+/// (of the store at `root`, named `name`): its pull records, read as kubelet's default
+/// policy reads them, do not open it to every pod.
+fn verified(root: &Path, name: &Reference, img: &crate::image::store::Image) -> bool {
+    use crate::pod::image_access::{must_attempt_pull, Known, DEFAULT_POLICY};
+    let records = crate::image::pull_records::Records::of(root);
+    let Ok(record) = records.pulled(&img.digest.to_string()) else {
+        return true;
+    };
+    let known = Known {
+        record: record.as_ref(),
+        intent: records.intent(&name.to_string()),
+    };
+    must_attempt_pull(&DEFAULT_POLICY, &name.repository(), known, &[]).pull
 }
 
 /// The image the store at `root` has under `name`, if the store exists and has it.
@@ -300,17 +326,22 @@ mod tests {
             digest: None,
         };
         let stored = Bundle::of_dir("/l".into(), "/l".into(), Default::default());
-        let base = |policy, present: bool, reference: Result<Reference, String>| Base {
+        let with = |policy, present: bool, reference: Result<Reference, String>, recorded| Base {
             bundle: present.then(|| stored.clone()),
             image: Some(ImageName {
                 written: "busybox:1.36".into(),
                 reference,
                 policy,
+                recorded,
             }),
         };
+        let base = |policy, present, reference| with(policy, present, reference, false);
         assert!(base(Policy::Always, true, Ok(r.clone())).may_pull());
         assert!(base(Policy::IfNotPresent, false, Ok(r.clone())).may_pull());
         assert!(!base(Policy::IfNotPresent, true, Ok(r.clone())).may_pull());
+        // Pulled before with a Secret: a pod may have to pull it again to verify its own.
+        assert!(with(Policy::IfNotPresent, true, Ok(r.clone()), true).may_pull());
+        assert!(!with(Policy::Never, true, Ok(r.clone()), true).may_pull());
         assert!(!base(Policy::Never, false, Ok(r)).may_pull());
         assert!(!base(Policy::Always, false, Err("bad".into())).may_pull());
         let bundle = Base {

@@ -12,6 +12,7 @@ pub mod media;
 mod names;
 pub mod platform;
 pub mod progress;
+pub mod pull_records;
 pub mod reference;
 pub mod registry;
 pub mod resolve;

@@ -71,6 +71,16 @@ pub fn credentials_from_docker_config(json: &[u8]) -> Result<Vec<Credential>, St
     credentials::from_docker_config(json)
 }
 
+/// The logins of `creds` for `name`'s repository, the most specific first.
+pub fn logins_for<'a>(creds: &'a [Credential], name: &Reference) -> Vec<&'a Credential> {
+    credentials::all(creds, &name.domain, &name.path)
+}
+
+/// The login of `opts.credentials` a pull of `name` presents, if any.
+pub fn login_for<'a>(opts: &'a Options, name: &Reference) -> Option<&'a Credential> {
+    credentials::find(&opts.credentials, &name.domain, &name.path)
+}
+
 /// Pulls `name` into `store` and names it there.
 pub fn pull(
     store: &Store,

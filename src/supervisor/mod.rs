@@ -166,6 +166,8 @@ struct Supervisor<'a> {
     volume_usage: volume_usage::Watch,
     /// The pod's image pull back-off, by image as written (`images`).
     image_backoff: BTreeMap<String, pod::image_pull::PullBackoff>,
+    /// The pod's imagePullSecrets' logins, read at the first start that needs them.
+    pull_logins: Option<Vec<crate::admission::pull_logins::Login>>,
     /// The image volumes' gates: per container that mounts one and the volume's index.
     volume_gates: BTreeMap<(usize, usize), pod::image_pull::ImageGate>,
     /// PID 1 of the pod's shared pid namespace in its user namespace, while it lives.
@@ -261,6 +263,7 @@ pub fn run(mut cfg: Config, sd: &StateDir) -> i32 {
         stdin_waiting: Vec::new(),
         volume_usage,
         image_backoff: BTreeMap::new(),
+        pull_logins: None,
         volume_gates: BTreeMap::new(),
         pause: None,
         pod_allocated: None,

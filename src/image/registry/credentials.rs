@@ -89,6 +89,16 @@ pub fn find<'a>(creds: &'a [Credential], domain: &str, path: &str) -> Option<&'a
         .max_by_key(|c| c.registry.len())
 }
 
+/// Every login for `domain/path`, the most specific first: kubelet's keyring `Lookup`.
+pub fn all<'a>(creds: &'a [Credential], domain: &str, path: &str) -> Vec<&'a Credential> {
+    let mut m: Vec<&Credential> = creds
+        .iter()
+        .filter(|c| matches(&c.registry, domain, path))
+        .collect();
+    m.sort_by_key(|c| std::cmp::Reverse(c.registry.len()));
+    m
+}
+
 fn matches(key: &str, domain: &str, path: &str) -> bool {
     let key = normalise_key(key);
     let (khost, kpath) = key.split_once('/').unwrap_or((&key, ""));
