@@ -128,17 +128,12 @@ mod tests {
 
     fn plan() -> PodPlan {
         PodPlan {
-            name: "p".into(),
             namespace: "ns".into(),
             uid: "u1".into(),
-            restart_policy: RestartPolicy::Always,
-            containers: vec![ContainerPlan::bare("web", Kind::App)],
-            grace_seconds: 30,
-            active_deadline_seconds: None,
-            max_backoff_ms: 300_000,
-            readiness_gates: vec![],
-            qos_class: QosClass::BestEffort,
-            generation: 1,
+            ..PodPlan::bare(
+                RestartPolicy::Always,
+                vec![ContainerPlan::bare("web", Kind::App)],
+            )
         }
     }
 
