@@ -124,7 +124,6 @@ pub fn hook_failure(
 mod tests {
     use super::*;
     use crate::pod::plan::{ContainerPlan, Kind, RestartPolicy};
-    use crate::pod::QosClass;
 
     fn plan() -> PodPlan {
         PodPlan {

@@ -49,7 +49,7 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), super::Error> {
         }
         _ => {}
     }
-    Ok(destroy(&g.root, &s)?)
+    destroy(&g.root, &s)
 }
 
 /// Kill whatever is left of the container, remove its cgroup, run its poststop hooks

@@ -133,11 +133,7 @@ fn exec(g: &Globals, a: &Args) -> Result<i32, super::Error> {
     if detach {
         return Ok(0);
     }
-    Ok(wait::foreground(
-        spawned.pid.as_raw(),
-        &spawned.pidfd,
-        spawned.console,
-    )?)
+    wait::foreground(spawned.pid.as_raw(), &spawned.pidfd, spawned.console)
 }
 
 /// The process to run: `--process`'s as it is, or the container's with runc's overrides.

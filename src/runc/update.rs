@@ -63,7 +63,7 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), super::Error> {
         .map_err(|e| format!("updating container {id}: {e}"))?;
     linux.set_resources(Some(stored));
     s.config.set_linux(Some(linux));
-    Ok(state::save(&g.root, &s)?)
+    state::save(&g.root, &s)
 }
 
 /// runc's `cpu.max` on cgroup v2: written from this update's flags alone, a quota not
