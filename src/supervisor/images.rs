@@ -141,6 +141,7 @@ impl Supervisor<'_> {
         {
             Gate::Ready => {
                 let ctr = &mut self.containers[i].ctr;
+                let spec = ctr.spec(self.cfg.pod_spec());
                 let based = stored
                     .ok_or_else(|| format!("image {reference} is not in the store after its pull"))
                     .and_then(|image| {
@@ -161,7 +162,8 @@ impl Supervisor<'_> {
                         if same {
                             return Ok(());
                         }
-                        crate::bundle::image::from_image(&image).and_then(|b| ctr.set_base(b))
+                        crate::bundle::image::from_image(&image)
+                            .and_then(|b| ctr.set_base(b, &spec))
                     });
                 match based {
                     Ok(()) => true,
@@ -192,10 +194,11 @@ impl Supervisor<'_> {
     /// ready keeps the container waiting with the image's reason; one being pulled starts
     /// it again when the pull ends (`pulled`). A bundle's volume was mounted with the sandbox.
     pub(super) fn image_volumes_ready(&mut self, i: usize, now: pod::Millis) -> bool {
-        let mounts = self.containers[i].ctr.spec.volume_mounts.as_deref();
-        let mut wanted: Vec<usize> = mounts
-            .unwrap_or_default()
+        let spec = self.containers[i].ctr.spec(self.cfg.pod_spec());
+        let mut wanted: Vec<usize> = spec
+            .volume_mounts
             .iter()
+            .flatten()
             .filter_map(|m| {
                 let v = self
                     .cfg
@@ -416,7 +419,7 @@ impl Supervisor<'_> {
 
     /// kubelet's warning when `imagePullSecrets` name Secrets the pod was not given.
     pub(super) fn report_missing_pull_secrets(&mut self) {
-        let spec = self.cfg.pod.spec.as_ref().expect("admitted pod has a spec");
+        let spec = self.cfg.pod_spec();
         let missing: Vec<String> = spec
             .image_pull_secrets
             .iter()
