@@ -156,18 +156,18 @@ impl Sandboxer {
         netns: &str,
     ) -> Result<()> {
         if id.is_empty() {
-            return Err(Error::Other("CreateSandbox: no sandbox_id".into()));
+            return Err(Error::Invalid("CreateSandbox: no sandbox_id".into()));
         }
         let config = PodConfig::from_options(options.0, options.1)
-            .map_err(|e| Error::Other(format!("sandbox {id}: {e}")))?;
+            .map_err(|e| Error::Invalid(format!("sandbox {id}: {e}")))?;
         if config.user_namespace {
-            return Err(Error::Other(format!(
+            return Err(Error::Unsupported(format!(
                 "sandbox {id}: a pod's user namespace (hostUsers: false) is not supported by \
                  the podinit handler's Sandbox mode (docs/cri.md §6)"
             )));
         }
         if !netns.is_empty() && !std::path::Path::new(netns).exists() {
-            return Err(Error::Other(format!(
+            return Err(Error::Missing(format!(
                 "sandbox {id}: the network namespace {netns} does not exist"
             )));
         }
@@ -212,20 +212,23 @@ impl Sandboxer {
         };
         let pod_files = files::make(&bundle, &config).map_err(|e| {
             files::unmount(&bundle);
-            Error::Other(format!("sandbox {id}: {e}"))
+            Error::Setup(format!("sandbox {id}: {e}"))
         })?;
         let group = CgroupRoot::for_oci_path(Some(&path), id)
             .and_then(|g| g.create_all().map(|()| g))
-            .map_err(|e| {
+            .map_err(|err| {
                 files::unmount(&bundle);
-                Error::Other(format!("sandbox {id}: {e}"))
+                Error::Cgroup {
+                    what: format!("sandbox {id}"),
+                    err,
+                }
             })?;
         let pid = match start::pid1(&self.inner, &ns) {
             Ok(pid) => pid,
             Err(e) => {
                 let _ = group.remove();
                 files::unmount(&bundle);
-                return Err(Error::Other(format!("sandbox {id}: {e}")));
+                return Err(Error::Setup(format!("sandbox {id}: {e}")));
             }
         };
         let placed = group
@@ -238,7 +241,7 @@ impl Sandboxer {
                 nix::sys::signal::Signal::SIGKILL,
             );
             files::unmount(&bundle);
-            return Err(Error::Other(format!("sandbox {id}: {e}")));
+            return Err(Error::Setup(format!("sandbox {id}: {e}")));
         }
         self.inner.set_pod_files(id, Some(pod_files));
         {
@@ -306,7 +309,7 @@ impl Sandboxer {
             if self.wait_exit(id, Some(timeout))?.is_none() {
                 let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
                 if self.wait_exit(id, Some(KILL_LIMIT))?.is_none() {
-                    return Err(Error::Other(format!(
+                    return Err(Error::Setup(format!(
                         "sandbox {id}: its PID 1 {pid} did not exit on SIGKILL"
                     )));
                 }
@@ -324,8 +327,10 @@ impl Sandboxer {
         };
         files::unmount(&bundle);
         if let Some(g) = group {
-            g.destroy()
-                .map_err(|e| Error::Other(format!("sandbox {id}: removing its cgroup: {e}")))?;
+            g.destroy().map_err(|err| Error::Cgroup {
+                what: format!("sandbox {id}: removing its cgroup"),
+                err,
+            })?;
             record::forget(&bundle);
         }
         Ok(())
@@ -365,13 +370,15 @@ impl Sandboxer {
                 parent => parent.to_string(),
             }
         };
-        let group = CgroupRoot::for_oci_path(Some(&path), id)
-            .map_err(|e| Error::Other(format!("sandbox {id}: {e}")))?;
+        let group = CgroupRoot::for_oci_path(Some(&path), id).map_err(|err| Error::Cgroup {
+            what: format!("sandbox {id}"),
+            err,
+        })?;
         if !group.exists() {
             return Err(Error::NoState(format!("sandbox {id}: no cgroup {path}")));
         }
         super::metrics::to_any(&group.stats(), podinit::sys::cgroup::unified())
-            .map_err(|e| Error::Other(format!("sandbox {id}: {e}")))
+            .map_err(|e| Error::Setup(format!("sandbox {id}: {e}")))
     }
 
     /// ShutdownSandbox: the sandbox is stopped if it still runs, forgotten, and the shim
