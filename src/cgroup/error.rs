@@ -22,7 +22,7 @@ pub enum Error {
     /// The systemd driver's error: the unit, the step, D-Bus's error (`what` as above).
     Systemd {
         what: String,
-        err: super::systemd::Error,
+        err: Box<super::systemd::Error>,
     },
 }
 
@@ -168,7 +168,7 @@ impl From<super::systemd::Error> for Error {
     fn from(err: super::systemd::Error) -> Error {
         Error::Systemd {
             what: String::new(),
-            err,
+            err: Box::new(err),
         }
     }
 }
