@@ -6,8 +6,11 @@
 //! `imagePullPolicy`). It stands on `manifest`, `bundle`, `image` and `pod` only, so `run`
 //! and `supervisor` can both use it.
 
+mod error;
 pub mod image_volumes;
 pub mod pull_logins;
+
+pub use error::Error;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Container, EphemeralContainer, Pod, PodSpec, Secret};
 use std::path::{Path, PathBuf};
@@ -128,17 +131,22 @@ pub fn admit_manifest(
     dirs: Dirs,
     presets: Option<&Path>,
     max_backoff_secs: u64,
-) -> Result<Admission, String> {
-    let a = crate::manifest::load_with_presets(manifest, presets).map_err(|e| e.to_string())?;
+) -> Result<Admission, Error> {
+    let a = crate::manifest::load_with_presets(manifest, presets)
+        .map_err(|e| Error::Manifest(e.to_string()))?;
     let pod = a.pod;
-    let spec = pod.spec.as_ref().ok_or("spec: Required value")?;
+    let spec = pod
+        .spec
+        .as_ref()
+        .ok_or_else(|| Error::field("spec", "Required value"))?;
     let plan = PodPlan::from_pod(&pod, max_backoff_secs.saturating_mul(1000));
     let mut containers = Vec::new();
     for ((field, c), p) in container_fields(spec).zip(&plan.containers) {
         debug_assert_eq!(c.name, p.name);
         let b = container_base(c, &field, dirs)?;
         if let Some(b) = &b.bundle {
-            bundle::stop_signal(b, c).map_err(|e| format!("{field}.lifecycle.stopSignal: {e}"))?;
+            bundle::stop_signal(b, c)
+                .map_err(|e| Error::field(format!("{field}.lifecycle.stopSignal"), e))?;
         }
         containers.push((p.kind, c.clone(), b));
     }
@@ -163,9 +171,9 @@ pub fn admit_ephemeral(
     spec: &PodSpec,
     index: usize,
     dirs: Dirs,
-) -> Result<(Container, Base), String> {
+) -> Result<(Container, Base), Error> {
     let c = crate::manifest::ephemeral::validate(ec, spec, index)
-        .map_err(|e| format!("{}: {}", e.field, e.message))?;
+        .map_err(|e| Error::field(e.field, e.message))?;
     let b = container_base(&c, &format!("spec.ephemeralContainers[{index}]"), dirs)?;
     Ok((c, b))
 }
@@ -173,9 +181,9 @@ pub fn admit_ephemeral(
 /// The base of container `c`'s image (docs/interface.md §1): a path is a bundle or an
 /// error; a name is a bundle under `dirs.bundles` if there is one, else an image. `field`
 /// is the container's path in the pod (`spec.containers[1]`), for the error.
-pub(crate) fn container_base(c: &Container, field: &str, dirs: Dirs) -> Result<Base, String> {
+pub(crate) fn container_base(c: &Container, field: &str, dirs: Dirs) -> Result<Base, Error> {
     let image = c.image.as_deref().unwrap_or_default();
-    let ctx = |e: String| format!("{field}.image: {e}");
+    let ctx = |e: String| Error::field(format!("{field}.image"), e);
     let dir = if bundle::is_path(image) {
         Some(bundle::resolve(image, dirs.bundles).map_err(ctx)?)
     } else {
@@ -190,7 +198,10 @@ pub(crate) fn container_base(c: &Container, field: &str, dirs: Dirs) -> Result<B
     }
     let reference = Reference::parse(image);
     let found = match &reference {
-        Ok(r) => stored(dirs.images, &r.to_string()).map_err(|e| ctx(e.to_string()))?,
+        Ok(r) => stored(dirs.images, &r.to_string()).map_err(|err| Error::Store {
+            field: format!("{field}.image"),
+            err,
+        })?,
         Err(_) => None,
     };
     let recorded = match (&found, &reference) {
@@ -288,7 +299,9 @@ mod tests {
         // A path is only ever a bundle: never looked up in the store nor pulled.
         let ec: EphemeralContainer =
             serde_yaml_ng::from_str("{name: dbg, image: ./no-such-bundle}").unwrap();
-        let e = admit_ephemeral(&ec, &spec, 2, dirs).unwrap_err();
+        let e = admit_ephemeral(&ec, &spec, 2, dirs)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with(
                 "spec.ephemeralContainers[2].image: image \"./no-such-bundle\" not found"
@@ -309,7 +322,8 @@ mod tests {
             0,
             dirs,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             e.starts_with("spec.ephemeralContainers[0].name: Duplicate value"),
             "{e}"

@@ -108,6 +108,14 @@ fn pod_config(hostname: &str, parent: &str, sysctls: &[(&str, &str)]) -> Any {
     }
 }
 
+/// The ttrpc code of a refused call.
+fn code(e: &ttrpc::Error) -> ttrpc::Code {
+    match e {
+        ttrpc::Error::RpcStatus(s) => s.code(),
+        other => panic!("not a status: {other:?}"),
+    }
+}
+
 fn ns_inode(pid: impl std::fmt::Display, ns: &str) -> u64 {
     std::fs::metadata(format!("/proc/{pid}/ns/{ns}"))
         .unwrap()
@@ -173,6 +181,21 @@ fn a_pod_made_through_the_sandbox_api_with_a_container_in_it() {
         )
         .unwrap_err();
     assert!(bad.to_string().contains("/nonexistent/netns"), "{bad}");
+    assert_eq!(code(&bad), ttrpc::Code::NOT_FOUND, "{bad}");
+    let no_id = sandboxes
+        .create_sandbox(ctx(), &sb::CreateSandboxRequest::default())
+        .unwrap_err();
+    assert_eq!(code(&no_id), ttrpc::Code::INVALID_ARGUMENT, "{no_id}");
+    let unknown = sandboxes
+        .start_sandbox(
+            ctx(),
+            &sb::StartSandboxRequest {
+                sandbox_id: "no-such-sandbox".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+    assert_eq!(code(&unknown), ttrpc::Code::NOT_FOUND, "{unknown}");
 
     let create = sb::CreateSandboxRequest {
         sandbox_id: id.into(),
@@ -190,6 +213,8 @@ fn a_pod_made_through_the_sandbox_api_with_a_container_in_it() {
         ..Default::default()
     };
     sandboxes.create_sandbox(ctx(), &create).unwrap();
+    let again = sandboxes.create_sandbox(ctx(), &create).unwrap_err();
+    assert_eq!(code(&again), ttrpc::Code::ALREADY_EXISTS, "{again}");
     let status = sandboxes
         .sandbox_status(
             ctx(),
@@ -216,6 +241,16 @@ fn a_pod_made_through_the_sandbox_api_with_a_container_in_it() {
         .unwrap();
     let pid = started.pid;
     lab.pause = Some(pid as i32);
+    let twice = sandboxes
+        .start_sandbox(
+            ctx(),
+            &sb::StartSandboxRequest {
+                sandbox_id: id.into(),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+    assert_eq!(code(&twice), ttrpc::Code::FAILED_PRECONDITION, "{twice}");
     assert!(pid > 0);
     assert_eq!(
         std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap(),

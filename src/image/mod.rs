@@ -19,4 +19,4 @@ pub mod resolve;
 pub mod store;
 pub mod unpack;
 
-pub use error::Error;
+pub use error::{Error, Step};

@@ -225,7 +225,7 @@ impl Drop for Undo {
         if let Some(u) = &self.unit {
             match crate::cgroup::systemd::stop(u) {
                 Ok(None) => {}
-                Ok(Some(e)) | Err(e) => log::warn(&e),
+                Ok(Some(e)) | Err(e) => log::warn(&e.to_string()),
             }
         }
         if let Some(g) = &self.group {

@@ -64,7 +64,7 @@ pub fn destroy(root: &Root, s: &State) -> Result<(), super::Error> {
         // runc's order: the unit first, then what is left of its cgroup.
         match crate::cgroup::systemd::stop(unit) {
             Ok(None) => {}
-            Ok(Some(warning)) => log::warn(&warning),
+            Ok(Some(warning)) => log::warn(&warning.to_string()),
             Err(e) => {
                 return Err(super::Error::Other(format!(
                     "deleting container {}: {e}",

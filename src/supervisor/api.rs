@@ -129,9 +129,7 @@ impl Supervisor<'_> {
         }
         match self.api_exec(i, &r.command, r.timeout_seconds) {
             Ok(token) => Reply::Deferred(token),
-            Err(msg) => error(ApiError::Internal(format!(
-                "exec in container {name:?}: {msg}"
-            ))),
+            Err(e) => error(ApiError::exec(name, &e)),
         }
     }
 

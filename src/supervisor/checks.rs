@@ -208,7 +208,7 @@ impl Supervisor<'_> {
         i: usize,
         command: &[String],
         timeout_s: u64,
-    ) -> Result<u64, String> {
+    ) -> Result<u64, crate::runtime::Error> {
         let check =
             self.containers[i]
                 .ctr

@@ -415,6 +415,7 @@ impl Ctr {
         pod_user_ns: Option<BorrowedFd>,
     ) -> Result<ExecCheck, String> {
         self.exec_with(command, false, crate::probe::exec::MAX_OUTPUT, pod_user_ns)
+            .map_err(|e| e.to_string())
     }
 
     /// [`Ctr::exec`] with stderr on a pipe of its own when `split`, keeping `limit` bytes
@@ -425,33 +426,33 @@ impl Ctr {
         split: bool,
         limit: usize,
         pod_user_ns: Option<BorrowedFd>,
-    ) -> Result<ExecCheck, String> {
-        let run = self
-            .run
-            .as_ref()
-            .ok_or_else(|| format!("container {} is not running", self.name))?;
+    ) -> Result<ExecCheck, runtime::Error> {
+        let run = self.run.as_ref().ok_or_else(|| {
+            runtime::Error::Exited(format!("container {} is not running", self.name))
+        })?;
         if command.is_empty() {
-            return Err("exec: no command".into());
+            return Err(runtime::Error::spec("exec: no command"));
         }
         let mut spec = run.spec.clone();
         if let Some(p) = spec.process_mut() {
             p.set_args(Some(command.to_vec()));
             p.set_terminal(Some(false));
         }
-        let devnull = fs::File::open("/dev/null").map_err(|e| format!("opening /dev/null: {e}"))?;
-        let (out_r, out_w) =
-            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
+        let devnull =
+            fs::File::open("/dev/null").map_err(|e| runtime::Error::os("opening /dev/null", e))?;
+        let (out_r, out_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+            .map_err(|e| runtime::Error::errno("pipe", e))?;
         set_nonblocking(&out_r);
         let (err_r, err_w) = if split {
             let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-                .map_err(|e| format!("pipe: {e}"))?;
+                .map_err(|e| runtime::Error::errno("pipe", e))?;
             set_nonblocking(&r);
             (Some(r), Some(w))
         } else {
             (None, None)
         };
         let err_fd = err_w.as_ref().map_or(out_w.as_raw_fd(), |w| w.as_raw_fd());
-        let placement = self.cgroup.placement().map_err(|e| e.to_string())?;
+        let placement = self.cgroup.placement()?;
         let spawned = runtime::spawn_in(
             &run.pidfd,
             &runtime::Launch {
@@ -462,8 +463,7 @@ impl Ctr {
                 pid_ns_of: None,
                 user_ns: pod_user_ns.filter(|_| self.in_user_ns),
             },
-        )
-        .map_err(|e| e.to_string())?;
+        )?;
         drop((out_w, err_w, devnull));
         Ok(ExecCheck::new(spawned, out_r, err_r, limit, command))
     }

@@ -165,18 +165,18 @@ impl Sandboxer {
         netns: &str,
     ) -> Result<()> {
         if id.is_empty() {
-            return Err(Error::Other("CreateSandbox: no sandbox_id".into()));
+            return Err(Error::Invalid("CreateSandbox: no sandbox_id".into()));
         }
         let config = PodConfig::from_options(options.0, options.1)
-            .map_err(|e| Error::Other(format!("sandbox {id}: {e}")))?;
+            .map_err(|e| Error::Invalid(format!("sandbox {id}: {e}")))?;
         if config.user_namespace {
-            return Err(Error::Other(format!(
+            return Err(Error::Unsupported(format!(
                 "sandbox {id}: a pod's user namespace (hostUsers: false) is not supported by \
                  the podinit handler's Sandbox mode (docs/cri.md §6)"
             )));
         }
         if !netns.is_empty() && !std::path::Path::new(netns).exists() {
-            return Err(Error::Other(format!(
+            return Err(Error::Missing(format!(
                 "sandbox {id}: the network namespace {netns} does not exist"
             )));
         }
@@ -227,30 +227,29 @@ impl Sandboxer {
         };
         let pod_files = files::make(&bundle, &config).map_err(|e| {
             files::unmount(&bundle);
-            Error::Other(format!("sandbox {id}: {e}"))
+            Error::Setup(format!("sandbox {id}: {e}"))
         })?;
         let made = if systemd {
             let slice_path = format!("{}:cri-containerd:{id}", config.cgroup_parent);
-            podinit::cgroup::systemd::resolve(Some(&slice_path), id).and_then(|(u, g)| {
-                g.create_all()
-                    .map(|()| (g, u.cgroup.clone(), Some(u)))
-                    .map_err(|e| e.to_string())
-            })
+            podinit::cgroup::systemd::resolve(Some(&slice_path), id)
+                .and_then(|(u, g)| g.create_all().map(|()| (g, u.cgroup.clone(), Some(u))))
         } else {
             CgroupRoot::for_oci_path(Some(&path), id)
                 .and_then(|g| g.create_all().map(|()| (g, path.clone(), None)))
-                .map_err(|e| e.to_string())
         };
-        let (group, path, unit) = made.map_err(|e| {
+        let (group, path, unit) = made.map_err(|err| {
             files::unmount(&bundle);
-            Error::Other(format!("sandbox {id}: {e}"))
+            Error::Cgroup {
+                what: format!("sandbox {id}"),
+                err,
+            }
         })?;
         let pid = match start::pid1(&self.inner, &ns) {
             Ok(pid) => pid,
             Err(e) => {
                 let _ = group.remove();
                 files::unmount(&bundle);
-                return Err(Error::Other(format!("sandbox {id}: {e}")));
+                return Err(Error::Setup(format!("sandbox {id}: {e}")));
             }
         };
         let placed = group
@@ -260,7 +259,7 @@ impl Sandboxer {
                 // Asked of systemd with the PID 1 in the scope's directory already, as
                 // podinit's runtime starts a container's scope.
                 unit.as_ref().map_or(Ok(()), |u| {
-                    podinit::cgroup::systemd::start(u, pid, None, None)
+                    podinit::cgroup::systemd::start(u, pid, None, None).map_err(|e| e.to_string())
                 })
             })
             .and_then(|()| {
@@ -277,7 +276,7 @@ impl Sandboxer {
                 let _ = podinit::cgroup::systemd::stop(&u.name);
             }
             files::unmount(&bundle);
-            return Err(Error::Other(format!("sandbox {id}: {e}")));
+            return Err(Error::Setup(format!("sandbox {id}: {e}")));
         }
         self.inner.set_pod_files(id, Some(pod_files));
         {
@@ -346,7 +345,7 @@ impl Sandboxer {
             if self.wait_exit(id, Some(timeout))?.is_none() {
                 let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
                 if self.wait_exit(id, Some(KILL_LIMIT))?.is_none() {
-                    return Err(Error::Other(format!(
+                    return Err(Error::Setup(format!(
                         "sandbox {id}: its PID 1 {pid} did not exit on SIGKILL"
                     )));
                 }
@@ -368,12 +367,16 @@ impl Sandboxer {
         files::unmount(&bundle);
         // runc's order: the unit first, then what is left of its cgroup.
         if let Some(unit) = unit {
-            podinit::cgroup::systemd::stop(&unit)
-                .map_err(|e| Error::Other(format!("sandbox {id}: {e}")))?;
+            podinit::cgroup::systemd::stop(&unit).map_err(|err| Error::Cgroup {
+                what: format!("sandbox {id}"),
+                err,
+            })?;
         }
         if let Some(g) = group {
-            g.destroy()
-                .map_err(|e| Error::Other(format!("sandbox {id}: removing its cgroup: {e}")))?;
+            g.destroy().map_err(|err| Error::Cgroup {
+                what: format!("sandbox {id}: removing its cgroup"),
+                err,
+            })?;
             record::forget(&bundle);
         }
         Ok(())
@@ -411,8 +414,12 @@ impl Sandboxer {
             let path = match sb.config.cgroup_parent.as_str() {
                 "" => sb.config.cgroups_path(id),
                 // The pod's slice, by its cgroup's path.
-                parent if sb.systemd => podinit::cgroup::systemd::expand_slice(parent)
-                    .map_err(|e| Error::Other(format!("sandbox {id}: {e}")))?,
+                parent if sb.systemd => {
+                    podinit::cgroup::systemd::expand_slice(parent).map_err(|err| Error::Cgroup {
+                        what: format!("sandbox {id}"),
+                        err,
+                    })?
+                }
                 parent => parent.to_string(),
             };
             (sb.stats.clone(), path)
@@ -420,8 +427,11 @@ impl Sandboxer {
         let reader = match kept {
             Some(r) => r,
             None => {
-                let group = CgroupRoot::for_oci_path(Some(&path), id)
-                    .map_err(|e| Error::Other(format!("sandbox {id}: {e}")))?;
+                let group =
+                    CgroupRoot::for_oci_path(Some(&path), id).map_err(|err| Error::Cgroup {
+                        what: format!("sandbox {id}"),
+                        err,
+                    })?;
                 if !group.exists() {
                     return Err(Error::NoState(format!("sandbox {id}: no cgroup {path}")));
                 }
@@ -439,7 +449,7 @@ impl Sandboxer {
             Error::NoState(format!("sandbox {id}: no cgroup {path}"))
         })?;
         super::metrics::to_any(&figures, podinit::sys::cgroup::unified())
-            .map_err(|e| Error::Other(format!("sandbox {id}: {e}")))
+            .map_err(|e| Error::Setup(format!("sandbox {id}: {e}")))
     }
 
     /// ShutdownSandbox: the sandbox is stopped if it still runs, forgotten, and the shim
