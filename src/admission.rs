@@ -6,7 +6,11 @@
 //! `imagePullPolicy`). It stands on `manifest`, `bundle`, `image` and `pod` only, so `run`
 //! and `supervisor` can both use it.
 
+mod error;
 pub mod image_volumes;
+pub mod pull_logins;
+
+pub use error::Error;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Container, EphemeralContainer, Pod, PodSpec, Secret};
 use std::path::{Path, PathBuf};
@@ -47,13 +51,14 @@ pub struct Base {
 
 impl Base {
     /// A start of the container may pull: its image is not a bundle, and either the store
-    /// lacked it at admission or `imagePullPolicy` is `Always`.
+    /// lacked it at admission, or its pull records may make the pod verify its
+    /// credentials (`pod::image_access`), or `imagePullPolicy` is `Always`.
     pub fn may_pull(&self) -> bool {
         self.image.as_ref().is_some_and(|n| {
             n.reference.is_ok()
                 && match n.policy {
                     Policy::Always => true,
-                    Policy::IfNotPresent => self.bundle.is_none(),
+                    Policy::IfNotPresent => self.bundle.is_none() || n.recorded,
                     Policy::Never => false,
                 }
         })
@@ -69,6 +74,9 @@ pub struct ImageName {
     /// `InvalidImageName`, as under kubelet: the API server takes any non-empty name).
     pub reference: Result<Reference, String>,
     pub policy: Policy,
+    /// The store had it at admission with pull records that do not open it to every pod:
+    /// a start may have to pull it to verify the pod's credentials.
+    pub recorded: bool,
 }
 
 /// Where images are looked for: the bundles directory and the image store.
@@ -123,17 +131,22 @@ pub fn admit_manifest(
     dirs: Dirs,
     presets: Option<&Path>,
     max_backoff_secs: u64,
-) -> Result<Admission, String> {
-    let a = crate::manifest::load_with_presets(manifest, presets).map_err(|e| e.to_string())?;
+) -> Result<Admission, Error> {
+    let a = crate::manifest::load_with_presets(manifest, presets)
+        .map_err(|e| Error::Manifest(e.to_string()))?;
     let pod = a.pod;
-    let spec = pod.spec.as_ref().ok_or("spec: Required value")?;
+    let spec = pod
+        .spec
+        .as_ref()
+        .ok_or_else(|| Error::field("spec", "Required value"))?;
     let plan = PodPlan::from_pod(&pod, max_backoff_secs.saturating_mul(1000));
     let mut containers = Vec::new();
     for ((field, c), p) in container_fields(spec).zip(&plan.containers) {
         debug_assert_eq!(c.name, p.name);
         let b = container_base(c, &field, dirs)?;
         if let Some(b) = &b.bundle {
-            bundle::stop_signal(b, c).map_err(|e| format!("{field}.lifecycle.stopSignal: {e}"))?;
+            bundle::stop_signal(b, c)
+                .map_err(|e| Error::field(format!("{field}.lifecycle.stopSignal"), e))?;
         }
         containers.push((p.kind, c.clone(), b));
     }
@@ -158,9 +171,9 @@ pub fn admit_ephemeral(
     spec: &PodSpec,
     index: usize,
     dirs: Dirs,
-) -> Result<(Container, Base), String> {
+) -> Result<(Container, Base), Error> {
     let c = crate::manifest::ephemeral::validate(ec, spec, index)
-        .map_err(|e| format!("{}: {}", e.field, e.message))?;
+        .map_err(|e| Error::field(e.field, e.message))?;
     let b = container_base(&c, &format!("spec.ephemeralContainers[{index}]"), dirs)?;
     Ok((c, b))
 }
@@ -168,9 +181,9 @@ pub fn admit_ephemeral(
 /// The base of container `c`'s image (docs/interface.md §1): a path is a bundle or an
 /// error; a name is a bundle under `dirs.bundles` if there is one, else an image. `field`
 /// is the container's path in the pod (`spec.containers[1]`), for the error.
-pub(crate) fn container_base(c: &Container, field: &str, dirs: Dirs) -> Result<Base, String> {
+pub(crate) fn container_base(c: &Container, field: &str, dirs: Dirs) -> Result<Base, Error> {
     let image = c.image.as_deref().unwrap_or_default();
-    let ctx = |e: String| format!("{field}.image: {e}");
+    let ctx = |e: String| Error::field(format!("{field}.image"), e);
     let dir = if bundle::is_path(image) {
         Some(bundle::resolve(image, dirs.bundles).map_err(ctx)?)
     } else {
@@ -184,22 +197,46 @@ pub(crate) fn container_base(c: &Container, field: &str, dirs: Dirs) -> Result<B
         });
     }
     let reference = Reference::parse(image);
-    let bundle = match &reference {
-        Ok(r) => stored(dirs.images, &r.to_string())
-            .map_err(|e| ctx(e.to_string()))?
-            .map(|img| bundle::image::from_image(&img))
-            .transpose()
-            .map_err(ctx)?,
+    let found = match &reference {
+        Ok(r) => stored(dirs.images, &r.to_string()).map_err(|err| Error::Store {
+            field: format!("{field}.image"),
+            err,
+        })?,
         Err(_) => None,
     };
+    let recorded = match (&found, &reference) {
+        (Some(img), Ok(r)) => verified(dirs.images, r, img),
+        _ => false,
+    };
+    let bundle = found
+        .map(|img| bundle::image::from_image(&img))
+        .transpose()
+        .map_err(ctx)?;
     Ok(Base {
         bundle,
         image: Some(ImageName {
             written: image.to_string(),
             reference: reference.map_err(String::from),
             policy: Policy::of(c.image_pull_policy.as_deref()),
+            recorded,
         }),
     })
+}
+
+/// Whether a pod that presents no login would have to verify its credentials for `img`
+/// (of the store at `root`, named `name`): its pull records, read as kubelet's default
+/// policy reads them, do not open it to every pod.
+fn verified(root: &Path, name: &Reference, img: &crate::image::store::Image) -> bool {
+    use crate::pod::image_access::{must_attempt_pull, Known, DEFAULT_POLICY};
+    let records = crate::image::pull_records::Records::of(root);
+    let Ok(record) = records.pulled(&img.digest.to_string()) else {
+        return true;
+    };
+    let known = Known {
+        record: record.as_ref(),
+        intent: records.intent(&name.to_string()),
+    };
+    must_attempt_pull(&DEFAULT_POLICY, &name.repository(), known, &[]).pull
 }
 
 /// The image the store at `root` has under `name`, if the store exists and has it.
@@ -262,7 +299,9 @@ mod tests {
         // A path is only ever a bundle: never looked up in the store nor pulled.
         let ec: EphemeralContainer =
             serde_yaml_ng::from_str("{name: dbg, image: ./no-such-bundle}").unwrap();
-        let e = admit_ephemeral(&ec, &spec, 2, dirs).unwrap_err();
+        let e = admit_ephemeral(&ec, &spec, 2, dirs)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with(
                 "spec.ephemeralContainers[2].image: image \"./no-such-bundle\" not found"
@@ -283,7 +322,8 @@ mod tests {
             0,
             dirs,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             e.starts_with("spec.ephemeralContainers[0].name: Duplicate value"),
             "{e}"
@@ -300,17 +340,22 @@ mod tests {
             digest: None,
         };
         let stored = Bundle::of_dir("/l".into(), "/l".into(), Default::default());
-        let base = |policy, present: bool, reference: Result<Reference, String>| Base {
+        let with = |policy, present: bool, reference: Result<Reference, String>, recorded| Base {
             bundle: present.then(|| stored.clone()),
             image: Some(ImageName {
                 written: "busybox:1.36".into(),
                 reference,
                 policy,
+                recorded,
             }),
         };
+        let base = |policy, present, reference| with(policy, present, reference, false);
         assert!(base(Policy::Always, true, Ok(r.clone())).may_pull());
         assert!(base(Policy::IfNotPresent, false, Ok(r.clone())).may_pull());
         assert!(!base(Policy::IfNotPresent, true, Ok(r.clone())).may_pull());
+        // Pulled before with a Secret: a pod may have to pull it again to verify its own.
+        assert!(with(Policy::IfNotPresent, true, Ok(r.clone()), true).may_pull());
+        assert!(!with(Policy::Never, true, Ok(r.clone()), true).may_pull());
         assert!(!base(Policy::Never, false, Ok(r)).may_pull());
         assert!(!base(Policy::Always, false, Err("bad".into())).may_pull());
         let bundle = Base {

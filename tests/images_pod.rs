@@ -186,7 +186,7 @@ spec:
             has_event(
                 &p,
                 "Pulled",
-                &format!("Container image \"{image}\" already present on machine")
+                &format!("Container image \"{image}\" already present on machine and can be accessed by the pod")
             ),
             "{:#?}",
             events(&p)
@@ -783,4 +783,211 @@ stringData:
     );
     stop(&mut p);
     p.assert_nothing_left();
+}
+
+#[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
+fn an_image_pulled_with_a_secret_is_not_handed_to_a_pod_without_it() {
+    require_root();
+    let images = Images::new("ensure");
+    let reg = Registry::start("ensure");
+    reg.push(
+        &images.dir.join("archives/layered.tar"),
+        "imgpod/layered:v1",
+    );
+    let image = format!("{}/imgpod/layered:v1", reg.addr);
+    let config = reg.docker_config();
+    let pod = |secrets: bool, policy: &str| {
+        format!(
+            r#"apiVersion: v1
+kind: Pod
+metadata: {{name: NAME}}
+spec:
+  {}
+  containers:
+  - name: c
+    image: {image}
+    imagePullPolicy: {policy}
+    args: ["trap 'exit 0' TERM; echo layer=$(cat /layer); echo done; sleep 3600 & wait"]
+---
+apiVersion: v1
+kind: Secret
+metadata: {{name: regcred}}
+type: kubernetes.io/dockerconfigjson
+stringData:
+  .dockerconfigjson: '{config}'
+"#,
+            if secrets {
+                "imagePullSecrets: [{name: regcred}]"
+            } else {
+                "restartPolicy: Always"
+            }
+        )
+    };
+    let waiting = |reason: &'static str| {
+        move |s: &serde_json::Value| {
+            s["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] == reason
+        }
+    };
+    let pulled_dir = images.store.join("pull-records/pulled");
+    let records = || -> Vec<String> {
+        std::fs::read_dir(&pulled_dir)
+            .map(|d| {
+                d.map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+
+    // Pod A pulls the image with its Secret: the store records which Secret pulled it.
+    let mut a = TestPod::new("ensurea", &pod(true, "IfNotPresent"));
+    images.start(&mut a);
+    a.wait_log("c", 0, LIMIT, "done");
+    wait_event(
+        &a,
+        "Pulled",
+        &format!("Successfully pulled image \"{image}\" in "),
+    );
+    stop(&mut a);
+    a.assert_nothing_left();
+    let recs = records();
+    assert_eq!(recs.len(), 1, "{recs:?}");
+    let rec: serde_json::Value = serde_json::from_str(&recs[0]).unwrap();
+    let repo = format!("{}/imgpod/layered", reg.addr);
+    let secret = &rec["credentialMapping"][&repo]["kubernetesSecrets"][0];
+    assert_eq!(rec["kind"], "ImagePulledRecord", "{rec}");
+    assert_eq!(secret["name"], "regcred", "{rec}");
+    assert_eq!(secret["namespace"], "default", "{rec}");
+    assert_eq!(
+        secret["credentialHash"].as_str().unwrap().len(),
+        64,
+        "{rec}"
+    );
+    assert!(!recs[0].contains(REG_PASSWORD), "the record keeps no login");
+
+    // Pod B, without the Secret, does not get the image: kubelet pulls to verify, and
+    // the registry refuses the anonymous pull.
+    let mut b = TestPod::new("ensureb", &pod(false, "IfNotPresent"));
+    images.start(&mut b);
+    b.wait_status(LIMIT, waiting("ErrImagePull"));
+    wait_event(&b, "Pulling", &format!("Pulling image \"{image}\""));
+    wait_event(&b, "Failed", &format!("Failed to pull image \"{image}\": "));
+    b.wait_status(LIMIT, waiting("ImagePullBackOff"));
+    assert!(
+        !events(&b).iter().any(|e| e["reason"] == "Pulled"),
+        "{:#?}",
+        events(&b)
+    );
+    stop(&mut b);
+    b.assert_nothing_left();
+
+    // Under `Never` it is refused outright, with kubelet's words for an absent image.
+    let mut n = TestPod::new("ensuren", &pod(false, "Never"));
+    images.start(&mut n);
+    let s = n.wait_status(LIMIT, waiting("ErrImageNeverPull"));
+    assert_eq!(
+        container_status(&s, "c")["state"]["waiting"]["message"],
+        format!("Container image \"{image}\" is not present with pull policy of Never").as_str()
+    );
+    stop(&mut n);
+    n.assert_nothing_left();
+
+    // Pod C presents the same Secret: the image is handed over without a pull.
+    let mut c = TestPod::new("ensurec", &pod(true, "IfNotPresent"));
+    images.start(&mut c);
+    let log = c.wait_log("c", 0, LIMIT, "done");
+    assert!(log.contains("layer=top"), "{log}");
+    wait_event(
+        &c,
+        "Pulled",
+        &format!(
+            "Container image \"{image}\" already present on machine and can be accessed by the pod"
+        ),
+    );
+    assert!(
+        !events(&c).iter().any(|e| e["reason"] == "Pulling"),
+        "{:#?}",
+        events(&c)
+    );
+    stop(&mut c);
+    c.assert_nothing_left();
+
+    // The record goes with the image, once no name points at it (the imported copy of
+    // the same image may share its digest).
+    for name in [image.as_str(), LAYERED] {
+        let out = Command::new(bin())
+            .args(["images", "rm", name, "--images"])
+            .arg(&images.store)
+            .output_within(CLIENT_LIMIT);
+        assert!(out.status.success(), "{out:?}");
+    }
+    assert!(records().is_empty(), "{:?}", records());
+}
+
+#[test]
+#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
+fn an_image_volume_under_always_asks_the_registry_again_at_each_pods_start() {
+    require_root();
+    let images = Images::new("volalways");
+    let reg = Registry::start("volalways");
+    let image = format!("{}/imgpod/data:v1", reg.addr);
+    let config = reg.docker_config();
+    let manifest = format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata: {{name: NAME}}
+spec:
+  imagePullSecrets: [{{name: regcred}}]
+  containers:
+  - name: c
+    image: {BASE}
+    command: [sh, -c, "trap 'exit 0' TERM; echo layer=$(cat /iv/layer 2>/dev/null || echo none); echo done; sleep 3600 & wait"]
+    volumeMounts: [{{name: iv, mountPath: /iv}}]
+  volumes: [{{name: iv, image: {{reference: "{image}", pullPolicy: Always}}}}]
+---
+apiVersion: v1
+kind: Secret
+metadata: {{name: regcred}}
+type: kubernetes.io/dockerconfigjson
+stringData:
+  .dockerconfigjson: '{config}'
+"#
+    );
+    let pulled = |p: &TestPod| {
+        wait_event(p, "Pulling", &format!("Pulling image \"{image}\""));
+        wait_event(
+            p,
+            "Pulled",
+            &format!("Successfully pulled image \"{image}\" in "),
+        );
+    };
+
+    // The tag names the layered image: the first pod mounts its /layer.
+    reg.push(&images.dir.join("archives/layered.tar"), "imgpod/data:v1");
+    let mut first = TestPod::new("volalways1", &manifest);
+    images.start(&mut first);
+    let log = first.wait_log("c", 0, LIMIT, "done");
+    assert!(log.lines().any(|l| l == "layer=top"), "{log}");
+    pulled(&first);
+    stop(&mut first);
+    first.assert_nothing_left();
+
+    // The tag moves to the base image, which has no /layer: under `Always` the next pod
+    // asks the registry again and mounts what the tag names now, not the store's copy.
+    reg.push(&images.dir.join("archives/base.tar"), "imgpod/data:v1");
+    let mut second = TestPod::new("volalways2", &manifest);
+    images.start(&mut second);
+    let log = second.wait_log("c", 0, LIMIT, "done");
+    assert!(log.lines().any(|l| l == "layer=none"), "{log}");
+    pulled(&second);
+    let stale = format!("Container image \"{image}\" already present");
+    assert!(
+        !events(&second)
+            .iter()
+            .any(|e| e["message"].as_str().unwrap_or("").starts_with(&stale)),
+        "{:#?}",
+        events(&second)
+    );
+    stop(&mut second);
+    second.assert_nothing_left();
 }

@@ -108,6 +108,14 @@ fn pod_config(hostname: &str, parent: &str, sysctls: &[(&str, &str)]) -> Any {
     }
 }
 
+/// The ttrpc code of a refused call.
+fn code(e: &ttrpc::Error) -> ttrpc::Code {
+    match e {
+        ttrpc::Error::RpcStatus(s) => s.code(),
+        other => panic!("not a status: {other:?}"),
+    }
+}
+
 fn ns_inode(pid: impl std::fmt::Display, ns: &str) -> u64 {
     std::fs::metadata(format!("/proc/{pid}/ns/{ns}"))
         .unwrap()
@@ -173,6 +181,21 @@ fn a_pod_made_through_the_sandbox_api_with_a_container_in_it() {
         )
         .unwrap_err();
     assert!(bad.to_string().contains("/nonexistent/netns"), "{bad}");
+    assert_eq!(code(&bad), ttrpc::Code::NOT_FOUND, "{bad}");
+    let no_id = sandboxes
+        .create_sandbox(ctx(), &sb::CreateSandboxRequest::default())
+        .unwrap_err();
+    assert_eq!(code(&no_id), ttrpc::Code::INVALID_ARGUMENT, "{no_id}");
+    let unknown = sandboxes
+        .start_sandbox(
+            ctx(),
+            &sb::StartSandboxRequest {
+                sandbox_id: "no-such-sandbox".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+    assert_eq!(code(&unknown), ttrpc::Code::NOT_FOUND, "{unknown}");
 
     let create = sb::CreateSandboxRequest {
         sandbox_id: id.into(),
@@ -190,6 +213,8 @@ fn a_pod_made_through_the_sandbox_api_with_a_container_in_it() {
         ..Default::default()
     };
     sandboxes.create_sandbox(ctx(), &create).unwrap();
+    let again = sandboxes.create_sandbox(ctx(), &create).unwrap_err();
+    assert_eq!(code(&again), ttrpc::Code::ALREADY_EXISTS, "{again}");
     let status = sandboxes
         .sandbox_status(
             ctx(),
@@ -216,6 +241,16 @@ fn a_pod_made_through_the_sandbox_api_with_a_container_in_it() {
         .unwrap();
     let pid = started.pid;
     lab.pause = Some(pid as i32);
+    let twice = sandboxes
+        .start_sandbox(
+            ctx(),
+            &sb::StartSandboxRequest {
+                sandbox_id: id.into(),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+    assert_eq!(code(&twice), ttrpc::Code::FAILED_PRECONDITION, "{twice}");
     assert!(pid > 0);
     assert_eq!(
         std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap(),
@@ -477,5 +512,89 @@ fn a_pod_made_through_the_sandbox_api_with_a_container_in_it() {
             "/tasks/delete"
         ]
     );
+    events.shutdown();
+}
+
+#[test]
+#[ignore = "needs root: namespaces, cgroups and a shim"]
+fn an_idle_pod_s_shim_and_sandbox_do_not_wake() {
+    common::require_root();
+    let tag = format!("podinit-sbapi-idle-{}", std::process::id());
+    let mut lab = lab_with_netns(&tag);
+    let id = "sb";
+    let bundle = sandbox_bundle(&mut lab, id);
+    let events_sock = format!("unix://{}", lab.dir.join("events.sock").display());
+    let mut events = Server::new()
+        .bind(&events_sock)
+        .unwrap()
+        .register_service(create_events(std::sync::Arc::new(Topics::default())));
+    events.start().unwrap();
+    let address = shim_start(&lab.ns, &lab.dir, &bundle, id);
+    let client = Client::connect(&address).unwrap();
+    let sandboxes = SandboxClient::new(client.clone());
+    let tasks = TaskClient::new(client);
+    let shim_pid = tasks
+        .connect(
+            ctx(),
+            &api::ConnectRequest {
+                id: id.into(),
+                ..Default::default()
+            },
+        )
+        .unwrap()
+        .shim_pid as i32;
+    lab.shim = Some(shim_pid);
+    let create = sb::CreateSandboxRequest {
+        sandbox_id: id.into(),
+        bundle_path: bundle.display().to_string(),
+        options: Some(pod_config("idle-pod", &format!("/{}", lab.parent), &[])).into(),
+        netns_path: lab.netns.as_ref().unwrap().display().to_string(),
+        ..Default::default()
+    };
+    sandboxes.create_sandbox(ctx(), &create).unwrap();
+    let pid = sandboxes
+        .start_sandbox(
+            ctx(),
+            &sb::StartSandboxRequest {
+                sandbox_id: id.into(),
+                ..Default::default()
+            },
+        )
+        .unwrap()
+        .pid;
+    lab.pause = Some(pid as i32);
+    let c1 = container_bundle(&mut lab, "c1", id, pid, &["sleep", "600"]);
+    shim::create(&tasks, "c1", &c1, "");
+    start(&tasks, "c1", "");
+
+    shim::assert_idle(&[("the shim", shim_pid), ("the sandbox's PID 1", pid as i32)]);
+
+    // The pod still answers after its quiet time, and ends as usual.
+    shim::kill(&tasks, "c1", libc::SIGKILL as u32);
+    assert_eq!(wait(&tasks, "c1", ""), 137);
+    delete(&tasks, "c1", "");
+    sandboxes
+        .stop_sandbox(
+            ctx(),
+            &sb::StopSandboxRequest {
+                sandbox_id: id.into(),
+                timeout_secs: 10,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    wait_gone(pid as i32, "the sandbox's PID 1");
+    sandboxes
+        .shutdown_sandbox(
+            ctx(),
+            &sb::ShutdownSandboxRequest {
+                sandbox_id: id.into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    wait_gone(shim_pid, "the shim after ShutdownSandbox");
+    lab.shim = None;
+    lab.pause = None;
     events.shutdown();
 }

@@ -261,6 +261,132 @@ fn a_cri_shaped_pod_through_the_shims_task_api() {
     server.shutdown();
 }
 
+/// What a Stats answer says of a container, v1 or v2 (cpu in nanoseconds, at the
+/// microsecond on v2), and the whole answer.
+#[derive(Clone, Debug, PartialEq)]
+struct Figures {
+    pids: u64,
+    memory: u64,
+    cpu_ns: u64,
+    raw: Vec<u8>,
+}
+
+fn figures(client: &TaskClient, id: &str) -> Figures {
+    use containerd_shim::protos::protobuf::Message;
+    let any = client
+        .stats(
+            ctx(),
+            &api::StatsRequest {
+                id: id.into(),
+                ..Default::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("Stats {id}: {e}"))
+        .stats
+        .unwrap();
+    if any.type_url.ends_with("v2.Metrics") {
+        let m = containerd_shim::protos::cgroups_v2::metrics::Metrics::parse_from_bytes(&any.value)
+            .unwrap();
+        Figures {
+            pids: m.pids.current,
+            memory: m.memory.usage,
+            cpu_ns: m.cpu.usage_usec * 1000,
+            raw: any.value,
+        }
+    } else {
+        let m = containerd_shim::protos::cgroups::metrics::Metrics::parse_from_bytes(&any.value)
+            .unwrap();
+        Figures {
+            pids: m.pids.current,
+            memory: m.memory.usage.usage,
+            cpu_ns: m.cpu.usage.total,
+            raw: any.value,
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs root: namespaces, cgroups and a shim"]
+fn an_idle_pod_s_shim_and_sandbox_do_not_wake() {
+    common::require_root();
+    let tag = format!("podinit-shim-idle-{}", std::process::id());
+    let mut lab = Lab::new(&tag, &["sb", "c1"]);
+    let events_sock = format!("unix://{}", lab.dir.join("events.sock").display());
+    let mut server = Server::new()
+        .bind(&events_sock)
+        .unwrap()
+        .register_service(create_events(Arc::new(Recorded::default())));
+    server.start().unwrap();
+    let sb = bundle(
+        &mut lab,
+        "sb",
+        &["/pause"],
+        json!([{"type": "pid"}, {"type": "ipc"}, {"type": "uts"}, {"type": "mount"}, {"type": "network"}]),
+        "sandbox",
+    );
+    let address = shim_start(&lab.ns, &lab.dir, &sb, "sb");
+    let client = TaskClient::new(Client::connect(&address).unwrap());
+    let shim_pid = client
+        .connect(
+            ctx(),
+            &api::ConnectRequest {
+                id: "sb".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap()
+        .shim_pid as i32;
+    lab.shim = Some(shim_pid);
+    let sb_pid = create(&client, "sb", &sb, "");
+    start(&client, "sb", "");
+    let ns = |t: &str, f: &str| json!({"type": t, "path": format!("/proc/{sb_pid}/ns/{f}")});
+    let joined = json!([ns("pid", "pid"), ns("ipc", "ipc"), ns("uts", "uts"), ns("network", "net"), {"type": "mount"}]);
+    let c1 = bundle(&mut lab, "c1", &["sleep", "600"], joined, "container");
+    shim_start(&lab.ns, &lab.dir, &c1, "c1");
+    create(&client, "c1", &c1, "");
+    start(&client, "c1", "");
+
+    shim::assert_idle(&[
+        ("the shim", shim_pid),
+        ("the sandbox's PID 1", sb_pid as i32),
+    ]);
+
+    // Stats keeps the cgroup's files open from its first call: the figures read again
+    // through them are the first call's (nothing ran since) and those that
+    // `runc events --stats` reads anew.
+    let first = figures(&client, "c1");
+    let root = format!("/run/containerd/podinit/{}", lab.ns);
+    let out = Command::new(shim::SHIM)
+        .args(["runc", "--root", &root, "events", "--stats", "c1"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "runc events --stats: {out:?}");
+    let fresh: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let again = figures(&client, "c1");
+    assert_eq!(first, again, "Stats read again through its kept files");
+    let d = &fresh["data"];
+    let n = |p: &str| d.pointer(p).and_then(|v| v.as_u64()).unwrap_or(0);
+    assert_eq!(
+        first,
+        Figures {
+            pids: n("/pids/current"),
+            memory: n("/memory/usage/usage"),
+            cpu_ns: n("/cpu/usage/total"),
+            ..first.clone()
+        },
+        "Stats (left) and runc events --stats: {d}"
+    );
+    assert!(first.pids >= 1, "the container's sleep counted: {first:?}");
+
+    // The pod still answers after its quiet time, and ends as usual.
+    for id in ["c1", "sb"] {
+        kill(&client, id, libc::SIGKILL as u32);
+        assert_eq!(wait(&client, id, ""), 137);
+        delete(&client, id, "");
+    }
+    server.shutdown();
+}
+
 /// `systemctl show UNIT -p P` (one property's value).
 fn unit_property(unit: &str, p: &str) -> String {
     let o = Command::new("systemctl")

@@ -31,7 +31,7 @@ pub struct ImageVolume {
 }
 
 /// Every image volume of `spec`, in order, or the one-line error naming the volume.
-pub fn resolve_all(spec: &PodSpec, dirs: Dirs) -> Result<Vec<ImageVolume>, String> {
+pub fn resolve_all(spec: &PodSpec, dirs: Dirs) -> Result<Vec<ImageVolume>, super::Error> {
     let mut out = Vec::new();
     for (i, v) in spec.volumes.iter().flatten().enumerate() {
         let Some(src) = &v.image else { continue };
@@ -48,8 +48,9 @@ pub fn resolve_all(spec: &PodSpec, dirs: Dirs) -> Result<Vec<ImageVolume>, Strin
         let policy = Policy::of(src.pull_policy.as_deref());
         let normalised = match base.image.as_ref().map(|n| &n.reference) {
             Some(Err(e)) => {
-                return Err(format!(
-                    "{field}.reference: Invalid value: {reference:?}: {e}"
+                return Err(super::Error::field(
+                    format!("{field}.reference"),
+                    format!("Invalid value: {reference:?}: {e}"),
                 ))
             }
             Some(Ok(r)) => r.to_string(),
@@ -133,7 +134,8 @@ mod tests {
             &spec("[{name: t, image: {reference: 'Bad:Name', pullPolicy: IfNotPresent}}]"),
             dirs,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             e.starts_with("spec.volumes[0].image.reference: Invalid value: \"Bad:Name\""),
             "{e}"

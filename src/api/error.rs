@@ -55,6 +55,13 @@ impl Error {
         }
     }
 
+    /// An exec that the runtime could not start in container `container`, answered by
+    /// its kind: a process gone 404, a bad command 400, a cgroup in the wrong state 409,
+    /// a failure of the runtime's own 500.
+    pub fn exec(container: &str, e: &crate::runtime::Error) -> Error {
+        Error::of(e.kind(), format!("exec in container {container:?}: {e}"))
+    }
+
     pub fn kind(&self) -> Kind {
         match self {
             Error::BadRequest(_) | Error::Invalid(_) => Kind::InvalidArgument,
@@ -193,6 +200,58 @@ mod tests {
             }
         }
         assert_eq!(Error::Invalid("x".into()).status(), (422, "Invalid"));
+        use crate::runtime::Error as R;
+        let exec = [
+            (
+                R::Exited("container web is not running".into()),
+                404,
+                "exec in container \"web\": container web is not running",
+            ),
+            (
+                R::spec("exec: no command"),
+                400,
+                "exec in container \"web\": exec: no command",
+            ),
+            (
+                R::errno("pipe", nix::errno::Errno::EMFILE),
+                500,
+                "exec in container \"web\": pipe: EMFILE: Too many open files",
+            ),
+            (
+                R::from(crate::sys::Error::syscall(
+                    "setns",
+                    "pid 7",
+                    nix::errno::Errno::ESRCH,
+                )),
+                404,
+                "",
+            ),
+            (
+                R::from(crate::cgroup::Error::Io {
+                    what: "joining cgroup /sys/fs/cgroup/x".into(),
+                    err: std::io::Error::from_raw_os_error(libc::EBUSY),
+                }),
+                409,
+                "",
+            ),
+            (
+                R::from(crate::cgroup::Error::Io {
+                    what: "joining cgroup /sys/fs/cgroup/x".into(),
+                    err: std::io::Error::from_raw_os_error(libc::EACCES),
+                }),
+                403,
+                "",
+            ),
+            (R::Setup("clone3: EAGAIN".into()), 500, ""),
+            (R::Start("exec: sh: not found".into()), 500, ""),
+        ];
+        for (e, code, line) in exec {
+            let a = Error::exec("web", &e);
+            assert_eq!(a.status().0, code, "{e}");
+            if !line.is_empty() {
+                assert_eq!(a.message(), line);
+            }
+        }
         assert_eq!(Error::Invalid("x".into()).kind(), Kind::InvalidArgument);
         use super::super::http::ParseError as P;
         for (p, code) in [

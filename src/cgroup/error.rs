@@ -19,6 +19,11 @@ pub enum Error {
     ///
     /// Each says `what: why`, or `why` alone where `what` is empty (the caller says it).
     Stuck { what: String, why: String },
+    /// The systemd driver's error: the unit, the step, D-Bus's error (`what` as above).
+    Systemd {
+        what: String,
+        err: Box<super::systemd::Error>,
+    },
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -30,6 +35,7 @@ impl Error {
             Error::Invalid { .. } => Kind::InvalidArgument,
             Error::Missing { .. } => Kind::FailedPrecondition,
             Error::Stuck { .. } => Kind::DeadlineExceeded,
+            Error::Systemd { err, .. } => err.kind(),
         }
     }
 
@@ -55,6 +61,10 @@ impl Error {
             Error::Stuck { what, why } => Error::Stuck {
                 what: prefix(what),
                 why,
+            },
+            Error::Systemd { what, err } => Error::Systemd {
+                what: prefix(what),
+                err,
             },
         }
     }
@@ -131,6 +141,8 @@ impl fmt::Display for Error {
             Error::Invalid { what, why }
             | Error::Missing { what, why }
             | Error::Stuck { what, why } => write!(f, "{what}: {why}"),
+            Error::Systemd { what, err } if what.is_empty() => err.fmt(f),
+            Error::Systemd { what, err } => write!(f, "{what}: {err}"),
         }
     }
 }
@@ -144,9 +156,20 @@ impl From<Error> for io::Error {
         let kind = match &e {
             Error::Io { err, .. } => err.kind(),
             Error::Invalid { .. } => io::ErrorKind::InvalidInput,
-            Error::Missing { .. } | Error::Stuck { .. } => io::ErrorKind::Other,
+            Error::Missing { .. } | Error::Stuck { .. } | Error::Systemd { .. } => {
+                io::ErrorKind::Other
+            }
         };
         io::Error::new(kind, e)
+    }
+}
+
+impl From<super::systemd::Error> for Error {
+    fn from(err: super::systemd::Error) -> Error {
+        Error::Systemd {
+            what: String::new(),
+            err: Box::new(err),
+        }
     }
 }
 

@@ -45,8 +45,32 @@ pub enum Error {
         status: Option<u16>,
         message: String,
     },
+    /// A registry that cannot be named as an endpoint (`host:port` that does not parse):
+    /// the registry and why.
+    Endpoint { registry: String, why: String },
+    /// A URL the conversation cannot follow (a scheme other than http and https, a bad
+    /// port): the URL as given and why.
+    Url { url: String, why: String },
+    /// An `HTTP(S)_PROXY` setting podinit cannot use: the setting and why.
+    Proxy { setting: String, why: String },
+    /// A step of an exchange with a registry that answered failed: which URL, which step,
+    /// and why (a body cut short or too large, a token answer without a token).
+    Exchange {
+        url: String,
+        step: Step,
+        why: String,
+    },
     /// The error of a step on a named thing (an image, a blob, a layer, a pull).
     In { what: String, err: Box<Error> },
+}
+
+/// The step of a registry exchange that failed after the registry answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Reading an answer's body.
+    Body,
+    /// Reading the token server's answer.
+    Token,
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -99,6 +123,10 @@ impl Error {
                 Some(408 | 429 | 500..=599) | None => Kind::Unavailable,
                 Some(_) => Kind::Unknown,
             },
+            Error::Endpoint { .. } | Error::Url { .. } | Error::Proxy { .. } => {
+                Kind::InvalidArgument
+            }
+            Error::Exchange { .. } => Kind::Unavailable,
             Error::In { err, .. } => err.kind(),
         }
     }
@@ -115,6 +143,10 @@ impl fmt::Display for Error {
             Error::Sys { what, errno } => write!(f, "{what}: {errno}"),
             Error::Registry { message, .. } => f.write_str(message),
             Error::In { what, err } => write!(f, "{what}: {err}"),
+            Error::Endpoint { registry, why } => write!(f, "registry {registry:?}: {why}"),
+            Error::Url { url, why } => write!(f, "URL {url:?}: {why}"),
+            Error::Proxy { setting, why } => write!(f, "proxy {setting:?}: {why}"),
+            Error::Exchange { url, why, .. } => write!(f, "{url}: {why}"),
             Error::Reference(m)
             | Error::InUse(m)
             | Error::Content(m)
@@ -205,6 +237,39 @@ mod tests {
                 Error::unreachable("connection refused".into()),
                 Kind::Unavailable,
                 "connection refused",
+            ),
+            (
+                Error::Endpoint {
+                    registry: "r:x".into(),
+                    why: "invalid port \"x\"".into(),
+                },
+                Kind::InvalidArgument,
+                "registry \"r:x\": invalid port \"x\"",
+            ),
+            (
+                Error::Url {
+                    url: "ftp://r/".into(),
+                    why: "only http:// and https:// are supported".into(),
+                },
+                Kind::InvalidArgument,
+                "URL \"ftp://r/\": only http:// and https:// are supported",
+            ),
+            (
+                Error::Proxy {
+                    setting: "socks5://p".into(),
+                    why: "only http:// proxies are supported".into(),
+                },
+                Kind::InvalidArgument,
+                "proxy \"socks5://p\": only http:// proxies are supported",
+            ),
+            (
+                Error::Exchange {
+                    url: "https://r/v2/".into(),
+                    step: Step::Body,
+                    why: "answer larger than 10 bytes".into(),
+                },
+                Kind::Unavailable,
+                "https://r/v2/: answer larger than 10 bytes",
             ),
             (
                 Error::Missing("layer x".into())

@@ -12,10 +12,11 @@ pub mod media;
 mod names;
 pub mod platform;
 pub mod progress;
+pub mod pull_records;
 pub mod reference;
 pub mod registry;
 pub mod resolve;
 pub mod store;
 pub mod unpack;
 
-pub use error::Error;
+pub use error::{Error, Step};

@@ -67,8 +67,18 @@ pub enum Progress {
 
 /// Parses a docker config JSON (`.dockerconfigjson` or `~/.docker/config.json`: `auths`
 /// with `auth` base64 or `username`/`password`).
-pub fn credentials_from_docker_config(json: &[u8]) -> Result<Vec<Credential>, String> {
+pub fn credentials_from_docker_config(json: &[u8]) -> Result<Vec<Credential>, Error> {
     credentials::from_docker_config(json)
+}
+
+/// The logins of `creds` for `name`'s repository, the most specific first.
+pub fn logins_for<'a>(creds: &'a [Credential], name: &Reference) -> Vec<&'a Credential> {
+    credentials::all(creds, &name.domain, &name.path)
+}
+
+/// The login of `opts.credentials` a pull of `name` presents, if any.
+pub fn login_for<'a>(opts: &'a Options, name: &Reference) -> Option<&'a Credential> {
+    credentials::find(&opts.credentials, &name.domain, &name.path)
 }
 
 /// Pulls `name` into `store` and names it there.
@@ -109,11 +119,11 @@ fn fetch(
 fn connect(name: &Reference, opts: &Options) -> Result<client::Client, Error> {
     let mut login = credentials::find(&opts.credentials, &name.domain, &name.path).cloned();
     if login.is_none() {
-        let file = credentials::from_default_file().map_err(Error::Content)?;
+        let file = credentials::from_default_file()?;
         login = credentials::find(&file, &name.domain, &name.path).cloned();
     }
     #[cfg(feature = "tls")]
-    let tls = tls::config(&opts.ca_files).map_err(Error::Content)?;
+    let tls = tls::config(&opts.ca_files)?;
     #[cfg(not(feature = "tls"))]
     let tls = conn::Tls;
     let net = conn::Net {

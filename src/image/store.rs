@@ -455,6 +455,19 @@ impl Store {
             }
         }
         names::save(&self.index_path(), &self.tmp(), &keep)?;
+        // An image no name points at any more loses its pull record: pulled again, it is
+        // a new image to kubelet's pull manager.
+        let records = super::pull_records::Records::of(&self.root);
+        for g in gone
+            .iter()
+            .filter(|g| !keep.iter().any(|k| k.digest == g.digest))
+        {
+            // The names are gone already: a record left behind only makes a later pull
+            // of the same image verify again, so it is said and not undone.
+            if let Err(e) = records.forget(&g.digest.to_string()) {
+                crate::log::warn(&format!("{}: its pull record: {e}", g.name));
+            }
+        }
         // A name gone, its lock file too; one a container still holds stays with it.
         for f in free_names {
             let _ = fs::remove_file(f);

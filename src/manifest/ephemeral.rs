@@ -1,7 +1,8 @@
 //! Admission of an ephemeral container added to the running pod
 //! (`POST /v1/ephemeralcontainers`), as the API server's `validateEphemeralContainers`:
 //! the fields an ephemeral container may not have, a unique name, a target that exists.
-//! The result is a defaulted `Container` for the runtime.
+//! The result is a defaulted `Container` for the runtime; the pod's spec keeps it as an
+//! `EphemeralContainer` (`ephemeral`), read back as a container with `as_container`.
 
 use k8s_openapi::api::core::v1::{Container, EphemeralContainer, PodSpec};
 
@@ -80,11 +81,7 @@ pub fn validate(ec: &EphemeralContainer, spec: &PodSpec, index: usize) -> Result
         }
     }
     // The rest is a container like any other: the same fields, the same rules.
-    let mut v = serde_json::to_value(ec).map_err(|e| Error::new(&p, e.to_string()))?;
-    if let Some(o) = v.as_object_mut() {
-        o.remove("targetContainerName");
-    }
-    let mut c: Container = super::strict::typed(&v).map_err(|e| Error::new(&p, e.message))?;
+    let mut c = as_container(ec);
     super::defaults::container(&mut c);
     let mut pod = k8s_openapi::api::core::v1::Pod {
         spec: Some(PodSpec {
@@ -101,6 +98,53 @@ pub fn validate(ec: &EphemeralContainer, spec: &PodSpec, index: usize) -> Result
     super::validate::pod(&pod).map_err(rename)?;
     Ok(c)
 }
+
+/// The two conversions between the types, field by field: Kubernetes' Go types make an
+/// `EphemeralContainerCommon` a `Container` by a type conversion. No `..` in the patterns,
+/// so that a field added to either type is a compile error here.
+macro_rules! conversions {
+    ($($f:ident),* $(,)?) => {
+        /// `ec` as the container it runs as (kubelet's `(*v1.Container)(&ec.EphemeralContainerCommon)`).
+        pub fn as_container(ec: &EphemeralContainer) -> Container {
+            let EphemeralContainer { $($f,)* target_container_name: _ } = ec;
+            Container { $($f: $f.clone(),)* }
+        }
+
+        /// Container `c` as the pod's spec keeps it among its ephemeral containers.
+        pub fn ephemeral(c: Container, target_container_name: Option<String>) -> EphemeralContainer {
+            let Container { $($f,)* } = c;
+            EphemeralContainer { $($f,)* target_container_name }
+        }
+    };
+}
+
+conversions!(
+    args,
+    command,
+    env,
+    env_from,
+    image,
+    image_pull_policy,
+    lifecycle,
+    liveness_probe,
+    name,
+    ports,
+    readiness_probe,
+    resize_policy,
+    resources,
+    restart_policy,
+    restart_policy_rules,
+    security_context,
+    startup_probe,
+    stdin,
+    stdin_once,
+    termination_message_path,
+    termination_message_policy,
+    tty,
+    volume_devices,
+    volume_mounts,
+    working_dir,
+);
 
 #[cfg(test)]
 mod tests {
@@ -127,6 +171,17 @@ mod tests {
         .unwrap();
         assert_eq!(c.name, "dbg");
         assert_eq!(c.termination_message_policy.as_deref(), Some("File"));
+    }
+
+    #[test]
+    fn a_container_and_its_ephemeral_form_hold_the_same_fields() {
+        let e = ec("{name: dbg, image: busybox, command: [ps], args: [-o, pid], tty: true, stdin: true, targetContainerName: web, volumeMounts: [{name: v, mountPath: /v}]}");
+        let c = as_container(&e);
+        assert_eq!(c.command, e.command);
+        assert_eq!(c.args, e.args);
+        assert_eq!(c.tty, Some(true));
+        assert_eq!(c.volume_mounts, e.volume_mounts);
+        assert_eq!(ephemeral(c, e.target_container_name.clone()), e);
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! informational fields (`ports`, `nodeName`, `tolerations`, …) are accepted and ignored.
 
 use super::Error;
-use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, SecurityContext};
+use k8s_openapi::api::core::v1::{
+    Container, DownwardAPIVolumeFile, KeyToPath, Pod, PodSpec, SecurityContext, Volume,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -131,27 +133,48 @@ fn unsupported_err(path: String) -> Result<(), Error> {
     Err(Error::new(path, "not supported"))
 }
 
-/// The pod fields that Kubernetes 1.37 has only behind an alpha feature gate (off by
-/// default), with that gate: the API types know them, kubelet 1.37 does not act on them.
-/// Refused by name, before validation judges their values.
+/// The pod fields that Kubernetes 1.37 has only behind a feature gate that is off by
+/// default (alpha, or beta and off), with that gate: the API types know them, kubelet and
+/// the API server 1.37 do not act on them. Refused by name, before validation judges
+/// their values. The list and each gate's stage are in docs/interface.md §1.
 pub fn alpha(pod: &Pod) -> Result<(), Error> {
     let Some(spec) = pod.spec.as_ref() else {
         return Ok(());
     };
-    let refuse = |path: String, gate: &str| -> Result<(), Error> {
+    let refuse_as = |stage: &str, path: String, gate: &str| -> Result<(), Error> {
         Err(Error::new(
             path,
             format!(
-                "alpha in Kubernetes 1.37 (feature gate {gate}, off by default): not supported"
+                "{stage} in Kubernetes 1.37 (feature gate {gate}, off by default): not supported"
             ),
         ))
     };
+    let refuse = |path: String, gate: &str| refuse_as("alpha", path, gate);
     if spec
         .eviction_responders
         .as_ref()
         .is_some_and(|v| !v.is_empty())
     {
         return refuse("spec.evictionResponders".into(), "EvictionRequestAPI");
+    }
+    if spec.scheduling_group.is_some() {
+        return refuse_as("beta", "spec.schedulingGroup".into(), "GenericWorkload");
+    }
+    for (i, t) in spec.tolerations.iter().flatten().enumerate() {
+        if matches!(t.operator.as_deref(), Some("Lt" | "Gt")) {
+            return refuse(
+                format!("spec.tolerations[{i}].operator"),
+                "TaintTolerationComparisonOperators",
+            );
+        }
+    }
+    for (i, v) in spec.volumes.iter().flatten().enumerate() {
+        if let Some(path) = volume_user(v) {
+            return refuse(
+                format!("spec.volumes[{i}].{path}"),
+                "AtomicWriteVolumeUserFields",
+            );
+        }
     }
     if let Some(r) = &spec.resources {
         for (which, m) in [("limits", &r.limits), ("requests", &r.requests)] {
@@ -181,6 +204,91 @@ pub fn alpha(pod: &Pod) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// The first `defaultUser` or item `user` of a file volume (the owner UID of the files
+/// kubelet writes), as a path below the volume.
+fn volume_user(v: &Volume) -> Option<String> {
+    let items = |what: &str, items: Option<&Vec<KeyToPath>>| {
+        items
+            .into_iter()
+            .flatten()
+            .position(|k| k.user.is_some())
+            .map(|k| format!("{what}.items[{k}].user"))
+    };
+    if let Some(c) = &v.config_map {
+        if c.default_user.is_some() {
+            return Some("configMap.defaultUser".into());
+        }
+        if let Some(p) = items("configMap", c.items.as_ref()) {
+            return Some(p);
+        }
+    }
+    if let Some(s) = &v.secret {
+        if s.default_user.is_some() {
+            return Some("secret.defaultUser".into());
+        }
+        if let Some(p) = items("secret", s.items.as_ref()) {
+            return Some(p);
+        }
+    }
+    let downward = |what: &str, files: Option<&Vec<DownwardAPIVolumeFile>>| {
+        files
+            .into_iter()
+            .flatten()
+            .position(|f| f.user.is_some())
+            .map(|k| format!("{what}.items[{k}].user"))
+    };
+    if let Some(d) = &v.downward_api {
+        if d.default_user.is_some() {
+            return Some("downwardAPI.defaultUser".into());
+        }
+        if let Some(p) = downward("downwardAPI", d.items.as_ref()) {
+            return Some(p);
+        }
+    }
+    let p = v.projected.as_ref()?;
+    if p.default_user.is_some() {
+        return Some("projected.defaultUser".into());
+    }
+    for (k, src) in p.sources.iter().flatten().enumerate() {
+        let at = format!("projected.sources[{k}]");
+        let found = src
+            .config_map
+            .as_ref()
+            .and_then(|c| items(&format!("{at}.configMap"), c.items.as_ref()))
+            .or_else(|| {
+                let s = src.secret.as_ref()?;
+                items(&format!("{at}.secret"), s.items.as_ref())
+            })
+            .or_else(|| {
+                let d = src.downward_api.as_ref()?;
+                downward(&format!("{at}.downwardAPI"), d.items.as_ref())
+            })
+            .or_else(|| {
+                let own = [
+                    (
+                        "serviceAccountToken",
+                        src.service_account_token.as_ref().and_then(|t| t.user),
+                    ),
+                    (
+                        "clusterTrustBundle",
+                        src.cluster_trust_bundle.as_ref().and_then(|t| t.user),
+                    ),
+                    (
+                        "podCertificate",
+                        src.pod_certificate.as_ref().and_then(|t| t.user),
+                    ),
+                ];
+                own.iter()
+                    .find(|(_, u)| u.is_some())
+                    .map(|(f, _)| format!("{at}.{f}.user"))
+            });
+        if found.is_some() {
+            return found;
+        }
+    }
+    None
 }
 
 /// The one table of what podinit does not support yet; shrink it as features land.

@@ -135,11 +135,53 @@ fn alpha_fields_are_named_as_alpha() {
         ("  containers:\n  - {name: c, image: busybox}\n  volumes: [{name: v, emptyDir: {mode: 0700}}]\n", "spec.volumes[0].emptyDir.mode", "EmptyDirVolumeMode"),
         ("  containers:\n  - name: c\n    image: busybox\n    volumeMounts: [{name: v, mountPath: /v, bindMountOptions: [noexec]}]\n  volumes: [{name: v, emptyDir: {}}]\n", "spec.containers[0].volumeMounts[0].bindMountOptions", "VolumeBindMountOptions"),
         ("  resources: {limits: {pid: 2048}}\n  containers:\n  - {name: c, image: busybox}\n", "spec.resources.limits.pid", "PerPodPIDLimit"),
+        ("  resources: {requests: {pid: 100}}\n  containers:\n  - {name: c, image: busybox}\n", "spec.resources.requests.pid", "PerPodPIDLimit"),
+        ("  evictionResponders: [{name: acme.io/r, priority: 10000}]\n  containers:\n  - {name: c, image: busybox}\n", "spec.evictionResponders", "EvictionRequestAPI"),
+        ("  tolerations: [{key: k, operator: Gt, value: '5'}]\n  containers:\n  - {name: c, image: busybox}\n", "spec.tolerations[0].operator", "TaintTolerationComparisonOperators"),
+        ("  tolerations: [{key: k, operator: Exists}, {key: k, operator: Lt, value: '5'}]\n  containers:\n  - {name: c, image: busybox}\n", "spec.tolerations[1].operator", "TaintTolerationComparisonOperators"),
+        ("  containers:\n  - {name: c, image: busybox}\n  volumes: [{name: v, secret: {secretName: s, defaultUser: 1000}}]\n", "spec.volumes[0].secret.defaultUser", "AtomicWriteVolumeUserFields"),
+        ("  containers:\n  - {name: c, image: busybox}\n  volumes: [{name: v, configMap: {name: m, items: [{key: a, path: a}, {key: b, path: b, user: 1000}]}}]\n", "spec.volumes[0].configMap.items[1].user", "AtomicWriteVolumeUserFields"),
+        ("  containers:\n  - {name: c, image: busybox}\n  volumes: [{name: v, downwardAPI: {defaultUser: 7, items: [{path: n, fieldRef: {fieldPath: metadata.name}}]}}]\n", "spec.volumes[0].downwardAPI.defaultUser", "AtomicWriteVolumeUserFields"),
+        ("  containers:\n  - {name: c, image: busybox}\n  volumes: [{name: v, projected: {sources: [{configMap: {name: m}}, {secret: {name: s, items: [{key: k, path: k, user: 5}]}}]}}]\n", "spec.volumes[0].projected.sources[1].secret.items[0].user", "AtomicWriteVolumeUserFields"),
+        ("  containers:\n  - {name: c, image: busybox}\n  volumes: [{name: v, projected: {defaultUser: 5, sources: [{configMap: {name: m}}]}}]\n", "spec.volumes[0].projected.defaultUser", "AtomicWriteVolumeUserFields"),
+        ("  containers:\n  - {name: c, image: busybox}\n  volumes: [{name: v, projected: {sources: [{serviceAccountToken: {path: t, user: 5}}]}}]\n", "spec.volumes[0].projected.sources[0].serviceAccountToken.user", "AtomicWriteVolumeUserFields"),
     ] {
         assert_eq!(
             err_of(&pod_with(spec)),
-            format!("{field}: alpha in Kubernetes 1.37 (feature gate {gate}, off by default): not supported")
+            format!("{field}: alpha in Kubernetes 1.37 (feature gate {gate}, off by default): not supported"),
+            "{field}"
         );
+    }
+    // Beta and off by default: refused the same way, with its stage.
+    assert_eq!(
+        err_of(&pod_with("  schedulingGroup: {podGroupName: training-worker-0}\n  containers:\n  - {name: c, image: busybox}\n")),
+        "spec.schedulingGroup: beta in Kubernetes 1.37 (feature gate GenericWorkload, off by default): not supported"
+    );
+}
+
+#[test]
+fn every_ga_or_beta_on_field_of_1_37_is_accepted() {
+    // Each row uses one field that 1.37 has on by default, with its stage.
+    for (what, spec) in [
+        ("pod-level resources (beta)", "  resources: {limits: {cpu: '1', memory: 256Mi}}\n  containers:\n  - {name: c, image: busybox}\n"),
+        ("hostnameOverride (beta)", "  hostnameOverride: my-host\n  containers:\n  - {name: c, image: busybox}\n"),
+        ("container restartPolicy and restartPolicyRules (beta)", "  restartPolicy: Never\n  containers:\n  - name: c\n    image: busybox\n    restartPolicy: Never\n    restartPolicyRules: [{action: Restart, exitCodes: {operator: In, values: [42]}}]\n"),
+        ("RestartAllContainers (beta)", "  restartPolicy: Never\n  containers:\n  - name: c\n    image: busybox\n    restartPolicy: Never\n    restartPolicyRules: [{action: RestartAllContainers, exitCodes: {operator: In, values: [88]}}]\n"),
+        ("lifecycle.stopSignal (beta)", "  os: {name: linux}\n  containers:\n  - {name: c, image: busybox, lifecycle: {stopSignal: SIGUSR1}}\n"),
+        ("preStop sleep 0 (GA)", "  containers:\n  - {name: c, image: busybox, lifecycle: {preStop: {sleep: {seconds: 0}}}}\n"),
+        ("resizePolicy (GA)", "  containers:\n  - {name: c, image: busybox, resizePolicy: [{resourceName: cpu, restartPolicy: NotRequired}]}\n"),
+        ("sidecar containers (GA)", "  initContainers:\n  - {name: s, image: busybox, restartPolicy: Always}\n  containers:\n  - {name: c, image: busybox}\n"),
+        ("fileKeyRef (GA)", "  containers:\n  - name: c\n    image: busybox\n    env: [{name: A, valueFrom: {fileKeyRef: {volumeName: e, path: a.env, key: A}}}]\n  volumes: [{name: e, emptyDir: {}}]\n"),
+        ("image volumes (GA)", "  containers:\n  - {name: c, image: busybox, volumeMounts: [{name: iv, mountPath: /iv}]}\n  volumes: [{name: iv, image: {reference: busybox, pullPolicy: IfNotPresent}}]\n"),
+        ("recursiveReadOnly (GA)", "  containers:\n  - {name: c, image: busybox, volumeMounts: [{name: v, mountPath: /v, readOnly: true, recursiveReadOnly: Enabled}]}\n  volumes: [{name: v, emptyDir: {}}]\n"),
+        ("supplementalGroupsPolicy (beta)", "  securityContext: {supplementalGroupsPolicy: Strict}\n  containers:\n  - {name: c, image: busybox}\n"),
+        ("schedulingGates (GA)", "  schedulingGates: [{name: example.com/gate}]\n  containers:\n  - {name: c, image: busybox}\n"),
+        ("tolerations Equal and Exists (GA)", "  tolerations: [{key: k, operator: Equal, value: v}, {key: j, operator: Exists}]\n  containers:\n  - {name: c, image: busybox}\n"),
+        ("emptyDir without mode, file volumes without user (GA)", "  containers:\n  - {name: c, image: busybox}\n  volumes: [{name: v, emptyDir: {sizeLimit: 1Mi}}, {name: d, downwardAPI: {items: [{path: n, fieldRef: {fieldPath: metadata.name}}]}}]\n"),
+    ] {
+        if let Err(e) = admit_str(&pod_with(spec)) {
+            panic!("{what}: {e}");
+        }
     }
 }
 

@@ -148,23 +148,15 @@ pub fn pod(pod: &Pod) -> R {
             .map(|v| v.empty_dir.is_some())
     };
     let mut names = BTreeSet::new();
-    for (i, c) in spec.init_containers.iter().flatten().enumerate() {
+    let init = spec.init_containers.iter().flatten().enumerate();
+    let init = init.map(|(i, c)| (c, format!("spec.initContainers[{i}]"), true));
+    let app = spec.containers.iter().enumerate();
+    let app = app.map(|(i, c)| (c, format!("spec.containers[{i}]"), false));
+    for (c, field, is_init) in init.chain(app) {
         containers::container(
             c,
-            &format!("spec.initContainers[{i}]"),
-            true,
-            &vols,
-            &mut names,
-            user_ns,
-            os,
-            &empty_dirs,
-        )?;
-    }
-    for (i, c) in spec.containers.iter().enumerate() {
-        containers::container(
-            c,
-            &format!("spec.containers[{i}]"),
-            false,
+            &field,
+            is_init,
             &vols,
             &mut names,
             user_ns,

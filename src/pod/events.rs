@@ -124,21 +124,15 @@ pub fn hook_failure(
 mod tests {
     use super::*;
     use crate::pod::plan::{ContainerPlan, Kind, RestartPolicy};
-    use crate::pod::QosClass;
 
     fn plan() -> PodPlan {
         PodPlan {
-            name: "p".into(),
             namespace: "ns".into(),
             uid: "u1".into(),
-            restart_policy: RestartPolicy::Always,
-            containers: vec![ContainerPlan::bare("web", Kind::App)],
-            grace_seconds: 30,
-            active_deadline_seconds: None,
-            max_backoff_ms: 300_000,
-            readiness_gates: vec![],
-            qos_class: QosClass::BestEffort,
-            generation: 1,
+            ..PodPlan::bare(
+                RestartPolicy::Always,
+                vec![ContainerPlan::bare("web", Kind::App)],
+            )
         }
     }
 

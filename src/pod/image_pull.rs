@@ -187,7 +187,9 @@ impl ImageGate {
         (!self.on_pod).then_some(i)
     }
 
-    /// `step` asked to start container `i`; `present`: the store has its image now;
+    /// `step` asked to start container `i`; `present`: the store has its image now and
+    /// the pod may use it (`image_access`: an image the pod may not use is pulled, or
+    /// refused under `Never`, as one the store lacks);
     /// `backoff`: the pod's back-off of this image (kubelet keys it by the pod's UID and
     /// the image, so containers of one image share it).
     pub fn on_start(
@@ -209,7 +211,9 @@ impl ImageGate {
                 st.event(
                     EventType::Normal,
                     EventReason::Pulled,
-                    format!("Container image {image:?} already present on machine"),
+                    format!(
+                        "Container image {image:?} already present on machine and can be accessed by the pod"
+                    ),
                     on,
                 );
                 Gate::Ready

@@ -43,11 +43,43 @@ pub enum Use {
     Hook,
 }
 
+/// Why a probe's or hook's handler cannot run, in kubelet's words for each: the probe
+/// errors (or the hook fails) with it at every run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HandlerError {
+    /// None of the handler fields a probe (or a hook) may have is set.
+    NoHandler(Use),
+    /// An `httpGet.scheme` other than `HTTP` and `HTTPS`.
+    Scheme(String),
+    /// A port number outside 1 to 65535.
+    PortNumber(i32),
+    /// A port name that container `container` does not declare in its `ports`.
+    PortName { container: String, name: String },
+}
+
+impl std::fmt::Display for HandlerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HandlerError::NoHandler(Use::Probe) => f.write_str("probe has no handler"),
+            HandlerError::NoHandler(Use::Hook) => f.write_str("lifecycle hook has no handler"),
+            HandlerError::Scheme(s) => write!(f, "unsupported scheme: {s:?}"),
+            HandlerError::PortNumber(n) => write!(f, "invalid port number: {n}"),
+            HandlerError::PortName { container, name } => {
+                write!(f, "couldn't find port: {name} in {container}")
+            }
+        }
+    }
+}
+
 /// The Kubernetes minor version podinit follows (the `kube-probe/1.N` User-Agent).
 pub const KUBE_VERSION: &str = "1.37";
 
 impl Handler {
-    pub fn from_probe(p: &Probe, c: &Container, default_host: &str) -> Result<Handler, String> {
+    pub fn from_probe(
+        p: &Probe,
+        c: &Container,
+        default_host: &str,
+    ) -> Result<Handler, HandlerError> {
         if let Some(e) = &p.exec {
             return Ok(Handler::Exec(e.command.clone().unwrap_or_default()));
         }
@@ -76,14 +108,14 @@ impl Handler {
                 service: g.service.clone().unwrap_or_default(),
             });
         }
-        Err("probe has no handler".into())
+        Err(HandlerError::NoHandler(Use::Probe))
     }
 
     pub fn from_hook(
         h: &LifecycleHandler,
         c: &Container,
         default_host: &str,
-    ) -> Result<Handler, String> {
+    ) -> Result<Handler, HandlerError> {
         if let Some(e) = &h.exec {
             return Ok(Handler::Exec(e.command.clone().unwrap_or_default()));
         }
@@ -109,7 +141,7 @@ impl Handler {
                 ms: s.seconds.max(0) as u64 * 1000,
             });
         }
-        Err("lifecycle hook has no handler".into())
+        Err(HandlerError::NoHandler(Use::Hook))
     }
 }
 
@@ -121,12 +153,12 @@ fn host(h: Option<&str>, default_host: &str) -> String {
 }
 
 /// A port by number, or by name through the container's `ports`.
-pub fn port(c: &Container, p: &IntOrString) -> Result<u16, String> {
+pub fn port(c: &Container, p: &IntOrString) -> Result<u16, HandlerError> {
     match p {
         IntOrString::Int(n) => u16::try_from(*n)
             .ok()
             .filter(|&n| n > 0)
-            .ok_or_else(|| format!("invalid port number: {n}")),
+            .ok_or(HandlerError::PortNumber(*n)),
         IntOrString::String(name) => {
             if let Ok(n) = name.parse::<i32>() {
                 return port(c, &IntOrString::Int(n));
@@ -136,7 +168,10 @@ pub fn port(c: &Container, p: &IntOrString) -> Result<u16, String> {
                 .flatten()
                 .find(|p| p.name.as_deref() == Some(name.as_str()))
                 .and_then(|p| u16::try_from(p.container_port).ok())
-                .ok_or_else(|| format!("couldn't find port: {name} in {}", c.name))
+                .ok_or_else(|| HandlerError::PortName {
+                    container: c.name.clone(),
+                    name: name.clone(),
+                })
         }
     }
 }
@@ -151,11 +186,11 @@ fn http<'a>(
     path: Option<&str>,
     scheme: Option<&str>,
     headers: impl Iterator<Item = (&'a String, &'a String)>,
-) -> Result<Handler, String> {
+) -> Result<Handler, HandlerError> {
     let https = match scheme.unwrap_or("HTTP") {
         "HTTP" => false,
         "HTTPS" => true,
-        s => return Err(format!("unsupported scheme: {s:?}")),
+        s => return Err(HandlerError::Scheme(s.to_string())),
     };
     let mut path = path.unwrap_or("/").to_string();
     if !path.starts_with('/') {
@@ -187,9 +222,11 @@ mod tests {
         let c = container("{name: web, ports: [{name: http, containerPort: 8080}]}");
         assert_eq!(port(&c, &IntOrString::String("http".into())), Ok(8080));
         assert_eq!(port(&c, &IntOrString::String("81".into())), Ok(81));
+        let e = port(&c, &IntOrString::String("grpc".into())).unwrap_err();
+        assert_eq!(e.to_string(), "couldn't find port: grpc in web");
         assert_eq!(
-            port(&c, &IntOrString::String("grpc".into())),
-            Err("couldn't find port: grpc in web".into())
+            port(&c, &IntOrString::Int(0)).unwrap_err().to_string(),
+            "invalid port number: 0"
         );
         assert!(port(&c, &IntOrString::Int(70000)).is_err());
     }

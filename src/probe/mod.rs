@@ -15,7 +15,7 @@ pub mod tls;
 use nix::poll::PollFlags;
 use std::os::fd::BorrowedFd;
 
-pub use handler::{Handler, Use};
+pub use handler::{Handler, HandlerError, Use};
 
 /// How a check ended.
 #[derive(Clone, Debug, PartialEq, Eq)]

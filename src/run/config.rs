@@ -44,15 +44,7 @@ pub(super) fn supervisor_config(
         if own_containers {
             cgroup.add_container(supervisor::containers::cgroup_name(&made.name, &c.name));
         }
-        ctrs.push(Ctr::new(
-            c.name.clone(),
-            kind,
-            c,
-            b,
-            dir,
-            &made.root,
-            &made.name,
-        )?);
+        ctrs.push(Ctr::new(kind, &c, b, dir, &made.root, &made.name)?);
     }
     if pid1 && opts.netns.is_some() {
         return Err(

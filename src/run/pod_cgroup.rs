@@ -195,7 +195,7 @@ impl PodCgroup {
             }
             match crate::cgroup::systemd::stop(&unit) {
                 Ok(None) => {}
-                Ok(Some(e)) | Err(e) => errs.push(e),
+                Ok(Some(e)) | Err(e) => errs.push(e.to_string()),
             }
         }
         if let Some(cg) = self.pod.take() {

@@ -11,9 +11,11 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Pod, Secret};
 
+use crate::admission::pull_logins::{self, Login};
 use crate::image::progress::ProgressLine;
+use crate::image::pull_records::Records;
 use crate::image::reference::Reference;
-use crate::image::registry::{self, Credential, Options};
+use crate::image::registry::{self, Options};
 use crate::image::store::Store;
 use crate::pod::image_pull::PullResult;
 use crate::supervisor::images::{parse_request, reply, MAX_MESSAGE};
@@ -26,66 +28,26 @@ const PROGRESS_TIMEOUT: Duration = Duration::from_secs(300);
 /// `imagePullSecrets` (in its order) before the caller's `~/.docker/config.json`, as
 /// kubelet tries the pod's secrets before the node's credentials.
 pub(super) struct Logins {
-    /// Where each docker config came from (for the warning when it cannot be read), and
-    /// its JSON with an `auths` object.
-    configs: Vec<(String, Vec<u8>)>,
+    configs: Vec<pull_logins::Config>,
 }
 
 impl Logins {
     pub(super) fn of(pod: &Pod, secrets: &[Secret]) -> Logins {
-        let mut configs = Vec::new();
-        let names = pod
-            .spec
-            .iter()
-            .flat_map(|s| s.image_pull_secrets.iter().flatten());
-        for name in names {
-            let Some(s) = secrets
-                .iter()
-                .find(|s| s.metadata.name.as_deref() == Some(name.name.as_str()))
-            else {
-                continue;
-            };
-            if let Some(json) = docker_config_of(s) {
-                configs.push((format!("secret {:?}", name.name), json));
-            }
-        }
+        let mut configs = pull_logins::secret_configs(pod, secrets);
         // Docker's own lookup: `$DOCKER_CONFIG/config.json`, else `~/.docker/config.json`.
         let dir = std::env::var_os("DOCKER_CONFIG")
             .map(PathBuf::from)
             .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".docker")));
         if let Some(p) = dir.map(|d| d.join("config.json")) {
             if let Ok(json) = std::fs::read(&p) {
-                configs.push((p.display().to_string(), json));
+                configs.push(pull_logins::Config {
+                    from: p.display().to_string(),
+                    secret: None,
+                    json,
+                });
             }
         }
         Logins { configs }
-    }
-
-    fn credentials(&self) -> Vec<Credential> {
-        let mut out = Vec::new();
-        for (from, json) in &self.configs {
-            match registry::credentials_from_docker_config(json) {
-                Ok(c) => out.extend(c),
-                Err(e) => crate::log::warn(&format!("image pull credentials from {from}: {e}")),
-            }
-        }
-        out
-    }
-}
-
-/// A Secret's docker config: `kubernetes.io/dockerconfigjson` (`.dockerconfigjson`, an
-/// object with `auths`) or the older `kubernetes.io/dockercfg` (`.dockercfg`, the `auths`
-/// object itself).
-pub(super) fn docker_config_of(s: &Secret) -> Option<Vec<u8>> {
-    let data = s.data.as_ref()?;
-    match s.type_.as_deref() {
-        Some("kubernetes.io/dockerconfigjson") => Some(data.get(".dockerconfigjson")?.0.clone()),
-        Some("kubernetes.io/dockercfg") => {
-            let auths: serde_json::Value =
-                serde_json::from_slice(&data.get(".dockercfg")?.0).ok()?;
-            serde_json::to_vec(&serde_json::json!({ "auths": auths })).ok()
-        }
-        _ => None,
     }
 }
 
@@ -152,7 +114,7 @@ pub(super) fn spawn(setup: Setup) -> Result<(Cloned, OwnedFd), String> {
 
 /// Answer pull requests until the supervisor's end closes.
 fn serve(fd: &OwnedFd, setup: &Setup) {
-    let mut opts: Option<Options> = None;
+    let mut opts: Option<(Options, Vec<Login>)> = None;
     loop {
         let m = match crate::sys::packet::recv(fd.as_raw_fd(), MAX_MESSAGE) {
             Ok(m) if !m.is_empty() => m,
@@ -161,26 +123,47 @@ fn serve(fd: &OwnedFd, setup: &Setup) {
         let Some((to, name)) = parse_request(&m) else {
             continue;
         };
-        let opts = opts.get_or_insert_with(|| Options {
-            ca_files: setup.ca_files.clone(),
-            insecure: setup.insecure.clone(),
-            credentials: setup.logins.credentials(),
-            timeout: Some(PROGRESS_TIMEOUT),
+        let (opts, logins) = opts.get_or_insert_with(|| {
+            let logins = pull_logins::logins(&setup.logins.configs);
+            let opts = Options {
+                ca_files: setup.ca_files.clone(),
+                insecure: setup.insecure.clone(),
+                credentials: logins.iter().map(|l| l.credential.clone()).collect(),
+                timeout: Some(PROGRESS_TIMEOUT),
+            };
+            (opts, logins)
         });
-        let r = pull(setup, &name, opts);
+        let r = pull(setup, &name, opts, logins);
         if crate::sys::packet::send(fd.as_raw_fd(), &reply(to, &r)).is_err() {
             return;
         }
     }
 }
 
-/// One pull, timed: its result as the supervisor hears it.
-fn pull(setup: &Setup, name: &str, opts: &Options) -> PullResult {
+/// One pull, timed: its result as the supervisor hears it. The store's pull records say
+/// a pull of `name` is under way while it is, and then which login pulled it: kubelet's
+/// `RecordPullIntent` and `RecordImagePulled` (docs/images.md §Pull records).
+fn pull(setup: &Setup, name: &str, opts: &Options, logins: &[Login]) -> PullResult {
     let started = Instant::now();
     let mut line = ProgressLine::new(name, !crate::log::quiet());
+    let records = Records::of(&setup.images);
     let pulled = Reference::parse(name).and_then(|r| {
         let store = Store::open(&setup.images)?;
-        let img = registry::pull(&store, &r, opts, &mut |p| line.show(&p))?;
+        records.begin(name)?;
+        let img = match registry::pull(&store, &r, opts, &mut |p| line.show(&p)) {
+            Ok(img) => img,
+            Err(e) => {
+                let _ = records.end(name);
+                return Err(e);
+            }
+        };
+        let creds = pull_logins::pulled_with(logins, registry::login_for(opts, &r));
+        if let Err(e) = records.record(&img.digest.to_string(), &r.repository(), Some(&creds)) {
+            crate::log::warn(&format!("the pull record of {name}: {e}"));
+        }
+        if let Err(e) = records.end(name) {
+            crate::log::warn(&format!("the pull intent of {name}: {e}"));
+        }
         let size = store
             .list()
             .ok()
@@ -201,20 +184,6 @@ fn pull(setup: &Setup, name: &str, opts: &Options) -> PullResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::ByteString;
-
-    fn secret(name: &str, type_: &str, key: &str, value: &str) -> Secret {
-        Secret {
-            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-                name: Some(name.into()),
-                ..Default::default()
-            },
-            type_: Some(type_.into()),
-            data: Some([(key.to_string(), ByteString(value.as_bytes().to_vec()))].into()),
-            ..Default::default()
-        }
-    }
-
     #[test]
     fn registry_options_are_checked() {
         assert!(check_options(&[], &["reg.example:5000".into(), "[::1]:5000".into()]).is_ok());
@@ -223,35 +192,5 @@ mod tests {
         for bad in ["https://reg.example", "reg.example/path", ""] {
             assert!(check_options(&[], &[bad.into()]).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn pull_secrets_in_the_pods_order_and_of_docker_types_only() {
-        let auths = r#"{"auths":{"r:5000":{"auth":"dTpw"}}}"#;
-        let secrets = [
-            secret(
-                "b",
-                "kubernetes.io/dockerconfigjson",
-                ".dockerconfigjson",
-                auths,
-            ),
-            secret(
-                "a",
-                "kubernetes.io/dockercfg",
-                ".dockercfg",
-                r#"{"r:5001":{"auth":"dTpw"}}"#,
-            ),
-            secret("c", "Opaque", ".dockerconfigjson", auths),
-        ];
-        let pod: Pod = serde_yaml_ng::from_str(
-            "metadata: {name: p}\nspec:\n  containers: []\n  imagePullSecrets: [{name: a}, {name: c}, {name: missing}, {name: b}]",
-        )
-        .unwrap();
-        let l = Logins::of(&pod, &secrets);
-        let from: Vec<&str> = l.configs.iter().map(|c| c.0.as_str()).collect();
-        assert_eq!(from[..2], ["secret \"a\"", "secret \"b\""]);
-        let legacy: serde_json::Value = serde_json::from_slice(&l.configs[0].1).unwrap();
-        assert_eq!(legacy["auths"]["r:5001"]["auth"], "dTpw");
-        assert_eq!(l.configs[1].1, auths.as_bytes());
     }
 }

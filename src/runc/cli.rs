@@ -4,6 +4,8 @@
 //! reads `-root` as four short flags. Verbs other than `exec` and `ps` also take their
 //! flags after the positional arguments, as urfave/cli reorders them.
 
+use super::Error;
+
 /// One flag of a verb (or of the global set): its names without dashes, the first the
 /// canonical one.
 #[derive(Clone, Copy)]
@@ -65,29 +67,31 @@ impl Args {
     }
 
     /// A number flag (`--preserve-fds`), 0 when absent.
-    pub fn number(&self, name: &str) -> Result<u32, String> {
+    pub fn number(&self, name: &str) -> Result<u32, Error> {
         match self.value(name) {
             None => Ok(0),
-            Some(v) => v
-                .parse()
-                .map_err(|_| format!("invalid value {v:?} for flag -{name}: parse error")),
+            Some(v) => v.parse().map_err(|_| {
+                Error::Usage(format!("invalid value {v:?} for flag -{name}: parse error"))
+            }),
         }
     }
 
     /// The one positional argument a verb takes (the container's ID), as runc checks it.
-    pub fn exactly_one(&self, verb: &str) -> Result<&str, String> {
+    pub fn exactly_one(&self, verb: &str) -> Result<&str, Error> {
         match self.pos.as_slice() {
             [id] => Ok(id),
-            _ => Err(format!("{verb:?} requires exactly 1 argument(s)")),
+            _ => Err(Error::Usage(format!(
+                "{verb:?} requires exactly 1 argument(s)"
+            ))),
         }
     }
 
     /// The first positional argument, more allowed.
-    pub fn at_least_one(&self, verb: &str) -> Result<&str, String> {
+    pub fn at_least_one(&self, verb: &str) -> Result<&str, Error> {
         self.pos
             .first()
             .map(String::as_str)
-            .ok_or_else(|| format!("{verb:?} requires a minimum of 1 argument(s)"))
+            .ok_or_else(|| Error::Usage(format!("{verb:?} requires a minimum of 1 argument(s)")))
     }
 }
 
@@ -261,10 +265,9 @@ mod tests {
         assert!(parse(T, &v(&["--detach=maybe"]), true).is_err());
         assert!(parse(T, &v(&["--help"]), true).unwrap().help);
         let a = parse(T, &v(&["a", "b"]), true).unwrap();
-        assert_eq!(
-            a.exactly_one("state").unwrap_err(),
-            "\"state\" requires exactly 1 argument(s)"
-        );
+        let e = a.exactly_one("state").unwrap_err();
+        assert_eq!(e.to_string(), "\"state\" requires exactly 1 argument(s)");
+        assert_eq!(e.kind(), crate::error::Kind::InvalidArgument);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use super::cli::{bool_, val, Args, Flag};
 use super::state::{self, State};
-use super::{log, status, Globals};
+use super::{log, status, Error, Globals};
 use crate::cgroup::recorded as cgroup;
 use crate::cgroup::Group;
 use crate::runtime::{container, hooks};
@@ -59,7 +59,7 @@ pub struct Options {
 }
 
 impl Options {
-    pub fn from_args(verb: &str, a: &Args) -> Result<Options, String> {
+    pub fn from_args(verb: &str, a: &Args) -> Result<Options, Error> {
         let id = a.exactly_one(verb)?.to_string();
         state::validate_id(&id)?;
         let bundle = bundle_dir(a.value("bundle").unwrap_or("."))?;
@@ -111,8 +111,8 @@ pub struct Made {
 
 /// The bundle `given`, absolute; runc changes into it first, so a bundle that is not a
 /// directory fails as its `chdir` does, in Go's words.
-fn bundle_dir(given: &str) -> Result<PathBuf, String> {
-    let chdir = |e: nix::errno::Errno| format!("chdir {given}: {}", go_error(e));
+fn bundle_dir(given: &str) -> Result<PathBuf, Error> {
+    let chdir = |e: nix::errno::Errno| Error::Usage(format!("chdir {given}: {}", go_error(e)));
     match std::fs::metadata(given) {
         Ok(m) if m.is_dir() => {}
         Ok(_) => return Err(chdir(nix::errno::Errno::ENOTDIR)),
@@ -121,7 +121,7 @@ fn bundle_dir(given: &str) -> Result<PathBuf, String> {
             return Err(chdir(nix::errno::Errno::from_raw(errno)));
         }
     }
-    std::path::absolute(given).map_err(|e| format!("bundle {given}: {e}"))
+    std::path::absolute(given).map_err(|e| Error::io(format_args!("bundle {given}"), e))
 }
 
 /// An errno as Go's syscall package words it: the C library's text, lower case first.
@@ -142,34 +142,42 @@ pub fn terminal(spec: &Spec) -> bool {
 }
 
 /// `<bundle>/config.json`, checked, with `root.path` made absolute.
-pub fn load_spec(bundle: &Path) -> Result<Spec, String> {
+pub fn load_spec(bundle: &Path) -> Result<Spec, Error> {
     let path = bundle.join("config.json");
-    let mut spec = crate::spec::load(bundle).map_err(|e| match e {
-        e if e.is_missing() => format!("JSON specification file {} not found", path.display()),
-        crate::spec::LoadError::Parse(p, e) => format!("{}: {e}", p.display()),
-        e => e.to_string(),
+    let mut spec = crate::spec::load(bundle).map_err(|e| {
+        Error::Config(match e {
+            e if e.is_missing() => format!("JSON specification file {} not found", path.display()),
+            crate::spec::LoadError::Parse(p, e) => format!("{}: {e}", p.display()),
+            e => e.to_string(),
+        })
     })?;
     check_version(spec.version())?;
     let root = spec
         .root()
         .as_ref()
         .map(|r| r.path().clone())
-        .ok_or_else(|| format!("{}: root is missing", path.display()))?;
+        .ok_or_else(|| Error::Config(format!("{}: root is missing", path.display())))?;
     let root = bundle.join(root);
     if !root.is_dir() {
-        return Err(format!("rootfs ({:?}) does not exist", root.display()));
+        return Err(Error::Config(format!(
+            "rootfs ({:?}) does not exist",
+            root.display()
+        )));
     }
     if let Some(r) = spec.root_mut() {
         r.set_path(root);
     }
     if spec.process().is_none() {
-        return Err(format!("{}: process is missing", path.display()));
+        return Err(Error::Config(format!(
+            "{}: process is missing",
+            path.display()
+        )));
     }
     Ok(spec)
 }
 
 /// ociVersion 1.0.0 to 1.3.x, a pre-release or build suffix allowed.
-pub fn check_version(v: &str) -> Result<(), String> {
+pub fn check_version(v: &str) -> Result<(), Error> {
     let core = v.split(['-', '+']).next().unwrap_or("");
     let parts: Vec<&str> = core.split('.').collect();
     let ok = parts.len() == 3
@@ -179,18 +187,22 @@ pub fn check_version(v: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
+        Err(Error::Config(format!(
             "unsupported ociVersion {v:?}: podinit-runc takes 1.0.0 to 1.3.x"
-        ))
+        )))
     }
 }
 
 /// Connect to `--console-socket`; the terminal's master is sent on it.
-pub fn connect_console(path: &Path) -> Result<OwnedFd, String> {
+pub fn connect_console(path: &Path) -> Result<OwnedFd, Error> {
     let (_dir, addr) = crate::sys::unix_socket::socket_path(path)
-        .map_err(|e| format!("console socket {}: {e}", path.display()))?;
-    let s = std::os::unix::net::UnixStream::connect(&addr)
-        .map_err(|e| format!("connecting to console socket {}: {e}", path.display()))?;
+        .map_err(|e| Error::io(format_args!("console socket {}", path.display()), e))?;
+    let s = std::os::unix::net::UnixStream::connect(&addr).map_err(|e| {
+        Error::io(
+            format_args!("connecting to console socket {}", path.display()),
+            e,
+        )
+    })?;
     Ok(OwnedFd::from(s))
 }
 
@@ -213,7 +225,7 @@ impl Drop for Undo {
         if let Some(u) = &self.unit {
             match crate::cgroup::systemd::stop(u) {
                 Ok(None) => {}
-                Ok(Some(e)) | Err(e) => log::warn(&e),
+                Ok(Some(e)) | Err(e) => log::warn(&e.to_string()),
             }
         }
         if let Some(g) = &self.group {
@@ -417,9 +429,12 @@ mod tests {
     #[test]
     fn a_missing_bundle_fails_as_runc_chdir_does() {
         let e = bundle_dir("/no/such/bundle").unwrap_err();
-        assert_eq!(e, "chdir /no/such/bundle: no such file or directory");
+        assert_eq!(
+            e.to_string(),
+            "chdir /no/such/bundle: no such file or directory"
+        );
         let e = bundle_dir("/proc/self/status").unwrap_err();
-        assert_eq!(e, "chdir /proc/self/status: not a directory");
+        assert_eq!(e.to_string(), "chdir /proc/self/status: not a directory");
         assert!(bundle_dir(".").unwrap().is_absolute());
     }
 
@@ -428,13 +443,14 @@ mod tests {
         let tmp = std::env::temp_dir().join(format!("runc-create-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&tmp);
         std::fs::create_dir_all(&tmp).unwrap();
-        assert!(load_spec(&tmp).unwrap_err().contains("not found"));
+        let e = load_spec(&tmp).unwrap_err().to_string();
+        assert!(e.contains("not found"), "{e}");
         std::fs::write(
             tmp.join("config.json"),
             r#"{"ociVersion":"1.0.2","root":{"path":"rootfs"},"process":{"cwd":"/","args":["sh"]}}"#,
         )
         .unwrap();
-        let e = load_spec(&tmp).unwrap_err();
+        let e = load_spec(&tmp).unwrap_err().to_string();
         assert!(e.contains("process: missing field `user`"), "{e}");
         std::fs::write(
             tmp.join("config.json"),
@@ -442,7 +458,8 @@ mod tests {
         )
         .unwrap();
         let e = load_spec(&tmp).unwrap_err();
-        assert!(e.contains("does not exist"), "{e}");
+        assert_eq!(e.kind(), crate::error::Kind::InvalidArgument);
+        assert!(e.to_string().contains("does not exist"), "{e}");
         std::fs::create_dir(tmp.join("rootfs")).unwrap();
         let spec = load_spec(&tmp).unwrap();
         assert_eq!(spec.root().as_ref().unwrap().path(), &tmp.join("rootfs"));
@@ -453,6 +470,7 @@ mod tests {
         .unwrap();
         assert!(load_spec(&tmp)
             .unwrap_err()
+            .to_string()
             .contains("unsupported ociVersion"));
         std::fs::remove_dir_all(&tmp).unwrap();
     }

@@ -49,12 +49,12 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), super::Error> {
         }
         _ => {}
     }
-    Ok(destroy(&g.root, &s)?)
+    destroy(&g.root, &s)
 }
 
 /// Kill whatever is left of the container, remove its cgroup, run its poststop hooks
 /// (their failures are warnings) and remove its state.
-pub fn destroy(root: &Root, s: &State) -> Result<(), String> {
+pub fn destroy(root: &Root, s: &State) -> Result<(), super::Error> {
     if let Ok(fd) = crate::sys::pidfd::open(s.init_process_pid) {
         if status::alive(s.init_process_pid, s.init_process_start) {
             let _ = crate::sys::pidfd::send_signal(&fd, libc::SIGKILL);
@@ -64,14 +64,19 @@ pub fn destroy(root: &Root, s: &State) -> Result<(), String> {
         // runc's order: the unit first, then what is left of its cgroup.
         match crate::cgroup::systemd::stop(unit) {
             Ok(None) => {}
-            Ok(Some(warning)) => log::warn(&warning),
-            Err(e) => return Err(format!("deleting container {}: {e}", s.id)),
+            Ok(Some(warning)) => log::warn(&warning.to_string()),
+            Err(e) => {
+                return Err(super::Error::Other(format!(
+                    "deleting container {}: {e}",
+                    s.id
+                )))
+            }
         }
     }
     match crate::cgroup::recorded::open(&s.id, s.cgroups_path.as_deref(), &s.cgroup_paths) {
         Ok(group) => group
             .destroy()
-            .map_err(|e| format!("deleting container {}: {e}", s.id))?,
+            .map_err(|e| super::Error::Other(format!("deleting container {}: {e}", s.id)))?,
         Err(e) => {
             log::debug(&e);
             crate::cgroup::recorded::remove_recorded(&s.id, &s.cgroup_paths)?
@@ -102,5 +107,6 @@ pub fn destroy(root: &Root, s: &State) -> Result<(), String> {
         log::warn(&format!("container {}: {e}", s.id));
     }
     let dir = root.dir(&s.id);
-    std::fs::remove_dir_all(&dir).map_err(|e| format!("removing {}: {e}", dir.display()))
+    std::fs::remove_dir_all(&dir)
+        .map_err(|e| super::Error::io(format_args!("removing {}", dir.display()), e))
 }

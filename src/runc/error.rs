@@ -34,6 +34,12 @@ pub enum Error {
     },
     /// The container's cgroup could not be found, made, changed or removed.
     Cgroup(crate::cgroup::Error),
+    /// The bundle's config.json is missing, unreadable or not a spec runc runs: runc's
+    /// sentence, naming the file or the field.
+    Config(String),
+    /// A file or socket of the verb's own (state, pid file, console socket): what was done
+    /// to which path, and the OS's error.
+    Io { what: String, err: std::io::Error },
     /// Anything else, as its message.
     Other(String),
 }
@@ -50,6 +56,8 @@ impl Error {
             Error::Unsupported(_) => Kind::Unimplemented,
             Error::Runtime { err, .. } | Error::Exec { err, .. } => err.kind(),
             Error::Cgroup(e) => e.kind(),
+            Error::Config(_) => Kind::InvalidArgument,
+            Error::Io { err, .. } => Kind::of_io(err),
             Error::Other(_) => Kind::Unknown,
         }
     }
@@ -74,9 +82,12 @@ impl fmt::Display for Error {
             Error::Runtime { id, err } => write!(f, "container {id}: {err}"),
             Error::Exec { id, err } => write!(f, "exec in container {id}: {err}"),
             Error::Cgroup(e) => e.fmt(f),
-            Error::WrongState(m) | Error::Usage(m) | Error::Unsupported(m) | Error::Other(m) => {
-                f.write_str(m)
-            }
+            Error::Io { what, err } => write!(f, "{what}: {err}"),
+            Error::WrongState(m)
+            | Error::Usage(m)
+            | Error::Unsupported(m)
+            | Error::Config(m)
+            | Error::Other(m) => f.write_str(m),
         }
     }
 }
@@ -96,6 +107,16 @@ impl From<crate::cgroup::Error> for Error {
 impl From<&str> for Error {
     fn from(m: &str) -> Error {
         Error::Other(m.to_string())
+    }
+}
+
+impl Error {
+    /// What was done to which path (`writing pid file /x`), failing with `err`.
+    pub fn io(what: impl fmt::Display, err: std::io::Error) -> Error {
+        Error::Io {
+            what: what.to_string(),
+            err,
+        }
     }
 }
 
@@ -187,6 +208,21 @@ mod tests {
                 }),
                 Kind::FailedPrecondition,
                 "devices: no devices controller for cgroup /x",
+                1,
+            ),
+            (
+                Error::Config("rootfs (\"/b/rootfs\") does not exist".into()),
+                Kind::InvalidArgument,
+                "rootfs (\"/b/rootfs\") does not exist",
+                1,
+            ),
+            (
+                Error::io(
+                    "writing pid file /run/p",
+                    std::io::Error::from_raw_os_error(libc::EACCES),
+                ),
+                Kind::PermissionDenied,
+                "writing pid file /run/p: Permission denied (os error 13)",
                 1,
             ),
             (Error::Other("o".into()), Kind::Unknown, "o", 1),

@@ -133,23 +133,22 @@ fn exec(g: &Globals, a: &Args) -> Result<i32, super::Error> {
     if detach {
         return Ok(0);
     }
-    Ok(wait::foreground(
-        spawned.pid.as_raw(),
-        &spawned.pidfd,
-        spawned.console,
-    )?)
+    wait::foreground(spawned.pid.as_raw(), &spawned.pidfd, spawned.console)
 }
 
 /// The process to run: `--process`'s as it is, or the container's with runc's overrides.
-pub fn process(a: &Args, spec: &Spec) -> Result<Process, String> {
+pub fn process(a: &Args, spec: &Spec) -> Result<Process, super::Error> {
+    use super::Error::{Config, Usage};
     if let Some(path) = a.value("process") {
-        let text = std::fs::read(path).map_err(|e| format!("reading {path}: {e}"))?;
-        return serde_json::from_slice(&text).map_err(|e| format!("process in {path}: {e}"));
+        let text =
+            std::fs::read(path).map_err(|e| super::Error::io(format_args!("reading {path}"), e))?;
+        return serde_json::from_slice(&text)
+            .map_err(|e| Config(format!("process in {path}: {e}")));
     }
     let mut p = spec.process().clone().unwrap_or_default();
     let args = a.pos.get(1..).unwrap_or_default().to_vec();
     if args.is_empty() {
-        return Err("exec args cannot be empty".into());
+        return Err(Usage("exec args cannot be empty".into()));
     }
     p.set_args(Some(args));
     if let Some(c) = a.value("cwd") {
@@ -172,7 +171,7 @@ pub fn process(a: &Args, spec: &Spec) -> Result<Process, String> {
         p.set_selinux_label(Some(v.into()));
     }
     if let Some(u) = a.value("user") {
-        let bad = || format!("invalid user {u:?}: format is <uid>[:<gid>]");
+        let bad = || Usage(format!("invalid user {u:?}: format is <uid>[:<gid>]"));
         let (uid, gid) = match u.split_once(':') {
             Some((u, g)) => (u, Some(g)),
             None => (u, None),
@@ -188,7 +187,7 @@ pub fn process(a: &Args, spec: &Spec) -> Result<Process, String> {
             .iter()
             .map(|g| {
                 g.parse::<u32>()
-                    .map_err(|_| format!("invalid additional-gids value {g:?}"))
+                    .map_err(|_| Usage(format!("invalid additional-gids value {g:?}")))
             })
             .collect::<Result<Vec<_>, _>>()?;
         p.user_mut().set_additional_gids(Some(gids));
@@ -199,7 +198,7 @@ pub fn process(a: &Args, spec: &Spec) -> Result<Process, String> {
             .iter()
             .map(|c| {
                 crate::tracked::deserialize(&serde_json::Value::from(c.as_str()))
-                    .map_err(|_| format!("unknown capability {c:?}"))
+                    .map_err(|_| Usage(format!("unknown capability {c:?}")))
             })
             .collect::<Result<_, _>>()?;
         let mut set = p.capabilities().clone().unwrap_or_default();
@@ -292,10 +291,9 @@ mod tests {
 
     #[test]
     fn no_args_and_bad_users_are_refused() {
-        assert_eq!(
-            process(&args(&["c1"]), &spec()).unwrap_err(),
-            "exec args cannot be empty"
-        );
+        let e = process(&args(&["c1"]), &spec()).unwrap_err();
+        assert_eq!(e.to_string(), "exec args cannot be empty");
+        assert_eq!(e.kind(), crate::error::Kind::InvalidArgument);
         assert!(process(&args(&["-u", "x", "c1", "sh"]), &spec()).is_err());
         assert!(process(&args(&["--cap", "CAP_NOPE", "c1", "sh"]), &spec()).is_err());
     }

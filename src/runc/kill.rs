@@ -12,9 +12,9 @@ pub const FLAGS: &[Flag] = &[bool_(
 )];
 
 /// A signal as runc takes it: a name with or without `SIG`, in any case, or a number.
-pub fn parse_signal(s: &str) -> Result<i32, String> {
+pub fn parse_signal(s: &str) -> Result<i32, super::Error> {
     crate::bundle::signal::parse(&s.to_ascii_uppercase())
-        .map_err(|_| format!("unknown signal {s:?}"))
+        .map_err(|_| super::Error::Usage(format!("unknown signal {s:?}")))
 }
 
 pub fn verb(g: &Globals, a: &Args) -> Result<(), super::Error> {
@@ -63,10 +63,12 @@ mod tests {
 
     #[test]
     fn signals_by_name_in_any_case_or_number() {
-        assert_eq!(parse_signal("KILL"), Ok(9));
-        assert_eq!(parse_signal("sigterm"), Ok(15));
-        assert_eq!(parse_signal("SIGUSR1"), Ok(libc::SIGUSR1));
-        assert_eq!(parse_signal("9"), Ok(9));
-        assert!(parse_signal("NOPE").is_err());
+        assert_eq!(parse_signal("KILL").unwrap(), 9);
+        assert_eq!(parse_signal("sigterm").unwrap(), 15);
+        assert_eq!(parse_signal("SIGUSR1").unwrap(), libc::SIGUSR1);
+        assert_eq!(parse_signal("9").unwrap(), 9);
+        let e = parse_signal("NOPE").unwrap_err();
+        assert_eq!(e.kind(), crate::error::Kind::InvalidArgument);
+        assert_eq!(e.to_string(), "unknown signal \"NOPE\"");
     }
 }

@@ -70,11 +70,16 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), super::Error> {
 }
 
 /// The recorded containers, sorted by ID, with the name of their state's owner.
-fn containers(g: &Globals) -> Result<Vec<(String, State)>, String> {
+fn containers(g: &Globals) -> Result<Vec<(String, State)>, super::Error> {
     let entries = match std::fs::read_dir(&g.root.0) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(format!("reading {}: {e}", g.root.0.display())),
+        Err(e) => {
+            return Err(super::Error::io(
+                format_args!("reading {}", g.root.0.display()),
+                e,
+            ))
+        }
     };
     let mut names: Vec<String> = entries
         .flatten()

@@ -345,17 +345,22 @@ const SPEC_FLAGS: &[Flag] = &[
 ];
 
 /// `spec`: config.json from the template, never over an existing one.
-fn write_spec(a: &cli::Args) -> std::result::Result<(), String> {
+fn write_spec(a: &cli::Args) -> Result<()> {
     if !a.pos.is_empty() {
-        return Err("\"spec\" requires exactly 0 argument(s)".into());
+        return Err(Error::Usage(
+            "\"spec\" requires exactly 0 argument(s)".into(),
+        ));
     }
     let dir = PathBuf::from(a.value("bundle").unwrap_or("."));
     let path = dir.join("config.json");
     if path.exists() {
-        return Err("File config.json exists. Remove it first".into());
+        return Err(Error::Other(
+            "File config.json exists. Remove it first".into(),
+        ));
     }
     let text = spec::render(&spec::template(a.on("rootless")), b"\t");
-    std::fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))
+    std::fs::write(&path, text)
+        .map_err(|e| Error::io(format_args!("writing {}", path.display()), e))
 }
 
 /// JSON indented as Go's `MarshalIndent` with `indent` (runc: tabs for `spec`, four

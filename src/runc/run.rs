@@ -6,7 +6,7 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
 use super::cli::{bool_, Args, Flag};
 use super::create::{self, Options};
-use super::{delete, log, start, state, wait, Globals};
+use super::{delete, log, start, state, wait, Error, Globals};
 
 pub const FLAGS: &[Flag] = &[
     create::BUNDLE,
@@ -42,7 +42,7 @@ pub fn verb(g: &Globals, a: &Args) -> Result<i32, super::Error> {
         None if create::terminal(&spec) => {
             host_console()?;
             let (ours, theirs) = std::os::unix::net::UnixStream::pair()
-                .map_err(|e| format!("console socket pair: {e}"))?;
+                .map_err(|e| Error::io("console socket pair", e))?;
             (Some(OwnedFd::from(theirs)), Some(ours))
         }
         None => (None, None),
@@ -51,9 +51,9 @@ pub fn verb(g: &Globals, a: &Args) -> Result<i32, super::Error> {
         let _ = nix::sys::prctl::set_child_subreaper(true);
     }
     let made = create::create(g, &o, spec, console)?;
-    let fail = |e: String| -> String {
+    let fail = |e: Error| -> Error {
         if let Err(d) = delete::destroy(&g.root, &made.state) {
-            log::warn(&d);
+            log::warn(&d.to_string());
         }
         e
     };
@@ -80,7 +80,7 @@ pub fn verb(g: &Globals, a: &Args) -> Result<i32, super::Error> {
 /// The terminal that ours is relayed to, as runc finds it before it makes the container:
 /// stderr, stdout or stdin if one is a terminal, else the controlling terminal. Without
 /// any (a script, CI), the run fails at once as runc's does, rather than wait on a shell.
-fn host_console() -> Result<(), String> {
+fn host_console() -> Result<(), Error> {
     let (err, out, inp) = (std::io::stderr(), std::io::stdout(), std::io::stdin());
     let std_fds = [err.as_fd(), out.as_fd(), inp.as_fd()];
     if std_fds
@@ -91,22 +91,26 @@ fn host_console() -> Result<(), String> {
     }
     std::fs::File::open("/dev/tty").map(drop).map_err(|e| {
         let errno = e.raw_os_error().unwrap_or(libc::EIO);
-        format!(
+        Error::Other(format!(
             "open /dev/tty: {}",
             create::go_error(nix::errno::Errno::from_raw(errno))
-        )
+        ))
     })
 }
 
 /// The terminal's master, which the container's process sent on our end of the pair.
-fn receive_master(sock: &std::os::unix::net::UnixStream, id: &str) -> Result<OwnedFd, String> {
+fn receive_master(sock: &std::os::unix::net::UnixStream, id: &str) -> Result<OwnedFd, Error> {
     // Sent while the process was set up, before create returned: the bound on the wait
     // only guards against a process that never sends it.
     let mut fds = [PollFd::new(sock.as_fd(), PollFlags::POLLIN)];
     let _ = poll(&mut fds, PollTimeout::from(10_000u16));
     match crate::sys::pty::recv_fd(sock.as_raw_fd()) {
         Ok(Some((_, Some(fd)))) => Ok(fd),
-        Ok(_) => Err(format!("container {id}: no terminal was sent")),
-        Err(e) => Err(format!("container {id}: receiving its terminal: {e}")),
+        Ok(_) => Err(Error::Other(format!(
+            "container {id}: no terminal was sent"
+        ))),
+        Err(e) => Err(Error::Other(format!(
+            "container {id}: receiving its terminal: {e}"
+        ))),
     }
 }

@@ -8,7 +8,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use super::cli::Args;
 use super::state::{self, Root, State};
 use super::status::{self, Status};
-use super::Globals;
+use super::{Error, Globals};
 use crate::runtime::hooks;
 
 pub fn verb(g: &Globals, a: &Args) -> Result<(), super::Error> {
@@ -17,17 +17,18 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), super::Error> {
     // must not wait for it. Two starts at once are told apart by the fifo: one reads the
     // byte, the other finds it closed.
     let s = state::load(&g.root, id)?;
-    Ok(start(&g.root, &s)?)
+    start(&g.root, &s)
 }
 
 /// Start a created container.
-pub fn start(root: &Root, s: &State) -> Result<(), String> {
+pub fn start(root: &Root, s: &State) -> Result<(), Error> {
+    let wrong = |m: &str| Err(Error::WrongState(m.into()));
     match status::of(root, s) {
         Status::Created => {}
-        Status::Stopped => return Err("cannot start a container that has stopped".into()),
-        Status::Running => return Err("cannot start an already running container".into()),
+        Status::Stopped => return wrong("cannot start a container that has stopped"),
+        Status::Running => return wrong("cannot start an already running container"),
         other => {
-            return Err(format!(
+            return wrong(&format!(
                 "cannot start a container in the {} state",
                 other.as_str()
             ))
@@ -41,14 +42,14 @@ pub fn start(root: &Root, s: &State) -> Result<(), String> {
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(&fifo)
-        .map_err(|e| format!("opening exec fifo {}: {e}", fifo.display()))?;
-    let got =
-        await_fifo(&mut f, &pidfd).map_err(|e| format!("container {}: exec fifo: {e}", s.id))?;
+        .map_err(|e| Error::io(format_args!("opening exec fifo {}", fifo.display()), e))?;
+    let got = await_fifo(&mut f, &pidfd)
+        .map_err(|e| Error::Other(format!("container {}: exec fifo: {e}", s.id)))?;
     if !got {
-        return Err("cannot start an already running container".into());
+        return wrong("cannot start an already running container");
     }
     std::fs::remove_file(&fifo)
-        .map_err(|e| format!("removing exec fifo {}: {e}", fifo.display()))?;
+        .map_err(|e| Error::io(format_args!("removing exec fifo {}", fifo.display()), e))?;
     let poststart = s
         .config
         .hooks()
@@ -62,16 +63,16 @@ pub fn start(root: &Root, s: &State) -> Result<(), String> {
     ) {
         // As runc: a failed poststart hook ends the container and the verb fails.
         let _ = crate::sys::pidfd::send_signal(&pidfd, libc::SIGKILL);
-        return Err(format!("container {}: {e}", s.id));
+        return Err(Error::Other(format!("container {}: {e}", s.id)));
     }
     Ok(())
 }
 
 /// A pidfd of the container's init, checked to be that process and not a reuse of its pid.
-pub fn open_init(s: &State) -> Result<OwnedFd, String> {
-    let fd = crate::sys::pidfd::open(s.init_process_pid).map_err(|_| "container not running")?;
+pub fn open_init(s: &State) -> Result<OwnedFd, Error> {
+    let fd = crate::sys::pidfd::open(s.init_process_pid).map_err(|_| Error::NotRunning)?;
     if !status::alive(s.init_process_pid, s.init_process_start) {
-        return Err("container not running".into());
+        return Err(Error::NotRunning);
     }
     Ok(fd)
 }

@@ -52,12 +52,12 @@ impl Root {
         self.0.join(id)
     }
 
-    pub fn ensure(&self) -> Result<(), String> {
+    pub fn ensure(&self) -> Result<(), Error> {
         fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(&self.0)
-            .map_err(|e| format!("creating state root {}: {e}", self.0.display()))
+            .map_err(|e| Error::io(format_args!("creating state root {}", self.0.display()), e))
     }
 }
 
@@ -99,16 +99,16 @@ pub fn load(root: &Root, id: &str) -> Result<State, Error> {
 }
 
 /// Write state.json atomically (temp file + rename), mode 0600.
-pub fn save(root: &Root, s: &State) -> Result<(), String> {
+pub fn save(root: &Root, s: &State) -> Result<(), Error> {
     let dir = root.dir(&s.id);
     let path = state_file(&dir);
     // Through a value: the spec in it is then serialised by the one serializer the rest of
     // podinit uses for specs (one copy of that code in the binary, not two).
     let data = serde_json::to_value(s)
         .and_then(|v| serde_json::to_vec(&v))
-        .map_err(|e| format!("encoding state of {}: {e}", s.id))?;
+        .map_err(|e| Error::Other(format!("encoding state of {}: {e}", s.id)))?;
     let tmp = dir.join(".state.json.tmp");
-    let fail = |e: io::Error| format!("writing {}: {e}", path.display());
+    let fail = |e: io::Error| Error::io(format_args!("writing {}", path.display()), e);
     fs::write(&tmp, &data).map_err(fail)?;
     fs::set_permissions(&tmp, fs::Permissions::from_mode(0o600)).map_err(fail)?;
     fs::rename(&tmp, &path).map_err(fail)
@@ -162,7 +162,7 @@ pub fn make_dir(root: &Root, id: &str) -> Result<(), Error> {
 
 /// Write `path` atomically (temp file in its directory + rename), as runc writes
 /// `--pid-file`: a reader never sees it half-written.
-pub fn write_pid_file(path: &Path, pid: i32) -> Result<(), String> {
+pub fn write_pid_file(path: &Path, pid: i32) -> Result<(), Error> {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
     let name = path
         .file_name()
@@ -171,7 +171,7 @@ pub fn write_pid_file(path: &Path, pid: i32) -> Result<(), String> {
     let tmp = dir
         .unwrap_or(Path::new("."))
         .join(format!(".{name}.{}", std::process::id()));
-    let fail = |e: io::Error| format!("writing pid file {}: {e}", path.display());
+    let fail = |e: io::Error| Error::io(format_args!("writing pid file {}", path.display()), e);
     fs::write(&tmp, pid.to_string()).map_err(fail)?;
     fs::rename(&tmp, path).map_err(|e| {
         let _ = fs::remove_file(&tmp);

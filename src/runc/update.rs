@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::cli::{val, Args, Flag};
 use super::state;
 use super::status::{self, Status};
-use super::Globals;
+use super::{Error, Globals};
 
 pub const FLAGS: &[Flag] = &[
     val(
@@ -63,7 +63,7 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), super::Error> {
         .map_err(|e| format!("updating container {id}: {e}"))?;
     linux.set_resources(Some(stored));
     s.config.set_linux(Some(linux));
-    Ok(state::save(&g.root, &s)?)
+    state::save(&g.root, &s)
 }
 
 /// runc's `cpu.max` on cgroup v2: written from this update's flags alone, a quota not
@@ -173,38 +173,43 @@ fn set<T: Default + PartialEq>(v: T) -> Option<T> {
     (v != T::default()).then_some(v)
 }
 
-fn read_resources(path: &str) -> Result<LinuxResources, String> {
+/// `-r`'s resources: a file of them, or stdin's with `-`.
+fn read_resources(path: &str) -> Result<LinuxResources, Error> {
     let text = if path == "-" {
         let mut t = String::new();
         std::io::Read::read_to_string(&mut std::io::stdin(), &mut t)
-            .map_err(|e| format!("reading resources from stdin: {e}"))?;
+            .map_err(|e| Error::io("reading resources from stdin", e))?;
         t
     } else {
-        std::fs::read_to_string(path).map_err(|e| format!("reading {path}: {e}"))?
+        std::fs::read_to_string(path).map_err(|e| Error::io(format_args!("reading {path}"), e))?
     };
-    let v: Value = serde_json::from_str(&text).map_err(|e| format!("resources in {path}: {e}"))?;
+    let bad = |e: &dyn std::fmt::Display| Error::Usage(format!("resources in {path}: {e}"));
+    let v: Value = serde_json::from_str(&text).map_err(|e| bad(&e))?;
     if !v.is_object() {
-        return Err(format!("resources in {path}: not a JSON object"));
+        return Err(bad(&"not a JSON object"));
     }
-    crate::tracked::deserialize(&v).map_err(|(_, e)| format!("resources in {path}: {e}"))
+    crate::tracked::deserialize(&v).map_err(|(_, e)| bad(&e))
 }
 
 /// The resources runc's flags give. `--kernel-memory` and `--kernel-memory-tcp` are read
 /// and ignored, as runc 1.1 does (with its warning).
-fn from_flags(a: &Args) -> Result<Given, String> {
+fn from_flags(a: &Args) -> Result<Given, Error> {
     if a.value("l3-cache-schema").is_some() || a.value("mem-bw-schema").is_some() {
-        return Err("Intel RDT is not supported by podinit-runc".into());
+        return Err(Error::Unsupported(
+            "Intel RDT is not supported by podinit-runc".into(),
+        ));
     }
-    fn num<T: std::str::FromStr + Default>(a: &Args, name: &str) -> Result<T, String> {
+    fn invalid(name: &str, s: &str) -> Error {
+        Error::Usage(format!("invalid value for {name}: {s:?}"))
+    }
+    fn num<T: std::str::FromStr + Default>(a: &Args, name: &str) -> Result<T, Error> {
         a.value(name).map_or(Ok(T::default()), |s| {
-            s.parse()
-                .map_err(|_| format!("invalid value for {name}: {s:?}"))
+            s.parse().map_err(|_| invalid(name, s))
         })
     }
-    let ram = |name: &str| -> Result<i64, String> {
-        a.value(name).map_or(Ok(0), |s| {
-            ram_in_bytes(s).ok_or_else(|| format!("invalid value for {name}: {s:?}"))
-        })
+    let ram = |name: &str| -> Result<i64, Error> {
+        a.value(name)
+            .map_or(Ok(0), |s| ram_in_bytes(s).ok_or_else(|| invalid(name, s)))
     };
     if ram("kernel-memory")? != 0 || ram("kernel-memory-tcp")? != 0 {
         super::log::warn("Kernel memory settings are ignored and will be removed");
@@ -267,7 +272,7 @@ mod tests {
 
     fn flags(words: &[&str]) -> Result<Given, String> {
         let args: Vec<String> = words.iter().map(|s| s.to_string()).collect();
-        from_flags(&super::super::cli::parse(FLAGS, &args, true).unwrap())
+        from_flags(&super::super::cli::parse(FLAGS, &args, true).unwrap()).map_err(String::from)
     }
 
     fn resources(json: serde_json::Value) -> LinuxResources {

@@ -48,7 +48,11 @@ fn block_signals() -> Blocked {
 
 /// Wait for process `pid` (our child), forwarding signals to it through `pidfd`; with
 /// `console` (the master of its terminal), relay it to our stdio. Its exit status.
-pub fn foreground(pid: i32, pidfd: &OwnedFd, console: Option<OwnedFd>) -> Result<i32, String> {
+pub fn foreground(
+    pid: i32,
+    pidfd: &OwnedFd,
+    console: Option<OwnedFd>,
+) -> Result<i32, super::Error> {
     MAIN.store(pid, std::sync::atomic::Ordering::Relaxed);
     let set = block_signals();
     let mut relay = console.map(Relay::new);
@@ -110,7 +114,7 @@ fn is_main(pid: i32) -> bool {
 }
 
 /// `pid`'s exit status once it has exited (reaped).
-fn reap(pid: i32) -> Result<Option<i32>, String> {
+fn reap(pid: i32) -> Result<Option<i32>, super::Error> {
     loop {
         match waitpid(nix::unistd::Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG)) {
             Ok(WaitStatus::StillAlive) => return Ok(None),
@@ -121,9 +125,15 @@ fn reap(pid: i32) -> Result<Option<i32>, String> {
             }
             Err(nix::errno::Errno::EINTR) => {}
             Err(nix::errno::Errno::ECHILD) => {
-                return Err(format!("process {pid} is not a child of this process"))
+                return Err(super::Error::Other(format!(
+                    "process {pid} is not a child of this process"
+                )))
             }
-            Err(e) => return Err(format!("waiting for process {pid}: {e}")),
+            Err(e) => {
+                return Err(super::Error::Other(format!(
+                    "waiting for process {pid}: {e}"
+                )))
+            }
         }
     }
 }

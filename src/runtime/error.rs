@@ -28,6 +28,8 @@ pub enum Error {
     },
     /// The process a call needs has exited.
     Exited(String),
+    /// The cgroup a process goes in could not be found or used.
+    Cgroup(crate::cgroup::Error),
     /// The error of a process joining container `container` (an exec, a probe, a hook).
     In { container: String, err: Box<Error> },
 }
@@ -43,6 +45,7 @@ impl Error {
             Error::Os { err, .. } => Kind::of_io(err),
             Error::Errno { errno, .. } => Kind::of_errno(*errno),
             Error::Exited(_) => Kind::NotFound,
+            Error::Cgroup(e) => e.kind(),
             Error::In { err, .. } => err.kind(),
         }
     }
@@ -91,12 +94,19 @@ impl fmt::Display for Error {
             Error::Os { what, err } => write!(f, "{what}: {err}"),
             Error::Errno { what, errno } => write!(f, "{what}: {errno}"),
             Error::Sys(e) => e.fmt(f),
+            Error::Cgroup(e) => e.fmt(f),
             Error::In { container, err } => write!(f, "container {container}: {err}"),
         }
     }
 }
 
 impl std::error::Error for Error {}
+
+impl From<crate::cgroup::Error> for Error {
+    fn from(e: crate::cgroup::Error) -> Error {
+        Error::Cgroup(e)
+    }
+}
 
 impl From<crate::sys::Error> for Error {
     fn from(e: crate::sys::Error) -> Error {

@@ -82,6 +82,11 @@ fn start(flags: &containerd_shim::Flags) -> Result<(), String> {
                 refused.join(", ")
             ));
         }
+        let bundle = std::env::current_dir().map_err(|e| format!("bundle: {e}"))?;
+        super::bootstrap::keep_systemd_cgroup(
+            &bundle,
+            super::bootstrap::systemd_cgroup(&url, &value),
+        )?;
     }
     let boot = super::bootstrap::parse(&input, &flags.namespace);
     let socket_dir = boot.as_ref().and_then(|b| b.socket_dir.as_deref());

@@ -76,9 +76,37 @@ pub fn options(input: &[u8]) -> Option<(String, Vec<u8>)> {
     }
 }
 
+/// The bundle's file where `start` leaves what the serving shim needs of the runtime
+/// options later (containerd's runc shim keeps its options in the same file): a sandbox
+/// made through the Sandbox API gets no options of its own.
+const OPTIONS_FILE: &str = "options.json";
+
+/// Leave `SystemdCgroup = true` in the bundle `dir` (nothing when false).
+pub fn keep_systemd_cgroup(dir: &std::path::Path, on: bool) -> Result<(), String> {
+    if !on {
+        return Ok(());
+    }
+    let path = dir.join(OPTIONS_FILE);
+    std::fs::write(&path, br#"{"systemd_cgroup":true}"#)
+        .map_err(|e| format!("writing {}: {e}", path.display()))
+}
+
+/// Whether `start` left `SystemdCgroup = true` in the bundle `dir`.
+pub fn kept_systemd_cgroup(dir: &std::path::Path) -> bool {
+    std::fs::read(dir.join(OPTIONS_FILE))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .is_some_and(|v| v["systemd_cgroup"] == serde_json::Value::Bool(true))
+}
+
 /// Whether the runtime options are runc's with `SystemdCgroup = true`: the shim then
-/// runs its runtime with `--systemd-cgroup`, as containerd's runc shim runs runc.
+/// runs its runtime with `--systemd-cgroup`, as containerd's runc shim runs runc. A
+/// handler of podinit's own type gets its options section as containerd's generic
+/// `runtimeoptions.v1.Options`, the section's TOML in `config_body`, which may say the same.
 pub fn systemd_cgroup(url: &str, value: &[u8]) -> bool {
+    if url.ends_with("runtimeoptions.v1.Options") {
+        return config_body(value).is_some_and(|body| toml_true(body, "SystemdCgroup"));
+    }
     if !url.ends_with("containerd.runc.v1.Options") {
         return false;
     }
@@ -99,6 +127,42 @@ pub fn systemd_cgroup(url: &str, value: &[u8]) -> bool {
         }
     }
     on
+}
+
+/// `runtimeoptions.v1.Options`' `config_body` (field 3).
+fn config_body(value: &[u8]) -> Option<&[u8]> {
+    let mut r = Reader(value);
+    let mut body = None;
+    while !r.0.is_empty() {
+        let key = r.varint()?;
+        match (key >> 3, key & 7) {
+            (3, 2) => body = Some(r.bytes()?),
+            (_, 0) => drop(r.varint()?),
+            (_, 1) => r.skip(8)?,
+            (_, 2) => drop(r.bytes()?),
+            (_, 5) => r.skip(4)?,
+            _ => return None,
+        }
+    }
+    body
+}
+
+/// Whether the TOML `body` (containerd's marshalling of a runtime's flat options
+/// section) sets the top-level `key` to `true`.
+fn toml_true(body: &[u8], key: &str) -> bool {
+    let text = String::from_utf8_lossy(body);
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            break;
+        }
+        if let Some((k, v)) = line.split_once('=') {
+            if k.trim().trim_matches('"') == key {
+                return v.split('#').next().unwrap_or("").trim() == "true";
+            }
+        }
+    }
+    false
 }
 
 /// The runc handler's options (`containerd.runc.v1.Options`) the podinit handler cannot
@@ -284,6 +348,20 @@ mod tests {
         assert_eq!(refused_runc_options(URL, &root), ["Root"]);
         assert!(!systemd_cgroup(URL, &root));
         assert!(!systemd_cgroup("runtimeoptions.v1.Options", &runc));
+        // podinit's own type: the options section's TOML in config_body (field 3).
+        let generic = |toml: &str| {
+            let mut v = vec![0x1a, toml.len() as u8];
+            v.extend_from_slice(toml.as_bytes());
+            v
+        };
+        let url = "type.googleapis.com/runtimeoptions.v1.Options";
+        assert!(systemd_cgroup(url, &generic("SystemdCgroup = true\n")));
+        assert!(!systemd_cgroup(url, &generic("SystemdCgroup = false\n")));
+        assert!(!systemd_cgroup(url, &generic("Other = true\n")));
+        assert!(!systemd_cgroup(
+            url,
+            &generic("[x]\nSystemdCgroup = true\n")
+        ));
         assert!(refused_runc_options(URL, b"").is_empty());
         assert!(refused_runc_options("runtimeoptions.v1.Options", &runc).is_empty());
         assert_eq!(options(b""), None);

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use containerd_shim::api;
@@ -27,6 +27,9 @@ pub struct Container {
     procs: Mutex<Processes>,
     /// Signalled whenever one of its processes exits or goes away.
     changed: Condvar,
+    /// Its cgroup's figures, found at the first Stats and kept with their files open:
+    /// containerd 2 asks for them every second.
+    stats: Mutex<Option<Arc<podinit::cgroup::StatsReader>>>,
 }
 
 /// A container's processes and what the shim keeps of it beside them.
@@ -104,6 +107,7 @@ impl Container {
             bundle,
             procs: Mutex::new(procs),
             changed: Condvar::new(),
+            stats: Mutex::new(None),
         }
     }
 
@@ -222,6 +226,8 @@ impl Container {
             }
             (procs.init.status == Status::Created, procs.init.pid)
         };
+        // The cgroup goes with the container: no file of it stays open here.
+        self.forget_stats();
         self.verb(inner, &["delete", "--force", &self.id])
             .map_err(Error::Runc)?;
         let mut procs = self.lock();
@@ -372,14 +378,34 @@ impl Container {
         &self,
         inner: &Inner,
     ) -> Result<containerd_shim::protos::protobuf::well_known_types::any::Any> {
+        let reader = self.stats_reader(inner)?;
+        let figures = reader.read().ok_or_else(|| {
+            self.forget_stats();
+            Error::NoState(format!("container {}: its cgroup is gone", self.id))
+        })?;
+        super::metrics::to_any(&figures, podinit::sys::cgroup::unified()).map_err(Error::Other)
+    }
+
+    /// The reader of the container's cgroup figures: kept from the first Stats on.
+    fn stats_reader(&self, inner: &Inner) -> Result<Arc<podinit::cgroup::StatsReader>> {
+        let mut kept = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(r) = kept.as_ref() {
+            return Ok(Arc::clone(r));
+        }
         let root = podinit::runc::state::Root(inner.runc.root.clone());
         let s = podinit::runc::state::load(&root, &self.id)
             .map_err(|e| Error::NoState(e.to_string()))?;
         let group =
             podinit::cgroup::recorded::open(&self.id, s.cgroups_path.as_deref(), &s.cgroup_paths)
                 .map_err(Error::Other)?;
-        super::metrics::to_any(&group.stats(), podinit::sys::cgroup::unified())
-            .map_err(Error::Other)
+        let r = Arc::new(group.metrics_reader());
+        *kept = Some(Arc::clone(&r));
+        Ok(r)
+    }
+
+    /// Closes the cgroup files Stats kept open (the container is deleted, or its cgroup).
+    pub fn forget_stats(&self) {
+        *self.stats.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
     /// The init's pid (0 before it is made).

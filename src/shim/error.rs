@@ -31,6 +31,21 @@ pub enum Error {
     Runc(String),
     /// The runtime's state of the container is gone (Stats).
     NoState(String),
+    /// A request the shim cannot take as given: no id, options that do not parse.
+    Invalid(String),
+    /// A request for what the shim does not do (a pod's user namespace in Sandbox mode).
+    Unsupported(String),
+    /// Something the request names is not there (a network namespace).
+    Missing(String),
+    /// A cgroup could not be found, made or removed: what, and the cgroup layer's error
+    /// with its kind.
+    Cgroup {
+        what: String,
+        err: podinit::cgroup::Error,
+    },
+    /// The shim's own set-up of a sandbox failed (its files, its PID 1, its record), or
+    /// its PID 1 would not die: what, with its cause.
+    Setup(String),
     /// Something of the shim's own failed: what, with its cause.
     Other(String),
 }
@@ -44,8 +59,11 @@ impl Error {
             | Error::NoState(_) => Kind::NotFound,
             Error::ContainerExists(_) | Error::ExecExists(_) => Kind::AlreadyExists,
             Error::WrongState(_) | Error::NoTerminal => Kind::FailedPrecondition,
-            Error::InvalidSignal(_) => Kind::InvalidArgument,
-            Error::Mount(_) => Kind::Internal,
+            Error::InvalidSignal(_) | Error::Invalid(_) => Kind::InvalidArgument,
+            Error::Unsupported(_) => Kind::Unimplemented,
+            Error::Missing(_) => Kind::NotFound,
+            Error::Cgroup { err, .. } => err.kind(),
+            Error::Mount(_) | Error::Setup(_) => Kind::Internal,
             Error::Runc(_) | Error::Other(_) => Kind::Unknown,
         }
     }
@@ -77,9 +95,15 @@ impl fmt::Display for Error {
             Error::WrongState(m) => f.write_str(m),
             Error::InvalidSignal(n) => write!(f, "signal {n}: invalid"),
             Error::NoTerminal => f.write_str("the process has no terminal"),
-            Error::Mount(m) | Error::Runc(m) | Error::NoState(m) | Error::Other(m) => {
-                f.write_str(m)
-            }
+            Error::Cgroup { what, err } => write!(f, "{what}: {err}"),
+            Error::Mount(m)
+            | Error::Runc(m)
+            | Error::NoState(m)
+            | Error::Other(m)
+            | Error::Invalid(m)
+            | Error::Unsupported(m)
+            | Error::Missing(m)
+            | Error::Setup(m) => f.write_str(m),
         }
     }
 }
@@ -190,6 +214,30 @@ mod tests {
                 "container does not exist",
             ),
             (Error::Other("o".into()), Code::UNKNOWN, "o"),
+            (
+                Error::Invalid("CreateSandbox: no sandbox_id".into()),
+                Code::INVALID_ARGUMENT,
+                "CreateSandbox: no sandbox_id",
+            ),
+            (Error::Unsupported("u".into()), Code::UNIMPLEMENTED, "u"),
+            (
+                Error::Missing("sandbox sb: the network namespace /x does not exist".into()),
+                Code::NOT_FOUND,
+                "sandbox sb: the network namespace /x does not exist",
+            ),
+            (
+                Error::Cgroup {
+                    what: "sandbox sb: removing its cgroup".into(),
+                    err: podinit::cgroup::Error::Io {
+                        what: "removing cgroup /sys/fs/cgroup/x".into(),
+                        err: std::io::Error::from_raw_os_error(libc::EBUSY),
+                    },
+                },
+                Code::FAILED_PRECONDITION,
+                "sandbox sb: removing its cgroup: removing cgroup /sys/fs/cgroup/x: \
+                 Device or resource busy (os error 16)",
+            ),
+            (Error::Setup("s".into()), Code::INTERNAL, "s"),
         ];
         for (e, c, m) in cases {
             assert_eq!(status(e), (c, m.to_string()));

@@ -206,7 +206,7 @@ impl Container {
             {
                 self.verb(inner, &["start", &self.id])
             } else {
-                podinit::runc::start::start(&root, &st)
+                podinit::runc::start::start(&root, &st).map_err(String::from)
             }
         });
         let mut procs = self.lock();

@@ -129,9 +129,7 @@ impl Supervisor<'_> {
         }
         match self.api_exec(i, &r.command, r.timeout_seconds) {
             Ok(token) => Reply::Deferred(token),
-            Err(msg) => error(ApiError::Internal(format!(
-                "exec in container {name:?}: {msg}"
-            ))),
+            Err(e) => error(ApiError::exec(name, &e)),
         }
     }
 
@@ -155,7 +153,7 @@ impl Supervisor<'_> {
         if self.st.terminating.is_some() {
             return error(ApiError::Conflict("the pod is terminating".into()));
         }
-        let spec = self.cfg.pod.spec.as_ref().expect("admitted pod has a spec");
+        let spec = self.cfg.pod_spec();
         if spec
             .ephemeral_containers
             .iter()
@@ -174,9 +172,8 @@ impl Supervisor<'_> {
             Err(e) => return error(ApiError::Invalid(e.to_string())),
         };
         let ctr = match super::containers::Ctr::new(
-            c.name.clone(),
             crate::pod::Kind::Ephemeral,
-            c,
+            &c,
             bundle,
             self.sd.container_dir(&ec.name),
             &self.cfg.cgroups,
@@ -195,14 +192,18 @@ impl Supervisor<'_> {
                 )))
             }
         };
-        self.add(ctr);
+        // The pod's spec keeps it defaulted, as the API server does; its record reads it
+        // from there.
+        let ec = crate::manifest::ephemeral::ephemeral(c, ec.target_container_name);
+        let body = serde_json::to_value(&ec).unwrap_or_default();
         if let Some(spec) = &mut self.cfg.pod.spec {
             spec.ephemeral_containers
                 .get_or_insert_with(Vec::new)
-                .push(ec.clone());
+                .push(ec);
         }
+        self.add(ctr);
         self.status.pod_changed();
-        json(201, &serde_json::to_value(&ec).unwrap_or_default())
+        json(201, &body)
     }
 
     /// The index of container `name`, if the pod has it.

@@ -35,7 +35,8 @@ impl Supervisor<'_> {
                 "container {name:?} is not running"
             )));
         };
-        let s = attach::session(want_stdin, run.stdin.is_some(), c.spec.tty == Some(true));
+        let tty = c.spec(self.cfg.pod_spec()).tty == Some(true);
+        let s = attach::session(want_stdin, run.stdin.is_some(), tty);
         Reply::Attach {
             container: name.to_string(),
             stdin: s.stdin,
@@ -107,7 +108,7 @@ impl Supervisor<'_> {
             let Some(i) = self.index_of(&name) else {
                 continue;
             };
-            let spec = &self.containers[i].ctr.spec;
+            let spec = self.containers[i].ctr.spec(self.cfg.pod_spec());
             match attach::stdin_end(spec.stdin_once == Some(true), spec.tty == Some(true)) {
                 StdinEnd::CloseContainerStdin => {
                     if let Some(run) = self.containers[i].ctr.run.as_mut() {

@@ -5,7 +5,7 @@
 use super::Supervisor;
 use crate::pod::probes::{Due, ProbeKind, Verdict};
 use crate::pod::{self, Kind, Millis};
-use crate::probe::{Check, Handler, Outcome, Use};
+use crate::probe::{Check, Handler, HandlerError, Outcome, Use};
 use k8s_openapi::api::core::v1::Container;
 
 /// Output kept per stream of an API exec.
@@ -55,9 +55,9 @@ pub struct InFlight {
 /// A container's handlers, resolved once from its spec.
 #[derive(Default)]
 pub struct Handlers {
-    pub post_start: Option<Result<Handler, String>>,
-    pub pre_stop: Option<Result<Handler, String>>,
-    pub probes: Vec<(ProbeKind, Result<Handler, String>)>,
+    pub post_start: Option<Result<Handler, HandlerError>>,
+    pub pre_stop: Option<Result<Handler, HandlerError>>,
+    pub probes: Vec<(ProbeKind, Result<Handler, HandlerError>)>,
 }
 
 impl Handlers {
@@ -157,12 +157,12 @@ impl Supervisor<'_> {
                 let instance = self.instance(i);
                 self.launch(Owner::PostStart { ctr: i, instance }, &h, Use::Hook, None);
             }
-            Some(Err(msg)) => {
+            Some(Err(e)) => {
                 let instance = self.instance(i);
                 self.check_done(
                     Owner::PostStart { ctr: i, instance },
                     "",
-                    Outcome::fail(msg),
+                    Outcome::fail(e.to_string()),
                     None,
                 );
             }
@@ -180,7 +180,7 @@ impl Supervisor<'_> {
         let owner = Owner::PreStop { ctr: i, instance };
         match self.containers[i].handlers.pre_stop.clone() {
             Some(Ok(h)) => self.launch(owner, &h, Use::Hook, None),
-            Some(Err(msg)) => self.check_done(owner, "", Outcome::fail(msg), None),
+            Some(Err(e)) => self.check_done(owner, "", Outcome::fail(e.to_string()), None),
             None => self.st.on_pre_stop_done(i),
         }
     }
@@ -195,7 +195,9 @@ impl Supervisor<'_> {
             .map(|(_, h)| h.clone());
         match h {
             Some(Ok(h)) => self.launch(Owner::Probe(d), &h, Use::Probe, Some(d.timeout_ms)),
-            Some(Err(msg)) => self.check_done(Owner::Probe(d), "", Outcome::error(msg), None),
+            Some(Err(e)) => {
+                self.check_done(Owner::Probe(d), "", Outcome::error(e.to_string()), None)
+            }
             None => {}
         }
     }
@@ -206,7 +208,7 @@ impl Supervisor<'_> {
         i: usize,
         command: &[String],
         timeout_s: u64,
-    ) -> Result<u64, String> {
+    ) -> Result<u64, crate::runtime::Error> {
         let check =
             self.containers[i]
                 .ctr

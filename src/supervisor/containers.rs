@@ -2,7 +2,8 @@
 //! creation, stop and kill, and what is left to read after it exits. Decisions about *when*
 //! are `pod`'s; this module only carries them out.
 
-use k8s_openapi::api::core::v1::Container;
+use k8s_openapi::api::core::v1::{Container, PodSpec, ResourceRequirements};
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fs;
@@ -21,11 +22,15 @@ use crate::probe::exec::ExecCheck;
 use crate::runtime;
 use crate::sandbox::rootfs;
 
-/// One container of the pod, across its runs.
+/// One container of the pod, across its runs. Its spec is the pod spec's entry of its
+/// `kind` and `name` (`spec`), the one copy; only the resources it was allocated are kept
+/// here, apart from the desired ones a resize writes into the pod's spec, as kubelet's
+/// allocation manager keeps them.
 pub struct Ctr {
     pub name: String,
     pub kind: Kind,
-    pub spec: Container,
+    /// The resources kubelet allocated: the spec's at admission, a resize's once admitted.
+    pub allocated: Option<ResourceRequirements>,
     /// What it runs on: a bundle, or an image of the store; `None` while its image is
     /// still to be pulled.
     pub bundle: Option<Bundle>,
@@ -92,7 +97,9 @@ pub struct OutPipe {
 
 /// What the pod needs to start any container.
 pub struct StartContext<'a> {
-    pub pod_spec: &'a k8s_openapi::api::core::v1::PodSpec,
+    pub pod_spec: &'a PodSpec,
+    /// The container's spec at its allocated resources (`Ctr::allocated_spec`).
+    pub container: &'a Container,
     pub volumes: &'a BTreeMap<String, HostVolume>,
     pub hostname: &'a str,
     pub logs_dir: &'a Path,
@@ -121,16 +128,18 @@ pub fn cgroup_name(pod_cgroup: &str, container: &str) -> String {
 }
 
 impl Ctr {
+    /// Container `spec` of the pod's spec, as admitted: its allocated resources are the
+    /// ones it asks for.
     pub fn new(
-        name: String,
         kind: Kind,
-        spec: Container,
+        spec: &Container,
         base: Base,
         dir: PathBuf,
         cgroups: &CgroupRoot,
         pod_cgroup: &str,
     ) -> Result<Ctr, String> {
-        let stop_signal = stop_signal_of(base.bundle.as_ref(), &spec)?;
+        let stop_signal = stop_signal_of(base.bundle.as_ref(), spec)?;
+        let name = spec.name.clone();
         let cgroup = cgroups.group(&cgroup_name(pod_cgroup, &name));
         let image = base.image.map(|n| ImageState {
             gate: crate::pod::image_pull::ImageGate::new(&n.written, n.policy),
@@ -140,7 +149,7 @@ impl Ctr {
         Ok(Ctr {
             name,
             kind,
-            spec,
+            allocated: spec.resources.clone(),
             bundle: base.bundle,
             image,
             stop_signal,
@@ -157,9 +166,42 @@ impl Ctr {
         })
     }
 
-    /// Run on `b` from the next start on (the image the store has now).
-    pub fn set_base(&mut self, b: Bundle) -> Result<(), String> {
-        self.stop_signal = stop_signal_of(Some(&b), &self.spec)?;
+    /// Its spec in the pod's `pod`: an init or app container as written there (desired
+    /// resources), an ephemeral one as the container it runs as.
+    pub fn spec<'a>(&self, pod: &'a PodSpec) -> Cow<'a, Container> {
+        let found = match self.kind {
+            Kind::Ephemeral => pod
+                .ephemeral_containers
+                .iter()
+                .flatten()
+                .find(|c| c.name == self.name)
+                .map(|c| Cow::Owned(crate::manifest::ephemeral::as_container(c))),
+            Kind::Init | Kind::Sidecar | Kind::App => pod
+                .init_containers
+                .iter()
+                .flatten()
+                .chain(&pod.containers)
+                .find(|c| c.name == self.name)
+                .map(Cow::Borrowed),
+        };
+        // The supervisor adds a container to the pod's spec before its record, and no
+        // patch removes one.
+        found.expect("every container of the supervisor is in the pod's spec")
+    }
+
+    /// Its spec at the resources it was allocated: what each start runs (kubelet starts
+    /// containers from the allocated pod).
+    pub fn allocated_spec(&self, pod: &PodSpec) -> Container {
+        Container {
+            resources: self.allocated.clone(),
+            ..self.spec(pod).into_owned()
+        }
+    }
+
+    /// Run on `b` from the next start on (the image the store has now); `spec` is its
+    /// spec.
+    pub fn set_base(&mut self, b: Bundle, spec: &Container) -> Result<(), String> {
+        self.stop_signal = stop_signal_of(Some(&b), spec)?;
         self.bundle = Some(b);
         Ok(())
     }
@@ -186,13 +228,13 @@ impl Ctr {
         let base = self.bundle.as_ref().ok_or_else(|| {
             format!(
                 "image {:?} is not in the store",
-                self.spec.image.as_deref().unwrap_or_default()
+                cx.container.image.as_deref().unwrap_or_default()
             )
         })?;
         let mut spec = crate::spec::for_container(
             base,
             cx.pod_spec,
-            &self.spec,
+            cx.container,
             &crate::spec::PodContext {
                 volumes: cx.volumes,
                 termination_log: Some(&term_log),
@@ -208,7 +250,7 @@ impl Ctr {
                 sub_paths: cx.sub_paths,
                 oom_score_adj: Some(crate::pod::oom_score::container(
                     cx.pod_spec,
-                    &self.spec,
+                    cx.container,
                     self.kind == Kind::Sidecar,
                     super::node_capacity().1,
                 )),
@@ -266,10 +308,10 @@ impl Ctr {
         for fd in [&out_r, &err_r] {
             set_nonblocking(fd);
         }
-        let tty = self.spec.tty == Some(true);
+        let tty = cx.container.tty == Some(true);
         // `stdin: true` without a terminal: a pipe kept open by us for the container's
         // life, as the CRI keeps it; with a terminal, input goes through its master.
-        let (in_r, in_w) = if self.spec.stdin == Some(true) && !tty {
+        let (in_r, in_w) = if cx.container.stdin == Some(true) && !tty {
             let (r, w) = nix::unistd::pipe2(flags).map_err(|e| format!("pipe: {e}"))?;
             set_nonblocking(&w);
             (Some(r), Some(w))
@@ -315,7 +357,7 @@ impl Ctr {
         let (console, stdin, outputs) = match spawned.console {
             Some(master) if tty => {
                 let reader = master.try_clone().map_err(|e| format!("dup: {e}"))?;
-                let writer = if self.spec.stdin == Some(true) {
+                let writer = if cx.container.stdin == Some(true) {
                     Some(master.try_clone().map_err(|e| format!("dup: {e}"))?)
                 } else {
                     None
@@ -373,6 +415,7 @@ impl Ctr {
         pod_user_ns: Option<BorrowedFd>,
     ) -> Result<ExecCheck, String> {
         self.exec_with(command, false, crate::probe::exec::MAX_OUTPUT, pod_user_ns)
+            .map_err(|e| e.to_string())
     }
 
     /// [`Ctr::exec`] with stderr on a pipe of its own when `split`, keeping `limit` bytes
@@ -383,33 +426,33 @@ impl Ctr {
         split: bool,
         limit: usize,
         pod_user_ns: Option<BorrowedFd>,
-    ) -> Result<ExecCheck, String> {
-        let run = self
-            .run
-            .as_ref()
-            .ok_or_else(|| format!("container {} is not running", self.name))?;
+    ) -> Result<ExecCheck, runtime::Error> {
+        let run = self.run.as_ref().ok_or_else(|| {
+            runtime::Error::Exited(format!("container {} is not running", self.name))
+        })?;
         if command.is_empty() {
-            return Err("exec: no command".into());
+            return Err(runtime::Error::spec("exec: no command"));
         }
         let mut spec = run.spec.clone();
         if let Some(p) = spec.process_mut() {
             p.set_args(Some(command.to_vec()));
             p.set_terminal(Some(false));
         }
-        let devnull = fs::File::open("/dev/null").map_err(|e| format!("opening /dev/null: {e}"))?;
-        let (out_r, out_w) =
-            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
+        let devnull =
+            fs::File::open("/dev/null").map_err(|e| runtime::Error::os("opening /dev/null", e))?;
+        let (out_r, out_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+            .map_err(|e| runtime::Error::errno("pipe", e))?;
         set_nonblocking(&out_r);
         let (err_r, err_w) = if split {
             let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-                .map_err(|e| format!("pipe: {e}"))?;
+                .map_err(|e| runtime::Error::errno("pipe", e))?;
             set_nonblocking(&r);
             (Some(r), Some(w))
         } else {
             (None, None)
         };
         let err_fd = err_w.as_ref().map_or(out_w.as_raw_fd(), |w| w.as_raw_fd());
-        let placement = self.cgroup.placement().map_err(|e| e.to_string())?;
+        let placement = self.cgroup.placement()?;
         let spawned = runtime::spawn_in(
             &run.pidfd,
             &runtime::Launch {
@@ -420,8 +463,7 @@ impl Ctr {
                 pid_ns_of: None,
                 user_ns: pod_user_ns.filter(|_| self.in_user_ns),
             },
-        )
-        .map_err(|e| e.to_string())?;
+        )?;
         drop((out_w, err_w, devnull));
         Ok(ExecCheck::new(spawned, out_r, err_r, limit, command))
     }
@@ -444,8 +486,9 @@ impl Ctr {
     /// The main process was reaped with wait status `status`. Returns the start error if the
     /// process never got to exec the container's program, else how it exited. Kills what
     /// the run left in the cgroup. Its root filesystem stays, as an exited container's does
-    /// under kubelet, until the next run replaces it or the pod ends.
-    pub fn exited(&mut self, status: i32) -> Result<Exit, String> {
+    /// under kubelet, until the next run replaces it or the pod ends. `message_policy`: its
+    /// spec's `terminationMessagePolicy`.
+    pub fn exited(&mut self, status: i32, message_policy: Option<&str>) -> Result<Exit, String> {
         let Some(mut run) = self.run.take() else {
             return Err("no run".into());
         };
@@ -457,7 +500,7 @@ impl Ctr {
         // Every run has a cgroup of its own, made just before it: any OOM kill counted
         // there is this run's.
         let oom_killed = self.cgroup.oom_kills() > 0;
-        let message = self.termination_message(exit_code, &run);
+        let message = self.termination_message(exit_code, &run, message_policy);
         Ok(Exit {
             exit_code,
             signal,
@@ -468,23 +511,23 @@ impl Ctr {
 
     /// Read what `pod::termination::message` chooses from: the termination-log file and,
     /// only if it asks, the log's tail.
-    fn termination_message(&self, exit_code: i32, run: &Run) -> Option<String> {
+    fn termination_message(
+        &self,
+        exit_code: i32,
+        run: &Run,
+        policy: Option<&str>,
+    ) -> Option<String> {
         let from_file = read_tail(
             &self.dir.join("termination-log"),
             termination::MESSAGE_MAX_BYTES,
         );
-        termination::message(
-            from_file,
-            self.spec.termination_message_policy.as_deref(),
-            exit_code,
-            || {
-                crate::logs::tail_text(
-                    run.log.borrow().path(),
-                    termination::FALLBACK_LINES,
-                    termination::FALLBACK_BYTES,
-                )
-            },
-        )
+        termination::message(from_file, policy, exit_code, || {
+            crate::logs::tail_text(
+                run.log.borrow().path(),
+                termination::FALLBACK_LINES,
+                termination::FALLBACK_BYTES,
+            )
+        })
     }
 
     /// Unmount the container's root filesystem and remove its cgroup (pod teardown in

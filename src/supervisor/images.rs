@@ -7,8 +7,13 @@
 use std::os::fd::AsRawFd;
 
 use super::{Config, Supervisor};
+use crate::admission::pull_logins;
 use crate::admission::Dirs;
-use crate::pod::image_pull::{self, Gate, PullResult};
+use crate::image::pull_records::Records;
+use crate::image::reference::Reference;
+use crate::image::store::Image;
+use crate::pod::image_access::{self, Known, PullCredentials, DEFAULT_POLICY};
+use crate::pod::image_pull::{self, Gate, Policy, PullResult};
 use crate::pod::{self, StartFailure};
 
 /// The largest message either side sends (an error text is cut to fit).
@@ -114,20 +119,29 @@ impl Supervisor<'_> {
                 return false;
             }
         };
-        let backoff = self
-            .image_backoff
-            .entry(img.name.written.clone())
-            .or_default();
         let stored = crate::admission::stored(&self.cfg.images, &reference).unwrap_or_else(|e| {
             crate::log::warn(&format!("image {reference}: {e}"));
             None
         });
+        let policy = img.gate.policy;
+        let name = img.name.reference.clone();
+        let written = img.name.written.clone();
+        let usable = match (&stored, &name) {
+            (Some(image), Ok(name)) => self.may_use(name, image, policy),
+            _ => false,
+        };
+        let plan = &self.cfg.plan;
+        let backoff = self.image_backoff.entry(written).or_default();
+        let Some(img) = self.containers[i].ctr.image.as_mut() else {
+            return true;
+        };
         match img
             .gate
-            .on_start(plan, &mut self.st, i, stored.is_some(), backoff, now)
+            .on_start(plan, &mut self.st, i, usable, backoff, now)
         {
             Gate::Ready => {
                 let ctr = &mut self.containers[i].ctr;
+                let spec = ctr.spec(self.cfg.pod_spec());
                 let based = stored
                     .ok_or_else(|| format!("image {reference} is not in the store after its pull"))
                     .and_then(|image| {
@@ -148,7 +162,8 @@ impl Supervisor<'_> {
                         if same {
                             return Ok(());
                         }
-                        crate::bundle::image::from_image(&image).and_then(|b| ctr.set_base(b))
+                        crate::bundle::image::from_image(&image)
+                            .and_then(|b| ctr.set_base(b, &spec))
                     });
                 match based {
                     Ok(()) => true,
@@ -179,10 +194,11 @@ impl Supervisor<'_> {
     /// ready keeps the container waiting with the image's reason; one being pulled starts
     /// it again when the pull ends (`pulled`). A bundle's volume was mounted with the sandbox.
     pub(super) fn image_volumes_ready(&mut self, i: usize, now: pod::Millis) -> bool {
-        let mounts = self.containers[i].ctr.spec.volume_mounts.as_deref();
-        let mut wanted: Vec<usize> = mounts
-            .unwrap_or_default()
+        let spec = self.containers[i].ctr.spec(self.cfg.pod_spec());
+        let mut wanted: Vec<usize> = spec
+            .volume_mounts
             .iter()
+            .flatten()
             .filter_map(|m| {
                 let v = self
                     .cfg
@@ -197,12 +213,16 @@ impl Supervisor<'_> {
         for v in wanted {
             let iv = &self.cfg.image_volumes[v];
             let name = iv.normalised.clone();
-            let present = crate::admission::stored(&self.cfg.images, &name)
-                .unwrap_or_else(|e| {
-                    crate::log::warn(&format!("image volume {:?}: {name}: {e}", iv.name));
-                    None
-                })
-                .is_some();
+            let stored = crate::admission::stored(&self.cfg.images, &name).unwrap_or_else(|e| {
+                crate::log::warn(&format!("image volume {:?}: {name}: {e}", iv.name));
+                None
+            });
+            let policy = iv.policy;
+            let present = match (&stored, Reference::parse(&name)) {
+                (Some(image), Ok(r)) => self.may_use(&r, image, policy),
+                _ => false,
+            };
+            let iv = &self.cfg.image_volumes[v];
             let gate = self
                 .volume_gates
                 .entry((i, v))
@@ -228,6 +248,45 @@ impl Supervisor<'_> {
             }
         }
         true
+    }
+
+    /// Whether the pod may use the image the store has for `name` without pulling it
+    /// first: kubelet's `MustAttemptImagePull` with its default policy, from the store's
+    /// pull records and the logins the pod's imagePullSecrets give for the image's
+    /// registry (docs/semantics.md §Container status). `Always` pulls whatever this
+    /// says. Records that cannot be read make the pod verify, as under kubelet.
+    fn may_use(&mut self, name: &Reference, image: &Image, policy: Policy) -> bool {
+        if policy == Policy::Always {
+            return true;
+        }
+        let records = Records::of(&self.cfg.images);
+        let image_ref = image.digest.to_string();
+        let record = match records.pulled(&image_ref) {
+            Ok(r) => r,
+            Err(e) => {
+                crate::log::warn(&format!("image {name}: {e}"));
+                return false;
+            }
+        };
+        let known = Known {
+            record: record.as_ref(),
+            intent: records.intent(&name.to_string()),
+        };
+        let logins = self.pull_logins.get_or_insert_with(|| {
+            let spec = &self.cfg.pod;
+            pull_logins::logins(&pull_logins::secret_configs(spec, &self.cfg.secrets))
+        });
+        let presented = pull_logins::presented(logins, name);
+        let repository = name.repository();
+        let verdict =
+            image_access::must_attempt_pull(&DEFAULT_POLICY, &repository, known, &presented);
+        if let Some(s) = verdict.remember {
+            let creds = PullCredentials::of_pull(Some(s));
+            if let Err(e) = records.record(&image_ref, &repository, Some(&creds)) {
+                crate::log::warn(&format!("the pull record of {name}: {e}"));
+            }
+        }
+        !verdict.pull
     }
 
     /// Image volume `v`, which the store has, mounted read-only from the store's layers,
@@ -360,7 +419,7 @@ impl Supervisor<'_> {
 
     /// kubelet's warning when `imagePullSecrets` name Secrets the pod was not given.
     pub(super) fn report_missing_pull_secrets(&mut self) {
-        let spec = self.cfg.pod.spec.as_ref().expect("admitted pod has a spec");
+        let spec = self.cfg.pod_spec();
         let missing: Vec<String> = spec
             .image_pull_secrets
             .iter()

@@ -105,6 +105,13 @@ pub struct Config {
     pub scopes: Option<scopes::Scopes>,
 }
 
+impl Config {
+    /// The admitted pod's spec: the one copy of each container's spec (`Ctr::spec`).
+    pub fn pod_spec(&self) -> &k8s_openapi::api::core::v1::PodSpec {
+        self.pod.spec.as_ref().expect("admitted pod has a spec")
+    }
+}
+
 /// Signals the supervisor handles. As PID 1 it would not even see the others.
 const SIGNALS: &[i32] = &[
     libc::SIGCHLD,
@@ -166,6 +173,8 @@ struct Supervisor<'a> {
     volume_usage: volume_usage::Watch,
     /// The pod's image pull back-off, by image as written (`images`).
     image_backoff: BTreeMap<String, pod::image_pull::PullBackoff>,
+    /// The pod's imagePullSecrets' logins, read at the first start that needs them.
+    pull_logins: Option<Vec<crate::admission::pull_logins::Login>>,
     /// The image volumes' gates: per container that mounts one and the volume's index.
     volume_gates: BTreeMap<(usize, usize), pod::image_pull::ImageGate>,
     /// PID 1 of the pod's shared pid namespace in its user namespace, while it lives.
@@ -225,7 +234,7 @@ pub fn run(mut cfg: Config, sd: &StateDir) -> i32 {
     let containers = std::mem::take(&mut cfg.containers)
         .into_iter()
         .map(|ctr| Member {
-            handlers: checks::Handlers::of(&ctr.spec, ctr.kind, &host),
+            handlers: checks::Handlers::of(&ctr.spec(cfg.pod_spec()), ctr.kind, &host),
             ctr,
             start_requested: None,
             observed: None,
@@ -233,10 +242,7 @@ pub fn run(mut cfg: Config, sd: &StateDir) -> i32 {
         })
         .collect();
     let status = StatusWriter::new(sd.status_file());
-    let volume_usage = volume_usage::Watch::of(
-        cfg.pod.spec.as_ref().expect("admitted pod has a spec"),
-        &cfg.volumes,
-    );
+    let volume_usage = volume_usage::Watch::of(cfg.pod_spec(), &cfg.volumes);
     let mut s = Supervisor {
         cfg,
         containers,
@@ -261,6 +267,7 @@ pub fn run(mut cfg: Config, sd: &StateDir) -> i32 {
         stdin_waiting: Vec::new(),
         volume_usage,
         image_backoff: BTreeMap::new(),
+        pull_logins: None,
         volume_gates: BTreeMap::new(),
         pause: None,
         pod_allocated: None,
@@ -294,11 +301,14 @@ pub fn run(mut cfg: Config, sd: &StateDir) -> i32 {
 }
 
 impl Supervisor<'_> {
-    /// Add a container to the running pod (an ephemeral one): its record here and its plan
-    /// and state in `pod`, at the same index; the next `step` starts it.
+    /// Add a container to the running pod (an ephemeral one, already in the pod's spec):
+    /// its record here and its plan and state in `pod`, at the same index; the next `step`
+    /// starts it.
     fn add(&mut self, ctr: Ctr) {
-        let plan = pod::ContainerPlan::of(&ctr.spec, ctr.kind);
-        let handlers = checks::Handlers::of(&ctr.spec, ctr.kind, &probe_host(&self.cfg.pod_ips));
+        let spec = ctr.spec(self.cfg.pod_spec());
+        let plan = pod::ContainerPlan::of(&spec, ctr.kind);
+        let handlers = checks::Handlers::of(&spec, ctr.kind, &probe_host(&self.cfg.pod_ips));
+        drop(spec);
         self.containers.push(Member {
             ctr,
             handlers,

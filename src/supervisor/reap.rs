@@ -41,7 +41,12 @@ impl Supervisor<'_> {
                 .collect();
             self.read_pipes(&own);
             self.drop_checks(i);
-            match self.containers[i].ctr.exited(status) {
+            let policy = self.containers[i]
+                .ctr
+                .spec(self.cfg.pod_spec())
+                .termination_message_policy
+                .clone();
+            match self.containers[i].ctr.exited(status, policy.as_deref()) {
                 Ok(exit) => {
                     if exit.oom_killed {
                         self.event(pod::events::oom_killing(&self.cfg.plan, i));

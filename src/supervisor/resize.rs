@@ -80,7 +80,7 @@ impl Supervisor<'_> {
             self.containers
                 .iter()
                 .find(|m| m.ctr.name == name)
-                .map(|m| m.ctr.spec.resources.clone())
+                .map(|m| m.ctr.allocated.clone())
         };
         for c in spec
             .containers
@@ -164,7 +164,7 @@ impl Supervisor<'_> {
             let m = &mut self.containers[i];
             let v = read_back(&m.ctr.cgroup);
             m.observed = Some(v);
-            let alloc = m.ctr.spec.resources.clone().unwrap_or_default();
+            let alloc = m.ctr.allocated.clone().unwrap_or_default();
             all_match &= allocation::matches(&alloc, &allocation::actual(&alloc, &v));
         }
         if all_match && self.st.resize_error.is_none() {
@@ -177,27 +177,19 @@ impl Supervisor<'_> {
     /// The sizes just allocated (`spec`) on the cgroups in kubelet's order
     /// (`doPodResizeAction`), from those allocated before (`old`).
     fn apply_resize(&mut self, old: &PodSpec, spec: &PodSpec) {
-        let find = |name: &str| -> Option<Container> {
-            spec.containers
+        let find = |s: &'_ PodSpec, name: &str| -> Option<Container> {
+            s.containers
                 .iter()
-                .chain(spec.init_containers.iter().flatten())
+                .chain(s.init_containers.iter().flatten())
                 .find(|c| c.name == name)
                 .cloned()
         };
         let (mut in_place, mut restarts) = (Vec::new(), Vec::new());
         for (i, m) in self.containers.iter_mut().enumerate() {
-            let Some(new) = find(&m.ctr.name) else {
+            let Some(new) = find(spec, &m.ctr.name) else {
                 continue;
             };
-            let before = Container {
-                resources: old
-                    .containers
-                    .iter()
-                    .chain(old.init_containers.iter().flatten())
-                    .find(|c| c.name == m.ctr.name)
-                    .and_then(|c| c.resources.clone()),
-                ..m.ctr.spec.clone()
-            };
+            let before = find(old, &m.ctr.name).unwrap_or_default();
             match resize::container_resize(&before, &new) {
                 // A retry after an error writes every running container's values again.
                 ContainerResize::Unchanged if self.st.resize_error.is_some() => in_place.push(i),
@@ -205,8 +197,7 @@ impl Supervisor<'_> {
                 ContainerResize::InPlace => in_place.push(i),
                 ContainerResize::Restart => restarts.push(i),
             }
-            m.ctr.spec.resources = new.resources.clone();
-            m.ctr.spec.resize_policy = new.resize_policy.clone();
+            m.ctr.allocated = new.resources;
         }
         let pod_first = resize::pod_first(old, spec, "memory");
         let mut errors = Vec::new();
@@ -265,10 +256,10 @@ impl Supervisor<'_> {
             .map_err(|e| format!("setting the pod cgroup's limits: {e}"))
     }
 
-    /// Container `i`'s cgroup in place, from its resized spec.
+    /// Container `i`'s cgroup in place, at its allocated resources.
     fn resize_container(&self, i: usize) -> Result<(), String> {
         let ctr = &self.containers[i].ctr;
-        let r = crate::spec::container_resources(&ctr.spec)
+        let r = crate::spec::container_resources(&ctr.allocated_spec(self.cfg.pod_spec()))
             .map_err(|e| format!("container {}: {e}", ctr.name))?;
         if let Some(limit) = r.memory().as_ref().and_then(|m| m.limit()) {
             below_usage(&ctr.cgroup, limit, &format!("container {}", ctr.name))?;

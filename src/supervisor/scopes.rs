@@ -46,7 +46,7 @@ impl Scopes {
 
     /// The unit of the run with container id `id`.
     pub fn unit(&self, id: &str) -> Result<Unit, String> {
-        systemd::scope(&self.slice, "podinit", id)
+        Ok(systemd::scope(&self.slice, "podinit", id)?)
     }
 
     /// Ask systemd for `u` holding the process of `pidfd`, with its limits and devices.
@@ -59,6 +59,6 @@ impl Scopes {
     ) -> Result<(), String> {
         let pid = crate::sys::pidfd::pid_in(self.host_proc.as_fd(), pidfd)
             .map_err(|e| format!("systemd unit {}: the process's host pid: {e}", u.name))?;
-        systemd::start_scope(u, pid, r, devices)
+        Ok(systemd::start_scope(u, pid, r, devices)?)
     }
 }

@@ -46,7 +46,7 @@ pub fn set_up_volumes(
             env_file: &crate::manifest::env::no_env_files,
         };
         let files_of = |v: &Volume| crate::manifest::files::of_volume(v, &sources);
-        let spec = cfg.pod.spec.as_ref().expect("admitted pod has a spec");
+        let spec = cfg.pod_spec();
         let wanted = spec
             .volumes
             .iter()
@@ -184,9 +184,8 @@ impl Supervisor<'_> {
                 )),
             },
             // The others of a pod whose shared pid namespace is its pause's join that one.
-            None if pod::userns::pid_namespace(
-                self.cfg.pod.spec.as_ref().expect("admitted pod has a spec"),
-            ) == pod::userns::PidNamespace::Pause =>
+            None if pod::userns::pid_namespace(self.cfg.pod_spec())
+                == pod::userns::PidNamespace::Pause =>
             {
                 self.pause_pidfd().map(Some)
             }
@@ -200,6 +199,8 @@ impl Supervisor<'_> {
                 return;
             }
         };
+        // What it runs: its spec at the resources allocated to it.
+        let container = self.containers[i].ctr.allocated_spec(self.cfg.pod_spec());
         // The environment, resolved at each start as kubelet does: a missing key keeps the
         // container waiting in CreateContainerConfigError.
         let env = {
@@ -216,7 +217,7 @@ impl Supervisor<'_> {
                 node_memory: mem,
                 env_file: &env_file,
             };
-            match crate::manifest::env::resolve(&self.containers[i].ctr.spec, &sources) {
+            match crate::manifest::env::resolve(&container, &sources) {
                 Ok(r) => r,
                 Err(crate::manifest::env::ConfigError(msg)) => {
                     self.st
@@ -230,7 +231,7 @@ impl Supervisor<'_> {
         }
         // kubelet resolves each mount's recursive read-only mode as it makes the mounts
         // (`makeMounts`): a mode it cannot have is a configuration error.
-        let mounts = self.containers[i].ctr.spec.volume_mounts.as_deref();
+        let mounts = container.volume_mounts.as_deref();
         let rro = match pod::recursive_read_only::resolve_all(
             mounts.unwrap_or_default(),
             self.cfg.rro_supported,
@@ -252,7 +253,8 @@ impl Supervisor<'_> {
             }
         };
         let cx = StartContext {
-            pod_spec: self.cfg.pod.spec.as_ref().expect("admitted pod has a spec"),
+            pod_spec: self.cfg.pod_spec(),
+            container: &container,
             volumes: &self.cfg.volumes,
             hostname: &self.cfg.hostname,
             logs_dir: &self.sd.logs(),

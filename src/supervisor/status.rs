@@ -18,7 +18,8 @@ impl Supervisor<'_> {
             .iter()
             .map(|m| (&m.ctr, m.observed))
             .map(|(c, observed)| {
-                let written = c.spec.image.as_deref().unwrap_or_default();
+                let spec = c.spec(self.cfg.pod_spec());
+                let written = spec.image.as_deref().unwrap_or_default();
                 // An image never pulled has no ID yet, as under kubelet.
                 let (image, image_id) = c
                     .bundle
@@ -31,9 +32,9 @@ impl Supervisor<'_> {
                     image_id,
                     container_id: c.container_id.clone(),
                     user: c.user.clone(),
-                    mounts: c.spec.volume_mounts.clone().unwrap_or_default(),
+                    mounts: spec.volume_mounts.clone().unwrap_or_default(),
                     rro_supported: self.cfg.rro_supported,
-                    resources: c.spec.resources.clone(),
+                    resources: c.allocated.clone(),
                     observed,
                 }
             })

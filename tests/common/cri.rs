@@ -316,6 +316,12 @@ state = "{state}"
             cni = p("cni"),
             sandbox_handler = match self.daemon {
                 Containerd::V1_6 => String::new(),
+                // Under the systemd driver, podinit's type with the option in its section:
+                // containerd starts a sandboxer shim by the type alone (no runtime_path),
+                // and hands it the section as runtimeoptions' TOML (docs/cri.md §7).
+                Containerd::V2(_) if self.systemd => format!(
+                    "    [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.{SANDBOX_HANDLER}]\n      runtime_type = \"io.containerd.podinit.v1\"\n      sandbox_mode = \"shim\"\n      pod_annotations = [\"*\", \"*/*\"]\n      [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.{SANDBOX_HANDLER}.options]\n        SystemdCgroup = true\n"
+                ),
                 Containerd::V2(_) => format!(
                     "    [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.{SANDBOX_HANDLER}]\n      runtime_type = \"io.containerd.podinit.v1\"\n      sandbox_mode = \"shim\"\n      pod_annotations = [\"*\", \"*/*\"]\n"
                 ),

@@ -267,3 +267,79 @@ pub fn drain(mut f: std::fs::File) -> String {
     }
     String::from_utf8_lossy(&out).into_owned()
 }
+
+/// Each thread's wake-ups so far (its voluntary and involuntary context switches), by
+/// thread id, for every thread of `pid`.
+pub fn wakeups(pid: i32) -> std::collections::BTreeMap<i32, u64> {
+    let dir = format!("/proc/{pid}/task");
+    let mut out = std::collections::BTreeMap::new();
+    for t in std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{dir}: {e}"))
+        .flatten()
+    {
+        let Some(tid) = t.file_name().to_str().and_then(|s| s.parse().ok()) else {
+            continue;
+        };
+        // A thread that ended between the listing and this read has no more to count.
+        let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+        let n = status
+            .lines()
+            .filter_map(|l| {
+                l.strip_prefix("voluntary_ctxt_switches:")
+                    .or_else(|| l.strip_prefix("nonvoluntary_ctxt_switches:"))
+            })
+            .filter_map(|v| v.trim().parse::<u64>().ok())
+            .sum();
+        out.insert(tid, n);
+    }
+    out
+}
+
+/// How often the processes `pids` (named, every thread of each) wake while nothing calls
+/// them for `window`: per process, the wake-ups in the window and the threads that came or
+/// went in it. A thread that came counts all its wake-ups.
+pub fn wakeups_over(pids: &[(&str, i32)], window: Duration) -> Vec<(String, u64, String)> {
+    let before: Vec<_> = pids.iter().map(|(_, p)| wakeups(*p)).collect();
+    std::thread::sleep(window);
+    pids.iter()
+        .zip(before)
+        .map(|((name, pid), before)| {
+            let after = wakeups(*pid);
+            let woke = after
+                .iter()
+                .map(|(tid, n)| n.saturating_sub(before.get(tid).copied().unwrap_or(0)))
+                .sum();
+            let came: Vec<_> = after.keys().filter(|t| !before.contains_key(t)).collect();
+            let went: Vec<_> = before.keys().filter(|t| !after.contains_key(t)).collect();
+            let threads = if came.is_empty() && went.is_empty() {
+                String::new()
+            } else {
+                format!("threads came {came:?}, went {went:?}")
+            };
+            (format!("{name} ({pid})"), woke, threads)
+        })
+        .collect()
+}
+
+/// How long an idle pod is left before its wake-ups are counted: the shim's last events
+/// connection closes after a quiet second.
+pub const SETTLE: Duration = Duration::from_secs(3);
+/// The window the wake-ups are counted over, and the most each process may have in it: a
+/// timer or a poll, even at 10 Hz, exceeds it many times over.
+pub const IDLE_WINDOW: Duration = Duration::from_secs(5);
+pub const IDLE_WAKEUPS: u64 = 5;
+
+/// `pids` (the pod's shim and its sandbox's PID 1), left idle for [`SETTLE`], do not wake
+/// more than [`IDLE_WAKEUPS`] times each over [`IDLE_WINDOW`], and start or end no thread.
+pub fn assert_idle(pids: &[(&str, i32)]) {
+    std::thread::sleep(SETTLE);
+    let seen = wakeups_over(pids, IDLE_WINDOW);
+    eprintln!("wake-ups over {IDLE_WINDOW:?} of an idle pod: {seen:?}");
+    for (what, woke, threads) in &seen {
+        assert!(
+            *woke <= IDLE_WAKEUPS && threads.is_empty(),
+            "{what} woke {woke} times in {IDLE_WINDOW:?} with nothing calling it (at most \
+             {IDLE_WAKEUPS}) {threads}: {seen:?}"
+        );
+    }
+}

@@ -4,11 +4,11 @@
 use serde_json::{Map, Value};
 use std::path::Path;
 
-use super::{put, read};
+use super::{put, Files};
 
 /// blkio's tables from the first family of files the kernel fills (bfq's debug files,
 /// bfq's, cfq's, then the throttle layer's), as runc chooses them.
-pub(super) fn v1_blkio(dir: &Path) -> Value {
+pub(super) fn v1_blkio(f: &Files, dir: &Path) -> Value {
     const BYTES: &str = "ioServiceBytesRecursive";
     const IOS: &str = "ioServicedRecursive";
     const FULL: [(&str, &str); 8] = [
@@ -42,7 +42,7 @@ pub(super) fn v1_blkio(dir: &Path) -> Value {
     let mut out = Map::new();
     for family in families {
         for (i, (file, key)) in family.iter().enumerate() {
-            let entries = blkio_entries(dir, file);
+            let entries = blkio_entries(f, dir, file);
             if entries.is_empty() {
                 if i == 0 {
                     break;
@@ -59,8 +59,8 @@ pub(super) fn v1_blkio(dir: &Path) -> Value {
 }
 
 /// Lines `MAJ:MIN [Op] VALUE` (a last `Total N` line skipped).
-fn blkio_entries(dir: &Path, file: &str) -> Vec<Value> {
-    let Some(text) = read(dir, file) else {
+fn blkio_entries(f: &Files, dir: &Path, file: &str) -> Vec<Value> {
+    let Some(text) = f.read(dir, file) else {
         return Vec::new();
     };
     text.lines()
@@ -93,9 +93,9 @@ fn blkio_entry(major: u64, minor: u64, op: &str, value: u64) -> Value {
 }
 
 /// v2's `io.stat` in v1's tables: bytes and operations read and written.
-pub(super) fn v2_io(dir: &Path) -> Value {
+pub(super) fn v2_io(f: &Files, dir: &Path) -> Value {
     let (mut bytes, mut ios) = (Vec::new(), Vec::new());
-    for line in read(dir, "io.stat").unwrap_or_default().lines() {
+    for line in f.read(dir, "io.stat").unwrap_or_default().lines() {
         let mut it = line.split_whitespace();
         let Some((maj, min)) = it.next().and_then(|d| d.split_once(':')) else {
             continue;

@@ -5,10 +5,18 @@
 //! parse into their own structs, which drop what runc passes on as it is (the whole
 //! `memory.stat` map, blkio's per-device lines) and read files runc does not.
 //! Fields that runc marks `omitempty` are left out when zero, as in its output.
+//!
+//! A [`StatsReader`] keeps the files it read open, and reads them again from their start
+//! (a cgroup file is made anew for each read from offset 0): what a shim keeps per
+//! container, so that containerd's polling costs one read per file and no lookups.
 
 use serde_json::{json, Map, Value};
-use std::fs;
+use std::collections::HashMap;
+use std::fs::{self, File};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use super::Group;
 
@@ -18,14 +26,39 @@ use blkio::{v1_blkio, v2_io};
 impl Group {
     /// cpu, memory, pids, blkio and hugetlb figures, as the `data` of a runc stats event.
     pub fn stats(&self) -> serde_json::Value {
-        let sizes = hugepage_sizes(Path::new("/sys/kernel/mm/hugepages"));
-        if self.v2 {
-            return match self.dirs.first() {
-                Some(d) => v2_stats(d, &sizes),
-                None => v1_stats(&V1Dirs::default(), &sizes),
-            };
+        self.stats_reader().figures()
+    }
+
+    /// A reader of this cgroup's figures that keeps its files open between reads.
+    pub fn stats_reader(&self) -> StatsReader {
+        self.reader(true)
+    }
+
+    /// A reader of the figures containerd's metrics carry (cpu, memory, pids), which
+    /// keeps their files open between reads: no cpuset, blkio or hugetlb files.
+    pub fn metrics_reader(&self) -> StatsReader {
+        self.reader(false)
+    }
+
+    fn reader(&self, all: bool) -> StatsReader {
+        let dirs = if self.v2 {
+            match self.dirs.first() {
+                Some(d) => Dirs::V2(d.clone()),
+                None => Dirs::V1(V1Dirs::default()),
+            }
+        } else {
+            Dirs::V1(self.v1_dirs())
+        };
+        StatsReader {
+            dirs,
+            sizes: if all {
+                hugepage_sizes(Path::new("/sys/kernel/mm/hugepages"))
+            } else {
+                Vec::new()
+            },
+            all,
+            files: Files::default(),
         }
-        v1_stats(&self.v1_dirs(), &sizes)
     }
 
     fn v1_dirs(&self) -> V1Dirs {
@@ -48,6 +81,86 @@ impl Group {
     }
 }
 
+/// A cgroup's figures, read as often as asked through the same open files.
+pub struct StatsReader {
+    dirs: Dirs,
+    /// The machine's huge page sizes, listed once.
+    sizes: Vec<String>,
+    /// Every figure, else only those of containerd's metrics.
+    all: bool,
+    files: Files,
+}
+
+enum Dirs {
+    V2(PathBuf),
+    V1(V1Dirs),
+}
+
+impl StatsReader {
+    /// The figures now, or None once the cgroup is removed.
+    pub fn read(&self) -> Option<Value> {
+        let v = self.figures();
+        (!self.files.gone.load(Ordering::Relaxed)).then_some(v)
+    }
+
+    fn figures(&self) -> Value {
+        match &self.dirs {
+            Dirs::V2(d) => v2_stats(&self.files, d, &self.sizes, self.all),
+            Dirs::V1(d) => v1_stats(&self.files, d, &self.sizes, self.all),
+        }
+    }
+}
+
+/// The cgroup files read so far, open (or remembered as absent: a file the kernel does not
+/// make for this cgroup is not looked up again).
+#[derive(Default)]
+struct Files {
+    open: Mutex<HashMap<PathBuf, Option<File>>>,
+    /// A read found the cgroup removed.
+    gone: AtomicBool,
+}
+
+impl Files {
+    /// The whole file, read from its start. A cgroup file is a seq file, which fills a
+    /// read up to its end: a read short of the buffer is the end.
+    fn read(&self, dir: &Path, name: &str) -> Option<String> {
+        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        let f = open
+            .entry(dir.join(name))
+            .or_insert_with_key(|p| File::open(p).ok())
+            .as_ref()?;
+        let mut buf = vec![0u8; 4096];
+        let mut len = 0;
+        loop {
+            match f.read_at(&mut buf[len..], len as u64) {
+                Ok(n) => {
+                    len += n;
+                    if len < buf.len() {
+                        break;
+                    }
+                    buf.resize(buf.len() * 2, 0);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    if e.raw_os_error() == Some(libc::ENODEV) {
+                        self.gone.store(true, Ordering::Relaxed);
+                    }
+                    return None;
+                }
+            }
+        }
+        buf.truncate(len);
+        String::from_utf8(buf).ok()
+    }
+
+    fn exists(&self, dir: &Path, name: &str) -> bool {
+        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        open.entry(dir.join(name))
+            .or_insert_with_key(|p| File::open(p).ok())
+            .is_some()
+    }
+}
+
 /// The directory of each v1 hierarchy that has figures.
 #[derive(Default)]
 struct V1Dirs {
@@ -60,15 +173,21 @@ struct V1Dirs {
     hugetlb: Option<PathBuf>,
 }
 
-fn v1_stats(d: &V1Dirs, sizes: &[String]) -> Value {
+/// `all` false leaves out what containerd's metrics do not carry: the per-CPU kernel and
+/// user split, cpuset, blkio (and hugetlb, by `sizes` empty).
+fn v1_stats(f: &Files, d: &V1Dirs, sizes: &[String], all: bool) -> Value {
     let mut usage = Map::new();
     if let Some(dir) = &d.cpuacct {
         let tck = clock_ticks();
-        let stat = keyed(dir, "cpuacct.stat");
+        let stat = keyed(f, dir, "cpuacct.stat");
         let ns = |k: &str| get(&stat, k) * 1_000_000_000 / tck;
-        put(&mut usage, "total", uint(dir, "cpuacct.usage"));
-        let percpu = list(dir, "cpuacct.usage_percpu");
-        let (kernel, user) = usage_all(dir);
+        put(&mut usage, "total", uint(f, dir, "cpuacct.usage"));
+        let percpu = list(f, dir, "cpuacct.usage_percpu");
+        let (kernel, user) = if all {
+            usage_all(f, dir)
+        } else {
+            Default::default()
+        };
         put_list(&mut usage, "percpu", &percpu);
         put_list(&mut usage, "percpu_kernel", &kernel);
         put_list(&mut usage, "percpu_user", &user);
@@ -81,11 +200,11 @@ fn v1_stats(d: &V1Dirs, sizes: &[String]) -> Value {
     let throttling = d
         .cpu
         .as_deref()
-        .map(|dir| throttling(&keyed(dir, "cpu.stat"), 1))
+        .map(|dir| throttling(&keyed(f, dir, "cpu.stat"), 1))
         .unwrap_or_default();
     let memory = match &d.memory {
         Some(dir) => {
-            let raw = keyed(dir, "memory.stat");
+            let raw = keyed(f, dir, "memory.stat");
             let mut m = Map::new();
             put(&mut m, "cache", get(&raw, "cache"));
             for (key, infix) in [
@@ -94,7 +213,7 @@ fn v1_stats(d: &V1Dirs, sizes: &[String]) -> Value {
                 ("kernel", ".kmem"),
                 ("kernelTCP", ".kmem.tcp"),
             ] {
-                m.insert(key.into(), v1_memory_entry(dir, infix));
+                m.insert(key.into(), v1_memory_entry(f, dir, infix));
             }
             put_raw(&mut m, raw);
             Value::Object(m)
@@ -105,8 +224,8 @@ fn v1_stats(d: &V1Dirs, sizes: &[String]) -> Value {
         Some(dir) => sizes
             .iter()
             .map(|s| {
-                let f = |what: &str| uint(dir, &format!("hugetlb.{s}.{what}"));
-                let e = hugetlb_entry(f("usage_in_bytes"), f("max_usage_in_bytes"), f("failcnt"));
+                let n = |what: &str| uint(f, dir, &format!("hugetlb.{s}.{what}"));
+                let e = hugetlb_entry(n("usage_in_bytes"), n("max_usage_in_bytes"), n("failcnt"));
                 (s.clone(), e)
             })
             .collect(),
@@ -114,37 +233,38 @@ fn v1_stats(d: &V1Dirs, sizes: &[String]) -> Value {
     };
     json!({
         "cpu": { "usage": usage, "throttling": throttling },
-        "cpuset": cpuset(d.cpuset.as_deref()),
+        "cpuset": cpuset(f, d.cpuset.as_deref().filter(|_| all)),
         "memory": memory,
-        "pids": d.pids.as_deref().map(pids).unwrap_or_default(),
-        "blkio": d.blkio.as_deref().map(v1_blkio).unwrap_or_default(),
+        "pids": d.pids.as_deref().map(|d| pids(f, d)).unwrap_or_default(),
+        "blkio": d.blkio.as_deref().filter(|_| all).map(|d| v1_blkio(f, d)).unwrap_or_default(),
         "hugetlb": hugetlb,
         "intel_rdt": {},
         "network_interfaces": null,
     })
 }
 
-fn v2_stats(dir: &Path, sizes: &[String]) -> Value {
-    let stat = keyed(dir, "cpu.stat");
+/// `all` as [`v1_stats`]'s: no `io.stat` without it.
+fn v2_stats(f: &Files, dir: &Path, sizes: &[String], all: bool) -> Value {
+    let stat = keyed(f, dir, "cpu.stat");
     let mut usage = Map::new();
     put(&mut usage, "total", get(&stat, "usage_usec") * 1000);
     usage.insert("kernel".into(), (get(&stat, "system_usec") * 1000).into());
     usage.insert("user".into(), (get(&stat, "user_usec") * 1000).into());
-    let raw = keyed(dir, "memory.stat");
-    let memory = if dir.join("memory.current").exists() {
+    let raw = keyed(f, dir, "memory.stat");
+    let memory = if f.exists(dir, "memory.current") {
         let mut m = Map::new();
         put(&mut m, "cache", get(&raw, "file"));
-        let (use_, limit) = (uint(dir, "memory.current"), uint(dir, "memory.max"));
+        let (use_, limit) = (uint(f, dir, "memory.current"), uint(f, dir, "memory.max"));
         m.insert("usage".into(), memory_entry(limit, use_, 0, 0));
         // runc adds memory to v2's swap figures, which v1 reports as memory+swap.
-        let swap = if dir.join("memory.swap.current").exists() {
-            let l = uint(dir, "memory.swap.max");
+        let swap = if f.exists(dir, "memory.swap.current") {
+            let l = uint(f, dir, "memory.swap.max");
             let l = if l == u64::MAX {
                 l
             } else {
                 l.saturating_add(limit)
             };
-            memory_entry(l, uint(dir, "memory.swap.current") + use_, 0, 0)
+            memory_entry(l, uint(f, dir, "memory.swap.current") + use_, 0, 0)
         } else {
             memory_entry(0, 0, 0, 0)
         };
@@ -158,19 +278,19 @@ fn v2_stats(dir: &Path, sizes: &[String]) -> Value {
     };
     let hugetlb: Map<String, Value> = sizes
         .iter()
-        .filter(|s| dir.join(format!("hugetlb.{s}.current")).exists())
+        .filter(|s| f.exists(dir, &format!("hugetlb.{s}.current")))
         .map(|s| {
-            let usage = uint(dir, &format!("hugetlb.{s}.current"));
-            let failcnt = get(&keyed(dir, &format!("hugetlb.{s}.events")), "max");
+            let usage = uint(f, dir, &format!("hugetlb.{s}.current"));
+            let failcnt = get(&keyed(f, dir, &format!("hugetlb.{s}.events")), "max");
             (s.clone(), hugetlb_entry(usage, 0, failcnt))
         })
         .collect();
     json!({
         "cpu": { "usage": usage, "throttling": throttling(&stat, 1000) },
-        "cpuset": cpuset(None),
+        "cpuset": cpuset(f, None),
         "memory": memory,
-        "pids": pids(dir),
-        "blkio": v2_io(dir),
+        "pids": pids(f, dir),
+        "blkio": if all { v2_io(f, dir) } else { Value::Object(Map::new()) },
         "hugetlb": hugetlb,
         "intel_rdt": {},
         "network_interfaces": null,
@@ -179,13 +299,13 @@ fn v2_stats(dir: &Path, sizes: &[String]) -> Value {
 
 /// `<prefix>.{usage_in_bytes,max_usage_in_bytes,failcnt,limit_in_bytes}`; swap and kmem
 /// files are optional in the kernel (then zeros, as runc).
-fn v1_memory_entry(dir: &Path, infix: &str) -> Value {
-    let f = |what: &str| uint(dir, &format!("memory{infix}.{what}"));
+fn v1_memory_entry(f: &Files, dir: &Path, infix: &str) -> Value {
+    let n = |what: &str| uint(f, dir, &format!("memory{infix}.{what}"));
     memory_entry(
-        f("limit_in_bytes"),
-        f("usage_in_bytes"),
-        f("max_usage_in_bytes"),
-        f("failcnt"),
+        n("limit_in_bytes"),
+        n("usage_in_bytes"),
+        n("max_usage_in_bytes"),
+        n("failcnt"),
     )
 }
 
@@ -226,19 +346,19 @@ fn throttling(stat: &[(String, u64)], unit: u64) -> Value {
 }
 
 /// pids.current and pids.max (`max`: no limit, 0).
-fn pids(dir: &Path) -> Value {
+fn pids(f: &Files, dir: &Path) -> Value {
     let mut m = Map::new();
-    put(&mut m, "current", uint(dir, "pids.current"));
-    let limit = uint(dir, "pids.max");
+    put(&mut m, "current", uint(f, dir, "pids.current"));
+    let limit = uint(f, dir, "pids.max");
     put(&mut m, "limit", if limit == u64::MAX { 0 } else { limit });
     Value::Object(m)
 }
 
 /// The v1 cpuset's settings, as runc reports them (zeros without a v1 cpuset: on v2
 /// runc 1.1 reports none).
-fn cpuset(dir: Option<&Path>) -> Value {
+fn cpuset(f: &Files, dir: Option<&Path>) -> Value {
     let mut m = Map::new();
-    let text = |f: &str| dir.and_then(|d| read(d, &format!("cpuset.{f}")));
+    let text = |name: &str| dir.and_then(|d| f.read(d, &format!("cpuset.{name}")));
     for key in ["cpus", "mems"] {
         put_list(&mut m, key, &id_list(&text(key).unwrap_or_default()));
     }
@@ -275,9 +395,10 @@ fn id_list(text: &str) -> Vec<u64> {
 }
 
 /// `cpuacct.usage_all` (`cpu user system` per CPU): the (kernel, user) columns.
-fn usage_all(dir: &Path) -> (Vec<u64>, Vec<u64>) {
+fn usage_all(f: &Files, dir: &Path) -> (Vec<u64>, Vec<u64>) {
     let (mut kernel, mut user) = (Vec::new(), Vec::new());
-    for line in read(dir, "cpuacct.usage_all")
+    for line in f
+        .read(dir, "cpuacct.usage_all")
         .unwrap_or_default()
         .lines()
         .skip(1)
@@ -333,13 +454,9 @@ fn clock_ticks() -> u64 {
     }
 }
 
-fn read(dir: &Path, file: &str) -> Option<String> {
-    fs::read_to_string(dir.join(file)).ok()
-}
-
 /// A one-number file; `max` is no limit (u64::MAX), a negative number or none: 0.
-fn uint(dir: &Path, file: &str) -> u64 {
-    let Some(t) = read(dir, file) else {
+fn uint(f: &Files, dir: &Path, file: &str) -> u64 {
+    let Some(t) = f.read(dir, file) else {
         return 0;
     };
     let t = t.trim();
@@ -350,8 +467,8 @@ fn uint(dir: &Path, file: &str) -> u64 {
 }
 
 /// A flat keyed file (`key value` lines), in its order.
-fn keyed(dir: &Path, file: &str) -> Vec<(String, u64)> {
-    read(dir, file)
+fn keyed(f: &Files, dir: &Path, file: &str) -> Vec<(String, u64)> {
+    f.read(dir, file)
         .unwrap_or_default()
         .lines()
         .filter_map(|l| {
@@ -365,8 +482,8 @@ fn get(kv: &[(String, u64)], key: &str) -> u64 {
     kv.iter().find(|(k, _)| k == key).map_or(0, |(_, v)| *v)
 }
 
-fn list(dir: &Path, file: &str) -> Vec<u64> {
-    read(dir, file)
+fn list(f: &Files, dir: &Path, file: &str) -> Vec<u64> {
+    f.read(dir, file)
         .unwrap_or_default()
         .split_whitespace()
         .filter_map(|v| v.parse().ok())
@@ -461,7 +578,7 @@ mod tests {
             blkio: d.clone(),
             hugetlb: d,
         };
-        let s = v1_stats(&dirs, &["2MB".to_string()]);
+        let s = v1_stats(&Files::default(), &dirs, &["2MB".to_string()], true);
         let tck = clock_ticks();
         assert_eq!(
             s["cpu"],
@@ -508,6 +625,66 @@ mod tests {
         assert!(s["network_interfaces"].is_null());
     }
 
+    /// What containerd's metrics are made of is the same in both readers; the figures
+    /// read again through the kept files follow the files.
+    #[test]
+    fn the_metrics_reader_reads_the_metrics_figures_alone_and_again() {
+        let f = Fake::new(&[
+            ("cpuacct.stat", "user 3\nsystem 1\n"),
+            ("cpuacct.usage", "500\n"),
+            ("cpuacct.usage_percpu", "300 200 \n"),
+            ("cpuacct.usage_all", "cpu user system\n0 100 200\n1 0 200\n"),
+            (
+                "cpu.stat",
+                "nr_periods 4\nnr_throttled 0\nthrottled_time 0\n",
+            ),
+            ("memory.stat", "cache 4096\nrss 8192\n"),
+            ("memory.usage_in_bytes", "12288\n"),
+            ("pids.current", "2\n"),
+            ("pids.max", "9\n"),
+            ("cpuset.cpus", "0-2,5\n"),
+            (
+                "blkio.throttle.io_serviced_recursive",
+                "8:0 Read 3\nTotal 3\n",
+            ),
+            (
+                "blkio.throttle.io_service_bytes_recursive",
+                "8:0 Read 4096\nTotal 4096\n",
+            ),
+        ]);
+        let d = Some(f.0.clone());
+        let dirs = || V1Dirs {
+            cpu: d.clone(),
+            cpuacct: d.clone(),
+            cpuset: d.clone(),
+            memory: d.clone(),
+            pids: d.clone(),
+            blkio: d.clone(),
+            hugetlb: d.clone(),
+        };
+        let mut full = v1_stats(&Files::default(), &dirs(), &[], true);
+        let kept = Files::default();
+        let metrics = v1_stats(&kept, &dirs(), &[], false);
+        for key in ["cpuset", "blkio"] {
+            full[key] = metrics[key].clone();
+        }
+        for key in ["percpu_kernel", "percpu_user"] {
+            full["cpu"]["usage"].as_object_mut().unwrap().remove(key);
+        }
+        assert_eq!(full, metrics);
+        let read: Vec<_> = kept.open.lock().unwrap().keys().cloned().collect();
+        assert!(
+            read.iter().all(|p| {
+                let n = p.file_name().unwrap().to_string_lossy();
+                !n.starts_with("cpuset.") && !n.starts_with("blkio.") && n != "cpuacct.usage_all"
+            }),
+            "{read:?}"
+        );
+        fs::write(f.0.join("pids.current"), "5\n").unwrap();
+        let again = v1_stats(&kept, &dirs(), &[], false);
+        assert_eq!(again["pids"], json!({ "current": 5, "limit": 9 }));
+    }
+
     #[test]
     fn v2_figures_in_runc_s_v1_shape() {
         let f = Fake::new(&[
@@ -530,7 +707,12 @@ mod tests {
             ("hugetlb.2MB.current", "0\n"),
             ("hugetlb.2MB.events", "max 2\n"),
         ]);
-        let s = v2_stats(&f.0, &["2MB".to_string(), "1GB".to_string()]);
+        let s = v2_stats(
+            &Files::default(),
+            &f.0,
+            &["2MB".to_string(), "1GB".to_string()],
+            true,
+        );
         assert_eq!(
             s["cpu"],
             json!({
@@ -580,7 +762,7 @@ mod tests {
             ("memory.swap.current", "1\n"),
             ("memory.swap.max", "50\n"),
         ]);
-        let s = v2_stats(&f.0, &[]);
+        let s = v2_stats(&Files::default(), &f.0, &[], true);
         assert_eq!(
             s["memory"]["swap"],
             json!({ "limit": 150, "usage": 11, "failcnt": 0 })

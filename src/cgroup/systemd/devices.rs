@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 
 use super::dbus::Value;
+use super::Refused;
 use crate::sys::devices::Rule;
 
 const READ: u8 = 1;
@@ -198,11 +199,15 @@ fn device_allow(entries: Vec<(String, String)>) -> Value {
 /// The device properties of `rules` (in order, as `spec::cgroup_rules` makes them) for a
 /// systemd of `version`. An empty `DeviceAllow` comes first: it clears what a unit that
 /// exists already was given.
-pub fn properties(rules: &[Rule], version: u32) -> Result<Vec<Value>, String> {
+pub fn properties(rules: &[Rule], version: u32) -> Result<Vec<Value>, Refused> {
     let mut e = Emulator::default();
     for r in rules {
-        e.apply(r)
-            .map_err(|err| format!("unable to apply device rule for systemd: {err}"))?;
+        e.apply(r).map_err(|err| {
+            Refused::new(
+                "DeviceAllow",
+                format!("unable to apply device rule for systemd: {err}"),
+            )
+        })?;
     }
     let clear = Value::property("DeviceAllow", device_allow(Vec::new()));
     let policy = |p: &str| Value::property("DevicePolicy", Value::str(p));
@@ -338,7 +343,12 @@ mod tests {
             rule(false, 'c', Some(4), Some(1), "w"),
         ];
         let e = properties(&rules, 252).unwrap_err();
-        assert!(e.contains("c 4:1 w") && e.contains("c 4:* rw"), "{e}");
+        assert_eq!(e.property, "DeviceAllow");
+        assert!(
+            e.why.contains("c 4:1 w") && e.why.contains("c 4:* rw"),
+            "{}",
+            e.why
+        );
         // Access the wildcard does not hold may be taken from a node.
         let ok = [
             deny_all(),

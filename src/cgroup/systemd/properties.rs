@@ -7,6 +7,7 @@ use oci_spec::runtime::LinuxResources;
 
 use super::dbus::Value;
 use super::unit::Unit;
+use super::Refused;
 use crate::cgroup::resources::{shares_to_weight, swap_v2};
 
 /// The CFS period systemd and the kernel assume when none is given.
@@ -53,7 +54,7 @@ pub fn unit(u: &Unit, pid: Option<i32>, v2: bool) -> Vec<Value> {
 }
 
 /// The spec's resources as properties, for a systemd of `version`: v2 or v1 names.
-pub fn resources(r: &LinuxResources, v2: bool, version: u32) -> Result<Vec<Value>, String> {
+pub fn resources(r: &LinuxResources, v2: bool, version: u32) -> Result<Vec<Value>, Refused> {
     let mut out = Vec::new();
     let u64_ = |name: &str, v: u64| prop(name, Value::U64(v));
     let mem = r.memory().as_ref();
@@ -65,7 +66,9 @@ pub fn resources(r: &LinuxResources, v2: bool, version: u32) -> Result<Vec<Value
         if let Some(l) = mem.and_then(|m| m.reservation()).filter(|l| *l != 0) {
             out.push(u64_("MemoryLow", l as u64));
         }
-        if let Some(s) = swap_v2(mem.and_then(|m| m.swap()), mem.and_then(|m| m.limit()))? {
+        let swap = swap_v2(mem.and_then(|m| m.swap()), mem.and_then(|m| m.limit()))
+            .map_err(|why| Refused::new("MemorySwapMax", why))?;
+        if let Some(s) = swap {
             out.push(u64_("MemorySwapMax", s as u64));
         }
     }
@@ -142,7 +145,7 @@ fn cpuset(
     cpus: Option<String>,
     mems: Option<String>,
     version: u32,
-) -> Result<(), String> {
+) -> Result<(), Refused> {
     if version < 244 {
         return Ok(());
     }
@@ -151,8 +154,8 @@ fn cpuset(
         ("AllowedMemoryNodes", mems, "resources.CPU.Mems"),
     ] {
         if let Some(l) = list.filter(|l| !l.is_empty()) {
-            let bits =
-                range_to_bits(&l).map_err(|e| format!("{what}={l:?} conversion error: {e}"))?;
+            let bits = range_to_bits(&l)
+                .map_err(|e| Refused::new(name, format!("{what}={l:?} conversion error: {e}")))?;
             out.push(prop(name, bytes(bits)));
         }
     }
@@ -203,9 +206,27 @@ pub fn range_to_bits(list: &str) -> Result<Vec<u8>, String> {
 
 /// One `linux.resources.unified` entry as the property runc's `unifiedResToSystemdProps`
 /// makes of it; others are only written to the cgroup's files.
-fn unified_prop(out: &mut Vec<Value>, key: &str, v: &str, version: u32) -> Result<(), String> {
-    let bad = |e: &str| format!("unified resource {key:?} value {v:?}: {e}");
-    let u64_or_max = |s: &str| -> Result<u64, String> {
+fn unified_prop(out: &mut Vec<Value>, key: &str, v: &str, version: u32) -> Result<(), Refused> {
+    let property = match key {
+        "cpu.max" => "CPUQuotaPerSecUSec",
+        "cpu.weight" => "CPUWeight",
+        "cpuset.cpus" => "AllowedCPUs",
+        "cpuset.mems" => "AllowedMemoryNodes",
+        "memory.high" => "MemoryHigh",
+        "memory.low" => "MemoryLow",
+        "memory.min" => "MemoryMin",
+        "memory.max" => "MemoryMax",
+        "memory.swap.max" => "MemorySwapMax",
+        "pids.max" => "TasksMax",
+        _ => return Ok(()),
+    };
+    let bad = |e: &str| {
+        Refused::new(
+            property,
+            format!("unified resource {key:?} value {v:?}: {e}"),
+        )
+    };
+    let u64_or_max = |s: &str| -> Result<u64, Refused> {
         if s == "max" {
             Ok(INFINITY)
         } else {
@@ -234,24 +255,13 @@ fn unified_prop(out: &mut Vec<Value>, key: &str, v: &str, version: u32) -> Resul
             Value::U64(v.parse().map_err(|_| bad("not a number"))?),
         )),
         "cpuset.cpus" | "cpuset.mems" if version >= 244 => {
-            let name = if key == "cpuset.cpus" {
-                "AllowedCPUs"
-            } else {
-                "AllowedMemoryNodes"
-            };
-            out.push(prop(name, bytes(range_to_bits(v).map_err(|e| bad(&e))?)));
+            out.push(prop(
+                property,
+                bytes(range_to_bits(v).map_err(|e| bad(&e))?),
+            ));
         }
-        "memory.high" | "memory.low" | "memory.min" | "memory.max" | "memory.swap.max" => {
-            let name = match key {
-                "memory.high" => "MemoryHigh",
-                "memory.low" => "MemoryLow",
-                "memory.min" => "MemoryMin",
-                "memory.max" => "MemoryMax",
-                _ => "MemorySwapMax",
-            };
-            out.push(prop(name, Value::U64(u64_or_max(v)?)));
-        }
-        "pids.max" => out.push(prop("TasksMax", Value::U64(u64_or_max(v)?))),
+        "memory.high" | "memory.low" | "memory.min" | "memory.max" | "memory.swap.max"
+        | "pids.max" => out.push(prop(property, Value::U64(u64_or_max(v)?))),
         _ => {}
     }
     Ok(())
@@ -394,8 +404,13 @@ mod tests {
             ]
         );
         let bad = res(r#"{"unified":{"pids.max":"lots"}}"#);
-        assert!(resources(&bad, true, 252).unwrap_err().contains("pids.max"));
+        let e = resources(&bad, true, 252).unwrap_err();
+        assert_eq!(e.property, "TasksMax");
+        assert!(e.why.contains("pids.max"), "{}", e.why);
         let swap = res(r#"{"memory":{"swap":100}}"#);
-        assert!(resources(&swap, true, 252).is_err());
+        assert_eq!(
+            resources(&swap, true, 252).unwrap_err().property,
+            "MemorySwapMax"
+        );
     }
 }

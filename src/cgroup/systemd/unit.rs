@@ -3,6 +3,14 @@
 //! `<prefix>-<name>.scope` in `slice` (or the slice `name` itself when it ends in
 //! `.slice`); no path: `runc-<id>.scope` in `system.slice`.
 
+use super::Error;
+use crate::cgroup::Result;
+
+/// A name that names no unit, in runc's words.
+fn invalid(why: String) -> crate::cgroup::Error {
+    Error::Name(why).into()
+}
+
 /// A container's unit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unit {
@@ -23,16 +31,16 @@ impl Unit {
 }
 
 /// The unit of the container `id` whose `linux.cgroupsPath` is `cgroups_path`.
-pub fn parse(cgroups_path: Option<&str>, id: &str) -> Result<Unit, String> {
+pub fn parse(cgroups_path: Option<&str>, id: &str) -> Result<Unit> {
     let (slice, prefix, name) = match cgroups_path.filter(|p| !p.is_empty()) {
         None => ("", "runc", id),
         Some(p) => {
             let parts: Vec<&str> = p.split(':').collect();
             let &[slice, prefix, name] = parts.as_slice() else {
-                return Err(format!(
+                return Err(invalid(format!(
                     "expected cgroupsPath to be of format \"slice:prefix:name\" for systemd \
                      cgroups, got {p:?} instead"
-                ));
+                )));
             };
             (slice, prefix, name)
         }
@@ -48,7 +56,9 @@ pub fn parse(cgroups_path: Option<&str>, id: &str) -> Result<Unit, String> {
         format!("{prefix}-{name}.scope")
     };
     if unit.contains('/') {
-        return Err(format!("invalid unit name {unit:?}: it contains a \"/\""));
+        return Err(invalid(format!(
+            "invalid unit name {unit:?}: it contains a \"/\""
+        )));
     }
     let parent = expand_slice(slice)?;
     Ok(Unit {
@@ -62,16 +72,16 @@ pub fn parse(cgroups_path: Option<&str>, id: &str) -> Result<Unit, String> {
 /// The slice of a pod as kubelet's systemd driver names it: its uid with `-` escaped as
 /// `_`, after `pod`, in the parent slice (`kubepods-burstable.slice` gives
 /// `kubepods-burstable-pod<uid>.slice`; `-.slice`, the root, gives `pod<uid>.slice`).
-pub fn pod_slice(parent: &str, pod_uid: &str) -> Result<Unit, String> {
+pub fn pod_slice(parent: &str, pod_uid: &str) -> Result<Unit> {
     expand_slice(parent)?;
     if pod_uid.is_empty()
         || !pod_uid
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'))
     {
-        return Err(format!(
+        return Err(invalid(format!(
             "metadata.uid {pod_uid:?} cannot name a systemd slice: only letters, digits, \"-\", \"_\", \".\" and \":\""
-        ));
+        )));
     }
     let stem = parent.trim_end_matches(".slice");
     let own = format!("pod{}", pod_uid.replace('-', "_"));
@@ -89,14 +99,14 @@ pub fn pod_slice(parent: &str, pod_uid: &str) -> Result<Unit, String> {
 }
 
 /// The scope `<prefix>-<name>.scope` in `slice` (a pod's container).
-pub fn scope(slice: &str, prefix: &str, name: &str) -> Result<Unit, String> {
+pub fn scope(slice: &str, prefix: &str, name: &str) -> Result<Unit> {
     parse(Some(&format!("{slice}:{prefix}:{name}")), name)
 }
 
 /// The cgroup path of a slice: `a-b-c.slice` is `/a.slice/a-b.slice/a-b-c.slice`, `-.slice`
 /// the root (runc's `ExpandSlice`, systemd's slice naming).
-pub fn expand_slice(slice: &str) -> Result<String, String> {
-    let invalid = || format!("invalid slice name: {slice}");
+pub fn expand_slice(slice: &str) -> Result<String> {
+    let invalid = || invalid(format!("invalid slice name: {slice}"));
     let Some(stem) = slice.strip_suffix(".slice") else {
         return Err(invalid());
     };
@@ -139,7 +149,7 @@ mod tests {
             "a-.slice",
         ] {
             assert_eq!(
-                expand_slice(bad).unwrap_err(),
+                expand_slice(bad).unwrap_err().to_string(),
                 format!("invalid slice name: {bad}")
             );
         }
@@ -207,12 +217,12 @@ mod tests {
             ("podu1.slice", "/podu1.slice")
         );
         assert_eq!(
-            pod_slice("/kubepods", "u1").unwrap_err(),
+            pod_slice("/kubepods", "u1").unwrap_err().to_string(),
             "invalid slice name: /kubepods"
         );
-        assert!(pod_slice("kubepods.slice", "a/b")
-            .unwrap_err()
-            .contains("metadata.uid"));
+        let e = pod_slice("kubepods.slice", "a/b").unwrap_err();
+        assert!(e.to_string().contains("metadata.uid"), "{e}");
+        assert_eq!(e.kind(), crate::error::Kind::InvalidArgument);
         assert!(pod_slice("kubepods.slice", "").is_err());
         let c = scope(&g.name, "podinit", "abc").unwrap();
         assert_eq!(c.name, "podinit-abc.scope");
@@ -226,13 +236,13 @@ mod tests {
     fn bad_paths_are_refused_with_runc_s_words() {
         let e = parse(Some("/a/b"), "c").unwrap_err();
         assert_eq!(
-            e,
+            e.to_string(),
             "expected cgroupsPath to be of format \"slice:prefix:name\" for systemd cgroups, \
              got \"/a/b\" instead"
         );
         assert!(parse(Some("a:b:c:d"), "c").is_err());
         assert_eq!(
-            parse(Some("bad:p:n"), "c").unwrap_err(),
+            parse(Some("bad:p:n"), "c").unwrap_err().to_string(),
             "invalid slice name: bad"
         );
         assert!(parse(Some("a.slice:p:x/y"), "c").is_err());

@@ -8,7 +8,7 @@ use super::conn::Net;
 use super::http::{self, Response, SendError};
 use super::url::{self, Url};
 use super::Credential;
-use crate::image::Error;
+use crate::image::{Error, Step};
 
 const MAX_REDIRECTS: usize = 10;
 
@@ -32,12 +32,14 @@ pub struct Client {
 /// Where the API of `domain` is and whether it is plain HTTP: Docker Hub's is at
 /// `registry-1.docker.io`; loopback addresses and `--insecure-registry` entries (with or
 /// without their port) are plain HTTP.
-pub fn endpoint(domain: &str, insecure: &[String]) -> Result<(Url, bool), String> {
+pub fn endpoint(domain: &str, insecure: &[String]) -> Result<(Url, bool), Error> {
     if domain == "docker.io" {
         return Ok((Url::parse("https://registry-1.docker.io/")?, false));
     }
-    let (host, port) =
-        url::split_host_port(domain, 0).map_err(|e| format!("registry {domain:?}: {e}"))?;
+    let (host, port) = url::split_host_port(domain, 0).map_err(|why| Error::Endpoint {
+        registry: domain.to_string(),
+        why,
+    })?;
     let listed = insecure.iter().any(|i| {
         let i = i.trim().to_ascii_lowercase();
         let i = i.trim_start_matches("http://").trim_end_matches('/');
@@ -65,7 +67,7 @@ impl Client {
         net: Net,
         login: Option<Credential>,
     ) -> Result<Client, Error> {
-        let (base, may_be_https) = endpoint(domain, insecure).map_err(Error::Reference)?;
+        let (base, may_be_https) = endpoint(domain, insecure)?;
         Ok(Client {
             domain: domain.to_string(),
             path: path.to_string(),
@@ -83,7 +85,7 @@ impl Client {
         let target = format!("/v2/{}/{what}", self.path);
         let mut authorized_once = false;
         loop {
-            let url = self.base.join(&target).map_err(Error::unreachable)?;
+            let url = self.base.join(&target)?;
             let resp = match self.follow(url, accept) {
                 Err(e) if e.not_http && self.may_be_https => {
                     // A loopback registry serving TLS: the rest of the pull goes over https.
@@ -202,14 +204,15 @@ impl Client {
                 .map_err(|e| Error::unreachable(format!("token server: {}", e.msg)))?;
             match resp.status {
                 200 => {
-                    let body = resp.read_body(1 << 20).map_err(Error::unreachable)?;
-                    return auth::token_from_answer(&body)
-                        .map_err(|e| Error::unreachable(format!("{url}: {e}")));
+                    let body = resp.read_body(1 << 20)?;
+                    return auth::token_from_answer(&body).map_err(|why| Error::Exchange {
+                        url: url.to_string(),
+                        step: Step::Token,
+                        why,
+                    });
                 }
                 301 | 302 | 303 | 307 | 308 if resp.header("location").is_some() => {
-                    url = url
-                        .join(resp.header("location").unwrap_or_default())
-                        .map_err(Error::unreachable)?;
+                    url = url.join(resp.header("location").unwrap_or_default())?;
                 }
                 401 | 403 => {
                     let status = Some(resp.status);

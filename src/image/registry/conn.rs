@@ -46,7 +46,7 @@ pub struct Connection {
 /// error is the registry's unreachable one (`Error::Registry` without a status), naming
 /// the server and the step.
 pub fn connect(url: &Url, net: &Net) -> Result<Connection, Error> {
-    let proxy = net.proxies.for_url(url).map_err(Error::unreachable)?;
+    let proxy = net.proxies.for_url(url)?;
     let timeout = net.timeout;
     let (host, port) = match &proxy {
         Some(p) => (p.host.as_str(), p.port),

@@ -4,6 +4,7 @@
 
 use super::auth::base64_decode;
 use super::Credential;
+use crate::image::Error;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -18,7 +19,11 @@ struct Entry {
     password: String,
 }
 
-pub fn from_docker_config(json: &[u8]) -> Result<Vec<Credential>, String> {
+pub fn from_docker_config(json: &[u8]) -> Result<Vec<Credential>, Error> {
+    docker_config(json).map_err(Error::Content)
+}
+
+fn docker_config(json: &[u8]) -> Result<Vec<Credential>, String> {
     let v: serde_json::Value =
         serde_json::from_slice(json).map_err(|e| format!("docker config: {e}"))?;
     // `.dockerconfigjson` wraps the entries in `auths`; the older `.dockercfg` does not.
@@ -89,6 +94,16 @@ pub fn find<'a>(creds: &'a [Credential], domain: &str, path: &str) -> Option<&'a
         .max_by_key(|c| c.registry.len())
 }
 
+/// Every login for `domain/path`, the most specific first: kubelet's keyring `Lookup`.
+pub fn all<'a>(creds: &'a [Credential], domain: &str, path: &str) -> Vec<&'a Credential> {
+    let mut m: Vec<&Credential> = creds
+        .iter()
+        .filter(|c| matches(&c.registry, domain, path))
+        .collect();
+    m.sort_by_key(|c| std::cmp::Reverse(c.registry.len()));
+    m
+}
+
 fn matches(key: &str, domain: &str, path: &str) -> bool {
     let key = normalise_key(key);
     let (khost, kpath) = key.split_once('/').unwrap_or((&key, ""));
@@ -109,7 +124,7 @@ fn host_glob(pattern: &str, host: &str) -> bool {
 
 /// `$DOCKER_CONFIG/config.json`, else `~/.docker/config.json`; none when it does not
 /// exist.
-pub fn from_default_file() -> Result<Vec<Credential>, String> {
+pub fn from_default_file() -> Result<Vec<Credential>, Error> {
     let path = match std::env::var_os("DOCKER_CONFIG") {
         Some(d) => PathBuf::from(d).join("config.json"),
         None => match std::env::var_os("HOME") {
@@ -118,9 +133,9 @@ pub fn from_default_file() -> Result<Vec<Credential>, String> {
         },
     };
     match std::fs::read(&path) {
-        Ok(b) => from_docker_config(&b).map_err(|e| format!("{}: {e}", path.display())),
+        Ok(b) => from_docker_config(&b).map_err(|e| e.within(path.display())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(e) => Err(format!("{}: {e}", path.display())),
+        Err(e) => Err(Error::io(path.display(), e)),
     }
 }
 

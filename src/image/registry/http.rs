@@ -5,6 +5,7 @@
 
 use super::conn::{self, Net, Stream};
 use super::url::Url;
+use crate::image::{Error, Step};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::time::Duration;
 
@@ -49,21 +50,26 @@ impl Response {
     }
 
     /// Reads the whole body (up to `limit` bytes) into memory, where it is read again.
-    pub fn buffer_body(&mut self, limit: u64) -> Result<Vec<u8>, String> {
+    pub fn buffer_body(&mut self, limit: u64) -> Result<Vec<u8>, Error> {
         let b = self.read_body(limit)?;
         self.body.buffered = Some(io::Cursor::new(b.clone()));
         Ok(b)
     }
 
     /// The whole body, refusing more than `limit` bytes.
-    pub fn read_body(&mut self, limit: u64) -> Result<Vec<u8>, String> {
+    pub fn read_body(&mut self, limit: u64) -> Result<Vec<u8>, Error> {
+        let bad = |why: String| Error::Exchange {
+            url: self.url.to_string(),
+            step: Step::Body,
+            why,
+        };
         let mut out = Vec::new();
         (&mut self.body)
             .take(limit + 1)
             .read_to_end(&mut out)
-            .map_err(|e| format!("{}: {e}", self.url))?;
+            .map_err(|e| bad(e.to_string()))?;
         if out.len() as u64 > limit {
-            return Err(format!("{}: answer larger than {limit} bytes", self.url));
+            return Err(bad(format!("answer larger than {limit} bytes")));
         }
         Ok(out)
     }

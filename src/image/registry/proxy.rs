@@ -5,6 +5,7 @@
 
 use super::auth;
 use super::url::{self, Url};
+use crate::image::Error;
 
 /// A proxy to go through.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,7 +40,7 @@ impl Settings {
     }
 
     /// The proxy for `target`, if any.
-    pub fn for_url(&self, target: &Url) -> Result<Option<Proxy>, String> {
+    pub fn for_url(&self, target: &Url) -> Result<Option<Proxy>, Error> {
         let setting = if target.https {
             &self.https
         } else {
@@ -49,7 +50,7 @@ impl Settings {
     }
 }
 
-fn choose(target: &Url, setting: Option<&str>, no_proxy: &str) -> Result<Option<Proxy>, String> {
+fn choose(target: &Url, setting: Option<&str>, no_proxy: &str) -> Result<Option<Proxy>, Error> {
     let Some(setting) = setting else {
         return Ok(None);
     };
@@ -89,12 +90,16 @@ fn excluded(target: &Url, no_proxy: &str) -> bool {
 }
 
 /// `http://[user:password@]host[:port][/]`, the scheme optional.
-fn parse(setting: &str) -> Result<Proxy, String> {
+fn parse(setting: &str) -> Result<Proxy, Error> {
     let s = setting.trim();
+    let bad = |why: String| Error::Proxy {
+        setting: s.to_string(),
+        why,
+    };
     let rest = if let Some(r) = s.strip_prefix("http://") {
         r
     } else if s.starts_with("https://") || s.starts_with("socks") {
-        return Err(format!("proxy {s:?}: only http:// proxies are supported"));
+        return Err(bad("only http:// proxies are supported".into()));
     } else {
         s
     };
@@ -103,8 +108,7 @@ fn parse(setting: &str) -> Result<Proxy, String> {
         Some((u, h)) => (Some(u), h),
         None => (None, rest),
     };
-    let (host, port) =
-        url::split_host_port(hostport, 80).map_err(|e| format!("proxy {s:?}: {e}"))?;
+    let (host, port) = url::split_host_port(hostport, 80).map_err(bad)?;
     let authorization = userinfo.map(|u| {
         let (user, password) = u.split_once(':').unwrap_or((u, ""));
         auth::basic(&unescape(user), &unescape(password))
@@ -142,9 +146,12 @@ mod tests {
         let p = parse("http://us%40r:p%3Ass@10.0.0.1/").unwrap();
         assert_eq!((p.host.as_str(), p.port), ("10.0.0.1", 80));
         assert_eq!(p.authorization, Some(auth::basic("us@r", "p:ss")));
-        assert!(parse("socks5://p:1080")
-            .unwrap_err()
-            .contains("only http://"));
+        let e = parse("socks5://p:1080").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "proxy \"socks5://p:1080\": only http:// proxies are supported"
+        );
+        assert_eq!(e.kind(), crate::error::Kind::InvalidArgument);
     }
 
     #[test]

@@ -121,7 +121,7 @@ fn manifest(
     }
     let header_type = resp.header("content-type").map(str::to_string);
     let header_digest = resp.header("docker-content-digest").map(str::to_string);
-    let bytes = resp.read_body(MAX_MANIFEST).map_err(Error::unreachable)?;
+    let bytes = resp.read_body(MAX_MANIFEST)?;
     let got = Digest::of(&bytes);
     if let Some(e) = expected.filter(|e| **e != got) {
         return Err(Error::Content(format!(

@@ -8,11 +8,13 @@ use rustls::{ClientConfig, RootCertStore};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::image::Error;
+
 /// Debian's bundle of the system's roots (`ca-certificates`); `$SSL_CERT_FILE` replaces it
 /// as it does for OpenSSL and Go.
 const SYSTEM_ROOTS: &str = "/etc/ssl/certs/ca-certificates.crt";
 
-pub fn config(ca_files: &[PathBuf]) -> Result<Arc<ClientConfig>, String> {
+pub fn config(ca_files: &[PathBuf]) -> Result<Arc<ClientConfig>, Error> {
     let mut roots = RootCertStore::empty();
     let system = std::env::var_os("SSL_CERT_FILE")
         .map(PathBuf::from)
@@ -24,31 +26,36 @@ pub fn config(ca_files: &[PathBuf]) -> Result<Arc<ClientConfig>, String> {
     for f in ca_files {
         let certs = read_certs(f)?;
         if certs.is_empty() {
-            return Err(format!(
+            return Err(Error::Content(format!(
                 "--registry-ca {}: no PEM certificate in it",
                 f.display()
-            ));
+            )));
         }
         for c in certs {
             roots
                 .add(c)
-                .map_err(|e| format!("--registry-ca {}: {e}", f.display()))?;
+                .map_err(|e| Error::Content(format!("--registry-ca {}: {e}", f.display())))?;
         }
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let c = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| format!("tls: {e}"))?
+        .map_err(|e| Error::Content(format!("tls: {e}")))?
         .with_root_certificates(roots)
         .with_no_client_auth();
     Ok(Arc::new(c))
 }
 
-fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, Error> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path.display(), e))?;
     CertificateDer::pem_slice_iter(&bytes)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("{}: not a PEM certificate file: {e}", path.display()))
+        .map_err(|e| {
+            Error::Content(format!(
+                "{}: not a PEM certificate file: {e}",
+                path.display()
+            ))
+        })
 }
 
 #[cfg(test)]
@@ -61,13 +68,14 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let f = dir.join("empty.pem");
         std::fs::write(&f, "not a certificate\n").unwrap();
-        let e = config(std::slice::from_ref(&f)).unwrap_err();
+        let e = config(std::slice::from_ref(&f)).unwrap_err().to_string();
         assert!(
             e.contains("no PEM certificate") && e.contains("empty.pem"),
             "{e}"
         );
         let e = config(&[dir.join("missing.pem")]).unwrap_err();
-        assert!(e.contains("missing.pem"), "{e}");
+        assert_eq!(e.kind(), crate::error::Kind::NotFound);
+        assert!(e.to_string().contains("missing.pem"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

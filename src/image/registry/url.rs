@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use crate::image::Error;
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Url {
     pub https: bool,
@@ -14,15 +16,17 @@ pub struct Url {
 }
 
 impl Url {
-    pub fn parse(s: &str) -> Result<Url, String> {
+    pub fn parse(s: &str) -> Result<Url, Error> {
+        let bad = |why: String| Error::Url {
+            url: s.to_string(),
+            why,
+        };
         let (https, rest) = if let Some(r) = s.strip_prefix("https://") {
             (true, r)
         } else if let Some(r) = s.strip_prefix("http://") {
             (false, r)
         } else {
-            return Err(format!(
-                "URL {s:?}: only http:// and https:// are supported"
-            ));
+            return Err(bad("only http:// and https:// are supported".into()));
         };
         let (authority, target) = match rest.find(['/', '?']) {
             Some(i) if rest[i..].starts_with('/') => (&rest[..i], rest[i..].to_string()),
@@ -32,8 +36,7 @@ impl Url {
         // Credentials in a URL are not ours to send anywhere.
         let authority = authority.rsplit('@').next().unwrap_or(authority);
         let default = if https { 443 } else { 80 };
-        let (host, port) =
-            split_host_port(authority, default).map_err(|e| format!("URL {s:?}: {e}"))?;
+        let (host, port) = split_host_port(authority, default).map_err(bad)?;
         Ok(Url {
             https,
             host,
@@ -43,7 +46,7 @@ impl Url {
     }
 
     /// Where a redirect's `Location` points, relative to this URL.
-    pub fn join(&self, location: &str) -> Result<Url, String> {
+    pub fn join(&self, location: &str) -> Result<Url, Error> {
         if location.starts_with("http://") || location.starts_with("https://") {
             return Url::parse(location);
         }

@@ -112,7 +112,7 @@ fn a_present_image_is_used_with_kubelets_event() {
         (
             EventType::Normal,
             "Pulled".into(),
-            "Container image \"busybox:1.36\" already present on machine".into()
+            "Container image \"busybox:1.36\" already present on machine and can be accessed by the pod".into()
         )
     );
     assert_eq!(ev[1].1, "Created");
@@ -474,7 +474,7 @@ fn an_image_volumes_pull_is_the_pods_and_its_failure_the_mounting_containers() {
         pulled[1],
         (
             "Pulled".into(),
-            format!("Container image {reference:?} already present on machine"),
+            format!("Container image {reference:?} already present on machine and can be accessed by the pod"),
             None
         )
     );

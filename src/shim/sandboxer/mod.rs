@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
-use podinit::cgroup::{CgroupRoot, Group};
+use podinit::cgroup::{CgroupRoot, Group, StatsReader};
 
 use super::error::{Error, Result};
 use super::reaper::Exit;
@@ -48,6 +48,15 @@ struct Sandbox {
     created_at: SystemTime,
     /// The sandbox's own cgroup (`<cgroup parent>/<id>`), once started.
     cgroup: Option<Group>,
+    /// The pod cgroup's figures, found at the first SandboxMetrics and kept with their
+    /// files open: containerd 2 asks for them every second.
+    stats: Option<Arc<StatsReader>>,
+    /// The handler's options say `SystemdCgroup = true`: the sandbox's cgroup is the
+    /// transient scope `cri-containerd-<id>.scope` in the pod's slice, as a pause's is
+    /// under runc's systemd driver.
+    systemd: bool,
+    /// Its scope, once started under the systemd driver.
+    unit: Option<String>,
     pid: Option<i32>,
     exit: Option<Exit>,
 }
@@ -156,21 +165,26 @@ impl Sandboxer {
         netns: &str,
     ) -> Result<()> {
         if id.is_empty() {
-            return Err(Error::Other("CreateSandbox: no sandbox_id".into()));
+            return Err(Error::Invalid("CreateSandbox: no sandbox_id".into()));
         }
         let config = PodConfig::from_options(options.0, options.1)
-            .map_err(|e| Error::Other(format!("sandbox {id}: {e}")))?;
+            .map_err(|e| Error::Invalid(format!("sandbox {id}: {e}")))?;
         if config.user_namespace {
-            return Err(Error::Other(format!(
+            return Err(Error::Unsupported(format!(
                 "sandbox {id}: a pod's user namespace (hostUsers: false) is not supported by \
                  the podinit handler's Sandbox mode (docs/cri.md §6)"
             )));
         }
         if !netns.is_empty() && !std::path::Path::new(netns).exists() {
-            return Err(Error::Other(format!(
+            return Err(Error::Missing(format!(
                 "sandbox {id}: the network namespace {netns} does not exist"
             )));
         }
+        let bundle = match bundle {
+            "" => std::env::current_dir().unwrap_or_default(),
+            b => PathBuf::from(b),
+        };
+        let systemd = super::bootstrap::kept_systemd_cgroup(&bundle);
         let mut t = self.table();
         if t.contains_key(id) {
             return Err(Error::ContainerExists(format!("sandbox {id}")));
@@ -179,13 +193,13 @@ impl Sandboxer {
             id.to_string(),
             Sandbox {
                 config,
-                bundle: match bundle {
-                    "" => std::env::current_dir().unwrap_or_default(),
-                    b => PathBuf::from(b),
-                },
+                bundle,
                 netns: netns.to_string(),
                 created_at: SystemTime::now(),
                 cgroup: None,
+                stats: None,
+                systemd,
+                unit: None,
                 pid: None,
                 exit: None,
             },
@@ -196,7 +210,7 @@ impl Sandboxer {
 
     /// StartSandbox: the pod's cgroup and PID 1; its pid and when the sandbox was made.
     pub fn start(self: &Arc<Self>, id: &str) -> Result<(u32, SystemTime)> {
-        let (config, ns, path, created_at, bundle) = {
+        let (config, ns, path, created_at, bundle, systemd) = {
             let t = self.table();
             let sb = t.get(id).ok_or_else(|| Self::not_found(id))?;
             if sb.pid.is_some() {
@@ -208,37 +222,61 @@ impl Sandboxer {
                 sb.config.cgroups_path(id),
                 sb.created_at,
                 sb.bundle.clone(),
+                sb.systemd,
             )
         };
         let pod_files = files::make(&bundle, &config).map_err(|e| {
             files::unmount(&bundle);
-            Error::Other(format!("sandbox {id}: {e}"))
+            Error::Setup(format!("sandbox {id}: {e}"))
         })?;
-        let group = CgroupRoot::for_oci_path(Some(&path), id)
-            .and_then(|g| g.create_all().map(|()| g))
-            .map_err(|e| {
-                files::unmount(&bundle);
-                Error::Other(format!("sandbox {id}: {e}"))
-            })?;
+        let made = if systemd {
+            let slice_path = format!("{}:cri-containerd:{id}", config.cgroup_parent);
+            podinit::cgroup::systemd::resolve(Some(&slice_path), id)
+                .and_then(|(u, g)| g.create_all().map(|()| (g, u.cgroup.clone(), Some(u))))
+        } else {
+            CgroupRoot::for_oci_path(Some(&path), id)
+                .and_then(|g| g.create_all().map(|()| (g, path.clone(), None)))
+        };
+        let (group, path, unit) = made.map_err(|err| {
+            files::unmount(&bundle);
+            Error::Cgroup {
+                what: format!("sandbox {id}"),
+                err,
+            }
+        })?;
         let pid = match start::pid1(&self.inner, &ns) {
             Ok(pid) => pid,
             Err(e) => {
                 let _ = group.remove();
                 files::unmount(&bundle);
-                return Err(Error::Other(format!("sandbox {id}: {e}")));
+                return Err(Error::Setup(format!("sandbox {id}: {e}")));
             }
         };
         let placed = group
             .add(pid)
             .map_err(|e| e.to_string())
-            .and_then(|()| record::Record::new(id, pid, &path).write(&bundle));
+            .and_then(|()| {
+                // Asked of systemd with the PID 1 in the scope's directory already, as
+                // podinit's runtime starts a container's scope.
+                unit.as_ref().map_or(Ok(()), |u| {
+                    podinit::cgroup::systemd::start(u, pid, None, None).map_err(|e| e.to_string())
+                })
+            })
+            .and_then(|()| {
+                let mut r = record::Record::new(id, pid, &path);
+                r.systemd_unit = unit.as_ref().map(|u| u.name.clone());
+                r.write(&bundle)
+            });
         if let Err(e) = placed {
             let _ = nix::sys::signal::kill(
                 nix::unistd::Pid::from_raw(pid),
                 nix::sys::signal::Signal::SIGKILL,
             );
+            if let Some(u) = &unit {
+                let _ = podinit::cgroup::systemd::stop(&u.name);
+            }
             files::unmount(&bundle);
-            return Err(Error::Other(format!("sandbox {id}: {e}")));
+            return Err(Error::Setup(format!("sandbox {id}: {e}")));
         }
         self.inner.set_pod_files(id, Some(pod_files));
         {
@@ -246,6 +284,7 @@ impl Sandboxer {
             let sb = t.get_mut(id).ok_or_else(|| Self::not_found(id))?;
             sb.pid = Some(pid);
             sb.cgroup = Some(group);
+            sb.unit = unit.map(|u| u.name);
         }
         let (me, sid) = (Arc::clone(self), id.to_string());
         self.inner
@@ -306,7 +345,7 @@ impl Sandboxer {
             if self.wait_exit(id, Some(timeout))?.is_none() {
                 let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
                 if self.wait_exit(id, Some(KILL_LIMIT))?.is_none() {
-                    return Err(Error::Other(format!(
+                    return Err(Error::Setup(format!(
                         "sandbox {id}: its PID 1 {pid} did not exit on SIGKILL"
                     )));
                 }
@@ -318,14 +357,26 @@ impl Sandboxer {
     /// The sandbox's cgroup, its shm (as containerd's podsandbox controller unmounts a
     /// pause's at stop) and its record for a dead shim's `delete` go once it has stopped.
     fn remove_cgroup(&self, id: &str) -> Result<()> {
-        let (group, bundle) = match self.table().get_mut(id) {
-            Some(sb) => (sb.cgroup.take(), sb.bundle.clone()),
+        let (group, bundle, unit) = match self.table().get_mut(id) {
+            Some(sb) => {
+                sb.stats = None;
+                (sb.cgroup.take(), sb.bundle.clone(), sb.unit.take())
+            }
             None => return Ok(()),
         };
         files::unmount(&bundle);
+        // runc's order: the unit first, then what is left of its cgroup.
+        if let Some(unit) = unit {
+            podinit::cgroup::systemd::stop(&unit).map_err(|err| Error::Cgroup {
+                what: format!("sandbox {id}"),
+                err,
+            })?;
+        }
         if let Some(g) = group {
-            g.destroy()
-                .map_err(|e| Error::Other(format!("sandbox {id}: removing its cgroup: {e}")))?;
+            g.destroy().map_err(|err| Error::Cgroup {
+                what: format!("sandbox {id}: removing its cgroup"),
+                err,
+            })?;
             record::forget(&bundle);
         }
         Ok(())
@@ -357,21 +408,48 @@ impl Sandboxer {
         &self,
         id: &str,
     ) -> Result<containerd_shim::protos::protobuf::well_known_types::any::Any> {
-        let path = {
+        let (kept, path) = {
             let t = self.table();
             let sb = t.get(id).ok_or_else(|| Self::not_found(id))?;
-            match sb.config.cgroup_parent.as_str() {
+            let path = match sb.config.cgroup_parent.as_str() {
                 "" => sb.config.cgroups_path(id),
+                // The pod's slice, by its cgroup's path.
+                parent if sb.systemd => {
+                    podinit::cgroup::systemd::expand_slice(parent).map_err(|err| Error::Cgroup {
+                        what: format!("sandbox {id}"),
+                        err,
+                    })?
+                }
                 parent => parent.to_string(),
+            };
+            (sb.stats.clone(), path)
+        };
+        let reader = match kept {
+            Some(r) => r,
+            None => {
+                let group =
+                    CgroupRoot::for_oci_path(Some(&path), id).map_err(|err| Error::Cgroup {
+                        what: format!("sandbox {id}"),
+                        err,
+                    })?;
+                if !group.exists() {
+                    return Err(Error::NoState(format!("sandbox {id}: no cgroup {path}")));
+                }
+                let r = Arc::new(group.metrics_reader());
+                if let Some(sb) = self.table().get_mut(id) {
+                    sb.stats = Some(Arc::clone(&r));
+                }
+                r
             }
         };
-        let group = CgroupRoot::for_oci_path(Some(&path), id)
-            .map_err(|e| Error::Other(format!("sandbox {id}: {e}")))?;
-        if !group.exists() {
-            return Err(Error::NoState(format!("sandbox {id}: no cgroup {path}")));
-        }
-        super::metrics::to_any(&group.stats(), podinit::sys::cgroup::unified())
-            .map_err(|e| Error::Other(format!("sandbox {id}: {e}")))
+        let figures = reader.read().ok_or_else(|| {
+            if let Some(sb) = self.table().get_mut(id) {
+                sb.stats = None;
+            }
+            Error::NoState(format!("sandbox {id}: no cgroup {path}"))
+        })?;
+        super::metrics::to_any(&figures, podinit::sys::cgroup::unified())
+            .map_err(|e| Error::Setup(format!("sandbox {id}: {e}")))
     }
 
     /// ShutdownSandbox: the sandbox is stopped if it still runs, forgotten, and the shim

@@ -15,6 +15,9 @@ pub struct Record {
     /// The PID 1's start time in clock ticks after boot (`/proc/<pid>/stat`'s 22nd field).
     pub start_time: u64,
     pub cgroups_path: String,
+    /// The systemd unit of its cgroup, under the systemd driver.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub systemd_unit: Option<String>,
 }
 
 fn start_time(pid: i32) -> Option<u64> {
@@ -31,6 +34,7 @@ impl Record {
             pid,
             start_time: start_time(pid).unwrap_or(0),
             cgroups_path: cgroups_path.to_string(),
+            systemd_unit: None,
         }
     }
 
@@ -59,6 +63,9 @@ pub fn cleanup(bundle: &Path) -> Option<i32> {
             nix::unistd::Pid::from_raw(r.pid),
             nix::sys::signal::Signal::SIGKILL,
         );
+    }
+    if let Some(unit) = &r.systemd_unit {
+        let _ = podinit::cgroup::systemd::stop(unit);
     }
     if let Ok(g) = podinit::cgroup::CgroupRoot::for_oci_path(Some(&r.cgroups_path), &r.id) {
         let _ = g.destroy();
