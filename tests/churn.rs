@@ -342,12 +342,13 @@ fn kill_a_shim(lab: &Lab) -> Option<(String, String)> {
         .nth(1)
         .and_then(|r| r.split(' ').next())
         .unwrap_or("?");
-    // The binary's name: the lab's own paths name podinit too.
+    // The binary's name: the lab's own paths name podinit too, and podinit's shim may be
+    // another build under any name (PODINIT_CRI_SHIM), so runc's is the one named.
     let program = cmd.split(' ').next().unwrap_or("");
-    let runtime = if program.contains("containerd-shim-podinit") {
-        "podinit"
-    } else {
+    let runtime = if program.contains("containerd-shim-runc") {
         "runc"
+    } else {
+        "podinit"
     };
     Some((
         format!("SIGKILL to the {runtime} shim of {id} (pid {pid})"),
