@@ -223,7 +223,13 @@ mod tests {
         assert!(try_lock(&root, "c1").unwrap().is_none());
         save(&root, &s).unwrap();
         drop(l);
-        assert!(try_lock(&root, "c1").unwrap().is_some());
+        // Another test's fork in this process may hold a copy of the lock's fd until its
+        // child execs or exits (O_CLOEXEC acts at exec): the lock is free once it has.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while try_lock(&root, "c1").unwrap().is_none() {
+            assert!(std::time::Instant::now() < deadline, "the lock stayed held");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
         let back = load(&root, "c1").unwrap();
         assert_eq!(back.init_process_pid, 42);
         assert_eq!(back.cgroups_path.as_deref(), Some("/c1"));
