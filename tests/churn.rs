@@ -437,7 +437,17 @@ fn owner_of(entry: &str) -> String {
     };
     let (shim, sandbox) = (read("shim-binary-path"), read("sandbox"));
     if shim.is_empty() && sandbox.is_empty() {
-        entry.to_string()
+        // A runtime's own state (runc's layout, which podinit's runtime shares): what its
+        // record says of the container, so that a leftover can be traced after the lab is gone.
+        let state: serde_json::Value =
+            serde_json::from_str(&read("state.json")).unwrap_or_default();
+        match state.get("created") {
+            Some(created) => format!(
+                "{entry} (created {created}, init pid {}, bundle {})",
+                state["init_process_pid"], state["bundle"]
+            ),
+            None => entry.to_string(),
+        }
     } else {
         format!("{entry} (shim {shim:?}, sandbox {sandbox:?})")
     }
