@@ -78,6 +78,37 @@ fn bundle(
     lab.bundle(id, &spec)
 }
 
+/// containerd's events service for the lab's shims, recording into `events`; the events
+/// are served while the returned server lives.
+fn serve_events(lab: &Lab, events: &Recorded) -> Server {
+    let events_sock = format!("unix://{}", lab.dir.join("events.sock").display());
+    let mut server = Server::new()
+        .bind(&events_sock)
+        .unwrap()
+        .register_service(create_events(Arc::new(events.clone())));
+    server.start().unwrap();
+    server
+}
+
+/// The pod's shim, started for the sandbox bundle `sb` and connected as containerd does:
+/// its Task client, its pid (the lab's shim from then on) and its address.
+fn sandbox_shim(lab: &mut Lab, sb: &Path) -> (TaskClient, i32, String) {
+    let address = shim_start(&lab.ns, &lab.dir, sb, "sb");
+    let client = TaskClient::new(Client::connect(&address).unwrap());
+    let shim_pid = client
+        .connect(
+            ctx(),
+            &api::ConnectRequest {
+                id: "sb".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap()
+        .shim_pid as i32;
+    lab.shim = Some(shim_pid);
+    (client, shim_pid, address)
+}
+
 #[test]
 #[ignore = "needs root: namespaces, cgroups and a shim"]
 fn a_cri_shaped_pod_through_the_shims_task_api() {
@@ -85,12 +116,7 @@ fn a_cri_shaped_pod_through_the_shims_task_api() {
     let tag = format!("podinit-shim-test-{}", std::process::id());
     let mut lab = Lab::new(&tag, &["sb", "c1", "c2"]);
     let events = Recorded::default();
-    let events_sock = format!("unix://{}", lab.dir.join("events.sock").display());
-    let mut server = Server::new()
-        .bind(&events_sock)
-        .unwrap()
-        .register_service(create_events(Arc::new(events.clone())));
-    server.start().unwrap();
+    let server = serve_events(&lab, &events);
 
     // The sandbox: new pid, ipc, uts, mount and network namespaces; podinit's pause.
     let sb = bundle(
@@ -100,18 +126,7 @@ fn a_cri_shaped_pod_through_the_shims_task_api() {
         json!([{"type": "pid"}, {"type": "ipc"}, {"type": "uts"}, {"type": "mount"}, {"type": "network"}]),
         "sandbox",
     );
-    let address = shim_start(&lab.ns, &lab.dir, &sb, "sb");
-    let client = TaskClient::new(Client::connect(&address).unwrap());
-    let connect = client
-        .connect(
-            ctx(),
-            &api::ConnectRequest {
-                id: "sb".into(),
-                ..Default::default()
-            },
-        )
-        .unwrap();
-    lab.shim = Some(connect.shim_pid as i32);
+    let (client, shim_pid, address) = sandbox_shim(&mut lab, &sb);
     let sb_pid = create(&client, "sb", &sb, "");
     assert_eq!(start(&client, "sb", ""), sb_pid);
     let cmdline = std::fs::read_to_string(format!("/proc/{sb_pid}/cmdline")).unwrap();
@@ -207,9 +222,8 @@ fn a_cri_shaped_pod_through_the_shims_task_api() {
             },
         )
         .unwrap();
-    let shim = connect.shim_pid as i32;
     let deadline = Instant::now() + Duration::from_secs(10);
-    while Path::new(&format!("/proc/{shim}")).exists() {
+    while Path::new(&format!("/proc/{shim_pid}")).exists() {
         assert!(
             Instant::now() < deadline,
             "the shim did not exit after Shutdown"
@@ -311,12 +325,7 @@ fn an_idle_pod_s_shim_and_sandbox_do_not_wake() {
     common::require_root();
     let tag = format!("podinit-shim-idle-{}", std::process::id());
     let mut lab = Lab::new(&tag, &["sb", "c1"]);
-    let events_sock = format!("unix://{}", lab.dir.join("events.sock").display());
-    let mut server = Server::new()
-        .bind(&events_sock)
-        .unwrap()
-        .register_service(create_events(Arc::new(Recorded::default())));
-    server.start().unwrap();
+    let server = serve_events(&lab, &Recorded::default());
     let sb = bundle(
         &mut lab,
         "sb",
@@ -324,19 +333,7 @@ fn an_idle_pod_s_shim_and_sandbox_do_not_wake() {
         json!([{"type": "pid"}, {"type": "ipc"}, {"type": "uts"}, {"type": "mount"}, {"type": "network"}]),
         "sandbox",
     );
-    let address = shim_start(&lab.ns, &lab.dir, &sb, "sb");
-    let client = TaskClient::new(Client::connect(&address).unwrap());
-    let shim_pid = client
-        .connect(
-            ctx(),
-            &api::ConnectRequest {
-                id: "sb".into(),
-                ..Default::default()
-            },
-        )
-        .unwrap()
-        .shim_pid as i32;
-    lab.shim = Some(shim_pid);
+    let (client, shim_pid, _) = sandbox_shim(&mut lab, &sb);
     let sb_pid = create(&client, "sb", &sb, "");
     start(&client, "sb", "");
     let ns = |t: &str, f: &str| json!({"type": t, "path": format!("/proc/{sb_pid}/ns/{f}")});
@@ -407,12 +404,7 @@ fn systemd_vm_the_shim_honours_systemd_cgroup_with_a_scope_per_task() {
     );
     let tag = format!("podinit-shim-sd-{}", std::process::id());
     let mut lab = Lab::new(&tag, &["sb"]);
-    let events_sock = format!("unix://{}", lab.dir.join("events.sock").display());
-    let mut server = Server::new()
-        .bind(&events_sock)
-        .unwrap()
-        .register_service(create_events(Arc::new(Recorded::default())));
-    server.start().unwrap();
+    let server = serve_events(&lab, &Recorded::default());
     let sb = bundle(
         &mut lab,
         "sb",
@@ -426,18 +418,7 @@ fn systemd_vm_the_shim_honours_systemd_cgroup_with_a_scope_per_task() {
     spec["linux"]["cgroupsPath"] = json!(format!("podinittest.slice:cri-containerd:{tag}"));
     std::fs::write(sb.join("config.json"), spec.to_string()).unwrap();
     let unit = format!("cri-containerd-{tag}.scope");
-    let address = shim_start(&lab.ns, &lab.dir, &sb, "sb");
-    let client = TaskClient::new(Client::connect(&address).unwrap());
-    let connect = client
-        .connect(
-            ctx(),
-            &api::ConnectRequest {
-                id: "sb".into(),
-                ..Default::default()
-            },
-        )
-        .unwrap();
-    lab.shim = Some(connect.shim_pid as i32);
+    let (client, _, _) = sandbox_shim(&mut lab, &sb);
     // containerd's runc options with SystemdCgroup = true (field 9, varint 1).
     let req = api::CreateTaskRequest {
         id: "sb".into(),
