@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use containerd_shim::protos::api;
 use containerd_shim::protos::protobuf::well_known_types::any::Any;
-use containerd_shim::protos::shim_sync::{create_events, Events, TaskClient};
-use containerd_shim::protos::ttrpc::{self, Client, Server, TtrpcContext};
+use containerd_shim::protos::shim_sync::{Events, TaskClient};
+use containerd_shim::protos::ttrpc::{self, Client, TtrpcContext};
 use serde_json::json;
 use shim::{
     create, ctx, drain, fifo, shim_start, start, try_create, try_delete, try_kill, try_start, wait,
@@ -129,12 +129,7 @@ fn escapes_through_the_shims_task_api() {
     common::require_root();
     let tag = format!("podinit-shim-esc-{}", std::process::id());
     let mut lab = Lab::new(&tag, &["sb", "c1", "c2", "bad"]);
-    let events_sock = format!("unix://{}", lab.dir.join("events.sock").display());
-    let mut server = Server::new()
-        .bind(&events_sock)
-        .unwrap()
-        .register_service(create_events(std::sync::Arc::new(Sink)));
-    server.start().unwrap();
+    let server = shim::serve_events(&lab.dir, Sink);
     let marker = lab.dir.join("escaped");
     let climb = format!(
         "{}{}",
@@ -434,12 +429,7 @@ fn whole_bundle_link_attacks_through_the_shims_create_and_start() {
     common::require_root();
     let tag = format!("podinit-shim-links-{}", std::process::id());
     let mut lab = Lab::new(&tag, &["sb"]);
-    let events_sock = format!("unix://{}", lab.dir.join("events.sock").display());
-    let mut server = Server::new()
-        .bind(&events_sock)
-        .unwrap()
-        .register_service(create_events(std::sync::Arc::new(Sink)));
-    server.start().unwrap();
+    let server = shim::serve_events(&lab.dir, Sink);
     let sb = bundle(
         &mut lab,
         "sb",

@@ -18,8 +18,8 @@ use containerd_shim::protos::api;
 use containerd_shim::protos::protobuf::well_known_types::any::Any;
 use containerd_shim::protos::sandbox_api as sb;
 use containerd_shim::protos::sandbox_sync::SandboxClient;
-use containerd_shim::protos::shim_sync::{create_events, Events, TaskClient};
-use containerd_shim::protos::ttrpc::{self, Client, Server, TtrpcContext};
+use containerd_shim::protos::shim_sync::{Events, TaskClient};
+use containerd_shim::protos::ttrpc::{self, Client, TtrpcContext};
 use serde_json::json;
 use shim::{cgroup_hierarchies, ctx, delete, drain, fifo, make_fifo, shim_start, start, wait, Lab};
 
@@ -147,12 +147,7 @@ fn a_pod_made_through_the_sandbox_api_with_a_container_in_it() {
     let id = "sb";
     let bundle = sandbox_bundle(&mut lab, id);
     let topics = Topics::default();
-    let events_sock = format!("unix://{}", lab.dir.join("events.sock").display());
-    let mut events = Server::new()
-        .bind(&events_sock)
-        .unwrap()
-        .register_service(create_events(std::sync::Arc::new(topics.clone())));
-    events.start().unwrap();
+    let events = shim::serve_events(&lab.dir, topics.clone());
     let address = shim_start(&lab.ns, &lab.dir, &bundle, id);
     let client = Client::connect(&address).unwrap();
     let sandboxes = SandboxClient::new(client.clone());
@@ -523,12 +518,7 @@ fn an_idle_pod_s_shim_and_sandbox_do_not_wake() {
     let mut lab = lab_with_netns(&tag);
     let id = "sb";
     let bundle = sandbox_bundle(&mut lab, id);
-    let events_sock = format!("unix://{}", lab.dir.join("events.sock").display());
-    let mut events = Server::new()
-        .bind(&events_sock)
-        .unwrap()
-        .register_service(create_events(std::sync::Arc::new(Topics::default())));
-    events.start().unwrap();
+    let events = shim::serve_events(&lab.dir, Topics::default());
     let address = shim_start(&lab.ns, &lab.dir, &bundle, id);
     let client = Client::connect(&address).unwrap();
     let sandboxes = SandboxClient::new(client.clone());

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use containerd_shim::protos::api;
 use containerd_shim::protos::protobuf::well_known_types::any::Any;
-use containerd_shim::protos::shim_sync::{create_events, Events, TaskClient};
-use containerd_shim::protos::ttrpc::{self, Client, Server, TtrpcContext};
+use containerd_shim::protos::shim_sync::{Events, TaskClient};
+use containerd_shim::protos::ttrpc::{self, Client, TtrpcContext};
 use serde_json::json;
 use shim::{
     cgroup_hierarchies, create, ctx, delete, drain, fifo, kill, shim_start, start, wait, Lab,
@@ -78,18 +78,6 @@ fn bundle(
     lab.bundle(id, &spec)
 }
 
-/// containerd's events service for the lab's shims, recording into `events`; the events
-/// are served while the returned server lives.
-fn serve_events(lab: &Lab, events: &Recorded) -> Server {
-    let events_sock = format!("unix://{}", lab.dir.join("events.sock").display());
-    let mut server = Server::new()
-        .bind(&events_sock)
-        .unwrap()
-        .register_service(create_events(Arc::new(events.clone())));
-    server.start().unwrap();
-    server
-}
-
 /// The pod's shim, started for the sandbox bundle `sb` and connected as containerd does:
 /// its Task client, its pid (the lab's shim from then on) and its address.
 fn sandbox_shim(lab: &mut Lab, sb: &Path) -> (TaskClient, i32, String) {
@@ -116,7 +104,7 @@ fn a_cri_shaped_pod_through_the_shims_task_api() {
     let tag = format!("podinit-shim-test-{}", std::process::id());
     let mut lab = Lab::new(&tag, &["sb", "c1", "c2"]);
     let events = Recorded::default();
-    let server = serve_events(&lab, &events);
+    let server = shim::serve_events(&lab.dir, events.clone());
 
     // The sandbox: new pid, ipc, uts, mount and network namespaces; podinit's pause.
     let sb = bundle(
@@ -325,7 +313,7 @@ fn an_idle_pod_s_shim_and_sandbox_do_not_wake() {
     common::require_root();
     let tag = format!("podinit-shim-idle-{}", std::process::id());
     let mut lab = Lab::new(&tag, &["sb", "c1"]);
-    let server = serve_events(&lab, &Recorded::default());
+    let server = shim::serve_events(&lab.dir, Recorded::default());
     let sb = bundle(
         &mut lab,
         "sb",
@@ -404,7 +392,7 @@ fn systemd_vm_the_shim_honours_systemd_cgroup_with_a_scope_per_task() {
     );
     let tag = format!("podinit-shim-sd-{}", std::process::id());
     let mut lab = Lab::new(&tag, &["sb"]);
-    let server = serve_events(&lab, &Recorded::default());
+    let server = shim::serve_events(&lab.dir, Recorded::default());
     let sb = bundle(
         &mut lab,
         "sb",

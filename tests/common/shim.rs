@@ -213,6 +213,21 @@ pub fn ctx() -> context::Context {
     context::with_timeout(Duration::from_secs(30).as_nanos() as i64)
 }
 
+/// containerd's events service for a lab's shims (`<lab_dir>/events.sock`, where
+/// `shim_start` tells them to publish), answered by `events`; served while the returned
+/// server lives.
+pub fn serve_events<E>(lab_dir: &Path, events: E) -> ttrpc::Server
+where
+    E: containerd_shim::protos::shim_sync::Events + Send + Sync + 'static,
+{
+    let sock = format!("unix://{}", lab_dir.join("events.sock").display());
+    let mut server = ttrpc::Server::new().bind(&sock).unwrap().register_service(
+        containerd_shim::protos::shim_sync::create_events(std::sync::Arc::new(events)),
+    );
+    server.start().unwrap();
+    server
+}
+
 /// The shim's `start`, run as containerd runs it: in the bundle, with TTRPC_ADDRESS at the
 /// lab's events socket; the address it answers.
 pub fn shim_start(ns: &str, lab_dir: &Path, bundle: &Path, id: &str) -> String {
