@@ -243,8 +243,9 @@ fn a_running_pod_by_name_its_watch_header_and_rm_refused() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let w = watch.join().unwrap();
     let text = text(&w.stdout);
-    assert!(text.starts_with("LAST SEEN "), "{text}");
-    assert!(text.contains(" Killing "), "{text}");
+    let err = String::from_utf8_lossy(&w.stderr);
+    assert!(text.starts_with("LAST SEEN "), "{text}{err}");
+    assert!(text.contains(" Killing "), "{text}{err}");
     ok(root.podinit(&["rm", &name]), "rm once ended");
 }
 

@@ -12,6 +12,7 @@ use std::time::Duration;
 const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How a client command names its pod: `POD`, `--socket`, `--state-root`.
+#[derive(Clone)]
 pub struct Pick {
     pub pod: Option<String>,
     pub socket: Option<PathBuf>,
@@ -89,11 +90,13 @@ pub fn status(p: Pick, output: &str) -> i32 {
 
 pub fn events(p: Pick, watch: bool) -> i32 {
     use crate::status::events_table::render;
+    let kept =
+        |d: &pods::PodDir| print!("{}", render(&pods::kept_events(&d.dir), true, now_secs()));
     run(|| {
-        let s = match p.target()? {
+        let s = match p.clone().target()? {
             Target::Live(s) => s,
             Target::Ended(d) => {
-                print!("{}", render(&pods::kept_events(&d.dir), true, now_secs()));
+                kept(&d);
                 return Ok(0);
             }
         };
@@ -111,9 +114,16 @@ pub fn events(p: Pick, watch: bool) -> i32 {
                     }
                     buf.drain(..=n);
                 }
-            })
-            .map_err(|e| e.to_string())?;
-            ok(r)?;
+            });
+            // The pod ended between the pick and the watch (its socket refused us, or closed
+            // before a line): what it kept is the whole story, as for an ended pod.
+            if header {
+                if let Ok(Target::Ended(d)) = p.target() {
+                    kept(&d);
+                    return Ok(0);
+                }
+            }
+            ok(r.map_err(|e| e.to_string())?)?;
             return Ok(0);
         }
         let r = get(&s, "/v1/events")?;
