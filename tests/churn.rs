@@ -1,6 +1,7 @@
 //! A churned node: pods created, run, stopped and removed in a loop by concurrent workers
 //! through a private containerd's CRI (tests/common/cri.rs), on the podinit handler and
-//! the runc handler in the same run, while containerd is restarted and shims are killed.
+//! the runc handler in the same run (on containerd 2, podinit's Sandbox mode as well),
+//! while containerd is restarted and shims are killed.
 //! Afterwards, with no pod left, nothing may remain: shims, container processes, mounts,
 //! cgroups, network namespaces, shim sockets, runtime state, containerd's fds beyond its
 //! baseline. Also the `podinit run` loop: pods ended every way a pod ends, then nothing
@@ -30,7 +31,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use cri::{Lab, HANDLERS};
+use cri::{Lab, HANDLERS, SANDBOX_HANDLER};
 use cri_client::{api, Client};
 
 fn knob(name: &str, default: u64) -> u64 {
@@ -146,6 +147,18 @@ struct Shared<'a> {
     max_run: u64,
     stop: AtomicBool,
     record: Mutex<Record>,
+    /// The handlers the workers take turns on.
+    handlers: Vec<&'static str>,
+}
+
+/// The handlers churned on `daemon`: runc's and podinit's, and on containerd 2 podinit's
+/// Sandbox mode too, the pause-less way a containerd 2 node runs it.
+fn handlers(daemon: &cri::Containerd) -> Vec<&'static str> {
+    let mut h = HANDLERS.to_vec();
+    if matches!(daemon, cri::Containerd::V2(_)) {
+        h.push(SANDBOX_HANDLER);
+    }
+    h
 }
 
 impl Shared<'_> {
@@ -321,8 +334,8 @@ fn worker(sh: &Shared, n: usize) {
     };
     let mut i = n;
     while Instant::now() < sh.until && !sh.stop.load(Ordering::Relaxed) {
-        // Each worker alternates the handlers, so both see the same faults.
-        let handler = HANDLERS[i % HANDLERS.len()];
+        // Each worker alternates the handlers, so all see the same faults.
+        let handler = sh.handlers[i % sh.handlers.len()];
         one_pod(sh, &mut conn, handler);
         i += 1;
     }
@@ -595,12 +608,12 @@ fn leftovers(lab: &Lab, baseline_fds: usize, rec: &Record) -> (Vec<String>, Vec<
 
 /// The run's table: per handler, pods per minute and the latencies of RunPodSandbox and
 /// StopPodSandbox, over the whole run and over its first and last windows.
-fn table(rec: &Record, total: Duration, window: Duration) -> String {
+fn table(rec: &Record, handlers: &[&str], total: Duration, window: Duration) -> String {
     let mut t = String::new();
     let minutes = total.as_secs_f64() / 60.0;
     t.push_str("| handler | pods | pods/min | RunPodSandbox p50 / p99 ms | StopPodSandbox p50 / p99 ms | first window Run p50/p99, Stop p50/p99 | last window Run p50/p99, Stop p50/p99 |\n");
     t.push_str("| --- | --- | --- | --- | --- | --- | --- |\n");
-    for h in HANDLERS {
+    for &h in handlers {
         let lat = |call: &str, keep: &dyn Fn(&Sample) -> bool| -> (String, String) {
             let mut v: Vec<Duration> = rec
                 .samples
@@ -672,6 +685,7 @@ fn churn(daemon: cri::Containerd, secs: u64) {
         max_run,
         stop: AtomicBool::new(false),
         record: Mutex::new(Record::default()),
+        handlers: handlers(&lab.read().unwrap().daemon),
     };
     let done = std::thread::scope(|s| {
         let ws: Vec<_> = (0..workers)
@@ -690,6 +704,7 @@ fn churn(daemon: cri::Containerd, secs: u64) {
         faults.join().expect("the fault thread")
     });
     let total = start.elapsed();
+    let sh_handlers = sh.handlers.clone();
     let rec = sh.record.into_inner().unwrap();
     let lab = lab.into_inner().unwrap();
     // The kubelet's cleanup: pod cgroups go once their pods are (containerd's runc shim
@@ -704,7 +719,7 @@ fn churn(daemon: cri::Containerd, secs: u64) {
         (left, known) = leftovers(&lab, baseline_fds, &rec);
     }
     let mut report = format!(
-        "churn on {}: {workers} workers for {:.0} s, pods running 1–{max_run} s, both handlers\n\
+        "churn on {}: {workers} workers for {:.0} s, pods running 1–{max_run} s, handlers {sh_handlers:?}\n\
          faults: {:?}\nerrors (by call): {:?}\n\n{}",
         lab.daemon.label(),
         total.as_secs_f64(),
@@ -712,11 +727,11 @@ fn churn(daemon: cri::Containerd, secs: u64) {
             .map(|f| format!("{:.0} s: {}", f.at.as_secs_f64(), f.what))
             .collect::<Vec<_>>(),
         rec.errors,
-        table(&rec, total, window),
+        table(&rec, &sh_handlers, total, window),
     );
     report.push_str(&format!(
         "\ncontainerd fds with no pod: {baseline_fds} at the start, {} at the end\n\
-         left by containerd behind a killed shim (both handlers): {known:?}\nleft: {}\n",
+         left by containerd behind a killed shim (any handler): {known:?}\nleft: {}\n",
         fd_count(lab.containerd_pid()),
         if left.is_empty() {
             "nothing".to_string()
@@ -733,7 +748,7 @@ fn churn(daemon: cri::Containerd, secs: u64) {
             .unwrap_or_else(|e| panic!("{path}: {e}"));
         f.write_all(report.as_bytes()).unwrap();
     }
-    for h in HANDLERS {
+    for h in sh_handlers {
         assert!(
             rec.completed.get(h).copied().unwrap_or(0) > 0,
             "no pod completed on the {h} handler: {report}"
