@@ -315,7 +315,6 @@ pub fn unsupported(pod: &Pod) -> Result<(), Error> {
         for (f, on) in [
             ("seLinuxOptions", sc.se_linux_options.is_some()),
             ("windowsOptions", sc.windows_options.is_some()),
-            ("fsGroupChangePolicy", sc.fs_group_change_policy.is_some()),
             ("seLinuxChangePolicy", sc.se_linux_change_policy.is_some()),
         ] {
             if on {

@@ -648,6 +648,18 @@ fn empty_dir_media_and_supplemental_groups_policy() {
         ))),
         "spec.securityContext.supplementalGroupsPolicy: Unsupported value: \"Loose\": supported values: \"Merge\", \"Strict\""
     );
+    for policy in ["OnRootMismatch", "Always"] {
+        admit_str(&pod_with(&format!(
+            "  securityContext: {{fsGroup: 2000, fsGroupChangePolicy: {policy}}}\n{c}"
+        )))
+        .unwrap();
+    }
+    assert_eq!(
+        err_of(&pod_with(&format!(
+            "  securityContext: {{fsGroup: 2000, fsGroupChangePolicy: Never}}\n{c}"
+        ))),
+        "spec.securityContext.fsGroupChangePolicy: Unsupported value: \"Never\": supported values: \"OnRootMismatch\", \"Always\""
+    );
 }
 
 #[test]

@@ -89,6 +89,22 @@ pub fn pod(pod: &Pod) -> R {
             );
         }
     }
+    if let Some(p) = spec
+        .security_context
+        .as_ref()
+        .and_then(|s| s.fs_group_change_policy.as_deref())
+    {
+        // Accepted and of no effect here: kubelet applies it to persistent volumes only;
+        // the volumes podinit has always change (docs/semantics.md, `fsGroup` on volumes).
+        if !["OnRootMismatch", "Always"].contains(&p) {
+            return err(
+                "spec.securityContext.fsGroupChangePolicy",
+                format!(
+                    "Unsupported value: {p:?}: supported values: \"OnRootMismatch\", \"Always\""
+                ),
+            );
+        }
+    }
     for (i, sc) in spec
         .security_context
         .iter()

@@ -16,6 +16,7 @@ pub mod empty_dir;
 pub mod ending;
 pub mod events;
 pub mod expansion;
+pub mod fs_group;
 pub mod image_access;
 pub mod image_pull;
 pub mod log_run;

@@ -4,6 +4,7 @@
 
 pub mod etc_files;
 pub mod image_volume;
+pub mod ownership;
 pub mod rootfs;
 pub mod statedir;
 pub mod sysctls;

@@ -52,7 +52,7 @@ fn prepare_volume(
     node_memory: i64,
     files_of: FilesOf,
 ) -> Result<(PathBuf, bool), String> {
-    Ok(match files_of(v)? {
+    let (path, read_only) = match files_of(v)? {
         Some(files) => (
             write_files(&sd.volume_dir(&v.name), &files).map_err(|e| e.to_string())?,
             true,
@@ -61,7 +61,11 @@ fn prepare_volume(
             prepare_one(v, spec, sd, node_memory).map_err(|e| e.to_string())?,
             false,
         ),
-    })
+    };
+    if let Some(gid) = crate::pod::fs_group::group_of(spec, v) {
+        super::ownership::give(&path, gid, read_only);
+    }
+    Ok((path, read_only))
 }
 
 /// A volume of files: written once, before any container starts, mounted read-only.
