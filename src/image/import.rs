@@ -164,8 +164,7 @@ fn from_tar(store: &Store, path: &Path, added: &mut Vec<Digest>) -> Result<Sourc
         media::Compression::None => Box::new(input),
         media::Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(input)),
         media::Compression::Zstd => Box::new(
-            ruzstd::decoding::StreamingDecoder::new(input)
-                .map_err(|e| Error::Content(format!("zstd: {e}")))?,
+            super::zstd::Frames::new(input).map_err(|e| Error::Content(format!("zstd: {e}")))?,
         ),
     };
     let mut archive = tar::Archive::new(plain);

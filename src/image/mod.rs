@@ -18,5 +18,6 @@ pub mod registry;
 pub mod resolve;
 pub mod store;
 pub mod unpack;
+pub mod zstd;
 
 pub use error::{Error, Step};

@@ -50,13 +50,10 @@ pub fn unpack(
                 Compression::Gzip => {
                     Box::new(Named("gzip", flate2::bufread::MultiGzDecoder::new(input)))
                 }
-                Compression::Zstd => match ruzstd::decoding::StreamingDecoder::new(input) {
+                Compression::Zstd => match crate::image::zstd::Frames::new(input) {
                     Ok(d) => Box::new(Named("zstd", d)),
                     Err(e) => {
-                        let _ = tx.send(Err(io::Error::new(
-                            io::ErrorKind::InvalidData,
-                            format!("zstd: {e}").replace('\n', " "),
-                        )));
+                        let _ = tx.send(Err(io::Error::new(e.kind(), format!("zstd: {e}"))));
                         return None;
                     }
                 },
