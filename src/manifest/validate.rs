@@ -27,6 +27,21 @@ fn err(field: impl Into<String>, msg: impl Into<String>) -> R {
     Err(Error::new(field, msg))
 }
 
+/// The API server's check of an enumerated field (`field.NotSupported`).
+fn one_of(field: &str, value: &str, supported: &[&str]) -> R {
+    if supported.contains(&value) {
+        return Ok(());
+    }
+    let list: Vec<String> = supported.iter().map(|v| format!("{v:?}")).collect();
+    err(
+        field,
+        format!(
+            "Unsupported value: {value:?}: supported values: {}",
+            list.join(", ")
+        ),
+    )
+}
+
 pub fn pod(pod: &Pod) -> R {
     let name = pod.metadata.name.as_deref().unwrap_or("");
     if name.is_empty() {
@@ -77,32 +92,22 @@ pub fn pod(pod: &Pod) -> R {
     {
         security::seccomp_profile(sp, "spec.securityContext.seccompProfile")?;
     }
-    if let Some(p) = spec
-        .security_context
-        .as_ref()
-        .and_then(|s| s.supplemental_groups_policy.as_deref())
-    {
-        if !["Merge", "Strict"].contains(&p) {
-            return err(
+    if let Some(sc) = &spec.security_context {
+        if let Some(p) = sc.supplemental_groups_policy.as_deref() {
+            one_of(
                 "spec.securityContext.supplementalGroupsPolicy",
-                format!("Unsupported value: {p:?}: supported values: \"Merge\", \"Strict\""),
-            );
+                p,
+                &["Merge", "Strict"],
+            )?;
         }
-    }
-    if let Some(p) = spec
-        .security_context
-        .as_ref()
-        .and_then(|s| s.fs_group_change_policy.as_deref())
-    {
         // Accepted and of no effect here: kubelet applies it to persistent volumes only;
         // the volumes podinit has always change (docs/semantics.md, `fsGroup` on volumes).
-        if !["OnRootMismatch", "Always"].contains(&p) {
-            return err(
+        if let Some(p) = sc.fs_group_change_policy.as_deref() {
+            one_of(
                 "spec.securityContext.fsGroupChangePolicy",
-                format!(
-                    "Unsupported value: {p:?}: supported values: \"OnRootMismatch\", \"Always\""
-                ),
-            );
+                p,
+                &["OnRootMismatch", "Always"],
+            )?;
         }
     }
     for (i, sc) in spec
