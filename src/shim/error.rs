@@ -37,6 +37,12 @@ pub enum Error {
     Unsupported(String),
     /// Something the request names is not there (a network namespace).
     Missing(String),
+    /// The bundle's config.json could not be read or parsed: Unknown, as runc's failure
+    /// to read it is under containerd's runc shim.
+    Spec(podinit::spec::LoadError),
+    /// A sandbox's spec the shim cannot lay its pause over (no process, nothing on /dev):
+    /// Unknown, as the runtime's refusal of a spec is.
+    SandboxSpec(String),
     /// A cgroup could not be found, made or removed: what, and the cgroup layer's error
     /// with its kind.
     Cgroup {
@@ -64,7 +70,9 @@ impl Error {
             Error::Missing(_) => Kind::NotFound,
             Error::Cgroup { err, .. } => err.kind(),
             Error::Mount(_) | Error::Setup(_) => Kind::Internal,
-            Error::Runc(_) | Error::Other(_) => Kind::Unknown,
+            Error::Runc(_) | Error::Other(_) | Error::Spec(_) | Error::SandboxSpec(_) => {
+                Kind::Unknown
+            }
         }
     }
 
@@ -96,6 +104,7 @@ impl fmt::Display for Error {
             Error::InvalidSignal(n) => write!(f, "signal {n}: invalid"),
             Error::NoTerminal => f.write_str("the process has no terminal"),
             Error::Cgroup { what, err } => write!(f, "{what}: {err}"),
+            Error::Spec(e) => write!(f, "{e}"),
             Error::Mount(m)
             | Error::Runc(m)
             | Error::NoState(m)
@@ -103,6 +112,7 @@ impl fmt::Display for Error {
             | Error::Invalid(m)
             | Error::Unsupported(m)
             | Error::Missing(m)
+            | Error::SandboxSpec(m)
             | Error::Setup(m) => f.write_str(m),
         }
     }
@@ -238,6 +248,19 @@ mod tests {
                  Device or resource busy (os error 16)",
             ),
             (Error::Setup("s".into()), Code::INTERNAL, "s"),
+            (
+                Error::Spec(podinit::spec::LoadError::Parse(
+                    "/b/config.json".into(),
+                    "process.cwd: invalid type".into(),
+                )),
+                Code::UNKNOWN,
+                "parsing /b/config.json: process.cwd: invalid type",
+            ),
+            (
+                Error::SandboxSpec("the sandbox's config.json has no process".into()),
+                Code::UNKNOWN,
+                "the sandbox's config.json has no process",
+            ),
         ];
         for (e, c, m) in cases {
             assert_eq!(status(e), (c, m.to_string()));

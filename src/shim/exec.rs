@@ -39,7 +39,7 @@ impl Container {
             "--pid-file",
             &pid_s,
         ];
-        let run = inner.run_with_stdio(&self.bundle, &args, &self.id, &mut pre);
+        let run = inner.run_with_stdio(&self.bundle, &args, &self.id, None, &mut pre);
         let _ = std::fs::remove_file(&spec_file);
         if let Err(e) = run {
             let _ = std::fs::remove_file(&pid_file);

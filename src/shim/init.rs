@@ -72,13 +72,8 @@ impl Inner {
 
     fn create_in(&self, req: &api::CreateTaskRequest, bundle: &Path) -> Result<Processes> {
         let id = req.id.as_str();
-        let mut spec = sandbox::load(bundle).map_err(Error::Other)?;
-        if sandbox::is_sandbox(&spec) {
-            sandbox::use_podinit_pause(bundle, &mut spec, &self.exe).map_err(Error::Other)?;
-        } else if let Some(files) = self.pod_files(&sandbox::grouping(id, &spec)) {
-            sandbox::bind_pod_files(bundle, &mut spec, &files)
-                .map_err(|e| Error::Other(format!("container {id}: {e}")))?;
-        }
+        let mut spec = sandbox::load(bundle)?;
+        sandbox::for_create(id, &mut spec, &self.exe, |pod| self.pod_files(pod))?;
         let paths = Paths {
             stdin: req.stdin.clone(),
             stdout: req.stdout.clone(),
@@ -98,7 +93,7 @@ impl Inner {
         if systemd {
             args.insert(0, "--systemd-cgroup");
         }
-        self.run_with_stdio(bundle, &args, id, &mut pre)
+        self.run_with_stdio(bundle, &args, id, Some(&spec), &mut pre)
             .map_err(Error::Runc)?;
         // From here a failure must not leave the created container behind.
         let made = (|| {
@@ -143,13 +138,15 @@ impl Inner {
         })
     }
 
-    /// Runs `create` or `exec` (`args`, then the console socket if any, then `id`) with
-    /// the process's streams; a console socket that got no terminal is removed.
+    /// Runs `create` (with its `spec`) or `exec` (`args`, then the console socket if any,
+    /// then `id`) with the process's streams; a console socket that got no terminal is
+    /// removed.
     pub(super) fn run_with_stdio(
         &self,
         bundle: &Path,
         args: &[&str],
         id: &str,
+        spec: Option<&oci_spec::runtime::Spec>,
         pre: &mut stdio::Prepared,
     ) -> std::result::Result<(), String> {
         let console = pre
@@ -162,7 +159,11 @@ impl Inner {
         }
         all.push(id);
         let streams = std::mem::replace(&mut pre.streams, Streams::none());
-        let run = self.runc.run(&bundle.join("log.json"), &all, streams);
+        let log = bundle.join("log.json");
+        let run = match spec {
+            Some(spec) => self.runc.create(&log, &all, streams, spec),
+            None => self.runc.run(&log, &all, streams),
+        };
         if let (Err(_), Some((_, p))) = (&run, &pre.console) {
             let _ = std::fs::remove_file(p);
         }

@@ -4,17 +4,22 @@
 //! process of this same binary (`… runc VERB`), whose container processes then come to
 //! the shim as their subreaper.
 
-use std::io::Read;
-use std::os::fd::OwnedFd;
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
+use oci_spec::runtime::Spec;
+
 use super::reaper::Reaper;
 
 /// No verb takes this long; one that does is reported, not waited for forever.
 const VERB_LIMIT: Duration = Duration::from_secs(60);
+
+/// The descriptor `create` finds the handed spec on: the first after the standard streams.
+const SPEC_FD: RawFd = 3;
 
 pub struct Runc {
     exe: PathBuf,
@@ -56,13 +61,28 @@ impl Runc {
     /// ones are /dev/null); on failure runc's last error (from the log, as containerd
     /// reads it) as one line.
     pub fn run(&self, log: &Path, args: &[&str], streams: Streams) -> Result<(), String> {
-        self.verb(log, args, streams, false).map(drop)
+        self.verb(log, args, streams, None, false).map(drop)
+    }
+
+    /// Like [`Runc::run`], for `create` with the bundle's spec as the shim has read and
+    /// changed it, handed on an inherited descriptor (`runc::SPEC_FD_ENV`) so that
+    /// the verb reads no config.json.
+    pub fn create(
+        &self,
+        log: &Path,
+        args: &[&str],
+        streams: Streams,
+        spec: &Spec,
+    ) -> Result<(), String> {
+        let fd = hand(spec)?;
+        self.verb(log, args, streams, Some(fd.as_raw_fd()), false)
+            .map(drop)
     }
 
     /// Like [`Runc::run`], for a verb whose standard output is its answer (`ps`). Never
     /// for create or exec: the container's process would hold the pipe open.
     pub fn output(&self, log: &Path, args: &[&str]) -> Result<String, String> {
-        self.verb(log, args, Streams::none(), true)
+        self.verb(log, args, Streams::none(), None, true)
     }
 
     fn verb(
@@ -70,6 +90,7 @@ impl Runc {
         log: &Path,
         args: &[&str],
         streams: Streams,
+        spec: Option<RawFd>,
         capture_out: bool,
     ) -> Result<String, String> {
         let mut cmd = Command::new(&self.exe);
@@ -87,6 +108,10 @@ impl Runc {
                 stdio(streams.stdout)
             })
             .stderr(stdio(streams.stderr));
+        if let Some(fd) = spec {
+            podinit::sys::fd::pass_as(&mut cmd, fd, SPEC_FD);
+            cmd.env(podinit::runc::SPEC_FD_ENV, SPEC_FD.to_string());
+        }
         let mut child = cmd.spawn().map_err(|e| {
             format!(
                 "running {} runc {}: {e}",
@@ -111,6 +136,18 @@ impl Runc {
             format!("runc {} exited with status {}", args.join(" "), exit.status)
         }))
     }
+}
+
+/// A memfd holding `spec` as JSON: a pipe could fill before the verb reads it.
+fn hand(spec: &Spec) -> Result<OwnedFd, String> {
+    use nix::sys::memfd::{memfd_create, MFdFlags};
+    let text = serde_json::to_vec(spec).map_err(|e| format!("handing the spec on: {e}"))?;
+    let fd = memfd_create("podinit-spec", MFdFlags::MFD_CLOEXEC)
+        .map_err(|e| format!("handing the spec on: memfd_create: {e}"))?;
+    let mut file = std::fs::File::from(fd);
+    file.write_all(&text)
+        .map_err(|e| format!("handing the spec on: writing its memfd: {e}"))?;
+    Ok(OwnedFd::from(file))
 }
 
 /// The message of the last `error` line of a runc JSON log.
