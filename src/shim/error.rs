@@ -52,6 +52,10 @@ pub enum Error {
     /// The shim's own set-up of a sandbox failed (its files, its PID 1, its record), or
     /// its PID 1 would not die: what, with its cause.
     Setup(String),
+    /// A file, FIFO, socket or pipe of the shim's own: what was done to which path, and
+    /// the OS's error. Unknown, as containerd's runc shim gives an OS error (no `errdefs`
+    /// error) to containerd.
+    Io { what: String, err: std::io::Error },
     /// Something of the shim's own failed: what, with its cause.
     Other(String),
 }
@@ -70,15 +74,27 @@ impl Error {
             Error::Missing(_) => Kind::NotFound,
             Error::Cgroup { err, .. } => err.kind(),
             Error::Mount(_) | Error::Setup(_) => Kind::Internal,
-            Error::Runc(_) | Error::Other(_) | Error::Spec(_) | Error::SandboxSpec(_) => {
-                Kind::Unknown
-            }
+            Error::Runc(_)
+            | Error::Other(_)
+            | Error::Io { .. }
+            | Error::Spec(_)
+            | Error::SandboxSpec(_) => Kind::Unknown,
+        }
+    }
+
+    pub fn io(what: impl fmt::Display, err: std::io::Error) -> Error {
+        Error::Io {
+            what: what.to_string(),
+            err,
         }
     }
 
     /// A failed `kill` verb, read as containerd's runc shim reads runc's (`checkKillError`):
     /// a process that is gone is NotFound, anything else the runtime's error.
-    pub fn of_kill(message: String) -> Error {
+    pub fn of_kill(e: Error) -> Error {
+        let Error::Runc(message) = e else {
+            return e;
+        };
         let gone = message.contains("os: process already finished")
             || message.contains("container not running")
             || message.to_lowercase().contains("no such process");
@@ -105,6 +121,7 @@ impl fmt::Display for Error {
             Error::NoTerminal => f.write_str("the process has no terminal"),
             Error::Cgroup { what, err } => write!(f, "{what}: {err}"),
             Error::Spec(e) => write!(f, "{e}"),
+            Error::Io { what, err } => write!(f, "{what}: {err}"),
             Error::Mount(m)
             | Error::Runc(m)
             | Error::NoState(m)
@@ -225,6 +242,14 @@ mod tests {
             ),
             (Error::Other("o".into()), Code::UNKNOWN, "o"),
             (
+                Error::io(
+                    "opening /x/stdout",
+                    std::io::Error::from_raw_os_error(libc::ENOENT),
+                ),
+                Code::UNKNOWN,
+                "opening /x/stdout: No such file or directory (os error 2)",
+            ),
+            (
                 Error::Invalid("CreateSandbox: no sandbox_id".into()),
                 Code::INVALID_ARGUMENT,
                 "CreateSandbox: no sandbox_id",
@@ -270,23 +295,28 @@ mod tests {
     #[test]
     fn a_kill_of_a_gone_process_is_not_found_as_containerd_reads_runc() {
         assert!(matches!(
-            Error::of_kill("container not running".into()),
+            Error::of_kill(Error::Runc("container not running".into())),
             Error::ProcessFinished
         ));
         assert!(matches!(
-            Error::of_kill("kill: No such process".into()),
+            Error::of_kill(Error::Runc("kill: No such process".into())),
             Error::ProcessFinished
         ));
         // A container runc no longer knows: "no such container", NotFound too.
-        let e = Error::of_kill("container c1 does not exist".into());
+        let e = Error::of_kill(Error::Runc("container c1 does not exist".into()));
         assert_eq!(e.kind(), Kind::NotFound);
         assert_eq!(
             e.to_string(),
             "no such container: container c1 does not exist"
         );
         assert!(matches!(
-            Error::of_kill("permission denied".into()),
+            Error::of_kill(Error::Runc("permission denied".into())),
             Error::Runc(_)
+        ));
+        // A failure before runc ran keeps its own kind.
+        assert!(matches!(
+            Error::of_kill(Error::Other("spawning".into())),
+            Error::Other(_)
         ));
     }
 }

@@ -33,7 +33,7 @@ impl Inner {
         let rootfs = bundle.join("rootfs");
         let mounted = !req.rootfs.is_empty();
         if mounted {
-            super::rootfs::mount_rootfs(&req.rootfs, &rootfs).map_err(Error::Mount)?;
+            super::rootfs::mount_rootfs(&req.rootfs, &rootfs)?;
         }
         let mut procs = match self.create_in(req, &bundle) {
             Ok(p) => p,
@@ -80,7 +80,7 @@ impl Inner {
             stderr: req.stderr.clone(),
             terminal: req.terminal,
         };
-        let mut pre = stdio::prepare(&paths, &self.runc.root).map_err(Error::Other)?;
+        let mut pre = stdio::prepare(&paths, &self.runc.root)?;
         let pid_file = bundle.join("init.pid");
         let bundle_s = bundle.to_string_lossy();
         let pid_s = pid_file.to_string_lossy();
@@ -93,14 +93,15 @@ impl Inner {
         if systemd {
             args.insert(0, "--systemd-cgroup");
         }
-        self.run_with_stdio(bundle, &args, id, Some(&spec), &mut pre)
-            .map_err(Error::Runc)?;
+        self.run_with_stdio(bundle, &args, id, Some(&spec), &mut pre)?;
         // From here a failure must not leave the created container behind.
         let made = (|| {
             stdio::attach_console(&mut pre, &paths)?;
             let pid = read_pid(&pid_file)?;
             let root = podinit::runc::state::Root(self.runc.root.clone());
-            Ok::<_, String>((pid, podinit::runc::state::load(&root, id)?))
+            let state =
+                podinit::runc::state::load(&root, id).map_err(|e| Error::Other(e.to_string()))?;
+            Ok::<_, Error>((pid, state))
         })();
         let (pid, state) = match made {
             Ok(m) => m,
@@ -109,7 +110,7 @@ impl Inner {
                 let _ = self
                     .runc
                     .run(&log, &["delete", "--force", id], Streams::none());
-                return Err(Error::Other(e));
+                return Err(e);
             }
         };
         let oom = tasks::oom_file(&state.cgroup_paths)
@@ -148,7 +149,7 @@ impl Inner {
         id: &str,
         spec: Option<&oci_spec::runtime::Spec>,
         pre: &mut stdio::Prepared,
-    ) -> std::result::Result<(), String> {
+    ) -> Result<()> {
         let console = pre
             .console
             .as_ref()
@@ -198,7 +199,8 @@ impl Container {
     /// reaper thread would race: those run `start` as a verb.
     fn start_init(self: &Arc<Self>, inner: &Arc<Inner>) -> Result<u32> {
         let root = podinit::runc::state::Root(inner.runc.root.clone());
-        let loaded = podinit::runc::state::load(&root, &self.id).map_err(String::from);
+        let loaded =
+            podinit::runc::state::load(&root, &self.id).map_err(|e| Error::Runc(e.to_string()));
         let ran = loaded.and_then(|st| {
             let hooks = st.config.hooks().as_ref();
             if hooks
@@ -207,7 +209,7 @@ impl Container {
             {
                 self.verb(inner, &["start", &self.id])
             } else {
-                podinit::runc::start::start(&root, &st).map_err(String::from)
+                podinit::runc::start::start(&root, &st).map_err(|e| Error::Runc(e.to_string()))
             }
         });
         let mut procs = self.lock();
@@ -217,7 +219,7 @@ impl Container {
             if let Some(exit) = pending {
                 finish(inner, self, &mut procs, "", exit);
             }
-            return Err(Error::Runc(e));
+            return Err(e);
         }
         if procs.init.status == Status::Created {
             procs.init.status = Status::Running;
@@ -240,10 +242,10 @@ impl Container {
 }
 
 /// A pid file's pid, as runc's `--pid-file` writes it.
-pub(super) fn read_pid(file: &Path) -> std::result::Result<i32, String> {
-    let text =
-        std::fs::read_to_string(file).map_err(|e| format!("reading {}: {e}", file.display()))?;
+pub(super) fn read_pid(file: &Path) -> Result<i32> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| Error::io(format_args!("reading {}", file.display()), e))?;
     text.trim()
         .parse()
-        .map_err(|e| format!("pid file {}: {e}", file.display()))
+        .map_err(|e| Error::Other(format!("pid file {}: {e}", file.display())))
 }

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use oci_spec::runtime::Spec;
 
+use super::error::{Error, Result};
 use super::reaper::Reaper;
 
 /// No verb takes this long; one that does is reported, not waited for forever.
@@ -51,29 +52,23 @@ fn stdio(fd: Option<OwnedFd>) -> Stdio {
 }
 
 impl Runc {
-    pub fn new(root: PathBuf, reaper: Arc<Reaper>) -> Result<Runc, String> {
+    pub fn new(root: PathBuf, reaper: Arc<Reaper>) -> Result<Runc> {
         let exe =
-            std::env::current_exe().map_err(|e| format!("finding the shim's own binary: {e}"))?;
+            std::env::current_exe().map_err(|e| Error::io("finding the shim's own binary", e))?;
         Ok(Runc { exe, root, reaper })
     }
 
     /// Runs `runc --root ROOT --log LOG --log-format json ARGS` with `streams` (absent
     /// ones are /dev/null); on failure runc's last error (from the log, as containerd
-    /// reads it) as one line.
-    pub fn run(&self, log: &Path, args: &[&str], streams: Streams) -> Result<(), String> {
+    /// reads it) as one line, [`Error::Runc`].
+    pub fn run(&self, log: &Path, args: &[&str], streams: Streams) -> Result<()> {
         self.verb(log, args, streams, None, false).map(drop)
     }
 
     /// Like [`Runc::run`], for `create` with the bundle's spec as the shim has read and
     /// changed it, handed on an inherited descriptor (`runc::SPEC_FD_ENV`) so that
     /// the verb reads no config.json.
-    pub fn create(
-        &self,
-        log: &Path,
-        args: &[&str],
-        streams: Streams,
-        spec: &Spec,
-    ) -> Result<(), String> {
+    pub fn create(&self, log: &Path, args: &[&str], streams: Streams, spec: &Spec) -> Result<()> {
         let fd = hand(spec)?;
         self.verb(log, args, streams, Some(fd.as_raw_fd()), false)
             .map(drop)
@@ -81,7 +76,7 @@ impl Runc {
 
     /// Like [`Runc::run`], for a verb whose standard output is its answer (`ps`). Never
     /// for create or exec: the container's process would hold the pipe open.
-    pub fn output(&self, log: &Path, args: &[&str]) -> Result<String, String> {
+    pub fn output(&self, log: &Path, args: &[&str]) -> Result<String> {
         self.verb(log, args, Streams::none(), None, true)
     }
 
@@ -92,7 +87,7 @@ impl Runc {
         streams: Streams,
         spec: Option<RawFd>,
         capture_out: bool,
-    ) -> Result<String, String> {
+    ) -> Result<String> {
         let mut cmd = Command::new(&self.exe);
         cmd.arg("runc")
             .arg("--root")
@@ -113,11 +108,11 @@ impl Runc {
             cmd.env(podinit::runc::SPEC_FD_ENV, SPEC_FD.to_string());
         }
         let mut child = cmd.spawn().map_err(|e| {
-            format!(
+            Error::Runc(format!(
                 "running {} runc {}: {e}",
                 self.exe.display(),
                 args.join(" ")
-            )
+            ))
         })?;
         drop(cmd);
         let mut out = String::new();
@@ -125,28 +120,31 @@ impl Runc {
             let _ = o.read_to_string(&mut out);
         }
         let pid = child.id() as i32;
-        let exit = self
-            .reaper
-            .wait_for(pid, VERB_LIMIT)
-            .ok_or_else(|| format!("runc {}: no exit after {VERB_LIMIT:?}", args.join(" ")))?;
+        let exit = self.reaper.wait_for(pid, VERB_LIMIT).ok_or_else(|| {
+            Error::Runc(format!(
+                "runc {}: no exit after {VERB_LIMIT:?}",
+                args.join(" ")
+            ))
+        })?;
         if exit.status == 0 {
             return Ok(out);
         }
-        Err(last_error(log).unwrap_or_else(|| {
+        Err(Error::Runc(last_error(log).unwrap_or_else(|| {
             format!("runc {} exited with status {}", args.join(" "), exit.status)
-        }))
+        })))
     }
 }
 
 /// A memfd holding `spec` as JSON: a pipe could fill before the verb reads it.
-fn hand(spec: &Spec) -> Result<OwnedFd, String> {
+fn hand(spec: &Spec) -> Result<OwnedFd> {
     use nix::sys::memfd::{memfd_create, MFdFlags};
-    let text = serde_json::to_vec(spec).map_err(|e| format!("handing the spec on: {e}"))?;
+    let text =
+        serde_json::to_vec(spec).map_err(|e| Error::Other(format!("handing the spec on: {e}")))?;
     let fd = memfd_create("podinit-spec", MFdFlags::MFD_CLOEXEC)
-        .map_err(|e| format!("handing the spec on: memfd_create: {e}"))?;
+        .map_err(|e| Error::io("handing the spec on: memfd_create", e.into()))?;
     let mut file = std::fs::File::from(fd);
     file.write_all(&text)
-        .map_err(|e| format!("handing the spec on: writing its memfd: {e}"))?;
+        .map_err(|e| Error::io("handing the spec on: writing its memfd", e))?;
     Ok(OwnedFd::from(file))
 }
 
