@@ -517,4 +517,48 @@ mod tests {
             .contains("unsupported ociVersion"));
         std::fs::remove_dir_all(&tmp).unwrap();
     }
+
+    /// A memfd holding `text`, as the shim hands a spec on, by its number.
+    fn handed(text: &str) -> String {
+        use std::io::Write;
+        use std::os::fd::IntoRawFd;
+        let fd =
+            nix::sys::memfd::memfd_create("test-spec", nix::sys::memfd::MFdFlags::empty()).unwrap();
+        let mut f = std::fs::File::from(fd);
+        f.write_all(text.as_bytes()).unwrap();
+        f.into_raw_fd().to_string()
+    }
+
+    #[test]
+    fn a_handed_spec_is_read_from_its_start_and_checked_as_config_json() {
+        let tmp = std::env::temp_dir().join(format!("runc-handed-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        std::fs::create_dir_all(tmp.join("rootfs")).unwrap();
+        // All open at once: a descriptor is taken once per process, and a closed one's
+        // number comes back.
+        let [good, bad, newer] = [
+            r#"{"ociVersion":"1.0.2","root":{"path":"rootfs"},"process":{"cwd":"/","args":["sh"],"user":{"uid":0,"gid":0}}}"#,
+            r#"{"ociVersion":"1.0.2","process":{"cwd":1}}"#,
+            r#"{"ociVersion":"2.0.0","root":{"path":"rootfs"},"process":{"cwd":"/","args":["sh"],"user":{"uid":0,"gid":0}}}"#,
+        ]
+        .map(handed);
+        let spec = handed_spec(&tmp, &good).unwrap();
+        assert_eq!(spec.root().as_ref().unwrap().path(), &tmp.join("rootfs"));
+        assert!(!tmp.join("config.json").exists(), "no config.json was read");
+        let e = handed_spec(&tmp, &bad).unwrap_err();
+        assert_eq!(e.kind(), crate::error::Kind::InvalidArgument);
+        assert!(
+            e.to_string().starts_with(&format!(
+                "{}: process.cwd",
+                tmp.join("config.json").display()
+            )),
+            "{e}"
+        );
+        let e = handed_spec(&tmp, &newer).unwrap_err();
+        assert!(e.to_string().contains("unsupported ociVersion"), "{e}");
+        // Taken already: not read twice.
+        assert!(handed_spec(&tmp, &good).is_err());
+        assert!(handed_spec(&tmp, "x").is_err());
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
 }
