@@ -354,8 +354,14 @@ fn a_pod_made_through_the_sandbox_api_with_a_container_in_it() {
              echo x >> /etc/resolv.conf 2>/dev/null || echo read-only; echo shared > /dev/shm/f; exit 3",
         ],
     );
+    let written = std::fs::read(c1.join("config.json")).unwrap();
     let (out, r) = fifo(&lab.dir, "c1.out");
     shim::create(&tasks, "c1", &c1, &out);
+    // The pod's files are bound in by the shim's create, not written into config.json.
+    assert!(
+        std::fs::read(c1.join("config.json")).unwrap() == written,
+        "c1's config.json was changed"
+    );
     start(&tasks, "c1", "");
     assert_eq!(wait(&tasks, "c1", ""), 3);
     assert_eq!(

@@ -114,6 +114,7 @@ fn a_cri_shaped_pod_through_the_shims_task_api() {
         json!([{"type": "pid"}, {"type": "ipc"}, {"type": "uts"}, {"type": "mount"}, {"type": "network"}]),
         "sandbox",
     );
+    let written = std::fs::read(sb.join("config.json")).unwrap();
     let (client, shim_pid, address) = sandbox_shim(&mut lab, &sb);
     let sb_pid = create(&client, "sb", &sb, "");
     assert_eq!(start(&client, "sb", ""), sb_pid);
@@ -121,6 +122,11 @@ fn a_cri_shaped_pod_through_the_shims_task_api() {
     assert_eq!(
         cmdline, "/dev/.podinit-pause\0pause\0",
         "the sandbox's PID 1"
+    );
+    // As containerd's runc shim, the shim leaves config.json as containerd wrote it.
+    assert!(
+        std::fs::read(sb.join("config.json")).unwrap() == written,
+        "the sandbox's config.json was changed"
     );
 
     // A container in the pod: the sandbox's namespaces by path, its own mount namespace.

@@ -5,6 +5,7 @@
 use super::exit::Failure;
 use super::pods::{self, Target};
 use crate::api::client::{self, Response};
+use crate::error::Kind;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -20,17 +21,20 @@ pub struct Pick {
 }
 
 impl Pick {
-    fn target(self) -> Result<Target, String> {
+    fn target(self) -> Result<Target, Failure> {
         pods::target(self.pod.as_deref(), self.socket, &self.root)
     }
 
     /// The socket of a running pod: `what` cannot be done to one that has ended.
-    fn live(self, what: &str) -> Result<PathBuf, String> {
+    fn live(self, what: &str) -> Result<PathBuf, Failure> {
         match self.target()? {
             Target::Live(s) => Ok(s),
-            Target::Ended(p) => Err(format!(
-                "pod {} has ended: {what} needs it running (status, events and logs read what it left)",
-                p.key()
+            Target::Ended(p) => Err(Failure::failed(
+                Kind::FailedPrecondition,
+                format!(
+                    "pod {} has ended: {what} needs it running (status, events and logs read what it left)",
+                    p.key()
+                ),
             )),
         }
     }

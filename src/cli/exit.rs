@@ -10,7 +10,7 @@ pub const EXIT_FAILED: i32 = 1;
 pub const EXIT_INVALID: i32 = 2;
 pub const EXIT_SANDBOX: i32 = 3;
 
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 pub enum Failure {
     /// The command line or the manifest is invalid: nothing was done.
     Invalid(String),
@@ -23,6 +23,20 @@ pub enum Failure {
 }
 
 impl Failure {
+    /// A failure of `kind`, exit status 1.
+    pub fn failed(kind: Kind, message: impl Into<String>) -> Failure {
+        Failure::Failed {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// A file of podinit's own that could not be read, written or removed: what was done
+    /// to which path, with the kind of the OS's error.
+    pub fn io(what: impl fmt::Display, e: std::io::Error) -> Failure {
+        Failure::failed(Kind::of_io(&e), format!("{what}: {e}"))
+    }
+
     pub fn kind(&self) -> Kind {
         match self {
             Failure::Invalid(_) => Kind::InvalidArgument,

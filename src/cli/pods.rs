@@ -5,6 +5,9 @@
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
+use super::exit::Failure;
+use crate::error::Kind;
+
 pub use crate::run::STATE_ROOT;
 
 /// A pod's state dir under the state root.
@@ -31,10 +34,12 @@ impl PodDir {
     }
 
     /// The kept Pod object, `status.json`.
-    pub fn pod(&self) -> Result<Value, String> {
+    pub fn pod(&self) -> Result<Value, Failure> {
         let path = self.dir.join("status.json");
-        let text = std::fs::read(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-        serde_json::from_slice(&text).map_err(|e| format!("{}: {e}", path.display()))
+        let text = std::fs::read(&path)
+            .map_err(|e| Failure::io(format_args!("reading {}", path.display()), e))?;
+        serde_json::from_slice(&text)
+            .map_err(|e| Failure::failed(Kind::Internal, format!("{}: {e}", path.display())))
     }
 }
 
@@ -48,14 +53,15 @@ pub enum Target {
 }
 
 /// `NAME` or `NAMESPACE/NAME` (namespace `default`).
-pub fn parse_name(pod: &str) -> Result<(String, String), String> {
+pub fn parse_name(pod: &str) -> Result<(String, String), Failure> {
     let (ns, name) = match pod.split_once('/') {
         Some((ns, name)) => (ns, name),
         None => ("default", pod),
     };
     if ns.is_empty() || name.is_empty() || name.contains('/') {
-        return Err(format!(
-            "POD {pod:?}: give NAME or NAMESPACE/NAME (e.g. web, prod/web)"
+        return Err(Failure::failed(
+            Kind::InvalidArgument,
+            format!("POD {pod:?}: give NAME or NAMESPACE/NAME (e.g. web, prod/web)"),
         ));
     }
     Ok((ns.to_string(), name.to_string()))
@@ -114,9 +120,12 @@ pub fn find(pod: Option<&str>, socket: Option<PathBuf>, root: &Path) -> Result<P
                     true => "there are none".to_string(),
                     false => format!("there are: {}", names()),
                 };
-                Find::Error(format!(
-                    "pod {ns}/{name} not found under {} ({there})",
-                    root.display()
+                Find::Error(Failure::failed(
+                    Kind::NotFound,
+                    format!(
+                        "pod {ns}/{name} not found under {} ({there})",
+                        root.display()
+                    ),
                 ))
             });
     }
@@ -125,15 +134,21 @@ pub fn find(pod: Option<&str>, socket: Option<PathBuf>, root: &Path) -> Result<P
     }
     match pods.as_slice() {
         [one] => Ok(one.clone()),
-        [] => Err(Find::Error(format!(
-            "no pod under {}: give POD, --state-root DIR, --socket PATH or set $PODINIT_SOCKET",
-            root.display()
+        [] => Err(Find::Error(Failure::failed(
+            Kind::NotFound,
+            format!(
+                "no pod under {}: give POD, --state-root DIR, --socket PATH or set $PODINIT_SOCKET",
+                root.display()
+            ),
         ))),
-        _ => Err(Find::Error(format!(
-            "{} pods under {}: name one of {}",
-            pods.len(),
-            root.display(),
-            names()
+        _ => Err(Find::Error(Failure::failed(
+            Kind::InvalidArgument,
+            format!(
+                "{} pods under {}: name one of {}",
+                pods.len(),
+                root.display(),
+                names()
+            ),
         ))),
     }
 }
@@ -143,11 +158,11 @@ pub fn find(pod: Option<&str>, socket: Option<PathBuf>, root: &Path) -> Result<P
 pub enum Find {
     /// A socket was given instead: use it as it is.
     Socket(PathBuf),
-    Error(String),
+    Error(Failure),
 }
 
 /// The target of a client command (see `find`): a running pod's socket, or an ended one.
-pub fn target(pod: Option<&str>, socket: Option<PathBuf>, root: &Path) -> Result<Target, String> {
+pub fn target(pod: Option<&str>, socket: Option<PathBuf>, root: &Path) -> Result<Target, Failure> {
     let socket = crate::api::client::socket_path(socket.as_deref());
     // A POD named on the command line wins over --socket and $PODINIT_SOCKET.
     match find(pod, socket, root) {
@@ -161,7 +176,7 @@ pub fn target(pod: Option<&str>, socket: Option<PathBuf>, root: &Path) -> Result
 /// Which kept log file `logs` reads for container `name` of an ended pod, as kubelet
 /// picks the run (`pod::log_run`, from the status alone): the latest run's, or with
 /// `previous` the one before it.
-pub fn kept_log(dir: &Path, pod: &Value, name: &str, previous: bool) -> Result<PathBuf, String> {
+pub fn kept_log(dir: &Path, pod: &Value, name: &str, previous: bool) -> Result<PathBuf, Failure> {
     let pod_name = pod["metadata"]["name"].as_str().unwrap_or("");
     let st = &pod["status"];
     let c = [
@@ -173,7 +188,12 @@ pub fn kept_log(dir: &Path, pod: &Value, name: &str, previous: bool) -> Result<P
     .filter_map(|l| st[*l].as_array())
     .flatten()
     .find(|c| c["name"] == name)
-    .ok_or_else(|| format!("container {name} is not valid for pod {pod_name}"))?;
+    .ok_or_else(|| {
+        Failure::failed(
+            Kind::NotFound,
+            format!("container {name} is not valid for pod {pod_name}"),
+        )
+    })?;
     let count = c["restartCount"].as_u64().unwrap_or(0);
     let ran = |s: &Value| s["terminated"]["finishedAt"].is_string() || s["running"].is_object();
     let current_ran = ran(&c["state"]);
@@ -185,17 +205,22 @@ pub fn kept_log(dir: &Path, pod: &Value, name: &str, previous: bool) -> Result<P
             _ => None,
         }
         .ok_or_else(|| {
-            format!("previous terminated container {name:?} in pod {pod_name:?} not found")
+            Failure::failed(
+                Kind::NotFound,
+                format!("previous terminated container {name:?} in pod {pod_name:?} not found"),
+            )
         })?
     } else if current_ran || last_ran {
         count
     } else if let Some(reason) = c["state"]["waiting"]["reason"].as_str() {
-        return Err(format!(
-            "container {name:?} in pod {pod_name:?} is waiting to start: {reason}"
+        return Err(Failure::failed(
+            Kind::FailedPrecondition,
+            format!("container {name:?} in pod {pod_name:?} is waiting to start: {reason}"),
         ));
     } else {
-        return Err(format!(
-            "container {name:?} in pod {pod_name:?} is terminated"
+        return Err(Failure::failed(
+            Kind::FailedPrecondition,
+            format!("container {name:?} in pod {pod_name:?} is terminated"),
         ));
     };
     Ok(crate::logs::LogFile::path_for(
@@ -227,19 +252,23 @@ pub fn kept_events(dir: &Path) -> Vec<Value> {
 }
 
 /// `podinit rm POD`: remove an ended pod's state dir; a running pod is refused.
-pub fn remove(pod: &str, root: &Path) -> Result<PodDir, String> {
+pub fn remove(pod: &str, root: &Path) -> Result<PodDir, Failure> {
     let p = find(Some(pod), None, root).map_err(|e| match e {
         Find::Error(e) => e,
         Find::Socket(_) => unreachable!("no socket was given"),
     })?;
     if p.is_running() {
-        return Err(format!(
-            "pod {} is running: stop it first (podinit stop {})",
-            p.key(),
-            p.key()
+        return Err(Failure::failed(
+            Kind::FailedPrecondition,
+            format!(
+                "pod {} is running: stop it first (podinit stop {})",
+                p.key(),
+                p.key()
+            ),
         ));
     }
-    std::fs::remove_dir_all(&p.dir).map_err(|e| format!("removing {}: {e}", p.dir.display()))?;
+    std::fs::remove_dir_all(&p.dir)
+        .map_err(|e| Failure::io(format_args!("removing {}", p.dir.display()), e))?;
     Ok(p)
 }
 
@@ -282,7 +311,7 @@ mod tests {
     fn the_only_pod_is_meant_and_several_are_listed() {
         let r = root("find");
         assert!(
-            matches!(find(None, None, &r), Err(Find::Error(e)) if e.starts_with("no pod under"))
+            matches!(find(None, None, &r), Err(Find::Error(e)) if e.kind() == Kind::NotFound && e.to_string().starts_with("no pod under"))
         );
         let web = kept(&r, "default", "web");
         std::fs::create_dir_all(r.join("userns")).unwrap();
@@ -291,6 +320,8 @@ mod tests {
         let Err(Find::Error(e)) = find(None, None, &r) else {
             panic!("two pods, none named")
         };
+        assert_eq!((e.kind(), e.exit_status()), (Kind::InvalidArgument, 1));
+        let e = e.to_string();
         assert!(
             e.contains("2 pods") && e.contains("default/web, prod/api"),
             "{e}"
@@ -300,6 +331,8 @@ mod tests {
         let Err(Find::Error(e)) = find(Some("nope"), None, &r) else {
             panic!("no such pod")
         };
+        assert_eq!(e.kind(), Kind::NotFound);
+        let e = e.to_string();
         assert!(
             e.contains("default/nope not found") && e.contains("prod/api"),
             "{e}"
@@ -317,7 +350,9 @@ mod tests {
         );
         let gone = remove("web", &r).unwrap();
         assert!(!gone.dir.exists());
-        assert!(remove("web", &r).unwrap_err().contains("not found"));
+        let e = remove("web", &r).unwrap_err();
+        assert_eq!(e.kind(), Kind::NotFound);
+        assert!(e.to_string().contains("not found"), "{e}");
         std::fs::remove_dir_all(&r).unwrap();
     }
 
@@ -349,9 +384,9 @@ mod tests {
         let log = |n: u32| crate::logs::LogFile::path_for(&dir.join("logs"), "c", n);
         let p = pod(done.clone(), json!({}), 0);
         assert_eq!(kept_log(dir, &p, "c", false).unwrap(), log(0));
-        assert!(kept_log(dir, &p, "c", true)
-            .unwrap_err()
-            .contains("previous terminated"));
+        let e = kept_log(dir, &p, "c", true).unwrap_err();
+        assert_eq!(e.kind(), Kind::NotFound);
+        assert!(e.to_string().contains("previous terminated"), "{e}");
         let p = pod(done.clone(), done.clone(), 2);
         assert_eq!(kept_log(dir, &p, "c", false).unwrap(), log(2));
         assert_eq!(kept_log(dir, &p, "c", true).unwrap(), log(1));
@@ -361,9 +396,15 @@ mod tests {
             0,
         );
         let e = kept_log(dir, &p, "c", false).unwrap_err();
-        assert!(e.ends_with("is waiting to start: ErrImageNeverPull"), "{e}");
+        assert_eq!(e.kind(), Kind::FailedPrecondition);
+        assert!(
+            e.to_string()
+                .ends_with("is waiting to start: ErrImageNeverPull"),
+            "{e}"
+        );
         assert!(kept_log(dir, &p, "x", false)
             .unwrap_err()
+            .to_string()
             .contains("not valid"));
     }
 }

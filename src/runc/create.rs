@@ -90,7 +90,7 @@ fn listen_fds(pid: Option<&str>, fds: Option<&str>) -> u32 {
 
 pub fn verb(g: &Globals, a: &Args) -> Result<(), super::Error> {
     let o = Options::from_args("create", a)?;
-    let spec = load_spec(&o.bundle)?;
+    let spec = bundle_spec(&o.bundle)?;
     let console = match &o.console_socket {
         Some(p) => Some(connect_console(p)?),
         None if terminal(&spec) => {
@@ -141,16 +141,59 @@ pub fn terminal(spec: &Spec) -> bool {
         .unwrap_or(false)
 }
 
+/// The environment variable by which a caller that has read the bundle's spec already
+/// (the shim, which lays its pause or a pod's files over it) hands it to `create` on an
+/// inherited descriptor, as runc hands its init its config (`_LIBCONTAINER_INITPIPE`):
+/// config.json is read once per verb and stays as containerd wrote it.
+pub const SPEC_FD_ENV: &str = "_PODINIT_SPEC_FD";
+
+/// The bundle's spec for `create` and `run`: the one handed on [`SPEC_FD_ENV`]'s
+/// descriptor if the caller named one, else `<bundle>/config.json`; checked either way.
+pub fn bundle_spec(bundle: &Path) -> Result<Spec, Error> {
+    match std::env::var(SPEC_FD_ENV) {
+        Ok(fd) => handed_spec(bundle, &fd),
+        Err(_) => load_spec(bundle),
+    }
+}
+
+/// The spec on inherited descriptor `fd` (a memfd the caller wrote), read from its start
+/// and closed before anything is made, so that no container inherits it.
+fn handed_spec(bundle: &Path, fd: &str) -> Result<Spec, Error> {
+    use std::io::{Read, Seek};
+    let path = bundle.join("config.json");
+    let what = format!("the spec handed on fd {fd} for {}", path.display());
+    let n = fd
+        .parse()
+        .map_err(|_| Error::Other(format!("{what}: not a descriptor")))?;
+    let mut file =
+        std::fs::File::from(crate::sys::fd::take_inherited(n).map_err(|e| Error::io(&what, e))?);
+    let mut text = Vec::new();
+    file.rewind()
+        .and_then(|()| file.read_to_end(&mut text))
+        .map_err(|e| Error::io(&what, e))?;
+    drop(file);
+    let spec = crate::tracked::from_slice(&text)
+        .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
+    check_spec(bundle, spec)
+}
+
 /// `<bundle>/config.json`, checked, with `root.path` made absolute.
 pub fn load_spec(bundle: &Path) -> Result<Spec, Error> {
     let path = bundle.join("config.json");
-    let mut spec = crate::spec::load(bundle).map_err(|e| {
+    let spec = crate::spec::load(bundle).map_err(|e| {
         Error::Config(match e {
             e if e.is_missing() => format!("JSON specification file {} not found", path.display()),
             crate::spec::LoadError::Parse(p, e) => format!("{}: {e}", p.display()),
             e => e.to_string(),
         })
     })?;
+    check_spec(bundle, spec)
+}
+
+/// What runc checks of a bundle's spec before it makes anything, with `root.path` made
+/// absolute.
+fn check_spec(bundle: &Path, mut spec: Spec) -> Result<Spec, Error> {
+    let path = bundle.join("config.json");
     check_version(spec.version())?;
     let root = spec
         .root()
@@ -472,6 +515,50 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("unsupported ociVersion"));
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
+
+    /// A memfd holding `text`, as the shim hands a spec on, by its number.
+    fn handed(text: &str) -> String {
+        use std::io::Write;
+        use std::os::fd::IntoRawFd;
+        let fd =
+            nix::sys::memfd::memfd_create("test-spec", nix::sys::memfd::MFdFlags::empty()).unwrap();
+        let mut f = std::fs::File::from(fd);
+        f.write_all(text.as_bytes()).unwrap();
+        f.into_raw_fd().to_string()
+    }
+
+    #[test]
+    fn a_handed_spec_is_read_from_its_start_and_checked_as_config_json() {
+        let tmp = std::env::temp_dir().join(format!("runc-handed-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        std::fs::create_dir_all(tmp.join("rootfs")).unwrap();
+        // All open at once: a descriptor is taken once per process, and a closed one's
+        // number comes back.
+        let [good, bad, newer] = [
+            r#"{"ociVersion":"1.0.2","root":{"path":"rootfs"},"process":{"cwd":"/","args":["sh"],"user":{"uid":0,"gid":0}}}"#,
+            r#"{"ociVersion":"1.0.2","process":{"cwd":1}}"#,
+            r#"{"ociVersion":"2.0.0","root":{"path":"rootfs"},"process":{"cwd":"/","args":["sh"],"user":{"uid":0,"gid":0}}}"#,
+        ]
+        .map(handed);
+        let spec = handed_spec(&tmp, &good).unwrap();
+        assert_eq!(spec.root().as_ref().unwrap().path(), &tmp.join("rootfs"));
+        assert!(!tmp.join("config.json").exists(), "no config.json was read");
+        let e = handed_spec(&tmp, &bad).unwrap_err();
+        assert_eq!(e.kind(), crate::error::Kind::InvalidArgument);
+        assert!(
+            e.to_string().starts_with(&format!(
+                "{}: process.cwd",
+                tmp.join("config.json").display()
+            )),
+            "{e}"
+        );
+        let e = handed_spec(&tmp, &newer).unwrap_err();
+        assert!(e.to_string().contains("unsupported ociVersion"), "{e}");
+        // Taken already: not read twice.
+        assert!(handed_spec(&tmp, &good).is_err());
+        assert!(handed_spec(&tmp, "x").is_err());
         std::fs::remove_dir_all(&tmp).unwrap();
     }
 }

@@ -23,6 +23,7 @@ mod status;
 mod update;
 mod wait;
 
+pub use create::SPEC_FD_ENV;
 pub use error::{Error, Result};
 
 use cli::{bool_, val, Flag};

@@ -25,7 +25,7 @@ pub const FLAGS: &[Flag] = &[
 
 pub fn verb(g: &Globals, a: &Args) -> Result<i32, super::Error> {
     let o = Options::from_args("run", a)?;
-    let spec = create::load_spec(&o.bundle)?;
+    let spec = create::bundle_spec(&o.bundle)?;
     let detach = a.on("detach");
     if o.console_socket.is_some() && !detach && !create::terminal(&spec) {
         return Err("cannot use console socket if runc will not detach or allocate tty".into());

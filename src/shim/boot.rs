@@ -120,7 +120,10 @@ pub fn start_address(
     let bundle = std::env::current_dir().map_err(|e| format!("bundle: {e}"))?;
     // A Sandbox API sandbox's bundle has no config.json: its shim is its own.
     let grouping = if bundle.join("config.json").exists() {
-        super::sandbox::grouping(id, &super::sandbox::load(&bundle)?)
+        super::sandbox::grouping(
+            id,
+            &super::sandbox::load(&bundle).map_err(|e| e.to_string())?,
+        )
     } else {
         id.to_string()
     };

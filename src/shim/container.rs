@@ -126,7 +126,7 @@ impl Container {
     }
 
     /// Runs a runc verb on this container, without streams.
-    pub fn verb(&self, inner: &Inner, args: &[&str]) -> std::result::Result<(), String> {
+    pub fn verb(&self, inner: &Inner, args: &[&str]) -> Result<()> {
         inner.runc.run(&self.log(), args, Streams::none())
     }
 
@@ -228,8 +228,7 @@ impl Container {
         };
         // The cgroup goes with the container: no file of it stays open here.
         self.forget_stats();
-        self.verb(inner, &["delete", "--force", &self.id])
-            .map_err(Error::Runc)?;
+        self.verb(inner, &["delete", "--force", &self.id])?;
         let mut procs = self.lock();
         if created {
             let deadline = Instant::now() + Duration::from_secs(5);
@@ -280,7 +279,7 @@ impl Container {
 
     pub fn set_paused(&self, inner: &Inner, pause: bool) -> Result<()> {
         let verb = if pause { "pause" } else { "resume" };
-        self.verb(inner, &[verb, &self.id]).map_err(Error::Runc)?;
+        self.verb(inner, &[verb, &self.id])?;
         {
             let mut procs = self.lock();
             if procs.init.status != Status::Stopped {
@@ -332,19 +331,18 @@ impl Container {
     pub fn update(&self, inner: &Inner, resources: &[u8]) -> Result<()> {
         let file = inner.runc.root.join(format!("update-{}.json", self.id));
         std::fs::write(&file, resources)
-            .map_err(|e| Error::Other(format!("writing {}: {e}", file.display())))?;
+            .map_err(|e| Error::io(format_args!("writing {}", file.display()), e))?;
         let f = file.to_string_lossy().into_owned();
         let r = self.verb(inner, &["update", "--resources", &f, &self.id]);
         let _ = std::fs::remove_file(&file);
-        r.map_err(Error::Runc)
+        r
     }
 
     /// The container's processes (runc's `ps`), an exec's with its id.
     pub fn pids(&self, inner: &Inner) -> Result<Vec<containerd_shim::protos::api::ProcessInfo>> {
         let out = inner
             .runc
-            .output(&self.log(), &["ps", "--format", "json", &self.id])
-            .map_err(Error::Runc)?;
+            .output(&self.log(), &["ps", "--format", "json", &self.id])?;
         let pids: Vec<u32> = serde_json::from_str(out.trim()).unwrap_or_default();
         let execs: HashMap<u32, String> = self
             .lock()
@@ -383,7 +381,7 @@ impl Container {
             self.forget_stats();
             Error::NoState(format!("container {}: its cgroup is gone", self.id))
         })?;
-        super::metrics::to_any(&figures, podinit::sys::cgroup::unified()).map_err(Error::Other)
+        super::metrics::to_any(&figures, podinit::sys::cgroup::unified())
     }
 
     /// The reader of the container's cgroup figures: kept from the first Stats on.

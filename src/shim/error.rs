@@ -37,6 +37,12 @@ pub enum Error {
     Unsupported(String),
     /// Something the request names is not there (a network namespace).
     Missing(String),
+    /// The bundle's config.json could not be read or parsed: Unknown, as runc's failure
+    /// to read it is under containerd's runc shim.
+    Spec(podinit::spec::LoadError),
+    /// A sandbox's spec the shim cannot lay its pause over (no process, nothing on /dev):
+    /// Unknown, as the runtime's refusal of a spec is.
+    SandboxSpec(String),
     /// A cgroup could not be found, made or removed: what, and the cgroup layer's error
     /// with its kind.
     Cgroup {
@@ -46,6 +52,10 @@ pub enum Error {
     /// The shim's own set-up of a sandbox failed (its files, its PID 1, its record), or
     /// its PID 1 would not die: what, with its cause.
     Setup(String),
+    /// A file, FIFO, socket or pipe of the shim's own: what was done to which path, and
+    /// the OS's error. Unknown, as containerd's runc shim gives an OS error (no `errdefs`
+    /// error) to containerd.
+    Io { what: String, err: std::io::Error },
     /// Something of the shim's own failed: what, with its cause.
     Other(String),
 }
@@ -64,13 +74,27 @@ impl Error {
             Error::Missing(_) => Kind::NotFound,
             Error::Cgroup { err, .. } => err.kind(),
             Error::Mount(_) | Error::Setup(_) => Kind::Internal,
-            Error::Runc(_) | Error::Other(_) => Kind::Unknown,
+            Error::Runc(_)
+            | Error::Other(_)
+            | Error::Io { .. }
+            | Error::Spec(_)
+            | Error::SandboxSpec(_) => Kind::Unknown,
+        }
+    }
+
+    pub fn io(what: impl fmt::Display, err: std::io::Error) -> Error {
+        Error::Io {
+            what: what.to_string(),
+            err,
         }
     }
 
     /// A failed `kill` verb, read as containerd's runc shim reads runc's (`checkKillError`):
     /// a process that is gone is NotFound, anything else the runtime's error.
-    pub fn of_kill(message: String) -> Error {
+    pub fn of_kill(e: Error) -> Error {
+        let Error::Runc(message) = e else {
+            return e;
+        };
         let gone = message.contains("os: process already finished")
             || message.contains("container not running")
             || message.to_lowercase().contains("no such process");
@@ -96,6 +120,8 @@ impl fmt::Display for Error {
             Error::InvalidSignal(n) => write!(f, "signal {n}: invalid"),
             Error::NoTerminal => f.write_str("the process has no terminal"),
             Error::Cgroup { what, err } => write!(f, "{what}: {err}"),
+            Error::Spec(e) => write!(f, "{e}"),
+            Error::Io { what, err } => write!(f, "{what}: {err}"),
             Error::Mount(m)
             | Error::Runc(m)
             | Error::NoState(m)
@@ -103,6 +129,7 @@ impl fmt::Display for Error {
             | Error::Invalid(m)
             | Error::Unsupported(m)
             | Error::Missing(m)
+            | Error::SandboxSpec(m)
             | Error::Setup(m) => f.write_str(m),
         }
     }
@@ -215,6 +242,14 @@ mod tests {
             ),
             (Error::Other("o".into()), Code::UNKNOWN, "o"),
             (
+                Error::io(
+                    "opening /x/stdout",
+                    std::io::Error::from_raw_os_error(libc::ENOENT),
+                ),
+                Code::UNKNOWN,
+                "opening /x/stdout: No such file or directory (os error 2)",
+            ),
+            (
                 Error::Invalid("CreateSandbox: no sandbox_id".into()),
                 Code::INVALID_ARGUMENT,
                 "CreateSandbox: no sandbox_id",
@@ -238,6 +273,19 @@ mod tests {
                  Device or resource busy (os error 16)",
             ),
             (Error::Setup("s".into()), Code::INTERNAL, "s"),
+            (
+                Error::Spec(podinit::spec::LoadError::Parse(
+                    "/b/config.json".into(),
+                    "process.cwd: invalid type".into(),
+                )),
+                Code::UNKNOWN,
+                "parsing /b/config.json: process.cwd: invalid type",
+            ),
+            (
+                Error::SandboxSpec("the sandbox's config.json has no process".into()),
+                Code::UNKNOWN,
+                "the sandbox's config.json has no process",
+            ),
         ];
         for (e, c, m) in cases {
             assert_eq!(status(e), (c, m.to_string()));
@@ -247,23 +295,28 @@ mod tests {
     #[test]
     fn a_kill_of_a_gone_process_is_not_found_as_containerd_reads_runc() {
         assert!(matches!(
-            Error::of_kill("container not running".into()),
+            Error::of_kill(Error::Runc("container not running".into())),
             Error::ProcessFinished
         ));
         assert!(matches!(
-            Error::of_kill("kill: No such process".into()),
+            Error::of_kill(Error::Runc("kill: No such process".into())),
             Error::ProcessFinished
         ));
         // A container runc no longer knows: "no such container", NotFound too.
-        let e = Error::of_kill("container c1 does not exist".into());
+        let e = Error::of_kill(Error::Runc("container c1 does not exist".into()));
         assert_eq!(e.kind(), Kind::NotFound);
         assert_eq!(
             e.to_string(),
             "no such container: container c1 does not exist"
         );
         assert!(matches!(
-            Error::of_kill("permission denied".into()),
+            Error::of_kill(Error::Runc("permission denied".into())),
             Error::Runc(_)
+        ));
+        // A failure before runc ran keeps its own kind.
+        assert!(matches!(
+            Error::of_kill(Error::Other("spawning".into())),
+            Error::Other(_)
         ));
     }
 }

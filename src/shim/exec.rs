@@ -27,9 +27,9 @@ impl Container {
         // them: containerd removes the bundle with the task, even after a killed shim.
         let spec_file = self.bundle.join(format!("exec-{exec}.json"));
         let pid_file = self.bundle.join(format!("exec-{exec}.pid"));
-        let mut pre = stdio::prepare(&paths, &inner.runc.root).map_err(Error::Other)?;
+        let mut pre = stdio::prepare(&paths, &inner.runc.root)?;
         std::fs::write(&spec_file, &spec)
-            .map_err(|e| Error::Other(format!("writing {}: {e}", spec_file.display())))?;
+            .map_err(|e| Error::io(format_args!("writing {}", spec_file.display()), e))?;
         let (spec_s, pid_s) = (spec_file.to_string_lossy(), pid_file.to_string_lossy());
         let args = [
             "exec",
@@ -39,7 +39,7 @@ impl Container {
             "--pid-file",
             &pid_s,
         ];
-        let run = inner.run_with_stdio(&self.bundle, &args, &self.id, &mut pre);
+        let run = inner.run_with_stdio(&self.bundle, &args, &self.id, None, &mut pre);
         let _ = std::fs::remove_file(&spec_file);
         if let Err(e) = run {
             let _ = std::fs::remove_file(&pid_file);
@@ -52,12 +52,12 @@ impl Container {
                 });
             }
             self.notify();
-            return Err(Error::Runc(e));
+            return Err(e);
         }
-        let pid = read_pid(&pid_file).map_err(Error::Other);
+        let pid = read_pid(&pid_file);
         let _ = std::fs::remove_file(&pid_file);
         let pid = pid?;
-        stdio::attach_console(&mut pre, &paths).map_err(Error::Other)?;
+        stdio::attach_console(&mut pre, &paths)?;
         let mut procs = self.lock();
         let p = procs.get_mut(exec)?;
         p.pid = pid;

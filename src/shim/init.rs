@@ -33,7 +33,7 @@ impl Inner {
         let rootfs = bundle.join("rootfs");
         let mounted = !req.rootfs.is_empty();
         if mounted {
-            super::rootfs::mount_rootfs(&req.rootfs, &rootfs).map_err(Error::Mount)?;
+            super::rootfs::mount_rootfs(&req.rootfs, &rootfs)?;
         }
         let mut procs = match self.create_in(req, &bundle) {
             Ok(p) => p,
@@ -72,20 +72,15 @@ impl Inner {
 
     fn create_in(&self, req: &api::CreateTaskRequest, bundle: &Path) -> Result<Processes> {
         let id = req.id.as_str();
-        let mut spec = sandbox::load(bundle).map_err(Error::Other)?;
-        if sandbox::is_sandbox(&spec) {
-            sandbox::use_podinit_pause(bundle, &mut spec, &self.exe).map_err(Error::Other)?;
-        } else if let Some(files) = self.pod_files(&sandbox::grouping(id, &spec)) {
-            sandbox::bind_pod_files(bundle, &mut spec, &files)
-                .map_err(|e| Error::Other(format!("container {id}: {e}")))?;
-        }
+        let mut spec = sandbox::load(bundle)?;
+        sandbox::for_create(id, &mut spec, &self.exe, |pod| self.pod_files(pod))?;
         let paths = Paths {
             stdin: req.stdin.clone(),
             stdout: req.stdout.clone(),
             stderr: req.stderr.clone(),
             terminal: req.terminal,
         };
-        let mut pre = stdio::prepare(&paths, &self.runc.root).map_err(Error::Other)?;
+        let mut pre = stdio::prepare(&paths, &self.runc.root)?;
         let pid_file = bundle.join("init.pid");
         let bundle_s = bundle.to_string_lossy();
         let pid_s = pid_file.to_string_lossy();
@@ -98,14 +93,15 @@ impl Inner {
         if systemd {
             args.insert(0, "--systemd-cgroup");
         }
-        self.run_with_stdio(bundle, &args, id, &mut pre)
-            .map_err(Error::Runc)?;
+        self.run_with_stdio(bundle, &args, id, Some(&spec), &mut pre)?;
         // From here a failure must not leave the created container behind.
         let made = (|| {
             stdio::attach_console(&mut pre, &paths)?;
             let pid = read_pid(&pid_file)?;
             let root = podinit::runc::state::Root(self.runc.root.clone());
-            Ok::<_, String>((pid, podinit::runc::state::load(&root, id)?))
+            let state =
+                podinit::runc::state::load(&root, id).map_err(|e| Error::Other(e.to_string()))?;
+            Ok::<_, Error>((pid, state))
         })();
         let (pid, state) = match made {
             Ok(m) => m,
@@ -114,7 +110,7 @@ impl Inner {
                 let _ = self
                     .runc
                     .run(&log, &["delete", "--force", id], Streams::none());
-                return Err(Error::Other(e));
+                return Err(e);
             }
         };
         let oom = tasks::oom_file(&state.cgroup_paths)
@@ -143,15 +139,17 @@ impl Inner {
         })
     }
 
-    /// Runs `create` or `exec` (`args`, then the console socket if any, then `id`) with
-    /// the process's streams; a console socket that got no terminal is removed.
+    /// Runs `create` (with its `spec`) or `exec` (`args`, then the console socket if any,
+    /// then `id`) with the process's streams; a console socket that got no terminal is
+    /// removed.
     pub(super) fn run_with_stdio(
         &self,
         bundle: &Path,
         args: &[&str],
         id: &str,
+        spec: Option<&oci_spec::runtime::Spec>,
         pre: &mut stdio::Prepared,
-    ) -> std::result::Result<(), String> {
+    ) -> Result<()> {
         let console = pre
             .console
             .as_ref()
@@ -162,7 +160,11 @@ impl Inner {
         }
         all.push(id);
         let streams = std::mem::replace(&mut pre.streams, Streams::none());
-        let run = self.runc.run(&bundle.join("log.json"), &all, streams);
+        let log = bundle.join("log.json");
+        let run = match spec {
+            Some(spec) => self.runc.create(&log, &all, streams, spec),
+            None => self.runc.run(&log, &all, streams),
+        };
         if let (Err(_), Some((_, p))) = (&run, &pre.console) {
             let _ = std::fs::remove_file(p);
         }
@@ -197,7 +199,8 @@ impl Container {
     /// reaper thread would race: those run `start` as a verb.
     fn start_init(self: &Arc<Self>, inner: &Arc<Inner>) -> Result<u32> {
         let root = podinit::runc::state::Root(inner.runc.root.clone());
-        let loaded = podinit::runc::state::load(&root, &self.id).map_err(String::from);
+        let loaded =
+            podinit::runc::state::load(&root, &self.id).map_err(|e| Error::Runc(e.to_string()));
         let ran = loaded.and_then(|st| {
             let hooks = st.config.hooks().as_ref();
             if hooks
@@ -206,7 +209,7 @@ impl Container {
             {
                 self.verb(inner, &["start", &self.id])
             } else {
-                podinit::runc::start::start(&root, &st).map_err(String::from)
+                podinit::runc::start::start(&root, &st).map_err(|e| Error::Runc(e.to_string()))
             }
         });
         let mut procs = self.lock();
@@ -216,7 +219,7 @@ impl Container {
             if let Some(exit) = pending {
                 finish(inner, self, &mut procs, "", exit);
             }
-            return Err(Error::Runc(e));
+            return Err(e);
         }
         if procs.init.status == Status::Created {
             procs.init.status = Status::Running;
@@ -239,10 +242,10 @@ impl Container {
 }
 
 /// A pid file's pid, as runc's `--pid-file` writes it.
-pub(super) fn read_pid(file: &Path) -> std::result::Result<i32, String> {
-    let text =
-        std::fs::read_to_string(file).map_err(|e| format!("reading {}: {e}", file.display()))?;
+pub(super) fn read_pid(file: &Path) -> Result<i32> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| Error::io(format_args!("reading {}", file.display()), e))?;
     text.trim()
         .parse()
-        .map_err(|e| format!("pid file {}: {e}", file.display()))
+        .map_err(|e| Error::Other(format!("pid file {}: {e}", file.display())))
 }

@@ -8,6 +8,8 @@ use containerd_shim::protos::protobuf::well_known_types::any::Any;
 use containerd_shim::protos::protobuf::MessageField;
 use serde_json::Value;
 
+use super::error::{Error, Result};
+
 fn n(v: &Value, path: &[&str]) -> u64 {
     path.iter()
         .try_fold(v, |v, k| v.get(k))
@@ -15,15 +17,12 @@ fn n(v: &Value, path: &[&str]) -> u64 {
         .unwrap_or(0)
 }
 
-fn any(
-    type_url: &str,
-    m: &dyn containerd_shim::protos::protobuf::MessageDyn,
-) -> Result<Any, String> {
-    super::pack::any(type_url, m).map_err(|e| format!("encoding metrics: {e}"))
+fn any(type_url: &str, m: &dyn containerd_shim::protos::protobuf::MessageDyn) -> Result<Any> {
+    super::pack::any(type_url, m).map_err(|e| Error::Other(format!("encoding metrics: {e}")))
 }
 
 /// `stats` is runc's stats data for the cgroup; `v2` whether it is a cgroup v2 one.
-pub fn to_any(stats: &Value, v2: bool) -> Result<Any, String> {
+pub fn to_any(stats: &Value, v2: bool) -> Result<Any> {
     if v2 {
         let m = to_v2(stats);
         any("io.containerd.cgroups.v2.Metrics", &m)

@@ -4,17 +4,23 @@
 //! process of this same binary (`… runc VERB`), whose container processes then come to
 //! the shim as their subreaper.
 
-use std::io::Read;
-use std::os::fd::OwnedFd;
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
+use oci_spec::runtime::Spec;
+
+use super::error::{Error, Result};
 use super::reaper::Reaper;
 
 /// No verb takes this long; one that does is reported, not waited for forever.
 const VERB_LIMIT: Duration = Duration::from_secs(60);
+
+/// The descriptor `create` finds the handed spec on: the first after the standard streams.
+const SPEC_FD: RawFd = 3;
 
 pub struct Runc {
     exe: PathBuf,
@@ -46,23 +52,32 @@ fn stdio(fd: Option<OwnedFd>) -> Stdio {
 }
 
 impl Runc {
-    pub fn new(root: PathBuf, reaper: Arc<Reaper>) -> Result<Runc, String> {
+    pub fn new(root: PathBuf, reaper: Arc<Reaper>) -> Result<Runc> {
         let exe =
-            std::env::current_exe().map_err(|e| format!("finding the shim's own binary: {e}"))?;
+            std::env::current_exe().map_err(|e| Error::io("finding the shim's own binary", e))?;
         Ok(Runc { exe, root, reaper })
     }
 
     /// Runs `runc --root ROOT --log LOG --log-format json ARGS` with `streams` (absent
     /// ones are /dev/null); on failure runc's last error (from the log, as containerd
-    /// reads it) as one line.
-    pub fn run(&self, log: &Path, args: &[&str], streams: Streams) -> Result<(), String> {
-        self.verb(log, args, streams, false).map(drop)
+    /// reads it) as one line, [`Error::Runc`].
+    pub fn run(&self, log: &Path, args: &[&str], streams: Streams) -> Result<()> {
+        self.verb(log, args, streams, None, false).map(drop)
+    }
+
+    /// Like [`Runc::run`], for `create` with the bundle's spec as the shim has read and
+    /// changed it, handed on an inherited descriptor (`runc::SPEC_FD_ENV`) so that
+    /// the verb reads no config.json.
+    pub fn create(&self, log: &Path, args: &[&str], streams: Streams, spec: &Spec) -> Result<()> {
+        let fd = hand(spec)?;
+        self.verb(log, args, streams, Some(fd.as_raw_fd()), false)
+            .map(drop)
     }
 
     /// Like [`Runc::run`], for a verb whose standard output is its answer (`ps`). Never
     /// for create or exec: the container's process would hold the pipe open.
-    pub fn output(&self, log: &Path, args: &[&str]) -> Result<String, String> {
-        self.verb(log, args, Streams::none(), true)
+    pub fn output(&self, log: &Path, args: &[&str]) -> Result<String> {
+        self.verb(log, args, Streams::none(), None, true)
     }
 
     fn verb(
@@ -70,8 +85,9 @@ impl Runc {
         log: &Path,
         args: &[&str],
         streams: Streams,
+        spec: Option<RawFd>,
         capture_out: bool,
-    ) -> Result<String, String> {
+    ) -> Result<String> {
         let mut cmd = Command::new(&self.exe);
         cmd.arg("runc")
             .arg("--root")
@@ -87,12 +103,16 @@ impl Runc {
                 stdio(streams.stdout)
             })
             .stderr(stdio(streams.stderr));
+        if let Some(fd) = spec {
+            podinit::sys::fd::pass_as(&mut cmd, fd, SPEC_FD);
+            cmd.env(podinit::runc::SPEC_FD_ENV, SPEC_FD.to_string());
+        }
         let mut child = cmd.spawn().map_err(|e| {
-            format!(
+            Error::Runc(format!(
                 "running {} runc {}: {e}",
                 self.exe.display(),
                 args.join(" ")
-            )
+            ))
         })?;
         drop(cmd);
         let mut out = String::new();
@@ -100,17 +120,32 @@ impl Runc {
             let _ = o.read_to_string(&mut out);
         }
         let pid = child.id() as i32;
-        let exit = self
-            .reaper
-            .wait_for(pid, VERB_LIMIT)
-            .ok_or_else(|| format!("runc {}: no exit after {VERB_LIMIT:?}", args.join(" ")))?;
+        let exit = self.reaper.wait_for(pid, VERB_LIMIT).ok_or_else(|| {
+            Error::Runc(format!(
+                "runc {}: no exit after {VERB_LIMIT:?}",
+                args.join(" ")
+            ))
+        })?;
         if exit.status == 0 {
             return Ok(out);
         }
-        Err(last_error(log).unwrap_or_else(|| {
+        Err(Error::Runc(last_error(log).unwrap_or_else(|| {
             format!("runc {} exited with status {}", args.join(" "), exit.status)
-        }))
+        })))
     }
+}
+
+/// A memfd holding `spec` as JSON: a pipe could fill before the verb reads it.
+fn hand(spec: &Spec) -> Result<OwnedFd> {
+    use nix::sys::memfd::{memfd_create, MFdFlags};
+    let text =
+        serde_json::to_vec(spec).map_err(|e| Error::Other(format!("handing the spec on: {e}")))?;
+    let fd = memfd_create("podinit-spec", MFdFlags::MFD_CLOEXEC)
+        .map_err(|e| Error::io("handing the spec on: memfd_create", e.into()))?;
+    let mut file = std::fs::File::from(fd);
+    file.write_all(&text)
+        .map_err(|e| Error::io("handing the spec on: writing its memfd", e))?;
+    Ok(OwnedFd::from(file))
 }
 
 /// The message of the last `error` line of a runc JSON log.

@@ -4,14 +4,17 @@
 //! place of the image's program (`podinit::spec::sandbox`).
 
 use oci_spec::runtime::Spec;
+use podinit::spec::pod_files::PodFiles;
 use std::path::Path;
+
+use super::error::Error;
 
 pub const CONTAINER_TYPE: &str = "io.kubernetes.cri.container-type";
 pub const SANDBOX_ID: &str = "io.kubernetes.cri.sandbox-id";
 
 /// A bundle's config.json, read once for the verb.
-pub fn load(bundle: &Path) -> Result<Spec, String> {
-    podinit::spec::load(bundle).map_err(|e| e.to_string())
+pub fn load(bundle: &Path) -> Result<Spec, Error> {
+    podinit::spec::load(bundle).map_err(Error::Spec)
 }
 
 fn annotation<'a>(spec: &'a Spec, key: &str) -> Option<&'a str> {
@@ -34,32 +37,23 @@ pub fn grouping(id: &str, spec: &Spec) -> String {
         .to_string()
 }
 
-/// Rewrites the sandbox's config.json: its program becomes podinit's pause, from `exe`.
-pub fn use_podinit_pause(bundle: &Path, spec: &mut Spec, exe: &Path) -> Result<(), String> {
-    podinit::spec::sandbox::with_podinit_pause(spec, exe)?;
-    rewrite(bundle, spec)
-}
-
-/// Rewrites a container of a Sandbox API pod's config.json with the pod's own files bound
-/// in, where the CRI left them out.
-pub fn bind_pod_files(
-    bundle: &Path,
+/// The spec the runtime's create gets for a task: a sandbox's program becomes
+/// podinit's pause, from `exe`; a container of a Sandbox API pod gets the pod's own files
+/// bound in where the CRI left them out. config.json itself stays as containerd wrote it,
+/// as containerd's runc shim leaves it.
+pub fn for_create(
+    id: &str,
     spec: &mut Spec,
-    files: &podinit::spec::pod_files::PodFiles,
-) -> Result<(), String> {
-    match podinit::spec::pod_files::with_pod_files(spec, files) {
-        true => rewrite(bundle, spec),
-        false => Ok(()),
+    exe: &Path,
+    pod_files: impl FnOnce(&str) -> Option<PodFiles>,
+) -> Result<(), Error> {
+    if is_sandbox(spec) {
+        return podinit::spec::sandbox::with_podinit_pause(spec, exe).map_err(Error::SandboxSpec);
     }
-}
-
-/// The bundle's config.json replaced by `spec` (write and rename).
-fn rewrite(bundle: &Path, spec: &Spec) -> Result<(), String> {
-    let path = bundle.join("config.json");
-    let tmp = bundle.join(".config.json.podinit");
-    let text = serde_json::to_vec(spec).map_err(|e| format!("writing {}: {e}", tmp.display()))?;
-    std::fs::write(&tmp, text).map_err(|e| format!("writing {}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, &path).map_err(|e| format!("replacing {}: {e}", path.display()))
+    if let Some(files) = pod_files(&grouping(id, spec)) {
+        podinit::spec::pod_files::with_pod_files(spec, &files);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

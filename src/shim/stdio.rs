@@ -13,6 +13,7 @@ use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
 
+use super::error::{Error, Result};
 use super::runc::Streams;
 
 /// What containerd asked for.
@@ -41,14 +42,14 @@ pub struct Prepared {
     pub io: Io,
 }
 
-fn fifo_rw(path: &str) -> Result<OwnedFd, String> {
+fn fifo_rw(path: &str) -> Result<OwnedFd> {
     OpenOptions::new()
         .read(true)
         .write(true)
         .custom_flags(libc::O_CLOEXEC)
         .open(path)
         .map(OwnedFd::from)
-        .map_err(|e| format!("opening {path}: {e}"))
+        .map_err(|e| Error::io(format_args!("opening {path}"), e))
 }
 
 /// Numbers console sockets: a container's ID would make the path longer than a socket
@@ -56,14 +57,14 @@ fn fifo_rw(path: &str) -> Result<OwnedFd, String> {
 static CONSOLES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// Opens the streams; `socket_dir` is where a console socket is made (a short path).
-pub fn prepare(p: &Paths, socket_dir: &Path) -> Result<Prepared, String> {
+pub fn prepare(p: &Paths, socket_dir: &Path) -> Result<Prepared> {
     let io = Io::default();
     if p.terminal {
         let n = CONSOLES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let path = socket_dir.join(format!("console-{}-{n}.sock", std::process::id()));
         let _ = std::fs::remove_file(&path);
         let l = UnixListener::bind(&path)
-            .map_err(|e| format!("console socket {}: {e}", path.display()))?;
+            .map_err(|e| Error::io(format_args!("console socket {}", path.display()), e))?;
         return Ok(Prepared {
             streams: Streams::none(),
             console: Some((l, path)),
@@ -74,7 +75,7 @@ pub fn prepare(p: &Paths, socket_dir: &Path) -> Result<Prepared, String> {
         None
     } else {
         let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-            .map_err(|e| format!("stdin pipe: {e}"))?;
+            .map_err(|e| Error::Other(format!("stdin pipe: {e}")))?;
         let path = p.stdin.clone();
         // Not joined at exit: it ends when containerd closes stdin.
         std::thread::spawn(move || {
@@ -99,26 +100,26 @@ pub fn prepare(p: &Paths, socket_dir: &Path) -> Result<Prepared, String> {
 
 /// After the verb ran: take the terminal's master from the console socket and copy
 /// between it and the FIFOs.
-pub fn attach_console(pre: &mut Prepared, p: &Paths) -> Result<(), String> {
+pub fn attach_console(pre: &mut Prepared, p: &Paths) -> Result<()> {
     let Some((l, path)) = pre.console.take() else {
         return Ok(());
     };
     let _ = std::fs::remove_file(&path);
     l.set_nonblocking(true)
-        .map_err(|e| format!("console socket: {e}"))?;
+        .map_err(|e| Error::io("console socket", e))?;
     let (conn, _) = l
         .accept()
-        .map_err(|e| format!("no terminal came on the console socket: {e}"))?;
+        .map_err(|e| Error::io("no terminal came on the console socket", e))?;
     let master = crate_recv_fd(&conn)?;
     if !p.stdout.is_empty() {
-        let mut from = File::from(master.try_clone().map_err(|e| format!("terminal: {e}"))?);
+        let mut from = File::from(master.try_clone().map_err(|e| Error::io("terminal", e))?);
         let mut to = File::from(fifo_rw(&p.stdout)?);
         pre.io.copiers.push(std::thread::spawn(move || {
             copy_until_eio(&mut from, &mut to)
         }));
     }
     if !p.stdin.is_empty() {
-        let mut to = File::from(master.try_clone().map_err(|e| format!("terminal: {e}"))?);
+        let mut to = File::from(master.try_clone().map_err(|e| Error::io("terminal", e))?);
         let path = p.stdin.clone();
         // Not joined at exit: it ends when containerd closes stdin.
         std::thread::spawn(move || {
@@ -131,13 +132,15 @@ pub fn attach_console(pre: &mut Prepared, p: &Paths) -> Result<(), String> {
     Ok(())
 }
 
-fn crate_recv_fd(conn: &std::os::unix::net::UnixStream) -> Result<OwnedFd, String> {
+fn crate_recv_fd(conn: &std::os::unix::net::UnixStream) -> Result<OwnedFd> {
     conn.set_nonblocking(false)
-        .map_err(|e| format!("console socket: {e}"))?;
+        .map_err(|e| Error::io("console socket", e))?;
     match podinit::sys::pty::recv_fd(conn.as_raw_fd()) {
         Ok(Some((_, Some(fd)))) => Ok(fd),
-        Ok(_) => Err("the console socket closed without a terminal".into()),
-        Err(e) => Err(format!("receiving the terminal: {e}")),
+        Ok(_) => Err(Error::Other(
+            "the console socket closed without a terminal".into(),
+        )),
+        Err(e) => Err(Error::io("receiving the terminal", e)),
     }
 }
 

@@ -7,6 +7,8 @@
 use containerd_shim::protos::protobuf::rt::WireType;
 use containerd_shim::protos::protobuf::CodedInputStream;
 
+use super::super::error::{Error, Result};
+
 /// CRI's `NamespaceMode`: what each of the pod's namespaces is.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Mode {
@@ -22,13 +24,15 @@ pub enum Mode {
 }
 
 impl Mode {
-    fn from_enum(v: i32) -> Result<Mode, String> {
+    fn from_enum(v: i32) -> Result<Mode> {
         match v {
             0 => Ok(Mode::Pod),
             1 => Ok(Mode::Container),
             2 => Ok(Mode::Node),
             3 => Ok(Mode::Target),
-            n => Err(format!("namespace mode {n}: not one of the CRI's")),
+            n => Err(Error::Invalid(format!(
+                "namespace mode {n}: not one of the CRI's"
+            ))),
         }
     }
 }
@@ -72,8 +76,8 @@ enum Field {
 }
 
 /// Every field of one message, in order; other wire types are skipped.
-fn fields(b: &[u8], what: &str) -> Result<Fields, String> {
-    let bad = |e: containerd_shim::protos::protobuf::Error| format!("{what}: {e}");
+fn fields(b: &[u8], what: &str) -> Result<Fields> {
+    let bad = |e: containerd_shim::protos::protobuf::Error| Error::Invalid(format!("{what}: {e}"));
     let mut is = CodedInputStream::from_bytes(b);
     let mut out = Vec::new();
     while let Some(tag) = is.read_raw_tag_or_eof().map_err(bad)? {
@@ -86,18 +90,22 @@ fn fields(b: &[u8], what: &str) -> Result<Fields, String> {
                 out.push((number, Field::Bytes(is.read_bytes().map_err(bad)?)))
             }
             Some(w) => is.skip_field(w).map_err(bad)?,
-            None => return Err(format!("{what}: wire type {wire} in field {number}")),
+            None => {
+                return Err(Error::Invalid(format!(
+                    "{what}: wire type {wire} in field {number}"
+                )))
+            }
         }
     }
     Ok(out)
 }
 
-fn string(b: &[u8], what: &str) -> Result<String, String> {
-    String::from_utf8(b.to_vec()).map_err(|_| format!("{what}: not UTF-8"))
+fn string(b: &[u8], what: &str) -> Result<String> {
+    String::from_utf8(b.to_vec()).map_err(|_| Error::Invalid(format!("{what}: not UTF-8")))
 }
 
 /// A `map<string, string>` entry: key 1, value 2.
-fn entry(b: &[u8], what: &str) -> Result<(String, String), String> {
+fn entry(b: &[u8], what: &str) -> Result<(String, String)> {
     let (mut k, mut v) = (String::new(), String::new());
     for (n, f) in fields(b, what)? {
         match (n, f) {
@@ -110,7 +118,7 @@ fn entry(b: &[u8], what: &str) -> Result<(String, String), String> {
 }
 
 /// A `DNSConfig`: servers 1, searches 2, options 3, each a repeated string.
-fn dns(b: &[u8]) -> Result<Dns, String> {
+fn dns(b: &[u8]) -> Result<Dns> {
     const WHAT: &str = "PodSandboxConfig.dns_config";
     let mut d = Dns::default();
     for (n, f) in fields(b, WHAT)? {
@@ -127,15 +135,15 @@ fn dns(b: &[u8]) -> Result<Dns, String> {
 impl PodConfig {
     /// The config from CreateSandbox's options (`type_url` and value); none (a client
     /// other than the CRI) gives the defaults: every namespace the pod's own.
-    pub fn from_options(type_url: &str, value: &[u8]) -> Result<PodConfig, String> {
+    pub fn from_options(type_url: &str, value: &[u8]) -> Result<PodConfig> {
         let mut c = PodConfig::default();
         if type_url.is_empty() {
             return Ok(c);
         }
         if !type_url.ends_with("PodSandboxConfig") {
-            return Err(format!(
+            return Err(Error::Invalid(format!(
                 "the sandbox's options are a {type_url}, not the CRI's PodSandboxConfig"
-            ));
+            )));
         }
         for (n, f) in fields(value, "PodSandboxConfig")? {
             match (n, f) {
@@ -152,7 +160,7 @@ impl PodConfig {
         Ok(c)
     }
 
-    fn metadata(&mut self, b: &[u8]) -> Result<(), String> {
+    fn metadata(&mut self, b: &[u8]) -> Result<()> {
         const WHAT: &str = "PodSandboxConfig.metadata";
         for (n, f) in fields(b, WHAT)? {
             match (n, f) {
@@ -165,7 +173,7 @@ impl PodConfig {
         Ok(())
     }
 
-    fn linux(&mut self, b: &[u8]) -> Result<(), String> {
+    fn linux(&mut self, b: &[u8]) -> Result<()> {
         const WHAT: &str = "PodSandboxConfig.linux";
         for (n, f) in fields(b, WHAT)? {
             match (n, f) {
@@ -184,7 +192,7 @@ impl PodConfig {
         Ok(())
     }
 
-    fn namespaces(&mut self, b: &[u8]) -> Result<(), String> {
+    fn namespaces(&mut self, b: &[u8]) -> Result<()> {
         const WHAT: &str = "security_context.namespace_options";
         for (n, f) in fields(b, WHAT)? {
             match (n, f) {
@@ -367,9 +375,13 @@ mod tests {
             PodConfig::from_options("", b"").unwrap(),
             PodConfig::default()
         );
-        let e = PodConfig::from_options("x.Other", b"").unwrap_err();
+        let e = PodConfig::from_options("x.Other", b"")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("x.Other"), "{e}");
-        let e = PodConfig::from_options(URL, &[0x12, 0x09, b'a']).unwrap_err();
+        let e = PodConfig::from_options(URL, &[0x12, 0x09, b'a'])
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("PodSandboxConfig"), "{e}");
         let mut bad = Vec::new();
         varint(&mut bad, 2, 9);
@@ -379,7 +391,7 @@ mod tests {
         bytes(&mut linux, 2, &sc);
         let mut cfg = Vec::new();
         bytes(&mut cfg, 8, &linux);
-        let e = PodConfig::from_options(URL, &cfg).unwrap_err();
+        let e = PodConfig::from_options(URL, &cfg).unwrap_err().to_string();
         assert!(e.contains("namespace mode 9"), "{e}");
     }
 }

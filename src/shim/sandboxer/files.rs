@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use nix::mount::{MntFlags, MsFlags};
 use podinit::spec::pod_files::PodFiles;
 
+use super::super::error::{Error, Result};
 use super::config::{Dns, Mode, PodConfig};
 
 /// The directory of the files in a sandbox's bundle.
@@ -33,21 +34,25 @@ pub fn resolv_conf(dns: &Dns) -> String {
     out
 }
 
-fn write(path: &Path, text: &[u8]) -> Result<(), String> {
-    std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))
+fn write(path: &Path, text: &[u8]) -> Result<()> {
+    std::fs::write(path, text).map_err(|e| Error::io(format_args!("writing {}", path.display()), e))
 }
 
-fn copy(from: &str, to: &Path) -> Result<(), String> {
-    std::fs::copy(from, to)
-        .map(drop)
-        .map_err(|e| format!("copying the node's {from} to {}: {e}", to.display()))
+fn copy(from: &str, to: &Path) -> Result<()> {
+    std::fs::copy(from, to).map(drop).map_err(|e| {
+        Error::io(
+            format_args!("copying the node's {from} to {}", to.display()),
+            e,
+        )
+    })
 }
 
 /// Makes the pod's files in `bundle`; what to bind into its containers. Nothing is left
 /// mounted when it fails.
-pub fn make(bundle: &Path, config: &PodConfig) -> Result<PodFiles, String> {
+pub fn make(bundle: &Path, config: &PodConfig) -> Result<PodFiles> {
     let dir = bundle.join(DIR);
-    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Error::io(format_args!("creating {}", dir.display()), e))?;
     let files = PodFiles {
         hostname: dir.join("hostname"),
         hosts: dir.join("hosts"),
@@ -56,7 +61,7 @@ pub fn make(bundle: &Path, config: &PodConfig) -> Result<PodFiles, String> {
     };
     let hostname = match config.hostname.as_str() {
         "" => nix::unistd::gethostname()
-            .map_err(|e| format!("the node's hostname: {e}"))?
+            .map_err(|e| Error::Other(format!("the node's hostname: {e}")))?
             .to_string_lossy()
             .into_owned(),
         h => h.to_string(),
@@ -73,12 +78,12 @@ pub fn make(bundle: &Path, config: &PodConfig) -> Result<PodFiles, String> {
     Ok(files)
 }
 
-fn mount_shm(shm: &Path) -> Result<(), String> {
+fn mount_shm(shm: &Path) -> Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     match std::fs::DirBuilder::new().mode(0o700).create(shm) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(format!("creating {}: {e}", shm.display())),
+        Err(e) => return Err(Error::io(format_args!("creating {}", shm.display()), e)),
     }
     nix::mount::mount(
         Some("shm"),
@@ -87,7 +92,7 @@ fn mount_shm(shm: &Path) -> Result<(), String> {
         MsFlags::MS_NOEXEC | MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
         Some(SHM_DATA),
     )
-    .map_err(|e| format!("mounting the pod's shm at {}: {e}", shm.display()))
+    .map_err(|e| Error::Mount(format!("mounting the pod's shm at {}: {e}", shm.display())))
 }
 
 /// Unmounts the pod's `/dev/shm` (the files go with the bundle, which containerd removes).

@@ -265,7 +265,7 @@ impl Sandboxer {
             .and_then(|()| {
                 let mut r = record::Record::new(id, pid, &path);
                 r.systemd_unit = unit.as_ref().map(|u| u.name.clone());
-                r.write(&bundle)
+                r.write(&bundle).map_err(|e| e.to_string())
             });
         if let Err(e) = placed {
             let _ = nix::sys::signal::kill(

@@ -6,6 +6,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::super::error::{Error, Result};
+
 const FILE: &str = "podinit-sandbox.json";
 
 #[derive(Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,10 +40,11 @@ impl Record {
         }
     }
 
-    pub fn write(&self, bundle: &Path) -> Result<(), String> {
+    pub fn write(&self, bundle: &Path) -> Result<()> {
         let path = bundle.join(FILE);
-        let text = serde_json::to_vec(self).map_err(|e| format!("{}: {e}", path.display()))?;
-        podinit::util::write_atomic(&path, &text).map_err(|e| format!("{}: {e}", path.display()))
+        let text = serde_json::to_vec(self)
+            .map_err(|e| Error::Other(format!("{}: {e}", path.display())))?;
+        podinit::util::write_atomic(&path, &text).map_err(|e| Error::io(path.display(), e))
     }
 
     pub fn read(bundle: &Path) -> Option<Record> {

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use podinit::sys::pause::SandboxNamespaces;
 
+use super::super::error::Error;
 use super::super::service::Inner;
 
 /// `sandbox-init` takes a second at most; one that hangs is reported, not waited for.
@@ -86,14 +87,19 @@ pub fn init_main(args: impl IntoIterator<Item = OsString>) -> ! {
 }
 
 /// Runs `sandbox-init` for `ns`; the pause's pid.
-pub fn pid1(inner: &Inner, ns: &SandboxNamespaces) -> Result<i32, String> {
+pub fn pid1(inner: &Inner, ns: &SandboxNamespaces) -> Result<i32, Error> {
     let mut child = Command::new(&inner.exe)
         .args(args(ns))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("running {} sandbox-init: {e}", inner.exe.display()))?;
+        .map_err(|e| {
+            Error::io(
+                format_args!("running {} sandbox-init", inner.exe.display()),
+                e,
+            )
+        })?;
     let (mut out, mut err) = (String::new(), String::new());
     if let Some(mut o) = child.stdout.take() {
         let _ = o.read_to_string(&mut out);
@@ -104,18 +110,18 @@ pub fn pid1(inner: &Inner, ns: &SandboxNamespaces) -> Result<i32, String> {
     let exit = inner
         .reaper
         .wait_for(child.id() as i32, INIT_LIMIT)
-        .ok_or_else(|| format!("sandbox-init: no exit after {INIT_LIMIT:?}"))?;
+        .ok_or_else(|| Error::Other(format!("sandbox-init: no exit after {INIT_LIMIT:?}")))?;
     if exit.status != 0 {
-        return Err(match err.trim() {
+        return Err(Error::Other(match err.trim() {
             "" => format!("sandbox-init exited with status {}", exit.status),
             e => e
                 .trim_start_matches("containerd-shim-podinit-v1 sandbox-init: ")
                 .to_string(),
-        });
+        }));
     }
     out.trim()
         .parse()
-        .map_err(|_| format!("sandbox-init answered {out:?}, not a pid"))
+        .map_err(|_| Error::Other(format!("sandbox-init answered {out:?}, not a pid")))
 }
 
 #[cfg(test)]
