@@ -171,7 +171,7 @@ mod tests {
             .unwrap()
     }
 
-    fn pick(idx: &ImageIndex, want: Platform) -> crate::image::Result<String> {
+    fn pick(idx: &ImageIndex, want: Platform) -> Result<String, crate::image::Error> {
         select_for(idx, &want).map(|d| d.digest().to_string())
     }
 

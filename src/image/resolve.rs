@@ -147,7 +147,7 @@ mod tests {
             (d, n)
         }
 
-        fn resolve(&self, top: &Digest) -> crate::image::Result<Resolved> {
+        fn resolve(&self, top: &Digest) -> Result<Resolved> {
             resolve(top, &|d| Ok(self.0.get(d).cloned()))
         }
 

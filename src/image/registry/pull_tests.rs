@@ -97,7 +97,10 @@ fn run(
     r: &Reference,
     blobs: &Map,
     dir: &Path,
-) -> (crate::image::Result<Digest>, Vec<Progress>) {
+) -> (
+    std::result::Result<Digest, crate::image::Error>,
+    Vec<Progress>,
+) {
     let mut c = Client::new(&r.domain, &r.path, &[], net(Duration::from_secs(5)), None).unwrap();
     let mut seen = Vec::new();
     let res = fetch(&mut c, blobs, dir, r, &mut |p| seen.push(p));
