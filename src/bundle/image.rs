@@ -166,7 +166,7 @@ fn base_spec() -> Result<Spec, Error> {
         },
         "annotations": {}
     }))
-    .map_err(Error::Invalid)
+    .map_err(|e| Error::Invalid(e.to_string()))
 }
 
 /// The text of `rel` (`etc/passwd`) as the container will see it: from the uppermost layer
