@@ -39,7 +39,7 @@ fn passwd_files(root: &Path) {
     .unwrap();
 }
 
-fn merged(b: &Bundle, c: &str, pod: &str) -> Result<Spec, String> {
+fn merged(b: &Bundle, c: &str, pod: &str) -> crate::spec::Result<Spec> {
     let c: Container = serde_yaml_ng::from_str(c).unwrap();
     let pod: PodSpec = serde_yaml_ng::from_str(pod).unwrap();
     let vols = BTreeMap::new();
@@ -228,7 +228,9 @@ fn an_image_without_entrypoint_or_with_an_empty_one_runs_cmd_or_args() {
         &["echo", "hi"]
     );
     let b = from_image(&image(vec![l.clone()], json!({}))).unwrap();
-    let e = merged(&b, "{name: c}", "containers: []").unwrap_err();
+    let e = merged(&b, "{name: c}", "containers: []")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("command"), "{e}");
     std::fs::remove_dir_all(l).unwrap();
 }
@@ -242,7 +244,9 @@ fn an_unknown_image_user_fails_unless_run_as_user_replaces_it() {
         json!({"Cmd": ["sh"], "User": "ghost"}),
     ))
     .unwrap();
-    let e = merged(&b, "{name: c}", "containers: []").unwrap_err();
+    let e = merged(&b, "{name: c}", "containers: []")
+        .unwrap_err()
+        .to_string();
     assert!(e.starts_with("container c: image: user \"ghost\""), "{e}");
     let s = merged(
         &b,
