@@ -250,8 +250,9 @@ mod tests {
         assert_eq!(d.base, 196608);
         assert_eq!(fs::read_to_string(dir.join("196608")).unwrap(), "ns/d\n");
         let e = Block::allocate(&dir, range, "ns/e").err().unwrap();
+        assert!(matches!(e, Error::NoFreeBlock), "{e}");
         assert_eq!(
-            e,
+            e.to_string(),
             "could not find an empty slot to allocate a user namespace"
         );
         for x in [b, c, d] {
