@@ -145,8 +145,10 @@ pub fn admit_manifest(
         debug_assert_eq!(c.name, p.name);
         let b = container_base(c, &field, dirs)?;
         if let Some(b) = &b.bundle {
-            bundle::stop_signal(b, c)
-                .map_err(|e| Error::field(format!("{field}.lifecycle.stopSignal"), e))?;
+            bundle::stop_signal(b, c).map_err(|err| Error::Bundle {
+                field: format!("{field}.lifecycle.stopSignal"),
+                err,
+            })?;
         }
         containers.push((p.kind, c.clone(), b));
     }
@@ -183,7 +185,10 @@ pub fn admit_ephemeral(
 /// is the container's path in the pod (`spec.containers[1]`), for the error.
 pub(crate) fn container_base(c: &Container, field: &str, dirs: Dirs) -> Result<Base, Error> {
     let image = c.image.as_deref().unwrap_or_default();
-    let ctx = |e: String| Error::field(format!("{field}.image"), e);
+    let ctx = |err| Error::Bundle {
+        field: format!("{field}.image"),
+        err,
+    };
     let dir = if bundle::is_path(image) {
         Some(bundle::resolve(image, dirs.bundles).map_err(ctx)?)
     } else {

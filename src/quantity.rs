@@ -32,10 +32,39 @@ fn ceil_div(a: i128, b: i128) -> i128 {
     }
 }
 
-pub fn parse(s: &str) -> Result<Quantity, String> {
-    let bad = || {
-        format!("quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {s:?}")
-    };
+/// Why a text is not a quantity, in the API server's words: the text as given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// Not of a quantity's form.
+    Syntax(String),
+    /// Beyond what a quantity holds.
+    TooLarge(String),
+    /// A `hugepages-<size>` whose size is no page size (in bytes, KB, MB or GB).
+    PageSize(String),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Syntax(s) => write!(f, "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {s:?}"),
+            Error::TooLarge(s) => write!(f, "quantity {s:?} is too large"),
+            Error::PageSize(size) => write!(f, "hugepages-{size}: not a supported page size"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// For the callers still written over strings.
+impl From<Error> for String {
+    fn from(e: Error) -> String {
+        e.to_string()
+    }
+}
+
+pub fn parse(s: &str) -> Result<Quantity, Error> {
+    let bad = || Error::Syntax(s.to_string());
+    let large = || Error::TooLarge(s.to_string());
     let (neg, body) = match s.as_bytes().first() {
         Some(b'-') => (true, &s[1..]),
         Some(b'+') => (false, &s[1..]),
@@ -72,7 +101,7 @@ pub fn parse(s: &str) -> Result<Quantity, String> {
     let digits = format!("{int}{frac}");
     let digits = digits.trim_start_matches('0');
     if digits.len() > 30 {
-        return Err(format!("quantity {s:?} is too large"));
+        return Err(large());
     }
     let mut n: i128 = if digits.is_empty() {
         0
@@ -80,15 +109,10 @@ pub fn parse(s: &str) -> Result<Quantity, String> {
         digits.parse().map_err(|_| bad())?
     };
     exp10 += 3 - frac.len() as i32;
-    n = n
-        .checked_mul(1i128 << bin)
-        .ok_or_else(|| format!("quantity {s:?} is too large"))?;
+    n = n.checked_mul(1i128 << bin).ok_or_else(large)?;
     if exp10 >= 0 {
         for _ in 0..exp10 {
-            n = n
-                .checked_mul(10)
-                .filter(|v| *v < LIMIT)
-                .ok_or_else(|| format!("quantity {s:?} is too large"))?;
+            n = n.checked_mul(10).filter(|v| *v < LIMIT).ok_or_else(large)?;
         }
     } else {
         let mut d: i128 = 1;
@@ -103,14 +127,14 @@ pub fn parse(s: &str) -> Result<Quantity, String> {
 }
 
 /// `hugepages-2Mi`'s size as the cgroup files name it (`2MB`).
-pub fn hugepage_size(size: &str) -> Result<String, String> {
+pub fn hugepage_size(size: &str) -> Result<String, Error> {
     let bytes = parse(size)?.value();
     for (u, name) in [(1i128 << 30, "GB"), (1 << 20, "MB"), (1 << 10, "KB")] {
         if bytes >= u && bytes % u == 0 {
             return Ok(format!("{}{name}", bytes / u));
         }
     }
-    Err(format!("hugepages-{size}: not a supported page size"))
+    Err(Error::PageSize(size.to_string()))
 }
 
 #[cfg(test)]

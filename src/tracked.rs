@@ -81,19 +81,45 @@ pub fn deserialize<'a, T: de::Deserialize<'a>>(doc: &'a Value) -> Result<T, (Str
     })
 }
 
+/// JSON that is not a `T`: serde's error, and the path of the field it is in (none for a
+/// syntax error, which says its line and column, or for the document itself).
+#[derive(Debug)]
+pub struct ReadError {
+    pub path: Option<String>,
+    pub err: Error,
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.path {
+            Some(p) => write!(f, "{p}: {}", self.err),
+            None => self.err.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for ReadError {}
+
+/// For the callers still written over strings.
+impl From<ReadError> for String {
+    fn from(e: ReadError) -> String {
+        e.to_string()
+    }
+}
+
 /// JSON text into `T`: a syntax error says where it is (line and column), a type error
 /// which field it is in (`process.args[0]: invalid type: …`). Every typed read of JSON goes
 /// through here or `from_value`, so that each type's deserializer is in the binary once.
-pub fn from_slice<T: de::DeserializeOwned>(text: &[u8]) -> Result<T, String> {
-    let doc: Value = serde_json::from_slice(text).map_err(|e| e.to_string())?;
+pub fn from_slice<T: de::DeserializeOwned>(text: &[u8]) -> Result<T, ReadError> {
+    let doc: Value = serde_json::from_slice(text).map_err(|err| ReadError { path: None, err })?;
     from_value(&doc)
 }
 
 /// `doc` into `T`; a type error names its field, as `from_slice`'s.
-pub fn from_value<T: de::DeserializeOwned>(doc: &Value) -> Result<T, String> {
-    deserialize(doc).map_err(|(path, e)| match path.as_str() {
-        "." => e.to_string(),
-        _ => format!("{path}: {e}"),
+pub fn from_value<T: de::DeserializeOwned>(doc: &Value) -> Result<T, ReadError> {
+    deserialize(doc).map_err(|(path, err)| ReadError {
+        path: (path != ".").then_some(path),
+        err,
     })
 }
 

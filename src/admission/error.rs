@@ -14,6 +14,12 @@ pub enum Error {
     /// A field of the pod: a container's image that names no bundle, a stop signal, an
     /// ephemeral container, an image volume's reference.
     Field { field: String, why: String },
+    /// The bundle or image of `field` cannot be a container's base, or its stop signal is
+    /// not one.
+    Bundle {
+        field: String,
+        err: crate::bundle::Error,
+    },
     /// The store could not be read for the image of `field`.
     Store {
         field: String,
@@ -32,6 +38,7 @@ impl Error {
     pub fn kind(&self) -> Kind {
         match self {
             Error::Manifest(_) | Error::Field { .. } => Kind::InvalidArgument,
+            Error::Bundle { err, .. } => err.kind(),
             Error::Store { err, .. } => err.kind(),
         }
     }
@@ -42,6 +49,7 @@ impl fmt::Display for Error {
         match self {
             Error::Manifest(m) => f.write_str(m),
             Error::Field { field, why } => write!(f, "{field}: {why}"),
+            Error::Bundle { field, err } => write!(f, "{field}: {err}"),
             Error::Store { field, err } => write!(f, "{field}: {err}"),
         }
     }

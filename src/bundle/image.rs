@@ -11,24 +11,24 @@ use serde_json::json;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::{Bundle, ImageRef};
+use super::{Bundle, Error, ImageRef};
 use crate::image::store::Image;
 
 /// The base spec of a container from `img`.
-pub fn from_image(img: &Image) -> Result<Bundle, String> {
-    let who = |e: String| format!("image {}: {e}", img.name);
+pub fn from_image(img: &Image) -> Result<Bundle, Error> {
+    let who = |e: Error| e.within(format_args!("image {}", img.name));
     let top = img
         .layers
         .last()
         .cloned()
-        .ok_or_else(|| who("it has no layers".into()))?;
+        .ok_or_else(|| who(Error::Invalid("it has no layers".into())))?;
     // Overlay lowers are listed uppermost first; the store lists layers as applied.
     let lowers: Vec<PathBuf> = img.layers.iter().rev().cloned().collect();
     let none = Default::default();
     let cfg = img.config.config().as_ref().unwrap_or(&none);
     let strings = |v: &Option<Vec<String>>| v.clone().unwrap_or_default();
 
-    let mut spec = base_spec().map_err(|e| who(format!("base spec: {e}")))?;
+    let mut spec = base_spec().map_err(|e| who(e.within("base spec")))?;
     let entrypoint = strings(cfg.entrypoint());
     // containerd: an Entrypoint of one empty string is none (`ENTRYPOINT [""]`).
     let entrypoint = if entrypoint == [""] {
@@ -39,12 +39,12 @@ pub fn from_image(img: &Image) -> Result<Bundle, String> {
     let user = cfg.user().as_deref().unwrap_or("");
     let (uid_gid, user_error) = match resolve_user(user, &|f| read_layered(&lowers, f)) {
         Ok(ids) => (ids, None),
-        Err(e) => ((0, 0), Some(e)),
+        Err(e) => ((0, 0), Some(e.to_string())),
     };
     let process = spec
         .process_mut()
         .as_mut()
-        .ok_or_else(|| who("base spec: no process".into()))?;
+        .ok_or_else(|| who(Error::Invalid("base spec: no process".into())))?;
     process.set_args(Some(
         entrypoint
             .iter()
@@ -108,7 +108,7 @@ pub fn image_id(name: &str, digest: &str) -> String {
 /// has them, plus containerd's cgroup filesystem at /sys/fs/cgroup (read-only, in a cgroup
 /// namespace of the container's own on a v2 host, which `from_image` adds): a document, as
 /// a bundle's `config.json` is one.
-fn base_spec() -> Result<Spec, String> {
+fn base_spec() -> Result<Spec, Error> {
     let caps = json!([
         "CAP_CHOWN",
         "CAP_DAC_OVERRIDE",
@@ -166,6 +166,7 @@ fn base_spec() -> Result<Spec, String> {
         },
         "annotations": {}
     }))
+    .map_err(|e| Error::Invalid(e.to_string()))
 }
 
 /// The text of `rel` (`etc/passwd`) as the container will see it: from the uppermost layer
@@ -201,7 +202,7 @@ pub(super) fn read_layered(lowers: &[PathBuf], rel: &str) -> Option<String> {
 pub fn resolve_user(
     user: &str,
     read: &dyn Fn(&str) -> Option<String>,
-) -> Result<(u32, u32), String> {
+) -> Result<(u32, u32), Error> {
     if user.is_empty() {
         return Ok((0, 0));
     }
@@ -226,13 +227,13 @@ pub fn resolve_user(
         }
         Err(_) => {
             let f = entries.iter().find(|f| f[0] == u).ok_or_else(|| {
-                format!(
+                Error::User(format!(
                     "user {u:?} (config.User {user:?}): no such user in the image's /etc/passwd"
-                )
+                ))
             })?;
-            let uid = f[2]
-                .parse()
-                .map_err(|_| format!("user {u:?}: bad uid {:?} in /etc/passwd", f[2]))?;
+            let uid = f[2].parse().map_err(|_| {
+                Error::User(format!("user {u:?}: bad uid {:?} in /etc/passwd", f[2]))
+            })?;
             (uid, f[3].parse().unwrap_or(0))
         }
     };
@@ -247,7 +248,7 @@ pub fn resolve_user(
                     .map(|l| l.split(':').collect::<Vec<_>>())
                     .find(|f| f.len() >= 3 && f[0] == g)
                     .and_then(|f| f[2].parse().ok())
-                    .ok_or_else(|| format!("group {g:?} (config.User {user:?}): no such group in the image's /etc/group"))?
+                    .ok_or_else(|| Error::User(format!("group {g:?} (config.User {user:?}): no such group in the image's /etc/group")))?
             }
         },
     };

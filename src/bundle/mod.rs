@@ -2,12 +2,15 @@
 //! container is laid over (a bundle, or an image of the store, `image`). How a Kubernetes
 //! container is laid over its base is `spec`'s job.
 
+mod error;
 pub mod image;
 pub mod signal;
 
 use k8s_openapi::api::core::v1::Container;
 use oci_spec::runtime::Spec;
 use std::path::{Path, PathBuf};
+
+pub use error::Error;
 
 /// A container's base: a loaded bundle, or an image from the store (`image::from_image`).
 #[derive(Clone, Debug)]
@@ -82,9 +85,9 @@ pub struct HostVolume {
 /// docs/interface.md §1: (1) a path (it starts with `/`, `./` or `../`) is the bundle;
 /// (2) `BUNDLES/<image>`, a name with `/` as nested directories; (3) `BUNDLES/<image
 /// without :tag or @digest>`. A name that is not a path stays below `BUNDLES`.
-pub fn resolve(image: &str, bundles_dir: &Path) -> Result<PathBuf, String> {
+pub fn resolve(image: &str, bundles_dir: &Path) -> Result<PathBuf, Error> {
     if image.is_empty() {
-        return Err("Required value".into());
+        return Err(Error::Required);
     }
     let mut tried = Vec::new();
     let mut candidates = Vec::new();
@@ -102,19 +105,19 @@ pub fn resolve(image: &str, bundles_dir: &Path) -> Result<PathBuf, String> {
         if c.join("config.json").is_file() {
             return Ok(c);
         }
-        tried.push(c.display().to_string());
+        tried.push(c);
     }
-    Err(format!(
-        "image {image:?} not found: no OCI bundle (config.json) at {}",
-        tried.join(" or ")
-    ))
+    Err(Error::NotFound {
+        image: image.to_string(),
+        tried,
+    })
 }
 
 /// The bundle a name (not a path) names under `bundles_dir`, if there is one: rules 2 and
 /// 3 of [`resolve`]. A name that would leave the directory is an error.
-pub fn find(image: &str, bundles_dir: &Path) -> Result<Option<PathBuf>, String> {
+pub fn find(image: &str, bundles_dir: &Path) -> Result<Option<PathBuf>, Error> {
     if image.is_empty() {
-        return Err("Required value".into());
+        return Err(Error::Required);
     }
     below_bundles(image)?;
     let bare = strip_tag(image);
@@ -130,14 +133,12 @@ pub fn is_path(image: &str) -> bool {
 }
 
 /// A name looked up under `BUNDLES` must not leave it: no `..`, `.` or empty component.
-fn below_bundles(image: &str) -> Result<(), String> {
+fn below_bundles(image: &str) -> Result<(), Error> {
     if image
         .split('/')
         .any(|c| c.is_empty() || c == "." || c == "..")
     {
-        return Err(format!(
-            "Invalid value: {image:?}: an image name that is not a path (starting with \"/\", \"./\" or \"../\") is looked up under the bundles directory and may not have empty, \".\" or \"..\" components"
-        ));
+        return Err(Error::OutsideBundles(image.to_string()));
     }
     Ok(())
 }
@@ -154,43 +155,46 @@ fn strip_tag(image: &str) -> &str {
 }
 
 /// Load a bundle: its `config.json` and root filesystem must be there.
-pub fn load(dir: &Path) -> Result<Bundle, String> {
-    let dir = dir
-        .canonicalize()
-        .map_err(|e| format!("bundle {}: {e}", dir.display()))?;
+pub fn load(dir: &Path) -> Result<Bundle, Error> {
+    let dir = dir.canonicalize().map_err(|err| Error::Io {
+        what: format!("bundle {}", dir.display()),
+        err,
+    })?;
     let cfg = dir.join("config.json");
-    let spec = crate::spec::load(&dir).map_err(|e| e.to_string())?;
+    let spec = crate::spec::load(&dir).map_err(Error::Load)?;
     let root = spec
         .root()
         .as_ref()
-        .ok_or_else(|| format!("{}: root: Required value", cfg.display()))?;
+        .ok_or_else(|| Error::Invalid(format!("{}: root: Required value", cfg.display())))?;
     let rootfs = dir.join(root.path());
     match std::fs::metadata(&rootfs) {
         Ok(m) if m.is_dir() => {}
         Ok(_) => {
-            return Err(format!(
+            return Err(Error::Invalid(format!(
                 "bundle {}: rootfs {} is not a directory",
                 dir.display(),
                 rootfs.display()
-            ))
+            )))
         }
-        Err(e) => {
-            return Err(format!(
-                "bundle {}: rootfs {}: {e}",
-                dir.display(),
-                rootfs.display()
-            ))
+        Err(err) => {
+            return Err(Error::Io {
+                what: format!("bundle {}: rootfs {}", dir.display(), rootfs.display()),
+                err,
+            })
         }
     }
     if spec.process().is_none() {
-        return Err(format!("{}: process: Required value", cfg.display()));
+        return Err(Error::Invalid(format!(
+            "{}: process: Required value",
+            cfg.display()
+        )));
     }
     Ok(Bundle::of_dir(dir, rootfs, spec))
 }
 
 /// The container's stop signal: `lifecycle.stopSignal`, else the bundle's
 /// `org.opencontainers.image.stopSignal` annotation, else SIGTERM.
-pub fn stop_signal(bundle: &Bundle, c: &Container) -> Result<i32, String> {
+pub fn stop_signal(bundle: &Bundle, c: &Container) -> Result<i32, Error> {
     if let Some(s) = c.lifecycle.as_ref().and_then(|l| l.stop_signal.as_deref()) {
         return signal::parse(s);
     }
@@ -201,11 +205,11 @@ pub fn stop_signal(bundle: &Bundle, c: &Container) -> Result<i32, String> {
         .and_then(|a| a.get("org.opencontainers.image.stopSignal"))
     {
         return signal::parse(s).map_err(|e| match &bundle.image {
-            Some(i) => format!("image {}: config.StopSignal: {e}", i.name),
-            None => format!(
-                "bundle {}: annotation org.opencontainers.image.stopSignal: {e}",
+            Some(i) => e.within(format_args!("image {}: config.StopSignal", i.name)),
+            None => e.within(format_args!(
+                "bundle {}: annotation org.opencontainers.image.stopSignal",
                 bundle.dir.display()
-            ),
+            )),
         });
     }
     Ok(libc::SIGTERM)
@@ -286,14 +290,16 @@ mod tests {
             resolve("registry.k8s.io/nginx@sha256:0123", &d).unwrap(),
             d.join("registry.k8s.io/nginx")
         );
-        let e = resolve("registry.k8s.io/busybox:1.28", &d).unwrap_err();
+        let e = resolve("registry.k8s.io/busybox:1.28", &d)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains(&d.join("registry.k8s.io/busybox:1.28").display().to_string())
                 && e.contains(&d.join("registry.k8s.io/busybox").display().to_string()),
             "{e}"
         );
         // A relative name with a `/` is no longer a path from the working directory.
-        let e = resolve("oci-bundles/busybox", &d).unwrap_err();
+        let e = resolve("oci-bundles/busybox", &d).unwrap_err().to_string();
         assert!(
             e.contains(&d.join("oci-bundles/busybox").display().to_string()),
             "{e}"
@@ -306,7 +312,7 @@ mod tests {
             "..",
             "x/",
         ] {
-            let e = resolve(bad, &d).unwrap_err();
+            let e = resolve(bad, &d).unwrap_err().to_string();
             assert!(e.starts_with("Invalid value: "), "{bad}: {e}");
         }
         std::fs::remove_dir_all(&d).unwrap();
@@ -321,7 +327,7 @@ mod tests {
         assert_eq!(resolve("busybox:latest", &d).unwrap(), d.join("busybox"));
         let p = d.join("busybox").display().to_string();
         assert_eq!(resolve(&p, &d).unwrap(), d.join("busybox"));
-        let e = resolve("nginx:1", &d).unwrap_err();
+        let e = resolve("nginx:1", &d).unwrap_err().to_string();
         assert!(e.contains("image \"nginx:1\" not found"), "{e}");
         assert!(
             e.contains("nginx:1") && e.contains(&d.join("nginx").display().to_string()),
@@ -335,13 +341,13 @@ mod tests {
         let d = std::env::temp_dir().join(format!("podinit-bload-{}", crate::util::random_hex(4)));
         std::fs::create_dir_all(&d).unwrap();
         std::fs::write(d.join("config.json"), "{not json").unwrap();
-        assert!(load(&d).unwrap_err().contains("parsing"));
+        assert!(load(&d).unwrap_err().to_string().contains("parsing"));
         std::fs::write(
             d.join("config.json"),
             r#"{"ociVersion":"1.0.2","root":{"path":"rootfs"},"process":{"cwd":"/","args":["sh"],"user":{"uid":0,"gid":0}}}"#,
         )
         .unwrap();
-        let e = load(&d).unwrap_err();
+        let e = load(&d).unwrap_err().to_string();
         assert!(e.contains("rootfs") && e.contains("No such file"), "{e}");
         std::fs::create_dir_all(d.join("rootfs")).unwrap();
         let b = load(&d).unwrap();

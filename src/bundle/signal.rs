@@ -1,7 +1,9 @@
 //! Signal names as Kubernetes and OCI write them: `SIGTERM`, `TERM`, `15`, `SIGRTMIN+3`.
 
-pub fn parse(s: &str) -> Result<i32, String> {
-    let bad = || format!("invalid signal {s:?}");
+use super::Error;
+
+pub fn parse(s: &str) -> Result<i32, Error> {
+    let bad = || Error::Signal(s.to_string());
     if let Ok(n) = s.parse::<i32>() {
         return if (1..=libc::SIGRTMAX()).contains(&n) {
             Ok(n)
@@ -10,7 +12,7 @@ pub fn parse(s: &str) -> Result<i32, String> {
         };
     }
     let name = s.strip_prefix("SIG").unwrap_or(s);
-    let rt = |base: i32, rest: &str, sign: i32| -> Result<i32, String> {
+    let rt = |base: i32, rest: &str, sign: i32| -> Result<i32, Error> {
         let off: i32 = if rest.is_empty() {
             0
         } else {
@@ -49,13 +51,14 @@ mod tests {
 
     #[test]
     fn names_numbers_and_realtime() {
-        assert_eq!(parse("SIGTERM"), Ok(libc::SIGTERM));
-        assert_eq!(parse("TERM"), Ok(libc::SIGTERM));
-        assert_eq!(parse("SIGUSR1"), Ok(libc::SIGUSR1));
-        assert_eq!(parse("9"), Ok(9));
-        assert_eq!(parse("SIGRTMIN+3"), Ok(libc::SIGRTMIN() + 3));
-        assert_eq!(parse("SIGRTMAX-1"), Ok(libc::SIGRTMAX() - 1));
-        assert!(parse("SIGNOPE").is_err());
+        assert_eq!(parse("SIGTERM").unwrap(), libc::SIGTERM);
+        assert_eq!(parse("TERM").unwrap(), libc::SIGTERM);
+        assert_eq!(parse("SIGUSR1").unwrap(), libc::SIGUSR1);
+        assert_eq!(parse("9").unwrap(), 9);
+        assert_eq!(parse("SIGRTMIN+3").unwrap(), libc::SIGRTMIN() + 3);
+        assert_eq!(parse("SIGRTMAX-1").unwrap(), libc::SIGRTMAX() - 1);
+        let e = parse("SIGNOPE").unwrap_err();
+        assert_eq!(e.to_string(), "invalid signal \"SIGNOPE\"");
         assert!(parse("0").is_err());
         assert!(parse("SIGRTMIN+99").is_err());
     }

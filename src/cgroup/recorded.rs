@@ -48,28 +48,26 @@ pub fn remove_unified_leaf(dir: &Path) {
     }
 }
 
-/// The group of a recorded container; it must be where create put it. (Its error is a
-/// string for the shim's callers.)
-pub fn open(
-    id: &str,
-    cgroups_path: Option<&str>,
-    dirs: &[PathBuf],
-) -> std::result::Result<Group, String> {
+/// The group of a recorded container; it must be where create put it.
+pub fn open(id: &str, cgroups_path: Option<&str>, dirs: &[PathBuf]) -> Result<Group> {
     if dirs.is_empty() {
         // Made without a cgroup (rootless, none permitted): it has none to find again.
         return Ok(CgroupRoot::none().group(id));
     }
     let g = CgroupRoot::for_oci_path(cgroups_path, id)
-        .map_err(|e| format!("cgroup of container {id}: {e}"))?;
+        .map_err(|e| err(&format!("cgroup of container {id}"), e))?;
     let mut want: Vec<&PathBuf> = dirs.iter().collect();
     let mut got: Vec<&PathBuf> = g.dirs().iter().collect();
     want.sort();
     got.sort();
     if want != got {
         let missing = want.iter().find(|d| !got.contains(d));
-        return Err(format!(
-            "cgroup of container {id}: found again elsewhere than {} (called from another cgroup than create was)",
-            missing.map(|d| d.display().to_string()).unwrap_or_default(),
+        return Err(super::missing(
+            &format!("cgroup of container {id}"),
+            format!(
+                "found again elsewhere than {} (called from another cgroup than create was)",
+                missing.map(|d| d.display().to_string()).unwrap_or_default(),
+            ),
         ));
     }
     Ok(g)

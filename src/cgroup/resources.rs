@@ -7,7 +7,7 @@ use std::fs;
 use std::io;
 use std::path::PathBuf;
 
-use super::{err, Group};
+use super::{err, Error, Group, Result};
 
 /// One file to write: in the directory of `controller` (v2 name), `file` ← `value`.
 #[derive(Debug, PartialEq, Eq)]
@@ -148,8 +148,16 @@ impl Group {
     }
 }
 
+/// A resource no cgroup file takes; the caller names the cgroup.
+fn invalid(why: impl Into<String>) -> Error {
+    Error::Invalid {
+        what: String::new(),
+        why: why.into(),
+    }
+}
+
 /// The writes that apply `r`, in the order runc makes them.
-fn plan(r: &LinuxResources, v2: bool, cur: &Current) -> Result<Vec<Write>, String> {
+fn plan(r: &LinuxResources, v2: bool, cur: &Current) -> Result<Vec<Write>> {
     let mut out = Vec::new();
     if let Some(m) = r.memory() {
         if v2 {
@@ -184,7 +192,7 @@ fn plan(r: &LinuxResources, v2: bool, cur: &Current) -> Result<Vec<Write>, Strin
 /// v1: limit, memory+swap (first when the new pair only fits that way round), soft limit,
 /// swappiness, OOM killer. A 0 is unset; kernel memory limits are ignored, as runc 1.1
 /// ignores them (the kernel deprecated them).
-fn memory_v1(m: &LinuxMemory, cur: &Current, out: &mut Vec<Write>) -> Result<(), String> {
+fn memory_v1(m: &LinuxMemory, cur: &Current, out: &mut Vec<Write>) -> Result<()> {
     let mem = m.limit().filter(|l| *l != 0);
     let limit = mem.map(|l| w("memory", "memory.limit_in_bytes", l));
     // Unlimited memory with no word on swap: swap unlimited too (where it is accounted).
@@ -214,7 +222,7 @@ fn memory_v1(m: &LinuxMemory, cur: &Current, out: &mut Vec<Write>) -> Result<(),
         // Go's -1 ("leave it") as the spec's unsigned number.
         None | Some(u64::MAX) => {}
         Some(v) if v <= 100 => out.push(w("memory", "memory.swappiness", v)),
-        Some(v) => return Err(format!("memory swappiness {v} is outside 0-100")),
+        Some(v) => return Err(invalid(format!("memory swappiness {v} is outside 0-100"))),
     }
     Ok(())
 }
@@ -222,7 +230,7 @@ fn memory_v1(m: &LinuxMemory, cur: &Current, out: &mut Vec<Write>) -> Result<(),
 /// v2: memory.max, memory.swap.max (swap alone: memory+swap less memory, as runc),
 /// memory.low for the reservation. A 0 is unset; v2 has no swappiness nor kernel memory
 /// limits, which runc ignores there.
-fn memory_v2(m: &LinuxMemory, out: &mut Vec<Write>) -> Result<(), String> {
+fn memory_v2(m: &LinuxMemory, out: &mut Vec<Write>) -> Result<()> {
     if let Some(swap) = swap_v2(m.swap(), m.limit())? {
         out.push(w("memory", "memory.swap.max", limit_or_max(swap)));
     }
@@ -237,23 +245,23 @@ fn memory_v2(m: &LinuxMemory, out: &mut Vec<Write>) -> Result<(), String> {
 
 /// runc's `ConvertMemorySwapToCgroupV2Value`: the spec's swap is memory+swap (as v1's
 /// memsw), v2's memory.swap.max is swap alone.
-pub(super) fn swap_v2(swap: Option<i64>, memory: Option<i64>) -> Result<Option<i64>, String> {
+pub(super) fn swap_v2(swap: Option<i64>, memory: Option<i64>) -> Result<Option<i64>> {
     match (swap, memory) {
         // Unlimited memory with no word on swap: swap unlimited too.
         (None | Some(0), Some(-1)) => Ok(Some(-1)),
         (None | Some(0), _) => Ok(None),
         (Some(-1), _) => Ok(Some(-1)),
-        (Some(_), None | Some(0) | Some(-1)) => {
-            Err("a swap limit needs a memory limit (memory.swap.max is swap alone)".into())
-        }
-        (Some(s), Some(m)) if s < m => Err(format!(
-            "memory+swap limit {s} is below the memory limit {m}"
+        (Some(_), None | Some(0) | Some(-1)) => Err(invalid(
+            "a swap limit needs a memory limit (memory.swap.max is swap alone)",
         )),
+        (Some(s), Some(m)) if s < m => Err(invalid(format!(
+            "memory+swap limit {s} is below the memory limit {m}"
+        ))),
         (Some(s), Some(m)) => Ok(Some(s - m)),
     }
 }
 
-fn cpu(c: &LinuxCpu, v2: bool, cur: &Current, out: &mut Vec<Write>) -> Result<(), String> {
+fn cpu(c: &LinuxCpu, v2: bool, cur: &Current, out: &mut Vec<Write>) -> Result<()> {
     if v2 {
         if let Some(s) = c.shares().filter(|s| *s != 0) {
             out.push(w("cpu", "cpu.weight", shares_to_weight(s)));
@@ -278,11 +286,10 @@ fn cpu(c: &LinuxCpu, v2: bool, cur: &Current, out: &mut Vec<Write>) -> Result<()
             out.push(w("cpu", "cpu.max", format!("{quota} {period}")));
         }
         if c.realtime_period().is_some() || c.realtime_runtime().is_some() {
-            return Err(
+            return Err(invalid(
                 "realtime cpu scheduling (realtimePeriod, realtimeRuntime) does not \
-                 exist on cgroup v2"
-                    .into(),
-            );
+                 exist on cgroup v2",
+            ));
         }
     } else {
         if let Some(s) = c.shares().filter(|s| *s != 0) {
@@ -571,17 +578,16 @@ mod tests {
 
     #[test]
     fn v2_swap_is_memory_plus_swap_less_memory_as_runc() {
-        assert_eq!(swap_v2(Some(300), Some(100)), Ok(Some(200)));
-        assert_eq!(swap_v2(Some(100), Some(100)), Ok(Some(0)));
-        assert_eq!(swap_v2(Some(-1), Some(100)), Ok(Some(-1)));
-        assert_eq!(swap_v2(None, Some(100)), Ok(None));
-        assert_eq!(swap_v2(Some(0), Some(-1)), Ok(Some(-1)));
-        assert!(swap_v2(Some(50), Some(100))
-            .unwrap_err()
-            .contains("below the memory limit"));
-        assert!(swap_v2(Some(50), None)
-            .unwrap_err()
-            .contains("needs a memory limit"));
+        assert_eq!(swap_v2(Some(300), Some(100)).unwrap(), Some(200));
+        assert_eq!(swap_v2(Some(100), Some(100)).unwrap(), Some(0));
+        assert_eq!(swap_v2(Some(-1), Some(100)).unwrap(), Some(-1));
+        assert_eq!(swap_v2(None, Some(100)).unwrap(), None);
+        assert_eq!(swap_v2(Some(0), Some(-1)).unwrap(), Some(-1));
+        let e = swap_v2(Some(50), Some(100)).unwrap_err();
+        assert!(e.to_string().contains("below the memory limit"), "{e}");
+        assert_eq!(e.kind(), crate::error::Kind::InvalidArgument);
+        let e = swap_v2(Some(50), None).unwrap_err();
+        assert!(e.to_string().contains("needs a memory limit"), "{e}");
     }
 
     #[test]
@@ -622,13 +628,13 @@ mod tests {
         assert!(lines(r, true, &Current::default()).is_empty());
         let r = resources(serde_json::json!({ "memory": { "swappiness": 101 } }));
         let e = plan(&r, false, &Current::default()).unwrap_err();
-        assert_eq!(e, "memory swappiness 101 is outside 0-100");
+        assert_eq!(e.to_string(), "memory swappiness 101 is outside 0-100");
     }
 
     #[test]
     fn what_v2_lacks_is_an_error() {
         let r = resources(serde_json::json!({ "cpu": { "realtimeRuntime": 1000 } }));
-        let e = plan(&r, true, &Current::default()).unwrap_err();
+        let e = plan(&r, true, &Current::default()).unwrap_err().to_string();
         assert!(e.contains("realtime") && e.contains("cgroup v2"), "{e}");
         assert!(plan(&r, false, &Current::default()).is_ok());
     }

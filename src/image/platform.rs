@@ -171,14 +171,12 @@ mod tests {
             .unwrap()
     }
 
-    fn pick(idx: &ImageIndex, want: Platform) -> Result<String, String> {
-        select_for(idx, &want)
-            .map(|d| d.digest().to_string())
-            .map_err(|e| e.to_string())
+    fn pick(idx: &ImageIndex, want: Platform) -> Result<String, crate::image::Error> {
+        select_for(idx, &want).map(|d| d.digest().to_string())
     }
 
-    fn nth(i: u32) -> Result<String, String> {
-        Ok(format!("sha256:{i:064x}"))
+    fn nth(i: u32) -> String {
+        format!("sha256:{i:064x}")
     }
 
     #[test]
@@ -212,11 +210,18 @@ mod tests {
             Some(("linux", "amd64", "")),
             Some(("unknown", "unknown", "")),
         ]);
-        assert_eq!(pick(&two, Platform::new("linux", "x86_64", "")), nth(1));
-        assert_eq!(pick(&two, Platform::new("linux", "aarch64", "")), nth(0));
-        let e = pick(&two, Platform::new("linux", "s390x", "")).unwrap_err();
         assert_eq!(
-            e,
+            pick(&two, Platform::new("linux", "x86_64", "")).unwrap(),
+            nth(1)
+        );
+        assert_eq!(
+            pick(&two, Platform::new("linux", "aarch64", "")).unwrap(),
+            nth(0)
+        );
+        let e = pick(&two, Platform::new("linux", "s390x", "")).unwrap_err();
+        assert_eq!(e.kind(), crate::error::Kind::NotFound);
+        assert_eq!(
+            e.to_string(),
             "no manifest for linux/s390x in the index (it has linux/arm64, linux/amd64, unknown/unknown)"
         );
         assert!(pick(&two, Platform::new("windows", "amd64", "")).is_err());
@@ -225,18 +230,36 @@ mod tests {
     #[test]
     fn falls_back_as_containerd_does() {
         let old = index(&[Some(("linux", "386", "")), Some(("linux", "arm", "v7"))]);
-        assert_eq!(pick(&old, Platform::new("linux", "amd64", "")), nth(0));
-        assert_eq!(pick(&old, Platform::new("linux", "arm64", "")), nth(1));
+        assert_eq!(
+            pick(&old, Platform::new("linux", "amd64", "")).unwrap(),
+            nth(0)
+        );
+        assert_eq!(
+            pick(&old, Platform::new("linux", "arm64", "")).unwrap(),
+            nth(1)
+        );
         assert!(pick(&old, Platform::new("linux", "arm", "v6")).is_err());
         // The exact platform beats a compatible one wherever it is in the index.
         let both = index(&[Some(("linux", "386", "")), Some(("linux", "amd64", ""))]);
-        assert_eq!(pick(&both, Platform::new("linux", "amd64", "")), nth(1));
+        assert_eq!(
+            pick(&both, Platform::new("linux", "amd64", "")).unwrap(),
+            nth(1)
+        );
         let v = index(&[Some(("linux", "arm", "v6")), Some(("linux", "arm", "v7"))]);
-        assert_eq!(pick(&v, Platform::new("linux", "arm", "v6")), nth(0));
-        assert_eq!(pick(&v, Platform::new("linux", "arm", "v8")), nth(1));
+        assert_eq!(
+            pick(&v, Platform::new("linux", "arm", "v6")).unwrap(),
+            nth(0)
+        );
+        assert_eq!(
+            pick(&v, Platform::new("linux", "arm", "v8")).unwrap(),
+            nth(1)
+        );
         let none = index(&[None]);
-        assert_eq!(pick(&none, Platform::new("linux", "amd64", "")), nth(0));
-        let e = pick(&index(&[]), Platform::host()).unwrap_err();
+        assert_eq!(
+            pick(&none, Platform::new("linux", "amd64", "")).unwrap(),
+            nth(0)
+        );
+        let e = pick(&index(&[]), Platform::host()).unwrap_err().to_string();
         assert!(e.ends_with("(it has no manifests)"), "{e}");
     }
 }

@@ -147,8 +147,13 @@ mod tests {
             (d, n)
         }
 
-        fn resolve(&self, top: &Digest) -> std::result::Result<Resolved, String> {
-            resolve(top, &|d| Ok(self.0.get(d).cloned())).map_err(|e| e.to_string())
+        fn resolve(&self, top: &Digest) -> Result<Resolved> {
+            resolve(top, &|d| Ok(self.0.get(d).cloned()))
+        }
+
+        /// Why `top` does not resolve, as its line.
+        fn refusal(&self, top: &Digest) -> String {
+            self.resolve(top).unwrap_err().to_string()
         }
     }
 
@@ -199,38 +204,32 @@ mod tests {
     fn refuses_what_does_not_add_up() {
         let mut b = Blobs::default();
         let bad = image(&mut b, "amd64", 2, 1);
-        let e = b.resolve(&bad.0).unwrap_err();
+        let e = b.refusal(&bad.0);
         assert!(
             e.ends_with("2 layers but its config sha256:") || e.contains("lists 1 diff_ids"),
             "{e}"
         );
         let missing = Digest::of(b"nothing");
         assert_eq!(
-            b.resolve(&missing).unwrap_err(),
+            b.refusal(&missing),
             format!("manifest {missing} is not in the store")
         );
         let odd = b.put(json!({"schemaVersion": 2, "mediaType": "application/x-odd"}));
-        assert!(b
-            .resolve(&odd.0)
-            .unwrap_err()
-            .contains("unknown manifest media type"));
+        assert!(b.refusal(&odd.0).contains("unknown manifest media type"));
         let v1 = b.put(json!({"schemaVersion": 1, "fsLayers": []}));
-        assert!(b.resolve(&v1.0).unwrap_err().contains("schema 1"));
+        assert!(b.refusal(&v1.0).contains("schema 1"));
         let cfg = b.put(json!({}));
         let wrong = b.put(
             json!({"schemaVersion": 2, "config": desc("application/x-thing", cfg),
             "layers": []}),
         );
-        assert!(b
-            .resolve(&wrong.0)
-            .unwrap_err()
-            .contains("is not an image's"));
+        assert!(b.refusal(&wrong.0).contains("is not an image's"));
         let mut nested = b.put(json!({"schemaVersion": 2, "manifests": []})).0;
         for _ in 0..6 {
             nested = b
                 .put(json!({"schemaVersion": 2, "manifests": [desc(media::OCI_INDEX, (nested.clone(), 1))]}))
                 .0;
         }
-        assert!(b.resolve(&nested).unwrap_err().contains("nested more than"));
+        assert!(b.refusal(&nested).contains("nested more than"));
     }
 }

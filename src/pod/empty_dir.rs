@@ -17,6 +17,42 @@ pub enum Backing {
     HugePages(i128),
 }
 
+/// Why an emptyDir's medium cannot back it, in kubelet's words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MediumError {
+    pub medium: String,
+    pub why: Why,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Why {
+    /// `HugePages-<size>` with no page size.
+    NotHugePages,
+    /// `HugePages` while the containers ask hugepages of more than one size.
+    SizesDiffer,
+    /// A hugepage medium while no container asks hugepages of its size.
+    NoRequest,
+    /// A medium Kubernetes does not have.
+    Unknown,
+}
+
+impl std::fmt::Display for MediumError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let medium = &self.medium;
+        match self.why {
+            Why::NotHugePages => write!(f, "medium: {medium} is not a hugepage medium"),
+            Why::SizesDiffer => write!(
+                f,
+                "medium: {medium} can't be used if container requests multiple huge page sizes"
+            ),
+            Why::NoRequest => write!(f, "medium {medium}: hugePages storage requested, but there is no resource request for huge pages"),
+            Why::Unknown => write!(f, "unknown storage medium {medium:?}"),
+        }
+    }
+}
+
+impl std::error::Error for MediumError {}
+
 /// The page size of a `hugepages-<size>` resource or `HugePages-<size>` medium, in bytes.
 fn page_size(size: &str) -> Option<i128> {
     quantity::parse(size)
@@ -27,11 +63,13 @@ fn page_size(size: &str) -> Option<i128> {
 
 /// kubelet's `getPageSizeMountOption`: the page size of a `HugePages` medium is the one
 /// size the containers ask hugepages of; `HugePages-<size>` needs a request of that size.
-fn huge_page_size(medium: &str, spec: &PodSpec) -> Result<i128, String> {
+fn huge_page_size(medium: &str, spec: &PodSpec) -> Result<i128, MediumError> {
+    let bad = |why| MediumError {
+        medium: medium.to_string(),
+        why,
+    };
     let wanted = match medium.strip_prefix("HugePages-") {
-        Some(size) => Some(
-            page_size(size).ok_or_else(|| format!("medium: {medium} is not a hugepage medium"))?,
-        ),
+        Some(size) => Some(page_size(size).ok_or_else(|| bad(Why::NotHugePages))?),
         None => None,
     };
     let mut found: Option<i128> = None;
@@ -50,20 +88,14 @@ fn huge_page_size(medium: &str, spec: &PodSpec) -> Result<i128, String> {
                 continue;
             };
             match wanted {
-                None if found.is_some_and(|f| f != size) => {
-                    return Err(format!(
-                    "medium: {medium} can't be used if container requests multiple huge page sizes"
-                ))
-                }
+                None if found.is_some_and(|f| f != size) => return Err(bad(Why::SizesDiffer)),
                 None => found = Some(size),
                 Some(w) if w == size => found = Some(size),
                 Some(_) => {}
             }
         }
     }
-    found.ok_or_else(|| {
-        format!("medium {medium}: hugePages storage requested, but there is no resource request for huge pages")
-    })
+    found.ok_or_else(|| bad(Why::NoRequest))
 }
 
 /// kubelet's `calculateEmptyDirMemorySize`: a memory-backed emptyDir is a tmpfs the size
@@ -98,14 +130,17 @@ pub fn backing(
     spec: &PodSpec,
     ed: &EmptyDirVolumeSource,
     node_memory: i128,
-) -> Result<Backing, String> {
+) -> Result<Backing, MediumError> {
     match ed.medium.as_deref().unwrap_or("") {
         "" => Ok(Backing::Disk),
         "Memory" => Ok(Backing::Memory(memory_size(spec, ed, node_memory))),
         m if m == "HugePages" || m.starts_with("HugePages-") => {
             huge_page_size(m, spec).map(Backing::HugePages)
         }
-        m => Err(format!("unknown storage medium {m:?}")),
+        m => Err(MediumError {
+            medium: m.to_string(),
+            why: Why::Unknown,
+        }),
     }
 }
 
@@ -173,15 +208,15 @@ mod tests {
             Ok(Backing::HugePages(2 << 20))
         );
         assert_eq!(
-            backing(&one, &ed("{medium: HugePages-1Gi}"), 0),
-            Err("medium HugePages-1Gi: hugePages storage requested, but there is no resource request for huge pages".into())
+            backing(&one, &ed("{medium: HugePages-1Gi}"), 0).map_err(|e| e.to_string()),
+            Err("medium HugePages-1Gi: hugePages storage requested, but there is no resource request for huge pages".to_string())
         );
         let two = spec("containers: [{name: a, resources: {requests: {hugepages-2Mi: 4Mi, hugepages-1Gi: 1Gi}}}]");
         assert_eq!(
-            backing(&two, &ed("{medium: HugePages}"), 0),
+            backing(&two, &ed("{medium: HugePages}"), 0).map_err(|e| e.to_string()),
             Err(
                 "medium: HugePages can't be used if container requests multiple huge page sizes"
-                    .into()
+                    .to_string()
             )
         );
         assert_eq!(

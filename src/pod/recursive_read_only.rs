@@ -9,33 +9,67 @@ use k8s_openapi::api::core::v1::VolumeMount;
 /// its top mount is read-only, if `readOnly`). `IfPossible` falls back to `false` where
 /// the runtime cannot; `Enabled` there is an error, the container's
 /// `CreateContainerConfigError` (kubelet prefixes it with [`ERROR_PREFIX`]).
-pub fn resolve(m: &VolumeMount, runtime_supports: bool) -> Result<bool, String> {
+pub fn resolve(m: &VolumeMount, runtime_supports: bool) -> Result<bool, Error> {
     let mode = match m.recursive_read_only.as_deref() {
         None | Some("Disabled") => return Ok(false),
         Some(mode) => mode,
     };
+    let volume = || m.name.clone();
     if m.read_only != Some(true) {
-        return Err(format!(
-            "volume {:?} requested recursive read-only mode, but it is not read-only",
-            m.name
-        ));
+        return Err(Error::NotReadOnly(volume()));
     }
     if let Some(p) = m.mount_propagation.as_deref().filter(|p| *p != "None") {
-        return Err(format!(
-            "volume {:?} requested recursive read-only mode, but it is not compatible with propagation {p:?}",
-            m.name
-        ));
+        return Err(Error::Propagation {
+            volume: volume(),
+            propagation: p.to_string(),
+        });
     }
     match mode {
         "IfPossible" => Ok(runtime_supports),
         "Enabled" if runtime_supports => Ok(true),
-        "Enabled" => Err(format!(
-            "volume {:?} requested recursive read-only mode, but it is not supported by the runtime",
-            m.name
-        )),
-        other => Err(format!("unknown recursive read-only mode {other:?}")),
+        "Enabled" => Err(Error::NotSupported(volume())),
+        other => Err(Error::UnknownMode(other.to_string())),
     }
 }
+
+/// Why a mount's recursive read-only mode cannot be had, in kubelet's words: the volume,
+/// and what stands in the way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    NotReadOnly(String),
+    Propagation {
+        volume: String,
+        propagation: String,
+    },
+    /// `Enabled` where the runtime cannot.
+    NotSupported(String),
+    UnknownMode(String),
+    /// One of a container's mounts, said with kubelet's [`ERROR_PREFIX`].
+    Unresolved(Box<Error>),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const WANTED: &str = "requested recursive read-only mode, but it is";
+        match self {
+            Error::NotReadOnly(v) => write!(f, "volume {v:?} {WANTED} not read-only"),
+            Error::Propagation {
+                volume,
+                propagation,
+            } => write!(
+                f,
+                "volume {volume:?} {WANTED} not compatible with propagation {propagation:?}"
+            ),
+            Error::NotSupported(v) => {
+                write!(f, "volume {v:?} {WANTED} not supported by the runtime")
+            }
+            Error::UnknownMode(m) => write!(f, "unknown recursive read-only mode {m:?}"),
+            Error::Unresolved(e) => write!(f, "{ERROR_PREFIX}{e}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
 
 /// What kubelet puts before [`resolve`]'s error in the container's waiting message
 /// (`makeMounts`).
@@ -43,10 +77,10 @@ pub const ERROR_PREFIX: &str = "failed to resolve recursive read-only mode: ";
 
 /// Each of a container's mounts resolved, in order; the first error with kubelet's
 /// prefix.
-pub fn resolve_all(mounts: &[VolumeMount], runtime_supports: bool) -> Result<Vec<bool>, String> {
+pub fn resolve_all(mounts: &[VolumeMount], runtime_supports: bool) -> Result<Vec<bool>, Error> {
     mounts
         .iter()
-        .map(|m| resolve(m, runtime_supports).map_err(|e| format!("{ERROR_PREFIX}{e}")))
+        .map(|m| resolve(m, runtime_supports).map_err(|e| Error::Unresolved(Box::new(e))))
         .collect()
 }
 
@@ -141,12 +175,16 @@ mod tests {
 
     #[test]
     fn errors_say_what_kubelet_says() {
-        let e = resolve_all(&[mount(true, None, Some("Enabled"))], false).unwrap_err();
+        let e = resolve_all(&[mount(true, None, Some("Enabled"))], false)
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             e,
             "failed to resolve recursive read-only mode: volume \"foo\" requested recursive read-only mode, but it is not supported by the runtime"
         );
-        let e = resolve(&mount(false, None, Some("Enabled")), true).unwrap_err();
+        let e = resolve(&mount(false, None, Some("Enabled")), true)
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             e,
             "volume \"foo\" requested recursive read-only mode, but it is not read-only"
@@ -156,7 +194,7 @@ mod tests {
             true,
         );
         assert_eq!(
-            e.unwrap_err(),
+            e.unwrap_err().to_string(),
             "volume \"foo\" requested recursive read-only mode, but it is not compatible with propagation \"HostToContainer\""
         );
     }

@@ -39,19 +39,19 @@ fn invalid(field: impl Into<String>, message: impl Into<String>) -> Invalid {
 /// The pod validation the API server runs on a resized pod: `Err((field, message))`.
 pub type Validate<'a> = dyn Fn(&Pod) -> Result<(), (String, String)> + 'a;
 
-/// The patched pod's JSON read back as a Pod, or serde's message: the caller's typed
+/// The patched pod's JSON read back as a Pod, or the reader's error: the caller's typed
 /// reader, so that the Kubernetes types' deserializers are in the binary once.
-pub type Decode<'a> = dyn Fn(&Value) -> Result<Pod, String> + 'a;
+pub type Decode<'a, E> = dyn Fn(&Value) -> Result<Pod, E> + 'a;
 
 /// The pod after the resize `patch`, with its generation grown by one if its spec
 /// changed; or why the API server refuses it. `decode` reads the patched JSON back;
 /// `validate` is the pod validation the API server runs on the result (the manifest's,
 /// with its wording).
-pub fn patched(
+pub fn patched<E: std::fmt::Display>(
     pod: &Pod,
     patch: &Value,
     kind: PatchKind,
-    decode: &Decode,
+    decode: &Decode<E>,
     validate: &Validate,
 ) -> Result<Pod, Invalid> {
     if !patch.is_object() {
@@ -339,8 +339,8 @@ mod tests {
         Ok(())
     }
 
-    fn decode(v: &Value) -> Result<Pod, String> {
-        serde_json::from_value(v.clone()).map_err(|e| e.to_string())
+    fn decode(v: &Value) -> Result<Pod, serde_json::Error> {
+        serde_json::from_value(v.clone())
     }
 
     fn res(p: &Pod, i: usize) -> Value {

@@ -8,9 +8,37 @@ use k8s_openapi::api::core::v1::VolumeMount;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path};
 
+/// Why a mount's sub-path cannot be made, in kubelet's words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// `subPathExpr` refers to these variables, missing or empty.
+    MissingValues(Vec<String>),
+    /// The sub-path is absolute.
+    Absolute(String),
+    /// The sub-path has a `..` component.
+    Backsteps(String),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::MissingValues(names) => write!(f, "missing value for {}", names.join(", ")),
+            Error::Absolute(p) => write!(f, "error SubPath `{p}` must not be an absolute path"),
+            Error::Backsteps(p) => {
+                write!(
+                    f,
+                    "unable to provision SubPath `{p}`: must not contain '..'"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
 /// `ExpandContainerVolumeMounts`: `$(VAR)` replaced by the variable's value (`$$` is a
 /// `$`); a variable that is missing or empty is an error naming every such variable.
-pub fn expand(expr: &str, env: &[(String, String)]) -> Result<String, String> {
+pub fn expand(expr: &str, env: &[(String, String)]) -> Result<String, Error> {
     // The last definition of a name wins, as in kubelet's `envVarsToMap`.
     let vars: BTreeMap<&str, &str> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let mut missing = BTreeSet::new();
@@ -24,24 +52,19 @@ pub fn expand(expr: &str, env: &[(String, String)]) -> Result<String, String> {
     if missing.is_empty() {
         Ok(out)
     } else {
-        let names: Vec<String> = missing.into_iter().collect();
-        Err(format!("missing value for {}", names.join(", ")))
+        Err(Error::MissingValues(missing.into_iter().collect()))
     }
 }
 
 /// The checks `makeMounts` runs on a mount's sub-path before it joins it to the volume.
-pub fn check(sub_path: &str) -> Result<(), String> {
+pub fn check(sub_path: &str) -> Result<(), Error> {
     let p = Path::new(sub_path);
     if p.is_absolute() {
-        return Err(format!(
-            "error SubPath `{sub_path}` must not be an absolute path"
-        ));
+        return Err(Error::Absolute(sub_path.to_string()));
     }
     // `ValidatePathNoBacksteps`.
     if p.components().any(|c| c == Component::ParentDir) {
-        return Err(format!(
-            "unable to provision SubPath `{sub_path}`: must not contain '..'"
-        ));
+        return Err(Error::Backsteps(sub_path.to_string()));
     }
     Ok(())
 }
@@ -51,7 +74,7 @@ pub fn check(sub_path: &str) -> Result<(), String> {
 pub fn resolve_all(
     mounts: &[VolumeMount],
     env: &[(String, String)],
-) -> Result<Vec<Option<String>>, String> {
+) -> Result<Vec<Option<String>>, Error> {
     mounts
         .iter()
         .map(|m| {
@@ -114,20 +137,22 @@ mod tests {
         ];
         for (input, vars, want) in cases {
             let got = expand(input, &env(vars));
-            assert_eq!(got.as_deref().map_err(String::as_str), *want, "{input:?}");
+            let got = got.as_deref().map_err(|e| e.to_string());
+            assert_eq!(got, want.map_err(str::to_string), "{input:?}");
         }
     }
 
     #[test]
     fn the_expanded_path_is_checked_as_makemounts_checks_it() {
         let e = env(&[("ABS", "/etc"), ("UP", "../x"), ("OK", "logs")]);
+        let refusal = |m| resolve_all(&[m], &e).unwrap_err().to_string();
         assert_eq!(
-            resolve_all(&[expr("$(ABS)")], &e),
-            Err("error SubPath `/etc` must not be an absolute path".into())
+            refusal(expr("$(ABS)")),
+            "error SubPath `/etc` must not be an absolute path"
         );
         assert_eq!(
-            resolve_all(&[expr("a/$(UP)")], &e),
-            Err("unable to provision SubPath `a/../x`: must not contain '..'".into())
+            refusal(expr("a/$(UP)")),
+            "unable to provision SubPath `a/../x`: must not contain '..'"
         );
         let plain = VolumeMount {
             sub_path: Some("fixed".into()),

@@ -38,7 +38,7 @@ pub fn kubelet_range(
     subuid: &str,
     subgid: &str,
     max_pods: u32,
-) -> Result<Range, String> {
+) -> Result<Range, RangeError> {
     const USER: &str = "kubelet";
     if !passwd.lines().any(|l| l.split(':').next() == Some(USER)) {
         return Ok(DEFAULT_RANGE);
@@ -52,57 +52,109 @@ pub fn kubelet_range(
     };
     let (uids, gids) = (entries(subuid), entries(subgid));
     if uids.is_empty() {
-        return Err(format!(
-            "kubelet mappings: error retrieving additional ids for user {USER:?}"
-        ));
+        return Err(RangeError::NoIds);
     }
     if gids.is_empty() {
-        return Err(format!(
-            "kubelet mappings: error retrieving additional gids for user {USER:?}"
-        ));
+        return Err(RangeError::NoGids);
     }
     if uids != gids {
-        return Err(format!(
-            "kubelet mappings: mismatched subuids and subgids for user {USER:?}"
-        ));
+        return Err(RangeError::Mismatched);
     }
     if uids.len() != 1 {
-        return Err(format!(
-            "kubelet mappings: error parsing line {:?}: it must contain only one line",
-            uids.join("\n")
-        ));
+        return Err(RangeError::Lines(uids.join("\n")));
     }
     let parts: Vec<&str> = uids[0].split(':').collect();
     let num = |s: &str| {
-        s.parse::<u32>()
-            .map_err(|e| format!("kubelet mappings: error parsing line {:?}: {e}", uids[0]))
+        s.parse::<u32>().map_err(|e| RangeError::Number {
+            line: uids[0].clone(),
+            err: e,
+        })
     };
     if parts.len() != 3 {
-        return Err(format!("kubelet mappings: invalid line {:?}", uids[0]));
+        return Err(RangeError::Line(uids[0].clone()));
     }
     let (first, count) = (num(parts[1])?, num(parts[2])?);
     if first % IDS_PER_POD != 0 {
-        return Err(format!(
-            "kubelet user assigned ID {first} is not a multiple of {IDS_PER_POD}"
-        ));
+        return Err(RangeError::FirstNotMultiple(first));
     }
     if first < IDS_PER_POD {
-        return Err(format!(
-            "kubelet user assigned ID {first} must be greater or equal to {IDS_PER_POD}"
-        ));
+        return Err(RangeError::FirstTooLow(first));
     }
     if count % IDS_PER_POD != 0 {
-        return Err(format!(
-            "kubelet user assigned IDs length {count} is not a multiple of {IDS_PER_POD}"
-        ));
+        return Err(RangeError::CountNotMultiple(count));
     }
     if count / IDS_PER_POD < max_pods {
-        return Err(format!(
-            "kubelet user assigned IDs are not enough to support {max_pods} pods"
-        ));
+        return Err(RangeError::TooFew(max_pods));
     }
     Ok(Range { first, count })
 }
+
+/// Why kubelet's subordinate ids are no range for its pods, in kubelet's words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RangeError {
+    NoIds,
+    NoGids,
+    Mismatched,
+    /// More than one line for the user: the lines.
+    Lines(String),
+    /// A line that is not `user:first:count`.
+    Line(String),
+    Number {
+        line: String,
+        err: std::num::ParseIntError,
+    },
+    FirstNotMultiple(u32),
+    FirstTooLow(u32),
+    CountNotMultiple(u32),
+    /// Not enough ids for this many pods.
+    TooFew(u32),
+}
+
+impl std::fmt::Display for RangeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const USER: &str = "kubelet";
+        match self {
+            RangeError::NoIds => write!(
+                f,
+                "kubelet mappings: error retrieving additional ids for user {USER:?}"
+            ),
+            RangeError::NoGids => write!(
+                f,
+                "kubelet mappings: error retrieving additional gids for user {USER:?}"
+            ),
+            RangeError::Mismatched => write!(
+                f,
+                "kubelet mappings: mismatched subuids and subgids for user {USER:?}"
+            ),
+            RangeError::Lines(l) => write!(
+                f,
+                "kubelet mappings: error parsing line {l:?}: it must contain only one line"
+            ),
+            RangeError::Line(l) => write!(f, "kubelet mappings: invalid line {l:?}"),
+            RangeError::Number { line, err } => {
+                write!(f, "kubelet mappings: error parsing line {line:?}: {err}")
+            }
+            RangeError::FirstNotMultiple(first) => write!(
+                f,
+                "kubelet user assigned ID {first} is not a multiple of {IDS_PER_POD}"
+            ),
+            RangeError::FirstTooLow(first) => write!(
+                f,
+                "kubelet user assigned ID {first} must be greater or equal to {IDS_PER_POD}"
+            ),
+            RangeError::CountNotMultiple(count) => write!(
+                f,
+                "kubelet user assigned IDs length {count} is not a multiple of {IDS_PER_POD}"
+            ),
+            RangeError::TooFew(max_pods) => write!(
+                f,
+                "kubelet user assigned IDs are not enough to support {max_pods} pods"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RangeError {}
 
 /// The uid_map and gid_map of a pod whose block starts at `base`.
 pub fn id_map(base: u32) -> String {
@@ -204,7 +256,7 @@ mod tests {
             }
         );
         assert_eq!(r.blocks().count(), 110);
-        let err = |u: &str, g: &str| kubelet_range(PASSWD, u, g, 110).unwrap_err();
+        let err = |u: &str, g: &str| kubelet_range(PASSWD, u, g, 110).unwrap_err().to_string();
         assert_eq!(
             err("kubelet:65537:7208960", "kubelet:65537:7208960"),
             "kubelet user assigned ID 65537 is not a multiple of 65536"

@@ -118,7 +118,7 @@ pub fn run(opts: &RunOptions) -> i32 {
     let private = match opts.state_dir {
         Some(_) => Ok(()),
         None if crate::sys::rootless::rootless() => {
-            crate::sys::rootless::private_dir(&state_root())
+            crate::sys::rootless::private_dir(&state_root()).map_err(String::from)
         }
         None => Ok(()),
     };

@@ -41,7 +41,8 @@ pub(super) fn make(
         &read("/etc/subuid"),
         &read("/etc/subgid"),
         MAX_PODS,
-    )?;
+    )
+    .map_err(|e| e.to_string())?;
     let meta = &cfg.pod.metadata;
     let owner = format!(
         "{}/{} {}",

@@ -78,7 +78,7 @@ pub fn destroy(root: &Root, s: &State) -> Result<(), super::Error> {
             .destroy()
             .map_err(|e| super::Error::Other(format!("deleting container {}: {e}", s.id)))?,
         Err(e) => {
-            log::debug(&e);
+            log::debug(&e.to_string());
             crate::cgroup::recorded::remove_recorded(&s.id, &s.cgroup_paths)?
         }
     }

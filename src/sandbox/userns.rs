@@ -9,6 +9,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use super::Error;
 use crate::pod::userns::{id_map, Range};
 
 /// Where the node's allocations are: one file a block, named by its first host id and
@@ -27,8 +28,9 @@ pub struct Block {
 impl Block {
     /// The lowest free block of `range` (kubelet's choice), taken for `owner` (written in
     /// the file, for whoever looks).
-    pub fn allocate(dir: &Path, range: Range, owner: &str) -> Result<Block, String> {
-        fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    pub fn allocate(dir: &Path, range: Range, owner: &str) -> Result<Block, Error> {
+        fs::create_dir_all(dir)
+            .map_err(|e| Error::io(format_args!("creating {}", dir.display()), e))?;
         for base in range.blocks() {
             let path = dir.join(base.to_string());
             let file = fs::OpenOptions::new()
@@ -37,7 +39,7 @@ impl Block {
                 .create(true)
                 .truncate(false)
                 .open(&path)
-                .map_err(|e| format!("opening {}: {e}", path.display()))?;
+                .map_err(|e| Error::io(format_args!("opening {}", path.display()), e))?;
             match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
                 Ok(locked) => {
                     // Released and unlinked by its last owner between our open and our
@@ -55,10 +57,12 @@ impl Block {
                     return Ok(Block { base, path, file });
                 }
                 Err((_, nix::errno::Errno::EWOULDBLOCK)) => continue,
-                Err((_, e)) => return Err(format!("locking {}: {e}", path.display())),
+                Err((_, e)) => {
+                    return Err(Error::sys(format_args!("locking {}", path.display()), e))
+                }
             }
         }
-        Err("could not find an empty slot to allocate a user namespace".into())
+        Err(Error::NoFreeBlock)
     }
 
     /// Give the block back: the file goes, then the lock.
@@ -86,14 +90,13 @@ impl PodUserns {
 /// Make the user namespace of the block at `base` and, owned by it, a network, an IPC
 /// and a UTS namespace: a short-lived child makes them, we write its maps and keep its
 /// namespaces.
-pub fn create(base: u32) -> Result<PodUserns, String> {
-    let (go_r, go_w) =
-        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
-    let (done_r, done_w) =
-        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
+pub fn create(base: u32) -> Result<PodUserns, Error> {
+    let pipe = |e| Error::sys("pipe", e);
+    let (go_r, go_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(pipe)?;
+    let (done_r, done_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(pipe)?;
     // The child only makes system calls.
     let cloned = crate::sys::clone::fork(libc::CLONE_NEWUSER as u64, None)
-        .map_err(|e| format!("creating the pod's user namespace (clone3): {e}"))?;
+        .map_err(|e| Error::io("creating the pod's user namespace (clone3)", e))?;
     let Some(child) = cloned else {
         drop((go_w, done_r));
         let mut b = [0u8; 1];
@@ -121,19 +124,19 @@ pub fn create(base: u32) -> Result<PodUserns, String> {
         for file in ["uid_map", "gid_map"] {
             let path = format!("/proc/{}/{file}", child.pid);
             crate::sys::procfs::write(Path::new(&path), id_map(base).as_bytes())
-                .map_err(|e| format!("writing {path}: {e}"))?;
+                .map_err(|e| Error::io(format_args!("writing {path}"), e))?;
         }
-        nix::unistd::write(&go_w, b"g").map_err(|e| format!("pipe: {e}"))?;
+        nix::unistd::write(&go_w, b"g").map_err(pipe)?;
         let mut b = [0u8; 1];
         match nix::unistd::read(&done_r, &mut b) {
             Ok(1) if b[0] == 0 => {}
             Ok(1) => {
-                return Err(format!(
-                    "creating the pod's network, IPC and UTS namespaces in its user namespace: {}",
-                    nix::errno::Errno::from_raw(b[0] as i32)
+                return Err(Error::sys(
+                    "creating the pod's network, IPC and UTS namespaces in its user namespace",
+                    nix::errno::Errno::from_raw(b[0] as i32),
                 ))
             }
-            _ => return Err("the user namespace's helper exited".to_string()),
+            _ => return Err(Error::HelperExited),
         }
         let open = |name: &str| {
             let path = format!("/proc/{}/ns/{name}", child.pid);
@@ -142,7 +145,7 @@ pub fn create(base: u32) -> Result<PodUserns, String> {
                 nix::fcntl::OFlag::O_RDONLY | nix::fcntl::OFlag::O_CLOEXEC,
                 nix::sys::stat::Mode::empty(),
             )
-            .map_err(|e| format!("opening {path}: {e}"))
+            .map_err(|e| Error::sys(format_args!("opening {path}"), e))
         };
         Ok(PodUserns {
             base,
@@ -159,16 +162,16 @@ pub fn create(base: u32) -> Result<PodUserns, String> {
 
 /// Join the pod's network, IPC and UTS namespaces (the supervisor, still host root:
 /// it may, since they are owned by a user namespace its own owns).
-pub fn join_owned(ns: &PodUserns) -> Result<(), String> {
+pub fn join_owned(ns: &PodUserns) -> Result<(), Error> {
     for (fd, flag, what) in [
         (&ns.net, nix::sched::CloneFlags::CLONE_NEWNET, "network"),
         (&ns.ipc, nix::sched::CloneFlags::CLONE_NEWIPC, "IPC"),
         (&ns.uts, nix::sched::CloneFlags::CLONE_NEWUTS, "UTS"),
     ] {
         if let Err(e) = nix::sched::setns(fd, flag) {
-            return Err(format!(
-                "joining the pod's {what} namespace: {}",
-                std::io::Error::from(e)
+            return Err(Error::io(
+                format_args!("joining the pod's {what} namespace"),
+                e.into(),
             ));
         }
     }
@@ -177,11 +180,11 @@ pub fn join_owned(ns: &PodUserns) -> Result<(), String> {
 
 /// The refusal when the kernel has no idmapped mounts where the pod needs them: each of
 /// `dirs` (what, path) is tried, and a tmpfs when `tmpfs` (memory-backed emptyDirs).
-pub fn probe(ns: &PodUserns, dirs: &[(&str, &Path)], tmpfs: bool) -> Result<(), String> {
-    let refusal = |what: &str, fs: &str, e: std::io::Error| {
-        format!(
-            "spec.hostUsers: false needs idmapped mounts, which this kernel does not make on {fs} ({what}): {e}"
-        )
+pub fn probe(ns: &PodUserns, dirs: &[(&str, &Path)], tmpfs: bool) -> Result<(), Error> {
+    let refusal = |what: &str, fs: &str, err: std::io::Error| Error::NoIdmap {
+        fs: fs.to_string(),
+        what: what.to_string(),
+        err,
     };
     for (what, dir) in dirs {
         // A path not made yet (a hostPath of type DirectoryOrCreate): its filesystem is
@@ -247,8 +250,9 @@ mod tests {
         assert_eq!(d.base, 196608);
         assert_eq!(fs::read_to_string(dir.join("196608")).unwrap(), "ns/d\n");
         let e = Block::allocate(&dir, range, "ns/e").err().unwrap();
+        assert!(matches!(e, Error::NoFreeBlock), "{e}");
         assert_eq!(
-            e,
+            e.to_string(),
             "could not find an empty slot to allocate a user namespace"
         );
         for x in [b, c, d] {

@@ -395,7 +395,7 @@ impl Container {
             .map_err(|e| Error::NoState(e.to_string()))?;
         let group =
             podinit::cgroup::recorded::open(&self.id, s.cgroups_path.as_deref(), &s.cgroup_paths)
-                .map_err(Error::Other)?;
+                .map_err(|e| Error::Other(e.to_string()))?;
         let r = Arc::new(group.metrics_reader());
         *kept = Some(Arc::clone(&r));
         Ok(r)

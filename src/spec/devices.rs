@@ -4,7 +4,7 @@
 use oci_spec::runtime::{LinuxDevice, LinuxDeviceCgroup, LinuxDeviceType, Spec};
 use std::path::Path;
 
-use super::Ctx;
+use super::{Ctx, Result};
 use crate::sys::devices::{self, Rule};
 
 /// The device cgroup's rules for `spec`, as runc derives them (libcontainer/specconv's
@@ -36,7 +36,7 @@ pub fn cgroup_rules(spec: &Spec) -> Vec<Rule> {
 
 /// A privileged container, as containerd's CRI makes it (`WithHostDevices`,
 /// `WithAllDevicesAllowed`): the host's device nodes, and every device allowed.
-pub fn with_privileged_devices(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
+pub fn with_privileged_devices(spec: &mut Spec, ctx: &Ctx) -> Result<()> {
     if !ctx.privileged() {
         return Ok(());
     }

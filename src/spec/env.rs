@@ -2,7 +2,7 @@
 
 use oci_spec::runtime::Spec;
 
-use super::Ctx;
+use super::{Ctx, Result};
 
 /// The `PATH` a container gets when its base has none.
 pub(crate) const DEFAULT_PATH: (&str, &str) = (
@@ -12,7 +12,7 @@ pub(crate) const DEFAULT_PATH: (&str, &str) = (
 
 /// The base's variables, then the container's in order, each replacing one of the same
 /// name; `HOSTNAME` is the pod's unless the container sets it; `PATH` defaults.
-pub fn with_env(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
+pub fn with_env(spec: &mut Spec, ctx: &Ctx) -> Result<()> {
     let process = super::process_mut(spec)?;
     let mut env: Vec<(String, String)> = process
         .env()

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 pub enum LoadError {
     Read(PathBuf, io::Error),
     /// Not an OCI spec: the path of the field that is wrong and why.
-    Parse(PathBuf, String),
+    Parse(PathBuf, crate::tracked::ReadError),
 }
 
 impl LoadError {

@@ -51,6 +51,7 @@
 
 mod devices;
 mod env;
+mod error;
 mod load;
 mod mounts;
 mod namespaces;
@@ -65,6 +66,7 @@ mod seccomp_default;
 mod security;
 
 pub use devices::cgroup_rules;
+pub use error::{Error, Result};
 pub use load::{load, LoadError};
 
 use k8s_openapi::api::core::v1::{Container, PodSpec};
@@ -75,8 +77,8 @@ use std::path::{Path, PathBuf};
 use crate::bundle::{Bundle, HostVolume};
 
 /// One step of a container's spec: a typed edit of the spec from what `Ctx` holds. An
-/// error is the step's own message; [`for_container`] names the container and the field.
-pub type SpecOpt = fn(&mut Spec, &Ctx) -> Result<(), String>;
+/// error is the step's own; [`for_container`] names the container and the field.
+pub type SpecOpt = fn(&mut Spec, &Ctx) -> Result<()>;
 
 /// What the pod gives every container's spec.
 pub struct PodContext<'a> {
@@ -153,12 +155,7 @@ const POD_CONTAINER: &[(Option<&str>, SpecOpt)] = &[
 ];
 
 /// The effective OCI spec of `c` on its base. Errors name the container and the field.
-pub fn for_container(
-    base: &Bundle,
-    pod: &PodSpec,
-    c: &Container,
-    cx: &PodContext,
-) -> Result<Spec, String> {
+pub fn for_container(base: &Bundle, pod: &PodSpec, c: &Container, cx: &PodContext) -> Result<Spec> {
     let ctx = Ctx {
         base,
         pod,
@@ -168,19 +165,20 @@ pub fn for_container(
     };
     let mut spec = base.spec.clone();
     for (field, opt) in POD_CONTAINER {
-        opt(&mut spec, &ctx).map_err(|e| match field {
-            Some(f) => format!("container {}: {f}: {e}", c.name),
-            None => format!("container {}: {e}", c.name),
+        opt(&mut spec, &ctx).map_err(|e| Error::Container {
+            name: c.name.clone(),
+            field: *field,
+            err: Box::new(e),
         })?;
     }
     Ok(spec)
 }
 
 /// The spec's process; a base has one (`bundle::load` and the image's spec see to it).
-fn process_mut(spec: &mut Spec) -> Result<&mut Process, String> {
+fn process_mut(spec: &mut Spec) -> Result<&mut Process> {
     spec.process_mut()
         .as_mut()
-        .ok_or_else(|| "config.json: process: Required value".to_string())
+        .ok_or_else(|| Error::Invalid("config.json: process: Required value".to_string()))
 }
 
 /// `spec.linux`, made with nothing set when the base has none (`Linux::default()` is

@@ -4,7 +4,7 @@
 use oci_spec::runtime::{Mount, Spec};
 use std::path::{Component, Path};
 
-use super::Ctx;
+use super::{Ctx, Error, Result};
 
 /// A bind mount of `source` at `destination`.
 fn bind(destination: &str, source: &Path, options: &[&str]) -> Mount {
@@ -29,7 +29,7 @@ fn is_image_volume(ctx: &Ctx, name: &str) -> bool {
 
 /// Volume mounts replace a base mount at the same destination; the termination log and
 /// the pod's files go where the container mounts nothing itself.
-pub fn with_mounts(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
+pub fn with_mounts(spec: &mut Spec, ctx: &Ctx) -> Result<()> {
     let c = ctx.container;
     let cx = ctx.cx;
     let mut list: Vec<Mount> = spec.mounts().clone().unwrap_or_default();
@@ -44,7 +44,7 @@ pub fn with_mounts(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
         let vol = cx
             .volumes
             .get(&vm.name)
-            .ok_or_else(|| format!("{field}.name: Not found: {:?}", vm.name))?;
+            .ok_or_else(|| Error::Invalid(format!("{field}.name: Not found: {:?}", vm.name)))?;
         let mut src = vol.host_path.clone();
         let mut beneath = None;
         let sub_path = match cx.sub_paths.get(i) {
@@ -54,21 +54,21 @@ pub fn with_mounts(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
         if let Some(sp) = sub_path.filter(|s| !s.is_empty()) {
             let p = Path::new(sp);
             if p.is_absolute() || p.components().any(|c| c == Component::ParentDir) {
-                return Err(format!(
+                return Err(Error::Invalid(format!(
                     "{field}.subPath: Invalid value: {sp:?}: must be a relative path without '..'"
-                ));
+                )));
             }
             if is_image_volume(ctx, &vm.name) {
                 // An image's files decide where its symlinks lead: the subPath is resolved
                 // inside the image, and must be there (nothing is made in an image, and no
                 // container can write to it to race the resolution).
                 src = crate::runtime::mounts::secure_join(&src, p, &|q| std::fs::read_link(q).ok())
-                    .map_err(|e| format!("{field}.subPath: {e}"))?;
+                    .map_err(|e| Error::Invalid(format!("{field}.subPath: {e}")))?;
                 if !src.exists() {
-                    return Err(format!(
+                    return Err(Error::Invalid(format!(
                         "{field}.subPath: {sp:?} does not exist in image volume {:?}",
                         vm.name
-                    ));
+                    )));
                 }
             } else {
                 let base = vol.made_at.clone().unwrap_or_else(|| src.clone());
@@ -77,12 +77,15 @@ pub fn with_mounts(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
                 // host: the subPath is made, and later bound, below the volume with no
                 // link followed (kubelet's safe subPath, CVE-2017-1002101).
                 if !base.exists() {
-                    std::fs::create_dir_all(&base).map_err(|e| {
-                        format!("{field}.subPath: creating {}: {e}", base.display())
+                    std::fs::create_dir_all(&base).map_err(|err| Error::Io {
+                        what: format!("{field}.subPath: creating {}", base.display()),
+                        err,
                     })?;
                 }
-                crate::sys::beneath::ensure_dir(&base, &made)
-                    .map_err(|e| format!("{field}.subPath: creating {}: {e}", made.display()))?;
+                crate::sys::beneath::ensure_dir(&base, &made).map_err(|err| Error::Io {
+                    what: format!("{field}.subPath: creating {}", made.display()),
+                    err,
+                })?;
                 beneath = Some(format!(
                     "{}{}",
                     crate::runtime::mounts::SOURCE_BENEATH,
@@ -206,13 +209,17 @@ mod tests {
     #[test]
     fn bad_volume_mounts_name_their_field() {
         let c = container("name: c\nvolumeMounts: [{name: data, mountPath: /d, subPath: ../x}]");
-        let e = try_apply(with_mounts, &Default::default(), &c).unwrap_err();
+        let e = try_apply(with_mounts, &Default::default(), &c)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("volumeMounts[0].subPath: Invalid value"),
             "{e}"
         );
         let c = container("name: c\nvolumeMounts: [{name: nope, mountPath: /d}]");
-        let e = try_apply(with_mounts, &Default::default(), &c).unwrap_err();
+        let e = try_apply(with_mounts, &Default::default(), &c)
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, "volumeMounts[0].name: Not found: \"nope\"");
     }
 }

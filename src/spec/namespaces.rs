@@ -2,7 +2,7 @@
 
 use oci_spec::runtime::{LinuxNamespace, LinuxNamespaceType, Spec};
 
-use super::Ctx;
+use super::{Ctx, Error, Result};
 
 fn namespace(typ: LinuxNamespaceType) -> LinuxNamespace {
     let mut n = LinuxNamespace::default();
@@ -22,7 +22,7 @@ fn oci_name(t: LinuxNamespaceType) -> String {
 /// Network, ipc and uts are the pod's (the container inherits them), so is pid with a
 /// shared process namespace; the container has its own mount namespace and, otherwise,
 /// its own pid namespace. A user namespace or a namespace `path` is refused.
-pub fn with_pod_namespaces(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
+pub fn with_pod_namespaces(spec: &mut Spec, ctx: &Ctx) -> Result<()> {
     use LinuxNamespaceType::*;
     let share_pid = ctx.cx.share_process_namespace;
     let linux = super::linux_mut(spec);
@@ -32,7 +32,11 @@ pub fn with_pod_namespaces(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
         match t {
             Network | Ipc | Uts => continue,
             Pid if share_pid => continue,
-            User => return Err("user namespaces are not supported".into()),
+            User => {
+                return Err(Error::Unsupported(
+                    "user namespaces are not supported".into(),
+                ))
+            }
             _ => {}
         }
         if ns
@@ -40,10 +44,10 @@ pub fn with_pod_namespaces(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
             .as_ref()
             .is_some_and(|p| !p.as_os_str().is_empty())
         {
-            return Err(format!(
+            return Err(Error::Unsupported(format!(
                 "a {} namespace with a path is not supported",
                 oci_name(t)
-            ));
+            )));
         }
         kept.push(namespace(t));
     }
@@ -102,6 +106,7 @@ mod tests {
                 &Pod::new(&c),
             )
             .unwrap_err()
+            .to_string()
         };
         let user = namespace(LinuxNamespaceType::User);
         assert_eq!(refused(user), "user namespaces are not supported");

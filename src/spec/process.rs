@@ -3,12 +3,12 @@
 
 use oci_spec::runtime::Spec;
 
-use super::Ctx;
+use super::{Ctx, Error, Result};
 use crate::pod::expansion::expand;
 
 /// `process.args` from `command` and `args` over the base's ENTRYPOINT and CMD (the
 /// rules are in the module doc of `spec`), `$(VAR)` expanded.
-pub fn with_args(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
+pub fn with_args(spec: &mut Spec, ctx: &Ctx) -> Result<()> {
     let c = ctx.container;
     let process = super::process_mut(spec)?;
     let base = process.args().clone().unwrap_or_default();
@@ -24,10 +24,10 @@ pub fn with_args(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
         (None, None) => base,
     };
     if argv.is_empty() {
-        return Err(
+        return Err(Error::Invalid(
             "Required value: the bundle has no process.args and the container sets no command"
                 .into(),
-        );
+        ));
     }
     process.set_args(Some(argv.iter().map(|a| expand(a, &ctx.vars)).collect()));
     Ok(())
@@ -35,7 +35,7 @@ pub fn with_args(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
 
 /// `workingDir` as `cwd`, kubelet's OOM score, and a terminal when `tty: true` (the CRI's
 /// `tty`: the runtime gives the process one).
-pub fn with_process(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
+pub fn with_process(spec: &mut Spec, ctx: &Ctx) -> Result<()> {
     let c = ctx.container;
     let process = super::process_mut(spec)?;
     if let Some(wd) = &c.working_dir {
@@ -54,7 +54,7 @@ mod tests {
     use super::*;
     use std::path::PathBuf;
 
-    fn args(c: &str) -> Result<Vec<String>, String> {
+    fn args(c: &str) -> Result<Vec<String>> {
         try_apply(with_args, &Default::default(), &container(c))
             .map(|s| s.process().as_ref().unwrap().args().clone().unwrap())
     }
@@ -83,7 +83,9 @@ mod tests {
             .unwrap()
             .set_args(Some(vec![]));
         let c = container("name: c");
-        let e = try_apply_in(with_args, &base, &Default::default(), &c, &Pod::new(&c)).unwrap_err();
+        let e = try_apply_in(with_args, &base, &Default::default(), &c, &Pod::new(&c))
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("Required value"), "{e}");
     }
 

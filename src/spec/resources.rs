@@ -5,7 +5,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
 use oci_spec::runtime::{LinuxCpu, LinuxHugepageLimit, LinuxMemory, LinuxResources, Spec};
 use std::collections::BTreeMap;
 
-use super::Ctx;
+use super::{Ctx, Error, Result};
 use crate::quantity;
 
 /// CFS period for CPU limits, as kubelet uses (100 ms).
@@ -13,21 +13,21 @@ const CPU_PERIOD_US: u64 = 100_000;
 const MIN_QUOTA_US: i64 = 1000;
 const MIN_SHARES: u64 = 2;
 
-fn get(
-    m: &Option<BTreeMap<String, K8sQuantity>>,
-    k: &str,
-) -> Result<Option<quantity::Quantity>, String> {
+fn get(m: &Option<BTreeMap<String, K8sQuantity>>, k: &str) -> Result<Option<quantity::Quantity>> {
     match m.as_ref().and_then(|m| m.get(k)) {
         None => Ok(None),
         Some(q) => quantity::parse(&q.0)
             .map(Some)
-            .map_err(|e| format!("{k}: {e}")),
+            .map_err(|err| Error::Quantity {
+                resource: k.to_string(),
+                err,
+            }),
     }
 }
 
 /// `limits.cpu` → CFS quota, `requests.cpu` (else the limit) → shares, `limits.memory` →
 /// memory limit, `limits.hugepages-<size>` → hugepage limits.
-pub fn with_resources(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
+pub fn with_resources(spec: &mut Spec, ctx: &Ctx) -> Result<()> {
     if ctx.container.resources.is_none() {
         return Ok(());
     }
@@ -36,13 +36,13 @@ pub fn with_resources(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
 
 /// Container `c`'s resources as the OCI `linux.resources` its cgroup is given (what an
 /// in-place resize writes again).
-pub fn container_resources(c: &Container) -> Result<LinuxResources, String> {
+pub fn container_resources(c: &Container) -> Result<LinuxResources> {
     let mut lr = LinuxResources::default();
     fill(&mut lr, c)?;
     Ok(lr)
 }
 
-fn fill(lr: &mut LinuxResources, c: &Container) -> Result<(), String> {
+fn fill(lr: &mut LinuxResources, c: &Container) -> Result<()> {
     let Some(res) = &c.resources else {
         return Ok(());
     };
@@ -56,7 +56,12 @@ fn fill(lr: &mut LinuxResources, c: &Container) -> Result<(), String> {
                 continue;
             };
             let mut h = LinuxHugepageLimit::default();
-            h.set_page_size(quantity::hugepage_size(size)?);
+            h.set_page_size(
+                quantity::hugepage_size(size).map_err(|err| Error::Quantity {
+                    resource: k.to_string(),
+                    err,
+                })?,
+            );
             h.set_limit(q.value() as i64);
             huge.push(h);
         }
@@ -122,7 +127,9 @@ mod tests {
     #[test]
     fn a_bad_quantity_names_its_key() {
         let c = container("name: c\nresources: {limits: {memory: lots}}");
-        let e = try_apply(with_resources, &Default::default(), &c).unwrap_err();
+        let e = try_apply(with_resources, &Default::default(), &c)
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("memory: "), "{e}");
     }
 }

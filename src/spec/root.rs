@@ -2,11 +2,11 @@
 
 use oci_spec::runtime::Spec;
 
-use super::Ctx;
+use super::{Ctx, Result};
 
 /// The base's root filesystem as `root.path`; no `hostname` or `domainname` (the pod's
 /// UTS namespace applies) and no `linux.cgroupsPath` (podinit's cgroups do).
-pub fn with_base_root(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
+pub fn with_base_root(spec: &mut Spec, ctx: &Ctx) -> Result<()> {
     super::root_mut(spec).set_path(ctx.base.rootfs.clone());
     spec.set_hostname(None);
     spec.set_domainname(None);

@@ -5,20 +5,24 @@
 use oci_spec::runtime::{Mount, Spec};
 use std::path::Path;
 
+use super::{Error, Result};
+
 /// Where the pause program appears inside the sandbox.
 pub const PAUSE_PATH: &str = "/dev/.podinit-pause";
 
 /// The sandbox's process becomes `exe`'s pause, bound in from the host.
-pub fn with_podinit_pause(spec: &mut Spec, exe: &Path) -> Result<(), String> {
+pub fn with_podinit_pause(spec: &mut Spec, exe: &Path) -> Result<()> {
     let process = spec
         .process_mut()
         .as_mut()
-        .ok_or("the sandbox's config.json has no process")?;
+        .ok_or_else(|| Error::Invalid("the sandbox's config.json has no process".into()))?;
     process.set_args(Some(vec![PAUSE_PATH.into(), "pause".into()]));
     process.set_terminal(Some(false));
     let mounts = spec.mounts_mut().get_or_insert_with(Vec::new);
     if !mounts.iter().any(|m| m.destination() == Path::new("/dev")) {
-        return Err("the sandbox's config.json mounts nothing on /dev".into());
+        return Err(Error::Invalid(
+            "the sandbox's config.json mounts nothing on /dev".into(),
+        ));
     }
     let mut m = Mount::default();
     m.set_destination(PAUSE_PATH.into());
@@ -65,10 +69,14 @@ mod tests {
             "process": {"args": ["/pause"], "cwd": "/", "user": {"uid": 0, "gid": 0}},
             "mounts": []
         }));
-        let e = with_podinit_pause(&mut s, Path::new("/x")).unwrap_err();
+        let e = with_podinit_pause(&mut s, Path::new("/x"))
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, "the sandbox's config.json mounts nothing on /dev");
         let mut s = spec(serde_json::json!({"ociVersion": "1.0.2"}));
-        let e = with_podinit_pause(&mut s, Path::new("/x")).unwrap_err();
+        let e = with_podinit_pause(&mut s, Path::new("/x"))
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, "the sandbox's config.json has no process");
     }
 }

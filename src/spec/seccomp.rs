@@ -16,10 +16,10 @@ use k8s_openapi::api::core::v1::SeccompProfile;
 use oci_spec::runtime::{LinuxSeccomp, Spec};
 use std::path::Path;
 
-use super::{seccomp_default, Ctx};
+use super::{seccomp_default, Ctx, Error, Result};
 
 /// Sets `linux.seccomp`; after the capabilities, which the default profile follows.
-pub fn with_seccomp(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
+pub fn with_seccomp(spec: &mut Spec, ctx: &Ctx) -> Result<()> {
     let csc = ctx.container.security_context.as_ref();
     let chosen: Option<&SeccompProfile> =
         csc.and_then(|s| s.seccomp_profile.as_ref()).or_else(|| {
@@ -52,20 +52,26 @@ pub fn with_seccomp(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
                 .seccomp_root
                 .join(p.localhost_profile.as_deref().unwrap_or_default()),
         )?),
-        Some((t, _)) => return Err(format!("type: Unsupported value: {t:?}")),
+        Some((t, _)) => return Err(Error::Invalid(format!("type: Unsupported value: {t:?}"))),
     };
     super::linux_mut(spec).set_seccomp(profile);
     Ok(())
 }
 
 /// A Localhost profile: an OCI `LinuxSeccomp` in JSON. containerd's messages.
-fn localhost(path: &Path) -> Result<LinuxSeccomp, String> {
-    let text = std::fs::read(path)
-        .map_err(|e| format!("cannot load seccomp profile {:?}: {e}", path.display()))?;
-    let parsed: LinuxSeccomp = crate::tracked::from_slice(&text)
-        .map_err(|e| format!("decoding seccomp profile failed {:?}: {e}", path.display()))?;
+fn localhost(path: &Path) -> Result<LinuxSeccomp> {
+    let text = std::fs::read(path).map_err(|err| Error::Io {
+        what: format!("cannot load seccomp profile {:?}", path.display()),
+        err,
+    })?;
+    let parsed: LinuxSeccomp = crate::tracked::from_slice(&text).map_err(|e| {
+        Error::Invalid(format!(
+            "decoding seccomp profile failed {:?}: {e}",
+            path.display()
+        ))
+    })?;
     // Refuse what the runtime cannot do now, naming the file, rather than at the start.
     crate::runtime::seccomp::compile(&parsed)
-        .map_err(|e| format!("seccomp profile {:?}: {e}", path.display()))?;
+        .map_err(|e| Error::Invalid(format!("seccomp profile {:?}: {e}", path.display())))?;
     Ok(parsed)
 }

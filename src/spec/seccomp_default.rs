@@ -8,6 +8,7 @@ use oci_spec::runtime::{
     Arch, LinuxSeccomp, LinuxSeccompAction, LinuxSeccompArgBuilder, LinuxSeccompBuilder,
     LinuxSeccompOperator, LinuxSyscall, LinuxSyscallBuilder,
 };
+use oci_spec::OciSpecError;
 
 /// Allowed for every container.
 const ALLOWED: &str = "
@@ -99,7 +100,7 @@ const BY_CAPABILITY: &[(&str, &str)] = &[
 /// and the query 0xffffffff.
 const PERSONAS: [u64; 5] = [0, 0x8, 0x20000, 0x20008, 0xffff_ffff];
 
-fn allow(names: &str) -> Result<LinuxSyscall, String> {
+fn allow(names: &str) -> Result<LinuxSyscall, OciSpecError> {
     LinuxSyscallBuilder::default()
         .names(
             names
@@ -109,7 +110,6 @@ fn allow(names: &str) -> Result<LinuxSyscall, String> {
         )
         .action(LinuxSeccompAction::ScmpActAllow)
         .build()
-        .map_err(|e| e.to_string())
 }
 
 fn allow_if(
@@ -117,7 +117,7 @@ fn allow_if(
     op: LinuxSeccompOperator,
     value: u64,
     value_two: Option<u64>,
-) -> Result<LinuxSyscall, String> {
+) -> Result<LinuxSyscall, OciSpecError> {
     let mut arg = LinuxSeccompArgBuilder::default()
         .index(0usize)
         .value(value)
@@ -128,14 +128,16 @@ fn allow_if(
     LinuxSyscallBuilder::default()
         .names(vec![name.to_string()])
         .action(LinuxSeccompAction::ScmpActAllow)
-        .args(vec![arg.build().map_err(|e| e.to_string())?])
+        .args(vec![arg.build()?])
         .build()
-        .map_err(|e| e.to_string())
 }
 
 /// The profile for a container whose bounding set is `bounding` (`CAP_…` names), on a
 /// kernel of version `kernel` (major, minor).
-pub fn profile(bounding: &[String], kernel: Option<(u32, u32)>) -> Result<LinuxSeccomp, String> {
+pub fn profile(
+    bounding: &[String],
+    kernel: Option<(u32, u32)>,
+) -> Result<LinuxSeccomp, OciSpecError> {
     use LinuxSeccompOperator::*;
     let mut rules = vec![allow(ALLOWED)?];
     // socket(2) for every family but AF_ALG (38) and AF_VSOCK (40), as three single
@@ -183,8 +185,7 @@ pub fn profile(bounding: &[String], kernel: Option<(u32, u32)>) -> Result<LinuxS
                 .names(vec!["clone3".to_string()])
                 .action(LinuxSeccompAction::ScmpActErrno)
                 .errno_ret(libc::ENOSYS as u32)
-                .build()
-                .map_err(|e| e.to_string())?,
+                .build()?,
         );
     }
     LinuxSeccompBuilder::default()
@@ -196,7 +197,6 @@ pub fn profile(bounding: &[String], kernel: Option<(u32, u32)>) -> Result<LinuxS
         ])
         .syscalls(rules)
         .build()
-        .map_err(|e| e.to_string())
 }
 
 /// The running kernel's (major, minor), from uname(2).

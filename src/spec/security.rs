@@ -4,11 +4,11 @@
 use oci_spec::runtime::{Capabilities, Capability, LinuxCapabilities, Spec};
 use serde::Deserialize;
 
-use super::Ctx;
+use super::{Ctx, Error, Result};
 use crate::bundle::Bundle;
 
 /// An image whose config's `User` could not be resolved may still run as `runAsUser`.
-pub fn with_image_user(_spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
+pub fn with_image_user(_spec: &mut Spec, ctx: &Ctx) -> Result<()> {
     let Some(e) = ctx.base.image.as_ref().and_then(|i| i.user_error.as_ref()) else {
         return Ok(());
     };
@@ -24,17 +24,17 @@ pub fn with_image_user(_spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
         .and_then(|s| s.run_as_user);
     match of_container.or(of_pod) {
         Some(_) => Ok(()),
-        None => Err(e.clone()),
+        None => Err(Error::Invalid(e.clone())),
     }
 }
 
-fn id(v: i64, field: &str) -> Result<u32, String> {
-    u32::try_from(v).map_err(|_| format!("{field}: Invalid value: {v}"))
+fn id(v: i64, field: &str) -> Result<u32> {
+    u32::try_from(v).map_err(|_| Error::Invalid(format!("{field}: Invalid value: {v}")))
 }
 
 /// `runAsUser`, `runAsGroup`, the groups (`supplementalGroupsPolicy`,
 /// `supplementalGroups`, `fsGroup`), and `runAsNonRoot` (container over pod).
-pub fn with_user(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
+pub fn with_user(spec: &mut Spec, ctx: &Ctx) -> Result<()> {
     let psc = ctx.pod.security_context.clone().unwrap_or_default();
     let csc = ctx.container.security_context.clone().unwrap_or_default();
     let user = super::process_mut(spec)?.user_mut();
@@ -87,7 +87,9 @@ pub fn with_user(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
         user.set_additional_gids(Some(all));
     }
     if csc.run_as_non_root.or(psc.run_as_non_root) == Some(true) && user.uid() == 0 {
-        return Err("container has runAsNonRoot and image will run as root".into());
+        return Err(Error::Invalid(
+            "container has runAsNonRoot and image will run as root".into(),
+        ));
     }
     Ok(())
 }
@@ -109,7 +111,7 @@ fn all_caps() -> Capabilities {
 /// `capabilities.add` and `drop` over the base's bounding, effective and permitted sets;
 /// drops also leave the inheritable and ambient sets. Nothing for a privileged container
 /// (it gets every capability, [`with_privileged`]).
-pub fn with_capabilities(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
+pub fn with_capabilities(spec: &mut Spec, ctx: &Ctx) -> Result<()> {
     if ctx.privileged() {
         return Ok(());
     }
@@ -127,10 +129,9 @@ pub fn with_capabilities(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
     let mut adds = Vec::new();
     for (i, n) in caps.add.iter().flatten().enumerate() {
         if !is_all(n) {
-            adds.push(
-                capability(n)
-                    .ok_or_else(|| format!("capabilities.add[{i}]: Unsupported value: {n:?}"))?,
-            );
+            adds.push(capability(n).ok_or_else(|| {
+                Error::Invalid(format!("capabilities.add[{i}]: Unsupported value: {n:?}"))
+            })?);
         }
     }
     // A capability unknown here is in no set: dropping it changes nothing.
@@ -190,7 +191,7 @@ fn empty_caps() -> LinuxCapabilities {
 
 /// `readOnlyRootFilesystem` → `root.readonly`; `allowPrivilegeEscalation` →
 /// `noNewPrivileges`, its opposite.
-pub fn with_root_and_privileges(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
+pub fn with_root_and_privileges(spec: &mut Spec, ctx: &Ctx) -> Result<()> {
     let Some(csc) = ctx.container.security_context.as_ref() else {
         return Ok(());
     };
@@ -218,7 +219,7 @@ pub(super) fn held_caps() -> Capabilities {
 /// (asking for more would fail capset where podinit runs with a narrowed bounding set),
 /// nothing masked or read-only in /proc, and /sys and the cgroup filesystem writable. Its
 /// devices are [`super::devices::with_privileged_devices`]'s.
-pub fn with_privileged(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
+pub fn with_privileged(spec: &mut Spec, ctx: &Ctx) -> Result<()> {
     if !ctx.privileged() {
         return Ok(());
     }
@@ -244,7 +245,7 @@ pub fn with_privileged(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
 
 /// `procMount: Unmasked` (admitted with `hostUsers: false` only): /proc as the kernel
 /// shows it, as the CRI's unmasked proc mount is.
-pub fn with_proc_mount(spec: &mut Spec, ctx: &Ctx) -> Result<(), String> {
+pub fn with_proc_mount(spec: &mut Spec, ctx: &Ctx) -> Result<()> {
     let unmasked = ctx
         .container
         .security_context
@@ -371,10 +372,14 @@ mod tests {
         assert_eq!((u.uid(), u.gid()), (1000, 2000));
         assert_eq!(u.additional_gids().clone().unwrap(), [5, 7]);
         let c = container("name: c\nsecurityContext: {runAsNonRoot: true}");
-        let e = try_apply(with_user, &PodSpec::default(), &c).unwrap_err();
+        let e = try_apply(with_user, &PodSpec::default(), &c)
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, "container has runAsNonRoot and image will run as root");
         let c = container("name: c\nsecurityContext: {runAsUser: -1}");
-        let e = try_apply(with_user, &PodSpec::default(), &c).unwrap_err();
+        let e = try_apply(with_user, &PodSpec::default(), &c)
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, "runAsUser: Invalid value: -1");
     }
 
@@ -398,7 +403,9 @@ mod tests {
         let caps = caps_of(&s);
         assert_eq!(caps.bounding().as_ref().unwrap(), &all_caps());
         let c = container("name: c\nsecurityContext: {capabilities: {add: [NOT_ONE]}}");
-        let e = try_apply(with_capabilities, &PodSpec::default(), &c).unwrap_err();
+        let e = try_apply(with_capabilities, &PodSpec::default(), &c)
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, "capabilities.add[0]: Unsupported value: \"NOT_ONE\"");
     }
 
@@ -472,8 +479,9 @@ mod tests {
             user_error: Some("user \"x\": no such user".into()),
         });
         let c = container("name: c");
-        let e =
-            try_apply_in(with_image_user, &b, &PodSpec::default(), &c, &Pod::new(&c)).unwrap_err();
+        let e = try_apply_in(with_image_user, &b, &PodSpec::default(), &c, &Pod::new(&c))
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, "user \"x\": no such user");
         let p = pod("securityContext: {runAsUser: 5}");
         assert!(try_apply_in(with_image_user, &b, &p, &c, &Pod::new(&c)).is_ok());

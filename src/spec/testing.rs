@@ -105,7 +105,7 @@ pub fn try_apply_in(
     pod_spec: &PodSpec,
     c: &Container,
     p: &Pod,
-) -> Result<Spec, String> {
+) -> super::Result<Spec> {
     let cx = p.context();
     let ctx = Ctx {
         base,
@@ -126,12 +126,12 @@ pub fn apply(opt: SpecOpt, c: &Container) -> Spec {
     apply_on(opt, &bundle(), c)
 }
 
-pub fn try_apply(opt: SpecOpt, pod_spec: &PodSpec, c: &Container) -> Result<Spec, String> {
+pub fn try_apply(opt: SpecOpt, pod_spec: &PodSpec, c: &Container) -> super::Result<Spec> {
     try_apply_in(opt, &bundle(), pod_spec, c, &Pod::new(c))
 }
 
 /// The whole pipeline.
-pub fn run(c: &Container, pod_spec: &PodSpec, p: &Pod) -> Result<Spec, String> {
+pub fn run(c: &Container, pod_spec: &PodSpec, p: &Pod) -> super::Result<Spec> {
     super::for_container(&bundle(), pod_spec, c, &p.context())
 }
 

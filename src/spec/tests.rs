@@ -34,7 +34,7 @@ fn the_pipeline_lays_the_container_over_its_base() {
 fn errors_name_the_container_and_the_field() {
     let err = |c: &str, p: &PodSpec| {
         let c = container(c);
-        run(&c, p, &Pod::new(&c)).unwrap_err()
+        run(&c, p, &Pod::new(&c)).unwrap_err().to_string()
     };
     assert_eq!(
         err(
@@ -143,7 +143,7 @@ fn seccomp_profile_choice() {
         Value::Null
     );
     // Localhost files are read at each start; what is wrong with one names it.
-    let err = |c: &str| attempt(c, &PodSpec::default()).unwrap_err();
+    let err = |c: &str| attempt(c, &PodSpec::default()).unwrap_err().to_string();
     let e = err("name: c\nsecurityContext: {seccompProfile: {type: Localhost, localhostProfile: missing.json}}");
     assert!(
         e.starts_with(&format!(

@@ -548,9 +548,9 @@ impl Ctr {
 /// again once the image is there).
 fn stop_signal_of(b: Option<&Bundle>, c: &Container) -> Result<i32, String> {
     match b {
-        Some(b) => bundle::stop_signal(b, c),
+        Some(b) => Ok(bundle::stop_signal(b, c)?),
         None => match c.lifecycle.as_ref().and_then(|l| l.stop_signal.as_deref()) {
-            Some(s) => bundle::signal::parse(s),
+            Some(s) => Ok(bundle::signal::parse(s)?),
             None => Ok(libc::SIGTERM),
         },
     }

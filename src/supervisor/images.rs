@@ -163,6 +163,7 @@ impl Supervisor<'_> {
                             return Ok(());
                         }
                         crate::bundle::image::from_image(&image)
+                            .map_err(String::from)
                             .and_then(|b| ctr.set_base(b, &spec))
                     });
                 match based {

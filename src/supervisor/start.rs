@@ -237,7 +237,8 @@ impl Supervisor<'_> {
             self.cfg.rro_supported,
         ) {
             Ok(r) => r,
-            Err(msg) => {
+            Err(e) => {
+                let msg = e.to_string();
                 self.st
                     .on_start_failed(&self.cfg.plan, i, StartFailure::Config, &msg, now);
                 return;
@@ -246,7 +247,8 @@ impl Supervisor<'_> {
         // `subPathExpr` expands against the environment just resolved (`makeMounts`).
         let sub_paths = match pod::sub_path::resolve_all(mounts.unwrap_or_default(), &env.env) {
             Ok(s) => s,
-            Err(msg) => {
+            Err(e) => {
+                let msg = e.to_string();
                 self.st
                     .on_start_failed(&self.cfg.plan, i, StartFailure::Config, &msg, now);
                 return;

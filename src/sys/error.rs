@@ -23,6 +23,9 @@ pub enum Error {
         path: PathBuf,
         err: std::io::Error,
     },
+    /// A step made of several calls, or of a call on no one path, failed: what it was,
+    /// and the OS's error.
+    Io { what: String, err: std::io::Error },
     /// Something no system call can take or give (a NUL in a path, no cgroup directory).
     Invalid(String),
 }
@@ -46,10 +49,17 @@ impl Error {
         }
     }
 
+    pub fn io(what: impl fmt::Display, err: std::io::Error) -> Error {
+        Error::Io {
+            what: what.to_string(),
+            err,
+        }
+    }
+
     pub fn kind(&self) -> Kind {
         match self {
             Error::Syscall { errno, .. } => Kind::of_errno(*errno),
-            Error::File { err, .. } => Kind::of_io(err),
+            Error::File { err, .. } | Error::Io { err, .. } => Kind::of_io(err),
             Error::Invalid(_) => Kind::InvalidArgument,
         }
     }
@@ -58,7 +68,9 @@ impl Error {
     pub fn errno(&self) -> Option<Errno> {
         match self {
             Error::Syscall { errno, .. } => Some(*errno),
-            Error::File { err, .. } => err.raw_os_error().map(Errno::from_raw),
+            Error::File { err, .. } | Error::Io { err, .. } => {
+                err.raw_os_error().map(Errno::from_raw)
+            }
             Error::Invalid(_) => None,
         }
     }
@@ -72,6 +84,7 @@ impl fmt::Display for Error {
             }
             Error::Syscall { call, on, errno } => write!(f, "{call} {on}: {}", errno.desc()),
             Error::File { op, path, err } => write!(f, "{op} {}: {err}", path.display()),
+            Error::Io { what, err } => write!(f, "{what}: {err}"),
             Error::Invalid(m) => f.write_str(m),
         }
     }
@@ -79,11 +92,19 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// For the callers still written over strings.
+impl From<Error> for String {
+    fn from(e: Error) -> String {
+        e.to_string()
+    }
+}
+
 impl From<Error> for std::io::Error {
     fn from(e: Error) -> std::io::Error {
-        let kind = match e.errno() {
-            Some(n) => std::io::Error::from_raw_os_error(n as i32).kind(),
-            None => std::io::ErrorKind::InvalidInput,
+        let kind = match (&e, e.errno()) {
+            (_, Some(n)) => std::io::Error::from_raw_os_error(n as i32).kind(),
+            (Error::Io { err, .. }, None) => err.kind(),
+            (_, None) => std::io::ErrorKind::InvalidInput,
         };
         std::io::Error::new(kind, e)
     }
@@ -110,5 +131,11 @@ mod tests {
         assert_eq!(io.kind(), std::io::ErrorKind::AlreadyExists);
         assert_eq!(Kind::of_io(&io), Kind::AlreadyExists);
         assert_eq!(io.to_string(), "open /x: File exists");
+        let e = Error::io("dup2", std::io::Error::from_raw_os_error(libc::EBADF));
+        assert!(
+            e.to_string().starts_with("dup2: Bad file descriptor"),
+            "{e}"
+        );
+        assert_eq!(e.errno(), Some(Errno::EBADF));
     }
 }

@@ -183,37 +183,31 @@ pub struct SandboxNamespaces {
 /// and returns its pid; the pause never returns from here. The caller must be a fresh,
 /// single-threaded process (the shim runs its own binary for this), and exits once it has
 /// said the pid: the pause then belongs to the shim, its subreaper.
-pub fn start_sandbox(ns: &SandboxNamespaces) -> Result<i32, String> {
+pub fn start_sandbox(ns: &SandboxNamespaces) -> super::Result<i32> {
+    use super::Error;
     use nix::sched::CloneFlags;
     if let Some(path) = &ns.netns {
         let f = std::fs::File::open(path)
-            .map_err(|e| format!("opening the network namespace {}: {e}", path.display()))?;
-        nix::sched::setns(f, CloneFlags::CLONE_NEWNET).map_err(|e| {
-            format!(
-                "joining the network namespace {}: {}",
-                path.display(),
-                std::io::Error::from(e)
-            )
-        })?;
+            .map_err(|e| Error::file("opening the network namespace", path, e))?;
+        nix::sched::setns(f, CloneFlags::CLONE_NEWNET)
+            .map_err(|e| Error::file("joining the network namespace", path, e.into()))?;
     }
     let mut flags = CloneFlags::empty();
     flags.set(CloneFlags::CLONE_NEWIPC, ns.new_ipc);
     flags.set(CloneFlags::CLONE_NEWUTS, ns.new_uts);
-    nix::sched::unshare(flags)
-        .map_err(|e| format!("new IPC and UTS namespaces: {}", std::io::Error::from(e)))?;
+    nix::sched::unshare(flags).map_err(|e| Error::io("new IPC and UTS namespaces", e.into()))?;
     if let Some(h) = ns.hostname.as_deref().filter(|_| ns.new_uts) {
-        nix::unistd::sethostname(h)
-            .map_err(|e| format!("hostname {h:?}: {}", std::io::Error::from(e)))?;
+        nix::unistd::sethostname(h).map_err(|e| Error::io(format!("hostname {h:?}"), e.into()))?;
     }
     // Through a private procfs, as every write of podinit's under /proc goes.
     if !ns.sysctls.is_empty() {
-        let proc = super::procfs::ProcRoot::open().map_err(|e| format!("opening procfs: {e}"))?;
+        let proc = super::procfs::ProcRoot::open().map_err(|e| Error::io("opening procfs", e))?;
         for (path, value) in &ns.sysctls {
             proc.write(
                 &std::path::Path::new("/proc/sys").join(path),
                 value.as_bytes(),
             )
-            .map_err(|e| format!("sysctl {}={value}: {e}", path.replace('/', ".")))?;
+            .map_err(|e| Error::io(format!("sysctl {}={value}", path.replace('/', ".")), e))?;
         }
     }
     let pid_flag = if ns.new_pid {
@@ -222,7 +216,7 @@ pub fn start_sandbox(ns: &SandboxNamespaces) -> Result<i32, String> {
         0
     };
     match crate::sys::clone::fork(pid_flag, None)
-        .map_err(|e| format!("forking the sandbox's PID 1: {e}"))?
+        .map_err(|e| Error::io("forking the sandbox's PID 1", e))?
     {
         Some(child) => Ok(child.pid),
         None => {
@@ -240,23 +234,24 @@ pub fn start_sandbox(ns: &SandboxNamespaces) -> Result<i32, String> {
 }
 
 /// /dev/null on stdio, every other fd closed.
-fn quiet_stdio() -> Result<(), String> {
+fn quiet_stdio() -> super::Result<()> {
+    use super::Error;
     let null = nix::fcntl::open(
         "/dev/null",
         nix::fcntl::OFlag::O_RDWR,
         nix::sys::stat::Mode::empty(),
     )
-    .map_err(|e| format!("opening /dev/null: {e}"))?;
+    .map_err(|e| Error::file("opening", "/dev/null", e.into()))?;
     let null = std::os::fd::IntoRawFd::into_raw_fd(null);
     for fd in 0..3 {
         // SAFETY: dup2 of an fd of ours over our stdio.
         if unsafe { libc::dup2(null, fd) } < 0 {
-            return Err(format!("dup2: {}", std::io::Error::last_os_error()));
+            return Err(Error::io("dup2", std::io::Error::last_os_error()));
         }
     }
     // SAFETY: close_range over every fd but stdio.
     if unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) } != 0 {
-        return Err(format!("close_range: {}", std::io::Error::last_os_error()));
+        return Err(Error::io("close_range", std::io::Error::last_os_error()));
     }
     Ok(())
 }

@@ -235,7 +235,8 @@ pub fn images_dir() -> PathBuf {
 
 /// Make `dir` (mode 0700) if it is missing, and refuse one that another user owns or
 /// others may enter: the state under it holds the pods' sockets.
-pub fn private_dir(dir: &std::path::Path) -> Result<(), String> {
+pub fn private_dir(dir: &std::path::Path) -> super::Result<()> {
+    use super::Error;
     use std::os::unix::fs::{DirBuilderExt, MetadataExt};
     match std::fs::DirBuilder::new()
         .mode(0o700)
@@ -249,20 +250,20 @@ pub fn private_dir(dir: &std::path::Path) -> Result<(), String> {
                 .mode(0o700)
                 .recursive(true)
                 .create(dir)
-                .map_err(|e| format!("making {}: {e}", dir.display()))?;
+                .map_err(|e| Error::file("making", dir, e))?;
             return Ok(());
         }
-        Err(e) => return Err(format!("making {}: {e}", dir.display())),
+        Err(e) => return Err(Error::file("making", dir, e)),
     }
-    let md = std::fs::symlink_metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let md = std::fs::symlink_metadata(dir).map_err(|e| Error::io(dir.display(), e))?;
     let me = nix::unistd::geteuid().as_raw();
     if !md.is_dir() || md.uid() != me || md.mode() & 0o077 != 0 {
-        return Err(format!(
+        return Err(Error::Invalid(format!(
             "{} must be a directory of the user's own with mode 0700 (it is owned by {} with mode {:o})",
             dir.display(),
             md.uid(),
             md.mode() & 0o7777
-        ));
+        )));
     }
     Ok(())
 }
@@ -330,16 +331,21 @@ pub fn enter(
                 run_helper("newuidmap", pid, &uid_map)
                     .and_then(|()| run_helper("newgidmap", pid, &gid_map))
             } else {
-                Err("the parent did not make its namespace".to_string())
+                Err(EnterError::Helper(
+                    "the parent did not make its namespace".to_string(),
+                ))
             };
-            let msg = match &out {
+            // The parent words it as a helper's failure: only what the helper said goes.
+            let failed = out.is_err();
+            let msg = match out {
                 Ok(()) => String::new(),
-                Err(e) => e.clone(),
+                Err(EnterError::Helper(said)) => said,
+                Err(e) => e.to_string(),
             };
             let _ = nix::unistd::write(&res_wr, msg.as_bytes());
             // SAFETY: _exit ends this forked child without running the parent's atexit
             // handlers or flushing its buffers twice.
-            unsafe { libc::_exit(i32::from(out.is_err())) }
+            unsafe { libc::_exit(i32::from(failed)) }
         };
         drop(rd);
         drop(res_wr);
@@ -374,18 +380,22 @@ fn write_own(path: &str, text: &str) -> Result<(), EnterError> {
 }
 
 /// `newuidmap PID inside outside count…`: its own message when it fails.
-fn run_helper(helper: &str, pid: i32, map: &[MapLine]) -> Result<(), String> {
+fn run_helper(helper: &str, pid: i32, map: &[MapLine]) -> Result<(), EnterError> {
     let mut cmd = Command::new(helper);
     cmd.arg(pid.to_string());
     for l in map {
         cmd.args([l.inside, l.outside, l.count].map(|n| n.to_string()));
     }
     let out = cmd.output().map_err(|e| {
-        format!("running {helper}: {e} (install shadow's uidmap package, or remove the user's /etc/subuid and /etc/subgid ranges)")
+        EnterError::Helper(format!("running {helper}: {e} (install shadow's uidmap package, or remove the user's /etc/subuid and /etc/subgid ranges)"))
     })?;
     if !out.status.success() {
         let said = String::from_utf8_lossy(&out.stderr);
-        return Err(format!("{helper} failed ({}): {}", out.status, said.trim()));
+        return Err(EnterError::Helper(format!(
+            "{helper} failed ({}): {}",
+            out.status,
+            said.trim()
+        )));
     }
     Ok(())
 }

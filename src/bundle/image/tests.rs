@@ -39,7 +39,7 @@ fn passwd_files(root: &Path) {
     .unwrap();
 }
 
-fn merged(b: &Bundle, c: &str, pod: &str) -> Result<Spec, String> {
+fn merged(b: &Bundle, c: &str, pod: &str) -> crate::spec::Result<Spec> {
     let c: Container = serde_yaml_ng::from_str(c).unwrap();
     let pod: PodSpec = serde_yaml_ng::from_str(pod).unwrap();
     let vols = BTreeMap::new();
@@ -68,24 +68,24 @@ fn users_resolve_as_containerd_resolves_them() {
     let root = tmp("user");
     passwd_files(&root);
     let read = |f: &str| std::fs::read_to_string(root.join(f)).ok();
-    assert_eq!(resolve_user("", &read), Ok((0, 0)));
+    assert_eq!(resolve_user("", &read).unwrap(), (0, 0));
     assert_eq!(
-        resolve_user("1000", &read),
-        Ok((1000, 1001)),
+        resolve_user("1000", &read).unwrap(),
+        (1000, 1001),
         "primary gid from passwd"
     );
     assert_eq!(
-        resolve_user("4242", &read),
-        Ok((4242, 0)),
+        resolve_user("4242", &read).unwrap(),
+        (4242, 0),
         "an unlisted uid"
     );
-    assert_eq!(resolve_user("1000:7", &read), Ok((1000, 7)));
-    assert_eq!(resolve_user("app", &read), Ok((1000, 1001)));
-    assert_eq!(resolve_user("app:staff", &read), Ok((1000, 50)));
-    assert_eq!(resolve_user("0:staff", &read), Ok((0, 50)));
-    let e = resolve_user("nobody", &read).unwrap_err();
+    assert_eq!(resolve_user("1000:7", &read).unwrap(), (1000, 7));
+    assert_eq!(resolve_user("app", &read).unwrap(), (1000, 1001));
+    assert_eq!(resolve_user("app:staff", &read).unwrap(), (1000, 50));
+    assert_eq!(resolve_user("0:staff", &read).unwrap(), (0, 50));
+    let e = resolve_user("nobody", &read).unwrap_err().to_string();
     assert!(e.contains("\"nobody\"") && e.contains("/etc/passwd"), "{e}");
-    let e = resolve_user("app:wheel", &read).unwrap_err();
+    let e = resolve_user("app:wheel", &read).unwrap_err().to_string();
     assert!(e.contains("\"wheel\"") && e.contains("/etc/group"), "{e}");
     std::fs::remove_dir_all(&root).unwrap();
 }
@@ -143,7 +143,7 @@ fn the_image_config_is_laid_under_the_container_as_the_cri_does() {
     assert_eq!(r.name, "127.0.0.1:5000/team/app:v1");
     assert_eq!(r.id, format!("127.0.0.1:5000/team/app@{}", img.digest));
     let c: Container = serde_yaml_ng::from_str("{name: c}").unwrap();
-    assert_eq!(super::super::stop_signal(&b, &c), Ok(libc::SIGQUIT));
+    assert_eq!(super::super::stop_signal(&b, &c).unwrap(), libc::SIGQUIT);
 
     let s = merged(
         &b,
@@ -228,7 +228,9 @@ fn an_image_without_entrypoint_or_with_an_empty_one_runs_cmd_or_args() {
         &["echo", "hi"]
     );
     let b = from_image(&image(vec![l.clone()], json!({}))).unwrap();
-    let e = merged(&b, "{name: c}", "containers: []").unwrap_err();
+    let e = merged(&b, "{name: c}", "containers: []")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("command"), "{e}");
     std::fs::remove_dir_all(l).unwrap();
 }
@@ -242,7 +244,9 @@ fn an_unknown_image_user_fails_unless_run_as_user_replaces_it() {
         json!({"Cmd": ["sh"], "User": "ghost"}),
     ))
     .unwrap();
-    let e = merged(&b, "{name: c}", "containers: []").unwrap_err();
+    let e = merged(&b, "{name: c}", "containers: []")
+        .unwrap_err()
+        .to_string();
     assert!(e.starts_with("container c: image: user \"ghost\""), "{e}");
     let s = merged(
         &b,
@@ -263,7 +267,7 @@ fn a_bad_stop_signal_names_the_image() {
     ))
     .unwrap();
     let c: Container = serde_yaml_ng::from_str("{name: c}").unwrap();
-    let e = super::super::stop_signal(&b, &c).unwrap_err();
+    let e = super::super::stop_signal(&b, &c).unwrap_err().to_string();
     assert_eq!(
         e,
         "image 127.0.0.1:5000/team/app:v1: config.StopSignal: invalid signal \"SIGNOPE\""

@@ -37,14 +37,61 @@ struct Emulator {
     rules: BTreeMap<Meta, u8>,
 }
 
-fn perms_of(access: &str) -> Result<u8, String> {
+/// Why the emulator refused a rule.
+#[derive(Debug, PartialEq, Eq)]
+enum BadRule {
+    /// A letter of the access that is not `r`, `w` or `m`.
+    Access { letter: char, access: String },
+    /// An exception that would punch a hole in a wildcard one: the rule, its access, the
+    /// wildcard and what it holds.
+    Hole {
+        rule: Meta,
+        perms: u8,
+        wildcard: Meta,
+        held: u8,
+    },
+}
+
+impl std::fmt::Display for BadRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BadRule::Access { letter, access } => {
+                write!(f, "unknown device access {letter:?} in {access:?}")
+            }
+            BadRule::Hole {
+                rule,
+                perms,
+                wildcard,
+                held,
+            } => write!(
+                f,
+                "device rule {} {}:{} {} cannot punch a hole in the wildcard rule {} {}:{} {}",
+                rule.kind,
+                num(rule.major),
+                num(rule.minor),
+                perms_str(*perms),
+                wildcard.kind,
+                num(wildcard.major),
+                num(wildcard.minor),
+                perms_str(*held)
+            ),
+        }
+    }
+}
+
+fn perms_of(access: &str) -> Result<u8, BadRule> {
     let mut set = 0;
     for c in access.chars() {
         set |= match c {
             'r' => READ,
             'w' => WRITE,
             'm' => MKNOD,
-            _ => return Err(format!("unknown device access {c:?} in {access:?}")),
+            _ => {
+                return Err(BadRule::Access {
+                    letter: c,
+                    access: access.to_string(),
+                })
+            }
         };
     }
     Ok(set)
@@ -59,7 +106,7 @@ fn perms_str(set: u8) -> String {
 }
 
 impl Emulator {
-    fn apply(&mut self, r: &Rule) -> Result<(), String> {
+    fn apply(&mut self, r: &Rule) -> Result<(), BadRule> {
         let perms = perms_of(&r.access)?;
         if r.kind == 'a' {
             // `a` resets the whole list to allow (or deny) everything.
@@ -85,7 +132,7 @@ impl Emulator {
 
     /// runc's `rmRule`: a hole in a wildcard exception is refused, since cgroup v1 would
     /// silently ignore it.
-    fn remove(&mut self, meta: Meta, perms: u8) -> Result<(), String> {
+    fn remove(&mut self, meta: Meta, perms: u8) -> Result<(), BadRule> {
         for partial in [
             Meta { major: ANY, ..meta },
             Meta { minor: ANY, ..meta },
@@ -100,17 +147,12 @@ impl Emulator {
             }
             let held = self.rules.get(&partial).copied().unwrap_or(0);
             if held & perms != 0 {
-                return Err(format!(
-                    "device rule {} {}:{} {} cannot punch a hole in the wildcard rule {} {}:{} {}",
-                    meta.kind,
-                    num(meta.major),
-                    num(meta.minor),
-                    perms_str(perms),
-                    partial.kind,
-                    num(partial.major),
-                    num(partial.minor),
-                    perms_str(held)
-                ));
+                return Err(BadRule::Hole {
+                    rule: meta,
+                    perms,
+                    wildcard: partial,
+                    held,
+                });
             }
         }
         if let Some(p) = self.rules.get_mut(&meta) {

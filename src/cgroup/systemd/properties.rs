@@ -67,7 +67,7 @@ pub fn resources(r: &LinuxResources, v2: bool, version: u32) -> Result<Vec<Value
             out.push(u64_("MemoryLow", l as u64));
         }
         let swap = swap_v2(mem.and_then(|m| m.swap()), mem.and_then(|m| m.limit()))
-            .map_err(|why| Refused::new("MemorySwapMax", why))?;
+            .map_err(|why| Refused::new("MemorySwapMax", why.to_string()))?;
         if let Some(s) = swap {
             out.push(u64_("MemorySwapMax", s as u64));
         }
@@ -166,8 +166,29 @@ fn bytes(b: Vec<u8>) -> Value {
     Value::Array("y".into(), b.into_iter().map(Value::Byte).collect())
 }
 
+/// Why a cpu or node list is not one: the part that is wrong.
+#[derive(Debug, PartialEq, Eq)]
+pub enum BadRange {
+    NotANumber(String),
+    TooLarge(u32),
+    /// `b-a` with `a` above `b`.
+    Reversed(String),
+    Empty,
+}
+
+impl std::fmt::Display for BadRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BadRange::NotANumber(s) => write!(f, "{s:?} is not a number"),
+            BadRange::TooLarge(n) => write!(f, "{n} is too large"),
+            BadRange::Reversed(r) => write!(f, "invalid range: {r}"),
+            BadRange::Empty => f.write_str("empty value"),
+        }
+    }
+}
+
 /// A cpu or node list (`0-3,5`) as systemd's bitmask: byte `i` holds bits `8i..8i+8`.
-pub fn range_to_bits(list: &str) -> Result<Vec<u8>, String> {
+pub fn range_to_bits(list: &str) -> Result<Vec<u8>, BadRange> {
     let mut out: Vec<u8> = Vec::new();
     let mut set = |n: u32| {
         let i = (n / 8) as usize;
@@ -179,19 +200,15 @@ pub fn range_to_bits(list: &str) -> Result<Vec<u8>, String> {
     let num = |s: &str| {
         s.trim()
             .parse::<u32>()
-            .map_err(|_| format!("{s:?} is not a number"))
-            .and_then(|n| {
-                (n < 1 << 16)
-                    .then_some(n)
-                    .ok_or_else(|| format!("{n} is too large"))
-            })
+            .map_err(|_| BadRange::NotANumber(s.to_string()))
+            .and_then(|n| (n < 1 << 16).then_some(n).ok_or(BadRange::TooLarge(n)))
     };
     for r in list.split(',').map(str::trim).filter(|r| !r.is_empty()) {
         match r.split_once('-') {
             Some((a, b)) => {
                 let (a, b) = (num(a)?, num(b)?);
                 if a > b {
-                    return Err(format!("invalid range: {r}"));
+                    return Err(BadRange::Reversed(r.to_string()));
                 }
                 (a..=b).for_each(&mut set);
             }
@@ -199,7 +216,7 @@ pub fn range_to_bits(list: &str) -> Result<Vec<u8>, String> {
         }
     }
     if out.is_empty() {
-        return Err("empty value".into());
+        return Err(BadRange::Empty);
     }
     Ok(out)
 }
@@ -257,7 +274,7 @@ fn unified_prop(out: &mut Vec<Value>, key: &str, v: &str, version: u32) -> Resul
         "cpuset.cpus" | "cpuset.mems" if version >= 244 => {
             out.push(prop(
                 property,
-                bytes(range_to_bits(v).map_err(|e| bad(&e))?),
+                bytes(range_to_bits(v).map_err(|e| bad(&e.to_string()))?),
             ));
         }
         "memory.high" | "memory.low" | "memory.min" | "memory.max" | "memory.swap.max"
@@ -384,8 +401,11 @@ mod tests {
         assert_eq!(range_to_bits("9").unwrap(), [0, 2]);
         assert_eq!(range_to_bits(" 1 , 8-9").unwrap(), [2, 3]);
         assert!(range_to_bits("").is_err());
-        assert!(range_to_bits("3-1").is_err());
-        assert!(range_to_bits("x").is_err());
+        assert_eq!(range_to_bits("3-1"), Err(BadRange::Reversed("3-1".into())));
+        assert_eq!(
+            range_to_bits("x").unwrap_err().to_string(),
+            "\"x\" is not a number"
+        );
     }
 
     #[test]

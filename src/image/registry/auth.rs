@@ -106,8 +106,24 @@ impl Parser<'_> {
     }
 }
 
+/// Why a token server's answer gives no token.
+#[derive(Debug)]
+pub enum BadToken {
+    Json(serde_json::Error),
+    Missing,
+}
+
+impl std::fmt::Display for BadToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BadToken::Json(e) => write!(f, "token server's answer: {e}"),
+            BadToken::Missing => f.write_str("token server's answer has no token"),
+        }
+    }
+}
+
 /// The token in a token server's JSON answer (`token`, or OAuth's `access_token`).
-pub fn token_from_answer(body: &[u8]) -> Result<String, String> {
+pub fn token_from_answer(body: &[u8]) -> Result<String, BadToken> {
     #[derive(serde::Deserialize)]
     struct Answer {
         #[serde(default)]
@@ -115,12 +131,11 @@ pub fn token_from_answer(body: &[u8]) -> Result<String, String> {
         #[serde(default)]
         access_token: String,
     }
-    let a: Answer =
-        serde_json::from_slice(body).map_err(|e| format!("token server's answer: {e}"))?;
+    let a: Answer = serde_json::from_slice(body).map_err(BadToken::Json)?;
     [a.token, a.access_token]
         .into_iter()
         .find(|t| !t.is_empty())
-        .ok_or_else(|| "token server's answer has no token".to_string())
+        .ok_or(BadToken::Missing)
 }
 
 /// `Basic` credentials for an `Authorization` header.
@@ -150,8 +165,24 @@ pub fn base64_encode(data: &[u8]) -> String {
     out
 }
 
+/// Why a text is not base64.
+#[derive(Debug, PartialEq, Eq)]
+pub enum BadBase64 {
+    Character(char),
+    Truncated,
+}
+
+impl std::fmt::Display for BadBase64 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BadBase64::Character(c) => write!(f, "invalid base64 character {c:?}"),
+            BadBase64::Truncated => f.write_str("truncated base64"),
+        }
+    }
+}
+
 /// Standard base64, padding optional (docker configs are written by many tools).
-pub fn base64_decode(s: &str) -> Result<Vec<u8>, String> {
+pub fn base64_decode(s: &str) -> Result<Vec<u8>, BadBase64> {
     let s = s.trim().trim_end_matches('=');
     let mut out = Vec::with_capacity(s.len() * 3 / 4);
     let mut acc = 0u32;
@@ -160,7 +191,7 @@ pub fn base64_decode(s: &str) -> Result<Vec<u8>, String> {
         let v = B64
             .iter()
             .position(|&b| b == c)
-            .ok_or_else(|| format!("invalid base64 character {:?}", c as char))?;
+            .ok_or(BadBase64::Character(c as char))?;
         acc = (acc << 6) | v as u32;
         bits += 6;
         if bits >= 8 {
@@ -169,7 +200,7 @@ pub fn base64_decode(s: &str) -> Result<Vec<u8>, String> {
         }
     }
     if bits >= 6 {
-        return Err("truncated base64".into());
+        return Err(BadBase64::Truncated);
     }
     Ok(out)
 }
@@ -208,7 +239,8 @@ mod tests {
             token_from_answer(br#"{"access_token":"t2","expires_in":60}"#).unwrap(),
             "t2"
         );
-        assert!(token_from_answer(b"{}").unwrap_err().contains("no token"));
+        let e = token_from_answer(b"{}").unwrap_err();
+        assert_eq!(e.to_string(), "token server's answer has no token");
         assert!(token_from_answer(b"<html>").is_err());
     }
 
@@ -230,8 +262,8 @@ mod tests {
         assert_eq!(base64_encode(b"foobar"), "Zm9vYmFy");
         assert_eq!(base64_encode(b"fo"), "Zm8=");
         assert_eq!(base64_decode("Zm8").unwrap(), b"fo");
-        assert!(base64_decode("Z").is_err());
-        assert!(base64_decode("Zm9v!").is_err());
+        assert_eq!(base64_decode("Z"), Err(BadBase64::Truncated));
+        assert_eq!(base64_decode("Zm9v!"), Err(BadBase64::Character('!')));
         assert_eq!(basic("u", "p"), "Basic dTpw");
     }
 }

@@ -38,7 +38,7 @@ pub fn endpoint(domain: &str, insecure: &[String]) -> Result<(Url, bool), Error>
     }
     let (host, port) = url::split_host_port(domain, 0).map_err(|why| Error::Endpoint {
         registry: domain.to_string(),
-        why,
+        why: why.to_string(),
     })?;
     let listed = insecure.iter().any(|i| {
         let i = i.trim().to_ascii_lowercase();
@@ -208,7 +208,7 @@ impl Client {
                     return auth::token_from_answer(&body).map_err(|why| Error::Exchange {
                         url: url.to_string(),
                         step: Step::Token,
-                        why,
+                        why: why.to_string(),
                     });
                 }
                 301 | 302 | 303 | 307 | 308 if resp.header("location").is_some() => {

@@ -20,30 +20,29 @@ struct Entry {
 }
 
 pub fn from_docker_config(json: &[u8]) -> Result<Vec<Credential>, Error> {
-    docker_config(json).map_err(Error::Content)
-}
-
-fn docker_config(json: &[u8]) -> Result<Vec<Credential>, String> {
+    let bad = Error::Content;
     let v: serde_json::Value =
-        serde_json::from_slice(json).map_err(|e| format!("docker config: {e}"))?;
+        serde_json::from_slice(json).map_err(|e| bad(format!("docker config: {e}")))?;
     // `.dockerconfigjson` wraps the entries in `auths`; the older `.dockercfg` does not.
     let auths = match v.get("auths") {
         Some(a) => a.clone(),
         None => v,
     };
     let entries: BTreeMap<String, Entry> = crate::tracked::deserialize(&auths)
-        .map_err(|(_, e)| format!("docker config: auths: {e}"))?;
+        .map_err(|(_, e)| bad(format!("docker config: auths: {e}")))?;
     let mut out = Vec::new();
     for (key, e) in entries {
         let (username, password) = if e.auth.is_empty() {
             (e.username, e.password)
         } else {
             let raw = base64_decode(&e.auth)
-                .map_err(|err| format!("docker config: auths[{key:?}].auth: {err}"))?;
+                .map_err(|err| bad(format!("docker config: auths[{key:?}].auth: {err}")))?;
             let raw = String::from_utf8(raw)
-                .map_err(|_| format!("docker config: auths[{key:?}].auth: not UTF-8"))?;
+                .map_err(|_| bad(format!("docker config: auths[{key:?}].auth: not UTF-8")))?;
             let (u, p) = raw.split_once(':').ok_or_else(|| {
-                format!("docker config: auths[{key:?}].auth: not base64 of user:password")
+                bad(format!(
+                    "docker config: auths[{key:?}].auth: not base64 of user:password"
+                ))
             })?;
             (u.to_string(), p.to_string())
         };

@@ -159,7 +159,7 @@ pub fn send(
             (h.name.to_string(), v)
         })
         .collect();
-    let framing = framing(method, status, &headers).map_err(|e| format!("{url}: {e}"))?;
+    let framing = framing(url, method, status, &headers)?;
     Ok(Response {
         status,
         reason,
@@ -229,7 +229,14 @@ enum Framing {
     UntilClose,
 }
 
-fn framing(method: &str, status: u16, headers: &[(String, String)]) -> Result<Framing, String> {
+/// How the body of `url`'s answer is framed.
+fn framing(
+    url: &Url,
+    method: &str,
+    status: u16,
+    headers: &[(String, String)],
+) -> Result<Framing, SendError> {
+    let bad = |why: String| SendError::from(format!("{url}: {why}"));
     if method == "HEAD" || status == 204 || status == 304 || (100..200).contains(&status) {
         return Ok(Framing::Empty);
     }
@@ -244,15 +251,15 @@ fn framing(method: &str, status: u16, headers: &[(String, String)]) -> Result<Fr
         if last.eq_ignore_ascii_case("chunked") {
             return Ok(Framing::Chunked);
         }
-        return Err(format!("unsupported Transfer-Encoding {te:?}"));
+        return Err(bad(format!("unsupported Transfer-Encoding {te:?}")));
     }
     let mut length = None;
     for v in get("content-length") {
         let n = v
             .parse::<u64>()
-            .map_err(|_| format!("invalid Content-Length {v:?}"))?;
+            .map_err(|_| bad(format!("invalid Content-Length {v:?}")))?;
         if length.is_some_and(|l| l != n) {
-            return Err("conflicting Content-Length headers".into());
+            return Err(bad("conflicting Content-Length headers".into()));
         }
         length = Some(n);
     }

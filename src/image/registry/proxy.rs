@@ -108,7 +108,7 @@ fn parse(setting: &str) -> Result<Proxy, Error> {
         Some((u, h)) => (Some(u), h),
         None => (None, rest),
     };
-    let (host, port) = url::split_host_port(hostport, 80).map_err(bad)?;
+    let (host, port) = url::split_host_port(hostport, 80).map_err(|e| bad(e.to_string()))?;
     let authorization = userinfo.map(|u| {
         let (user, password) = u.split_once(':').unwrap_or((u, ""));
         auth::basic(&unescape(user), &unescape(password))

@@ -97,10 +97,13 @@ fn run(
     r: &Reference,
     blobs: &Map,
     dir: &Path,
-) -> (std::result::Result<Digest, String>, Vec<Progress>) {
+) -> (
+    std::result::Result<Digest, crate::image::Error>,
+    Vec<Progress>,
+) {
     let mut c = Client::new(&r.domain, &r.path, &[], net(Duration::from_secs(5)), None).unwrap();
     let mut seen = Vec::new();
-    let res = fetch(&mut c, blobs, dir, r, &mut |p| seen.push(p)).map_err(|e| e.to_string());
+    let res = fetch(&mut c, blobs, dir, r, &mut |p| seen.push(p));
     let _ = port;
     (res, seen)
 }
@@ -145,7 +148,10 @@ fn by_digest_the_manifest_must_match() {
     r.tag = None;
     r.digest = Some(Digest::of(b"other"));
     let blobs = Map::default();
-    let e = run(s.port, &r, &blobs, &staging("dig2")).0.unwrap_err();
+    let e = run(s.port, &r, &blobs, &staging("dig2"))
+        .0
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("not found"), "{e}");
     assert!(blobs.0.borrow().is_empty());
 }
@@ -158,7 +164,8 @@ fn a_corrupt_blob_leaves_nothing() {
     let dir = staging("bad");
     let e = run(s.port, &reference(s.port, "1"), &blobs, &dir)
         .0
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("digest mismatch"), "{e}");
     assert!(blobs.0.borrow().is_empty(), "nothing entered the store");
     assert!(!dir.exists());
@@ -171,7 +178,8 @@ fn a_missing_tag_says_so() {
     let blobs = Map::default();
     let e = run(s.port, &reference(s.port, "2"), &blobs, &staging("tag"))
         .0
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert_eq!(
         e,
         "manifest 2: not found: 404 Not Found (MANIFEST_UNKNOWN: manifest unknown)"
@@ -185,7 +193,8 @@ fn an_unknown_layer_type_is_refused_before_fetching() {
     let blobs = Map::default();
     let e = run(s.port, &reference(s.port, "1"), &blobs, &staging("type"))
         .0
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(
         e.contains("unsupported media type \"application/vnd.example.weird\""),
         "{e}"
@@ -211,7 +220,8 @@ fn a_registry_lying_about_a_blobs_size_is_refused() {
     let blobs = Map::default();
     let e = run(s.port, &reference(s.port, "1"), &blobs, &staging("size"))
         .0
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(
         e.contains("the registry announces 1 bytes, its descriptor says"),
         "{e}"
@@ -279,7 +289,8 @@ fn one_missing_layer_of_many_fails_the_pull_and_stores_nothing() {
     let dir = staging("many-bad");
     let e = run(s.port, &reference(s.port, "1"), &blobs, &dir)
         .0
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("not found: 404 Not Found"), "{e}");
     assert!(blobs.0.borrow().is_empty());
     assert!(!dir.exists());

@@ -36,7 +36,7 @@ impl Url {
         // Credentials in a URL are not ours to send anywhere.
         let authority = authority.rsplit('@').next().unwrap_or(authority);
         let default = if https { 443 } else { 80 };
-        let (host, port) = split_host_port(authority, default).map_err(bad)?;
+        let (host, port) = split_host_port(authority, default).map_err(|e| bad(e.to_string()))?;
         Ok(Url {
             https,
             host,
@@ -99,16 +99,43 @@ pub fn bracketed(host: &str) -> String {
     }
 }
 
+/// Why an authority is not `host[:port]`: the part that is wrong, and the whole.
+#[derive(Debug, PartialEq, Eq)]
+pub enum BadHostPort {
+    Unclosed(String),
+    AfterBracket { after: String, whole: String },
+    NoHost(String),
+    Port { port: String, whole: String },
+}
+
+impl std::fmt::Display for BadHostPort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BadHostPort::Unclosed(s) => write!(f, "unclosed [ in {s:?}"),
+            BadHostPort::AfterBracket { after, whole } => {
+                write!(f, "unexpected {after:?} after ] in {whole:?}")
+            }
+            BadHostPort::NoHost(s) => write!(f, "no host in {s:?}"),
+            BadHostPort::Port { port, whole } => write!(f, "invalid port {port:?} in {whole:?}"),
+        }
+    }
+}
+
 /// `host`, `host:port`, `[v6]`, `[v6]:port` → the host (no brackets) and port.
-pub fn split_host_port(s: &str, default: u16) -> Result<(String, u16), String> {
+pub fn split_host_port(s: &str, default: u16) -> Result<(String, u16), BadHostPort> {
     let (host, port) = if let Some(rest) = s.strip_prefix('[') {
         let (h, after) = rest
             .split_once(']')
-            .ok_or_else(|| format!("unclosed [ in {s:?}"))?;
+            .ok_or_else(|| BadHostPort::Unclosed(s.to_string()))?;
         match after.strip_prefix(':') {
             Some(p) => (h, Some(p)),
             None if after.is_empty() => (h, None),
-            None => return Err(format!("unexpected {after:?} after ] in {s:?}")),
+            None => {
+                return Err(BadHostPort::AfterBracket {
+                    after: after.to_string(),
+                    whole: s.to_string(),
+                })
+            }
         }
     } else {
         match s.rsplit_once(':') {
@@ -117,14 +144,17 @@ pub fn split_host_port(s: &str, default: u16) -> Result<(String, u16), String> {
         }
     };
     if host.is_empty() {
-        return Err(format!("no host in {s:?}"));
+        return Err(BadHostPort::NoHost(s.to_string()));
     }
     let port = match port {
         Some(p) => p
             .parse::<u16>()
             .ok()
             .filter(|&p| p > 0)
-            .ok_or_else(|| format!("invalid port {p:?} in {s:?}"))?,
+            .ok_or_else(|| BadHostPort::Port {
+                port: p.to_string(),
+                whole: s.to_string(),
+            })?,
         None => default,
     };
     Ok((host.to_ascii_lowercase(), port))

@@ -73,7 +73,8 @@ fn parse(args: impl IntoIterator<Item = OsString>) -> Result<SandboxNamespaces, 
 
 /// The binary's `sandbox-init` part: the pause's pid on stdout, or why not on stderr.
 pub fn init_main(args: impl IntoIterator<Item = OsString>) -> ! {
-    let result = parse(args).and_then(|ns| podinit::sys::pause::start_sandbox(&ns));
+    let result =
+        parse(args).and_then(|ns| podinit::sys::pause::start_sandbox(&ns).map_err(String::from));
     match result {
         Ok(pid) => {
             println!("{pid}");
