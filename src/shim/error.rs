@@ -42,7 +42,7 @@ pub enum Error {
     Spec(podinit::spec::LoadError),
     /// A sandbox's spec the shim cannot lay its pause over (no process, nothing on /dev):
     /// Unknown, as the runtime's refusal of a spec is.
-    SandboxSpec(String),
+    SandboxSpec(podinit::spec::Error),
     /// A cgroup could not be found, made or removed: what, and the cgroup layer's error
     /// with its kind.
     Cgroup {
@@ -129,8 +129,8 @@ impl fmt::Display for Error {
             | Error::Invalid(m)
             | Error::Unsupported(m)
             | Error::Missing(m)
-            | Error::SandboxSpec(m)
             | Error::Setup(m) => f.write_str(m),
+            Error::SandboxSpec(e) => e.fmt(f),
         }
     }
 }
@@ -282,7 +282,9 @@ mod tests {
                 "parsing /b/config.json: process.cwd: invalid type",
             ),
             (
-                Error::SandboxSpec("the sandbox's config.json has no process".into()),
+                Error::SandboxSpec(podinit::spec::Error::Invalid(
+                    "the sandbox's config.json has no process".into(),
+                )),
                 Code::UNKNOWN,
                 "the sandbox's config.json has no process",
             ),
