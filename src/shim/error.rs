@@ -192,6 +192,12 @@ mod tests {
 
     #[test]
     fn each_error_reaches_containerd_with_its_code_and_message() {
+        let bad_cwd = podinit::tracked::from_slice::<oci_spec::runtime::Spec>(
+            br#"{"ociVersion": "1.0.2", "process": {"cwd": 1}}"#,
+        )
+        .unwrap_err();
+        let parsing = format!("parsing /b/config.json: {bad_cwd}");
+        assert!(parsing.contains("process.cwd"), "{parsing}");
         let cases = [
             (
                 Error::ContainerNotFound("c".into()),
@@ -276,10 +282,10 @@ mod tests {
             (
                 Error::Spec(podinit::spec::LoadError::Parse(
                     "/b/config.json".into(),
-                    "process.cwd: invalid type".into(),
+                    bad_cwd,
                 )),
                 Code::UNKNOWN,
-                "parsing /b/config.json: process.cwd: invalid type",
+                &parsing,
             ),
             (
                 Error::SandboxSpec(podinit::spec::Error::Invalid(
