@@ -5,7 +5,7 @@
 //! own work after `start` could overlap them (the cost is in BENCHMARKS.md).
 //! `delete`, `-v` and the rest stay the crate's.
 
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixListener;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -211,13 +211,11 @@ fn daemon(
                 nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
             )
             .map_err(|e| format!("the listening socket from start: {e}"))?;
-            fd
+            UnixListener::from(fd)
         }
         Err(_) => {
             let path = super::socket_path(&flags.socket);
-            OwnedFd::from(
-                UnixListener::bind(path).map_err(|e| format!("binding {}: {e}", path.display()))?,
-            )
+            UnixListener::bind(path).map_err(|e| format!("binding {}: {e}", path.display()))?
         }
     };
     std::env::remove_var(LISTENER_ENV);
@@ -242,21 +240,15 @@ fn daemon(
         let v3 = method.replacen("/containerd.task.v2.", "/containerd.task.v3.", 1);
         service.insert(v3, handler);
     }
-    let mut server = containerd_shim::protos::ttrpc::Server::new()
-        .add_listener(std::os::fd::IntoRawFd::into_raw_fd(listener))
-        .map_err(|e| format!("serving {}: {e}", flags.socket))?
-        .register_service(service)
-        // containerd 2's Sandbox API, on the same socket (a runtime with `sandboxer = "shim"`).
-        .register_service(sandboxes);
-    server
-        .start()
+    // containerd 2's Sandbox API on the same socket (a runtime with `sandboxer = "shim"`).
+    service.extend(sandboxes);
+    super::server::start(listener, service)
         .map_err(|e| format!("serving {}: {e}", flags.socket))?;
     shim.wait();
     // The socket goes with us. By its path, not the bundle's `address` file as the crate
     // does: containerd removes the bundle once Shutdown has answered, often before this
-    // runs, and the socket was then left behind.
+    // runs, and the socket was then left behind. The connections end with the process.
     let _ = std::fs::remove_file(super::socket_path(&flags.socket));
-    server.shutdown();
     Ok(())
 }
 

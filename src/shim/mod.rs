@@ -22,6 +22,7 @@ mod rootfs;
 mod runc;
 mod sandbox;
 pub mod sandboxer;
+mod server;
 mod service;
 mod stdio;
 mod task_api;
