@@ -10,7 +10,6 @@ use std::os::unix::net::UnixListener;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
-use containerd_shim::publisher::RemotePublisher;
 use containerd_shim::Shim as _;
 
 use super::Shim;
@@ -189,8 +188,8 @@ fn daemon(
     flags: &containerd_shim::Flags,
     mut config: containerd_shim::Config,
 ) -> Result<(), String> {
-    let ttrpc_address =
-        std::env::var("TTRPC_ADDRESS").map_err(|e| format!("TTRPC_ADDRESS: {e}"))?;
+    // Where events go; connected to at the first event (`events.rs`).
+    std::env::var("TTRPC_ADDRESS").map_err(|e| format!("TTRPC_ADDRESS: {e}"))?;
     // As the crate: containerd's SIGTERM and SIGINT, and SIGPIPE, do not end the shim
     // (its task's Shutdown does). Handlers, not SIG_IGN, so that nothing exec'd inherits them.
     let ignored = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -227,9 +226,7 @@ fn daemon(
         &flags.id,
     )
     .map_err(|e| format!("the shim's log: {e}"))?;
-    let publisher = RemotePublisher::new(&ttrpc_address)
-        .map_err(|e| format!("connecting {ttrpc_address}: {e}"))?;
-    let tasks = shim.create_task_service(publisher);
+    let tasks = shim.task_service();
     let sandboxes = super::sandboxer::service(Arc::clone(&tasks.0));
     let task: Arc<dyn containerd_shim::Task + Send + Sync> = Arc::new(tasks);
     // The same Task service under both names: v2 for containerd 1.6 to 2.2, v3 for the

@@ -182,19 +182,25 @@ fn reply_status(writer: &Writer, stream_id: u32, code: Code, msg: String) {
     }
 }
 
-/// Header and body in one write; a peer that is gone is the reader's to notice.
+/// An answer, header and body in one write; a peer that is gone is the reader's to notice.
 fn write_message(writer: &Writer, mut mh: MessageHeader, body: &[u8]) {
-    mh.length = body.len() as u32;
     mh.type_ = MESSAGE_TYPE_RESPONSE;
-    let mut buf: Vec<u8> = mh.into();
-    buf.extend_from_slice(body);
+    let buf = frame(mh, body);
     let mut w = writer.lock().unwrap_or_else(|p| p.into_inner());
     let _ = w.write_all(&buf);
 }
 
+/// A message as it goes on the wire: the header (with the body's length) and the body.
+pub fn frame(mut mh: MessageHeader, body: &[u8]) -> Vec<u8> {
+    mh.length = body.len() as u32;
+    let mut buf: Vec<u8> = mh.into();
+    buf.extend_from_slice(body);
+    buf
+}
+
 /// The next message: its header and body (None for a body over ttrpc's limit, which is
 /// read and dropped); None at the end of the connection or when it breaks.
-fn read_message(r: &mut impl Read) -> Option<(MessageHeader, Option<Vec<u8>>)> {
+pub fn read_message(r: &mut impl Read) -> Option<(MessageHeader, Option<Vec<u8>>)> {
     let mut header = [0u8; MESSAGE_HEADER_LENGTH];
     r.read_exact(&mut header).ok()?;
     let mh = MessageHeader::from(&header);
