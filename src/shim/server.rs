@@ -6,7 +6,7 @@
 //! each request, answers the quick ones itself (`INLINE`: they read what the shim holds
 //! and never wait on another call), and starts a thread for any other, which may block
 //! (Wait) or run a runtime verb. Whoever answers writes the reply, header and body in one
-//! write. The wire format is ttrpc's (docs/cri.md §5).
+//! write. The wire format is ttrpc's; docs/cri.md §5 says why the shim serves it itself.
 
 use std::collections::HashMap;
 use std::io::{BufReader, Read, Write};
