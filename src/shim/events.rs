@@ -57,8 +57,8 @@ const ANSWER_LIMIT: Duration = Duration::from_secs(10);
 
 /// A connection to containerd's events service, one Forward at a time on the publisher's
 /// thread. ttrpc's sync client would add a reader and a writer thread, and its reader
-/// polls the socket every 10 ms for as long as the connection is open: a hundred
-/// wake-ups a second for every shim that published in the last second, many at once
+/// polls the socket with a short timeout for as long as the connection is open: every
+/// shim that published in the last second woke many times a second, many shims at once
 /// while pods start.
 struct Events {
     conn: UnixStream,

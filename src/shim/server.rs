@@ -1,12 +1,12 @@
 //! The shim's ttrpc server: the crate's generated method handlers, served with fewer
-//! threads than ttrpc's sync server. That server moves every request through three
-//! threads (a reader, a worker from a pool, a writer) and keeps six per connection;
-//! containerd 2 asks every container's shim for its Stats once a second, so an idle pod's
-//! shim woke several times a second for one answer. Here one thread per connection reads
-//! each request, answers the quick ones itself (`INLINE`: they read what the shim holds
-//! and never wait on another call), and starts a thread for any other, which may block
-//! (Wait) or run a runtime verb. Whoever answers writes the reply, header and body in one
-//! write. The wire format is ttrpc's; docs/cri.md §5 says why the shim serves it itself.
+//! threads than ttrpc's sync server, which moves every request through a reader, a pool
+//! worker and a writer thread. containerd 2 asks every container's shim for its Stats
+//! every second, so an idle pod's shim woke several times a second for one answer. Here
+//! one thread per connection reads each request, answers the quick ones itself
+//! (`INLINE`: they read what the shim holds and never wait on another call), and starts a
+//! thread for any other, which may block (Wait) or run a runtime verb. Whoever answers
+//! writes the reply, header and body in one write. The wire format is ttrpc's; docs/cri.md
+//! §5 says why the shim serves it itself (BENCHMARKS.md, what it saves).
 
 use std::collections::HashMap;
 use std::io::{BufReader, Read, Write};
