@@ -5,12 +5,11 @@
 //! own work after `start` could overlap them (the cost is in BENCHMARKS.md).
 //! `delete`, `-v` and the rest stay the crate's.
 
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixListener;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
-use containerd_shim::publisher::RemotePublisher;
 use containerd_shim::Shim as _;
 
 use super::Shim;
@@ -192,8 +191,8 @@ fn daemon(
     flags: &containerd_shim::Flags,
     mut config: containerd_shim::Config,
 ) -> Result<(), String> {
-    let ttrpc_address =
-        std::env::var("TTRPC_ADDRESS").map_err(|e| format!("TTRPC_ADDRESS: {e}"))?;
+    // Where events go; connected to at the first event (`events.rs`).
+    std::env::var("TTRPC_ADDRESS").map_err(|e| format!("TTRPC_ADDRESS: {e}"))?;
     // As the crate: containerd's SIGTERM and SIGINT, and SIGPIPE, do not end the shim
     // (its task's Shutdown does). Handlers, not SIG_IGN, so that nothing exec'd inherits them.
     let ignored = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -214,13 +213,11 @@ fn daemon(
                 nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
             )
             .map_err(|e| format!("the listening socket from start: {e}"))?;
-            fd
+            UnixListener::from(fd)
         }
         Err(_) => {
             let path = super::socket_path(&flags.socket);
-            OwnedFd::from(
-                UnixListener::bind(path).map_err(|e| format!("binding {}: {e}", path.display()))?,
-            )
+            UnixListener::bind(path).map_err(|e| format!("binding {}: {e}", path.display()))?
         }
     };
     std::env::remove_var(LISTENER_ENV);
@@ -232,9 +229,7 @@ fn daemon(
         &flags.id,
     )
     .map_err(|e| format!("the shim's log: {e}"))?;
-    let publisher = RemotePublisher::new(&ttrpc_address)
-        .map_err(|e| format!("connecting {ttrpc_address}: {e}"))?;
-    let tasks = shim.create_task_service(publisher);
+    let tasks = shim.task_service();
     let sandboxes = super::sandboxer::service(Arc::clone(&tasks.0));
     let task: Arc<dyn containerd_shim::Task + Send + Sync> = Arc::new(tasks);
     // The same Task service under both names: v2 for containerd 1.6 to 2.2, v3 for the
@@ -245,21 +240,15 @@ fn daemon(
         let v3 = method.replacen("/containerd.task.v2.", "/containerd.task.v3.", 1);
         service.insert(v3, handler);
     }
-    let mut server = containerd_shim::protos::ttrpc::Server::new()
-        .add_listener(std::os::fd::IntoRawFd::into_raw_fd(listener))
-        .map_err(|e| format!("serving {}: {e}", flags.socket))?
-        .register_service(service)
-        // containerd 2's Sandbox API, on the same socket (a runtime with `sandboxer = "shim"`).
-        .register_service(sandboxes);
-    server
-        .start()
+    // containerd 2's Sandbox API on the same socket (a runtime with `sandboxer = "shim"`).
+    service.extend(sandboxes);
+    super::server::start(listener, service)
         .map_err(|e| format!("serving {}: {e}", flags.socket))?;
     shim.wait();
     // The socket goes with us. By its path, not the bundle's `address` file as the crate
     // does: containerd removes the bundle once Shutdown has answered, often before this
-    // runs, and the socket was then left behind.
+    // runs, and the socket was then left behind. The connections end with the process.
     let _ = std::fs::remove_file(super::socket_path(&flags.socket));
-    server.shutdown();
     Ok(())
 }
 

@@ -1,14 +1,17 @@
 //! Events to containerd, in the order they are made.
 
+use std::io::Write;
+use std::os::unix::net::UnixStream;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use containerd_shim::protos::protobuf::MessageField;
+use containerd_shim::protos::protobuf::{Message, MessageField};
 use containerd_shim::protos::shim::event::Envelope;
 use containerd_shim::protos::shim::events::ForwardRequest;
 use containerd_shim::protos::topics;
-use containerd_shim::protos::Events;
-use containerd_shim::publisher::RemotePublisher;
+use containerd_shim::protos::ttrpc::proto::{
+    Code, MessageHeader, Request, Response, MESSAGE_TYPE_RESPONSE,
+};
 
 use super::service::Event;
 
@@ -44,63 +47,104 @@ fn envelope(namespace: &str, (topic, e): &Event) -> Option<ForwardRequest> {
     })
 }
 
-/// A context for `forward`, which the publisher does not read (it sends with its own).
-fn context() -> containerd_shim::TtrpcContext {
-    let (_, cancel_rx) = crossbeam_channel::bounded(0);
-    let (res_tx, _) = mpsc::channel();
-    containerd_shim::TtrpcContext {
-        fd: -1,
-        cancel_rx,
-        mh: Default::default(),
-        res_tx,
-        metadata: Default::default(),
-        timeout_nano: 0,
-    }
-}
-
 /// The environment variable containerd starts a shim with: its ttrpc address, where
 /// events go (the shim crate's own name for it, which it does not export).
 const TTRPC_ADDRESS: &str = "TTRPC_ADDRESS";
 
-/// A new connection to containerd's events service, None (said on stderr, which
-/// containerd logs) when it cannot be made: the event is lost, as a failed forward's is.
-fn connect() -> Option<RemotePublisher> {
-    let address = std::env::var(TTRPC_ADDRESS).ok()?;
-    RemotePublisher::new(&address)
-        .map_err(|e| {
-            eprintln!(
-                "containerd-shim-podinit-v1: connecting to containerd's events at {address}: {e}"
-            )
+/// How long containerd may take to answer a Forward before the connection is dropped
+/// (and the event with it, as a failed forward's).
+const ANSWER_LIMIT: Duration = Duration::from_secs(10);
+
+/// A connection to containerd's events service, one Forward at a time on the publisher's
+/// thread. ttrpc's sync client would add a reader and a writer thread, and its reader
+/// polls the socket with a short timeout for as long as the connection is open: every
+/// shim that published in the last second woke many times a second, many shims at once
+/// while pods start.
+struct Events {
+    conn: UnixStream,
+    /// A client's streams are odd, one per request.
+    next_stream: u32,
+}
+
+impl Events {
+    /// A new connection, None (said on stderr, which containerd logs) when it cannot be
+    /// made: the event is lost, as a failed forward's is.
+    fn connect() -> Option<Events> {
+        let address = std::env::var(TTRPC_ADDRESS).ok()?;
+        let path = address.strip_prefix("unix://").unwrap_or(&address);
+        let conn = UnixStream::connect(path)
+            .and_then(|c| c.set_read_timeout(Some(ANSWER_LIMIT)).map(|()| c))
+            .map_err(|e| {
+                eprintln!(
+                    "containerd-shim-podinit-v1: connecting to containerd's events at {address}: {e}"
+                )
+            })
+            .ok()?;
+        Some(Events {
+            conn,
+            next_stream: 1,
         })
-        .ok()
+    }
+
+    /// Forwards one event and waits for containerd's answer.
+    fn forward(&mut self, req: &ForwardRequest) -> Result<(), String> {
+        let stream = self.next_stream;
+        self.next_stream = self.next_stream.wrapping_add(2);
+        let request = Request {
+            service: "containerd.services.events.ttrpc.v1.Events".into(),
+            method: "Forward".into(),
+            payload: req.write_to_bytes().map_err(|e| e.to_string())?,
+            ..Default::default()
+        };
+        let body = request.write_to_bytes().map_err(|e| e.to_string())?;
+        let mh = MessageHeader::new_request(stream, body.len() as u32);
+        self.conn
+            .write_all(&super::server::frame(mh, &body))
+            .map_err(|e| format!("sending: {e}"))?;
+        loop {
+            let (mh, body) = super::server::read_message(&mut self.conn)
+                .ok_or("containerd closed the connection or did not answer")?;
+            if mh.stream_id != stream || mh.type_ != MESSAGE_TYPE_RESPONSE {
+                continue;
+            }
+            let res = Response::parse_from_bytes(&body.unwrap_or_default())
+                .map_err(|e| format!("its answer: {e}"))?;
+            return match res.status.as_ref().map(|s| (s.code(), s.message.as_str())) {
+                None | Some((Code::OK, _)) => Ok(()),
+                Some((code, msg)) => Err(format!("{code:?}: {msg}")),
+            };
+        }
+    }
 }
 
 /// Publishes events in the order they were made. Every change to a task publishes one,
 /// so this thread also knows when the shim has been quiet for a second: then it gives
 /// code pages back (a pod's shim spends its life waiting, and what ran for a create or a
 /// start is mapped again from the page cache if it runs again; `sys::pages`, as podinit's
-/// supervisor does), closes its connection to containerd (ttrpc's sync client polls its
-/// socket every 10 ms for as long as it is open) and blocks with no timeout: an idle
-/// pod's shim wakes for nothing. The next event connects again.
-pub fn publisher_thread(rx: mpsc::Receiver<Event>, publisher: RemotePublisher, namespace: String) {
+/// supervisor does), closes its connection to containerd and blocks with no timeout: an
+/// idle pod's shim wakes for nothing. The next event connects again.
+pub fn publisher_thread(rx: mpsc::Receiver<Event>, namespace: String) {
     std::thread::spawn(move || {
-        let mut publisher = Some(publisher);
-        let publish = |publisher: &mut Option<RemotePublisher>, e: Event| {
-            if publisher.is_none() {
-                *publisher = connect();
+        let mut events: Option<Events> = None;
+        let publish = |events: &mut Option<Events>, e: Event| {
+            if events.is_none() {
+                *events = Events::connect();
             }
-            if let (Some(p), Some(req)) = (publisher.as_ref(), envelope(&namespace, &e)) {
-                let _ = p.forward(&context(), req);
+            if let (Some(c), Some(req)) = (events.as_mut(), envelope(&namespace, &e)) {
+                if let Err(err) = c.forward(&req) {
+                    eprintln!("containerd-shim-podinit-v1: publishing {}: {err}", e.0);
+                    *events = None;
+                }
             }
         };
         loop {
             match rx.recv_timeout(Duration::from_secs(1)) {
-                Ok(e) => publish(&mut publisher, e),
+                Ok(e) => publish(&mut events, e),
                 Err(mpsc::RecvTimeoutError::Timeout) => {
-                    publisher = None;
+                    events = None;
                     podinit::sys::pages::release_startup_pages();
                     match rx.recv() {
-                        Ok(e) => publish(&mut publisher, e),
+                        Ok(e) => publish(&mut events, e),
                         Err(mpsc::RecvError) => return,
                     }
                 }

@@ -22,6 +22,7 @@ mod rootfs;
 mod runc;
 mod sandbox;
 pub mod sandboxer;
+mod server;
 mod service;
 mod stdio;
 mod task_api;
@@ -116,7 +117,17 @@ impl containerd_shim::Shim for Shim {
         self.exit.wait();
     }
 
+    /// The crate's connection to containerd's events is not used: the shim publishes
+    /// through a connection of its own, made when there is an event (`events.rs`).
     fn create_task_service(&self, publisher: RemotePublisher) -> Self::T {
+        drop(publisher);
+        self.task_service()
+    }
+}
+
+impl Shim {
+    /// The Task service, with the reaper and event publisher threads it needs.
+    pub fn task_service(&self) -> service::Service {
         let root = runc_root(&self.namespace);
         if let Err(e) = std::fs::create_dir_all(&root) {
             eprintln!(
@@ -126,7 +137,7 @@ impl containerd_shim::Shim for Shim {
         }
         let reaper = Arc::new(reaper::Reaper::default());
         let (tx, rx) = mpsc::channel();
-        events::publisher_thread(rx, publisher, self.namespace.clone());
+        events::publisher_thread(rx, self.namespace.clone());
         let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/proc/self/exe"));
         let runc = match runc::Runc::new(root, Arc::clone(&reaper)) {
             Ok(r) => r,
