@@ -162,6 +162,81 @@ def rss_kib(pid):
     return proc_kib(pid, "status", "VmRSS")
 
 
+def memory_split(pid):
+    """Where a process's memory is, from /proc/PID/smaps: {kind: [Rss, Pss, Private] kB}
+    for the binary's code, its read-only data (constants and relocation-read-only
+    pointers), its writable data, the heap (brk and the .bss beside it), the main stack,
+    other anonymous maps (threads' stacks, malloc's mmaps) and the rest (vDSO, other
+    files); with the page tables (VmPTE) and the thread count beside them."""
+    split, kind = {}, None
+    exe = os.path.realpath(f"/proc/{pid}/exe")
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            head = line.split()
+            if "-" in head[0] and not head[0].endswith(":"):
+                perms, name = head[1], (head[5] if len(head) > 5 else "")
+                if name == "[heap]" or (not name and kind in ("data", "heap")):
+                    kind = "heap"
+                elif name == "[stack]":
+                    kind = "stack"
+                elif not name:
+                    kind = "anonymous"
+                elif name.startswith("/") and (name == exe or os.path.basename(name) == os.path.basename(exe)):
+                    kind = "code" if "x" in perms else ("data" if "w" in perms else "read-only data")
+                else:
+                    kind = "other"
+                split.setdefault(kind, [0, 0, 0])
+            elif head[0] in ("Rss:", "Pss:", "Private_Clean:", "Private_Dirty:"):
+                k = {"Rss:": 0, "Pss:": 1}.get(head[0], 2)
+                split[kind][k] += int(head[1])
+    split["page tables"] = [proc_kib(pid, "status", "VmPTE"), 0, 0]
+    split["threads"] = [proc_kib(pid, "status", "Threads"), 0, 0]
+    return split
+
+
+def print_split(label, pid):
+    s = memory_split(pid)
+    total = [sum(v[i] for k, v in s.items() if k not in ("page tables", "threads")) for i in range(3)]
+    parts = ", ".join(f"{k} {v[0]}/{v[1]}/{v[2]}" for k, v in s.items()
+                      if k not in ("page tables", "threads"))
+    print(f"    {label} (pid {pid}) kB Rss/Pss/private: {total[0]}/{total[1]}/{total[2]} = {parts}; "
+          f"page tables {s['page tables'][0]} kB, {s['threads'][0]} thread(s)", flush=True)
+    return total
+
+
+FLOOR_MEM = os.path.join(ROOT, "target/x86_64-unknown-linux-gnu/release/examples/memory_floor")
+
+
+def memory_floor(binary=FLOOR_MEM, prefix=()):
+    """examples/memory_floor: a static do-nothing Rust process pair, an outer process and
+    PID 1 of a new pid namespace, with podinit's build settings (run as another user
+    through `prefix`, in a user namespace of its own). Prints each one's split and returns
+    their summed [Rss, Pss, private] kB, or None without the example."""
+    if not os.path.exists(binary):
+        print(f"  memory floor: {binary} is missing (cargo build --release --example memory_floor)", flush=True)
+        return None
+    pr = subprocess.Popen(list(prefix) + [binary] + (["--rootless"] if prefix else []),
+                          stdout=subprocess.PIPE, text=True)
+    try:
+        outer, pid1 = map(int, pr.stdout.readline().split())
+        time.sleep(1)
+        a = print_split("floor: outer", outer)
+        b = print_split("floor: PID 1", pid1)
+        return [x + y for x, y in zip(a, b)]
+    finally:
+        for q in (pr.pid,):
+            try:
+                kids = open(f"/proc/{q}/task/{q}/children").read().split()
+            except OSError:
+                kids = []
+            for k in kids:
+                try:
+                    os.kill(int(k), signal.SIGKILL)
+                except OSError:
+                    pass
+        pr.wait()
+
+
 def cpu_ticks(pid):
     with open(f"/proc/{pid}/stat") as f:
         parts = f.read().rsplit(")", 1)[1].split()
@@ -442,12 +517,23 @@ def rootless():
                     continue
                 total += kib
                 seen.append(f"{name} {kib} kB")
+                if name == "podinit":
+                    print_split("podinit", q)
             print(f"    beside the container: {', '.join(seen)}", flush=True)
             return pr, total
         # podman's pause process outlives its commands: podinit's own processes alone.
         pr, ours = beside(f"{ubin} run {sleeper}", lambda name: name == "podinit")
         pr.send_signal(signal.SIGTERM)
         pr.wait()
+        # What two static processes that do nothing cost (the outer and PID 1 of a pid
+        # namespace, in a user namespace of the user's): the floor under podinit's figure.
+        if os.path.exists(FLOOR_MEM):
+            ufloor = os.path.join(home, "memory_floor")
+            shutil.copy(FLOOR_MEM, ufloor)
+            floor = memory_floor(ufloor, as_user.split())
+            if floor:
+                row("rootless: the floor of it: two static do-nothing processes (examples/memory_floor, PSS)",
+                    "MiB", floor[1] / 1024)
         # podman's default network, as the issue counts it: its helper (slirp4netns with
         # podman 4.3) gives the container a network beside loopback.
         helper = "" if shutil.which("slirp4netns") or shutil.which("pasta") else " --network none"
@@ -474,10 +560,39 @@ def rootless():
         shutil.rmtree(home, ignore_errors=True)
 
 
+def supervisor_memory(run10, anchor=None):
+    """The supervisor's and the outer process's memory with 10 running containers, each
+    split by kind of mapping (`memory_split`), and the floor beside them."""
+    st = os.path.join(WORK, "s-rss")
+    pr = start_pod(run10, st)
+    wait_for(lambda: all_running(st, 10))
+    # At rest: podinit gives back its start-up code pages a second after the starts.
+    time.sleep(2)
+    sup = supervisor_pid(pr.pid)
+    row("supervisor RSS, 10 running containers", "MiB", rss_kib(sup) / 1024, anchor,
+        "containerd-shim-runc-v2 + pause", "≤ 1.5 MiB")
+    row("supervisor anonymous (private) memory, the rest of its RSS being the binary's shared pages",
+        "MiB", proc_kib(sup, "smaps_rollup", "Anonymous") / 1024)
+    row("outer `podinit run` process RSS", "MiB", rss_kib(pr.pid) / 1024)
+    print_split("supervisor", sup)
+    print_split("outer", pr.pid)
+    floor = memory_floor()
+    if floor:
+        row("the floor of it: two static do-nothing processes, outer and PID 1 (examples/memory_floor, RSS)",
+            "MiB", floor[0] / 1024)
+    pr.send_signal(signal.SIGTERM)
+    pr.wait()
+
+
 def main():
     if sys.argv[1:] == ["rootless"]:
         # `scripts/bench.py rootless`: that section alone, printed, BENCHMARKS.md untouched.
         rootless()
+        return
+    if sys.argv[1:] == ["memory"]:
+        # `scripts/bench.py memory`: the supervisor's memory rows alone, printed.
+        supervisor_memory(write("run10.yaml", pod_yaml("bench-rss", [
+            f'{{name: c{i}, image: busybox, command: ["sleep", "1000"]}}' for i in range(10)])))
         return
 
     print(f"machine: {os.cpu_count()} cores, kernel {os.uname().release}", flush=True)
@@ -540,19 +655,7 @@ def main():
 
     # 4. Supervisor memory with 10 running containers; 5. binary size.
     run10 = write("run10.yaml", pod_yaml("bench-rss", [f'{{name: c{i}, image: busybox, command: ["sleep", "1000"]}}' for i in range(10)]))
-    st = os.path.join(WORK, "s-rss")
-    pr = start_pod(run10, st)
-    wait_for(lambda: all_running(st, 10))
-    # At rest: podinit gives back its start-up code pages a second after the starts.
-    time.sleep(2)
-    sup = supervisor_pid(pr.pid)
-    row("supervisor RSS, 10 running containers", "MiB", rss_kib(sup) / 1024, shim_rss_mib(),
-        "containerd-shim-runc-v2 + pause", "≤ 1.5 MiB")
-    row("supervisor anonymous (private) memory, the rest of its RSS being the binary's shared pages",
-        "MiB", proc_kib(sup, "smaps_rollup", "Anonymous") / 1024)
-    row("outer `podinit run` process RSS", "MiB", rss_kib(pr.pid) / 1024)
-    pr.send_signal(signal.SIGTERM)
-    pr.wait()
+    supervisor_memory(run10, shim_rss_mib())
     row("stripped static binary", "MiB", os.path.getsize(BIN) / 2**20, os.path.getsize(RUNC_BIN) / 2**20,
         "runc binary", "≤ 5 MiB")
 

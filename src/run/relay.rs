@@ -41,17 +41,25 @@ pub(super) fn until_end(child: &Cloned, relay: &SigSet, done: &OwnedFd) -> End {
     // From here on this process only relays signals and waits. Its start-up pages are
     // given back a second from now, not at once: the supervisor was just cloned onto this
     // CPU and runs as soon as we sleep, and a short pod never needs them given back.
+    // The release is made by the wait that follows, so that only that wait's code comes
+    // back while the pod runs.
     let mut release = Some(PollTimeout::from(1000u16));
+    let mut release_now = false;
     loop {
         let mut fds = [
             PollFd::new(sig.fd(), PollFlags::POLLIN),
             PollFd::new(child.pidfd.as_fd(), PollFlags::POLLIN),
             PollFd::new(done.as_fd(), PollFlags::POLLIN),
         ];
-        match poll(&mut fds, release.unwrap_or(PollTimeout::NONE)) {
+        let polled = if std::mem::take(&mut release_now) {
+            crate::sys::pages::release_startup_pages_and_poll(&mut fds, PollTimeout::NONE)
+        } else {
+            poll(&mut fds, release.unwrap_or(PollTimeout::NONE))
+        };
+        match polled {
             Ok(0) => {
                 release = None;
-                crate::sys::pages::release_startup_pages();
+                release_now = true;
                 continue;
             }
             Ok(_) => {}

@@ -339,10 +339,6 @@ impl Supervisor<'_> {
             }
             self.sync_resize();
             self.write_status();
-            if self.release_at.is_some_and(|t| t <= self.now()) {
-                self.release_at = None;
-                crate::sys::pages::release_startup_pages();
-            }
             self.watch_volume_usage();
             self.wait_and_observe(sig);
         }
@@ -422,7 +418,8 @@ impl Supervisor<'_> {
         }
     }
 
-    /// Give back code pages a second from now (`sys::pages::release_startup_pages`): after
+    /// Give back code pages a second from now, in the first wait that blocks after it
+    /// (`sys::pages::release_startup_pages_and_poll`): after
     /// container starts (the bulk of what runs once) and API requests (rendering, parsing),
     /// not after probes, which run every period. A release already due stays due: under
     /// steady requests or restarts the pages are still given back once a second, instead
@@ -438,6 +435,7 @@ impl Supervisor<'_> {
     /// Block until something happens or the next timer is due, then record what happened.
     fn wait_and_observe(&mut self, sig: &SignalPipe) {
         let now = self.now();
+        let release_due = self.release_at.is_some_and(|t| t <= now);
         // A timer that came due since the loop last looked (an exec's deadline passed
         // while start-up pages were given back) is handled after a poll that does not
         // block; dropped without that, it would wait for some other event.
@@ -459,6 +457,13 @@ impl Supervisor<'_> {
             None => PollTimeout::NONE,
         };
 
+        // The pages are given back by a wait that blocks, right before it: a pod at rest
+        // then has mapped back only the code of that wait. A wait that returns at once
+        // leaves the release due for the next one.
+        let release = release_due && timeout != PollTimeout::ZERO;
+        if release {
+            self.release_at = None;
+        }
         let mut server = self.server.take();
         let check_set = self.check_fds();
         let stdin_set = self.stdin_fds();
@@ -492,7 +497,12 @@ impl Supervisor<'_> {
             for &fd in &stdin_set {
                 fds.push(PollFd::new(fd, PollFlags::POLLOUT));
             }
-            if let Err(e) = nix::poll::poll(&mut fds, timeout) {
+            let polled = if release {
+                crate::sys::pages::release_startup_pages_and_poll(&mut fds, timeout)
+            } else {
+                nix::poll::poll(&mut fds, timeout)
+            };
+            if let Err(e) = polled {
                 if e != nix::errno::Errno::EINTR {
                     crate::log::warn(&format!("poll: {e}"));
                 }

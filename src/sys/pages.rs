@@ -8,12 +8,119 @@
 /// and RELRO segments (relocated at start, so private copies) are not touched; the dead
 /// part of the stack is dropped too.
 pub fn release_startup_pages() {
-    /// The read-only segments of the executable (a handful), in a fixed array: freeing a
-    /// Vec after the release would map malloc's code back.
-    struct Ranges {
-        r: [(usize, usize); 8],
-        n: usize,
+    let ranges = give_back_heap_and_stack();
+    // The code last, and through libc's `syscall` alone: what runs after the drop is mapped
+    // back with its neighbours (the kernel's fault-around, 64 KiB a fault), so the fewer
+    // places it runs in on the way back to the caller, the better.
+    for &(addr, len) in &ranges.r[..ranges.n] {
+        // SAFETY: read-only, file-backed mappings of our own executable: dropping them
+        // loses nothing, the next access maps the same page again.
+        unsafe { libc::syscall(libc::SYS_madvise, addr, len, libc::MADV_DONTNEED) };
     }
+}
+
+/// [`release_startup_pages`], then `poll(2)` on `fds` for `timeout`, as `nix::poll::poll`.
+/// For a loop that is about to wait: the drop and the wait are one function that calls
+/// nothing (raw system calls), so a process that then waits at rest has only this
+/// function's code mapped back, wherever its callers and libc's `poll` lie in the binary.
+pub fn release_startup_pages_and_poll(
+    fds: &mut [nix::poll::PollFd],
+    timeout: nix::poll::PollTimeout,
+) -> nix::Result<libc::c_int> {
+    let ranges = give_back_heap_and_stack();
+    // SAFETY: `PollFd` is a transparent `pollfd`; the ranges are the executable's
+    // read-only segments (see `release_startup_pages`).
+    let res = unsafe {
+        drop_then_poll(
+            &ranges,
+            fds.as_mut_ptr().cast(),
+            fds.len(),
+            i32::from(timeout),
+        )
+    };
+    nix::errno::Errno::result(res as libc::c_int)
+}
+
+/// The read-only segments of the executable (a handful), in a fixed array: freeing a
+/// Vec after the release would map malloc's code back.
+struct Ranges {
+    r: [(usize, usize); 8],
+    n: usize,
+}
+
+/// Drop the code ranges, then poll: every system call made inline, no function called
+/// between the drop and the wait. Returns poll's raw result (`-errno` on failure).
+///
+/// # Safety
+/// `fds` points at `nfds` pollfds; `ranges` holds read-only file mappings of our own.
+#[inline(never)]
+unsafe fn drop_then_poll(
+    ranges: &Ranges,
+    fds: *mut libc::pollfd,
+    nfds: usize,
+    timeout: i32,
+) -> isize {
+    let mut i = 0;
+    while i < ranges.n && i < ranges.r.len() {
+        let (addr, len) = ranges.r[i];
+        // SAFETY: the caller's: a read-only mapping of the executable.
+        unsafe { raw_syscall3(libc::SYS_madvise, addr, len, libc::MADV_DONTNEED as usize) };
+        i += 1;
+    }
+    // SAFETY: the caller's: `nfds` pollfds at `fds`.
+    let res = unsafe { raw_syscall3(libc::SYS_poll, fds as usize, nfds, timeout as usize) };
+    if res < 0 {
+        // A wait that failed (EINTR): errno as libc's poll would leave it.
+        set_errno(-res);
+        return -1;
+    }
+    res
+}
+
+/// Set `errno`, for `Errno::result` on the -1 that follows.
+#[cold]
+fn set_errno(e: isize) {
+    nix::errno::Errno::set_raw(e as i32);
+}
+
+/// A system call with up to three arguments, inline (no libc function called).
+///
+/// # Safety
+/// As the system call `n` with those arguments.
+#[inline(always)]
+unsafe fn raw_syscall3(n: libc::c_long, a: usize, b: usize, c: usize) -> isize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let ret: isize;
+        // SAFETY: the caller's; `syscall` clobbers rcx and r11 only.
+        unsafe {
+            std::arch::asm!(
+                "syscall",
+                inlateout("rax") n as isize => ret,
+                in("rdi") a,
+                in("rsi") b,
+                in("rdx") c,
+                lateout("rcx") _,
+                lateout("r11") _,
+                options(nostack),
+            );
+        }
+        ret
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        // SAFETY: the caller's.
+        let r = unsafe { libc::syscall(n, a, b, c) } as isize;
+        if r < 0 {
+            -(nix::errno::Errno::last_raw() as isize)
+        } else {
+            r
+        }
+    }
+}
+
+/// The start-up heap and dead stack given back; returns the code ranges to drop last.
+fn give_back_heap_and_stack() -> Ranges {
     let mut ranges = Ranges {
         r: [(0, 0); 8],
         n: 0,
@@ -69,19 +176,48 @@ pub fn release_startup_pages() {
     }
     // SAFETY: no other thread allocates during the call (glibc locks anyway).
     unsafe { libc::malloc_trim(0) };
-    // The code last, and through libc's `syscall` alone: what runs after the drop is mapped
-    // back with its neighbours (the kernel's fault-around, 64 KiB a fault), so the fewer
-    // places it runs in on the way back to the caller, the better.
-    for &(addr, len) in &ranges.r[..ranges.n] {
-        // SAFETY: read-only, file-backed mappings of our own executable: dropping them
-        // loses nothing, the next access maps the same page again.
-        unsafe { libc::syscall(libc::SYS_madvise, addr, len, libc::MADV_DONTNEED) };
-    }
+    ranges
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The wait after the release is poll's: a ready fd is reported, a timeout is 0.
+    #[test]
+    fn the_wait_after_the_release_is_polls() {
+        use nix::poll::{PollFd, PollFlags, PollTimeout};
+        use std::os::fd::AsFd;
+        let (r, w) = nix::unistd::pipe().unwrap();
+        let mut fds = [PollFd::new(r.as_fd(), PollFlags::POLLIN)];
+        assert_eq!(
+            release_startup_pages_and_poll(&mut fds, PollTimeout::ZERO),
+            Ok(0)
+        );
+        nix::unistd::write(&w, b"x").unwrap();
+        let mut fds = [PollFd::new(r.as_fd(), PollFlags::POLLIN)];
+        assert_eq!(
+            release_startup_pages_and_poll(&mut fds, PollTimeout::from(1000u16)),
+            Ok(1)
+        );
+        assert!(fds[0].revents().unwrap().contains(PollFlags::POLLIN));
+        // A bad fd count is poll's error, as errno.
+        assert_eq!(
+            // SAFETY: no fds at a null pointer, more than RLIMIT_NOFILE of them: EINVAL.
+            nix::errno::Errno::result(unsafe {
+                drop_then_poll(
+                    &Ranges {
+                        r: [(0, 0); 8],
+                        n: 0,
+                    },
+                    std::ptr::null_mut(),
+                    usize::MAX,
+                    0,
+                )
+            } as libc::c_int),
+            Err(nix::errno::Errno::EINVAL)
+        );
+    }
 
     /// The code, constants and relocated data stay usable after the release.
     #[test]
