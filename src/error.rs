@@ -118,3 +118,26 @@ mod tests {
         assert_eq!(Kind::of_io(&io), Kind::NotFound);
     }
 }
+
+/// What a layer's error enum has beside its own `Display` and kind: the standard trait
+/// and, for the callers still written over strings, its line as a `String`.
+macro_rules! layer_error {
+    ($t:ty) => {
+        impl std::error::Error for $t {}
+        crate::error::string_from!($t);
+    };
+}
+pub(crate) use layer_error;
+
+/// An error's line as a `String`, for the callers still written over strings (the
+/// conversion goes once they are typed).
+macro_rules! string_from {
+    ($t:ty) => {
+        impl From<$t> for String {
+            fn from(e: $t) -> String {
+                e.to_string()
+            }
+        }
+    };
+}
+pub(crate) use string_from;

@@ -53,14 +53,7 @@ impl std::fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
-
-/// For the callers still written over strings.
-impl From<Error> for String {
-    fn from(e: Error) -> String {
-        e.to_string()
-    }
-}
+crate::error::layer_error!(Error);
 
 pub fn parse(s: &str) -> Result<Quantity, Error> {
     let bad = || Error::Syntax(s.to_string());

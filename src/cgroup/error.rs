@@ -147,8 +147,6 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
-
 /// For code written over `io::Result`: the I/O kind of the errno, and the error itself
 /// inside for `Kind::of_io`.
 impl From<Error> for io::Error {
@@ -173,12 +171,7 @@ impl From<super::systemd::Error> for Error {
     }
 }
 
-/// For the callers still written over strings.
-impl From<Error> for String {
-    fn from(e: Error) -> String {
-        e.to_string()
-    }
-}
+crate::error::layer_error!(Error);
 
 #[cfg(test)]
 mod tests {

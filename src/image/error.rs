@@ -158,14 +158,7 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
-
-/// For the callers above the image layer still written over strings.
-impl From<Error> for String {
-    fn from(e: Error) -> String {
-        e.to_string()
-    }
-}
+crate::error::layer_error!(Error);
 
 #[cfg(test)]
 mod tests {

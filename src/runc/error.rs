@@ -120,12 +120,7 @@ impl Error {
     }
 }
 
-/// For the callers still written over strings (the shim's, the verbs' helpers).
-impl From<Error> for String {
-    fn from(e: Error) -> String {
-        e.to_string()
-    }
-}
+crate::error::string_from!(Error);
 
 /// Logs the error as runc does (one line, at level error) and gives runc's exit status.
 pub fn report(e: &Error) -> i32 {

@@ -68,20 +68,13 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
-
 impl From<oci_spec::OciSpecError> for Error {
     fn from(e: oci_spec::OciSpecError) -> Error {
         Error::Build(e)
     }
 }
 
-/// For the callers still written over strings.
-impl From<Error> for String {
-    fn from(e: Error) -> String {
-        e.to_string()
-    }
-}
+crate::error::layer_error!(Error);
 
 #[cfg(test)]
 mod tests {

@@ -90,14 +90,7 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
-
-/// For the callers still written over strings.
-impl From<Error> for String {
-    fn from(e: Error) -> String {
-        e.to_string()
-    }
-}
+crate::error::layer_error!(Error);
 
 impl From<Error> for std::io::Error {
     fn from(e: Error) -> std::io::Error {
