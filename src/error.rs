@@ -98,27 +98,6 @@ impl Kind {
     ];
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn errnos_and_io_errors_have_their_kinds() {
-        assert_eq!(Kind::of_errno(Errno::ENOENT), Kind::NotFound);
-        assert_eq!(Kind::of_errno(Errno::EEXIST), Kind::AlreadyExists);
-        assert_eq!(Kind::of_errno(Errno::EPERM), Kind::PermissionDenied);
-        assert_eq!(Kind::of_errno(Errno::EINVAL), Kind::InvalidArgument);
-        assert_eq!(Kind::of_errno(Errno::EBUSY), Kind::FailedPrecondition);
-        assert_eq!(Kind::of_errno(Errno::EAGAIN), Kind::Unavailable);
-        assert_eq!(Kind::of_errno(Errno::ENOSYS), Kind::Unimplemented);
-        assert_eq!(Kind::of_errno(Errno::EIO), Kind::Unknown);
-        let io = std::io::Error::from_raw_os_error(libc::EACCES);
-        assert_eq!(Kind::of_io(&io), Kind::PermissionDenied);
-        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "x");
-        assert_eq!(Kind::of_io(&io), Kind::NotFound);
-    }
-}
-
 /// What a layer's error enum has beside its own `Display` and kind: the standard trait
 /// and, for the callers still written over strings, its line as a `String`.
 macro_rules! layer_error {
@@ -141,3 +120,24 @@ macro_rules! string_from {
     };
 }
 pub(crate) use string_from;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errnos_and_io_errors_have_their_kinds() {
+        assert_eq!(Kind::of_errno(Errno::ENOENT), Kind::NotFound);
+        assert_eq!(Kind::of_errno(Errno::EEXIST), Kind::AlreadyExists);
+        assert_eq!(Kind::of_errno(Errno::EPERM), Kind::PermissionDenied);
+        assert_eq!(Kind::of_errno(Errno::EINVAL), Kind::InvalidArgument);
+        assert_eq!(Kind::of_errno(Errno::EBUSY), Kind::FailedPrecondition);
+        assert_eq!(Kind::of_errno(Errno::EAGAIN), Kind::Unavailable);
+        assert_eq!(Kind::of_errno(Errno::ENOSYS), Kind::Unimplemented);
+        assert_eq!(Kind::of_errno(Errno::EIO), Kind::Unknown);
+        let io = std::io::Error::from_raw_os_error(libc::EACCES);
+        assert_eq!(Kind::of_io(&io), Kind::PermissionDenied);
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "x");
+        assert_eq!(Kind::of_io(&io), Kind::NotFound);
+    }
+}
