@@ -129,7 +129,7 @@ pub fn run(opts: &RunOptions) -> i32 {
         Ok(f)
     }) {
         Ok(f) => f,
-        Err(e) => return fail(Error::Options(e)),
+        Err(e) => return fail(e),
     };
     let mut adm = match admission::for_run(opts) {
         Ok(a) => a,
@@ -200,12 +200,12 @@ pub fn run(opts: &RunOptions) -> i32 {
 
 /// With the systemd driver `--cgroup-parent` names a slice, as kubelet's and containerd's
 /// cgroup parents do under it.
-fn check_cgroup_parent(opts: &RunOptions) -> Result<(), String> {
+fn check_cgroup_parent(opts: &RunOptions) -> Result<(), Error> {
     match (&opts.cgroup_parent, opts.cgroup_driver) {
         (Some(p), CgroupDriver::Systemd) => crate::cgroup::systemd::expand_slice(p)
             .map(drop)
             .map_err(|e| {
-                format!("--cgroup-parent {p:?}: with --cgroup-driver systemd it names a slice (such as kubepods-burstable.slice): {e}")
+                Error::Options(format!("--cgroup-parent {p:?}: with --cgroup-driver systemd it names a slice (such as kubepods-burstable.slice): {e}"))
             }),
         _ => Ok(()),
     }
