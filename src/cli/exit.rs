@@ -91,6 +91,19 @@ impl From<crate::image::Error> for Failure {
     }
 }
 
+/// `podinit run`'s stages: an invalid flag or manifest is exit 2, a sandbox not set up 3.
+impl From<crate::run::Error> for Failure {
+    fn from(e: crate::run::Error) -> Failure {
+        let line = e.to_string();
+        match e {
+            crate::run::Error::Options(_) | crate::run::Error::Manifest { .. } => {
+                Failure::Invalid(line)
+            }
+            crate::run::Error::Sandbox(_) => Failure::Sandbox(line),
+        }
+    }
+}
+
 impl From<&str> for Failure {
     fn from(message: &str) -> Failure {
         Failure::from(message.to_string())
@@ -135,6 +148,39 @@ mod tests {
         // `run` decides its statuses by stage; they are these.
         assert_eq!(EXIT_INVALID, crate::run::EXIT_INVALID);
         assert_eq!(EXIT_SANDBOX, crate::supervisor::EXIT_SANDBOX);
+    }
+
+    #[test]
+    fn each_run_stage_has_its_exit_status_and_one_line() {
+        use crate::run::Error as R;
+        let cases = [
+            (
+                R::Options("--node-labels: \"x\" is not key=value".into()),
+                EXIT_INVALID,
+                Kind::InvalidArgument,
+                "--node-labels: \"x\" is not key=value",
+            ),
+            (
+                R::Manifest {
+                    path: "/p/pod.yaml".into(),
+                    message: "spec.containers: Required value".into(),
+                },
+                EXIT_INVALID,
+                Kind::InvalidArgument,
+                "/p/pod.yaml: spec.containers: Required value",
+            ),
+            (
+                R::Sandbox("state dir /s is in use".into()),
+                EXIT_SANDBOX,
+                Kind::FailedPrecondition,
+                "setting up the sandbox: state dir /s is in use",
+            ),
+        ];
+        for (e, status, kind, line) in cases {
+            let f = Failure::from(e);
+            assert_eq!((f.exit_status(), f.kind()), (status, kind), "{line}");
+            assert_eq!(f.to_string(), line);
+        }
     }
 
     #[test]

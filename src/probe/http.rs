@@ -2,6 +2,7 @@
 //! §Probes): the request podinit sends, how a response head is read, and where a redirect
 //! goes. Pure; the bytes move in `net`.
 
+use super::error::Error;
 use super::handler::{HttpGet, KUBE_VERSION};
 
 /// At most this much of a response body is kept (kubelet's limit).
@@ -67,7 +68,7 @@ pub struct Head {
 }
 
 /// Parse a response head from what arrived so far: `Ok(None)` until it is complete.
-pub fn parse_head(buf: &[u8]) -> Result<Option<Head>, String> {
+pub fn parse_head(buf: &[u8]) -> Result<Option<Head>, Error> {
     let mut headers = [httparse::EMPTY_HEADER; 64];
     let mut r = httparse::Response::new(&mut headers);
     match r.parse(buf) {
@@ -80,11 +81,15 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<Head>, String> {
                 .map(|h| String::from_utf8_lossy(h.value).trim().to_string()),
             body_at: n,
         })),
-        Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD => {
-            Err("net/http: server response headers exceeded the limit".into())
-        }
+        Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD => Err(Error::Response(
+            "server response headers exceeded the limit",
+            None,
+        )),
         Ok(httparse::Status::Partial) => Ok(None),
-        Err(e) => Err(format!("net/http: malformed HTTP response: {e}")),
+        Err(e) => Err(Error::Response(
+            "malformed HTTP response",
+            Some(e.to_string()),
+        )),
     }
 }
 
@@ -94,7 +99,7 @@ pub fn is_redirect(code: u16) -> bool {
 }
 
 /// The request a redirect leads to: `Location` resolved against the current URL.
-pub fn follow(cur: &HttpGet, location: &str) -> Result<HttpGet, String> {
+pub fn follow(cur: &HttpGet, location: &str) -> Result<HttpGet, Error> {
     let mut next = cur.clone();
     let rest = if let Some(r) = location.strip_prefix("http://") {
         next.https = false;
@@ -111,8 +116,10 @@ pub fn follow(cur: &HttpGet, location: &str) -> Result<HttpGet, String> {
                 Some(k) => (&r[..k], &r[k..]),
                 None => (r, "/"),
             };
-            let (host, port) = split_authority(auth, next.https)
-                .ok_or_else(|| format!("invalid redirect location {location:?}"))?;
+            let (host, port) =
+                split_authority(auth, next.https).ok_or_else(|| Error::Redirect {
+                    location: location.to_string(),
+                })?;
             next.host = host;
             next.port = port;
             next.path = if path.starts_with('?') {
@@ -154,12 +161,12 @@ fn split_authority(a: &str, https: bool) -> Option<(String, u16)> {
 
 /// What an HTTP response means for a probe (`Ok` = success) or a hook (any response
 /// succeeds), given the first bytes of its body.
-pub fn probe_result(code: u16, body: &[u8]) -> Result<String, String> {
+pub fn probe_result(code: u16, body: &[u8]) -> Result<String, Error> {
     let body = String::from_utf8_lossy(&body[..body.len().min(MAX_BODY)]).into_owned();
     if (200..400).contains(&code) {
         Ok(body)
     } else {
-        Err(format!("HTTP probe failed with statuscode: {code}"))
+        Err(Error::Status(code))
     }
 }
 
@@ -211,7 +218,7 @@ mod tests {
 
     #[test]
     fn response_heads() {
-        assert_eq!(parse_head(b"HTTP/1.1 200 OK\r\nContent-Le"), Ok(None));
+        assert_eq!(parse_head(b"HTTP/1.1 200 OK\r\nContent-Le").unwrap(), None);
         let h = parse_head(b"HTTP/1.0 302 Found\r\nLocation: /next\r\n\r\nbody")
             .unwrap()
             .unwrap();
@@ -225,11 +232,11 @@ mod tests {
 
     #[test]
     fn success_is_200_to_399() {
-        assert_eq!(probe_result(200, b"ok"), Ok("ok".into()));
-        assert_eq!(probe_result(399, b""), Ok("".into()));
+        assert_eq!(probe_result(200, b"ok").unwrap(), "ok");
+        assert_eq!(probe_result(399, b"").unwrap(), "");
         assert_eq!(
-            probe_result(404, b"nope"),
-            Err("HTTP probe failed with statuscode: 404".into())
+            probe_result(404, b"nope").unwrap_err().to_string(),
+            "HTTP probe failed with statuscode: 404"
         );
         assert!(probe_result(199, b"").is_err());
         assert_eq!(probe_result(200, &[b'x'; 20000]).unwrap().len(), MAX_BODY);

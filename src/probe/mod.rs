@@ -4,6 +4,7 @@
 //! deadline; each ends in an [`Outcome`]. Network checks use the supervisor's network
 //! namespace, which is the pod's.
 
+pub mod error;
 pub mod exec;
 pub mod grpc;
 pub mod handler;
@@ -15,6 +16,7 @@ pub mod tls;
 use nix::poll::PollFlags;
 use std::os::fd::BorrowedFd;
 
+pub use error::Error;
 pub use handler::{Handler, HandlerError, Use};
 
 /// How a check ended.
@@ -67,7 +69,7 @@ pub enum Check {
 impl Check {
     /// Start a network or sleep handler (exec handlers are started by the caller, which
     /// knows the container, through [`exec::ExecCheck::new`]).
-    pub fn start_net(h: &Handler, use_: Use) -> Result<Check, String> {
+    pub fn start_net(h: &Handler, use_: Use) -> Result<Check, Error> {
         let c = match h {
             Handler::Tcp { host, port } => net::NetCheck::tcp(host, *port)?,
             Handler::Http(g) => net::NetCheck::http(g.clone(), use_)?,
@@ -77,7 +79,7 @@ impl Check {
                 service,
             } => net::NetCheck::grpc(host, *port, service)?,
             Handler::Sleep { .. } => return Ok(Check::Sleep),
-            Handler::Exec(_) => return Err("exec handlers start through exec::ExecCheck".into()),
+            Handler::Exec(_) => return Err(Error::NotNetwork),
         };
         Ok(Check::Net(Box::new(c)))
     }

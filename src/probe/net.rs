@@ -9,6 +9,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
 use nix::poll::PollFlags;
 
+use super::error::{Error, Feature};
 #[cfg(feature = "grpc")]
 use super::grpc;
 use super::handler::{HttpGet, Use};
@@ -57,17 +58,19 @@ pub enum Progress {
 
 /// Resolve a probe's host: IP literals and `localhost` (the pod has no resolver of its
 /// own that podinit could ask without blocking).
-fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
+fn resolve(host: &str, port: u16) -> Result<SocketAddr, Error> {
     if host.eq_ignore_ascii_case("localhost") {
         return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
     }
     host.parse::<IpAddr>()
         .map(|ip| SocketAddr::new(ip, port))
-        .map_err(|_| format!("dial tcp: lookup {host}: no such host"))
+        .map_err(|_| Error::Lookup {
+            host: host.to_string(),
+        })
 }
 
 /// Start a non-blocking connect.
-fn connect(addr: SocketAddr) -> Result<TcpStream, String> {
+fn connect(addr: SocketAddr) -> Result<TcpStream, Error> {
     use nix::sys::socket::{self, AddressFamily, SockFlag, SockType, SockaddrStorage};
     let family = match addr {
         SocketAddr::V4(_) => AddressFamily::Inet,
@@ -79,23 +82,20 @@ fn connect(addr: SocketAddr) -> Result<TcpStream, String> {
         SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC,
         None,
     )
-    .map_err(|e| format!("dial tcp {addr}: socket: {}", e.desc()))?;
+    .map_err(|errno| Error::Socket { addr, errno })?;
     match socket::connect(fd.as_raw_fd(), &SockaddrStorage::from(addr)) {
         Ok(()) | Err(nix::errno::Errno::EINPROGRESS) => Ok(TcpStream::from(fd)),
-        Err(e) => Err(format!(
-            "dial tcp {addr}: connect: {}",
-            e.desc().to_lowercase()
-        )),
+        Err(errno) => Err(Error::Connect { addr, errno }),
     }
 }
 
 impl NetCheck {
-    pub fn tcp(host: &str, port: u16) -> Result<NetCheck, String> {
+    pub fn tcp(host: &str, port: u16) -> Result<NetCheck, Error> {
         Self::open(resolve(host, port)?, Proto::Tcp, Vec::new())
     }
 
-    pub fn http(get: HttpGet, use_: Use) -> Result<NetCheck, String> {
-        let addr = resolve(&get.host, get.port).map_err(|e| http_err(&get, &e))?;
+    pub fn http(get: HttpGet, use_: Use) -> Result<NetCheck, Error> {
+        let addr = resolve(&get.host, get.port).map_err(|e| http_err(&get, e))?;
         let req = http::request(&get);
         let first_host = get.host.clone();
         let https = get.https;
@@ -114,22 +114,19 @@ impl NetCheck {
     }
 
     /// Speak TLS on this connection (HTTPS), or refuse when the build has no TLS.
-    fn start_tls(&mut self, https: bool) -> Result<(), String> {
+    fn start_tls(&mut self, https: bool) -> Result<(), Error> {
         #[cfg(feature = "tls")]
         {
             self.tls = None;
             if let (true, Proto::Http { get, .. }) = (https, &self.proto) {
-                let c = super::tls::client(&get.host).map_err(|e| http_err(get, &e))?;
+                let c = super::tls::client(&get.host).map_err(|e| http_err(get, e))?;
                 self.tls = Some(Box::new(c));
             }
             Ok(())
         }
         #[cfg(not(feature = "tls"))]
         match (https, &self.proto) {
-            (true, Proto::Http { get, .. }) => Err(http_err(
-                get,
-                "HTTPS needs podinit built with the \"tls\" feature",
-            )),
+            (true, Proto::Http { get, .. }) => Err(http_err(get, Error::Feature(Feature::Tls))),
             _ => Ok(()),
         }
     }
@@ -154,9 +151,9 @@ impl NetCheck {
         self.sock.read(buf)
     }
 
-    pub fn grpc(host: &str, port: u16, service: &str) -> Result<NetCheck, String> {
+    pub fn grpc(host: &str, port: u16, service: &str) -> Result<NetCheck, Error> {
         if !cfg!(feature = "grpc") {
-            return Err("gRPC probes need podinit built with the \"grpc\" feature".into());
+            return Err(Error::Feature(Feature::Grpc));
         }
         let addr = resolve(host, port)?;
         Self::open(
@@ -166,17 +163,12 @@ impl NetCheck {
             },
             Vec::new(),
         )
-        .map_err(|e| {
-            format!(
-                "timeout: failed to connect service {:?}: {e}",
-                addr.to_string()
-            )
-        })
+        .map_err(|e| Error::grpc_dial(addr, e))
     }
 
-    fn open(addr: SocketAddr, proto: Proto, req: Vec<u8>) -> Result<NetCheck, String> {
+    fn open(addr: SocketAddr, proto: Proto, req: Vec<u8>) -> Result<NetCheck, Error> {
         let sock = connect(addr).map_err(|e| match &proto {
-            Proto::Http { get, .. } => http_err(get, &e),
+            Proto::Http { get, .. } => http_err(get, e),
             _ => e,
         })?;
         Ok(NetCheck {
@@ -213,10 +205,9 @@ impl NetCheck {
     /// What a timeout means at this point, in Go's words.
     pub fn timeout(&self) -> Outcome {
         match (&self.proto, &self.stage) {
-            (Proto::Http { get, .. }, _) => Outcome::fail(http_err(
-                get,
-                "context deadline exceeded (Client.Timeout exceeded while awaiting headers)",
-            )),
+            (Proto::Http { get, .. }, _) => {
+                Outcome::fail(http_err(get, Error::HeadersTimeout).to_string())
+            }
             (Proto::Grpc { .. }, Stage::Connecting) => Outcome::fail(format!(
                 "timeout: failed to connect service \"{}\": context deadline exceeded",
                 self.addr
@@ -232,39 +223,39 @@ impl NetCheck {
     pub fn advance(&mut self) -> Progress {
         match self.step() {
             Ok(p) => p,
-            Err(msg) => Progress::Done(Outcome::fail(match &self.proto {
-                Proto::Http { get, .. } => http_err(get, &msg),
-                // grpc-go's dial, as kubelet reports it.
-                Proto::Grpc { .. } if matches!(self.stage, Stage::Connecting) => format!(
-                    "timeout: failed to connect service {:?}: {msg}",
-                    self.addr.to_string()
-                ),
-                _ => msg,
-            })),
+            Err(e) => Progress::Done(Outcome::fail(
+                match &self.proto {
+                    Proto::Http { get, .. } => http_err(get, e),
+                    // grpc-go's dial, as kubelet reports it.
+                    Proto::Grpc { .. } if matches!(self.stage, Stage::Connecting) => {
+                        Error::grpc_dial(self.addr, e)
+                    }
+                    _ => e,
+                }
+                .to_string(),
+            )),
         }
     }
 
-    fn step(&mut self) -> Result<Progress, String> {
+    fn step(&mut self) -> Result<Progress, Error> {
         if let Stage::Connecting = self.stage {
             let err =
                 nix::sys::socket::getsockopt(&self.sock, nix::sys::socket::sockopt::SocketError)
-                    .map_err(|e| format!("dial tcp {}: {}", self.addr, e.desc()))?;
+                    .map_err(|errno| Error::SockOpt {
+                        addr: self.addr,
+                        errno,
+                    })?;
             if err != 0 {
-                let e = nix::errno::Errno::from_raw(err);
-                return Err(format!(
-                    "dial tcp {}: connect: {}",
-                    self.addr,
-                    e.desc().to_lowercase()
-                ));
+                return Err(Error::Connect {
+                    addr: self.addr,
+                    errno: nix::errno::Errno::from_raw(err),
+                });
             }
             match &self.proto {
                 Proto::Tcp => return Ok(Progress::Done(Outcome::ok(String::new()))),
                 #[cfg(feature = "grpc")]
                 Proto::Grpc { service } => {
-                    let io = self
-                        .sock
-                        .try_clone()
-                        .map_err(|e| format!("dup socket: {e}"))?;
+                    let io = self.sock.try_clone().map_err(Error::Dup)?;
                     let call = grpc::Call::start(io, self.addr.to_string(), service);
                     self.stage = Stage::Grpc(Box::new(call));
                 }
@@ -283,7 +274,7 @@ impl NetCheck {
             // rustls keeps the request until the handshake is done; reading drives both.
             c.writer()
                 .write_all(&self.req)
-                .map_err(|e| format!("tls: {e}"))?;
+                .map_err(|e| Error::Tls(e.to_string()))?;
             self.stage = Stage::Reading;
         }
         if let Stage::Writing(mut off) = self.stage {
@@ -297,7 +288,12 @@ impl NetCheck {
                         self.stage = Stage::Writing(off);
                         return Ok(Progress::Pending);
                     }
-                    Err(e) => return Err(format!("write tcp {}: {e}", self.addr)),
+                    Err(error) => {
+                        return Err(Error::Write {
+                            addr: self.addr,
+                            error,
+                        })
+                    }
                 }
             }
             self.stage = Stage::Reading;
@@ -316,13 +312,18 @@ impl NetCheck {
                     return Ok(Progress::Pending)
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(format!("read tcp {}: {e}", self.addr)),
+                Err(error) => {
+                    return Err(Error::Read {
+                        addr: self.addr,
+                        error,
+                    })
+                }
             }
         }
     }
 
     /// Judge what arrived so far (`eof`: nothing more will).
-    fn on_data(&mut self, eof: bool) -> Result<Progress, String> {
+    fn on_data(&mut self, eof: bool) -> Result<Progress, Error> {
         match &mut self.proto {
             Proto::Tcp => Ok(Progress::Pending),
             Proto::Grpc { .. } => Ok(Progress::Pending),
@@ -334,7 +335,7 @@ impl NetCheck {
             } => {
                 let Some(head) = http::parse_head(&self.buf)? else {
                     return if eof {
-                        Err("EOF".into())
+                        Err(Error::Eof)
                     } else {
                         Ok(Progress::Pending)
                     };
@@ -351,7 +352,7 @@ impl NetCheck {
                 let Some(loc) = location else {
                     return Ok(Progress::Done(match http::probe_result(head.code, body) {
                         Ok(b) => Outcome::ok(b),
-                        Err(m) => Outcome::fail(m),
+                        Err(e) => Outcome::fail(e.to_string()),
                     }));
                 };
                 let next = http::follow(get, &loc)?;
@@ -363,7 +364,7 @@ impl NetCheck {
                     return Ok(Progress::Done(o));
                 }
                 if *redirects >= http::MAX_REDIRECTS {
-                    return Err("stopped after 10 redirects".into());
+                    return Err(Error::TooManyRedirects(http::MAX_REDIRECTS));
                 }
                 let addr = resolve(&next.host, next.port)?;
                 *redirects += 1;
@@ -381,7 +382,7 @@ impl NetCheck {
     }
 }
 
-/// Go's `Get "URL": …` error wording.
-fn http_err(get: &HttpGet, msg: &str) -> String {
-    format!("Get {:?}: {msg}", http::url(get))
+/// An HTTP request's error, in Go's `Get "URL": …` wording.
+fn http_err(get: &HttpGet, e: Error) -> Error {
+    Error::get(http::url(get), e)
 }

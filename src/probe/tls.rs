@@ -8,6 +8,8 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, SignatureScheme};
 
+use super::error::Error;
+
 #[derive(Debug)]
 struct AnyCertificate(Arc<rustls::crypto::CryptoProvider>);
 
@@ -56,25 +58,27 @@ impl ServerCertVerifier for AnyCertificate {
     }
 }
 
-fn config() -> Result<Arc<ClientConfig>, String> {
-    static CONFIG: OnceLock<Result<Arc<ClientConfig>, String>> = OnceLock::new();
+fn config() -> Result<Arc<ClientConfig>, Error> {
+    static CONFIG: OnceLock<Result<Arc<ClientConfig>, rustls::Error>> = OnceLock::new();
     CONFIG
         .get_or_init(|| {
             let provider = Arc::new(rustls::crypto::ring::default_provider());
             let c = ClientConfig::builder_with_provider(provider.clone())
-                .with_safe_default_protocol_versions()
-                .map_err(|e| format!("tls: {e}"))?
+                .with_safe_default_protocol_versions()?
                 .dangerous()
                 .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
                 .with_no_client_auth();
             Ok(Arc::new(c))
         })
         .clone()
+        .map_err(|e| Error::Tls(e.to_string()))
 }
 
 /// A client session to `host` (its name for SNI, or an IP address).
-pub fn client(host: &str) -> Result<ClientConnection, String> {
-    let name = ServerName::try_from(host.to_string())
-        .map_err(|e| format!("tls: invalid server name {host:?}: {e}"))?;
-    ClientConnection::new(config()?, name).map_err(|e| format!("tls: {e}"))
+pub fn client(host: &str) -> Result<ClientConnection, Error> {
+    let name = ServerName::try_from(host.to_string()).map_err(|e| Error::TlsName {
+        host: host.to_string(),
+        why: e.to_string(),
+    })?;
+    ClientConnection::new(config()?, name).map_err(|e| Error::Tls(e.to_string()))
 }

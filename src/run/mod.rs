@@ -32,10 +32,36 @@ pub use names::{default_state_dir, hostname, state_root, uts_hostname, STATE_ROO
 use std::path::PathBuf;
 
 use crate::sandbox::statedir::StateDir;
-use crate::supervisor::EXIT_SANDBOX;
 use relay::End;
 
 pub const EXIT_INVALID: i32 = 2;
+
+/// Why `podinit run` stopped before its pod ran, by stage: the stage decides the exit
+/// status (`cli::exit::Failure` maps it: 2 for the first two, 3 for the sandbox).
+#[derive(Debug, PartialEq)]
+pub enum Error {
+    /// A flag of the command line is invalid: nothing was done.
+    Options(String),
+    /// The manifest at `path` is invalid: nothing was done.
+    Manifest { path: PathBuf, message: String },
+    /// The sandbox (state dir, node, cgroups, namespaces, supervisor) could not be set up.
+    Sandbox(String),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Options(m) => f.write_str(m),
+            Error::Manifest { path, message } => write!(f, "{}: {message}", path.display()),
+            Error::Sandbox(m) => write!(f, "setting up the sandbox: {m}"),
+        }
+    }
+}
+
+/// Print a stage's error as the command line does and give its exit status.
+fn fail(e: Error) -> i32 {
+    crate::cli::exit::Failure::from(e).report()
+}
 
 /// The options of `podinit run` (docs/interface.md §2).
 #[derive(Clone, Debug, Default)]
@@ -103,16 +129,15 @@ pub fn run(opts: &RunOptions) -> i32 {
         Ok(f)
     }) {
         Ok(f) => f,
-        Err(e) => {
-            crate::log::error(&e);
-            return EXIT_INVALID;
-        }
+        Err(e) => return fail(e),
     };
     let mut adm = match admission::for_run(opts) {
         Ok(a) => a,
-        Err(e) => {
-            crate::log::error(&format!("{}: {e}", opts.manifest.display()));
-            return EXIT_INVALID;
+        Err(message) => {
+            return fail(Error::Manifest {
+                path: opts.manifest.clone(),
+                message,
+            })
         }
     };
     let private = match opts.state_dir {
@@ -127,10 +152,7 @@ pub fn run(opts: &RunOptions) -> i32 {
         .and_then(|d| StateDir::open(&d).map_err(|e| e.to_string()));
     let sd = match sd {
         Ok(sd) => sd,
-        Err(e) => {
-            crate::log::error(&format!("setting up the sandbox: {e}"));
-            return EXIT_SANDBOX;
-        }
+        Err(e) => return fail(Error::Sandbox(e)),
     };
     // kubelet's admit handlers, before any cgroup, namespace or container exists.
     match node_flags.node(&sd.root) {
@@ -143,9 +165,9 @@ pub fn run(opts: &RunOptions) -> i32 {
             admission::bind(&mut adm, &node);
         }
         Err(e) => {
-            crate::log::error(&format!("setting up the sandbox: {e}"));
+            let code = fail(Error::Sandbox(e));
             let _ = sd.finish(false, pid1_mode());
-            return EXIT_SANDBOX;
+            return code;
         }
     }
     let mut sandbox = Sandbox {
@@ -160,10 +182,9 @@ pub fn run(opts: &RunOptions) -> i32 {
         adm.pod.metadata.namespace.as_deref().unwrap_or("default"),
         adm.pod.metadata.name.as_deref().unwrap_or_default()
     );
-    let code = sandbox.launch(adm, opts).unwrap_or_else(|e| {
-        crate::log::error(&format!("setting up the sandbox: {e}"));
-        EXIT_SANDBOX
-    });
+    let code = sandbox
+        .launch(adm, opts)
+        .unwrap_or_else(|e| fail(Error::Sandbox(e)));
     let code = sandbox.clean_up(code);
     // The last word of a pod that ran, after the line per event.
     let phase = match code {
@@ -179,12 +200,12 @@ pub fn run(opts: &RunOptions) -> i32 {
 
 /// With the systemd driver `--cgroup-parent` names a slice, as kubelet's and containerd's
 /// cgroup parents do under it.
-fn check_cgroup_parent(opts: &RunOptions) -> Result<(), String> {
+fn check_cgroup_parent(opts: &RunOptions) -> Result<(), Error> {
     match (&opts.cgroup_parent, opts.cgroup_driver) {
         (Some(p), CgroupDriver::Systemd) => crate::cgroup::systemd::expand_slice(p)
             .map(drop)
             .map_err(|e| {
-                format!("--cgroup-parent {p:?}: with --cgroup-driver systemd it names a slice (such as kubepods-burstable.slice): {e}")
+                Error::Options(format!("--cgroup-parent {p:?}: with --cgroup-driver systemd it names a slice (such as kubepods-burstable.slice): {e}"))
             }),
         _ => Ok(()),
     }

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use super::Error;
 use crate::pod::admit::{Node, OS};
 
 /// kubelet's default `maxPods`.
@@ -36,27 +37,27 @@ pub(super) struct Flags {
 }
 
 /// `k=v,k2=v2` as pairs; `flag` names the option in the error.
-fn pairs<'a>(flag: &str, text: &'a str) -> Result<Vec<(&'a str, &'a str)>, String> {
+fn pairs<'a>(flag: &str, text: &'a str) -> Result<Vec<(&'a str, &'a str)>, Error> {
     text.split(',')
         .filter(|s| !s.is_empty())
         .map(|item| {
             item.split_once('=')
                 .filter(|(k, _)| !k.is_empty())
-                .ok_or_else(|| format!("--{flag}: {item:?}: must be name=value"))
+                .ok_or_else(|| Error::Options(format!("--{flag}: {item:?}: must be name=value")))
         })
         .collect()
 }
 
 impl Flags {
     /// `--node-name`, `--node-labels`, `--system-reserved`, `--node-resources`.
-    pub(super) fn parse(opts: &super::RunOptions) -> Result<Flags, String> {
+    pub(super) fn parse(opts: &super::RunOptions) -> Result<Flags, Error> {
         let mut f = Flags {
             name: opts.node_name.as_deref().map(|n| n.trim().to_lowercase()),
             ..Flags::default()
         };
         if let Some(n) = &f.name {
             crate::manifest::validate_dns1123_subdomain("--node-name", n)
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| Error::Options(e.to_string()))?;
         }
         for (k, v) in pairs("node-labels", opts.node_labels.as_deref().unwrap_or(""))? {
             let (prefix, _) = k.split_once('/').unwrap_or(("", k));
@@ -68,10 +69,10 @@ impl Flags {
                 .any(|d| prefix == *d || prefix.ends_with(&format!(".{d}")))
                 || ALLOWED_KUBERNETES_LABELS.contains(&k);
             if restricted && !allowed {
-                return Err(format!(
+                return Err(Error::Options(format!(
                     "--node-labels: {k:?}: labels in the 'kubernetes.io' namespace must begin with an allowed prefix (kubelet.kubernetes.io, node.kubernetes.io) or be in the specifically allowed set ({})",
                     ALLOWED_KUBERNETES_LABELS.join(", ")
-                ));
+                )));
             }
             f.labels.insert(k.to_string(), v.to_string());
         }
@@ -80,14 +81,16 @@ impl Flags {
             opts.system_reserved.as_deref().unwrap_or(""),
         )? {
             if !["cpu", "memory", "ephemeral-storage"].contains(&k) {
-                return Err(format!(
+                return Err(Error::Options(format!(
                     "--system-reserved: {k:?}: only cpu, memory and ephemeral-storage can be reserved"
-                ));
+                )));
             }
             let q = crate::quantity::parse(v)
                 .ok()
                 .filter(|q| q.milli() >= 0)
-                .ok_or_else(|| format!("--system-reserved: {k}={v:?}: not a quantity"))?;
+                .ok_or_else(|| {
+                    Error::Options(format!("--system-reserved: {k}={v:?}: not a quantity"))
+                })?;
             f.reserved
                 .insert(k.into(), if k == "cpu" { q.milli() } else { q.value() });
         }
@@ -96,13 +99,15 @@ impl Flags {
             opts.node_resources.as_deref().unwrap_or(""),
         )? {
             if !crate::manifest::is_extended_resource_name(k) {
-                return Err(format!(
+                return Err(Error::Options(format!(
                     "--node-resources: {k:?}: not an extended resource name (a domain, '/', a name, outside kubernetes.io)"
-                ));
+                )));
             }
-            let n: u32 = v
-                .parse()
-                .map_err(|_| format!("--node-resources: {k}={v:?}: must be a whole count"))?;
+            let n: u32 = v.parse().map_err(|_| {
+                Error::Options(format!(
+                    "--node-resources: {k}={v:?}: must be a whole count"
+                ))
+            })?;
             f.resources.insert(k.into(), n.into());
         }
         Ok(f)
@@ -262,17 +267,28 @@ mod tests {
     #[test]
     fn bad_flags_name_the_flag() {
         let e = Flags::parse(&opts("disktype", "", "")).unwrap_err();
-        assert_eq!(e, "--node-labels: \"disktype\": must be name=value");
-        let e = Flags::parse(&opts("node-role.kubernetes.io/master=", "", "")).unwrap_err();
+        let line = "--node-labels: \"disktype\": must be name=value";
+        assert_eq!(e, Error::Options(line.into()));
+        let e = Flags::parse(&opts("node-role.kubernetes.io/master=", "", ""))
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("--node-labels: \"node-role.kubernetes.io/master\": labels in the 'kubernetes.io' namespace"), "{e}");
         assert!(Flags::parse(&opts("node.kubernetes.io/pool=a", "", "")).is_ok());
-        let e = Flags::parse(&opts("", "gpu=1", "")).unwrap_err();
+        let e = Flags::parse(&opts("", "gpu=1", ""))
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("--system-reserved: \"gpu\""), "{e}");
-        let e = Flags::parse(&opts("", "memory=lots", "")).unwrap_err();
+        let e = Flags::parse(&opts("", "memory=lots", ""))
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("--system-reserved: memory=\"lots\""), "{e}");
-        let e = Flags::parse(&opts("", "", "gpu=1")).unwrap_err();
+        let e = Flags::parse(&opts("", "", "gpu=1"))
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("--node-resources: \"gpu\""), "{e}");
-        let e = Flags::parse(&opts("", "", "nvidia.com/gpu=0.5")).unwrap_err();
+        let e = Flags::parse(&opts("", "", "nvidia.com/gpu=0.5"))
+            .unwrap_err()
+            .to_string();
         assert!(e.ends_with("must be a whole count"), "{e}");
     }
 

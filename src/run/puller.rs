@@ -53,21 +53,21 @@ impl Logins {
 
 /// `--registry-ca` and `--insecure-registry` as given: a CA file that is not there, or a
 /// registry that is not `HOST[:PORT]`, is bad input, refused before anything is made.
-pub(super) fn check_options(ca_files: &[PathBuf], insecure: &[String]) -> Result<(), String> {
+pub(super) fn check_options(ca_files: &[PathBuf], insecure: &[String]) -> Result<(), super::Error> {
     for f in ca_files {
         if !f.is_file() {
-            return Err(format!(
+            return Err(super::Error::Options(format!(
                 "--registry-ca {}: not a readable file",
                 f.display()
-            ));
+            )));
         }
     }
     for h in insecure {
         let bad = h.is_empty() || h.contains(['/', '@', ' ']) || h.contains("://");
         if bad {
-            return Err(format!(
+            return Err(super::Error::Options(format!(
                 "--insecure-registry {h:?}: want HOST[:PORT], as in registry.example:5000"
-            ));
+            )));
         }
     }
     Ok(())
@@ -187,7 +187,9 @@ mod tests {
     #[test]
     fn registry_options_are_checked() {
         assert!(check_options(&[], &["reg.example:5000".into(), "[::1]:5000".into()]).is_ok());
-        let e = check_options(&[PathBuf::from("/nonexistent/ca.pem")], &[]).unwrap_err();
+        let e = check_options(&[PathBuf::from("/nonexistent/ca.pem")], &[])
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("--registry-ca /nonexistent/ca.pem"), "{e}");
         for bad in ["https://reg.example", "reg.example/path", ""] {
             assert!(check_options(&[], &[bad.into()]).is_err(), "{bad}");

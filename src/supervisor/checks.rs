@@ -124,7 +124,7 @@ impl Supervisor<'_> {
                 self.wake.insert(now + ms);
                 return;
             }
-            h => Check::start_net(h, use_),
+            h => Check::start_net(h, use_).map_err(|e| e.to_string()),
         };
         match started {
             Ok(check) => {
