@@ -109,24 +109,30 @@ impl NetCheck {
             },
             req,
         )?;
-        check.start_tls(https)?;
+        if let Err(e) = check.start_tls(https) {
+            return Err(match &check.proto {
+                Proto::Http { get, .. } => http_err(get, e),
+                _ => e,
+            });
+        }
         Ok(check)
     }
 
-    /// Speak TLS on this connection (HTTPS), or refuse when the build has no TLS.
+    /// Speak TLS on this connection (HTTPS), or refuse when the build has no TLS. The
+    /// error is the caller's to put in Go's `Get "URL"` wording, once: after a redirect,
+    /// `advance` does.
     fn start_tls(&mut self, https: bool) -> Result<(), Error> {
         #[cfg(feature = "tls")]
         {
             self.tls = None;
             if let (true, Proto::Http { get, .. }) = (https, &self.proto) {
-                let c = super::tls::client(&get.host).map_err(|e| http_err(get, e))?;
-                self.tls = Some(Box::new(c));
+                self.tls = Some(Box::new(super::tls::client(&get.host)?));
             }
             Ok(())
         }
         #[cfg(not(feature = "tls"))]
         match (https, &self.proto) {
-            (true, Proto::Http { get, .. }) => Err(http_err(get, Error::Feature(Feature::Tls))),
+            (true, Proto::Http { .. }) => Err(Error::Feature(Feature::Tls)),
             _ => Ok(()),
         }
     }
