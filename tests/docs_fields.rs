@@ -203,24 +203,8 @@ fn a_memory_empty_dir_is_a_tmpfs_sized_by_size_limit_or_the_pod_s_memory() {
 #[test]
 #[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
 fn fs_group_owns_the_volumes_as_the_docs_security_context_demo_shows() {
-    security_context_demo(false);
-}
-
-/// The same in a pod of its own user namespace: the volumes reach it through idmapped
-/// mounts, so the ids it sees are the ones written.
-#[test]
-#[ignore = "needs root: scripts/test runs it (as root: cargo test -- --include-ignored)"]
-fn fs_group_owns_the_volumes_of_a_pod_in_a_user_namespace() {
-    security_context_demo(true);
-}
-
-fn security_context_demo(own_userns: bool) {
     require_root();
-    let mut manifest = fixture("security-context.yaml");
-    if own_userns {
-        manifest = manifest.replace("spec:\n", "spec:\n  hostUsers: false\n");
-    }
-    let mut p = TestPod::new("fsgroup", &manifest);
+    let mut p = TestPod::new("fsgroup", &fixture("security-context.yaml"));
     p.start();
     p.wait_status(LIMIT, |v| running(v, &["sec-ctx-demo"]));
     let exec = |script: &str| {
