@@ -28,7 +28,7 @@ fn err(field: impl Into<String>, msg: impl Into<String>) -> R {
 }
 
 /// The API server's check of an enumerated field (`field.NotSupported`).
-fn one_of(field: &str, value: &str, supported: &[&str]) -> R {
+fn one_of(field: impl Into<String>, value: &str, supported: &[&str]) -> R {
     if supported.contains(&value) {
         return Ok(());
     }

@@ -5,7 +5,7 @@
 use k8s_openapi::api::core::v1::Container;
 use std::collections::BTreeSet;
 
-use super::{err, Error, R};
+use super::{err, one_of, Error, R};
 
 /// Container `c` at field path `p`; `names` are the pod's container names so far;
 /// `user_ns`: the pod has `hostUsers: false`; `os`: its `spec.os.name`; `empty_dirs`: which
@@ -130,12 +130,11 @@ fn restart_policy(c: &Container, p: &str) -> R {
         }
         return Ok(());
     };
-    if !["Always", "OnFailure", "Never"].contains(&policy) {
-        return err(
-            format!("{p}.restartPolicy"),
-            format!("Unsupported value: {policy:?}: supported values: \"Always\", \"OnFailure\", \"Never\""),
-        );
-    }
+    one_of(
+        format!("{p}.restartPolicy"),
+        policy,
+        &["Always", "OnFailure", "Never"],
+    )?;
     if rules.len() > 20 {
         return err(
             format!("{p}.restartPolicyRules"),

@@ -3,18 +3,17 @@
 use k8s_openapi::api::core::v1::PodSpec;
 
 use super::names::{dns1123_label, dns1123_subdomain};
-use super::{err, R};
+use super::{err, one_of, R};
 
 /// `dnsPolicy`, `dnsConfig`, `hostAliases` and `subdomain` (`validateDNSPolicy`,
 /// `validatePodDNSConfig`, `ValidateHostAliases`).
 pub(super) fn dns(spec: &PodSpec) -> R {
     let policy = spec.dns_policy.as_deref().unwrap_or("ClusterFirst");
-    if !["ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"].contains(&policy) {
-        return err(
-            "spec.dnsPolicy",
-            format!("Unsupported value: {policy:?}: supported values: \"ClusterFirst\", \"ClusterFirstWithHostNet\", \"Default\", \"None\""),
-        );
-    }
+    one_of(
+        "spec.dnsPolicy",
+        policy,
+        &["ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"],
+    )?;
     let cfg = spec.dns_config.as_ref();
     if policy == "None" {
         let Some(c) = cfg else {
