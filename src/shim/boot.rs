@@ -229,6 +229,7 @@ fn daemon(
         &flags.id,
     )
     .map_err(|e| format!("the shim's log: {e}"))?;
+    super::say::log_panics();
     let tasks = shim.task_service();
     let sandboxes = super::sandboxer::service(Arc::clone(&tasks.0));
     let task: Arc<dyn containerd_shim::Task + Send + Sync> = Arc::new(tasks);

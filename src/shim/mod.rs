@@ -22,6 +22,7 @@ mod rootfs;
 mod runc;
 mod sandbox;
 pub mod sandboxer;
+mod say;
 mod server;
 mod service;
 mod stdio;
@@ -130,10 +131,7 @@ impl Shim {
     pub fn task_service(&self) -> service::Service {
         let root = runc_root(&self.namespace);
         if let Err(e) = std::fs::create_dir_all(&root) {
-            eprintln!(
-                "containerd-shim-podinit-v1: creating {}: {e}",
-                root.display()
-            );
+            say::warn(format_args!("creating {}: {e}", root.display()));
         }
         let reaper = Arc::new(reaper::Reaper::default());
         let (tx, rx) = mpsc::channel();
@@ -142,7 +140,7 @@ impl Shim {
         let runc = match runc::Runc::new(root, Arc::clone(&reaper)) {
             Ok(r) => r,
             Err(e) => {
-                eprintln!("containerd-shim-podinit-v1: {e}");
+                say::warn(format_args!("{e}"));
                 std::process::exit(1);
             }
         };
@@ -173,7 +171,7 @@ fn reaper_thread(inner: Arc<service::Inner>) {
     let mut signals = match signal_hook::iterator::Signals::new([libc::SIGCHLD]) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("containerd-shim-podinit-v1: SIGCHLD: {e}");
+            say::warn(format_args!("SIGCHLD: {e}"));
             std::process::exit(1);
         }
     };

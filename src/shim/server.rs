@@ -55,13 +55,13 @@ pub fn start(listener: UnixListener, methods: Methods) -> std::io::Result<()> {
                             .name("ttrpc-conn".into())
                             .spawn(move || serve(c, &methods));
                         if let Err(e) = spawned {
-                            eprintln!("containerd-shim-podinit-v1: a connection's thread: {e}");
+                            super::say::warn(format_args!("a connection's thread: {e}"));
                         }
                     }
                     // A connection that went before it was accepted, or no fd or memory
                     // left for now: the next accept may do.
                     Err(e) => {
-                        eprintln!("containerd-shim-podinit-v1: accepting a connection: {e}");
+                        super::say::warn(format_args!("accepting a connection: {e}"));
                         if e.raw_os_error().is_some_and(|n| {
                             [libc::EMFILE, libc::ENFILE, libc::ENOBUFS, libc::ENOMEM].contains(&n)
                         }) {
@@ -83,7 +83,7 @@ fn serve(conn: UnixStream, methods: &Arc<Methods>) {
     let writer: Writer = match conn.try_clone() {
         Ok(w) => Arc::new(Mutex::new(w)),
         Err(e) => {
-            eprintln!("containerd-shim-podinit-v1: a connection's write side: {e}");
+            super::say::warn(format_args!("a connection's write side: {e}"));
             return;
         }
     };
@@ -132,7 +132,7 @@ fn serve(conn: UnixStream, methods: &Arc<Methods>) {
             .name("ttrpc-call".into())
             .spawn(move || call.run(methods[&path].as_ref()));
         if let Err(e) = spawned {
-            eprintln!("containerd-shim-podinit-v1: a call's thread: {e}");
+            super::say::warn(format_args!("a call's thread: {e}"));
             break;
         }
     }

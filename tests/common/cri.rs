@@ -843,6 +843,15 @@ impl Drop for Lab {
         if self.cleaned {
             return;
         }
+        if std::thread::panicking() {
+            // A failed test's lab is removed below: its containerd's last words (a shim
+            // that died, a call it cancelled) are the only trace of why.
+            eprintln!(
+                "CRI lab {}: containerd.log's last lines:\n{}",
+                self.name,
+                self.log_tail()
+            );
+        }
         let problems = self.clean_up();
         if !problems.is_empty() && !std::thread::panicking() {
             panic!("CRI lab {}: {}", self.name, problems.join("; "));
