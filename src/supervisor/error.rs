@@ -186,7 +186,7 @@ from_layer!(
     Image(crate::image::Error)
 );
 
-crate::error::layer_error!(Error);
+impl std::error::Error for Error {}
 
 #[cfg(test)]
 mod tests {
