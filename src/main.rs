@@ -15,7 +15,7 @@ fn main() {
     if rest.first().is_some_and(|a| a == "images" || a == "run") {
         // Without root, the image store and the pod live in the user's own namespace.
         if let Err(e) = podinit::run::rootless::enter_if_unprivileged() {
-            std::process::exit(Failure::Sandbox(e).report());
+            std::process::exit(Failure::Sandbox(e.to_string()).report());
         }
     }
     if rest.first().is_some_and(|a| a == "images") {

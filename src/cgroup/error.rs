@@ -40,7 +40,7 @@ impl Error {
     }
 
     /// The same error, with `outer` said first: `outer: <its own message>`.
-    fn within(self, outer: &str) -> Error {
+    pub fn within(self, outer: &str) -> Error {
         let prefix = |w: String| match w.is_empty() {
             true => outer.to_string(),
             false => format!("{outer}: {w}"),

@@ -94,12 +94,9 @@ impl From<crate::image::Error> for Failure {
 /// `podinit run`'s stages: an invalid flag or manifest is exit 2, a sandbox not set up 3.
 impl From<crate::run::Error> for Failure {
     fn from(e: crate::run::Error) -> Failure {
-        let line = e.to_string();
-        match e {
-            crate::run::Error::Options(_) | crate::run::Error::Manifest { .. } => {
-                Failure::Invalid(line)
-            }
-            crate::run::Error::Sandbox(_) => Failure::Sandbox(line),
+        match e.is_invalid_input() {
+            true => Failure::Invalid(e.to_string()),
+            false => Failure::Sandbox(format!("setting up the sandbox: {e}")),
         }
     }
 }
@@ -170,7 +167,7 @@ mod tests {
                 "/p/pod.yaml: spec.containers: Required value",
             ),
             (
-                R::Sandbox("state dir /s is in use".into()),
+                R::Os(std::io::Error::other("state dir /s is in use")),
                 EXIT_SANDBOX,
                 Kind::FailedPrecondition,
                 "setting up the sandbox: state dir /s is in use",

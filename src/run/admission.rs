@@ -16,14 +16,19 @@ use crate::status::writer::StatusWriter;
 const EXIT_FAILED: i32 = 1;
 
 /// `podinit run`'s admission: the manifest of `opts`, with the creation time of now.
-pub(super) fn for_run(opts: &super::RunOptions) -> Result<Admission, String> {
+pub(super) fn for_run(opts: &super::RunOptions) -> Result<Admission, super::Error> {
+    let invalid = |message: String| super::Error::Manifest {
+        path: opts.manifest.clone(),
+        message,
+    };
     let paths = opts.dir_paths();
     let mut adm = admit_manifest(
         &opts.manifest,
         paths.dirs(),
         opts.presets.as_deref(),
         opts.max_restart_backoff,
-    )?;
+    )
+    .map_err(|e| invalid(e.to_string()))?;
     // What a user without root cannot have: refused before anything is made.
     if crate::sys::rootless::rootless() {
         if let Some(why) = adm
@@ -32,7 +37,7 @@ pub(super) fn for_run(opts: &super::RunOptions) -> Result<Admission, String> {
             .as_ref()
             .and_then(crate::pod::rootless::refusal)
         {
-            return Err(why);
+            return Err(invalid(why));
         }
     }
     // Set by the API server when it takes the pod; a manifest's own value is replaced.

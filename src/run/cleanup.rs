@@ -2,7 +2,7 @@
 //! happened, and has the last word on the exit status.
 
 use super::relay::wait_supervisor;
-use super::Sandbox;
+use super::{Error, Sandbox};
 use crate::supervisor::EXIT_SANDBOX;
 
 impl Sandbox {
@@ -24,7 +24,11 @@ impl Sandbox {
                 let rest = self.remove(code != EXIT_SANDBOX);
                 removed = match (removed, rest) {
                     (Ok(()), r) | (r, Ok(())) => r,
-                    (Err(a), Err(b)) => Err(format!("{a}; {b}")),
+                    (Err(Error::Cleanup(mut a)), Err(Error::Cleanup(b))) => {
+                        a.extend(b);
+                        Err(Error::Cleanup(a))
+                    }
+                    (Err(a), Err(b)) => Err(Error::Cleanup(vec![a, b])),
                 };
                 code
             }
@@ -47,18 +51,18 @@ impl Sandbox {
     /// left in it) and the private part of the state dir; the supervisor's leaf cgroup only
     /// once the supervisor is gone (`exiting` is None), so call again after waiting for it.
     /// `ran`: the pod ran, so its status, events and logs stay.
-    fn remove(&mut self, ran: bool) -> Result<(), String> {
+    fn remove(&mut self, ran: bool) -> Result<(), Error> {
         let mut errs = Vec::new();
         self.cgroup.remove(self.exiting.is_none(), &mut errs);
         if let Some(sd) = self.sd.take() {
             if let Err(e) = sd.finish(ran, super::pid1_mode()) {
-                errs.push(e.to_string());
+                errs.push(Error::Os(e));
             }
         }
         if errs.is_empty() {
             Ok(())
         } else {
-            Err(errs.join("; "))
+            Err(Error::Cleanup(errs))
         }
     }
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::pod_cgroup::{Made, PodCgroup};
-use super::{RunOptions, DEFAULT_SECCOMP_ROOT};
+use super::{Error, RunOptions, DEFAULT_SECCOMP_ROOT};
 use crate::admission::Admission;
 use crate::sandbox::statedir::StateDir;
 use crate::supervisor::{self, containers::Ctr};
@@ -22,7 +22,7 @@ pub(super) fn supervisor_config(
     sd: &StateDir,
     pid1: bool,
     puller: Option<std::os::fd::OwnedFd>,
-) -> Result<supervisor::Config, String> {
+) -> Result<supervisor::Config, Error> {
     let hostname = super::names::uts_hostname(&adm.pod)?;
     let without_cgroups = made.without.map(|why| {
         let spec = adm.pod.spec.as_ref().expect("admitted pod has a spec");
@@ -47,10 +47,10 @@ pub(super) fn supervisor_config(
         ctrs.push(Ctr::new(kind, &c, b, dir, &made.root, &made.name)?);
     }
     if pid1 && opts.netns.is_some() {
-        return Err(
+        return Err(Error::Refused(
             "--netns cannot be used in PID-1 mode: podinit uses the namespaces it was started in"
                 .into(),
-        );
+        ));
     }
     Ok(supervisor::Config {
         pod: adm.pod,

@@ -16,21 +16,29 @@ use crate::util::{rfc3339, Fraction};
 
 /// Rewrite `status.json` at `path` as the final status of a lost pod, atomically. A pod
 /// whose supervisor wrote no status yet has none to finish.
-pub(super) fn write_final_status(path: &Path) -> Result<(), String> {
+pub(super) fn write_final_status(path: &Path) -> Result<(), super::Error> {
+    use super::Error;
+    let reading = || format!("reading {}", path.display());
     let text = match std::fs::read(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(format!("reading {}: {e}", path.display())),
+        Err(e) => return Err(Error::io(reading(), e)),
     };
-    let mut pod: Value =
-        serde_json::from_slice(&text).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    let mut pod: Value = serde_json::from_slice(&text).map_err(|err| Error::Json {
+        what: reading(),
+        err,
+    })?;
     mark_lost(
         &mut pod,
         &rfc3339(crate::util::now_unix_nanos(), Fraction::Whole),
     );
-    let mut out = serde_json::to_vec_pretty(&pod).map_err(|e| e.to_string())?;
+    let mut out = serde_json::to_vec_pretty(&pod).map_err(|err| Error::Json {
+        what: String::new(),
+        err,
+    })?;
     out.push(b'\n');
-    crate::util::write_atomic(path, &out).map_err(|e| format!("writing {}: {e}", path.display()))
+    crate::util::write_atomic(path, &out)
+        .map_err(|e| Error::io(format_args!("writing {}", path.display()), e))
 }
 
 /// The final status of `pod` (a Pod object as JSON) whose sandbox was lost at `now`.

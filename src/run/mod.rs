@@ -15,6 +15,7 @@
 mod admission;
 mod cleanup;
 mod config;
+mod error;
 mod lost;
 mod names;
 mod namespaces;
@@ -27,6 +28,7 @@ mod supervise;
 mod userns;
 
 pub use crate::admission::{admit_manifest, Admission, DirPaths, Dirs};
+pub use error::Error;
 pub use names::{default_state_dir, hostname, state_root, uts_hostname, STATE_ROOT};
 
 use std::path::PathBuf;
@@ -35,28 +37,6 @@ use crate::sandbox::statedir::StateDir;
 use relay::End;
 
 pub const EXIT_INVALID: i32 = 2;
-
-/// Why `podinit run` stopped before its pod ran, by stage: the stage decides the exit
-/// status (`cli::exit::Failure` maps it: 2 for the first two, 3 for the sandbox).
-#[derive(Debug, PartialEq)]
-pub enum Error {
-    /// A flag of the command line is invalid: nothing was done.
-    Options(String),
-    /// The manifest at `path` is invalid: nothing was done.
-    Manifest { path: PathBuf, message: String },
-    /// The sandbox (state dir, node, cgroups, namespaces, supervisor) could not be set up.
-    Sandbox(String),
-}
-
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Error::Options(m) => f.write_str(m),
-            Error::Manifest { path, message } => write!(f, "{}: {message}", path.display()),
-            Error::Sandbox(m) => write!(f, "setting up the sandbox: {m}"),
-        }
-    }
-}
 
 /// Print a stage's error as the command line does and give its exit status.
 fn fail(e: Error) -> i32 {
@@ -133,26 +113,21 @@ pub fn run(opts: &RunOptions) -> i32 {
     };
     let mut adm = match admission::for_run(opts) {
         Ok(a) => a,
-        Err(message) => {
-            return fail(Error::Manifest {
-                path: opts.manifest.clone(),
-                message,
-            })
-        }
+        Err(e) => return fail(e),
     };
     let private = match opts.state_dir {
         Some(_) => Ok(()),
         None if crate::sys::rootless::rootless() => {
-            crate::sys::rootless::private_dir(&state_root()).map_err(String::from)
+            crate::sys::rootless::private_dir(&state_root()).map_err(Error::from)
         }
         None => Ok(()),
     };
     let sd = private
         .and_then(|()| names::state_dir(&adm.pod, opts.state_dir.as_deref()))
-        .and_then(|d| StateDir::open(&d).map_err(|e| e.to_string()));
+        .and_then(|d| StateDir::open(&d).map_err(Error::Os));
     let sd = match sd {
         Ok(sd) => sd,
-        Err(e) => return fail(Error::Sandbox(e)),
+        Err(e) => return fail(e),
     };
     // kubelet's admit handlers, before any cgroup, namespace or container exists.
     match node_flags.node(&sd.root) {
@@ -165,7 +140,7 @@ pub fn run(opts: &RunOptions) -> i32 {
             admission::bind(&mut adm, &node);
         }
         Err(e) => {
-            let code = fail(Error::Sandbox(e));
+            let code = fail(e);
             let _ = sd.finish(false, pid1_mode());
             return code;
         }
@@ -182,9 +157,7 @@ pub fn run(opts: &RunOptions) -> i32 {
         adm.pod.metadata.namespace.as_deref().unwrap_or("default"),
         adm.pod.metadata.name.as_deref().unwrap_or_default()
     );
-    let code = sandbox
-        .launch(adm, opts)
-        .unwrap_or_else(|e| fail(Error::Sandbox(e)));
+    let code = sandbox.launch(adm, opts).unwrap_or_else(fail);
     let code = sandbox.clean_up(code);
     // The last word of a pod that ran, after the line per event.
     let phase = match code {
@@ -234,7 +207,7 @@ pub fn pid1_mode() -> bool {
 impl Sandbox {
     /// The pod cgroup, the supervisor's configuration, then the supervisor in the pod's
     /// namespaces (in place in PID-1 mode), relayed to until its end: its exit status.
-    fn launch(&mut self, adm: Admission, opts: &RunOptions) -> Result<i32, String> {
+    fn launch(&mut self, adm: Admission, opts: &RunOptions) -> Result<i32, Error> {
         let sd = self.sd.as_ref().expect("state dir is open");
         let pid1 = pid1_mode();
         // Without root the whole pod is in the user's own namespace already: not the host's
@@ -242,7 +215,7 @@ impl Sandbox {
         let user_ns = adm.pod.spec.as_ref().and_then(|s| s.host_users) == Some(false)
             && !crate::sys::rootless::rootless();
         if let Some(why) = user_ns.then(|| userns::refusal(opts, pid1)).flatten() {
-            return Err(why);
+            return Err(Error::Refused(why));
         }
         let made = match opts.cgroup_driver {
             CgroupDriver::Cgroupfs => {

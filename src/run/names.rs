@@ -34,13 +34,13 @@ pub fn overridden(pod: &Pod) -> bool {
 
 /// The UTS hostname: with `setHostnameAsFQDN` and a `subdomain`, the pod's FQDN (at most
 /// 64 characters, as kubelet allows).
-pub fn uts_hostname(pod: &Pod) -> Result<String, String> {
+pub fn uts_hostname(pod: &Pod) -> Result<String, super::Error> {
     let spec = pod.spec.clone().unwrap_or_default();
     if spec.host_network == Some(true) {
         // The node's UTS namespace comes with its network: the node's name.
         return nix::unistd::gethostname()
             .map(|h| h.to_string_lossy().into_owned())
-            .map_err(|e| format!("reading the node's hostname: {e}"));
+            .map_err(|e| super::Error::errno("reading the node's hostname", e));
     }
     let short = hostname(pod);
     if overridden(pod) {
@@ -58,10 +58,10 @@ pub fn uts_hostname(pod: &Pod) -> Result<String, String> {
         crate::sandbox::etc_files::CLUSTER_DOMAIN
     );
     if fqdn.len() > 64 {
-        return Err(format!(
+        return Err(super::Error::Name(format!(
             "failed to construct FQDN from pod hostname and cluster domain, FQDN {fqdn} is too long (64 characters is the max, {} characters requested)",
             fqdn.len()
-        ));
+        )));
     }
     Ok(fqdn)
 }
@@ -90,7 +90,7 @@ pub fn default_state_dir(pod: &Pod) -> PathBuf {
 }
 
 /// `--state-dir`, else the default one, which must fit a file name.
-pub(super) fn state_dir(pod: &Pod, given: Option<&Path>) -> Result<PathBuf, String> {
+pub(super) fn state_dir(pod: &Pod, given: Option<&Path>) -> Result<PathBuf, super::Error> {
     if let Some(d) = given {
         return Ok(d.to_path_buf());
     }
@@ -98,10 +98,10 @@ pub(super) fn state_dir(pod: &Pod, given: Option<&Path>) -> Result<PathBuf, Stri
     let leaf = d.file_name().unwrap_or_default().len();
     if leaf > 255 {
         // A 253-character name is valid; a file name cannot hold it with the namespace.
-        return Err(format!(
+        return Err(super::Error::Name(format!(
             "the default state dir {} has a last component of {leaf} bytes, more than the 255 a file name may have: give --state-dir",
             d.display()
-        ));
+        )));
     }
     Ok(d)
 }
@@ -172,7 +172,7 @@ mod tests {
     fn a_default_state_dir_must_fit_a_file_name() {
         let mut p = pod(&"a".repeat(253), None);
         p.metadata.namespace = Some("b".repeat(10));
-        let e = state_dir(&p, None).unwrap_err();
+        let e = state_dir(&p, None).unwrap_err().to_string();
         assert!(
             e.contains("264 bytes") && e.ends_with("give --state-dir"),
             "{e}"
@@ -194,6 +194,9 @@ mod tests {
         );
         assert_eq!(uts_hostname(&p).unwrap(), want);
         p.metadata.name = Some("a".repeat(60));
-        assert!(uts_hostname(&p).unwrap_err().contains("is too long"));
+        assert!(uts_hostname(&p)
+            .unwrap_err()
+            .to_string()
+            .contains("is too long"));
     }
 }

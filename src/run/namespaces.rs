@@ -5,7 +5,7 @@
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 
-use super::RunOptions;
+use super::{Error, RunOptions};
 use crate::sandbox::statedir::StateDir;
 use crate::supervisor::{self, EXIT_SANDBOX};
 use crate::sys::cgroup::Placement;
@@ -31,20 +31,21 @@ pub(super) fn clone_supervisor(
     sd: &StateDir,
     opts: &RunOptions,
     placement: &Placement,
-) -> Result<Supervisor, String> {
+) -> Result<Supervisor, Error> {
     let (alive_r, alive_w) =
-        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| Error::errno("pipe", e))?;
     let (done_r, done_w) =
-        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| Error::errno("pipe", e))?;
     let host = HostNamespaces::of(cfg.pod.spec.as_ref().expect("admitted pod has a spec"));
     if host.network && opts.netns.is_some() {
-        return Err("--netns cannot be used with spec.hostNetwork: true".into());
+        return Err(Error::Refused(
+            "--netns cannot be used with spec.hostNetwork: true".into(),
+        ));
     }
     let netns = match &opts.netns {
-        Some(p) => Some(
-            std::fs::File::open(p)
-                .map_err(|e| format!("opening network namespace {}: {e}", p.display()))?,
-        ),
+        Some(p) => Some(std::fs::File::open(p).map_err(|e| {
+            Error::io(format_args!("opening network namespace {}", p.display()), e)
+        })?),
         None => None,
     };
     // A pod in a user namespace joins the network, IPC and UTS namespaces it owns after
@@ -55,7 +56,7 @@ pub(super) fn clone_supervisor(
         clone_flags(host, netns.is_some(), owned),
         placement.dir.as_ref().map(|d| d.as_fd()),
     )
-    .map_err(|e| format!("creating the pod namespaces (clone3): {e}"))?;
+    .map_err(|e| Error::io("creating the pod namespaces (clone3)", e))?;
     let Some(child) = cloned else {
         drop((alive_w, done_r));
         if let Err(e) = crate::sys::cgroup::join_self(&placement.tasks) {
@@ -153,7 +154,7 @@ impl HostNamespaces {
 
 /// PID-1 mode: the runtime made the namespaces and mounted /proc. The hostname is set when
 /// the UTS namespace lets us (it is the sandbox's own); loopback is brought up.
-pub(super) fn given_namespaces(hostname: &str, host: HostNamespaces) -> Result<(), String> {
+pub(super) fn given_namespaces(hostname: &str, host: HostNamespaces) -> Result<(), Error> {
     let _ = nix::sys::prctl::set_dumpable(false);
     if host.network {
         return Ok(());
@@ -162,16 +163,21 @@ pub(super) fn given_namespaces(hostname: &str, host: HostNamespaces) -> Result<(
     if current.as_ref().and_then(|h| h.to_str()) != Some(hostname) {
         match nix::unistd::sethostname(hostname) {
             Ok(()) | Err(nix::errno::Errno::EPERM) => {}
-            Err(e) => return Err(format!("setting hostname {hostname:?}: {e}")),
+            Err(e) => {
+                return Err(Error::errno(
+                    format_args!("setting hostname {hostname:?}"),
+                    e,
+                ))
+            }
         }
     }
-    crate::sys::net::loopback_up().map_err(|e| e.to_string())
+    crate::sys::net::loopback_up().map_err(Error::Os)
 }
 
 /// The supervisor's own view: private mount propagation, a /proc of the pod's pid
 /// namespace, the hostname, loopback up; it is not dumpable (CVE-2019-5736 class). (Its
 /// parent-death signal is set right after the clone.)
-pub(super) fn setup_namespaces(hostname: &str, host: HostNamespaces) -> Result<(), String> {
+pub(super) fn setup_namespaces(hostname: &str, host: HostNamespaces) -> Result<(), Error> {
     use nix::mount::{mount, MsFlags};
     let _ = nix::sys::prctl::set_dumpable(false);
     if host.pid {
@@ -185,7 +191,7 @@ pub(super) fn setup_namespaces(hostname: &str, host: HostNamespaces) -> Result<(
         MsFlags::MS_REC | MsFlags::MS_SLAVE,
         None::<&str>,
     )
-    .map_err(|e| format!("making / rslave: {e}"))?;
+    .map_err(|e| Error::errno("making / rslave", e))?;
     mount(
         Some("proc"),
         "/proc",
@@ -193,13 +199,13 @@ pub(super) fn setup_namespaces(hostname: &str, host: HostNamespaces) -> Result<(
         MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
         None::<&str>,
     )
-    .map_err(|e| format!("mounting /proc for the pod's pid namespace: {e}"))?;
+    .map_err(|e| Error::errno("mounting /proc for the pod's pid namespace", e))?;
     if host.network {
         return Ok(());
     }
     nix::unistd::sethostname(hostname)
-        .map_err(|e| format!("setting hostname {hostname:?}: {e}"))?;
-    crate::sys::net::loopback_up().map_err(|e| e.to_string())
+        .map_err(|e| Error::errno(format_args!("setting hostname {hostname:?}"), e))?;
+    crate::sys::net::loopback_up().map_err(Error::Os)
 }
 
 #[cfg(test)]

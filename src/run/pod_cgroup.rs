@@ -3,6 +3,7 @@
 
 use k8s_openapi::api::core::v1::Pod;
 
+use super::Error;
 use crate::cgroup::{CgroupRoot, Group};
 use crate::sys::cgroup::Placement;
 
@@ -34,8 +35,8 @@ impl PodCgroup {
     /// Make the pod cgroup below `--cgroup-parent` (or where podinit runs) with the pod's
     /// limits, and the supervisor's leaf when it needs one. `pid1`: podinit is the
     /// sandbox's PID 1, and first moves itself out of the cgroup it was started in.
-    pub fn create(&mut self, pod: &Pod, parent: Option<&str>, pid1: bool) -> Result<Made, String> {
-        let cgroups = CgroupRoot::detect(parent).map_err(|e| e.to_string())?;
+    pub fn create(&mut self, pod: &Pod, parent: Option<&str>, pid1: bool) -> Result<Made, Error> {
+        let cgroups = CgroupRoot::detect(parent)?;
         let name = super::names::pod_cgroup_name(pod);
         if let Some(why) = super::rootless::without_cgroups(&cgroups) {
             // Without root and without delegated cgroups: none are made (docs/interface.md
@@ -65,22 +66,22 @@ impl PodCgroup {
         if let Some(stale) = sup_cg.as_ref().filter(|g| g.exists()) {
             stale
                 .destroy()
-                .map_err(|e| format!("removing stale pod cgroup: {e}"))?;
+                .map_err(|e| e.within("removing stale pod cgroup"))?;
         }
         if pid1 {
             // Out of the cgroup we were started in first: on v2 it can pass controllers
             // down to the pod's tree only once no process is left in it.
             let leaf = cgroups.group("supervisor");
-            leaf.create().map_err(|e| e.to_string())?;
+            leaf.create()?;
             leaf.add(nix::unistd::getpid().as_raw())
-                .map_err(|e| format!("moving podinit to its leaf cgroup: {e}"))?;
+                .map_err(|e| e.within("moving podinit to its leaf cgroup"))?;
         }
         cgroups.delegate_controllers();
-        pod_cg.create_parent().map_err(|e| e.to_string())?;
+        pod_cg.create_parent()?;
         let pod_cg = self.pod.insert(pod_cg);
         set_limits(pod_cg, pod, cgroups.is_v2())?;
         if let Some(leaf) = sup_cg {
-            leaf.create().map_err(|e| e.to_string())?;
+            leaf.create()?;
             self.supervisor = Some(leaf);
         }
         Ok(Made {
@@ -100,32 +101,32 @@ impl PodCgroup {
         pod: &Pod,
         parent: Option<&str>,
         pid1: bool,
-    ) -> Result<Made, String> {
+    ) -> Result<Made, Error> {
         use crate::cgroup::systemd;
         if pid1 {
-            return Err(
+            return Err(Error::Refused(
                 "--cgroup-driver systemd cannot be used in PID-1 mode: the runtime that started podinit made its cgroup"
                     .into(),
-            );
+            ));
         }
         if !systemd::running() {
-            return Err(
+            return Err(Error::Refused(
                 "--cgroup-driver systemd: systemd is not running on this host (no /run/systemd/system)"
                     .into(),
-            );
+            ));
         }
         let spec = pod.spec.as_ref().expect("admitted pod has a spec");
         let parent = parent.map_or_else(|| qos_slice(spec).to_string(), str::to_string);
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
-        let unit = systemd::pod_slice(&parent, uid)
-            .map_err(|e| format!("--cgroup-driver systemd: {e}"))?;
+        let unit =
+            systemd::pod_slice(&parent, uid).map_err(|e| e.within("--cgroup-driver systemd"))?;
         let limits = resources(
             &crate::pod::resources::pod_limits(spec),
             crate::pod::resources::pod_cpu_shares(spec),
         )?;
         systemd::start_slice(&unit, &limits)?;
         self.slice = Some(unit.name.clone());
-        let root = CgroupRoot::detect(Some("/")).map_err(|e| e.to_string())?;
+        let root = CgroupRoot::detect(Some("/"))?;
         let name = unit.cgroup.trim_start_matches('/').to_string();
         let pod_cg = self.pod.insert(root.group(&name));
         // The containers' limits are written before their processes start, as with
@@ -158,9 +159,9 @@ impl PodCgroup {
     }
 
     /// Where the supervisor is cloned into: its leaf, or the cgroup podinit runs in.
-    pub fn supervisor_placement(&self) -> Result<Placement, String> {
+    pub fn supervisor_placement(&self) -> Result<Placement, Error> {
         match &self.supervisor {
-            Some(g) => g.placement().map_err(|e| e.to_string()),
+            Some(g) => Ok(g.placement()?),
             None => Ok(Placement {
                 dir: None,
                 tasks: Vec::new(),
@@ -171,20 +172,20 @@ impl PodCgroup {
     /// Remove the pod cgroup tree (killing anything left in it); the supervisor's leaf only
     /// once the supervisor is gone (`supervisor_gone`), so call again after waiting for it.
     /// Each failure is pushed to `errs`.
-    pub fn remove(&mut self, supervisor_gone: bool, errs: &mut Vec<String>) {
+    pub fn remove(&mut self, supervisor_gone: bool, errs: &mut Vec<Error>) {
         // The containers' cgroups first (the supervisor leaves them to us): the pod's then
         // goes with one rmdir per hierarchy.
         if let Some(root) = &self.root {
             for name in self.containers.drain(..) {
                 if let Err(e) = root.group(&name).destroy() {
-                    errs.push(e.to_string());
+                    errs.push(e.into());
                 }
             }
         }
         // The supervisor's leaf holds it until it has exited.
         if let Some(cg) = self.supervisor.take_if(|_| supervisor_gone) {
             if let Err(e) = cg.destroy() {
-                errs.push(e.to_string());
+                errs.push(e.into());
             }
         }
         if let Some(unit) = self.slice.take() {
@@ -195,12 +196,12 @@ impl PodCgroup {
             }
             match crate::cgroup::systemd::stop(&unit) {
                 Ok(None) => {}
-                Ok(Some(e)) | Err(e) => errs.push(e.to_string()),
+                Ok(Some(e)) | Err(e) => errs.push(e.into()),
             }
         }
         if let Some(cg) = self.pod.take() {
             if let Err(e) = cg.destroy() {
-                errs.push(e.to_string());
+                errs.push(e.into());
             }
         }
     }
@@ -217,13 +218,13 @@ fn qos_slice(spec: &k8s_openapi::api::core::v1::PodSpec) -> &'static str {
 }
 
 /// The pod's limits, as kubelet computes them (`pod::resources`), on its cgroup.
-fn set_limits(pod_cg: &Group, pod: &Pod, v2: bool) -> Result<(), String> {
+fn set_limits(pod_cg: &Group, pod: &Pod, v2: bool) -> Result<(), Error> {
     let pod_spec = pod.spec.as_ref().expect("admitted pod has a spec");
     let limits = resources(
         &crate::pod::resources::pod_limits(pod_spec),
         crate::pod::resources::pod_cpu_shares(pod_spec),
     )?;
-    pod_cg.set(&limits).map_err(|e| e.to_string())?;
+    pod_cg.set(&limits)?;
     if v2 && !pod_cg.has_controller("memory") {
         // No limit asked for it (set would have failed), but OOM kills go unseen.
         crate::log::warn(&format!(
@@ -239,9 +240,12 @@ fn set_limits(pod_cg: &Group, pod: &Pod, v2: bool) -> Result<(), String> {
 fn resources(
     l: &crate::pod::resources::Limits,
     shares: Option<u64>,
-) -> Result<oci_spec::runtime::LinuxResources, String> {
+) -> Result<oci_spec::runtime::LinuxResources, Error> {
     let v = crate::pod::resources::pod_cgroup_json(l, shares);
-    crate::tracked::deserialize(&v).map_err(|(_, e)| format!("pod cgroup limits: {e}"))
+    crate::tracked::deserialize(&v).map_err(|(_, e)| Error::Internal {
+        what: "pod cgroup limits".into(),
+        why: e.to_string(),
+    })
 }
 
 #[cfg(test)]

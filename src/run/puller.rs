@@ -83,16 +83,16 @@ pub(super) struct Setup {
 
 /// Fork the puller; returns it and the supervisor's end of its socket. Must be called
 /// while `podinit run` is single-threaded.
-pub(super) fn spawn(setup: Setup) -> Result<(Cloned, OwnedFd), String> {
+pub(super) fn spawn(setup: Setup) -> Result<(Cloned, OwnedFd), super::Error> {
     let (ours, theirs) = nix::sys::socket::socketpair(
         nix::sys::socket::AddressFamily::Unix,
         nix::sys::socket::SockType::SeqPacket,
         None,
         nix::sys::socket::SockFlag::SOCK_CLOEXEC,
     )
-    .map_err(|e| format!("socketpair for the image puller: {e}"))?;
-    let cloned =
-        crate::sys::clone::fork(0, None).map_err(|e| format!("starting the image puller: {e}"))?;
+    .map_err(|e| super::Error::errno("socketpair for the image puller", e))?;
+    let cloned = crate::sys::clone::fork(0, None)
+        .map_err(|e| super::Error::io("starting the image puller", e))?;
     match cloned {
         Some(child) => {
             drop(theirs);

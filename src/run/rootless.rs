@@ -7,7 +7,7 @@ use crate::sys::rootless::{self, mapping, ranges_of};
 /// Enter the user's namespace when podinit runs as a user that is not root, before any
 /// thread or child exists. Root, and a podinit already in a namespace it made, stay where
 /// they are.
-pub fn enter_if_unprivileged() -> Result<(), String> {
+pub fn enter_if_unprivileged() -> Result<(), super::Error> {
     let uid = nix::unistd::geteuid();
     if uid.is_root() || rootless::entered().is_some() {
         return Ok(());
@@ -31,7 +31,7 @@ pub fn enter_if_unprivileged() -> Result<(), String> {
     } else {
         (mapping(uid, &subuid), mapping(gid, &subgid))
     };
-    rootless::enter(uid, gid, uid_map, gid_map).map_err(|e| e.to_string())
+    Ok(rootless::enter(uid, gid, uid_map, gid_map)?)
 }
 
 /// Why a rootless pod runs without cgroups below `root`, or None when it uses them (as

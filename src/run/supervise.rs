@@ -4,6 +4,7 @@
 use k8s_openapi::api::core::v1::Pod;
 
 use super::namespaces::{given_namespaces, setup_namespaces, HostNamespaces};
+use super::Error;
 use crate::sandbox::statedir::StateDir;
 use crate::supervisor::{self, EXIT_SANDBOX};
 
@@ -80,7 +81,7 @@ fn finish_sandbox(
     sd: &StateDir,
     pid1: bool,
     own_netns: bool,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let host = HostNamespaces::of(cfg.pod.spec.as_ref().expect("admitted pod has a spec"));
     if pid1 {
         given_namespaces(&cfg.hostname, host)?;
@@ -131,10 +132,11 @@ fn pod_files(
     pod_ips: &[String],
     hostname: &str,
     sd: &StateDir,
-) -> Result<(crate::sandbox::etc_files::PodFiles, bool), String> {
+) -> Result<(crate::sandbox::etc_files::PodFiles, bool), Error> {
     use crate::sandbox::etc_files;
     let dir = sd.work().join("etc");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Error::io(format_args!("creating {}", dir.display()), e))?;
     let host_resolv = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
     let (resolv, missing_dns) = etc_files::resolv_conf(pod, &host_resolv);
     let mut out = Vec::new();
@@ -153,7 +155,8 @@ fn pod_files(
         ("hostname", format!("{hostname}\n"), "/etc/hostname"),
     ] {
         let p = dir.join(name);
-        std::fs::write(&p, text).map_err(|e| format!("writing {}: {e}", p.display()))?;
+        std::fs::write(&p, text)
+            .map_err(|e| Error::io(format_args!("writing {}", p.display()), e))?;
         // Readable by every container user, as kubelet's are.
         let _ = std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o644));
         out.push((p, dest));

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::RunOptions;
+use super::{Error, RunOptions};
 use crate::sandbox::statedir::StateDir;
 use crate::sandbox::userns::{self, Block, PodUserns};
 use crate::supervisor;
@@ -34,15 +34,14 @@ pub(super) fn make(
     cfg: &supervisor::Config,
     sd: &StateDir,
     block: &mut Option<Block>,
-) -> Result<PodUserns, String> {
+) -> Result<PodUserns, Error> {
     let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
     let range = crate::pod::userns::kubelet_range(
         &read("/etc/passwd"),
         &read("/etc/subuid"),
         &read("/etc/subgid"),
         MAX_PODS,
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     let meta = &cfg.pod.metadata;
     let owner = format!(
         "{}/{} {}",
@@ -63,9 +62,15 @@ pub(super) fn make(
                 std::os::unix::fs::PermissionsExt::from_mode(0o710),
             )
         })
-        .map_err(|e| format!("giving {} to the pod's root group: {e}", sd.root.display()))?;
+        .map_err(|e| {
+            Error::io(
+                format_args!("giving {} to the pod's root group", sd.root.display()),
+                e,
+            )
+        })?;
     let work = sd.work();
-    std::fs::create_dir_all(&work).map_err(|e| format!("creating {}: {e}", work.display()))?;
+    std::fs::create_dir_all(&work)
+        .map_err(|e| Error::io(format_args!("creating {}", work.display()), e))?;
     let mut dirs: Vec<(&str, PathBuf)> = vec![("the pod's state directory", work)];
     for c in &cfg.containers {
         match &c.bundle {

@@ -9,17 +9,18 @@ use std::os::fd::{AsRawFd, OwnedFd};
 /// "createRuntime"), the hook's path and why.
 pub fn run(phase: &str, hooks: &[Hook], state_json: &str) -> super::Result<()> {
     for h in hooks {
-        run_one(phase, h, state_json).map_err(super::Error::Hook)?;
+        run_one(phase, h, state_json)?;
     }
     Ok(())
 }
 
-fn run_one(phase: &str, h: &Hook, state_json: &str) -> Result<(), String> {
+fn run_one(phase: &str, h: &Hook, state_json: &str) -> super::Result<()> {
     use std::io::Write;
     use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
     let path = h.path();
     let name = || format!("{phase} hook {}", path.display());
+    let failed = |why: String| super::Error::Hook(format!("{}: {why}", name()));
     let args = h.args().clone().unwrap_or_default();
     let mut cmd = Command::new(path);
     if let Some(a0) = args.first() {
@@ -36,7 +37,7 @@ fn run_one(phase: &str, h: &Hook, state_json: &str) -> Result<(), String> {
     // Captured, as runc does, so that a failure says what the hook said.
     cmd.stdout(Stdio::piped());
     cmd.stderr(Stdio::piped());
-    let mut child = cmd.spawn().map_err(|e| format!("{}: {e}", name()))?;
+    let mut child = cmd.spawn().map_err(|e| failed(e.to_string()))?;
     if let Some(mut stdin) = child.stdin.take() {
         // A hook that does not read its stdin is not an error (EPIPE).
         let _ = stdin.write_all(state_json.as_bytes());
@@ -55,25 +56,23 @@ fn run_one(phase: &str, h: &Hook, state_json: &str) -> Result<(), String> {
                 if st.success() {
                     return Ok(());
                 }
-                return Err(format!(
-                    "{}: {}, stdout: {}, stderr: {}",
-                    name(),
+                return Err(failed(format!(
+                    "{}, stdout: {}, stderr: {}",
                     describe(st),
                     out.text(),
                     err.text()
-                ));
+                )));
             }
             Ok(None) => {}
-            Err(e) => return Err(format!("{}: waiting: {e}", name())),
+            Err(e) => return Err(failed(format!("waiting: {e}"))),
         }
         if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(format!(
-                "{}: timed out after {}s",
-                name(),
+            return Err(failed(format!(
+                "timed out after {}s",
                 h.timeout().unwrap_or(0)
-            ));
+            )));
         }
         // Read what is there (a hook that fills a pipe would wait for us), then a tick.
         let mut fds: Vec<libc::pollfd> = [&out, &err]

@@ -20,6 +20,12 @@ pub enum Error {
     NoFreeBlock,
     /// The child that makes the pod's namespaces exited before it said how it went.
     HelperExited,
+    /// A volume's files could not be had from their source: the volume plugin's words
+    /// (`configmap "x" not found`).
+    Files(String),
+    /// A volume could not be made on the host: the OS's error, whose text says what and
+    /// where.
+    Volume(io::Error),
     /// The kernel makes no idmapped mounts on a filesystem the pod needs: which (the
     /// filesystem, what it holds) and the kernel's error.
     NoIdmap {
@@ -51,6 +57,8 @@ impl Error {
             Error::NoFreeBlock => Kind::Unavailable,
             Error::HelperExited => Kind::Internal,
             Error::NoIdmap { .. } => Kind::FailedPrecondition,
+            Error::Files(_) => Kind::Unknown,
+            Error::Volume(err) => Kind::of_io(err),
         }
     }
 }
@@ -64,6 +72,8 @@ impl fmt::Display for Error {
                 f.write_str("could not find an empty slot to allocate a user namespace")
             }
             Error::HelperExited => f.write_str("the user namespace's helper exited"),
+            Error::Files(m) => f.write_str(m),
+            Error::Volume(err) => err.fmt(f),
             Error::NoIdmap { fs, what, err } => write!(
                 f,
                 "spec.hostUsers: false needs idmapped mounts, which this kernel does not make on {fs} ({what}): {err}"
@@ -101,5 +111,14 @@ mod tests {
             "spec.hostUsers: false needs idmapped mounts, which this kernel does not make on tmpfs (emptyDir medium Memory): "
         ));
         assert_eq!(e.kind(), Kind::FailedPrecondition);
+        let e = Error::Files("configmap \"x\" not found".into());
+        assert_eq!(e.to_string(), "configmap \"x\" not found");
+        assert_eq!(e.kind(), Kind::Unknown);
+        let e = Error::Volume(io::Error::new(
+            io::ErrorKind::NotFound,
+            "hostPath /x: missing",
+        ));
+        assert_eq!(e.to_string(), "hostPath /x: missing");
+        assert_eq!(e.kind(), Kind::NotFound);
     }
 }

@@ -15,7 +15,7 @@ use crate::pod::volume_file::File;
 
 /// The files of a volume of files (`configMap`, `secret`, `downwardAPI`, `projected`), or
 /// `None` for another kind (`manifest::files`).
-pub type FilesOf<'a> = &'a dyn Fn(&Volume) -> Result<Option<Vec<File>>, String>;
+pub type FilesOf<'a> = &'a dyn Fn(&Volume) -> Result<Option<Vec<File>>, super::Error>;
 
 /// Volume name → (host path, read-only).
 pub type Prepared = BTreeMap<String, (PathBuf, bool)>;
@@ -38,7 +38,7 @@ pub fn prepare<'v>(
             Ok(entry) => {
                 out.insert(v.name.clone(), entry);
             }
-            Err(e) => failed.push((v.name.clone(), e)),
+            Err(e) => failed.push((v.name.clone(), e.to_string())),
         }
     }
     (out, failed)
@@ -51,14 +51,15 @@ fn prepare_volume(
     sd: &StateDir,
     node_memory: i64,
     files_of: FilesOf,
-) -> Result<(PathBuf, bool), String> {
+) -> Result<(PathBuf, bool), super::Error> {
+    use super::Error;
     let (path, read_only) = match files_of(v)? {
         Some(files) => (
-            write_files(&sd.volume_dir(&v.name), &files).map_err(|e| e.to_string())?,
+            write_files(&sd.volume_dir(&v.name), &files).map_err(Error::Volume)?,
             true,
         ),
         None => (
-            prepare_one(v, spec, sd, node_memory).map_err(|e| e.to_string())?,
+            prepare_one(v, spec, sd, node_memory).map_err(Error::Volume)?,
             false,
         ),
     };

@@ -111,7 +111,8 @@ impl Supervisor<'_> {
             Handler::Exec(cmd) => self.containers[owner.ctr()]
                 .ctr
                 .exec(cmd, self.pod_user_ns())
-                .map(Check::Exec),
+                .map(Check::Exec)
+                .map_err(|e| e.to_string()),
             Handler::Sleep { ms } => {
                 // A sleep is a deadline of its own.
                 self.checks.push(InFlight {

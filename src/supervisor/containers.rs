@@ -13,6 +13,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
+use super::error::{Error, Result};
 use crate::admission::{Base, ImageName};
 use crate::bundle::{self, Bundle, HostVolume};
 use crate::cgroup::{CgroupRoot, Group};
@@ -137,7 +138,7 @@ impl Ctr {
         dir: PathBuf,
         cgroups: &CgroupRoot,
         pod_cgroup: &str,
-    ) -> Result<Ctr, String> {
+    ) -> Result<Ctr> {
         let stop_signal = stop_signal_of(base.bundle.as_ref(), spec)?;
         let name = spec.name.clone();
         let cgroup = cgroups.group(&cgroup_name(pod_cgroup, &name));
@@ -200,7 +201,7 @@ impl Ctr {
 
     /// Run on `b` from the next start on (the image the store has now); `spec` is its
     /// spec.
-    pub fn set_base(&mut self, b: Bundle, spec: &Container) -> Result<(), String> {
+    pub fn set_base(&mut self, b: Bundle, spec: &Container) -> Result<()> {
         self.stop_signal = stop_signal_of(Some(&b), spec)?;
         self.bundle = Some(b);
         Ok(())
@@ -208,7 +209,7 @@ impl Ctr {
 
     /// Start a new run. On success the process exists and its output pipes are returned;
     /// whether it exec'd is in `run.start_error`. On error nothing of the run is left.
-    pub fn start(&mut self, cx: &StartContext) -> Result<Vec<OutPipe>, String> {
+    pub fn start(&mut self, cx: &StartContext) -> Result<Vec<OutPipe>> {
         let res = self.try_start(cx);
         if res.is_err() {
             rootfs::release(&self.dir);
@@ -216,20 +217,18 @@ impl Ctr {
         res
     }
 
-    fn try_start(&mut self, cx: &StartContext) -> Result<Vec<OutPipe>, String> {
+    fn try_start(&mut self, cx: &StartContext) -> Result<Vec<OutPipe>> {
         fs::create_dir_all(&self.dir)
-            .map_err(|e| format!("creating {}: {e}", self.dir.display()))?;
+            .map_err(|e| Error::io(format_args!("creating {}", self.dir.display()), e))?;
         let term_log = self.dir.join("termination-log");
-        fs::write(&term_log, b"").map_err(|e| format!("creating {}: {e}", term_log.display()))?;
+        fs::write(&term_log, b"")
+            .map_err(|e| Error::io(format_args!("creating {}", term_log.display()), e))?;
         // Any container user may write its termination message.
         fs::set_permissions(&term_log, fs::Permissions::from_mode(0o666))
-            .map_err(|e| format!("chmod {}: {e}", term_log.display()))?;
+            .map_err(|e| Error::io(format_args!("chmod {}", term_log.display()), e))?;
 
-        let base = self.bundle.as_ref().ok_or_else(|| {
-            format!(
-                "image {:?} is not in the store",
-                cx.container.image.as_deref().unwrap_or_default()
-            )
+        let base = self.bundle.as_ref().ok_or_else(|| Error::NotInStore {
+            image: cx.container.image.clone().unwrap_or_default(),
         })?;
         let mut spec = crate::spec::for_container(
             base,
@@ -256,8 +255,7 @@ impl Ctr {
                 )),
             },
         )?;
-        let rootfs =
-            rootfs::prepare(&base.lowers, &self.dir, cx.user_ns).map_err(|e| e.to_string())?;
+        let rootfs = rootfs::prepare(&base.lowers, &self.dir, cx.user_ns).map_err(Error::Os)?;
         if let Some(root) = spec.root_mut() {
             root.set_path(rootfs);
         }
@@ -283,28 +281,24 @@ impl Ctr {
             self.cgroup.renew();
             self.cgroup_created = false;
         }
-        self.cgroup.create().map_err(|e| e.to_string())?;
+        self.cgroup.create()?;
         self.cgroup_created = true;
         if let Some(r) = spec.linux().as_ref().and_then(|l| l.resources().as_ref()) {
-            self.cgroup.set(r).map_err(|e| e.to_string())?;
+            self.cgroup.set(r)?;
         }
         // Once per cgroup: v2 would stack one more program for each call.
         let device_rules = crate::spec::cgroup_rules(&spec);
-        self.cgroup
-            .confine_devices(&device_rules)
-            .map_err(|e| e.to_string())?;
+        self.cgroup.confine_devices(&device_rules)?;
 
         let log_path = LogFile::path_for(cx.logs_dir, &self.name, self.runs);
         if let (Some(dir), Some(previous)) = (log_path.parent(), self.runs.checked_sub(1)) {
             crate::logs::prune_runs(dir, previous, crate::logs::GC_PERIOD);
         }
-        let log = Rc::new(RefCell::new(
-            LogFile::create(log_path).map_err(|e| e.to_string())?,
-        ));
-        let devnull = fs::File::open("/dev/null").map_err(|e| format!("opening /dev/null: {e}"))?;
+        let log = Rc::new(RefCell::new(LogFile::create(log_path).map_err(Error::Os)?));
+        let devnull = fs::File::open("/dev/null").map_err(|e| Error::io("opening /dev/null", e))?;
         let flags = nix::fcntl::OFlag::O_CLOEXEC;
-        let (out_r, out_w) = nix::unistd::pipe2(flags).map_err(|e| format!("pipe: {e}"))?;
-        let (err_r, err_w) = nix::unistd::pipe2(flags).map_err(|e| format!("pipe: {e}"))?;
+        let (out_r, out_w) = nix::unistd::pipe2(flags).map_err(|e| Error::sys("pipe", e))?;
+        let (err_r, err_w) = nix::unistd::pipe2(flags).map_err(|e| Error::sys("pipe", e))?;
         for fd in [&out_r, &err_r] {
             set_nonblocking(fd);
         }
@@ -312,7 +306,7 @@ impl Ctr {
         // `stdin: true` without a terminal: a pipe kept open by us for the container's
         // life, as the CRI keeps it; with a terminal, input goes through its master.
         let (in_r, in_w) = if cx.container.stdin == Some(true) && !tty {
-            let (r, w) = nix::unistd::pipe2(flags).map_err(|e| format!("pipe: {e}"))?;
+            let (r, w) = nix::unistd::pipe2(flags).map_err(|e| Error::sys("pipe", e))?;
             set_nonblocking(&w);
             (Some(r), Some(w))
         } else {
@@ -320,7 +314,7 @@ impl Ctr {
         };
         let stdin_fd = in_r.as_ref().map_or(devnull.as_raw_fd(), |r| r.as_raw_fd());
 
-        let placement = self.cgroup.placement().map_err(|e| e.to_string())?;
+        let placement = self.cgroup.placement()?;
         let spawned = runtime::spawn(&runtime::Launch {
             name: &self.name,
             spec: &spec,
@@ -328,8 +322,7 @@ impl Ctr {
             cgroup: &placement,
             pid_ns_of: cx.pid_ns_of,
             user_ns: cx.user_ns.map(|(fd, _)| fd),
-        })
-        .map_err(|e| e.to_string())?;
+        })?;
         // Our copies of the write ends must go, or the pipes never reach EOF.
         drop((out_w, err_w, devnull, in_r));
         if let Some((scopes, u)) = &scope {
@@ -342,7 +335,7 @@ impl Ctr {
                 .start(u, spawned.pidfd.as_fd(), &r, &device_rules)
                 .and_then(|()| {
                     // runc's Set after the properties: what systemd has no property for.
-                    self.cgroup.set(&r).map_err(|e| e.to_string())
+                    self.cgroup.set(&r).map_err(Error::from)
                 });
             if let Err(e) = started {
                 // Nothing of the run is left: its process is killed (and reaped as any).
@@ -356,9 +349,9 @@ impl Ctr {
         // one stream: the CRI logs it all as stdout.
         let (console, stdin, outputs) = match spawned.console {
             Some(master) if tty => {
-                let reader = master.try_clone().map_err(|e| format!("dup: {e}"))?;
+                let reader = master.try_clone().map_err(|e| Error::io("dup", e))?;
                 let writer = if cx.container.stdin == Some(true) {
-                    Some(master.try_clone().map_err(|e| format!("dup: {e}"))?)
+                    Some(master.try_clone().map_err(|e| Error::io("dup", e))?)
                 } else {
                     None
                 };
@@ -413,9 +406,8 @@ impl Ctr {
         &self,
         command: &[String],
         pod_user_ns: Option<BorrowedFd>,
-    ) -> Result<ExecCheck, String> {
+    ) -> std::result::Result<ExecCheck, runtime::Error> {
         self.exec_with(command, false, crate::probe::exec::MAX_OUTPUT, pod_user_ns)
-            .map_err(|e| e.to_string())
     }
 
     /// [`Ctr::exec`] with stderr on a pipe of its own when `split`, keeping `limit` bytes
@@ -426,7 +418,7 @@ impl Ctr {
         split: bool,
         limit: usize,
         pod_user_ns: Option<BorrowedFd>,
-    ) -> Result<ExecCheck, runtime::Error> {
+    ) -> std::result::Result<ExecCheck, runtime::Error> {
         let run = self.run.as_ref().ok_or_else(|| {
             runtime::Error::Exited(format!("container {} is not running", self.name))
         })?;
@@ -488,13 +480,13 @@ impl Ctr {
     /// the run left in the cgroup. Its root filesystem stays, as an exited container's does
     /// under kubelet, until the next run replaces it or the pod ends. `message_policy`: its
     /// spec's `terminationMessagePolicy`.
-    pub fn exited(&mut self, status: i32, message_policy: Option<&str>) -> Result<Exit, String> {
+    pub fn exited(&mut self, status: i32, message_policy: Option<&str>) -> Result<Exit> {
         let Some(mut run) = self.run.take() else {
-            return Err("no run".into());
+            return Err(Error::NoRun);
         };
         self.cgroup.kill_all();
         if let Some(msg) = run.start_error.take() {
-            return Err(msg);
+            return Err(Error::Start(msg));
         }
         let (exit_code, signal) = termination::exit_code(status);
         // Every run has a cgroup of its own, made just before it: any OOM kill counted
@@ -546,7 +538,7 @@ impl Ctr {
 
 /// The stop signal of a container on `b`; without a base yet, its own or SIGTERM (set
 /// again once the image is there).
-fn stop_signal_of(b: Option<&Bundle>, c: &Container) -> Result<i32, String> {
+fn stop_signal_of(b: Option<&Bundle>, c: &Container) -> Result<i32> {
     match b {
         Some(b) => Ok(bundle::stop_signal(b, c)?),
         None => match c.lifecycle.as_ref().and_then(|l| l.stop_signal.as_deref()) {

@@ -3,6 +3,7 @@
 //! symlinks included, so a file an init container wrote cannot point kubelet's read
 //! outside it.
 
+use super::error::{Error, Result};
 use crate::bundle::HostVolume;
 use crate::manifest::env_file::MAX_FILE_BYTES;
 use std::collections::BTreeMap;
@@ -15,17 +16,22 @@ pub fn read(
     volumes: &BTreeMap<String, HostVolume>,
     vol: &str,
     path: &str,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>> {
     let Some(v) = volumes.get(vol) else {
-        return Err(format!("volume {vol:?} of env file {path:?} is not set up"));
+        return Err(Error::EnvFileVolume {
+            volume: vol.to_string(),
+            path: path.to_string(),
+        });
     };
-    let why = |e: &dyn std::fmt::Display| {
-        format!("couldn't read env file {path:?} in volume {vol:?}: {e}")
+    let why = |e: Error| Error::EnvFileRead {
+        volume: vol.to_string(),
+        path: path.to_string(),
+        err: Box::new(e),
     };
     let full = crate::runtime::mounts::secure_join(&v.host_path, Path::new(path), &|p| {
         std::fs::read_link(p).ok()
     })
-    .map_err(|e| why(&e))?;
+    .map_err(|e| why(Error::Runtime(e)))?;
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
@@ -33,17 +39,18 @@ pub fn read(
     let file = match file {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(why(&e)),
+        Err(e) => return Err(why(Error::Os(e))),
     };
     let mut buf = Vec::new();
     file.take(MAX_FILE_BYTES as u64 + 1)
         .read_to_end(&mut buf)
-        .map_err(|e| why(&e))?;
+        .map_err(|e| why(Error::Os(e)))?;
     if buf.len() > MAX_FILE_BYTES {
-        return Err(format!(
-            "env file {path:?} in volume {vol:?} is larger than {} KiB",
-            MAX_FILE_BYTES / 1024
-        ));
+        return Err(Error::EnvFileTooLarge {
+            volume: vol.to_string(),
+            path: path.to_string(),
+            max_kib: MAX_FILE_BYTES / 1024,
+        });
     }
     Ok(Some(String::from_utf8_lossy(&buf).into_owned()))
 }
@@ -82,6 +89,7 @@ mod tests {
         assert_eq!(read(&v, "config", "nope.env").unwrap(), None);
         assert!(read(&v, "config", "big.env")
             .unwrap_err()
+            .to_string()
             .contains("larger than 64 KiB"));
         // The link resolves inside the volume, where there is no outside.env.
         assert_eq!(read(&v, "config", "link.env").unwrap(), None);

@@ -143,7 +143,9 @@ impl Supervisor<'_> {
                 let ctr = &mut self.containers[i].ctr;
                 let spec = ctr.spec(self.cfg.pod_spec());
                 let based = stored
-                    .ok_or_else(|| format!("image {reference} is not in the store after its pull"))
+                    .ok_or_else(|| super::Error::Vanished {
+                        what: format!("image {reference}"),
+                    })
                     .and_then(|image| {
                         let held = crate::image::store::Store::open(&self.cfg.images)
                             .and_then(|s| s.hold(&image))?;
@@ -163,12 +165,13 @@ impl Supervisor<'_> {
                             return Ok(());
                         }
                         crate::bundle::image::from_image(&image)
-                            .map_err(String::from)
+                            .map_err(super::Error::from)
                             .and_then(|b| ctr.set_base(b, &spec))
                     });
                 match based {
                     Ok(()) => true,
-                    Err(msg) => {
+                    Err(e) => {
+                        let msg = e.to_string();
                         self.st
                             .on_start_failed(plan, i, StartFailure::Create, &msg, now);
                         false
@@ -231,7 +234,8 @@ impl Supervisor<'_> {
             let backoff = self.image_backoff.entry(iv.reference.clone()).or_default();
             match gate.on_start(&self.cfg.plan, &mut self.st, i, present, backoff, now) {
                 Gate::Ready => {
-                    if let Err(msg) = self.mount_image_volume(v) {
+                    if let Err(e) = self.mount_image_volume(v) {
+                        let msg = e.to_string();
                         self.st
                             .on_start_failed(&self.cfg.plan, i, StartFailure::Create, &msg, now);
                         return false;
@@ -293,22 +297,29 @@ impl Supervisor<'_> {
     /// Image volume `v`, which the store has, mounted read-only from the store's layers,
     /// if it is not yet: the first container that mounts it after its pull makes the
     /// mount every later one shares, as the pod's other volumes are shared.
-    fn mount_image_volume(&mut self, v: usize) -> Result<(), String> {
+    fn mount_image_volume(&mut self, v: usize) -> Result<(), super::Error> {
+        use super::Error;
         let iv = &self.cfg.image_volumes[v];
         if self.cfg.volumes.contains_key(&iv.name) {
             return Ok(());
         }
         let what = format!("image volume {:?} ({})", iv.name, iv.reference);
         let image = crate::admission::stored(&self.cfg.images, &iv.normalised)
-            .map_err(|e| format!("{what}: {e}"))?
-            .ok_or_else(|| format!("{what}: the image is not in the store after its pull"))?;
-        let b = crate::bundle::image::from_image(&image).map_err(|e| format!("{what}: {e}"))?;
+            .map_err(|e| Error::from(e).within(&what))?
+            .ok_or_else(|| {
+                let gone = Error::Vanished {
+                    what: "the image".into(),
+                };
+                gone.within(&what)
+            })?;
+        let b =
+            crate::bundle::image::from_image(&image).map_err(|e| Error::from(e).within(&what))?;
         let name = iv.name.clone();
         self.cfg.image_volumes[v].lowers = Some(b.lowers);
         let failed =
             super::set_up_volumes(&mut self.cfg, self.sd, Some(std::slice::from_ref(&name)));
         match failed.into_iter().next() {
-            Some((_, e)) => Err(format!("{what}: {e}")),
+            Some((_, e)) => Err(Error::Volume(e).within(what)),
             None => Ok(()),
         }
     }

@@ -10,6 +10,7 @@ mod attach;
 mod checks;
 pub mod containers;
 mod env_files;
+mod error;
 pub mod images;
 mod metrics;
 mod output;
@@ -22,6 +23,7 @@ mod status;
 mod teardown;
 mod volume_usage;
 
+pub use error::Error;
 pub use start::{idmapped, node_capacity, set_up_volumes};
 
 use k8s_openapi::api::core::v1::Pod;

@@ -8,6 +8,7 @@
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
+use super::error::{Error, Result};
 use super::Supervisor;
 use crate::pod;
 
@@ -21,20 +22,20 @@ pub struct Pause {
 
 /// Make the pause in the user namespace `userns`: once this returns it runs, as the pod's
 /// root, or it has failed and said why.
-fn make(userns: std::os::fd::BorrowedFd) -> Result<Pause, String> {
+fn make(userns: std::os::fd::BorrowedFd) -> Result<Pause> {
     let (ready_r, pipe_w) =
-        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| Error::sys("pipe", e))?;
     // Above stdio, which the pause replaces and keeps open: its closing all the others is
     // its ready.
     let ready_w = crate::sys::fd::dup_above_stdio(pipe_w.as_fd())
-        .map_err(|e| format!("dup of a pipe: {e}"))?;
+        .map_err(|e| Error::io("dup of a pipe", e))?;
     drop(pipe_w);
     let child = crate::runtime::spawn_pid1(
         userns,
         crate::sys::pause::run_in_user_namespace,
         ready_w.as_raw_fd(),
     )
-    .map_err(|e| format!("making the pod's pause: {e}"))?;
+    .map_err(|e| Error::from(e).within("making the pod's pause"))?;
     drop(ready_w);
     // Until it has closed its copy (ready) or written why it could not: it only makes
     // system calls on its own process before either.
@@ -42,7 +43,9 @@ fn make(userns: std::os::fd::BorrowedFd) -> Result<Pause, String> {
     let n = nix::unistd::read(&ready_r, &mut buf).unwrap_or(0);
     if n > 0 {
         let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(child.pid), None);
-        return Err(String::from_utf8_lossy(&buf[..n]).into_owned());
+        return Err(Error::Pause(
+            String::from_utf8_lossy(&buf[..n]).into_owned(),
+        ));
     }
     Ok(Pause {
         pid: child.pid,
@@ -55,7 +58,7 @@ impl Supervisor<'_> {
     /// A pidfd of the pause whose pid namespace a starting container joins; made now when
     /// there is none, or the last one has died or is dying (its namespace takes no new
     /// process).
-    pub(super) fn pause_pidfd(&mut self) -> Result<OwnedFd, String> {
+    pub(super) fn pause_pidfd(&mut self) -> Result<OwnedFd> {
         if let Some(p) = &self.pause {
             if crate::sys::proc::exiting(p.pid) {
                 // Reaped later as any orphan is.
@@ -63,17 +66,15 @@ impl Supervisor<'_> {
             }
         }
         if self.pause.is_none() {
-            let userns = self
-                .cfg
-                .userns
-                .as_ref()
-                .ok_or("the pod has no user namespace for its pause")?;
+            let userns = self.cfg.userns.as_ref().ok_or_else(|| {
+                Error::Pause("the pod has no user namespace for its pause".into())
+            })?;
             self.pause = Some(make(userns.user_fd())?);
         }
         let p = self.pause.as_ref().expect("made above");
         p.pidfd
             .try_clone()
-            .map_err(|e| format!("dup of the pause's pidfd: {e}"))
+            .map_err(|e| Error::io("dup of the pause's pidfd", e))
     }
 
     /// `pid` was reaped with wait status `status`: if it was the pause, it is forgotten

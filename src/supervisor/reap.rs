@@ -54,7 +54,8 @@ impl Supervisor<'_> {
                     self.st.on_exited(&self.cfg.plan, i, exit, now);
                 }
                 // Said by the `Failed` event it records.
-                Err(msg) => {
+                Err(e) => {
+                    let msg = e.to_string();
                     self.st
                         .on_start_failed(&self.cfg.plan, i, StartFailure::Exec, &msg, now);
                 }

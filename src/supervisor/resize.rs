@@ -7,6 +7,7 @@
 //! uses now. `PodResizeInProgress` lasts until the cgroups read back what was allocated.
 
 use super::api::{error, line};
+use super::error::{Error, Result};
 use super::Supervisor;
 use crate::api::http::Request;
 use crate::api::server::Reply;
@@ -220,7 +221,7 @@ impl Supervisor<'_> {
         for i in restarts {
             self.st.kill_container(&self.cfg.plan, i, grace, now);
         }
-        match errors.into_iter().next() {
+        match errors.into_iter().next().map(|e| e.to_string()) {
             Some(e) => {
                 crate::log::warn(&format!("resize: {e}"));
                 let generation = self.cfg.plan.generation;
@@ -234,14 +235,17 @@ impl Supervisor<'_> {
     }
 
     /// The pod cgroup's limits from the resized spec.
-    fn resize_pod_cgroup(&self, spec: &PodSpec) -> Result<(), String> {
+    fn resize_pod_cgroup(&self, spec: &PodSpec) -> Result<()> {
         let limits = crate::pod::resources::pod_limits(spec);
         let json = crate::pod::resources::pod_cgroup_json(
             &limits,
             crate::pod::resources::pod_cpu_shares(spec),
         );
-        let r: oci_spec::runtime::LinuxResources = crate::tracked::deserialize(&json)
-            .map_err(|(_, e)| format!("pod cgroup limits: {e}"))?;
+        let r: oci_spec::runtime::LinuxResources =
+            crate::tracked::deserialize(&json).map_err(|(_, e)| Error::Internal {
+                what: "pod cgroup limits".into(),
+                why: e.to_string(),
+            })?;
         let group = self.cfg.cgroups.group(&self.cfg.pod_cgroup);
         if let Some(limit) = r.memory().as_ref().and_then(|m| m.limit()) {
             below_usage(&group, limit, "pod")?;
@@ -253,29 +257,29 @@ impl Supervisor<'_> {
         }
         group
             .set(&r)
-            .map_err(|e| format!("setting the pod cgroup's limits: {e}"))
+            .map_err(|e| Error::from(e).within("setting the pod cgroup's limits"))
     }
 
     /// Container `i`'s cgroup in place, at its allocated resources.
-    fn resize_container(&self, i: usize) -> Result<(), String> {
+    fn resize_container(&self, i: usize) -> Result<()> {
         let ctr = &self.containers[i].ctr;
+        let of = |e: Error| e.of_container(&ctr.name);
         let r = crate::spec::container_resources(&ctr.allocated_spec(self.cfg.pod_spec()))
-            .map_err(|e| format!("container {}: {e}", ctr.name))?;
+            .map_err(|e| of(e.into()))?;
         if let Some(limit) = r.memory().as_ref().and_then(|m| m.limit()) {
             below_usage(&ctr.cgroup, limit, &format!("container {}", ctr.name))?;
         }
         if let Some(unit) = &ctr.scope {
-            crate::cgroup::systemd::set(unit, &r, None)
-                .map_err(|e| format!("container {}: {e}", ctr.name))?;
+            crate::cgroup::systemd::set(unit, &r, None).map_err(|e| of(e.into()))?;
         }
         ctr.cgroup
             .set(&r)
-            .map_err(|e| format!("container {}: setting its cgroup's limits: {e}", ctr.name))
+            .map_err(|e| of(Error::from(e).within("setting its cgroup's limits")))
     }
 }
 
 /// kubelet refuses a memory limit below what the cgroup uses now.
-fn below_usage(group: &crate::cgroup::Group, limit: i64, what: &str) -> Result<(), String> {
+fn below_usage(group: &crate::cgroup::Group, limit: i64, what: &str) -> Result<()> {
     let usage = group
         .dirs()
         .iter()
@@ -283,9 +287,11 @@ fn below_usage(group: &crate::cgroup::Group, limit: i64, what: &str) -> Result<(
         .find_map(|f| std::fs::read_to_string(f).ok())
         .and_then(|s| s.trim().parse::<i64>().ok());
     match usage {
-        Some(u) if limit < u => Err(format!(
-            "attempting to set {what} memory limit ({limit}) below its current usage ({u})"
-        )),
+        Some(usage) if limit < usage => Err(Error::BelowUsage {
+            what: what.to_string(),
+            limit,
+            usage,
+        }),
         _ => Ok(()),
     }
 }

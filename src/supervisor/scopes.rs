@@ -12,6 +12,7 @@
 use oci_spec::runtime::LinuxResources;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
+use super::error::{Error, Result};
 use crate::cgroup::systemd::{self, Unit};
 use crate::sys::devices::Rule;
 
@@ -24,7 +25,7 @@ pub struct Scopes {
 impl Scopes {
     /// For the pod's slice `slice`; in the outer process, before the supervisor leaves the
     /// host's pid namespace.
-    pub fn new(slice: &str) -> Result<Scopes, String> {
+    pub fn new(slice: &str) -> Result<Scopes> {
         let host_proc = nix::fcntl::open(
             "/proc",
             nix::fcntl::OFlag::O_PATH
@@ -32,7 +33,7 @@ impl Scopes {
                 | nix::fcntl::OFlag::O_CLOEXEC,
             nix::sys::stat::Mode::empty(),
         )
-        .map_err(|e| format!("opening /proc: {e}"))?;
+        .map_err(|e| Error::sys("opening /proc", e))?;
         Ok(Scopes {
             slice: slice.to_string(),
             host_proc,
@@ -45,7 +46,7 @@ impl Scopes {
     }
 
     /// The unit of the run with container id `id`.
-    pub fn unit(&self, id: &str) -> Result<Unit, String> {
+    pub fn unit(&self, id: &str) -> Result<Unit> {
         Ok(systemd::scope(&self.slice, "podinit", id)?)
     }
 
@@ -56,9 +57,13 @@ impl Scopes {
         pidfd: BorrowedFd,
         r: &LinuxResources,
         devices: &[Rule],
-    ) -> Result<(), String> {
-        let pid = crate::sys::pidfd::pid_in(self.host_proc.as_fd(), pidfd)
-            .map_err(|e| format!("systemd unit {}: the process's host pid: {e}", u.name))?;
+    ) -> Result<()> {
+        let pid = crate::sys::pidfd::pid_in(self.host_proc.as_fd(), pidfd).map_err(|e| {
+            Error::io(
+                format_args!("systemd unit {}: the process's host pid", u.name),
+                e,
+            )
+        })?;
         Ok(systemd::start_scope(u, pid, r, devices)?)
     }
 }

@@ -45,7 +45,10 @@ pub fn set_up_volumes(
             node_memory: mem,
             env_file: &crate::manifest::env::no_env_files,
         };
-        let files_of = |v: &Volume| crate::manifest::files::of_volume(v, &sources);
+        let files_of = |v: &Volume| {
+            crate::manifest::files::of_volume(v, &sources)
+                .map_err(|e| crate::sandbox::Error::Files(e.to_string()))
+        };
         let spec = cfg.pod_spec();
         let wanted = spec
             .volumes
@@ -89,7 +92,7 @@ pub fn set_up_volumes(
                         made_at: Some(host_path),
                     },
                     Err(e) => {
-                        failed.push((name, e));
+                        failed.push((name, e.to_string()));
                         continue;
                     }
                 }
@@ -122,13 +125,16 @@ pub fn idmapped(
     src: &std::path::Path,
     target: &std::path::Path,
     userns: std::os::fd::BorrowedFd,
-) -> Result<(), String> {
+) -> Result<(), super::Error> {
     while crate::sys::mount::detach(target).is_ok() {}
     crate::sys::idmap::bind(src, target, userns).map_err(|e| {
-        format!(
-            "idmapped mount of {} at {}: {e}",
-            src.display(),
-            target.display()
+        super::Error::io(
+            format_args!(
+                "idmapped mount of {} at {}",
+                src.display(),
+                target.display()
+            ),
+            e,
         )
     })
 }
@@ -187,7 +193,7 @@ impl Supervisor<'_> {
             None if pod::userns::pid_namespace(self.cfg.pod_spec())
                 == pod::userns::PidNamespace::Pause =>
             {
-                self.pause_pidfd().map(Some)
+                self.pause_pidfd().map(Some).map_err(|e| e.to_string())
             }
             None => Ok(None),
         };
@@ -206,7 +212,9 @@ impl Supervisor<'_> {
         let env = {
             let (cpus, mem) = self.cfg.node_allocatable;
             let volumes = &self.cfg.volumes;
-            let env_file = |vol: &str, path: &str| super::env_files::read(volumes, vol, path);
+            let env_file = |vol: &str, path: &str| {
+                super::env_files::read(volumes, vol, path).map_err(|e| e.to_string())
+            };
             let sources = crate::manifest::env::Sources {
                 pod: &self.cfg.pod,
                 config_maps: &self.cfg.config_maps,
@@ -289,7 +297,8 @@ impl Supervisor<'_> {
                 }
             }
             // Said by the `Failed` event it records.
-            Err(msg) => {
+            Err(e) => {
+                let msg = e.to_string();
                 self.st
                     .on_start_failed(&self.cfg.plan, i, StartFailure::Create, &msg, now);
             }
