@@ -270,9 +270,9 @@ mod tests {
         assert_eq!(ram_in_bytes("lots"), None);
     }
 
-    fn flags(words: &[&str]) -> Result<Given, String> {
+    fn flags(words: &[&str]) -> Result<Given, Error> {
         let args: Vec<String> = words.iter().map(|s| s.to_string()).collect();
-        from_flags(&super::super::cli::parse(FLAGS, &args, true).unwrap()).map_err(String::from)
+        from_flags(&super::super::cli::parse(FLAGS, &args, true).unwrap())
     }
 
     fn resources(json: serde_json::Value) -> LinuxResources {

@@ -45,7 +45,8 @@ pub fn set_up_volumes(
             node_memory: mem,
             env_file: &crate::manifest::env::no_env_files,
         };
-        let files_of = |v: &Volume| crate::manifest::files::of_volume(v, &sources);
+        let files_of =
+            |v: &Volume| crate::manifest::files::of_volume(v, &sources).map_err(|e| e.to_string());
         let spec = cfg.pod_spec();
         let wanted = spec
             .volumes
@@ -206,7 +207,10 @@ impl Supervisor<'_> {
         let env = {
             let (cpus, mem) = self.cfg.node_allocatable;
             let volumes = &self.cfg.volumes;
-            let env_file = |vol: &str, path: &str| super::env_files::read(volumes, vol, path);
+            let env_file = |vol: &str, path: &str| {
+                super::env_files::read(volumes, vol, path)
+                    .map_err(crate::manifest::env::ConfigError)
+            };
             let sources = crate::manifest::env::Sources {
                 pod: &self.cfg.pod,
                 config_maps: &self.cfg.config_maps,
