@@ -150,8 +150,8 @@ pub fn parse(table: &[Flag], args: &[String], reorder: bool) -> Result<Args, Err
             out.help = true;
             continue;
         }
-        let flag =
-            find(table, name).ok_or_else(|| usage(format!("flag provided but not defined: -{name}")))?;
+        let flag = find(table, name)
+            .ok_or_else(|| usage(format!("flag provided but not defined: -{name}")))?;
         let canonical = flag.names[0];
         let value = if flag.value {
             match inline {
@@ -260,11 +260,13 @@ mod tests {
     #[test]
     fn errors_as_go_flag_words_them() {
         assert_eq!(
-            parse(T, &v(&["--bogus", "x"]), true).unwrap_err(),
+            parse(T, &v(&["--bogus", "x"]), true)
+                .unwrap_err()
+                .to_string(),
             "flag provided but not defined: -bogus"
         );
         assert_eq!(
-            parse(T, &v(&["--bundle"]), true).unwrap_err(),
+            parse(T, &v(&["--bundle"]), true).unwrap_err().to_string(),
             "flag needs an argument: -bundle"
         );
         assert!(parse(T, &v(&["--detach=maybe"]), true).is_err());
