@@ -274,6 +274,20 @@ fn container_fields(spec: &PodSpec) -> impl Iterator<Item = (String, &Container)
         .chain(app.map(|(i, c)| (format!("spec.containers[{i}]"), c)))
 }
 
+/// A bundles directory, unique to this process and `tag`, holding one bundle `name` of a
+/// minimal spec: for tests, which remove it.
+#[cfg(test)]
+fn test_bundles(tag: &str, name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join(name).join("rootfs")).unwrap();
+    std::fs::write(
+        dir.join(name).join("config.json"),
+        r#"{"ociVersion":"1.0.2","root":{"path":"rootfs"},"process":{"cwd":"/","args":["sh"],"user":{"uid":0,"gid":0}}}"#,
+    )
+    .unwrap();
+    dir
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -299,13 +313,7 @@ mod tests {
 
     #[test]
     fn a_path_without_a_bundle_names_its_field_and_a_bundle_wins_over_images() {
-        let dir = std::env::temp_dir().join(format!("podinit-admission-{}", std::process::id()));
-        std::fs::create_dir_all(dir.join("busybox/rootfs")).unwrap();
-        std::fs::write(
-            dir.join("busybox/config.json"),
-            r#"{"ociVersion":"1.0.2","root":{"path":"rootfs"},"process":{"cwd":"/","args":["sh"],"user":{"uid":0,"gid":0}}}"#,
-        )
-        .unwrap();
+        let dir = test_bundles("podinit-admission", "busybox");
         let dirs = Dirs {
             bundles: &dir,
             images: &dir.join("no-store"),
