@@ -184,6 +184,31 @@ impl std::fmt::Display for Conflict {
     }
 }
 
+/// An entry of a named list (`volumes`, `env`) that `preset` adds, against those already
+/// there with where each came from: the same name with another value is a conflict.
+fn add_named<T: PartialEq + Clone>(
+    seen: &mut BTreeMap<String, (T, String)>,
+    field: &str,
+    preset: &str,
+    name: &str,
+    item: &T,
+) -> Result<(), Conflict> {
+    match seen.get(name) {
+        Some((x, from)) if x != item => Err(Conflict {
+            preset: preset.to_string(),
+            what: format!("{field}: {name:?} conflicts with {from}"),
+        }),
+        Some(_) => Ok(()),
+        None => {
+            seen.insert(
+                name.to_string(),
+                (item.clone(), format!("PodPreset {preset:?}")),
+            );
+            Ok(())
+        }
+    }
+}
+
 /// `safeToApplyPodPresetsOnPod`: every preset against the pod and the presets before it.
 fn check(pod: &Pod, presets: &[&PodPreset]) -> Result<(), Conflict> {
     let spec = pod.spec.clone().unwrap_or_default();
@@ -196,18 +221,7 @@ fn check(pod: &Pod, presets: &[&PodPreset]) -> Result<(), Conflict> {
     for p in presets {
         let name = p.metadata.name.clone().unwrap_or_default();
         for v in p.spec.volumes.iter().flatten() {
-            match volumes.get(&v.name) {
-                Some((x, from)) if x != v => {
-                    return Err(Conflict {
-                        preset: name,
-                        what: format!("volumes: {:?} conflicts with {from}", v.name),
-                    })
-                }
-                Some(_) => {}
-                None => {
-                    volumes.insert(v.name.clone(), (v.clone(), format!("PodPreset {name:?}")));
-                }
-            }
+            add_named(&mut volumes, "volumes", &name, &v.name, v)?;
         }
     }
     for c in &spec.containers {
@@ -231,18 +245,7 @@ fn check(pod: &Pod, presets: &[&PodPreset]) -> Result<(), Conflict> {
         for p in presets {
             let name = p.metadata.name.clone().unwrap_or_default();
             for e in p.spec.env.iter().flatten() {
-                match env.get(&e.name) {
-                    Some((x, from)) if x != e => {
-                        return Err(Conflict {
-                            preset: name,
-                            what: format!("env: {:?} conflicts with {from}", e.name),
-                        })
-                    }
-                    Some(_) => {}
-                    None => {
-                        env.insert(e.name.clone(), (e.clone(), format!("PodPreset {name:?}")));
-                    }
-                }
+                add_named(&mut env, "env", &name, &e.name, e)?;
             }
             for m in p.spec.volume_mounts.iter().flatten() {
                 for (x, from) in &mounts {
