@@ -72,11 +72,22 @@ pub struct ImageName {
     pub written: String,
     /// Normalised, or why it is not a reference (the container then waits in
     /// `InvalidImageName`, as under kubelet: the API server takes any non-empty name).
-    pub reference: Result<Reference, String>,
+    pub reference: Result<Reference, InvalidName>,
     pub policy: Policy,
     /// The store had it at admission with pull records that do not open it to every pod:
     /// a start may have to pull it to verify the pod's credentials.
     pub recorded: bool,
+}
+
+/// Why a container's image is not a reference: the image layer's line, kept as text since
+/// an [`ImageName`] is cloned with its container.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InvalidName(pub String);
+
+impl std::fmt::Display for InvalidName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
 }
 
 /// Where images are looked for: the bundles directory and the image store.
@@ -221,7 +232,7 @@ pub(crate) fn container_base(c: &Container, field: &str, dirs: Dirs) -> Result<B
         bundle,
         image: Some(ImageName {
             written: image.to_string(),
-            reference: reference.map_err(String::from),
+            reference: reference.map_err(|e| InvalidName(e.to_string())),
             policy: Policy::of(c.image_pull_policy.as_deref()),
             recorded,
         }),
@@ -263,6 +274,20 @@ fn container_fields(spec: &PodSpec) -> impl Iterator<Item = (String, &Container)
         .chain(app.map(|(i, c)| (format!("spec.containers[{i}]"), c)))
 }
 
+/// A bundles directory, unique to this process and `tag`, holding one bundle `name` of a
+/// minimal spec: for tests, which remove it.
+#[cfg(test)]
+fn test_bundles(tag: &str, name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join(name).join("rootfs")).unwrap();
+    std::fs::write(
+        dir.join(name).join("config.json"),
+        r#"{"ociVersion":"1.0.2","root":{"path":"rootfs"},"process":{"cwd":"/","args":["sh"],"user":{"uid":0,"gid":0}}}"#,
+    )
+    .unwrap();
+    dir
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -288,13 +313,7 @@ mod tests {
 
     #[test]
     fn a_path_without_a_bundle_names_its_field_and_a_bundle_wins_over_images() {
-        let dir = std::env::temp_dir().join(format!("podinit-admission-{}", std::process::id()));
-        std::fs::create_dir_all(dir.join("busybox/rootfs")).unwrap();
-        std::fs::write(
-            dir.join("busybox/config.json"),
-            r#"{"ociVersion":"1.0.2","root":{"path":"rootfs"},"process":{"cwd":"/","args":["sh"],"user":{"uid":0,"gid":0}}}"#,
-        )
-        .unwrap();
+        let dir = test_bundles("podinit-admission", "busybox");
         let dirs = Dirs {
             bundles: &dir,
             images: &dir.join("no-store"),
@@ -345,15 +364,16 @@ mod tests {
             digest: None,
         };
         let stored = Bundle::of_dir("/l".into(), "/l".into(), Default::default());
-        let with = |policy, present: bool, reference: Result<Reference, String>, recorded| Base {
-            bundle: present.then(|| stored.clone()),
-            image: Some(ImageName {
-                written: "busybox:1.36".into(),
-                reference,
-                policy,
-                recorded,
-            }),
-        };
+        let with =
+            |policy, present: bool, reference: Result<Reference, InvalidName>, recorded| Base {
+                bundle: present.then(|| stored.clone()),
+                image: Some(ImageName {
+                    written: "busybox:1.36".into(),
+                    reference,
+                    policy,
+                    recorded,
+                }),
+            };
         let base = |policy, present, reference| with(policy, present, reference, false);
         assert!(base(Policy::Always, true, Ok(r.clone())).may_pull());
         assert!(base(Policy::IfNotPresent, false, Ok(r.clone())).may_pull());
@@ -362,7 +382,7 @@ mod tests {
         assert!(with(Policy::IfNotPresent, true, Ok(r.clone()), true).may_pull());
         assert!(!with(Policy::Never, true, Ok(r.clone()), true).may_pull());
         assert!(!base(Policy::Never, false, Ok(r)).may_pull());
-        assert!(!base(Policy::Always, false, Err("bad".into())).may_pull());
+        assert!(!base(Policy::Always, false, Err(InvalidName("bad".into()))).may_pull());
         let bundle = Base {
             bundle: Some(stored),
             image: None,

@@ -108,6 +108,47 @@ macro_rules! layer_error {
 }
 pub(crate) use layer_error;
 
+/// The constructors of the context variants a layer's enum has, written once for every
+/// layer: `io` for `Io { what, err }` (what was done to which path, and the OS's error),
+/// `sys` for `Sys { what, errno }` (a system call's errno), `within` for
+/// `In { what, err }` (this error as one of `what`'s, which its line then starts with).
+macro_rules! context {
+    ($t:ty: $($c:ident),+) => {
+        $(crate::error::context!(@ $t, $c);)+
+    };
+    (@ $t:ty, io) => {
+        impl $t {
+            pub fn io(what: impl std::fmt::Display, err: std::io::Error) -> Self {
+                Self::Io {
+                    what: what.to_string(),
+                    err,
+                }
+            }
+        }
+    };
+    (@ $t:ty, sys) => {
+        impl $t {
+            pub fn sys(what: impl std::fmt::Display, errno: nix::errno::Errno) -> Self {
+                Self::Sys {
+                    what: what.to_string(),
+                    errno,
+                }
+            }
+        }
+    };
+    (@ $t:ty, within) => {
+        impl $t {
+            pub fn within(self, what: impl std::fmt::Display) -> Self {
+                Self::In {
+                    what: what.to_string(),
+                    err: Box::new(self),
+                }
+            }
+        }
+    };
+}
+pub(crate) use context;
+
 /// An error's line as a `String`, for the callers still written over strings (the
 /// conversion goes once they are typed).
 macro_rules! string_from {

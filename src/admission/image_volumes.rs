@@ -84,13 +84,7 @@ mod tests {
 
     #[test]
     fn a_bundle_is_mounted_with_the_sandbox_and_an_image_waits_for_the_image_manager() {
-        let dir = std::env::temp_dir().join(format!("podinit-imagevol-{}", std::process::id()));
-        std::fs::create_dir_all(dir.join("tools/rootfs")).unwrap();
-        std::fs::write(
-            dir.join("tools/config.json"),
-            r#"{"ociVersion":"1.0.2","root":{"path":"rootfs"},"process":{"cwd":"/","args":["sh"],"user":{"uid":0,"gid":0}}}"#,
-        )
-        .unwrap();
+        let dir = super::super::test_bundles("podinit-imagevol", "tools");
         let dirs = Dirs {
             bundles: &dir,
             images: &dir.join("no-store"),

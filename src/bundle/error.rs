@@ -33,14 +33,6 @@ pub enum Error {
 }
 
 impl Error {
-    /// This error as one of `what`'s, which its line then starts with.
-    pub fn within(self, what: impl fmt::Display) -> Error {
-        Error::In {
-            what: what.to_string(),
-            err: Box::new(self),
-        }
-    }
-
     pub fn kind(&self) -> Kind {
         match self {
             Error::NotFound { .. } => Kind::NotFound,
@@ -85,6 +77,7 @@ impl fmt::Display for Error {
 }
 
 crate::error::layer_error!(Error);
+crate::error::context!(Error: within);
 
 #[cfg(test)]
 mod tests {

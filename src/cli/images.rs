@@ -2,7 +2,7 @@
 //! own small grammar under `images`, as `runc` has its own. `images pull` is
 //! `cli::images_pull`'s.
 
-use super::{opt, Cmd, Opt, Trailing};
+use super::{opt, Cmd, Error, Opt, Trailing};
 use crate::image::store::{Store, DEFAULT_ROOT};
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -117,7 +117,7 @@ enum Action {
 }
 
 /// Parses the words after `images`; returns the store's root and the action.
-fn parse(args: Vec<OsString>) -> Result<(PathBuf, Action), String> {
+fn parse(args: Vec<OsString>) -> Result<(PathBuf, Action), Error> {
     use lexopt::Arg::{Long, Short, Value};
     let mut p = lexopt::Parser::from_args(args);
     let mut root = crate::image::store::default_root();
@@ -126,16 +126,17 @@ fn parse(args: Vec<OsString>) -> Result<(PathBuf, Action), String> {
     let mut name = None;
     let mut quiet = false;
     let mut force = false;
+    let bad = |what: String| Error::usage(Some("images"), what);
     let str = |v: OsString| {
         v.into_string()
-            .map_err(|v| format!("not valid UTF-8: {v:?}"))
+            .map_err(|v| bad(format!("not valid UTF-8: {v:?}")))
     };
-    while let Some(arg) = p.next().map_err(|e| e.to_string())? {
+    while let Some(arg) = p.next().map_err(|e| bad(e.to_string()))? {
         match arg {
             Long("help") | Short('h') => return Ok((root, Action::Help(help_of(cmd.as_deref())))),
-            Long("images") => root = p.value().map_err(|e| e.to_string())?.into(),
+            Long("images") => root = p.value().map_err(|e| bad(e.to_string()))?.into(),
             Long("name") if cmd.as_deref() == Some("import") => {
-                name = Some(str(p.value().map_err(|e| e.to_string())?)?)
+                name = Some(str(p.value().map_err(|e| bad(e.to_string()))?)?)
             }
             Long("quiet") | Short('q') if cmd.as_deref() == Some("ls") => quiet = true,
             Long("force") | Short('f') if matches!(cmd.as_deref(), Some("rm" | "remove")) => {
@@ -143,30 +144,32 @@ fn parse(args: Vec<OsString>) -> Result<(PathBuf, Action), String> {
             }
             Value(v) if cmd.is_none() => cmd = Some(str(v)?),
             Value(v) => words.push(str(v)?),
-            other => return Err(format!("unknown option {}", super::show(&other))),
+            other => return Err(bad(format!("unknown option {}", super::show(&other)))),
         }
     }
     let one = |what: &str, words: Vec<String>| match <[String; 1]>::try_from(words) {
         Ok([w]) => Ok(w),
-        Err(w) if w.is_empty() => Err(format!("{what} is missing")),
-        Err(w) => Err(format!("unexpected argument {:?}", w[1])),
+        Err(w) if w.is_empty() => Err(bad(format!("{what} is missing"))),
+        Err(w) => Err(bad(format!("unexpected argument {:?}", w[1]))),
     };
     let action = match cmd.as_deref() {
-        None => return Err("no images command given".into()),
+        None => return Err(bad("no images command given".into())),
         Some("import") => Action::Import {
             path: one("FILE|DIR", words)?.into(),
             name,
         },
         Some("ls" | "list") if words.is_empty() => Action::List { quiet },
-        Some("ls" | "list") => return Err(format!("unexpected argument {:?}", words[0])),
-        Some("rm" | "remove") if words.is_empty() => return Err("NAME|DIGEST is missing".into()),
+        Some("ls" | "list") => return Err(bad(format!("unexpected argument {:?}", words[0]))),
+        Some("rm" | "remove") if words.is_empty() => {
+            return Err(bad("NAME|DIGEST is missing".into()))
+        }
         Some("rm" | "remove") => Action::Remove {
             names: words,
             force,
         },
         // `images pull` has options of its own and is read by `cli::images_pull`, which
         // main.rs hands it to before this parser sees it.
-        Some(other) => return Err(format!("unknown images command {other:?}")),
+        Some(other) => return Err(bad(format!("unknown images command {other:?}"))),
     };
     Ok((root, action))
 }
@@ -187,7 +190,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
     let (root, action) = match parse(args) {
         Ok(p) => p,
         Err(e) => {
-            crate::log::error(&format!("{e} (see `podinit images --help`)"));
+            crate::log::error(&e.0);
             return crate::run::EXIT_INVALID;
         }
     };
@@ -295,8 +298,16 @@ fn size(n: u64) -> String {
 mod tests {
     use super::*;
 
-    fn words(w: &[&str]) -> Result<(PathBuf, Action), String> {
+    fn words(w: &[&str]) -> Result<(PathBuf, Action), Error> {
         parse(w.iter().map(OsString::from).collect())
+    }
+
+    /// What is wrong with `w`, from the line that also points at the help.
+    fn refused(w: &[&str]) -> String {
+        let line = words(w).unwrap_err().0;
+        let what = line.strip_suffix(" (see `podinit images --help`)");
+        what.unwrap_or_else(|| panic!("no pointer to the help: {line}"))
+            .to_string()
     }
 
     #[test]
@@ -345,21 +356,12 @@ mod tests {
             words(&["--images", "/s", "rm", "-h"]).unwrap().1,
             Action::Help(RM_HELP)
         );
-        assert_eq!(words(&["import"]).unwrap_err(), "FILE|DIR is missing");
-        assert_eq!(words(&["rm"]).unwrap_err(), "NAME|DIGEST is missing");
-        assert_eq!(
-            words(&["ls", "x"]).unwrap_err(),
-            "unexpected argument \"x\""
-        );
-        assert_eq!(
-            words(&["ls", "--name", "x"]).unwrap_err(),
-            "unknown option --name"
-        );
-        assert_eq!(
-            words(&["frob"]).unwrap_err(),
-            "unknown images command \"frob\""
-        );
-        assert_eq!(words(&[]).unwrap_err(), "no images command given");
+        assert_eq!(refused(&["import"]), "FILE|DIR is missing");
+        assert_eq!(refused(&["rm"]), "NAME|DIGEST is missing");
+        assert_eq!(refused(&["ls", "x"]), "unexpected argument \"x\"");
+        assert_eq!(refused(&["ls", "--name", "x"]), "unknown option --name");
+        assert_eq!(refused(&["frob"]), "unknown images command \"frob\"");
+        assert_eq!(refused(&[]), "no images command given");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! progress line on a terminal and the digest of what was pulled on stdout at the end.
 //! Its options repeat (`--registry-ca`, `--insecure-registry`), so it reads its own words.
 
+use super::Error;
 use crate::image::progress::ProgressLine;
 use crate::image::reference::Reference;
 use crate::image::registry::{self, Credential, Options};
@@ -51,7 +52,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
             return 0;
         }
         Err(e) => {
-            crate::log::error(&format!("{e} (see `podinit images pull --help`)"));
+            crate::log::error(&e.0);
             return EXIT_USAGE;
         }
     };
@@ -64,7 +65,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
     }
 }
 
-fn parse(args: Vec<OsString>) -> Result<Option<Args>, String> {
+fn parse(args: Vec<OsString>) -> Result<Option<Args>, Error> {
     use lexopt::Arg::{Long, Short, Value};
     let mut p = lexopt::Parser::from_args(args);
     let mut name = None;
@@ -75,41 +76,49 @@ fn parse(args: Vec<OsString>) -> Result<Option<Args>, String> {
         creds: None,
         quiet: false,
     };
+    let bad = |what: String| Error::usage(Some("images pull"), what);
     let text = |v: OsString, what: &str| {
         v.into_string()
-            .map_err(|v| format!("{what}: not valid UTF-8: {v:?}"))
+            .map_err(|v| bad(format!("{what}: not valid UTF-8: {v:?}")))
     };
-    while let Some(arg) = p.next().map_err(|e| e.to_string())? {
+    while let Some(arg) = p.next().map_err(|e| bad(e.to_string()))? {
         match arg {
             Long("help") | Short('h') => return Ok(None),
             Long("quiet") | Short('q') => a.quiet = true,
-            Long("images") => a.images = p.value().map_err(|e| e.to_string())?.into(),
+            Long("images") => a.images = p.value().map_err(|e| bad(e.to_string()))?.into(),
             Long("registry-ca") => a
                 .opts
                 .ca_files
-                .push(p.value().map_err(|e| e.to_string())?.into()),
+                .push(p.value().map_err(|e| bad(e.to_string()))?.into()),
             Long("insecure-registry") => {
-                let v = text(p.value().map_err(|e| e.to_string())?, "--insecure-registry")?;
+                let v = text(
+                    p.value().map_err(|e| bad(e.to_string()))?,
+                    "--insecure-registry",
+                )?;
                 a.opts.insecure.push(v);
             }
             Long("creds") => {
-                let v = text(p.value().map_err(|e| e.to_string())?, "--creds")?;
-                let (u, pw) = v.split_once(':').ok_or("--creds: want USER:PASS")?;
+                let v = text(p.value().map_err(|e| bad(e.to_string()))?, "--creds")?;
+                let (u, pw) = v
+                    .split_once(':')
+                    .ok_or_else(|| bad("--creds: want USER:PASS".into()))?;
                 a.creds = Some((u.to_string(), pw.to_string()));
             }
             Long("timeout") => {
-                let v = text(p.value().map_err(|e| e.to_string())?, "--timeout")?;
-                let s: u64 = v.parse().ok().filter(|&s| s > 0).ok_or(format!(
-                    "--timeout: {v:?} is not a whole number of seconds above 0"
-                ))?;
+                let v = text(p.value().map_err(|e| bad(e.to_string()))?, "--timeout")?;
+                let s: u64 = v.parse().ok().filter(|&s| s > 0).ok_or_else(|| {
+                    bad(format!(
+                        "--timeout: {v:?} is not a whole number of seconds above 0"
+                    ))
+                })?;
                 a.opts.timeout = Some(Duration::from_secs(s));
             }
             Value(v) if name.is_none() => name = Some(text(v, "NAME")?),
-            Value(v) => return Err(format!("unexpected argument {v:?}")),
-            other => return Err(other.unexpected().to_string()),
+            Value(v) => return Err(bad(format!("unexpected argument {v:?}"))),
+            other => return Err(bad(other.unexpected().to_string())),
         }
     }
-    a.name = name.ok_or("NAME is missing")?;
+    a.name = name.ok_or_else(|| bad("NAME is missing".into()))?;
     Ok(Some(a))
 }
 
@@ -168,7 +177,7 @@ mod tests {
             ("--bogus a", "--bogus"),
             ("a --registry-ca", "--registry-ca"),
         ] {
-            let e = parse(words(w)).err().unwrap();
+            let e = parse(words(w)).err().unwrap().0;
             assert!(e.contains(want), "{w}: {e}");
         }
     }

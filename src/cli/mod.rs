@@ -113,6 +113,17 @@ pub enum Parsed {
 #[derive(Debug)]
 pub struct Error(pub String);
 
+impl Error {
+    /// What is wrong with the words of `command` (`images pull`; `None`: podinit's own),
+    /// and where its help is.
+    pub fn usage(command: Option<&str>, what: impl std::fmt::Display) -> Error {
+        Error(match command {
+            Some(c) => format!("{what} (see `podinit {c} --help`)"),
+            None => format!("{what} (see `podinit --help`)"),
+        })
+    }
+}
+
 impl std::fmt::Display for Error {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
@@ -133,22 +144,22 @@ pub struct Matches {
 pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, Error> {
     use lexopt::Arg::{Long, Short, Value};
     let mut p = lexopt::Parser::from_args(args);
-    let top_err = |what: String| Error(format!("{what} (see `podinit --help`)"));
+    let top_err = |what: String| Error::usage(None, what);
     let cmd = match p.next().map_err(|e| top_err(e.to_string()))? {
         None => return Err(top_err("no command given".into())),
         Some(Long("help") | Short('h')) => return Ok(Parsed::Help(help::top())),
         Some(Long("version") | Short('V')) => return Ok(Parsed::Version),
         Some(Value(v)) if v == "help" => {
             let text = match p.next().map_err(|e| top_err(e.to_string()))? {
-                Some(Value(name)) => help::command(find(&name).map_err(top_err)?),
+                Some(Value(name)) => help::command(find(&name)?),
                 _ => help::top(),
             };
             return Ok(Parsed::Help(text));
         }
-        Some(Value(v)) => find(&v).map_err(top_err)?,
+        Some(Value(v)) => find(&v)?,
         Some(other) => return Err(top_err(format!("unknown option {}", show(&other)))),
     };
-    let err = |what: String| Error(format!("{what} (see `podinit {} --help`)", cmd.name));
+    let err = |what: String| Error::usage(Some(cmd.name), what);
     let mut m = Matches {
         cmd,
         values: vec![],
@@ -212,7 +223,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, Error> 
             .ok()
             .filter(|v| !is_option_of(cmd, v))
             .ok_or_else(|| err(format!("--{} needs a value ({name})", o.long)))?;
-        check_choice(&format!("--{}", o.long), o.choices, &v).map_err(err)?;
+        check_choice(cmd, &format!("--{}", o.long), o.choices, &v)?;
         m.values.retain(|(k, _)| *k != o.long);
         m.values.push((o.long, v));
     }
@@ -225,7 +236,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, Error> 
         m.pod = Some(pod);
     }
     for (pos, v) in cmd.args.iter().zip(&m.args) {
-        check_choice(pos.name, pos.choices, v).map_err(err)?;
+        check_choice(cmd, pos.name, pos.choices, v)?;
     }
     if let Some(missing) = cmd.args.get(m.args.len()) {
         return Err(err(format!("{} is missing", missing.name)));
@@ -241,14 +252,14 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Parsed, Error> 
     Ok(Parsed::Command(m))
 }
 
-/// `v` is one of `choices`, if there are any; else an error naming `what`.
-fn check_choice(what: &str, choices: &[&str], v: &std::ffi::OsStr) -> Result<(), String> {
+/// `v` is one of `choices`, if there are any; else an error naming `what` of `cmd`.
+fn check_choice(cmd: &Cmd, what: &str, choices: &[&str], v: &std::ffi::OsStr) -> Result<(), Error> {
     if choices.is_empty() || choices.iter().any(|c| v == *c) {
         return Ok(());
     }
-    Err(format!(
-        "{what}: {v:?} is not one of {}",
-        choices.join(", ")
+    Err(Error::usage(
+        Some(cmd.name),
+        format_args!("{what}: {v:?} is not one of {}", choices.join(", ")),
     ))
 }
 
@@ -261,11 +272,11 @@ fn is_option_of(cmd: &Cmd, word: &std::ffi::OsStr) -> bool {
     name == "help" || cmd.opts.iter().any(|o| o.long == name)
 }
 
-fn find(name: &std::ffi::OsStr) -> Result<&'static Cmd, String> {
+fn find(name: &std::ffi::OsStr) -> Result<&'static Cmd, Error> {
     commands::COMMANDS
         .iter()
         .find(|c| name == c.name)
-        .ok_or_else(|| format!("unknown command {name:?}"))
+        .ok_or_else(|| Error::usage(None, format_args!("unknown command {name:?}")))
 }
 
 fn show(a: &lexopt::Arg) -> String {
@@ -335,18 +346,15 @@ impl Matches {
 
     pub fn arg_string(&self, i: usize) -> Result<String, Error> {
         self.args[i].clone().into_string().map_err(|v| {
-            Error(format!(
-                "{}: not valid UTF-8: {v:?} (see `podinit {} --help`)",
-                self.cmd.args[i].name, self.cmd.name
-            ))
+            Error::usage(
+                Some(self.cmd.name),
+                format_args!("{}: not valid UTF-8: {v:?}", self.cmd.args[i].name),
+            )
         })
     }
 
     fn bad(&self, long: &str, what: &str) -> Error {
-        Error(format!(
-            "--{long}: {what} (see `podinit {} --help`)",
-            self.cmd.name
-        ))
+        Error::usage(Some(self.cmd.name), format_args!("--{long}: {what}"))
     }
 }
 

@@ -76,34 +76,12 @@ pub enum Step {
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
-    pub fn io(what: impl fmt::Display, err: io::Error) -> Error {
-        Error::Io {
-            what: what.to_string(),
-            err,
-        }
-    }
-
-    pub fn sys(what: impl fmt::Display, errno: Errno) -> Error {
-        Error::Sys {
-            what: what.to_string(),
-            errno,
-        }
-    }
-
     /// A registry's error with no answer to give its status (a connection, a protocol
     /// error).
     pub fn unreachable(message: String) -> Error {
         Error::Registry {
             status: None,
             message,
-        }
-    }
-
-    /// This error as one of `what`'s, which its line then starts with.
-    pub fn within(self, what: impl fmt::Display) -> Error {
-        Error::In {
-            what: what.to_string(),
-            err: Box::new(self),
         }
     }
 
@@ -159,6 +137,7 @@ impl fmt::Display for Error {
 }
 
 crate::error::layer_error!(Error);
+crate::error::context!(Error: io, sys, within);
 
 #[cfg(test)]
 mod tests {

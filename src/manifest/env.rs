@@ -25,16 +25,25 @@ pub struct Sources<'a> {
     pub env_file: &'a EnvFileReader<'a>,
 }
 
-/// Reads `fileKeyRef` files: (volume, path) → the file's text, `None` if it is missing.
-pub type EnvFileReader<'a> = dyn Fn(&str, &str) -> Result<Option<String>, String> + 'a;
+/// Reads `fileKeyRef` files: (volume, path) → the file's text, `None` if it is missing;
+/// a file that cannot be read is the container's configuration error.
+pub type EnvFileReader<'a> = dyn Fn(&str, &str) -> Result<Option<String>, ConfigError> + 'a;
 
 /// An [`EnvFileReader`] for sources without env files: every file is missing.
-pub fn no_env_files(_volume: &str, _path: &str) -> Result<Option<String>, String> {
+pub fn no_env_files(_volume: &str, _path: &str) -> Result<Option<String>, ConfigError> {
     Ok(None)
 }
 
+/// Why a container's configuration cannot be made: kubelet's message, which its waiting
+/// state `CreateContainerConfigError` carries.
 #[derive(Debug, PartialEq, Eq)]
 pub struct ConfigError(pub String);
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
 
 /// The resolved environment, in order, and warnings (skipped `envFrom` keys) for events.
 pub struct Resolved {
@@ -245,7 +254,7 @@ fn file_key_ref(
 ) -> Result<Option<String>, ConfigError> {
     let optional = f.optional == Some(true);
     let (vol, path, key) = (&f.volume_name, &f.path, &f.key);
-    let text = match (s.env_file)(vol, path).map_err(ConfigError)? {
+    let text = match (s.env_file)(vol, path)? {
         Some(t) => t,
         None if optional => return Ok(None),
         None => {

@@ -17,12 +17,34 @@ pub const MAX_FILE_BYTES: usize = 64 * 1024;
 /// The longest key (`fileKeyRef.key`).
 pub const MAX_KEY_BYTES: usize = 128;
 
+/// Why an env file is not valid, in kubelet's words.
+#[derive(Debug, PartialEq, Eq)]
+pub enum FormatError {
+    /// Line `line` is not an assignment kubelet reads.
+    Line { line: usize, why: &'static str },
+    /// The single quote opened on line `start` is never closed.
+    Unclosed { start: usize },
+}
+
+impl std::fmt::Display for FormatError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FormatError::Line { line, why } => {
+                write!(f, "invalid environment variable format at line {line}: {why}")
+            }
+            FormatError::Unclosed { start } => write!(
+                f,
+                "invalid environment variable format starting at line {start}: unclosed single quote"
+            ),
+        }
+    }
+}
+
 /// The value of `key` in the env file `text`: `Ok(None)` when the file does not assign it;
 /// an error names the line that is not valid.
-pub fn lookup(text: &str, key: &str) -> Result<Option<String>, String> {
+pub fn lookup(text: &str, key: &str) -> Result<Option<String>, FormatError> {
     let mut lines = text.lines().enumerate().map(|(n, l)| (n + 1, l));
-    let bad =
-        |n: usize, why: &str| format!("invalid environment variable format at line {n}: {why}");
+    let bad = |line: usize, why: &'static str| FormatError::Line { line, why };
     while let Some((n, raw)) = lines.next() {
         let line = raw.trim_start_matches([' ', '\t']);
         if line.is_empty() || line.starts_with('#') {
@@ -73,11 +95,7 @@ pub fn lookup(text: &str, key: &str) -> Result<Option<String>, String> {
                     at = m;
                     rest = l;
                 }
-                None => {
-                    return Err(format!(
-                        "invalid environment variable format starting at line {start}: unclosed single quote"
-                    ))
-                }
+                None => return Err(FormatError::Unclosed { start }),
             }
         }
     }
@@ -147,7 +165,7 @@ mod tests {
                 "starting at line 2: unclosed single quote",
             ),
         ] {
-            let e = lookup(f, "K").unwrap_err();
+            let e = lookup(f, "K").unwrap_err().to_string();
             assert!(e.ends_with(line_err), "{f:?}: {e}");
         }
         // An error before the key is reached stops the parse, as in kubelet.

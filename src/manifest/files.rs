@@ -14,8 +14,62 @@ pub use crate::pod::volume_file::File;
 
 const DEFAULT_MODE: u32 = 0o644;
 
+/// Why a volume's files cannot be made, in the words of kubelet's volume plugins.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Error {
+    /// A ConfigMap or Secret not in the pod's manifest, and not `optional`.
+    NotFound { kind: ObjectKind, name: String },
+    /// A key of `items` that the ConfigMap or Secret does not have.
+    MissingKey { kind: ObjectKind, key: String },
+    /// A downward-API `fieldPath` podinit does not give.
+    FieldPath(String),
+    /// The container a `resourceFieldRef` names is not in the pod.
+    NoContainer(String),
+    /// The resource of a `resourceFieldRef` cannot be resolved.
+    Resource(super::env::ConfigError),
+    /// A projected source other than configMap, secret and downwardAPI.
+    Unsupported,
+    /// Several sources of a projected volume failed, each once, in order.
+    Several(Vec<Error>),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::NotFound { kind, name } => write!(f, "{} {name:?} not found", kind.lower()),
+            Error::MissingKey {
+                kind: ObjectKind::ConfigMap,
+                key,
+            } => write!(f, "configmap references non-existent config key: {key}"),
+            Error::MissingKey {
+                kind: ObjectKind::Secret,
+                key,
+            } => write!(f, "references non-existent secret key: {key}"),
+            Error::FieldPath(p) => write!(f, "unsupported fieldPath: {p}"),
+            Error::NoContainer(name) => write!(f, "container {name} not found"),
+            Error::Resource(e) => e.fmt(f),
+            Error::Unsupported => {
+                f.write_str("projected source not supported (only configMap, secret, downwardAPI)")
+            }
+            // As Kubernetes' `utilerrors.NewAggregate` prints them.
+            Error::Several(errors) => {
+                f.write_str("[")?;
+                for (i, e) in errors.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    e.fmt(f)?;
+                }
+                f.write_str("]")
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
 /// The files of `v`, or `None` when it is not a volume of files.
-pub fn of_volume(v: &Volume, s: &Sources) -> Result<Option<Vec<File>>, String> {
+pub fn of_volume(v: &Volume, s: &Sources) -> Result<Option<Vec<File>>, Error> {
     let mode = |m: Option<i32>| m.map_or(DEFAULT_MODE, |m| m as u32 & 0o777);
     let mut files = Vec::new();
     if let Some(c) = &v.config_map {
@@ -53,7 +107,7 @@ pub fn of_volume(v: &Volume, s: &Sources) -> Result<Option<Vec<File>>, String> {
                 downward(d.items.as_deref().unwrap_or_default(), m, s, &mut files)
             } else {
                 // Admission refuses the others (`manifest::strict`).
-                Err("projected source not supported (only configMap, secret, downwardAPI)".into())
+                Err(Error::Unsupported)
             };
             if let Err(e) = r {
                 errors.push(e);
@@ -68,15 +122,19 @@ pub fn of_volume(v: &Volume, s: &Sources) -> Result<Option<Vec<File>>, String> {
     Ok(Some(files))
 }
 
-/// Several errors as one, as Kubernetes' `utilerrors.NewAggregate` prints them: one alone
-/// as it is, more (repeats dropped) as `[a, b]`.
-fn aggregate(mut errors: Vec<String>) -> String {
-    let mut seen = std::collections::BTreeSet::new();
-    errors.retain(|e| seen.insert(e.clone()));
-    if errors.len() == 1 {
-        return errors.remove(0);
+/// Several errors as one, as Kubernetes' `utilerrors.NewAggregate` makes them: one alone
+/// as it is, more with repeats dropped.
+fn aggregate(errors: Vec<Error>) -> Error {
+    let mut once: Vec<Error> = Vec::new();
+    for e in errors {
+        if !once.contains(&e) {
+            once.push(e);
+        }
     }
-    format!("[{}]", errors.join(", "))
+    if once.len() == 1 {
+        return once.remove(0);
+    }
+    Error::Several(once)
 }
 
 /// Keys (or `items`) of one object's data.
@@ -85,9 +143,9 @@ fn keys(
     items: &Option<Vec<KeyToPath>>,
     optional: bool,
     mode: u32,
-    missing_key: &dyn Fn(&str) -> String,
+    kind: ObjectKind,
     out: &mut Vec<File>,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     match items {
         None => {
             for (k, d) in data {
@@ -107,7 +165,12 @@ fn keys(
                         mode: it.mode.map_or(mode, |m| m as u32 & 0o777),
                     }),
                     None if optional => {}
-                    None => return Err(missing_key(&it.key)),
+                    None => {
+                        return Err(Error::MissingKey {
+                            kind,
+                            key: it.key.clone(),
+                        })
+                    }
                 }
             }
         }
@@ -124,20 +187,19 @@ fn object(
     mode: u32,
     s: &Sources,
     out: &mut Vec<File>,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let optional = optional == Some(true);
     let Some(data) = object_data(s, kind, name) else {
         return if optional {
             Ok(())
         } else {
-            Err(format!("{} {name:?} not found", kind.lower()))
+            Err(Error::NotFound {
+                kind,
+                name: name.to_string(),
+            })
         };
     };
-    let missing = |k: &str| match kind {
-        ObjectKind::ConfigMap => format!("configmap references non-existent config key: {k}"),
-        ObjectKind::Secret => format!("references non-existent secret key: {k}"),
-    };
-    keys(data, items, optional, mode, &missing, out)
+    keys(data, items, optional, mode, kind, out)
 }
 
 fn config_map(
@@ -145,7 +207,7 @@ fn config_map(
     mode: u32,
     s: &Sources,
     out: &mut Vec<File>,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     object(
         ObjectKind::ConfigMap,
         &c.name,
@@ -157,7 +219,7 @@ fn config_map(
     )
 }
 
-fn secret(c: &SecretProjection, mode: u32, s: &Sources, out: &mut Vec<File>) -> Result<(), String> {
+fn secret(c: &SecretProjection, mode: u32, s: &Sources, out: &mut Vec<File>) -> Result<(), Error> {
     object(
         ObjectKind::Secret,
         &c.name,
@@ -184,13 +246,13 @@ fn downward(
     mode: u32,
     s: &Sources,
     out: &mut Vec<File>,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     for it in items {
         let data = if let Some(f) = &it.field_ref {
             match f.field_path.as_str() {
                 "metadata.labels" => map_file(&s.pod.metadata.labels),
                 "metadata.annotations" => map_file(&s.pod.metadata.annotations),
-                p => field(p, s).ok_or_else(|| format!("unsupported fieldPath: {p}"))?,
+                p => field(p, s).ok_or_else(|| Error::FieldPath(p.to_string()))?,
             }
         } else if let Some(r) = &it.resource_field_ref {
             let spec = s.pod.spec.as_ref();
@@ -199,7 +261,7 @@ fn downward(
                 .into_iter()
                 .flat_map(|sp| sp.init_containers.iter().flatten().chain(&sp.containers))
                 .find(|c| c.name == name)
-                .ok_or_else(|| format!("container {name} not found"))?;
+                .ok_or_else(|| Error::NoContainer(name.to_string()))?;
             let src = k8s_openapi::api::core::v1::EnvVarSource {
                 resource_field_ref: Some(r.clone()),
                 ..Default::default()
@@ -213,7 +275,7 @@ fn downward(
                 env: Some(vec![var]),
                 ..c.clone()
             };
-            let r = super::env::resolve(&probe, s).map_err(|e| e.0)?;
+            let r = super::env::resolve(&probe, s).map_err(Error::Resource)?;
             r.env
                 .into_iter()
                 .find(|(k, _)| k == "V")
@@ -236,7 +298,7 @@ mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 
-    fn with(v: &str, f: impl FnOnce(Result<Option<Vec<File>>, String>)) {
+    fn with(v: &str, f: impl FnOnce(Result<Option<Vec<File>>, Error>)) {
         let pod: Pod = serde_yaml_ng::from_str(
             "metadata: {name: web, labels: {b: '2', a: '1'}}\nspec:\n  containers:\n  - {name: c, resources: {limits: {memory: 32Mi}}}",
         )
@@ -285,7 +347,7 @@ mod tests {
             assert_eq!(r.unwrap().unwrap(), vec![file("token", "secret", 0o644)])
         });
         with("{name: v, configMap: {name: nope}}", |r| {
-            assert_eq!(r.unwrap_err(), "configmap \"nope\" not found")
+            assert_eq!(r.unwrap_err().to_string(), "configmap \"nope\" not found")
         });
         with("{name: v, configMap: {name: nope, optional: true}}", |r| {
             assert_eq!(r.unwrap().unwrap(), vec![])
@@ -294,7 +356,7 @@ mod tests {
             "{name: v, configMap: {name: cfg, items: [{key: c.conf, path: c}]}}",
             |r| {
                 assert_eq!(
-                    r.unwrap_err(),
+                    r.unwrap_err().to_string(),
                     "configmap references non-existent config key: c.conf"
                 )
             },
@@ -315,11 +377,11 @@ mod tests {
         });
         // Every source is tried; the errors come together, as kubelet's aggregate.
         with("{name: v, projected: {sources: [{secret: {name: mysecret}}, {configMap: {name: cfg}}, {configMap: {name: myconfigmap}}]}}", |r| {
-            assert_eq!(r.unwrap_err(), "[secret \"mysecret\" not found, configmap \"myconfigmap\" not found]")
+            assert_eq!(r.unwrap_err().to_string(), "[secret \"mysecret\" not found, configmap \"myconfigmap\" not found]")
         });
         with(
             "{name: v, projected: {sources: [{secret: {name: mysecret}}]}}",
-            |r| assert_eq!(r.unwrap_err(), "secret \"mysecret\" not found"),
+            |r| assert_eq!(r.unwrap_err().to_string(), "secret \"mysecret\" not found"),
         );
         with(
             "{name: v, projected: {sources: [{secret: {name: mysecret, optional: true}}]}}",

@@ -162,7 +162,7 @@ pub fn from_documents(
     let mut pod =
         pod.ok_or_else(|| Error::new("manifest", "no Pod (apiVersion: v1, kind: Pod) in it"))?;
     defaults::pod(&mut pod, new_uid);
-    let presets = preset::apply(&mut pod, &presets).map_err(|e| Error::new("PodPreset", e))?;
+    let presets = preset::apply(&mut pod, &presets)?;
     strict::alpha(&pod)?;
     validate::pod(&pod)?;
     strict::unsupported(&pod)?;

@@ -10,6 +10,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
+use super::Error;
+
 pub const API_VERSION: &str = "settings.k8s.io/v1alpha1";
 const EXCLUDE: &str = "podpreset.admission.kubernetes.io/exclude";
 const APPLIED_PREFIX: &str = "podpreset.admission.kubernetes.io/podpreset-";
@@ -38,11 +40,11 @@ pub struct PodPresetSpec {
 }
 
 /// Whether `sel` matches `labels` (`metav1.LabelSelectorAsSelector`: no selector matches
-/// nothing, an empty one everything). An unknown operator is an error.
+/// nothing, an empty one everything). An unknown operator is an error of `spec.selector`.
 pub fn matches(
     sel: Option<&LabelSelector>,
     labels: &BTreeMap<String, String>,
-) -> Result<bool, String> {
+) -> Result<bool, Error> {
     let Some(sel) = sel else { return Ok(false) };
     for (k, v) in sel.match_labels.iter().flatten() {
         if labels.get(k) != Some(v) {
@@ -57,7 +59,12 @@ pub fn matches(
             "NotIn" => have.is_none_or(|h| !vals.contains(h)),
             "Exists" => have.is_some(),
             "DoesNotExist" => have.is_none(),
-            op => return Err(format!("{op:?} is not a valid label selector operator")),
+            op => {
+                return Err(Error::new(
+                    "spec.selector",
+                    format!("{op:?} is not a valid label selector operator"),
+                ))
+            }
         };
         if !ok {
             return Ok(false);
@@ -76,7 +83,7 @@ pub struct Outcome {
 }
 
 /// Apply the matching presets to `pod` (already defaulted, not yet validated).
-pub fn apply(pod: &mut Pod, presets: &[PodPreset]) -> Result<Outcome, String> {
+pub fn apply(pod: &mut Pod, presets: &[PodPreset]) -> Result<Outcome, Error> {
     let ns = pod
         .metadata
         .namespace
@@ -100,7 +107,7 @@ pub fn apply(pod: &mut Pod, presets: &[PodPreset]) -> Result<Outcome, String> {
         }
         let name = p.metadata.name.clone().unwrap_or_default();
         if matches(p.spec.selector.as_ref(), &labels)
-            .map_err(|e| format!("PodPreset {name:?}: spec.selector: {e}"))?
+            .map_err(|e| Error::new("PodPreset", format!("PodPreset {name:?}: {e}")))?
         {
             matching.push(p);
         }
@@ -165,8 +172,45 @@ pub fn apply(pod: &mut Pod, presets: &[PodPreset]) -> Result<Outcome, String> {
     })
 }
 
+/// A preset that conflicts with the pod or with a preset before it: its name, and what.
+struct Conflict {
+    preset: String,
+    what: String,
+}
+
+impl std::fmt::Display for Conflict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PodPreset {:?}: {}", self.preset, self.what)
+    }
+}
+
+/// An entry of a named list (`volumes`, `env`) that `preset` adds, against those already
+/// there with where each came from: the same name with another value is a conflict.
+fn add_named<T: PartialEq + Clone>(
+    seen: &mut BTreeMap<String, (T, String)>,
+    field: &str,
+    preset: &str,
+    name: &str,
+    item: &T,
+) -> Result<(), Conflict> {
+    match seen.get(name) {
+        Some((x, from)) if x != item => Err(Conflict {
+            preset: preset.to_string(),
+            what: format!("{field}: {name:?} conflicts with {from}"),
+        }),
+        Some(_) => Ok(()),
+        None => {
+            seen.insert(
+                name.to_string(),
+                (item.clone(), format!("PodPreset {preset:?}")),
+            );
+            Ok(())
+        }
+    }
+}
+
 /// `safeToApplyPodPresetsOnPod`: every preset against the pod and the presets before it.
-fn check(pod: &Pod, presets: &[&PodPreset]) -> Result<(), String> {
+fn check(pod: &Pod, presets: &[&PodPreset]) -> Result<(), Conflict> {
     let spec = pod.spec.clone().unwrap_or_default();
     let mut volumes: BTreeMap<String, (Volume, String)> = spec
         .volumes
@@ -177,18 +221,7 @@ fn check(pod: &Pod, presets: &[&PodPreset]) -> Result<(), String> {
     for p in presets {
         let name = p.metadata.name.clone().unwrap_or_default();
         for v in p.spec.volumes.iter().flatten() {
-            match volumes.get(&v.name) {
-                Some((x, from)) if x != v => {
-                    return Err(format!(
-                        "PodPreset {name:?}: volumes: {:?} conflicts with {from}",
-                        v.name
-                    ))
-                }
-                Some(_) => {}
-                None => {
-                    volumes.insert(v.name.clone(), (v.clone(), format!("PodPreset {name:?}")));
-                }
-            }
+            add_named(&mut volumes, "volumes", &name, &v.name, v)?;
         }
     }
     for c in &spec.containers {
@@ -212,29 +245,24 @@ fn check(pod: &Pod, presets: &[&PodPreset]) -> Result<(), String> {
         for p in presets {
             let name = p.metadata.name.clone().unwrap_or_default();
             for e in p.spec.env.iter().flatten() {
-                match env.get(&e.name) {
-                    Some((x, from)) if x != e => {
-                        return Err(format!(
-                            "PodPreset {name:?}: env: {:?} conflicts with {from}",
-                            e.name
-                        ))
-                    }
-                    Some(_) => {}
-                    None => {
-                        env.insert(e.name.clone(), (e.clone(), format!("PodPreset {name:?}")));
-                    }
-                }
+                add_named(&mut env, "env", &name, &e.name, e)?;
             }
             for m in p.spec.volume_mounts.iter().flatten() {
                 for (x, from) in &mounts {
                     if x.name == m.name && x != m {
-                        return Err(format!(
-                            "PodPreset {name:?}: volumeMounts: {:?} conflicts with {from}",
-                            m.name
-                        ));
+                        return Err(Conflict {
+                            preset: name,
+                            what: format!("volumeMounts: {:?} conflicts with {from}", m.name),
+                        });
                     }
                     if x.mount_path == m.mount_path && x != m {
-                        return Err(format!("PodPreset {name:?}: volumeMounts: mountPath {:?} conflicts with {from}", m.mount_path));
+                        return Err(Conflict {
+                            preset: name,
+                            what: format!(
+                                "volumeMounts: mountPath {:?} conflicts with {from}",
+                                m.mount_path
+                            ),
+                        });
                     }
                 }
                 mounts.push((m.clone(), format!("PodPreset {name:?}")));

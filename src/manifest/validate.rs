@@ -42,6 +42,24 @@ fn one_of(field: impl Into<String>, value: &str, supported: &[&str]) -> R {
     )
 }
 
+/// `validateLocalDescendingPath`: relative, and no `..` among its parts.
+fn local_descending_path(path: &str, field: &str) -> R {
+    let p = std::path::Path::new(path);
+    if p.is_absolute() {
+        return err(
+            field,
+            format!("Invalid value: {path:?}: must be a relative path"),
+        );
+    }
+    if p.components().any(|c| c == std::path::Component::ParentDir) {
+        return err(
+            field,
+            format!("Invalid value: {path:?}: must not contain '..'"),
+        );
+    }
+    Ok(())
+}
+
 pub fn pod(pod: &Pod) -> R {
     let name = pod.metadata.name.as_deref().unwrap_or("");
     if name.is_empty() {

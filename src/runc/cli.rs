@@ -112,11 +112,16 @@ fn split_flag(arg: &str) -> Option<(&str, Option<&str>)> {
     })
 }
 
+/// A command line that does not parse, in Go's flag package's words.
+fn usage(m: String) -> Error {
+    Error::Usage(m)
+}
+
 /// Parse `args` against `table`. With `reorder`, flags of the table found after a
 /// positional argument are taken too (urfave/cli's reordering); without, the first
 /// positional argument ends the flags (Go's flag package), so that `exec ID sh -c x`
 /// keeps `-c` for the command.
-pub fn parse(table: &[Flag], args: &[String], reorder: bool) -> Result<Args, String> {
+pub fn parse(table: &[Flag], args: &[String], reorder: bool) -> Result<Args, Error> {
     let mut out = Args::default();
     let mut i = 0;
     let mut flags_done = false;
@@ -145,8 +150,8 @@ pub fn parse(table: &[Flag], args: &[String], reorder: bool) -> Result<Args, Str
             out.help = true;
             continue;
         }
-        let flag =
-            find(table, name).ok_or_else(|| format!("flag provided but not defined: -{name}"))?;
+        let flag = find(table, name)
+            .ok_or_else(|| usage(format!("flag provided but not defined: -{name}")))?;
         let canonical = flag.names[0];
         let value = if flag.value {
             match inline {
@@ -154,7 +159,7 @@ pub fn parse(table: &[Flag], args: &[String], reorder: bool) -> Result<Args, Str
                 None => {
                     let v = args
                         .get(i)
-                        .ok_or_else(|| format!("flag needs an argument: -{name}"))?;
+                        .ok_or_else(|| usage(format!("flag needs an argument: -{name}")))?;
                     i += 1;
                     v.clone()
                 }
@@ -168,9 +173,9 @@ pub fn parse(table: &[Flag], args: &[String], reorder: bool) -> Result<Args, Str
                     "false".to_string()
                 }
                 Some(v) => {
-                    return Err(format!(
+                    return Err(usage(format!(
                         "invalid boolean value {v:?} for -{name}: parse error"
-                    ))
+                    )))
                 }
             }
         };
@@ -255,11 +260,13 @@ mod tests {
     #[test]
     fn errors_as_go_flag_words_them() {
         assert_eq!(
-            parse(T, &v(&["--bogus", "x"]), true).unwrap_err(),
+            parse(T, &v(&["--bogus", "x"]), true)
+                .unwrap_err()
+                .to_string(),
             "flag provided but not defined: -bogus"
         );
         assert_eq!(
-            parse(T, &v(&["--bundle"]), true).unwrap_err(),
+            parse(T, &v(&["--bundle"]), true).unwrap_err().to_string(),
             "flag needs an argument: -bundle"
         );
         assert!(parse(T, &v(&["--detach=maybe"]), true).is_err());

@@ -110,17 +110,8 @@ impl From<&str> for Error {
     }
 }
 
-impl Error {
-    /// What was done to which path (`writing pid file /x`), failing with `err`.
-    pub fn io(what: impl fmt::Display, err: std::io::Error) -> Error {
-        Error::Io {
-            what: what.to_string(),
-            err,
-        }
-    }
-}
-
 crate::error::string_from!(Error);
+crate::error::context!(Error: io);
 
 /// Logs the error as runc does (one line, at level error) and gives runc's exit status.
 pub fn report(e: &Error) -> i32 {

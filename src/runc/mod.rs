@@ -93,7 +93,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
         Err(e) => {
             // As urfave/cli: the complaint and the help on stdout, the error logged.
             print(&format!("Incorrect Usage: {e}\n\n{}", usage()));
-            log::error(&e);
+            log::error(&e.to_string());
             return 1;
         }
     };
@@ -152,7 +152,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
         Ok(a) => a,
         Err(e) => {
             print(&format!("Incorrect Usage: {e}\n\n{}", verb_help(v)));
-            log::error(&e);
+            log::error(&e.to_string());
             return 1;
         }
     };
@@ -366,15 +366,16 @@ fn write_spec(a: &cli::Args) -> Result<()> {
 
 /// JSON indented as Go's `MarshalIndent` with `indent` (runc: tabs for `spec`, four
 /// spaces for `features`).
-fn indented(v: &serde_json::Value, indent: &[u8]) -> std::result::Result<String, String> {
+fn indented(v: &serde_json::Value, indent: &[u8]) -> Result<String> {
     use serde::Serialize;
     let mut out = Vec::new();
     let mut ser = serde_json::Serializer::with_formatter(
         &mut out,
         serde_json::ser::PrettyFormatter::with_indent(indent),
     );
-    v.serialize(&mut ser).map_err(|e| e.to_string())?;
-    String::from_utf8(out).map_err(|e| e.to_string())
+    v.serialize(&mut ser)
+        .map_err(|e| Error::Other(e.to_string()))?;
+    String::from_utf8(out).map_err(|e| Error::Other(e.to_string()))
 }
 
 fn version() -> String {

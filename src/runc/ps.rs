@@ -49,13 +49,13 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), super::Error> {
 }
 
 /// `ps`'s header and its lines whose PID column is one of `pids`.
-pub fn filter(ps_out: &str, pids: &[i32]) -> Result<String, String> {
+pub fn filter(ps_out: &str, pids: &[i32]) -> super::Result<String> {
     let mut lines = ps_out.lines();
     let header = lines.next().unwrap_or("");
     let col = header
         .split_whitespace()
         .position(|f| f == "PID")
-        .ok_or("couldn't find PID field in ps output")?;
+        .ok_or_else(|| super::Error::Other("couldn't find PID field in ps output".into()))?;
     let mut s = format!("{header}\n");
     for l in lines {
         let pid = l.split_whitespace().nth(col).and_then(|p| p.parse().ok());

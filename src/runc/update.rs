@@ -270,9 +270,9 @@ mod tests {
         assert_eq!(ram_in_bytes("lots"), None);
     }
 
-    fn flags(words: &[&str]) -> Result<Given, String> {
+    fn flags(words: &[&str]) -> Result<Given, Error> {
         let args: Vec<String> = words.iter().map(|s| s.to_string()).collect();
-        from_flags(&super::super::cli::parse(FLAGS, &args, true).unwrap()).map_err(String::from)
+        from_flags(&super::super::cli::parse(FLAGS, &args, true).unwrap())
     }
 
     fn resources(json: serde_json::Value) -> LinuxResources {
@@ -295,20 +295,22 @@ mod tests {
             pids: 10,
             ..Given::default()
         };
-        assert_eq!(g, Ok(want));
+        assert_eq!(g.unwrap(), want);
         let g = flags(&["--memory-swap", "-1", "--cpuset-cpus", "0-1", "c1"]).unwrap();
         assert_eq!((g.memory_swap, g.cpus.as_str()), (-1, "0-1"));
         assert_eq!(
-            flags(&["--cpu-period", "-5", "c1"]),
-            Err("invalid value for cpu-period: \"-5\"".to_string())
+            flags(&["--cpu-period", "-5", "c1"])
+                .unwrap_err()
+                .to_string(),
+            "invalid value for cpu-period: \"-5\""
         );
         assert_eq!(
-            flags(&["--memory", "lots", "c1"]),
-            Err("invalid value for memory: \"lots\"".to_string())
+            flags(&["--memory", "lots", "c1"]).unwrap_err().to_string(),
+            "invalid value for memory: \"lots\""
         );
         assert_eq!(
-            flags(&["--kernel-memory", "1m", "c1"]),
-            Ok(Given::default())
+            flags(&["--kernel-memory", "1m", "c1"]).unwrap(),
+            Given::default()
         );
     }
 

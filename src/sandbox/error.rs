@@ -36,20 +36,6 @@ pub enum Error {
 }
 
 impl Error {
-    pub fn io(what: impl fmt::Display, err: io::Error) -> Error {
-        Error::Io {
-            what: what.to_string(),
-            err,
-        }
-    }
-
-    pub fn sys(what: impl fmt::Display, errno: Errno) -> Error {
-        Error::Sys {
-            what: what.to_string(),
-            errno,
-        }
-    }
-
     pub fn kind(&self) -> Kind {
         match self {
             Error::Io { err, .. } => Kind::of_io(err),
@@ -83,6 +69,7 @@ impl fmt::Display for Error {
 }
 
 crate::error::layer_error!(Error);
+crate::error::context!(Error: io, sys);
 
 #[cfg(test)]
 mod tests {

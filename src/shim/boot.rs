@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use containerd_shim::Shim as _;
 
+use super::error::Error;
 use super::Shim;
 
 pub const RUNTIME_ID: &str = "io.containerd.podinit.v1";
@@ -64,24 +65,24 @@ fn crate_run(config: containerd_shim::Config) -> ! {
 
 /// `start`: the address of the pod's shim on stdout, in the form the containerd that asks
 /// reads (`bootstrap.rs`).
-fn start(flags: &containerd_shim::Flags) -> Result<(), String> {
+fn start(flags: &containerd_shim::Flags) -> Result<(), Error> {
     let mut input = Vec::new();
     // containerd writes its bootstrap (or the runtime options) and closes; a terminal is
     // a person, who writes nothing.
     if !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
         std::io::Read::read_to_end(&mut std::io::stdin(), &mut input)
-            .map_err(|e| format!("reading containerd's bootstrap on stdin: {e}"))?;
+            .map_err(|e| Error::io("reading containerd's bootstrap on stdin", e))?;
     }
     if let Some((url, value)) = super::bootstrap::options(&input) {
         let refused = super::bootstrap::refused_runc_options(&url, &value);
         if !refused.is_empty() {
-            return Err(format!(
+            return Err(Error::Unsupported(format!(
                 "the podinit handler does not support the runtime options {} (docs/cri.md \
                  §4): remove them from its options in containerd's config",
                 refused.join(", ")
-            ));
+            )));
         }
-        let bundle = std::env::current_dir().map_err(|e| format!("bundle: {e}"))?;
+        let bundle = std::env::current_dir().map_err(|e| Error::io("bundle", e))?;
         super::bootstrap::keep_systemd_cgroup(
             &bundle,
             super::bootstrap::systemd_cgroup(&url, &value),
@@ -103,7 +104,7 @@ fn start(flags: &containerd_shim::Flags) -> Result<(), String> {
     let mut out = std::io::stdout();
     std::io::Write::write_all(&mut out, &answer)
         .and_then(|()| std::io::Write::flush(&mut out))
-        .map_err(|e| format!("answering containerd on stdout: {e}"))
+        .map_err(|e| Error::io("answering containerd on stdout", e))
 }
 
 /// The address of the pod's shim, started unless it already runs, also written to the
@@ -115,14 +116,11 @@ pub fn start_address(
     containerd: &str,
     debug: bool,
     socket_dir: Option<&str>,
-) -> Result<String, String> {
-    let bundle = std::env::current_dir().map_err(|e| format!("bundle: {e}"))?;
+) -> Result<String, Error> {
+    let bundle = std::env::current_dir().map_err(|e| Error::io("bundle", e))?;
     // A Sandbox API sandbox's bundle has no config.json: its shim is its own.
     let grouping = if bundle.join("config.json").exists() {
-        super::sandbox::grouping(
-            id,
-            &super::sandbox::load(&bundle).map_err(|e| e.to_string())?,
-        )
+        super::sandbox::grouping(id, &super::sandbox::load(&bundle)?)
     } else {
         id.to_string()
     };
@@ -131,20 +129,25 @@ pub fn start_address(
     if let Some(listener) = bind(&address)? {
         spawn_daemon([namespace, id, containerd, &address], debug, listener)?;
     }
-    containerd_shim::util::write_address(&address)
-        .map_err(|e| format!("writing the address file in {}: {e}", bundle.display()))?;
+    containerd_shim::util::write_address(&address).map_err(|e| {
+        Error::Other(format!(
+            "writing the address file in {}: {e}",
+            bundle.display()
+        ))
+    })?;
     Ok(address)
 }
 
 /// The pod's socket, bound and listening; `None` when a shim already serves it (this is
 /// a container of a pod whose shim runs, or another `start` has just bound it).
-fn bind(address: &str) -> Result<Option<UnixListener>, String> {
+fn bind(address: &str) -> Result<Option<UnixListener>, Error> {
     let path = super::socket_path(address);
     if super::serves(address) {
         return Ok(None);
     }
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::io(format_args!("creating {}", dir.display()), e))?;
     }
     match UnixListener::bind(path) {
         Ok(l) => Ok(Some(l)),
@@ -156,9 +159,9 @@ fn bind(address: &str) -> Result<Option<UnixListener>, String> {
             let _ = std::fs::remove_file(path);
             UnixListener::bind(path)
                 .map(Some)
-                .map_err(|e| format!("binding {}: {e}", path.display()))
+                .map_err(|e| Error::io(format_args!("binding {}", path.display()), e))
         }
-        Err(e) => Err(format!("binding {}: {e}", path.display())),
+        Err(e) => Err(Error::io(format_args!("binding {}", path.display()), e)),
     }
 }
 
@@ -168,8 +171,8 @@ fn spawn_daemon(
     [namespace, id, containerd, address]: [&str; 4],
     debug: bool,
     listener: UnixListener,
-) -> Result<(), String> {
-    let exe = std::env::current_exe().map_err(|e| format!("finding the shim's binary: {e}"))?;
+) -> Result<(), Error> {
+    let exe = std::env::current_exe().map_err(|e| Error::io("finding the shim's binary", e))?;
     let fd = listener.as_raw_fd();
     let mut cmd = Command::new(&exe);
     cmd.args(["-namespace", namespace, "-id", id])
@@ -180,8 +183,12 @@ fn spawn_daemon(
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     podinit::sys::fd::pass_as(&mut cmd, fd, LISTENER_FD);
-    cmd.spawn()
-        .map_err(|e| format!("starting the shim's daemon {}: {e}", exe.display()))?;
+    cmd.spawn().map_err(|e| {
+        Error::io(
+            format_args!("starting the shim's daemon {}", exe.display()),
+            e,
+        )
+    })?;
     Ok(())
 }
 
@@ -190,34 +197,35 @@ fn spawn_daemon(
 fn daemon(
     flags: &containerd_shim::Flags,
     mut config: containerd_shim::Config,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     // Where events go; connected to at the first event (`events.rs`).
-    std::env::var("TTRPC_ADDRESS").map_err(|e| format!("TTRPC_ADDRESS: {e}"))?;
+    std::env::var("TTRPC_ADDRESS").map_err(|e| Error::Missing(format!("TTRPC_ADDRESS: {e}")))?;
     // As the crate: containerd's SIGTERM and SIGINT, and SIGPIPE, do not end the shim
     // (its task's Shutdown does). Handlers, not SIG_IGN, so that nothing exec'd inherits them.
     let ignored = Arc::new(std::sync::atomic::AtomicBool::new(false));
     for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGPIPE] {
         signal_hook::flag::register(sig, Arc::clone(&ignored))
-            .map_err(|e| format!("signal {sig}: {e}"))?;
+            .map_err(|e| Error::io(format_args!("signal {sig}"), e))?;
     }
     nix::sys::prctl::set_child_subreaper(true)
-        .map_err(|e| format!("becoming a subreaper: {}", std::io::Error::from(e)))?;
+        .map_err(|e| Error::io("becoming a subreaper", std::io::Error::from(e)))?;
     let listener = match std::env::var(LISTENER_ENV) {
         Ok(_) => {
             // `start` passed us this fd, a listening socket that is ours alone.
             let fd = podinit::sys::fd::take_inherited(LISTENER_FD)
-                .map_err(|e| format!("the listening socket from start: {e}"))?;
+                .map_err(|e| Error::io("the listening socket from start", e))?;
             // Inherited without close-on-exec: no verb or container may inherit it too.
             nix::fcntl::fcntl(
                 &fd,
                 nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
             )
-            .map_err(|e| format!("the listening socket from start: {e}"))?;
+            .map_err(|e| Error::Other(format!("the listening socket from start: {e}")))?;
             UnixListener::from(fd)
         }
         Err(_) => {
             let path = super::socket_path(&flags.socket);
-            UnixListener::bind(path).map_err(|e| format!("binding {}: {e}", path.display()))?
+            UnixListener::bind(path)
+                .map_err(|e| Error::io(format_args!("binding {}", path.display()), e))?
         }
     };
     std::env::remove_var(LISTENER_ENV);
@@ -228,7 +236,7 @@ fn daemon(
         &flags.namespace,
         &flags.id,
     )
-    .map_err(|e| format!("the shim's log: {e}"))?;
+    .map_err(|e| Error::Other(format!("the shim's log: {e}")))?;
     super::say::log_panics();
     let tasks = shim.task_service();
     let sandboxes = super::sandboxer::service(Arc::clone(&tasks.0));
@@ -244,7 +252,7 @@ fn daemon(
     // containerd 2's Sandbox API on the same socket (a runtime with `sandboxer = "shim"`).
     service.extend(sandboxes);
     super::server::start(listener, service)
-        .map_err(|e| format!("serving {}: {e}", flags.socket))?;
+        .map_err(|e| Error::io(format_args!("serving {}", flags.socket), e))?;
     shim.wait();
     // The socket goes with us. By its path, not the bundle's `address` file as the crate
     // does: containerd removes the bundle once Shutdown has answered, often before this

@@ -82,13 +82,13 @@ pub fn options(input: &[u8]) -> Option<(String, Vec<u8>)> {
 const OPTIONS_FILE: &str = "options.json";
 
 /// Leave `SystemdCgroup = true` in the bundle `dir` (nothing when false).
-pub fn keep_systemd_cgroup(dir: &std::path::Path, on: bool) -> Result<(), String> {
+pub fn keep_systemd_cgroup(dir: &std::path::Path, on: bool) -> Result<(), super::error::Error> {
     if !on {
         return Ok(());
     }
     let path = dir.join(OPTIONS_FILE);
     std::fs::write(&path, br#"{"systemd_cgroup":true}"#)
-        .map_err(|e| format!("writing {}: {e}", path.display()))
+        .map_err(|e| super::error::Error::io(format_args!("writing {}", path.display()), e))
 }
 
 /// Whether `start` left `SystemdCgroup = true` in the bundle `dir`.

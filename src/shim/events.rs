@@ -13,6 +13,7 @@ use containerd_shim::protos::ttrpc::proto::{
     Code, MessageHeader, Request, Response, MESSAGE_TYPE_RESPONSE,
 };
 
+use super::error::Error;
 use super::service::Event;
 
 /// The protobuf type of each event we publish, by topic, as containerd names them in an
@@ -87,31 +88,36 @@ impl Events {
     }
 
     /// Forwards one event and waits for containerd's answer.
-    fn forward(&mut self, req: &ForwardRequest) -> Result<(), String> {
+    fn forward(&mut self, req: &ForwardRequest) -> Result<(), Error> {
         let stream = self.next_stream;
         self.next_stream = self.next_stream.wrapping_add(2);
         let request = Request {
             service: "containerd.services.events.ttrpc.v1.Events".into(),
             method: "Forward".into(),
-            payload: req.write_to_bytes().map_err(|e| e.to_string())?,
+            payload: req
+                .write_to_bytes()
+                .map_err(|e| Error::Other(e.to_string()))?,
             ..Default::default()
         };
-        let body = request.write_to_bytes().map_err(|e| e.to_string())?;
+        let body = request
+            .write_to_bytes()
+            .map_err(|e| Error::Other(e.to_string()))?;
         let mh = MessageHeader::new_request(stream, body.len() as u32);
         self.conn
             .write_all(&super::server::frame(mh, &body))
-            .map_err(|e| format!("sending: {e}"))?;
+            .map_err(|e| Error::io("sending", e))?;
         loop {
-            let (mh, body) = super::server::read_message(&mut self.conn)
-                .ok_or("containerd closed the connection or did not answer")?;
+            let (mh, body) = super::server::read_message(&mut self.conn).ok_or_else(|| {
+                Error::Other("containerd closed the connection or did not answer".into())
+            })?;
             if mh.stream_id != stream || mh.type_ != MESSAGE_TYPE_RESPONSE {
                 continue;
             }
             let res = Response::parse_from_bytes(&body.unwrap_or_default())
-                .map_err(|e| format!("its answer: {e}"))?;
+                .map_err(|e| Error::Other(format!("its answer: {e}")))?;
             return match res.status.as_ref().map(|s| (s.code(), s.message.as_str())) {
                 None | Some((Code::OK, _)) => Ok(()),
-                Some((code, msg)) => Err(format!("{code:?}: {msg}")),
+                Some((code, msg)) => Err(Error::Other(format!("{code:?}: {msg}"))),
             };
         }
     }

@@ -78,7 +78,7 @@ impl containerd_shim::Shim for Shim {
     /// `start` itself; this serves the crate's trait).
     fn start_shim(&mut self, opts: StartOpts) -> containerd_shim::Result<String> {
         boot::start_address(&opts.id, &opts.namespace, &opts.address, opts.debug, None)
-            .map_err(shim_err)
+            .map_err(|e| shim_err(e.to_string()))
     }
 
     /// After the shim is gone: remove what is left of the task (its processes, cgroup,

@@ -115,7 +115,7 @@ impl Supervisor<'_> {
         let reference = match &img.name.reference {
             Ok(r) => r.to_string(),
             Err(e) => {
-                image_pull::invalid_name(plan, &mut self.st, i, &img.name.written, e, now);
+                image_pull::invalid_name(plan, &mut self.st, i, &img.name.written, &e.0, now);
                 return false;
             }
         };

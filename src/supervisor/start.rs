@@ -213,7 +213,8 @@ impl Supervisor<'_> {
             let (cpus, mem) = self.cfg.node_allocatable;
             let volumes = &self.cfg.volumes;
             let env_file = |vol: &str, path: &str| {
-                super::env_files::read(volumes, vol, path).map_err(|e| e.to_string())
+                super::env_files::read(volumes, vol, path)
+                    .map_err(|e| crate::manifest::env::ConfigError(e.to_string()))
             };
             let sources = crate::manifest::env::Sources {
                 pod: &self.cfg.pod,

@@ -273,14 +273,7 @@ mod tests {
             !run(&p, DEV_CHAR, ACC_READ | ACC_WRITE, 1, 3),
             "any denied access denies"
         );
-        let all = Rule {
-            allow: true,
-            kind: 'a',
-            major: None,
-            minor: None,
-            access: "rwm".into(),
-        };
-        rules.push(all.clone());
+        rules.push(Rule::every_device(true));
         let p = program(&rules);
         assert_eq!(p.len(), 8);
         assert!(run(&p, DEV_BLOCK, ACC_READ, 8, 0));

@@ -21,6 +21,17 @@ pub struct Rule {
 }
 
 impl Rule {
+    /// Every access to every device (`a *:* rwm`), allowed or denied.
+    pub fn every_device(allow: bool) -> Rule {
+        Rule {
+            allow,
+            kind: 'a',
+            major: None,
+            minor: None,
+            access: "rwm".into(),
+        }
+    }
+
     /// `None` for a FIFO rule: FIFOs are no devices, the cgroup does not control them.
     pub fn from_oci(d: &LinuxDeviceCgroup) -> Option<Rule> {
         use oci_spec::runtime::LinuxDeviceType::*;
@@ -58,13 +69,7 @@ impl Rule {
 /// Everything denied: where the rules of a container start (runc's device emulator starts
 /// from a deny-all list, and v1 needs it written, v2 has no other start).
 pub fn deny_all() -> Rule {
-    Rule {
-        allow: false,
-        kind: 'a',
-        major: None,
-        minor: None,
-        access: "rwm".into(),
-    }
+    Rule::every_device(false)
 }
 
 /// runc's `AllowedDevices` (libcontainer/specconv), in its order: mknod of any node, and
@@ -165,14 +170,7 @@ mod tests {
 
     #[test]
     fn rules_as_v1_lines() {
-        let all = Rule {
-            allow: true,
-            kind: 'a',
-            major: None,
-            minor: None,
-            access: "rwm".into(),
-        };
-        assert_eq!(all.v1_line(), "a *:* rwm");
+        assert_eq!(Rule::every_device(true).v1_line(), "a *:* rwm");
         assert_eq!(defaults()[0].v1_line(), "a *:* rwm");
         assert_eq!(defaults()[9].v1_line(), "c 136:* rwm");
         assert_eq!(defaults()[10].v1_line(), "c 5:2 rwm");

@@ -49,13 +49,6 @@ impl Error {
         }
     }
 
-    pub fn io(what: impl fmt::Display, err: std::io::Error) -> Error {
-        Error::Io {
-            what: what.to_string(),
-            err,
-        }
-    }
-
     pub fn kind(&self) -> Kind {
         match self {
             Error::Syscall { errno, .. } => Kind::of_errno(*errno),
@@ -91,6 +84,7 @@ impl fmt::Display for Error {
 }
 
 crate::error::layer_error!(Error);
+crate::error::context!(Error: io);
 
 impl From<Error> for std::io::Error {
     fn from(e: Error) -> std::io::Error {

@@ -529,6 +529,36 @@ mod tests {
         }
     }
 
+    impl Fake {
+        /// Every v1 hierarchy in the one scratch directory.
+        fn v1_dirs(&self) -> V1Dirs {
+            let d = || Some(self.0.clone());
+            V1Dirs {
+                cpu: d(),
+                cpuacct: d(),
+                cpuset: d(),
+                memory: d(),
+                pids: d(),
+                blkio: d(),
+                hugetlb: d(),
+            }
+        }
+    }
+
+    /// The cpu, cpuacct and memory files both v1 readers are tried on.
+    const V1_CPU_AND_MEMORY: [(&str, &str); 7] = [
+        ("cpuacct.stat", "user 3\nsystem 1\n"),
+        ("cpuacct.usage", "500\n"),
+        ("cpuacct.usage_percpu", "300 200 \n"),
+        ("cpuacct.usage_all", "cpu user system\n0 100 200\n1 0 200\n"),
+        (
+            "cpu.stat",
+            "nr_periods 4\nnr_throttled 0\nthrottled_time 0\n",
+        ),
+        ("memory.stat", "cache 4096\nrss 8192\n"),
+        ("memory.usage_in_bytes", "12288\n"),
+    ];
+
     impl Drop for Fake {
         fn drop(&mut self) {
             let _ = fs::remove_dir_all(&self.0);
@@ -537,47 +567,34 @@ mod tests {
 
     #[test]
     fn v1_figures_in_runc_s_shape() {
-        let f = Fake::new(&[
-            ("cpuacct.stat", "user 3\nsystem 1\n"),
-            ("cpuacct.usage", "500\n"),
-            ("cpuacct.usage_percpu", "300 200 \n"),
-            ("cpuacct.usage_all", "cpu user system\n0 100 200\n1 0 200\n"),
-            (
-                "cpu.stat",
-                "nr_periods 4\nnr_throttled 0\nthrottled_time 0\n",
-            ),
-            ("memory.stat", "cache 4096\nrss 8192\n"),
-            ("memory.usage_in_bytes", "12288\n"),
-            ("memory.max_usage_in_bytes", "20480\n"),
-            ("memory.failcnt", "0\n"),
-            ("memory.limit_in_bytes", "9223372036854771712\n"),
-            ("pids.current", "2\n"),
-            ("pids.max", "max\n"),
-            ("cpuset.cpus", "0-2,5\n"),
-            ("cpuset.mems", "0\n"),
-            ("cpuset.sched_relax_domain_level", "-1\n"),
-            ("blkio.sectors_recursive", ""),
-            (
-                "blkio.throttle.io_serviced_recursive",
-                "8:0 Read 3\n8:0 Write 0\nTotal 3\n",
-            ),
-            (
-                "blkio.throttle.io_service_bytes_recursive",
-                "8:0 Read 4096\nTotal 4096\n",
-            ),
-            ("hugetlb.2MB.usage_in_bytes", "0\n"),
-            ("hugetlb.2MB.failcnt", "1\n"),
-        ]);
-        let d = Some(f.0.clone());
-        let dirs = V1Dirs {
-            cpu: d.clone(),
-            cpuacct: d.clone(),
-            cpuset: d.clone(),
-            memory: d.clone(),
-            pids: d.clone(),
-            blkio: d.clone(),
-            hugetlb: d,
-        };
+        let f = Fake::new(
+            &[
+                &V1_CPU_AND_MEMORY[..],
+                &[
+                    ("memory.max_usage_in_bytes", "20480\n"),
+                    ("memory.failcnt", "0\n"),
+                    ("memory.limit_in_bytes", "9223372036854771712\n"),
+                    ("pids.current", "2\n"),
+                    ("pids.max", "max\n"),
+                    ("cpuset.cpus", "0-2,5\n"),
+                    ("cpuset.mems", "0\n"),
+                    ("cpuset.sched_relax_domain_level", "-1\n"),
+                    ("blkio.sectors_recursive", ""),
+                    (
+                        "blkio.throttle.io_serviced_recursive",
+                        "8:0 Read 3\n8:0 Write 0\nTotal 3\n",
+                    ),
+                    (
+                        "blkio.throttle.io_service_bytes_recursive",
+                        "8:0 Read 4096\nTotal 4096\n",
+                    ),
+                    ("hugetlb.2MB.usage_in_bytes", "0\n"),
+                    ("hugetlb.2MB.failcnt", "1\n"),
+                ],
+            ]
+            .concat(),
+        );
+        let dirs = f.v1_dirs();
         let s = v1_stats(&Files::default(), &dirs, &["2MB".to_string()], true);
         let tck = clock_ticks();
         assert_eq!(
@@ -629,39 +646,26 @@ mod tests {
     /// read again through the kept files follow the files.
     #[test]
     fn the_metrics_reader_reads_the_metrics_figures_alone_and_again() {
-        let f = Fake::new(&[
-            ("cpuacct.stat", "user 3\nsystem 1\n"),
-            ("cpuacct.usage", "500\n"),
-            ("cpuacct.usage_percpu", "300 200 \n"),
-            ("cpuacct.usage_all", "cpu user system\n0 100 200\n1 0 200\n"),
-            (
-                "cpu.stat",
-                "nr_periods 4\nnr_throttled 0\nthrottled_time 0\n",
-            ),
-            ("memory.stat", "cache 4096\nrss 8192\n"),
-            ("memory.usage_in_bytes", "12288\n"),
-            ("pids.current", "2\n"),
-            ("pids.max", "9\n"),
-            ("cpuset.cpus", "0-2,5\n"),
-            (
-                "blkio.throttle.io_serviced_recursive",
-                "8:0 Read 3\nTotal 3\n",
-            ),
-            (
-                "blkio.throttle.io_service_bytes_recursive",
-                "8:0 Read 4096\nTotal 4096\n",
-            ),
-        ]);
-        let d = Some(f.0.clone());
-        let dirs = || V1Dirs {
-            cpu: d.clone(),
-            cpuacct: d.clone(),
-            cpuset: d.clone(),
-            memory: d.clone(),
-            pids: d.clone(),
-            blkio: d.clone(),
-            hugetlb: d.clone(),
-        };
+        let f = Fake::new(
+            &[
+                &V1_CPU_AND_MEMORY[..],
+                &[
+                    ("pids.current", "2\n"),
+                    ("pids.max", "9\n"),
+                    ("cpuset.cpus", "0-2,5\n"),
+                    (
+                        "blkio.throttle.io_serviced_recursive",
+                        "8:0 Read 3\nTotal 3\n",
+                    ),
+                    (
+                        "blkio.throttle.io_service_bytes_recursive",
+                        "8:0 Read 4096\nTotal 4096\n",
+                    ),
+                ],
+            ]
+            .concat(),
+        );
+        let dirs = || f.v1_dirs();
         let mut full = v1_stats(&Files::default(), &dirs(), &[], true);
         let kept = Files::default();
         let metrics = v1_stats(&kept, &dirs(), &[], false);

@@ -2,7 +2,7 @@
 
 use k8s_openapi::api::core::v1::{Container, EnvVarSource, FileKeySelector};
 
-use super::{err, R};
+use super::{err, local_descending_path, R};
 
 /// Container `c`'s `env` and `envFrom`, at field path `p` (the container's).
 pub(super) fn container(c: &Container, p: &str, empty_dirs: &EmptyDirs) -> R {
@@ -87,22 +87,7 @@ fn file_key_ref(f: &FileKeySelector, p: &str, empty_dirs: &EmptyDirs) -> R {
     if f.path.is_empty() {
         return err(format!("{p}.path"), "Required value");
     }
-    let path = std::path::Path::new(&f.path);
-    if path.is_absolute() {
-        return err(
-            format!("{p}.path"),
-            format!("Invalid value: {:?}: must be a relative path", f.path),
-        );
-    }
-    if path
-        .components()
-        .any(|c| c == std::path::Component::ParentDir)
-    {
-        return err(
-            format!("{p}.path"),
-            format!("Invalid value: {:?}: must not contain '..'", f.path),
-        );
-    }
+    local_descending_path(&f.path, &format!("{p}.path"))?;
     if f.key.is_empty() {
         return err(format!("{p}.key"), "Required value");
     }

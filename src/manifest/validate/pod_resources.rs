@@ -126,14 +126,11 @@ pub(super) fn pod(spec: &PodSpec) -> R {
 
 #[cfg(test)]
 mod tests {
-    use crate::manifest::{from_documents, load};
+    use crate::manifest::{from_documents, load, Error};
 
-    fn admit_spec(spec: &str) -> Result<k8s_openapi::api::core::v1::Pod, String> {
+    fn admit_spec(spec: &str) -> Result<k8s_openapi::api::core::v1::Pod, Error> {
         let text = format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: web}}\nspec:\n{spec}");
-        let docs = load::documents(&text).map_err(|e| e.to_string())?;
-        from_documents(docs, &|| "uid-1".into())
-            .map(|a| a.pod)
-            .map_err(|e| e.to_string())
+        from_documents(load::documents(&text)?, &|| "uid-1".into()).map(|a| a.pod)
     }
 
     #[test]
@@ -177,7 +174,7 @@ mod tests {
                 "spec.containers[1].resources.limits[memory]: Invalid value: \"128Mi\": must be less than or equal to pod limits of 64Mi",
             ),
         ] {
-            assert_eq!(admit_spec(&spec).unwrap_err(), want, "{spec}");
+            assert_eq!(admit_spec(&spec).unwrap_err().to_string(), want, "{spec}");
         }
         admit_spec(&format!(
             "  resources: {{limits: {{cpu: '1', memory: 1Gi, hugepages-2Mi: 4Mi}}}}\n{c}"

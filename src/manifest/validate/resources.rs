@@ -52,14 +52,14 @@ pub fn extended(k: &str) -> bool {
 /// `IsQualifiedName`: an optional DNS-subdomain prefix and `/`, then a name of at most 63
 /// alphanumerics, `-`, `_` or `.`, starting and ending alphanumeric. The error is
 /// Kubernetes' text.
-fn qualified(v: &str) -> Result<(), String> {
+fn qualified(v: &str) -> Result<(), &'static str> {
     let (prefix, name) = match v.split_once('/') {
         Some((p, n)) => (Some(p), n),
         None => (None, v),
     };
     if let Some(p) = prefix {
         if p.is_empty() {
-            return Err("prefix part must be non-empty".into());
+            return Err("prefix part must be non-empty");
         }
         let label_ok = |l: &str| {
             !l.is_empty()
@@ -69,14 +69,14 @@ fn qualified(v: &str) -> Result<(), String> {
                 && !l.ends_with('-')
         };
         if p.len() > 253 || !p.split('.').all(label_ok) {
-            return Err("prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')".into());
+            return Err("prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')");
         }
     }
     if name.is_empty() {
-        return Err("name part must be non-empty".into());
+        return Err("name part must be non-empty");
     }
     if name.len() > 63 {
-        return Err("name part must be no more than 63 characters".into());
+        return Err("name part must be no more than 63 characters");
     }
     let alnum = |b: u8| b.is_ascii_alphanumeric();
     let bytes = name.as_bytes();
@@ -84,7 +84,7 @@ fn qualified(v: &str) -> Result<(), String> {
         || !alnum(bytes[0])
         || !alnum(bytes[bytes.len() - 1])
     {
-        return Err("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')".into());
+        return Err("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')");
     }
     Ok(())
 }
@@ -205,9 +205,14 @@ pub(super) fn container(r: &ResourceRequirements, p: &str) -> R {
 mod tests {
     use super::*;
 
-    fn check(yaml: &str) -> Result<(), String> {
+    fn check(yaml: &str) -> R {
         let r: ResourceRequirements = serde_yaml_ng::from_str(yaml).unwrap();
-        container(&r, "spec.containers[0]").map_err(|e| e.to_string())
+        container(&r, "spec.containers[0]")
+    }
+
+    /// The one line of `yaml`'s error.
+    fn error(yaml: &str) -> String {
+        check(yaml).unwrap_err().to_string()
     }
 
     #[test]
@@ -225,7 +230,7 @@ mod tests {
 
     #[test]
     fn bad_names_say_what_kubernetes_says() {
-        let e = check("limits: {gpu: '1'}").unwrap_err();
+        let e = error("limits: {gpu: '1'}");
         assert!(
             e.ends_with("must be a standard resource type or fully qualified"),
             "{e}"
@@ -234,26 +239,25 @@ mod tests {
             e.starts_with("spec.containers[0].resources.limits[gpu]: "),
             "{e}"
         );
-        let e = check("limits: {pods: '1'}").unwrap_err();
+        let e = error("limits: {pods: '1'}");
         assert!(
             e.ends_with("must be a standard resource for containers"),
             "{e}"
         );
-        let e = check("limits: {example.com/-bad: '1'}").unwrap_err();
+        let e = error("limits: {example.com/-bad: '1'}");
         assert!(e.contains("name part must consist of"), "{e}");
     }
 
     #[test]
     fn extended_resources_are_integers_with_requests_equal_to_limits() {
-        let e = check("limits: {example.com/dongle: 500m}").unwrap_err();
+        let e = error("limits: {example.com/dongle: 500m}");
         assert!(e.ends_with("\"500m\": must be an integer"), "{e}");
-        let e = check("limits: {example.com/dongle: '2'}\nrequests: {example.com/dongle: '1'}")
-            .unwrap_err();
+        let e = error("limits: {example.com/dongle: '2'}\nrequests: {example.com/dongle: '1'}");
         assert_eq!(
             e,
             "spec.containers[0].resources.requests: Invalid value: \"1\": must be equal to example.com/dongle limit of 2"
         );
-        let e = check("requests: {example.com/dongle: '1'}").unwrap_err();
+        let e = error("requests: {example.com/dongle: '1'}");
         assert_eq!(
             e,
             "spec.containers[0].resources.limits: Required value: Limit must be set for non overcommitable resources"
@@ -262,18 +266,17 @@ mod tests {
 
     #[test]
     fn hugepages_rules() {
-        let e = check("limits: {hugepages-2Mi: 3Mi, memory: 10Mi}").unwrap_err();
+        let e = error("limits: {hugepages-2Mi: 3Mi, memory: 10Mi}");
         assert!(
             e.ends_with("3Mi is not positive integer multiple of hugepages-2Mi"),
             "{e}"
         );
-        let e = check("limits: {hugepages-2Mi: 4Mi}").unwrap_err();
+        let e = error("limits: {hugepages-2Mi: 4Mi}");
         assert_eq!(
             e,
             "spec.containers[0].resources: Forbidden: HugePages require cpu or memory"
         );
-        let e = check("limits: {hugepages-2Mi: 4Mi, memory: 1Gi}\nrequests: {hugepages-2Mi: 2Mi}")
-            .unwrap_err();
+        let e = error("limits: {hugepages-2Mi: 4Mi, memory: 1Gi}\nrequests: {hugepages-2Mi: 2Mi}");
         assert!(
             e.contains("must be equal to hugepages-2Mi limit of 4Mi"),
             "{e}"
@@ -282,7 +285,7 @@ mod tests {
 
     #[test]
     fn requests_within_limits() {
-        let e = check("limits: {cpu: 500m}\nrequests: {cpu: '1'}").unwrap_err();
+        let e = error("limits: {cpu: 500m}\nrequests: {cpu: '1'}");
         assert!(
             e.ends_with("must be less than or equal to cpu limit of 500m"),
             "{e}"

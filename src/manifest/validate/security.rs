@@ -5,7 +5,7 @@ use k8s_openapi::api::core::v1::{
     AppArmorProfile, Container, Pod, SeccompProfile, SecurityContext,
 };
 
-use super::{err, R};
+use super::{err, local_descending_path, R};
 
 /// A container's security context, at field path `p` (the container's), in a pod with
 /// a user namespace of its own (`user_ns`) or not.
@@ -51,12 +51,7 @@ pub(super) fn seccomp_profile(sp: &SeccompProfile, p: &str) -> R {
             let Some(path) = lp.filter(|s| !s.is_empty()) else {
                 return err(field, "Required value: must be set when seccomp type is Localhost");
             };
-            if path.starts_with('/') {
-                return err(field, format!("Invalid value: {path:?}: must be a relative path"));
-            }
-            if path.split('/').any(|c| c == "..") {
-                return err(field, format!("Invalid value: {path:?}: must not contain '..'"));
-            }
+            local_descending_path(path, &field)?;
         }
         "RuntimeDefault" | "Unconfined" => {
             if let Some(path) = lp {
@@ -214,19 +209,7 @@ fn seccomp_annotation(v: &str, field: &str) -> R {
         return Ok(());
     }
     if let Some(path) = v.strip_prefix("localhost/") {
-        if path.starts_with('/') {
-            return err(
-                field,
-                format!("Invalid value: {path:?}: must be a relative path"),
-            );
-        }
-        if path.split('/').any(|c| c == "..") {
-            return err(
-                field,
-                format!("Invalid value: {path:?}: must not contain '..'"),
-            );
-        }
-        return Ok(());
+        return local_descending_path(path, field);
     }
     err(
         field,

@@ -4,7 +4,7 @@
 use k8s_openapi::api::core::v1::{Container, DownwardAPIVolumeFile, PodSpec, Volume};
 use std::collections::BTreeSet;
 
-use super::{err, Error, R};
+use super::{err, local_descending_path, Error, R};
 
 /// The pod's volumes: their names.
 pub(super) fn pod(spec: &PodSpec) -> Result<BTreeSet<String>, Error> {
@@ -137,25 +137,10 @@ fn volume(v: &Volume, p: &str, vols: &mut BTreeSet<String>) -> R {
 fn downward_items(items: &[DownwardAPIVolumeFile], p: &str) -> R {
     for (j, it) in items.iter().enumerate() {
         let ip = format!("{p}.items[{j}]");
-        let path = std::path::Path::new(&it.path);
         if it.path.is_empty() {
             return err(format!("{ip}.path"), "Required value");
         }
-        if path.is_absolute() {
-            return err(
-                format!("{ip}.path"),
-                format!("Invalid value: {:?}: must be a relative path", it.path),
-            );
-        }
-        if path
-            .components()
-            .any(|c| c == std::path::Component::ParentDir)
-        {
-            return err(
-                format!("{ip}.path"),
-                format!("Invalid value: {:?}: must not contain '..'", it.path),
-            );
-        }
+        local_descending_path(&it.path, &format!("{ip}.path"))?;
         match (&it.field_ref, &it.resource_field_ref) {
             (Some(_), Some(_)) => {
                 return err(
@@ -255,24 +240,6 @@ pub(super) fn mounts(c: &Container, p: &str, vols: &BTreeSet<String>) -> R {
             local_descending_path(expr, &format!("{p}.volumeMounts.subPathExpr"))?;
         }
         recursive_read_only(m, p)?;
-    }
-    Ok(())
-}
-
-/// `validateLocalDescendingPath`: relative, and no `..` among its parts.
-fn local_descending_path(path: &str, field: &str) -> R {
-    let p = std::path::Path::new(path);
-    if p.is_absolute() {
-        return err(
-            field,
-            format!("Invalid value: {path:?}: must be a relative path"),
-        );
-    }
-    if p.components().any(|c| c == std::path::Component::ParentDir) {
-        return err(
-            field,
-            format!("Invalid value: {path:?}: must not contain '..'"),
-        );
     }
     Ok(())
 }

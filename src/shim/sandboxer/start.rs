@@ -42,17 +42,21 @@ fn args(ns: &SandboxNamespaces) -> Vec<OsString> {
 }
 
 /// [`args`] read back (without `sandbox-init` itself).
-fn parse(args: impl IntoIterator<Item = OsString>) -> Result<SandboxNamespaces, String> {
+fn parse(args: impl IntoIterator<Item = OsString>) -> Result<SandboxNamespaces, Error> {
     let mut ns = SandboxNamespaces::default();
     let mut it = args.into_iter();
     let text = |v: Option<OsString>, flag: &str| {
         v.and_then(|v| v.into_string().ok())
-            .ok_or_else(|| format!("{flag}: a value is missing"))
+            .ok_or_else(|| Error::Invalid(format!("{flag}: a value is missing")))
     };
     while let Some(a) = it.next() {
         match a.to_str() {
             Some("--netns") => {
-                ns.netns = Some(it.next().ok_or("--netns: a path is missing")?.into())
+                let path = it.next();
+                ns.netns = Some(
+                    path.ok_or_else(|| Error::Invalid("--netns: a path is missing".into()))?
+                        .into(),
+                )
             }
             Some("--pid") => ns.new_pid = true,
             Some("--ipc") => ns.new_ipc = true,
@@ -62,10 +66,14 @@ fn parse(args: impl IntoIterator<Item = OsString>) -> Result<SandboxNamespaces, 
                 let kv = text(it.next(), "--sysctl")?;
                 let (k, v) = kv
                     .split_once('=')
-                    .ok_or_else(|| format!("--sysctl {kv}: not KEY=VALUE"))?;
+                    .ok_or_else(|| Error::Invalid(format!("--sysctl {kv}: not KEY=VALUE")))?;
                 ns.sysctls.push((k.to_string(), v.to_string()));
             }
-            _ => return Err(format!("{a:?}: not an argument of sandbox-init")),
+            _ => {
+                return Err(Error::Invalid(format!(
+                    "{a:?}: not an argument of sandbox-init"
+                )))
+            }
         }
     }
     Ok(ns)
@@ -73,8 +81,9 @@ fn parse(args: impl IntoIterator<Item = OsString>) -> Result<SandboxNamespaces, 
 
 /// The binary's `sandbox-init` part: the pause's pid on stdout, or why not on stderr.
 pub fn init_main(args: impl IntoIterator<Item = OsString>) -> ! {
-    let result =
-        parse(args).and_then(|ns| podinit::sys::pause::start_sandbox(&ns).map_err(String::from));
+    let result = parse(args).and_then(|ns| {
+        podinit::sys::pause::start_sandbox(&ns).map_err(|e| Error::Setup(e.to_string()))
+    });
     match result {
         Ok(pid) => {
             println!("{pid}");
@@ -143,9 +152,11 @@ mod tests {
         assert_eq!(a[0], "sandbox-init");
         assert_eq!(parse(a.into_iter().skip(1)).unwrap(), ns);
         assert_eq!(parse([]).unwrap(), SandboxNamespaces::default());
-        let e = parse(["--sysctl".into(), "x".into()]).unwrap_err();
+        let e = parse(["--sysctl".into(), "x".into()])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("KEY=VALUE"), "{e}");
-        let e = parse(["--bogus".into()]).unwrap_err();
+        let e = parse(["--bogus".into()]).unwrap_err().to_string();
         assert!(e.contains("--bogus"), "{e}");
     }
 }
