@@ -230,6 +230,7 @@ fn daemon(
     )
     .map_err(|e| format!("the shim's log: {e}"))?;
     let tasks = shim.task_service();
+    let peers = Arc::clone(&tasks.0.peers);
     let sandboxes = super::sandboxer::service(Arc::clone(&tasks.0));
     let task: Arc<dyn containerd_shim::Task + Send + Sync> = Arc::new(tasks);
     // The same Task service under both names: v2 for containerd 1.6 to 2.2, v3 for the
@@ -242,7 +243,7 @@ fn daemon(
     }
     // containerd 2's Sandbox API on the same socket (a runtime with `sandboxer = "shim"`).
     service.extend(sandboxes);
-    super::server::start(listener, service)
+    super::server::start(listener, service, peers)
         .map_err(|e| format!("serving {}: {e}", flags.socket))?;
     shim.wait();
     // The socket goes with us. By its path, not the bundle's `address` file as the crate
