@@ -797,3 +797,78 @@ fn a_started_sandbox_outlives_a_dropped_connection_and_is_found_again() {
     );
     events.shutdown();
 }
+
+/// containerd runs the shim's `delete` in the sandbox's bundle once it has closed its
+/// connection and is done with the sandbox, whether or not its ShutdownSandbox reached the
+/// shim: a shim still running there is ended by it at once (as kata's runtime-rs `delete`
+/// ends its sandbox's shim), with its sandbox's PID 1, cgroup, shm and socket.
+#[test]
+#[ignore = "needs root: namespaces, cgroups and a shim"]
+fn the_shim_s_delete_ends_a_sandbox_shim_still_running_in_its_bundle() {
+    common::require_root();
+    let tag = format!("podinit-sbapi-del-{}", std::process::id());
+    let mut lab = lab_with_netns(&tag);
+    let id = "sb";
+    let bundle = sandbox_bundle(&mut lab, id);
+    let events = shim::serve_events(&lab.dir, Topics::default());
+    // The shim's own grace (two minutes): what ends it here is the delete.
+    let address = shim_start(&lab.ns, &lab.dir, &bundle, id);
+    let client = Client::connect(&address).unwrap();
+    let sandboxes = SandboxClient::new(client.clone());
+    let tasks = TaskClient::new(client);
+    let shim_pid = tasks
+        .connect(
+            ctx(),
+            &api::ConnectRequest {
+                id: id.into(),
+                ..Default::default()
+            },
+        )
+        .unwrap()
+        .shim_pid as i32;
+    lab.shim = Some(shim_pid);
+    let create = sb::CreateSandboxRequest {
+        sandbox_id: id.into(),
+        bundle_path: bundle.display().to_string(),
+        options: Some(pod_config("deleted", &format!("/{}", lab.parent), &[])).into(),
+        netns_path: lab.netns.as_ref().unwrap().display().to_string(),
+        ..Default::default()
+    };
+    sandboxes.create_sandbox(ctx(), &create).unwrap();
+    let pid = start_sandbox(&sandboxes, id);
+    lab.pause = Some(pid as i32);
+    drop((sandboxes, tasks));
+    let out = Command::new(shim::SHIM)
+        .args(["-namespace", &lab.ns, "-id", id, "-address"])
+        .arg(lab.dir.join("containerd.sock"))
+        .args(["-publish-binary", "/bin/true", "delete"])
+        .current_dir(&bundle)
+        .env("TTRPC_ADDRESS", lab.dir.join("events.sock"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "shim delete: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    wait_gone(shim_pid, "the shim after its delete");
+    wait_gone(pid as i32, "its sandbox's PID 1");
+    lab.shim = None;
+    lab.pause = None;
+    let socket = PathBuf::from(address.trim_start_matches("unix://"));
+    for h in cgroup_hierarchies() {
+        assert!(
+            !h.join(&lab.parent).join(id).exists(),
+            "sandbox cgroup left in {}",
+            h.display()
+        );
+    }
+    assert!(
+        mounts_below(&[&shm_dir(&lab)]).is_empty(),
+        "the shm is left"
+    );
+    assert!(!shm_dir(&lab).exists(), "the shm's mount point is left");
+    assert!(!socket.exists(), "the shim's socket is left");
+    events.shutdown();
+}

@@ -87,6 +87,11 @@ impl containerd_shim::Shim for Shim {
         let bundle = std::env::current_dir().map_err(|e| shim_err(format!("bundle: {e}")))?;
         // A Sandbox API sandbox's PID 1 and cgroup, when the shim was a sandbox's.
         let root = runc_root(&self.namespace);
+        // A Sandbox API shim still running in this bundle ends first, so that it starts
+        // nothing more while its sandbox is cleaned up.
+        if !bundle.join("config.json").exists() {
+            orphan::end_running_shim(&bundle, &self.id);
+        }
         let sandbox_pid = sandboxer::cleanup(&bundle, &root, &self.id);
         let args = [
             "--root",

@@ -144,6 +144,42 @@ pub fn bundle_gone(path: &Path) -> bool {
     identity(path) != identity(Path::new("."))
 }
 
+/// The shim's `delete` in a Sandbox API sandbox's bundle: containerd runs it once it has
+/// closed its connection to the shim and is done with the sandbox, whether or not its
+/// ShutdownSandbox reached the shim. A shim still serving this bundle is ended then, as
+/// kata's runtime-rs `delete` ends its sandbox's shim, and its socket goes; its pid.
+pub fn end_running_shim(bundle: &Path, id: &str) -> Option<i32> {
+    use containerd_shim::protos::{api, shim_sync::TaskClient, ttrpc};
+    let address = std::fs::read_to_string(bundle.join("address")).ok()?;
+    let address = address.trim();
+    // The shim says its pid (the socket's peer is `start`, which bound it and has exited).
+    let client = ttrpc::Client::connect(address).ok()?;
+    let asked = TaskClient::new(client).connect(
+        ttrpc::context::with_timeout(ASK_LIMIT.as_nanos() as i64),
+        &api::ConnectRequest {
+            id: id.to_string(),
+            ..Default::default()
+        },
+    );
+    let pid = asked.ok()?.shim_pid as i32;
+    // Only the shim whose working directory is this bundle, never whatever else took the
+    // socket's name.
+    if pid <= 0 || identity(Path::new(&format!("/proc/{pid}/cwd"))) != identity(bundle) {
+        return None;
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .ok()?;
+    let _ = std::fs::remove_file(super::socket_path(address));
+    Some(pid)
+}
+
+/// How long `delete` waits for a running shim to say its pid (Connect is answered at
+/// once, on the connection's own thread).
+const ASK_LIMIT: Duration = Duration::from_secs(2);
+
 /// The watcher's thread: once alone for the grace period, `look` sees what runs and, when
 /// the rule says so, ends the shim (it returns true then, and the thread ends).
 pub fn watch(peers: Arc<Peers>, grace: Duration, mut look: impl FnMut() -> bool + Send + 'static) {
