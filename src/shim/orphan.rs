@@ -146,16 +146,20 @@ pub fn bundle_gone(path: &Path) -> bool {
 
 /// The shim's `delete` in a Sandbox API sandbox's bundle: containerd runs it once it has
 /// closed its connection to the shim and is done with the sandbox, whether or not its
-/// ShutdownSandbox reached the shim. A shim still serving this bundle is ended then, as
-/// kata's runtime-rs `delete` ends its sandbox's shim, and its socket goes; its pid.
+/// ShutdownSandbox reached the shim. A shim still serving this bundle is asked for that
+/// ShutdownSandbox now (it waits for a StartSandbox under way, stops what the start made,
+/// and exits), and SIGKILLed if it does not answer in time, its socket removed, as kata's
+/// runtime-rs `delete` ends its sandbox's shim. Its pid, when one ran.
 pub fn end_running_shim(bundle: &Path, id: &str) -> Option<i32> {
-    use containerd_shim::protos::{api, shim_sync::TaskClient, ttrpc};
+    use containerd_shim::protos::{api, sandbox_api, sandbox_sync::SandboxClient};
+    use containerd_shim::protos::{shim_sync::TaskClient, ttrpc};
     let address = std::fs::read_to_string(bundle.join("address")).ok()?;
     let address = address.trim();
+    let ctx = |limit: Duration| ttrpc::context::with_timeout(limit.as_nanos() as i64);
     // The shim says its pid (the socket's peer is `start`, which bound it and has exited).
     let client = ttrpc::Client::connect(address).ok()?;
-    let asked = TaskClient::new(client).connect(
-        ttrpc::context::with_timeout(ASK_LIMIT.as_nanos() as i64),
+    let asked = TaskClient::new(client.clone()).connect(
+        ctx(ASK_LIMIT),
         &api::ConnectRequest {
             id: id.to_string(),
             ..Default::default()
@@ -167,18 +171,30 @@ pub fn end_running_shim(bundle: &Path, id: &str) -> Option<i32> {
     if pid <= 0 || identity(Path::new(&format!("/proc/{pid}/cwd"))) != identity(bundle) {
         return None;
     }
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .ok()?;
-    let _ = std::fs::remove_file(super::socket_path(address));
+    let shut = SandboxClient::new(client).shutdown_sandbox(
+        ctx(SHUTDOWN_LIMIT),
+        &sandbox_api::ShutdownSandboxRequest {
+            sandbox_id: id.to_string(),
+            ..Default::default()
+        },
+    );
+    if shut.is_err() {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+        let _ = std::fs::remove_file(super::socket_path(address));
+    }
     Some(pid)
 }
 
 /// How long `delete` waits for a running shim to say its pid (Connect is answered at
 /// once, on the connection's own thread).
-const ASK_LIMIT: Duration = Duration::from_secs(2);
+const ASK_LIMIT: Duration = Duration::from_secs(1);
+
+/// How long `delete` waits for the shim's ShutdownSandbox: within the 5 s containerd gives
+/// the whole `delete` (its `io.containerd.timeout.shim.cleanup`).
+const SHUTDOWN_LIMIT: Duration = Duration::from_secs(3);
 
 /// The watcher's thread: once alone for the grace period, `look` sees what runs and, when
 /// the rule says so, ends the shim (it returns true then, and the thread ends).
