@@ -757,10 +757,16 @@ fn churn(daemon: cri::Containerd, secs: u64) {
     // The kubelet's cleanup: pod cgroups go once their pods are (containerd's runc shim
     // leaves them, as it does under a kubelet).
     lab.remove_pod_cgroups();
-    // A shim and containerd's fds close a moment after the last RemovePodSandbox.
+    // A shim and containerd's fds close a moment after the last RemovePodSandbox; a
+    // Sandbox API shim that containerd dropped ends itself once its grace has passed with
+    // no connection (two minutes, docs/cri.md §3), so a shim is waited for that long more.
     let deadline = Instant::now() + Duration::from_secs(20);
+    let shim_deadline = deadline + Duration::from_secs(120);
     let (mut left, mut known) = leftovers(&lab, baseline_fds, &rec);
-    while !left.is_empty() && Instant::now() < deadline {
+    while !left.is_empty()
+        && (Instant::now() < deadline
+            || (Instant::now() < shim_deadline && !lab.shims().is_empty()))
+    {
         std::thread::sleep(Duration::from_millis(250));
         lab.remove_pod_cgroups();
         (left, known) = leftovers(&lab, baseline_fds, &rec);
