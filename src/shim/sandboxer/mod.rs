@@ -541,7 +541,7 @@ impl Sandboxer {
             if seen.live_sandbox {
                 "its bundle is gone"
             } else {
-                "no sandbox of it started"
+                "nothing of its pod runs"
             },
             if ids.is_empty() {
                 "no sandbox".to_string()
