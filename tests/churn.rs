@@ -439,6 +439,47 @@ fn socket_of(lab: &Lab, name: &str, id: &str) -> bool {
     name.len() >= 32 && hex.starts_with(name)
 }
 
+/// A leftover shim, named by its sandbox: the id containerd started it with, the handler
+/// that pod ran on, its bundle (its working directory, which says whether containerd
+/// renamed it to remove it) and its socket, so that a leak can be traced in containerd's
+/// log by the sandbox id.
+fn shim_of(pid: i32, cmd: &str, rec: &Record) -> String {
+    let arg = |flag: &str| {
+        let mut words = cmd.split(' ');
+        words
+            .position(|w| w == flag)
+            .and_then(|_| words.next())
+            .unwrap_or("?")
+            .to_string()
+    };
+    let id = arg("-id");
+    let handler = rec
+        .created
+        .iter()
+        .find(|(s, _)| *s == id)
+        .map_or("no pod of this run", |(_, h)| *h);
+    let bundle = std::fs::read_link(format!("/proc/{pid}/cwd"))
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|e| format!("unreadable: {e}"));
+    let hidden = Path::new(bundle.trim_end_matches(" (deleted)"))
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with('.'));
+    let note = match (hidden, bundle.ends_with(" (deleted)")) {
+        (_, true) => ", its bundle removed by containerd",
+        (true, false) => ", its bundle renamed by containerd for removal",
+        _ => "",
+    };
+    let killed = if rec.killed.contains(&id) {
+        ", a shim of that sandbox was killed"
+    } else {
+        ""
+    };
+    format!(
+        "shim of sandbox {id} ({handler}): pid {pid}, bundle {bundle}{note}, socket {}{killed}",
+        arg("-socket")
+    )
+}
+
 /// A leftover state directory, named with what it says of its owner: containerd's task
 /// bundle keeps the shim binary that served it and its pod's sandbox id.
 fn owner_of(entry: &str) -> String {
@@ -480,7 +521,11 @@ fn leftovers(lab: &Lab, baseline_fds: usize, rec: &Record) -> (Vec<String>, Vec<
             pods.iter().map(|p| &p.id).collect::<Vec<_>>()
         ));
     }
-    let shims = lab.shims();
+    let shims: Vec<String> = lab
+        .shims()
+        .iter()
+        .map(|(pid, cmd)| shim_of(*pid, cmd, rec))
+        .collect();
     if !shims.is_empty() {
         left.push(format!("shim processes: {shims:?}"));
     }
@@ -564,10 +609,12 @@ fn leftovers(lab: &Lab, baseline_fds: usize, rec: &Record) -> (Vec<String>, Vec<
         "state/podinit/k8s.io",
         "runc/k8s.io",
         "state/io.containerd.runtime.v2.task/k8s.io",
+        "state/io.containerd.sandbox.controller.v1.shim/k8s.io",
     ] {
         for entry in listed(lab.dir.join(d)) {
             let name = entry.rsplit('/').next().unwrap_or("").to_string();
-            let task_dir = d.ends_with(".task/k8s.io");
+            // containerd's bundles: its tasks' and the Sandbox API sandboxes'.
+            let task_dir = d.starts_with("state/io.containerd.");
             if task_dir && name.starts_with('.') {
                 // containerd removes a task's bundle by renaming it to `.ID` and then
                 // removing that (atomicDelete in core/runtime/v2/bundle.go); a restart
@@ -710,10 +757,16 @@ fn churn(daemon: cri::Containerd, secs: u64) {
     // The kubelet's cleanup: pod cgroups go once their pods are (containerd's runc shim
     // leaves them, as it does under a kubelet).
     lab.remove_pod_cgroups();
-    // A shim and containerd's fds close a moment after the last RemovePodSandbox.
+    // A shim and containerd's fds close a moment after the last RemovePodSandbox; a
+    // Sandbox API shim that containerd dropped ends itself once its grace has passed with
+    // no connection (two minutes, docs/cri.md §3), so a shim is waited for that long more.
     let deadline = Instant::now() + Duration::from_secs(20);
+    let shim_deadline = deadline + Duration::from_secs(120);
     let (mut left, mut known) = leftovers(&lab, baseline_fds, &rec);
-    while !left.is_empty() && Instant::now() < deadline {
+    while !left.is_empty()
+        && (Instant::now() < deadline
+            || (Instant::now() < shim_deadline && !lab.shims().is_empty()))
+    {
         std::thread::sleep(Duration::from_millis(250));
         lab.remove_pod_cgroups();
         (left, known) = leftovers(&lab, baseline_fds, &rec);

@@ -180,6 +180,50 @@ fn containerd_restarted(handler: &str) {
     assert_pod_gone(&lab, "(all)", &[], None);
 }
 
+/// containerd restarted while RunPodSandbox runs on the Sandbox mode, at several points of
+/// it: whatever the restart cut short (CreateSandbox, StartSandbox, containerd's own
+/// clean-up of a sandbox it gave up on), once every pod left is removed nothing remains,
+/// a shim that containerd dropped ending itself after its grace (docs/cri.md §3).
+fn containerd_restarted_during_run_pod(handler: &str) {
+    common::require_root();
+    let mut lab = Lab::for_handler(&format!("midrun-{handler}"), handler);
+    // A short grace for the shims, through containerd's environment as on a node.
+    let grace = Duration::from_secs(2);
+    lab.env.push((
+        "PODINIT_SHIM_ABANDON_SECS".into(),
+        grace.as_secs().to_string(),
+    ));
+    lab.stop();
+    lab.start();
+    let mut outcomes = Vec::new();
+    // RunPodSandbox takes a few hundred milliseconds here: restarts spread over it.
+    for delay_ms in (0..16u64).map(|i| i * 40) {
+        let pc = lab.pod_config(&cri::unique("midrun"), false, false);
+        let sock = lab.sock.clone();
+        let (handler_name, config) = (handler.to_string(), pc.clone());
+        let call = std::thread::spawn(move || {
+            let c = cri_client::Client::connect(&sock, Duration::from_secs(5))?;
+            c.run_pod(&config, &handler_name).map_err(|e| e.to_string())
+        });
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        lab.stop();
+        lab.start();
+        outcomes.push((delay_ms, call.join().unwrap()));
+    }
+    eprintln!("RunPodSandbox cut by a restart after (ms): {outcomes:?}");
+    for p in lab.cri().list_pods() {
+        remove_pod(&lab, &p.id);
+    }
+    // A shim containerd dropped ends itself once its grace has passed with no connection.
+    let dropped = lab.shims();
+    eprintln!("shims left once every pod was removed: {dropped:?}");
+    let deadline = Instant::now() + grace + WAIT;
+    while !lab.shims().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_pod_gone(&lab, "(all)", &[], None);
+}
+
 /// What a container that cannot start shows through the CRI: StartContainer's error code,
 /// whether its message names the cause, and the container's status after.
 fn start_errors(lab: &Lab, handler: &str) -> BTreeMap<&'static str, String> {
@@ -310,6 +354,12 @@ fn cri_containerd_restarted_on_podinit() {
 #[ignore = "needs root: a private containerd 2"]
 fn cri_containerd_restarted_on_podinit_sandbox_mode() {
     containerd_restarted(cri::SANDBOX_HANDLER);
+}
+
+#[test]
+#[ignore = "needs root: a private containerd 2"]
+fn cri_containerd_restarted_during_run_pod_on_podinit_sandbox_mode() {
+    containerd_restarted_during_run_pod(cri::SANDBOX_HANDLER);
 }
 
 #[test]

@@ -239,6 +239,7 @@ fn daemon(
     .map_err(|e| Error::Other(format!("the shim's log: {e}")))?;
     super::say::log_panics();
     let tasks = shim.task_service();
+    let peers = Arc::clone(&tasks.0.peers);
     let sandboxes = super::sandboxer::service(Arc::clone(&tasks.0));
     let task: Arc<dyn containerd_shim::Task + Send + Sync> = Arc::new(tasks);
     // The same Task service under both names: v2 for containerd 1.6 to 2.2, v3 for the
@@ -251,7 +252,7 @@ fn daemon(
     }
     // containerd 2's Sandbox API on the same socket (a runtime with `sandboxer = "shim"`).
     service.extend(sandboxes);
-    super::server::start(listener, service)
+    super::server::start(listener, service, peers)
         .map_err(|e| Error::io(format_args!("serving {}", flags.socket), e))?;
     shim.wait();
     // The socket goes with us. By its path, not the bundle's `address` file as the crate

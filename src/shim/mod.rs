@@ -14,6 +14,7 @@ mod exec;
 mod exits;
 mod init;
 mod metrics;
+mod orphan;
 mod pack;
 mod paths;
 mod process;
@@ -86,8 +87,13 @@ impl containerd_shim::Shim for Shim {
     fn delete_shim(&mut self) -> containerd_shim::Result<DeleteResponse> {
         let bundle = std::env::current_dir().map_err(|e| shim_err(format!("bundle: {e}")))?;
         // A Sandbox API sandbox's PID 1 and cgroup, when the shim was a sandbox's.
-        let sandbox_pid = sandboxer::cleanup(&bundle);
         let root = runc_root(&self.namespace);
+        // A Sandbox API shim still running in this bundle ends first, so that it starts
+        // nothing more while its sandbox is cleaned up.
+        if !bundle.join("config.json").exists() {
+            orphan::end_running_shim(&bundle, &self.id);
+        }
+        let sandbox_pid = sandboxer::cleanup(&bundle, &root, &self.id);
         let args = [
             "--root",
             &root.to_string_lossy(),

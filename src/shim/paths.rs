@@ -1,13 +1,20 @@
 //! Where a shim keeps what is its own: under the state directory of the containerd that
 //! started it, found from the task's bundle (`<state>/io.containerd.runtime.v2.task/<ns>/
-//! <id>`), so that two containerds on one machine share nothing (docs/cri.md §2).
+//! <id>`) or a Sandbox API sandbox's (`<state>/io.containerd.sandbox.controller.v1.shim/
+//! <ns>/<id>`), so that two containerds on one machine share nothing (docs/cri.md §2).
 
 use std::path::{Path, PathBuf};
 
 use sha2::Digest;
 
-/// The runtime v2 plugin's directory of bundles in containerd's state directory.
-const TASK_DIR: &str = "io.containerd.runtime.v2.task";
+/// The directories of bundles in containerd's state directory: the runtime v2 plugin's
+/// (tasks) and the `shim` sandbox controller's (containerd 2's Sandbox API). A Sandbox
+/// API shim's containers get their bundles in the first, and their `delete` must find
+/// the state their shim kept.
+const BUNDLE_DIRS: [&str; 2] = [
+    "io.containerd.runtime.v2.task",
+    "io.containerd.sandbox.controller.v1.shim",
+];
 /// containerd's default state directory, for a bundle found elsewhere.
 const DEFAULT_STATE: &str = "/run/containerd";
 /// The longest path a Unix socket address holds (`sun_path` less its NUL).
@@ -16,13 +23,18 @@ const SUN_PATH_MAX: usize = 107;
 /// directory has room for it.
 const NAME_LEN: usize = 32;
 
-/// containerd's state directory, from a task's bundle.
+/// containerd's state directory, from a task's or a sandbox's bundle.
 pub fn state_dir(bundle: &Path) -> PathBuf {
-    let tasks = bundle.parent().and_then(Path::parent);
-    match tasks {
-        Some(t) if t.file_name() == Some(TASK_DIR.as_ref()) => t
-            .parent()
-            .map_or_else(|| PathBuf::from(DEFAULT_STATE), Path::to_path_buf),
+    let bundles = bundle.parent().and_then(Path::parent);
+    match bundles {
+        Some(t)
+            if BUNDLE_DIRS
+                .iter()
+                .any(|d| t.file_name() == Some(d.as_ref())) =>
+        {
+            t.parent()
+                .map_or_else(|| PathBuf::from(DEFAULT_STATE), Path::to_path_buf)
+        }
         _ => PathBuf::from(DEFAULT_STATE),
     }
 }
@@ -31,6 +43,13 @@ pub fn state_dir(bundle: &Path) -> PathBuf {
 /// `/run/containerd/runc/<ns>`).
 pub fn runc_root(bundle: &Path, namespace: &str) -> PathBuf {
     state_dir(bundle).join("podinit").join(namespace)
+}
+
+/// The mount point of Sandbox API sandbox `id`'s `/dev/shm` (`sandboxer/files.rs`): beside
+/// its containers' state under `root` (`runc_root`), in a directory no container ID can
+/// name, as runc's state directory holds one directory per container.
+pub fn shm_dir(root: &Path, id: &str) -> PathBuf {
+    root.join(".sandbox-shm").join(id)
 }
 
 /// The address of the socket of the shim that serves `grouping` (the pod): in `socket_dir`
@@ -70,6 +89,10 @@ mod tests {
             state_dir(Path::new("/srv/bundle")),
             Path::new("/run/containerd")
         );
+        // A Sandbox API sandbox's bundle: its containers' state is where their own
+        // bundles' `delete` looks for it.
+        let sb = Path::new("/tmp/lab/state/io.containerd.sandbox.controller.v1.shim/k8s.io/sb");
+        assert_eq!(runc_root(sb, "k8s.io"), runc_root(b, "k8s.io"));
     }
 
     #[test]

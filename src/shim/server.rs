@@ -21,6 +21,8 @@ use containerd_shim::protos::ttrpc::proto::{
 };
 use containerd_shim::protos::ttrpc::{context, get_status, MethodHandler, TtrpcContext};
 
+use super::orphan::Peers;
+
 /// The ttrpc methods served, by their path (`/<service>/<method>`).
 pub type Methods = HashMap<String, Box<dyn MethodHandler + Send + Sync>>;
 
@@ -41,8 +43,8 @@ const INLINE: &[&str] = &[
 ];
 
 /// Serves `methods` on `listener` from a thread of its own, for as long as the process
-/// lives (the shim ends by exiting).
-pub fn start(listener: UnixListener, methods: Methods) -> std::io::Result<()> {
+/// lives (the shim ends by exiting); `peers` counts the connections open.
+pub fn start(listener: UnixListener, methods: Methods, peers: Arc<Peers>) -> std::io::Result<()> {
     let methods = Arc::new(methods);
     std::thread::Builder::new()
         .name("ttrpc-accept".into())
@@ -51,10 +53,16 @@ pub fn start(listener: UnixListener, methods: Methods) -> std::io::Result<()> {
                 match conn {
                     Ok(c) => {
                         let methods = Arc::clone(&methods);
-                        let spawned = std::thread::Builder::new()
-                            .name("ttrpc-conn".into())
-                            .spawn(move || serve(c, &methods));
+                        peers.opened();
+                        let p = Arc::clone(&peers);
+                        let spawned = std::thread::Builder::new().name("ttrpc-conn".into()).spawn(
+                            move || {
+                                serve(c, &methods);
+                                p.closed();
+                            },
+                        );
                         if let Err(e) = spawned {
+                            peers.closed();
                             super::say::warn(format_args!("a connection's thread: {e}"));
                         }
                     }
@@ -269,7 +277,8 @@ mod tests {
         methods.insert("/containerd.task.v2.Task/Wait".into(), Box::new(wait));
         let state = Echo { gate: None };
         methods.insert("/containerd.task.v2.Task/State".into(), Box::new(state));
-        start(UnixListener::bind(&path).unwrap(), methods).unwrap();
+        let peers = Arc::new(Peers::default());
+        start(UnixListener::bind(&path).unwrap(), methods, peers).unwrap();
         let addr = format!("unix://{}", path.display());
         let client = containerd_shim::protos::ttrpc::Client::connect(&addr).unwrap();
         let waiter = {

@@ -16,6 +16,7 @@ use podinit::spec::pod_files::PodFiles;
 
 use super::container::Container;
 use super::error::{Error, Result};
+use super::orphan::Peers;
 use super::reaper::{Exit, Reaper};
 use super::runc::Runc;
 
@@ -40,6 +41,8 @@ pub struct Inner {
     sandbox: AtomicBool,
     /// The own files of this shim's Sandbox API pods, by sandbox id, for their containers.
     pod_files: Mutex<HashMap<String, PodFiles>>,
+    /// The connections open to the shim (containerd's, mostly).
+    pub peers: Arc<Peers>,
 }
 
 #[derive(Clone)]
@@ -70,6 +73,7 @@ impl Inner {
             watched: Mutex::new(HashMap::new()),
             sandbox: AtomicBool::new(false),
             pod_files: Mutex::new(HashMap::new()),
+            peers: Arc::new(Peers::default()),
         }
     }
 

@@ -114,6 +114,9 @@ pub struct Lab {
     /// Both handlers with `SystemdCgroup = true` and the pods' cgroup parents slices, as
     /// on a node whose kubelet runs the systemd cgroup driver (systemd must be PID 1).
     pub systemd: bool,
+    /// More variables in containerd's environment, which its shims inherit: set before a
+    /// `start`.
+    pub env: Vec<(String, String)>,
 }
 
 fn random_u32() -> u32 {
@@ -225,6 +228,7 @@ impl Lab {
             client: None,
             cleaned: false,
             systemd,
+            env: Vec::new(),
         };
         lab.write_owner(&crate::common::process_identity(std::process::id() as i32));
         lab.write_config();
@@ -438,6 +442,7 @@ state = "{state}"
             .arg("--config")
             .arg(self.dir.join("config.toml"))
             .env("PATH", path)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .current_dir(&self.dir)
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
@@ -926,6 +931,7 @@ impl Lab {
             client: None,
             cleaned: false,
             systemd: r["systemd"].as_bool().unwrap_or(false),
+            env: Vec::new(),
         })
     }
 

@@ -114,6 +114,15 @@ impl Drop for Lab {
             // SAFETY: a process this test started.
             unsafe { libc::kill(pid, libc::SIGKILL) };
         }
+        // A sandbox's shm mount point, left where the shim did not get to remove it.
+        let shms = Path::new(&root).join(".sandbox-shm");
+        if let Ok(d) = std::fs::read_dir(&shms) {
+            for e in d.flatten() {
+                let _ = nix::mount::umount2(&e.path(), nix::mount::MntFlags::MNT_DETACH);
+                let _ = std::fs::remove_dir(e.path());
+            }
+        }
+        let _ = std::fs::remove_dir(&shms);
         let _ = std::fs::remove_dir(&root);
         for h in cgroup_hierarchies() {
             let p = h.join(&self.parent);
@@ -231,12 +240,24 @@ where
 /// The shim's `start`, run as containerd runs it: in the bundle, with TTRPC_ADDRESS at the
 /// lab's events socket; the address it answers.
 pub fn shim_start(ns: &str, lab_dir: &Path, bundle: &Path, id: &str) -> String {
+    shim_start_with(ns, lab_dir, bundle, id, &[])
+}
+
+/// `shim_start` with more variables in the shim's environment, as containerd passes its own.
+pub fn shim_start_with(
+    ns: &str,
+    lab_dir: &Path,
+    bundle: &Path,
+    id: &str,
+    env: &[(&str, &str)],
+) -> String {
     let out = Command::new(SHIM)
         .args(["-namespace", ns, "-id", id, "-address"])
         .arg(lab_dir.join("containerd.sock"))
         .args(["-publish-binary", "/bin/true", "start"])
         .current_dir(bundle)
         .env("TTRPC_ADDRESS", lab_dir.join("events.sock"))
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .output()
         .unwrap();

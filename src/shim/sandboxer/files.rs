@@ -2,8 +2,11 @@
 //! container (`setupSandboxFiles`): `hostname` (the pod's, else the node's), `hosts` (the
 //! node's, copied), `resolv.conf` (from the pod's DNS config, else the node's, copied) and
 //! a `shm` tmpfs unless the pod shares the node's IPC namespace. Under a sandboxer of the
-//! shim containerd makes none of them, so the shim does, in `sandbox/` of the sandbox's
-//! bundle; each container of the pod gets them bound in (`podinit::spec::pod_files`).
+//! shim containerd makes none of them, so the shim does: the files in `sandbox/` of the
+//! sandbox's bundle, the `shm` beside the shim's container state (`paths::shm_dir`), never
+//! in the bundle: containerd removes a bundle by renaming it and removing the tree, which a
+//! mount inside stops half-way, and a shim's `delete` cannot even start in it then. Each
+//! container of the pod gets them bound in (`podinit::spec::pod_files`).
 
 use std::path::{Path, PathBuf};
 
@@ -47,9 +50,9 @@ fn copy(from: &str, to: &Path) -> Result<()> {
     })
 }
 
-/// Makes the pod's files in `bundle`; what to bind into its containers. Nothing is left
-/// mounted when it fails.
-pub fn make(bundle: &Path, config: &PodConfig) -> Result<PodFiles> {
+/// Makes the pod's files in `bundle` and its shm at `shm`; what to bind into its
+/// containers. Nothing is left mounted when it fails.
+pub fn make(bundle: &Path, shm: &Path, config: &PodConfig) -> Result<PodFiles> {
     let dir = bundle.join(DIR);
     std::fs::create_dir_all(&dir)
         .map_err(|e| Error::io(format_args!("creating {}", dir.display()), e))?;
@@ -57,7 +60,7 @@ pub fn make(bundle: &Path, config: &PodConfig) -> Result<PodFiles> {
         hostname: dir.join("hostname"),
         hosts: dir.join("hosts"),
         resolv_conf: dir.join("resolv.conf"),
-        shm: (config.ipc != Mode::Node).then(|| dir.join("shm")),
+        shm: (config.ipc != Mode::Node).then(|| shm.to_path_buf()),
     };
     let hostname = match config.hostname.as_str() {
         "" => nix::unistd::gethostname()
@@ -80,7 +83,11 @@ pub fn make(bundle: &Path, config: &PodConfig) -> Result<PodFiles> {
 
 fn mount_shm(shm: &Path) -> Result<()> {
     use std::os::unix::fs::DirBuilderExt;
-    match std::fs::DirBuilder::new().mode(0o700).create(shm) {
+    match std::fs::DirBuilder::new()
+        .mode(0o700)
+        .recursive(true)
+        .create(shm)
+    {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(Error::io(format_args!("creating {}", shm.display()), e)),
@@ -95,9 +102,26 @@ fn mount_shm(shm: &Path) -> Result<()> {
     .map_err(|e| Error::Mount(format!("mounting the pod's shm at {}: {e}", shm.display())))
 }
 
-/// Unmounts the pod's `/dev/shm` (the files go with the bundle, which containerd removes).
-/// Unmounting what is not mounted is no error.
-pub fn unmount(bundle: &Path) {
+/// Unmounts the pod's `/dev/shm` at `shm` and removes its mount point (the files go with
+/// the bundle, which containerd removes). Unmounting what is not mounted is no error.
+pub fn unmount(shm: &Path) {
+    let _ = nix::mount::umount2(shm, MntFlags::MNT_DETACH);
+    let _ = std::fs::remove_dir(shm);
+    // Their directory too once no other sandbox's is in it.
+    if let Some(parent) = shm.parent() {
+        let _ = std::fs::remove_dir(parent);
+    }
+}
+
+/// Removes the pod's files from `bundle` (a shim ending itself; containerd otherwise
+/// removes them with the bundle).
+pub fn remove_own(bundle: &Path) {
+    let _ = std::fs::remove_dir_all(bundle.join(DIR));
+}
+
+/// Where a shim of an earlier release mounted the pod's shm: in the bundle, for a `delete`
+/// run after such a shim.
+pub fn unmount_in_bundle(bundle: &Path) {
     let shm: PathBuf = bundle.join(DIR).join("shm");
     let _ = nix::mount::umount2(&shm, MntFlags::MNT_DETACH);
 }
@@ -138,7 +162,7 @@ mod tests {
             ipc: Mode::Node,
             ..PodConfig::default()
         };
-        let files = make(&dir, &config).unwrap();
+        let files = make(&dir, &dir.join("shm"), &config).unwrap();
         assert_eq!(files.shm, None);
         let read = |p: &Path| std::fs::read_to_string(p).unwrap();
         assert_eq!(read(&files.hostname), "web-0\n");
@@ -146,6 +170,7 @@ mod tests {
         assert_eq!(read(&files.hosts), read(Path::new("/etc/hosts")));
         let node = make(
             &dir,
+            &dir.join("shm"),
             &PodConfig {
                 ipc: Mode::Node,
                 ..PodConfig::default()

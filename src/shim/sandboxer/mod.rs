@@ -25,6 +25,7 @@ use std::time::{Duration, SystemTime};
 use podinit::cgroup::{CgroupRoot, Group, StatsReader};
 
 use super::error::{Error, Result};
+use super::orphan;
 use super::reaper::Exit;
 use super::service::Inner;
 use config::PodConfig;
@@ -32,10 +33,12 @@ use config::PodConfig;
 pub use start::init_main;
 
 /// The shim's `delete` after a killed shim: its sandbox's PID 1, cgroup and shm go; the
-/// PID 1's pid, when there was one.
-pub fn cleanup(bundle: &Path) -> Option<i32> {
+/// PID 1's pid, when there was one. `root` is the shim's container state (`paths::runc_root`)
+/// and `id` the sandbox's.
+pub fn cleanup(bundle: &Path, root: &Path, id: &str) -> Option<i32> {
     let pid = record::cleanup(bundle);
-    files::unmount(bundle);
+    files::unmount(&super::paths::shm_dir(root, id));
+    files::unmount_in_bundle(bundle);
     pid
 }
 
@@ -44,6 +47,8 @@ struct Sandbox {
     config: PodConfig,
     /// Where containerd made the sandbox's bundle (the shim's working directory).
     bundle: PathBuf,
+    /// The mount point of its `/dev/shm`, outside the bundle (`files.rs`).
+    shm: PathBuf,
     netns: String,
     created_at: SystemTime,
     /// The sandbox's own cgroup (`<cgroup parent>/<id>`), once started.
@@ -134,6 +139,10 @@ pub struct Sandboxer {
     table: Mutex<HashMap<String, Sandbox>>,
     /// Woken when a sandbox's PID 1 exits.
     exited: Condvar,
+    /// Held by whatever starts or ends a sandbox (StartSandbox, StopSandbox,
+    /// ShutdownSandbox, the shim ending itself), so that a stop never runs half-way
+    /// through a start: what the start makes would be left behind.
+    life: Mutex<()>,
 }
 
 /// How long StopSandbox waits for the PID 1 after SIGKILL (it cannot ignore it).
@@ -145,7 +154,12 @@ impl Sandboxer {
             inner,
             table: Mutex::new(HashMap::new()),
             exited: Condvar::new(),
+            life: Mutex::new(()),
         })
+    }
+
+    fn life(&self) -> MutexGuard<'_, ()> {
+        self.life.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn table(&self) -> MutexGuard<'_, HashMap<String, Sandbox>> {
@@ -185,6 +199,7 @@ impl Sandboxer {
             b => PathBuf::from(b),
         };
         let systemd = super::bootstrap::kept_systemd_cgroup(&bundle);
+        let shm = super::paths::shm_dir(&self.inner.runc.root, id);
         let mut t = self.table();
         if t.contains_key(id) {
             return Err(Error::ContainerExists(format!("sandbox {id}")));
@@ -194,6 +209,7 @@ impl Sandboxer {
             Sandbox {
                 config,
                 bundle,
+                shm,
                 netns: netns.to_string(),
                 created_at: SystemTime::now(),
                 cgroup: None,
@@ -209,8 +225,10 @@ impl Sandboxer {
     }
 
     /// StartSandbox: the pod's cgroup and PID 1; its pid and when the sandbox was made.
+    /// What it made is undone when it fails.
     pub fn start(self: &Arc<Self>, id: &str) -> Result<(u32, SystemTime)> {
-        let (config, ns, path, created_at, bundle, systemd) = {
+        let _life = self.life();
+        let (config, ns, path, created_at, bundle, shm, systemd) = {
             let t = self.table();
             let sb = t.get(id).ok_or_else(|| Self::not_found(id))?;
             if sb.pid.is_some() {
@@ -222,11 +240,12 @@ impl Sandboxer {
                 sb.config.cgroups_path(id),
                 sb.created_at,
                 sb.bundle.clone(),
+                sb.shm.clone(),
                 sb.systemd,
             )
         };
-        let pod_files = files::make(&bundle, &config).map_err(|e| {
-            files::unmount(&bundle);
+        let pod_files = files::make(&bundle, &shm, &config).map_err(|e| {
+            files::unmount(&shm);
             Error::Setup(format!("sandbox {id}: {e}"))
         })?;
         let made = if systemd {
@@ -238,7 +257,7 @@ impl Sandboxer {
                 .and_then(|g| g.create_all().map(|()| (g, path.clone(), None)))
         };
         let (group, path, unit) = made.map_err(|err| {
-            files::unmount(&bundle);
+            files::unmount(&shm);
             Error::Cgroup {
                 what: format!("sandbox {id}"),
                 err,
@@ -247,8 +266,11 @@ impl Sandboxer {
         let pid = match start::pid1(&self.inner, &ns) {
             Ok(pid) => pid,
             Err(e) => {
+                if let Some(u) = &unit {
+                    let _ = podinit::cgroup::systemd::stop(&u.name);
+                }
                 let _ = group.remove();
-                files::unmount(&bundle);
+                files::unmount(&shm);
                 return Err(Error::Setup(format!("sandbox {id}: {e}")));
             }
         };
@@ -268,14 +290,18 @@ impl Sandboxer {
                 r.write(&bundle).map_err(|e| e.to_string())
             });
         if let Err(e) = placed {
+            // Its cgroup goes only once the PID 1 has left it: killed, then reaped.
             let _ = nix::sys::signal::kill(
                 nix::unistd::Pid::from_raw(pid),
                 nix::sys::signal::Signal::SIGKILL,
             );
+            let _ = self.inner.reaper.wait_for(pid, KILL_LIMIT);
             if let Some(u) = &unit {
                 let _ = podinit::cgroup::systemd::stop(&u.name);
             }
-            files::unmount(&bundle);
+            let _ = group.destroy();
+            record::forget(&bundle);
+            files::unmount(&shm);
             return Err(Error::Setup(format!("sandbox {id}: {e}")));
         }
         self.inner.set_pod_files(id, Some(pod_files));
@@ -334,6 +360,12 @@ impl Sandboxer {
     /// StopSandbox: SIGTERM (pause ends on it with 0), SIGKILL once `timeout` has passed,
     /// then the sandbox's cgroup goes. Stopping a stopped sandbox is no error.
     pub fn stop(&self, id: &str, timeout: Duration) -> Result<()> {
+        let _life = self.life();
+        self.stop_now(id, timeout)
+    }
+
+    /// StopSandbox's work, with the life lock held.
+    fn stop_now(&self, id: &str, timeout: Duration) -> Result<()> {
         let pid = {
             let t = self.table();
             let sb = t.get(id).ok_or_else(|| Self::not_found(id))?;
@@ -357,14 +389,19 @@ impl Sandboxer {
     /// The sandbox's cgroup, its shm (as containerd's podsandbox controller unmounts a
     /// pause's at stop) and its record for a dead shim's `delete` go once it has stopped.
     fn remove_cgroup(&self, id: &str) -> Result<()> {
-        let (group, bundle, unit) = match self.table().get_mut(id) {
+        let (group, bundle, shm, unit) = match self.table().get_mut(id) {
             Some(sb) => {
                 sb.stats = None;
-                (sb.cgroup.take(), sb.bundle.clone(), sb.unit.take())
+                (
+                    sb.cgroup.take(),
+                    sb.bundle.clone(),
+                    sb.shm.clone(),
+                    sb.unit.take(),
+                )
             }
             None => return Ok(()),
         };
-        files::unmount(&bundle);
+        files::unmount(&shm);
         // runc's order: the unit first, then what is left of its cgroup.
         if let Some(unit) = unit {
             podinit::cgroup::systemd::stop(&unit).map_err(|err| Error::Cgroup {
@@ -456,11 +493,13 @@ impl Sandboxer {
     /// exits once no task is left in it, after its answer has reached the caller on
     /// connection `conn` (`Inner::exit_once_answered`).
     pub fn shutdown(&self, id: &str, conn: Option<RawFd>) -> Result<()> {
+        let life = self.life();
         if self.exists(id).is_ok() {
-            self.stop(id, Duration::ZERO)?;
+            self.stop_now(id, Duration::ZERO)?;
             self.table().remove(id);
             self.inner.set_pod_files(id, None);
         }
+        drop(life);
         if self.table().is_empty() {
             self.inner.hold_sandbox(false);
             if self.inner.is_empty() {
@@ -468,6 +507,64 @@ impl Sandboxer {
             }
         }
         Ok(())
+    }
+}
+
+impl Sandboxer {
+    /// What the shim ending itself looks at (`orphan.rs`), with `bundle` the shim's.
+    fn seen(&self, bundle: &Path) -> orphan::Seen {
+        orphan::Seen {
+            tasks: !self.inner.is_empty(),
+            live_sandbox: self
+                .table()
+                .values()
+                .any(|sb| sb.pid.is_some() && sb.exit.is_none()),
+            bundle_gone: orphan::bundle_gone(bundle),
+        }
+    }
+
+    /// Called once no connection has been open for the grace period: when the rule says
+    /// containerd has dropped the shim, every sandbox is stopped (its PID 1, cgroup, shm and
+    /// record go), the shim's own files in the bundle are removed, and the shim ends (its
+    /// socket goes as it exits). True when it ends.
+    fn end_if_abandoned(&self, bundle: &Path) -> bool {
+        let life = self.life();
+        let seen = self.seen(bundle);
+        if !orphan::abandoned(seen) {
+            return false;
+        }
+        let ids: Vec<String> = self.table().keys().cloned().collect();
+        super::say::warn(format_args!(
+            "no connection from containerd for {} s and {}: ending the shim of {}",
+            orphan::grace().as_secs(),
+            if seen.live_sandbox {
+                "its bundle is gone"
+            } else {
+                "nothing of its pod runs"
+            },
+            if ids.is_empty() {
+                "no sandbox".to_string()
+            } else {
+                ids.join(", ")
+            }
+        ));
+        for id in &ids {
+            if let Err(e) = self.stop_now(id, Duration::ZERO) {
+                super::say::warn(format_args!("{e}"));
+            }
+            self.table().remove(id);
+            self.inner.set_pod_files(id, None);
+        }
+        // Relative to the working directory, which is the bundle even once containerd
+        // has renamed it: the pod's files, and the address and options `start` wrote.
+        files::remove_own(Path::new("."));
+        for own in ["address", "options.json"] {
+            let _ = std::fs::remove_file(own);
+        }
+        drop(life);
+        self.inner.hold_sandbox(false);
+        self.inner.exit.signal();
+        true
     }
 }
 
@@ -482,8 +579,19 @@ pub struct Status {
 }
 
 /// The sandbox service's ttrpc methods, to be served beside the Task service's.
+/// A shim of the Sandbox API (its bundle, the working directory, has no config.json, as
+/// `boot.rs` tells) ends itself once containerd has dropped it (`orphan.rs`).
 pub fn service(
     inner: Arc<Inner>,
 ) -> HashMap<String, Box<dyn containerd_shim::protos::ttrpc::MethodHandler + Send + Sync>> {
-    api::methods(Sandboxer::new(inner))
+    let sandboxer = Sandboxer::new(inner);
+    match std::env::current_dir() {
+        Ok(bundle) if !bundle.join("config.json").exists() => {
+            let s = Arc::clone(&sandboxer);
+            let peers = Arc::clone(&s.inner.peers);
+            orphan::watch(peers, orphan::grace(), move || s.end_if_abandoned(&bundle));
+        }
+        _ => {}
+    }
+    api::methods(sandboxer)
 }
