@@ -275,9 +275,14 @@ mod tests {
         drop(freed);
         flush_thread_cache();
         let again: Vec<Vec<u8>> = (0..64).map(|i| vec![i as u8; 16 + i * 8]).collect();
-        assert!(again.iter().enumerate().all(|(i, v)| v.len() == 16 + i * 8
-            && v.iter().all(|&b| b == i as u8)));
-        assert!(kept.iter().enumerate().all(|(i, b)| b.iter().all(|&x| x == i as u8)));
+        assert!(again
+            .iter()
+            .enumerate()
+            .all(|(i, v)| v.len() == 16 + i * 8 && v.iter().all(|&b| b == i as u8)));
+        assert!(kept
+            .iter()
+            .enumerate()
+            .all(|(i, b)| b.iter().all(|&x| x == i as u8)));
         // A second flush finds no cache: nothing to do.
         flush_thread_cache();
         drop((kept, again));
