@@ -178,6 +178,16 @@ fn give_back_heap() -> (Ranges, bool) {
     (ranges, main_thread)
 }
 
+/// Run this thread's allocations without glibc's per-thread cache from now on, as
+/// `GLIBC_TUNABLES=glibc.malloc.tcache_count=0` would: for a process that lives long
+/// and waits at rest (`podinit run`), called before its start-up. The cache hands back
+/// the chunk freed last wherever it lies, so that what start-up keeps ends up spread
+/// over the heap, a few bytes pinning each page; without it malloc takes the best fit
+/// and merges what is freed at once, and the release finds whole free pages to give back.
+pub fn without_thread_cache() {
+    flush_thread_cache();
+}
+
 /// Hand the chunks glibc's per-thread cache (tcache) holds back to the heap, and keep no
 /// such cache from now on. Each size keeps up to seven freed chunks there, which count as
 /// in use: `malloc_trim` can neither merge them with their free neighbours nor give their
