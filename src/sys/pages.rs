@@ -194,8 +194,9 @@ pub fn without_thread_cache() {
 /// pages back, and scattered over the heap they pin most of what start-up left. glibc
 /// has no public call for it; this is the one it makes when a thread exits (it frees the
 /// cache's chunks and detaches the thread from its arena, which the next allocation
-/// takes again), present in every static glibc since 2.26. Only a process that stays
-/// with one thread while it waits calls it (the supervisor, the outer process, pause).
+/// takes again), a global symbol of static glibc's malloc (a glibc without it fails to
+/// link, never silently). Only a process that stays with one thread while it waits calls
+/// it (the supervisor, the outer process, pause).
 fn flush_thread_cache() {
     #[cfg(all(target_env = "gnu", target_feature = "crt-static"))]
     {
