@@ -103,6 +103,9 @@ pub const DEFAULT_SECCOMP_ROOT: &str = "/var/lib/kubelet/seccomp";
 
 /// `podinit run`: returns the process exit status.
 pub fn run(opts: &RunOptions) -> i32 {
+    // The outer process and the supervisor wait for the pod's whole life: their heap is
+    // laid out to be given back (docs/architecture.md §2).
+    crate::sys::pages::without_thread_cache();
     let node_flags = match node::Flags::parse(opts).and_then(|f| {
         puller::check_options(&opts.registry_ca, &opts.insecure_registries)?;
         check_cgroup_parent(opts)?;

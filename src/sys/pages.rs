@@ -8,7 +8,11 @@
 /// and RELRO segments (relocated at start, so private copies) are not touched; the dead
 /// part of the stack is dropped too.
 pub fn release_startup_pages() {
-    let ranges = give_back_heap_and_stack();
+    let (ranges, main_thread) = give_back_heap();
+    if main_thread {
+        // SAFETY: the main thread's stack below this frame is dead.
+        unsafe { drop_dead_stack() };
+    }
     // The code last, and through libc's `syscall` alone: what runs after the drop is mapped
     // back with its neighbours (the kernel's fault-around, 64 KiB a fault), so the fewer
     // places it runs in on the way back to the caller, the better.
@@ -27,12 +31,14 @@ pub fn release_startup_pages_and_poll(
     fds: &mut [nix::poll::PollFd],
     timeout: nix::poll::PollTimeout,
 ) -> nix::Result<libc::c_int> {
-    let ranges = give_back_heap_and_stack();
+    let (ranges, main_thread) = give_back_heap();
     // SAFETY: `PollFd` is a transparent `pollfd`; the ranges are the executable's
-    // read-only segments (see `release_startup_pages`).
+    // read-only segments (see `release_startup_pages`); the stack below drop_then_poll is
+    // dead on the main thread.
     let res = unsafe {
         drop_then_poll(
             &ranges,
+            main_thread,
             fds.as_mut_ptr().cast(),
             fds.len(),
             i32::from(timeout),
@@ -48,18 +54,25 @@ struct Ranges {
     n: usize,
 }
 
-/// Drop the code ranges, then poll: every system call made inline, no function called
-/// between the drop and the wait. Returns poll's raw result (`-errno` on failure).
+/// Drop the dead stack (with `stack`) and the code ranges, then poll: every system call
+/// made inline, no function called between the drop and the wait. Returns poll's raw
+/// result (`-errno` on failure).
 ///
 /// # Safety
-/// `fds` points at `nfds` pollfds; `ranges` holds read-only file mappings of our own.
+/// `fds` points at `nfds` pollfds; `ranges` holds read-only file mappings of our own;
+/// `stack` only on the main thread.
 #[inline(never)]
 unsafe fn drop_then_poll(
     ranges: &Ranges,
+    stack: bool,
     fds: *mut libc::pollfd,
     nfds: usize,
     timeout: i32,
 ) -> isize {
+    if stack {
+        // SAFETY: the caller's.
+        unsafe { drop_dead_stack() };
+    }
     let mut i = 0;
     while i < ranges.n && i < ranges.r.len() {
         let (addr, len) = ranges.r[i];
@@ -119,8 +132,9 @@ unsafe fn raw_syscall3(n: libc::c_long, a: usize, b: usize, c: usize) -> isize {
     }
 }
 
-/// The start-up heap and dead stack given back; returns the code ranges to drop last.
-fn give_back_heap_and_stack() -> Ranges {
+/// The start-up heap given back; returns the code ranges to drop last, and whether this
+/// is the main thread (whose dead stack the caller drops last but one).
+fn give_back_heap() -> (Ranges, bool) {
     let mut ranges = Ranges {
         r: [(0, 0); 8],
         n: 0,
@@ -154,29 +168,72 @@ fn give_back_heap_and_stack() -> Ranges {
     }
     // SAFETY: the callback only reads the headers it is given.
     unsafe { libc::dl_iterate_phdr(Some(each), &mut ranges as *mut _ as *mut libc::c_void) };
-    // On the main thread (the supervisor's and the outer process's only one), the stack
-    // below us is dead: start-up went deeper (parsing, validation) than the event loop
-    // does. 16 KiB are left for this call and any signal handler; below the main stack
-    // lies the gap the kernel keeps free of mappings (at least 128 MiB), so the part of
-    // the range that is not stack is nothing (madvise then says ENOMEM). Another thread's
-    // stack may have neighbours: left alone.
     // SAFETY: plain syscalls without arguments.
-    if unsafe { libc::gettid() == libc::getpid() } {
-        let marker = 0u8;
-        let here = std::hint::black_box(&marker) as *const u8 as usize;
-        let top = (here - (16 << 10)) & !4095;
-        // SAFETY: dead stack pages, refilled with zeros if ever used again.
-        unsafe {
-            libc::madvise(
-                (top - (1 << 20)) as *mut libc::c_void,
-                1 << 20,
-                libc::MADV_DONTNEED,
-            )
-        };
+    let main_thread = unsafe { libc::gettid() == libc::getpid() };
+    if main_thread {
+        flush_thread_cache();
     }
     // SAFETY: no other thread allocates during the call (glibc locks anyway).
     unsafe { libc::malloc_trim(0) };
-    ranges
+    (ranges, main_thread)
+}
+
+/// Run this thread's allocations without glibc's per-thread cache from now on, as
+/// `GLIBC_TUNABLES=glibc.malloc.tcache_count=0` would: for a process that lives long
+/// and waits at rest (`podinit run`), called before its start-up. The cache hands back
+/// the chunk freed last wherever it lies, so that what start-up keeps ends up spread
+/// over the heap, a few bytes pinning each page; without it malloc takes the best fit
+/// and merges what is freed at once, and the release finds whole free pages to give back.
+pub fn without_thread_cache() {
+    flush_thread_cache();
+}
+
+/// Hand the chunks glibc's per-thread cache (tcache) holds back to the heap, and keep no
+/// such cache from now on. Each size keeps up to seven freed chunks there, which count as
+/// in use: `malloc_trim` can neither merge them with their free neighbours nor give their
+/// pages back, and scattered over the heap they pin most of what start-up left. glibc
+/// has no public call for it; this is the one it makes when a thread exits (it frees the
+/// cache's chunks and detaches the thread from its arena, which the next allocation
+/// takes again), a global symbol of static glibc's malloc (a glibc without it fails to
+/// link, never silently). Only a process that stays with one thread while it waits calls
+/// it (the supervisor, the outer process, pause).
+fn flush_thread_cache() {
+    #[cfg(all(target_env = "gnu", target_feature = "crt-static"))]
+    {
+        extern "C" {
+            fn __malloc_arena_thread_freeres();
+        }
+        // SAFETY: glibc's thread shutdown of malloc; the thread allocates on afterwards
+        // from its arena without a cache, as a thread made after `tcache_count=0` would.
+        unsafe { __malloc_arena_thread_freeres() };
+    }
+}
+
+/// Drop the main stack below the caller's frame, keeping a page under it for the frame
+/// itself, its red zone and a signal handler: start-up went deeper (parsing, validation)
+/// than the wait does. Below the main stack lies the gap the kernel keeps free of mappings
+/// (at least 128 MiB), so the part of the range that is not stack is nothing (madvise then
+/// says ENOMEM). Another thread's stack may have neighbours: only the main thread's is
+/// dropped. Inline, through a raw system call, so that the pages malloc_trim and the rest
+/// of the release touched below the caller go too.
+///
+/// # Safety
+/// On the main thread only; nothing below the caller's frame is used afterwards but what
+/// a new call writes first.
+#[inline(always)]
+unsafe fn drop_dead_stack() {
+    let marker = 0u8;
+    let here = std::hint::black_box(&marker) as *const u8 as usize;
+    let top = (here - 4096) & !4095;
+    // SAFETY: dead stack pages, refilled with zeros if ever used again.
+    unsafe {
+        raw_syscall3(
+            libc::SYS_madvise,
+            top - (1 << 20),
+            1 << 20,
+            libc::MADV_DONTNEED as usize,
+        )
+    };
 }
 
 #[cfg(test)]
@@ -210,6 +267,7 @@ mod tests {
                         r: [(0, 0); 8],
                         n: 0,
                     },
+                    false,
                     std::ptr::null_mut(),
                     usize::MAX,
                     0,
@@ -217,6 +275,28 @@ mod tests {
             } as libc::c_int),
             Err(nix::errno::Errno::EINVAL)
         );
+    }
+
+    /// After the thread's cache is handed back, the thread allocates on: what it frees is
+    /// found again by the next allocations, and what was live keeps its contents.
+    #[test]
+    fn allocation_goes_on_without_the_thread_cache() {
+        let kept: Vec<Box<[u8; 48]>> = (0..64u8).map(|i| Box::new([i; 48])).collect();
+        let freed: Vec<Vec<u8>> = (0..64).map(|i| vec![i as u8; 16 + i * 8]).collect();
+        drop(freed);
+        flush_thread_cache();
+        let again: Vec<Vec<u8>> = (0..64).map(|i| vec![i as u8; 16 + i * 8]).collect();
+        assert!(again
+            .iter()
+            .enumerate()
+            .all(|(i, v)| v.len() == 16 + i * 8 && v.iter().all(|&b| b == i as u8)));
+        assert!(kept
+            .iter()
+            .enumerate()
+            .all(|(i, b)| b.iter().all(|&x| x == i as u8)));
+        // A second flush finds no cache: nothing to do.
+        flush_thread_cache();
+        drop((kept, again));
     }
 
     /// The code, constants and relocated data stay usable after the release.
