@@ -154,29 +154,49 @@ fn give_back_heap_and_stack() -> Ranges {
     }
     // SAFETY: the callback only reads the headers it is given.
     unsafe { libc::dl_iterate_phdr(Some(each), &mut ranges as *mut _ as *mut libc::c_void) };
-    // On the main thread (the supervisor's and the outer process's only one), the stack
+    // On the main thread's stack (the supervisor's and the outer process's), the stack
     // below us is dead: start-up went deeper (parsing, validation) than the event loop
-    // does. 16 KiB are left for this call and any signal handler; below the main stack
-    // lies the gap the kernel keeps free of mappings (at least 128 MiB), so the part of
-    // the range that is not stack is nothing (madvise then says ENOMEM). Another thread's
-    // stack may have neighbours: left alone.
-    // SAFETY: plain syscalls without arguments.
-    if unsafe { libc::gettid() == libc::getpid() } {
-        let marker = 0u8;
-        let here = std::hint::black_box(&marker) as *const u8 as usize;
-        let top = (here - (16 << 10)) & !4095;
-        // SAFETY: dead stack pages, refilled with zeros if ever used again.
-        unsafe {
-            libc::madvise(
-                (top - (1 << 20)) as *mut libc::c_void,
-                1 << 20,
-                libc::MADV_DONTNEED,
-            )
-        };
+    // does. 16 KiB are left for this call and any signal handler. Another thread's stack,
+    // or a process running on a copy of a mapped stack (the pod's pause, a fork-like copy
+    // of a vfork-like hop), has neighbours that are not stack: left alone.
+    let marker = 0u8;
+    let here = std::hint::black_box(&marker) as *const u8 as usize;
+    // SAFETY: plain calls without pointers, and getrlimit into a local struct.
+    let (main_thread, stack_top, limit) = unsafe {
+        let mut lim: libc::rlimit = std::mem::zeroed();
+        libc::getrlimit(libc::RLIMIT_STACK, &mut lim);
+        (
+            libc::gettid() == libc::getpid(),
+            libc::getauxval(libc::AT_RANDOM) as usize,
+            lim.rlim_cur,
+        )
+    };
+    if let Some((start, len)) = main_thread
+        .then(|| dead_main_stack(here, stack_top, limit))
+        .flatten()
+    {
+        // SAFETY: dead pages of our main stack, refilled with zeros if ever used again.
+        unsafe { libc::madvise(start as *mut libc::c_void, len, libc::MADV_DONTNEED) };
     }
     // SAFETY: no other thread allocates during the call (glibc locks anyway).
     unsafe { libc::malloc_trim(0) };
     ranges
+}
+
+/// The dead part of the main thread's stack below `here`, at most 1 MiB, as (start, len):
+/// None unless `here` lies on the main stack. `stack_top` is where the kernel put
+/// `AT_RANDOM`'s bytes at exec, near the top of the main stack; the stack cannot reach more
+/// than its `limit` (`RLIMIT_STACK`) below it, and the kernel maps nothing else there (mmap's
+/// base is kept at least that far below), so no range reaches past it.
+fn dead_main_stack(here: usize, stack_top: usize, limit: u64) -> Option<(usize, usize)> {
+    let span = usize::try_from(limit).unwrap_or(usize::MAX).min(8 << 20);
+    let floor = stack_top.checked_sub(span)?.next_multiple_of(4096);
+    if here >= stack_top || here <= floor + (16 << 10) {
+        return None;
+    }
+    let end = (here - (16 << 10)) & !4095;
+    let start = end.saturating_sub(1 << 20).max(floor);
+    (start < end).then_some((start, end - start))
 }
 
 #[cfg(test)]
@@ -226,5 +246,31 @@ mod tests {
         release_startup_pages();
         let shown: Box<dyn std::fmt::Debug> = Box::new(before.clone());
         assert_eq!(format!("{shown:?}").len(), format!("{before:?}").len());
+    }
+
+    /// The dead stack dropped is the main stack's below us, no deeper than its limit allows;
+    /// a frame that is not on the main stack (a copy of a vfork-like child's mapped stack,
+    /// as the pod's pause runs on) drops nothing.
+    #[test]
+    fn only_the_main_stacks_dead_part_is_dropped() {
+        let top = 0x7ffd_0000_0000usize;
+        let here = top - (40 << 10);
+        let (start, len) = dead_main_stack(here, top, 8 << 20).unwrap();
+        assert_eq!(start + len, (here - (16 << 10)) & !4095);
+        assert_eq!(len, 1 << 20);
+        // A small limit: nothing below it.
+        let (start, _) = dead_main_stack(here, top, 256 << 10).unwrap();
+        assert_eq!(start, top - (256 << 10));
+        // Unlimited counts as 8 MiB.
+        assert!(dead_main_stack(here, top, libc::RLIM_INFINITY).is_some());
+        // Not on the main stack: far below it (the mmap area) or above it.
+        assert_eq!(dead_main_stack(top - (200 << 20), top, 8 << 20), None);
+        assert_eq!(
+            dead_main_stack(top - (200 << 20), top, libc::RLIM_INFINITY),
+            None
+        );
+        assert_eq!(dead_main_stack(top + 4096, top, 8 << 20), None);
+        // Too close to the floor to leave 16 KiB.
+        assert_eq!(dead_main_stack(top - (250 << 10), top, 256 << 10), None);
     }
 }
