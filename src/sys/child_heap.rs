@@ -247,7 +247,7 @@ mod tests {
         drop(v);
         drop(heap);
         assert_eq!(arena_in_use(), 0);
-        let after = vec![1u8; 64];
+        let after: Vec<u8> = std::iter::repeat_n(1u8, 64).collect();
         assert!(
             !in_arena(after.as_ptr() as *mut u8),
             "the parent's blocks are glibc's"
