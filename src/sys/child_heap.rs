@@ -17,8 +17,13 @@ use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 /// Address space reserved for a child's allocations: the pages it touches are the only
-/// ones that cost memory, and only until its parent resumes.
+/// ones that cost memory.
 const SIZE: usize = 64 << 20;
+
+/// The arena's first pages stay ours between children, as glibc keeps freed chunks: each
+/// start would otherwise fault them in again (exec probes start every period). Above
+/// this, what a child touched is given back when its parent resumes.
+const KEEP: usize = 64 << 10;
 
 /// The program's allocator: glibc's (`System`) but in a vfork-like child.
 pub struct Allocator;
@@ -81,8 +86,8 @@ unsafe impl GlobalAlloc for Allocator {
         if in_child() {
             let p = bump(l);
             if !p.is_null() {
-                // SAFETY: a fresh block of `l.size()` bytes (pages reused within one child
-                // are not zero).
+                // SAFETY: a fresh block of `l.size()` bytes (the arena's pages are reused:
+                // not zero).
                 unsafe { p.write_bytes(0, l.size()) };
             }
             return p;
@@ -183,14 +188,15 @@ impl Drop for Entered {
         if self.was {
             return;
         }
-        // The child has exec'd or exited: nothing in the arena is anyone's any more. Its
-        // pages are given back, so that a container start costs no memory once done.
+        // The child has exec'd or exited: nothing in the arena is anyone's any more. The
+        // pages it touched beyond the first few are given back, so that a large set-up
+        // costs no memory once done.
         let base = BASE.load(Relaxed);
         let high = HIGH.load(Relaxed);
-        if high > base {
-            let len = (high - base).next_multiple_of(4096);
+        if high > base + KEEP {
+            let len = (high - base - KEEP).next_multiple_of(4096);
             // SAFETY: our own arena's pages, which nothing uses.
-            unsafe { libc::madvise(base as *mut libc::c_void, len, libc::MADV_DONTNEED) };
+            unsafe { libc::madvise((base + KEEP) as *mut libc::c_void, len, libc::MADV_DONTNEED) };
         }
         NEXT.store(base, Relaxed);
         HIGH.store(base, Relaxed);
@@ -292,5 +298,39 @@ mod tests {
         IN_CHILD.set(true);
         drop(heap);
         assert_eq!(arena_in_use(), 0);
+    }
+
+    /// What a child touched beyond the kept pages is given back when it ends; the kept
+    /// ones stay for the next child.
+    #[test]
+    fn a_large_childs_pages_are_given_back() {
+        let _one = TEST_LOCK.lock();
+        let heap = enter().unwrap();
+        let big = vec![9u8; 1 << 20];
+        assert!(in_arena(big.as_ptr() as *mut u8));
+        drop(big);
+        drop(heap);
+        let base = BASE.load(Relaxed);
+        let pages = SIZE.min(2 << 20) / 4096;
+        let mut resident = vec![0u8; pages];
+        // SAFETY: mincore over the start of our own mapping, into a vector of one byte a
+        // page.
+        let rc = unsafe {
+            libc::mincore(
+                base as *mut libc::c_void,
+                pages * 4096,
+                resident.as_mut_ptr(),
+            )
+        };
+        assert_eq!(rc, 0, "{}", io::Error::last_os_error());
+        let kept = KEEP / 4096;
+        assert!(
+            resident[kept..].iter().all(|&r| r & 1 == 0),
+            "pages above the kept ones stayed"
+        );
+        assert!(
+            resident[..kept].iter().any(|&r| r & 1 == 1),
+            "the kept pages were dropped"
+        );
     }
 }
