@@ -154,8 +154,19 @@ struct ForkHop<'a> {
     userns: RawFd,
     flags: u64,
     what: Forked<'a>,
-    /// Set by the hop: the process's pid, or why there is none.
-    out: Result<i32>,
+    /// Set by the hop: the process's pid, or why there is none. Plain values: what the
+    /// hop allocates is gone once it has exited (`sys::child_heap`).
+    out: HopOut,
+}
+
+/// What a fork-like hop did.
+#[derive(Clone, Copy)]
+enum HopOut {
+    /// It exited without a word.
+    Exited,
+    Cloned(i32),
+    /// The step that failed and its errno.
+    Failed(&'static str, i32),
 }
 
 /// What the hop's child runs.
@@ -173,8 +184,15 @@ enum Forked<'a> {
 /// Single-threaded caller.
 unsafe fn fork_hop(cgroup: Option<BorrowedFd>, mut hop: ForkHop) -> Result<Cloned> {
     run_hop(cgroup, fork_hop_main, &mut hop)?;
-    let pid = std::mem::replace(&mut hop.out, Ok(0))?;
-    pidfd_of(pid)
+    match hop.out {
+        HopOut::Cloned(pid) => pidfd_of(pid),
+        HopOut::Failed(what, errno) => {
+            Err(Error::os(what, std::io::Error::from_raw_os_error(errno)))
+        }
+        HopOut::Exited => Err(Error::Setup(
+            "the hop into the user namespace exited".into(),
+        )),
+    }
 }
 
 /// Clone the container's process with `flags` (its new namespaces) from inside `userns`,
@@ -193,7 +211,7 @@ pub unsafe fn fork_in(
         userns: userns.as_raw_fd(),
         flags,
         what: Forked::Init { p, ends },
-        out: Err(hop_exited()),
+        out: HopOut::Exited,
     };
     fork_hop(cgroup, hop)
 }
@@ -208,14 +226,9 @@ pub unsafe fn pid1_in(userns: BorrowedFd, main: fn(RawFd) -> !, arg: RawFd) -> R
         userns: userns.as_raw_fd(),
         flags: libc::CLONE_NEWPID as u64,
         what: Forked::Main { main, arg },
-        out: Err(hop_exited()),
+        out: HopOut::Exited,
     };
     fork_hop(None, hop)
-}
-
-/// What a hop that exited without a word says.
-fn hop_exited() -> Error {
-    Error::Setup("the hop into the user namespace exited".into())
 }
 
 extern "C" fn fork_hop_main(arg: *mut libc::c_void) -> ! {
@@ -223,10 +236,7 @@ extern "C" fn fork_hop_main(arg: *mut libc::c_void) -> ! {
     let h = unsafe { &mut *(arg as *mut ForkHop) };
     // SAFETY: setns with the fd of a user namespace.
     if unsafe { libc::setns(h.userns, libc::CLONE_NEWUSER) } != 0 {
-        h.out = Err(Error::os(
-            "joining the user namespace",
-            std::io::Error::last_os_error(),
-        ));
+        h.out = HopOut::Failed("joining the user namespace", errno());
         // SAFETY: exiting the hop.
         unsafe { libc::_exit(1) }
     }
@@ -243,9 +253,21 @@ extern "C" fn fork_hop_main(arg: *mut libc::c_void) -> ! {
             }
             Forked::Main { main, arg } => main(arg),
         },
-        Ok(Some(c)) => h.out = Ok(c.pid),
-        Err(e) => h.out = Err(Error::os("clone3 in the user namespace", e)),
+        Ok(Some(c)) => h.out = HopOut::Cloned(c.pid),
+        Err(e) => {
+            h.out = HopOut::Failed(
+                "clone3 in the user namespace",
+                e.raw_os_error().unwrap_or(libc::EIO),
+            )
+        }
     }
     // SAFETY: exiting the hop; the pidfd closes with it.
     unsafe { libc::_exit(0) }
+}
+
+/// This thread's errno, as a plain value.
+fn errno() -> i32 {
+    std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
 }

@@ -33,7 +33,12 @@ pub unsafe fn clone3(
     );
     match rc {
         -1 => Err(io::Error::last_os_error()),
-        0 => Ok(None),
+        0 => {
+            // A copy of our memory: if we are a vfork-like child, glibc's heap in the copy is
+            // as our waiting parent left it, and the copy's own again.
+            super::child_heap::forked();
+            Ok(None)
+        }
         pid => Ok(Some(Cloned {
             pid: pid as i32,
             pidfd: std::os::fd::FromRawFd::from_raw_fd(pidfd),
@@ -115,11 +120,15 @@ impl CloneArgs {
 /// copied and no page is copied on write after, for a process that replaces itself at
 /// once: each container start, and each exec probe, every period in every container.
 ///
+/// The child's allocations come from an arena of its own (`child_heap`), emptied when this
+/// returns: it may allocate, and be killed at any instruction, without touching our heap.
+///
 /// # Safety
 /// Single-threaded caller. `child` must end in execve or `_exit` without returning, must
-/// not free or move anything it did not allocate (it shares our heap), and must not wait
-/// for anything only this process could do (we are stopped until it execs). `arg` must
-/// stay valid until this returns.
+/// not free or move anything it did not allocate (it shares our memory), must leave in
+/// memory we read afterwards nothing it allocated (the arena is emptied), and must not
+/// wait for anything only this process could do (we are stopped until it execs). `arg`
+/// must stay valid until this returns.
 pub unsafe fn clone3_vfork(
     flags: u64,
     cgroup: Option<std::os::fd::BorrowedFd>,
@@ -178,6 +187,9 @@ unsafe fn clone3_vfork_on(
             *stack_base.get_or_init(|| p as usize + GUARD)
         }
     };
+    // From here until the clone returns nothing of ours allocates: the child's allocations
+    // are the arena's, and the guard empties it once we resume.
+    let _heap = super::child_heap::enter()?;
     let mut pidfd: libc::c_int = -1;
     let mut args = CloneArgs::new(
         flags | (libc::CLONE_VM | libc::CLONE_VFORK) as u64,
@@ -220,9 +232,9 @@ unsafe fn clone3_vfork_on(
 mod tests {
     use super::*;
 
-    /// vfork children share one stack: the tests that make them take turns (the test
-    /// harness runs tests on parallel threads).
-    static VFORK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    /// vfork children share one stack and one heap arena: the tests that make them take
+    /// turns (the test harness runs tests on parallel threads).
+    use crate::sys::child_heap::TEST_LOCK as VFORK;
 
     fn wait_status(c: &Cloned) -> i32 {
         let mut status = 0;
@@ -292,5 +304,173 @@ mod tests {
             "{s:#x}"
         );
         assert!(before.iter().all(|&b| b == 42));
+    }
+
+    /// Runs `f` in a fork-like child, single-threaded as the supervisor is, and returns
+    /// its wait status: what glibc's heap checks abort (or a lock left held hangs) is that
+    /// process's, reported here, not the test harness's. Bounded: a child still running
+    /// after two minutes is killed and reported so.
+    fn in_subprocess(f: fn()) -> i32 {
+        // SAFETY: the child only runs `f` and exits; the harness's other threads are not
+        // in it (glibc's fork handlers leave malloc usable there).
+        match unsafe { clone3(0, None) }.unwrap() {
+            None => {
+                let ok = std::panic::catch_unwind(f).is_ok();
+                // SAFETY: ending the test's child without the harness's exit handlers.
+                unsafe { libc::_exit(if ok { 0 } else { 101 }) }
+            }
+            Some(c) => {
+                let mut pfd = libc::pollfd {
+                    fd: std::os::fd::AsRawFd::as_raw_fd(&c.pidfd),
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                // SAFETY: one pollfd on our child's pidfd.
+                if unsafe { libc::poll(&mut pfd, 1, 120_000) } != 1 {
+                    // SAFETY: our own child.
+                    unsafe { libc::kill(c.pid, libc::SIGKILL) };
+                    wait_status(&c);
+                    panic!("the test's process hung for two minutes (a heap lock left held?)");
+                }
+                wait_status(&c)
+            }
+        }
+    }
+
+    /// Dies of SIGKILL after `arg` nanoseconds of its own CPU time, spent allocating and
+    /// freeing as a container's set-up does (and as glibc's heap would, without the arena,
+    /// be left half-written by).
+    extern "C" fn allocates_until_killed(arg: *mut libc::c_void) -> ! {
+        let ns = arg as usize as libc::c_long;
+        // SAFETY: a zeroed sigevent, then the fields of SIGEV_SIGNAL.
+        let mut ev: libc::sigevent = unsafe { std::mem::zeroed() };
+        ev.sigev_notify = libc::SIGEV_SIGNAL;
+        ev.sigev_signo = libc::SIGKILL;
+        let mut timer: libc::c_int = 0;
+        let when = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: ns,
+            },
+        };
+        // SAFETY: the raw system calls (no libc wrapper state): a timer on our own CPU
+        // clock that sends SIGKILL once.
+        unsafe {
+            libc::syscall(
+                libc::SYS_timer_create,
+                libc::CLOCK_PROCESS_CPUTIME_ID,
+                &mut ev,
+                &mut timer,
+            );
+            libc::syscall(
+                libc::SYS_timer_settime,
+                timer,
+                0,
+                &when,
+                std::ptr::null_mut::<u8>(),
+            );
+        }
+        let mut held: Vec<String> = (0..32).map(|i| i.to_string()).collect();
+        for i in 0..200_000usize {
+            held[i % 32] = format!("{i:x}-{}", "x".repeat(i % 200));
+            let mut v = Vec::with_capacity(i % 50);
+            v.extend(std::iter::repeat_n(i as u8, i % 300));
+            std::hint::black_box(&v);
+        }
+        // SAFETY: ending the vfork child (the timer did not fire in time).
+        unsafe { libc::_exit(0) }
+    }
+
+    /// Allocates, frees and checks blocks of many sizes, the way glibc's heap finds a chunk
+    /// a child left half-written, and walks its bins.
+    fn churn_heap(round: usize) {
+        let mut blocks: Vec<Vec<u8>> = Vec::new();
+        for i in 0..400usize {
+            let n = (i * 37 + round * 11) % 5000 + 1;
+            blocks.push(vec![(i % 251) as u8; n]);
+            if i % 3 == 0 {
+                let gone = blocks.swap_remove((i * 7) % blocks.len());
+                assert!(gone.iter().all(|&b| b == gone[0]));
+            }
+        }
+        for b in &blocks {
+            assert!(b.iter().all(|&x| x == b[0]), "a block changed under us");
+        }
+        drop(blocks);
+        // SAFETY: single-threaded; trimming walks every free chunk.
+        unsafe { libc::malloc_trim(0) };
+    }
+
+    /// A vfork-like child killed at any instruction of its allocations (a cgroup kill, the
+    /// end of the pid namespace a probe joined) leaves our heap as we left it, and glibc's
+    /// checks find nothing when we go on allocating.
+    #[test]
+    fn a_vfork_child_killed_while_allocating_leaves_our_heap_whole() {
+        let _one = VFORK.lock();
+        let status = in_subprocess(|| {
+            let mut killed = 0;
+            for round in 0..300usize {
+                let ns = 2_000 + (round * 7919) % 300_000;
+                // SAFETY: the child allocates (from the arena) and is killed or exits.
+                let c =
+                    unsafe { clone3_vfork(0, None, allocates_until_killed, ns as *mut _) }.unwrap();
+                let s = wait_status(&c);
+                if libc::WIFSIGNALED(s) && libc::WTERMSIG(s) == libc::SIGKILL {
+                    killed += 1;
+                }
+                assert_eq!(crate::sys::child_heap::arena_in_use(), 0);
+                churn_heap(round);
+            }
+            assert!(
+                killed > 100,
+                "only {killed} of 300 children were killed mid-way"
+            );
+        });
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "the parent's heap did not survive its children's kills: wait status {status:#x} \
+             (signal {})",
+            if libc::WIFSIGNALED(status) {
+                libc::WTERMSIG(status)
+            } else {
+                0
+            }
+        );
+    }
+
+    extern "C" fn allocates_and_exits(_: *mut libc::c_void) -> ! {
+        let kept: Vec<Vec<u8>> = (0..64).map(|i| vec![i as u8; 16 << 10]).collect();
+        std::hint::black_box(&kept);
+        std::mem::forget(kept);
+        // SAFETY: ending the vfork child, its blocks still held, as exec leaves them.
+        unsafe { libc::_exit(0) }
+    }
+
+    /// What a vfork-like child still holds when it execs or exits is not taken from our
+    /// heap: glibc's heap counts the same bytes in use before and after.
+    #[test]
+    fn what_a_vfork_child_holds_at_its_end_costs_us_nothing() {
+        let _one = VFORK.lock();
+        let status = in_subprocess(|| {
+            // SAFETY: glibc's counters of the heap.
+            let before = unsafe { libc::mallinfo2() }.uordblks;
+            for _ in 0..10 {
+                // SAFETY: the child allocates (from the arena) and exits.
+                let c = unsafe { clone3_vfork(0, None, allocates_and_exits, std::ptr::null_mut()) }
+                    .unwrap();
+                assert_eq!(wait_status(&c), 0);
+            }
+            // SAFETY: as above.
+            let after = unsafe { libc::mallinfo2() }.uordblks;
+            assert_eq!(after, before, "bytes in use in our heap");
+        });
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "wait status {status:#x}"
+        );
     }
 }

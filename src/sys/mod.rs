@@ -4,6 +4,7 @@
 pub mod beneath;
 pub mod bpf;
 pub mod cgroup;
+pub mod child_heap;
 pub mod clone;
 pub mod devices;
 mod error;

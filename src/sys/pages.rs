@@ -8,10 +8,10 @@
 /// and RELRO segments (relocated at start, so private copies) are not touched; the dead
 /// part of the stack is dropped too.
 pub fn release_startup_pages() {
-    let (ranges, main_thread) = give_back_heap();
-    if main_thread {
+    let (ranges, floor) = give_back_heap();
+    if let Some(floor) = floor {
         // SAFETY: the main thread's stack below this frame is dead.
-        unsafe { drop_dead_stack() };
+        unsafe { drop_dead_stack(floor) };
     }
     // The code last, and through libc's `syscall` alone: what runs after the drop is mapped
     // back with its neighbours (the kernel's fault-around, 64 KiB a fault), so the fewer
@@ -31,14 +31,14 @@ pub fn release_startup_pages_and_poll(
     fds: &mut [nix::poll::PollFd],
     timeout: nix::poll::PollTimeout,
 ) -> nix::Result<libc::c_int> {
-    let (ranges, main_thread) = give_back_heap();
+    let (ranges, floor) = give_back_heap();
     // SAFETY: `PollFd` is a transparent `pollfd`; the ranges are the executable's
     // read-only segments (see `release_startup_pages`); the stack below drop_then_poll is
     // dead on the main thread.
     let res = unsafe {
         drop_then_poll(
             &ranges,
-            main_thread,
+            floor,
             fds.as_mut_ptr().cast(),
             fds.len(),
             i32::from(timeout),
@@ -60,18 +60,18 @@ struct Ranges {
 ///
 /// # Safety
 /// `fds` points at `nfds` pollfds; `ranges` holds read-only file mappings of our own;
-/// `stack` only on the main thread.
+/// `stack` is the main stack's floor, and only when the caller runs on it.
 #[inline(never)]
 unsafe fn drop_then_poll(
     ranges: &Ranges,
-    stack: bool,
+    stack: Option<usize>,
     fds: *mut libc::pollfd,
     nfds: usize,
     timeout: i32,
 ) -> isize {
-    if stack {
+    if let Some(floor) = stack {
         // SAFETY: the caller's.
-        unsafe { drop_dead_stack() };
+        unsafe { drop_dead_stack(floor) };
     }
     let mut i = 0;
     while i < ranges.n && i < ranges.r.len() {
@@ -132,9 +132,10 @@ unsafe fn raw_syscall3(n: libc::c_long, a: usize, b: usize, c: usize) -> isize {
     }
 }
 
-/// The start-up heap given back; returns the code ranges to drop last, and whether this
-/// is the main thread (whose dead stack the caller drops last but one).
-fn give_back_heap() -> (Ranges, bool) {
+/// The start-up heap given back; returns the code ranges to drop last, and the lowest
+/// address of the main stack when the caller runs on it (its dead part is dropped last
+/// but one, down to there).
+fn give_back_heap() -> (Ranges, Option<usize>) {
     let mut ranges = Ranges {
         r: [(0, 0); 8],
         n: 0,
@@ -168,14 +169,31 @@ fn give_back_heap() -> (Ranges, bool) {
     }
     // SAFETY: the callback only reads the headers it is given.
     unsafe { libc::dl_iterate_phdr(Some(each), &mut ranges as *mut _ as *mut libc::c_void) };
-    // SAFETY: plain syscalls without arguments.
-    let main_thread = unsafe { libc::gettid() == libc::getpid() };
+    // The dead stack is dropped last, below the frame that waits, and only on the main
+    // thread's own stack (the supervisor's and the outer process's). A process running on
+    // a copy of a mapped stack (the pod's pause, a fork-like copy of a vfork-like hop) has
+    // neighbours there that are not stack: its floor is None and nothing is dropped.
+    let marker = 0u8;
+    let here = std::hint::black_box(&marker) as *const u8 as usize;
+    // SAFETY: plain calls without pointers, and getrlimit into a local struct.
+    let (main_thread, stack_top, limit) = unsafe {
+        let mut lim: libc::rlimit = std::mem::zeroed();
+        libc::getrlimit(libc::RLIMIT_STACK, &mut lim);
+        (
+            libc::gettid() == libc::getpid(),
+            libc::getauxval(libc::AT_RANDOM) as usize,
+            lim.rlim_cur,
+        )
+    };
+    let floor = main_thread
+        .then(|| main_stack_floor(here, stack_top, limit))
+        .flatten();
     if main_thread {
         flush_thread_cache();
     }
     // SAFETY: no other thread allocates during the call (glibc locks anyway).
     unsafe { libc::malloc_trim(0) };
-    (ranges, main_thread)
+    (ranges, floor)
 }
 
 /// Run this thread's allocations without glibc's per-thread cache from now on, as
@@ -209,31 +227,42 @@ fn flush_thread_cache() {
     }
 }
 
-/// Drop the main stack below the caller's frame, keeping a page under it for the frame
-/// itself, its red zone and a signal handler: start-up went deeper (parsing, validation)
-/// than the wait does. Below the main stack lies the gap the kernel keeps free of mappings
-/// (at least 128 MiB), so the part of the range that is not stack is nothing (madvise then
-/// says ENOMEM). Another thread's stack may have neighbours: only the main thread's is
-/// dropped. Inline, through a raw system call, so that the pages malloc_trim and the rest
-/// of the release touched below the caller go too.
+/// Drop the main stack below the caller's frame ([`dead_below`]), no deeper than `floor`:
+/// start-up went deeper (parsing, validation) than the wait does. Inline, through a raw
+/// system call, so that the pages malloc_trim and the rest of the release touched below
+/// the caller go too.
 ///
 /// # Safety
-/// On the main thread only; nothing below the caller's frame is used afterwards but what
-/// a new call writes first.
+/// On the main thread's own stack only (`floor` from [`main_stack_floor`]); nothing below
+/// the caller's frame is used afterwards but what a new call writes first.
 #[inline(always)]
-unsafe fn drop_dead_stack() {
+unsafe fn drop_dead_stack(floor: usize) {
     let marker = 0u8;
     let here = std::hint::black_box(&marker) as *const u8 as usize;
-    let top = (here - 4096) & !4095;
-    // SAFETY: dead stack pages, refilled with zeros if ever used again.
-    unsafe {
-        raw_syscall3(
-            libc::SYS_madvise,
-            top - (1 << 20),
-            1 << 20,
-            libc::MADV_DONTNEED as usize,
-        )
-    };
+    if let Some((start, len)) = dead_below(here, floor) {
+        // SAFETY: dead stack pages, refilled with zeros if ever used again.
+        unsafe { raw_syscall3(libc::SYS_madvise, start, len, libc::MADV_DONTNEED as usize) };
+    }
+}
+
+/// The lowest address the main stack can reach, when `here` lies on it (with room for
+/// the release's own frames below), else None. `stack_top` is where the kernel put
+/// `AT_RANDOM`'s bytes at exec, near the top of the main stack; the stack cannot reach more
+/// than its `limit` (`RLIMIT_STACK`, at most 8 MiB counted) below it, and the kernel maps
+/// nothing else there (mmap's base is kept at least that far below).
+fn main_stack_floor(here: usize, stack_top: usize, limit: u64) -> Option<usize> {
+    let span = usize::try_from(limit).unwrap_or(usize::MAX).min(8 << 20);
+    let floor = stack_top.checked_sub(span)?.next_multiple_of(4096);
+    (here < stack_top && here > floor + (16 << 10)).then_some(floor)
+}
+
+/// The dead stack below the frame at `here`, as (start, len): at most 1 MiB, a page kept
+/// under the frame for itself, its red zone and a signal handler, never below `floor`.
+#[inline(always)]
+fn dead_below(here: usize, floor: usize) -> Option<(usize, usize)> {
+    let end = (here - 4096) & !4095;
+    let start = end.saturating_sub(1 << 20).max(floor);
+    (start < end).then_some((start, end - start))
 }
 
 #[cfg(test)]
@@ -267,7 +296,7 @@ mod tests {
                         r: [(0, 0); 8],
                         n: 0,
                     },
-                    false,
+                    None,
                     std::ptr::null_mut(),
                     usize::MAX,
                     0,
@@ -306,5 +335,36 @@ mod tests {
         release_startup_pages();
         let shown: Box<dyn std::fmt::Debug> = Box::new(before.clone());
         assert_eq!(format!("{shown:?}").len(), format!("{before:?}").len());
+    }
+
+    /// The dead stack dropped is the main stack's below us, no deeper than its limit allows;
+    /// a frame that is not on the main stack (a copy of a vfork-like child's mapped stack,
+    /// as the pod's pause runs on) drops nothing.
+    #[test]
+    fn only_the_main_stacks_dead_part_is_dropped() {
+        let top = 0x7ffd_0000_0000usize;
+        let here = top - (40 << 10);
+        let floor = main_stack_floor(here, top, 8 << 20).unwrap();
+        assert_eq!(floor, top - (8 << 20));
+        let (start, len) = dead_below(here, floor).unwrap();
+        assert_eq!(start + len, (here - 4096) & !4095);
+        assert_eq!(len, 1 << 20);
+        // A small limit: nothing below it.
+        let floor = main_stack_floor(here, top, 256 << 10).unwrap();
+        assert_eq!(dead_below(here, floor).unwrap().0, top - (256 << 10));
+        // Unlimited counts as 8 MiB.
+        assert_eq!(
+            main_stack_floor(here, top, libc::RLIM_INFINITY),
+            Some(top - (8 << 20))
+        );
+        // Not on the main stack: far below it (the mmap area) or above it.
+        assert_eq!(main_stack_floor(top - (200 << 20), top, 8 << 20), None);
+        assert_eq!(
+            main_stack_floor(top - (200 << 20), top, libc::RLIM_INFINITY),
+            None
+        );
+        assert_eq!(main_stack_floor(top + 4096, top, 8 << 20), None);
+        // Too close to the floor to leave room for the release's frames.
+        assert_eq!(main_stack_floor(top - (250 << 10), top, 256 << 10), None);
     }
 }

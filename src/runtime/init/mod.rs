@@ -41,9 +41,6 @@ pub fn run(p: &Prepared, cgroup_tasks: &[PathBuf], sock: OwnedFd) -> ! {
         // SAFETY: writing a message to our socket.
         unsafe { libc::write(sock.as_raw_fd(), err.as_ptr().cast(), err.len()) };
     }
-    // A vfork-like child (`runtime::spawn_in`) allocates from the supervisor's own heap:
-    // what it does not free is lost to the supervisor for good.
-    drop(err);
     // SAFETY: exiting without running destructors or atexit handlers of the supervisor
     // we were copied from (or share memory with).
     unsafe { libc::_exit(128) }
@@ -163,8 +160,6 @@ fn finish<K: Kernel>(
     // through /proc/self/fd (the cwd, the program) can lead to a host directory before
     // exec (CVE-2024-21626). Done before a seccomp filter could refuse close_range.
     k.close_range_cloexec(3 + p.keep_fds);
-    // No heap here that lives until exec: a vfork-like child's allocations are the
-    // supervisor's, and what exec leaves unfreed is lost to it for good.
     let (needed, n) = match &p.standalone {
         Some(s) => ([report, s.sync, s.fifo], 3),
         None => ([report; 3], 1),
@@ -180,7 +175,6 @@ fn finish<K: Kernel>(
     if let Some(m) = p.umask {
         k.umask(m as libc::mode_t);
     }
-    // In a block: the path and the name read back are freed before exec (see above).
     {
         let cwd = c_path(&p.cwd)?;
         k.chdir(&cwd).map_err(|e| {
