@@ -4,7 +4,6 @@
 //! between. runc's `events --stats` data is built from the same figures (`super`).
 
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -303,33 +302,45 @@ impl<'a> Reading<'a> {
 }
 
 /// The whole file into `buf`, read from its start. A cgroup file is a seq file, which
-/// fills a read up to its end: a read short of the buffer is the end. The buffer's
-/// capacity is kept for the next read. ENODEV: the cgroup is removed (`gone`).
+/// fills a read up to its end: a read short of the room left is the end. The buffer's
+/// capacity is kept for the next read, and read into as it is: zeroing it first, once
+/// per file and call, cost more than the read. ENODEV: the cgroup is removed (`gone`).
 pub(super) fn read_whole(f: &File, buf: &mut Vec<u8>, gone: &AtomicBool) -> bool {
-    let cap = buf.capacity().max(4096);
-    buf.resize(cap, 0);
-    let mut len = 0;
+    use std::os::fd::AsRawFd;
+    buf.clear();
+    buf.reserve(4096);
     loop {
-        match f.read_at(&mut buf[len..], len as u64) {
-            Ok(n) => {
-                len += n;
-                if len < buf.len() {
-                    break;
-                }
-                buf.resize(buf.len() * 2, 0);
+        let room = buf.spare_capacity_mut();
+        let want = room.len();
+        // SAFETY: the kernel writes at most `want` bytes into the spare capacity, and
+        // the length grows by what it wrote.
+        let n = unsafe {
+            libc::pread(
+                f.as_raw_fd(),
+                room.as_mut_ptr().cast(),
+                want,
+                buf.len() as libc::off_t,
+            )
+        };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
             }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => {
-                if e.raw_os_error() == Some(libc::ENODEV) {
-                    gone.store(true, Ordering::Relaxed);
-                }
-                buf.clear();
-                return false;
+            if e.raw_os_error() == Some(libc::ENODEV) {
+                gone.store(true, Ordering::Relaxed);
             }
+            buf.clear();
+            return false;
         }
+        let n = n as usize;
+        // SAFETY: `n` bytes after the length were written by the read.
+        unsafe { buf.set_len(buf.len() + n) };
+        if n < want {
+            return true;
+        }
+        buf.reserve(buf.capacity());
     }
-    buf.truncate(len);
-    true
 }
 
 /// A one-number file; `max` is no limit (u64::MAX), a negative number or none: 0.
