@@ -38,7 +38,7 @@ pub use detect::CgroupRoot;
 pub use error::{Error, Result};
 pub use group::Group;
 pub use resources::V2_DELEGATION;
-pub use stats::StatsReader;
+pub use stats::{Memory, MemoryEntry, Pids, StatsReader, Throttling, Usage};
 
 /// `what` failed because of `e`: a kernel's error (errno kept), a sentence, or an error of
 /// the layer with `what` said in front.

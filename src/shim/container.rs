@@ -377,11 +377,13 @@ impl Container {
         inner: &Inner,
     ) -> Result<containerd_shim::protos::protobuf::well_known_types::any::Any> {
         let reader = self.stats_reader(inner)?;
-        let figures = reader.read().ok_or_else(|| {
-            self.forget_stats();
-            Error::NoState(format!("container {}: its cgroup is gone", self.id))
-        })?;
-        super::metrics::to_any(&figures, podinit::sys::cgroup::unified())
+        let v2 = podinit::sys::cgroup::unified();
+        reader
+            .with_usage(|u| super::metrics::to_any(u, v2))
+            .ok_or_else(|| {
+                self.forget_stats();
+                Error::NoState(format!("container {}: its cgroup is gone", self.id))
+            })?
     }
 
     /// The reader of the container's cgroup figures: kept from the first Stats on.

@@ -8,12 +8,13 @@
 //!
 //! A [`StatsReader`] keeps the files it read open, and reads them again from their start
 //! (a cgroup file is made anew for each read from offset 0): what a shim keeps per
-//! container, so that containerd's polling costs one read per file and no lookups.
+//! container, so that containerd's polling costs one read per file and no lookups. The
+//! figures containerd's metrics carry are read first into a typed [`Usage`] (`usage`),
+//! which a shim turns into containerd's messages itself; runc's data is built from it.
 
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::fs::{self, File};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -21,7 +22,10 @@ use std::sync::{Mutex, PoisonError};
 use super::Group;
 
 mod blkio;
+mod usage;
 use blkio::{v1_blkio, v2_io};
+use usage::{pairs, read_whole, Kept};
+pub use usage::{Memory, MemoryEntry, Pids, Throttling, Usage};
 
 impl Group {
     /// cpu, memory, pids, blkio and hugetlb figures, as the `data` of a runc stats event.
@@ -97,10 +101,44 @@ enum Dirs {
 }
 
 impl StatsReader {
-    /// The figures now, or None once the cgroup is removed.
+    /// A reader of the files of one directory, as a v2 cgroup's or as every v1
+    /// hierarchy's (a fixture's: made-up files in a scratch directory); `all` as
+    /// [`Group::stats_reader`]'s, else [`Group::metrics_reader`]'s.
+    pub fn in_one_dir(dir: &Path, v2: bool, all: bool) -> StatsReader {
+        let dirs = if v2 {
+            Dirs::V2(dir.to_path_buf())
+        } else {
+            let d = Some(dir.to_path_buf());
+            Dirs::V1(V1Dirs {
+                cpu: d.clone(),
+                cpuacct: d.clone(),
+                cpuset: d.clone(),
+                memory: d.clone(),
+                pids: d.clone(),
+                blkio: d.clone(),
+                hugetlb: d,
+            })
+        };
+        StatsReader {
+            dirs,
+            sizes: Vec::new(),
+            all,
+            files: Files::default(),
+        }
+    }
+
+    /// runc's stats data now, or None once the cgroup is removed.
     pub fn read(&self) -> Option<Value> {
         let v = self.figures();
         (!self.files.gone.load(Ordering::Relaxed)).then_some(v)
+    }
+
+    /// `with` given the cpu, memory and pids figures now, or None once the cgroup is
+    /// removed. The figures are read into buffers the reader keeps: nothing is allocated
+    /// once the first read has sized them.
+    pub fn with_usage<R>(&self, with: impl FnOnce(&Usage) -> R) -> Option<R> {
+        let r = self.files.usage(&self.dirs, with);
+        (!self.files.gone.load(Ordering::Relaxed)).then_some(r)
     }
 
     fn figures(&self) -> Value {
@@ -112,44 +150,46 @@ impl StatsReader {
 }
 
 /// The cgroup files read so far, open (or remembered as absent: a file the kernel does not
-/// make for this cgroup is not looked up again).
+/// make for this cgroup is not looked up again): the metrics' files in `kept`, by their
+/// place in a read, any other by its path.
 #[derive(Default)]
 struct Files {
+    kept: Mutex<Kept>,
     open: Mutex<HashMap<PathBuf, Option<File>>>,
     /// A read found the cgroup removed.
     gone: AtomicBool,
 }
 
 impl Files {
-    /// The whole file, read from its start. A cgroup file is a seq file, which fills a
-    /// read up to its end: a read short of the buffer is the end.
+    /// `with` given the metrics' figures, read now.
+    fn usage<R>(&self, dirs: &Dirs, with: impl FnOnce(&Usage) -> R) -> R {
+        match dirs {
+            Dirs::V2(d) => self.usage_v2(d, with),
+            Dirs::V1(d) => self.usage_v1(d, with),
+        }
+    }
+
+    fn usage_v1<R>(&self, d: &V1Dirs, with: impl FnOnce(&Usage) -> R) -> R {
+        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        with(kept.read_v1(d, &self.gone))
+    }
+
+    fn usage_v2<R>(&self, dir: &Path, with: impl FnOnce(&Usage) -> R) -> R {
+        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        with(kept.read_v2(dir, &self.gone))
+    }
+
+    /// The whole file, read from its start.
     fn read(&self, dir: &Path, name: &str) -> Option<String> {
         let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
         let f = open
             .entry(dir.join(name))
             .or_insert_with_key(|p| File::open(p).ok())
             .as_ref()?;
-        let mut buf = vec![0u8; 4096];
-        let mut len = 0;
-        loop {
-            match f.read_at(&mut buf[len..], len as u64) {
-                Ok(n) => {
-                    len += n;
-                    if len < buf.len() {
-                        break;
-                    }
-                    buf.resize(buf.len() * 2, 0);
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    if e.raw_os_error() == Some(libc::ENODEV) {
-                        self.gone.store(true, Ordering::Relaxed);
-                    }
-                    return None;
-                }
-            }
+        let mut buf = Vec::new();
+        if !read_whole(f, &mut buf, &self.gone) {
+            return None;
         }
-        buf.truncate(len);
         String::from_utf8(buf).ok()
     }
 
@@ -176,50 +216,13 @@ struct V1Dirs {
 /// `all` false leaves out what containerd's metrics do not carry: the per-CPU kernel and
 /// user split, cpuset, blkio (and hugetlb, by `sizes` empty).
 fn v1_stats(f: &Files, d: &V1Dirs, sizes: &[String], all: bool) -> Value {
-    let mut usage = Map::new();
-    if let Some(dir) = &d.cpuacct {
-        let tck = clock_ticks();
-        let stat = keyed(f, dir, "cpuacct.stat");
-        let ns = |k: &str| get(&stat, k) * 1_000_000_000 / tck;
-        put(&mut usage, "total", uint(f, dir, "cpuacct.usage"));
-        let percpu = list(f, dir, "cpuacct.usage_percpu");
-        let (kernel, user) = if all {
-            usage_all(f, dir)
-        } else {
-            Default::default()
-        };
-        put_list(&mut usage, "percpu", &percpu);
-        put_list(&mut usage, "percpu_kernel", &kernel);
-        put_list(&mut usage, "percpu_user", &user);
-        usage.insert("kernel".into(), ns("system").into());
-        usage.insert("user".into(), ns("user").into());
-    } else {
-        usage.insert("kernel".into(), 0.into());
-        usage.insert("user".into(), 0.into());
+    let mut data = f.usage_v1(d, |u| usage_data(u, "cache"));
+    if let (Some(dir), true) = (&d.cpuacct, all) {
+        let (kernel, user) = usage_all(f, dir);
+        let usage = data["cpu"]["usage"].as_object_mut().expect("an object");
+        put_list(usage, "percpu_kernel", &kernel);
+        put_list(usage, "percpu_user", &user);
     }
-    let throttling = d
-        .cpu
-        .as_deref()
-        .map(|dir| throttling(&keyed(f, dir, "cpu.stat"), 1))
-        .unwrap_or_default();
-    let memory = match &d.memory {
-        Some(dir) => {
-            let raw = keyed(f, dir, "memory.stat");
-            let mut m = Map::new();
-            put(&mut m, "cache", get(&raw, "cache"));
-            for (key, infix) in [
-                ("usage", ""),
-                ("swap", ".memsw"),
-                ("kernel", ".kmem"),
-                ("kernelTCP", ".kmem.tcp"),
-            ] {
-                m.insert(key.into(), v1_memory_entry(f, dir, infix));
-            }
-            put_raw(&mut m, raw);
-            Value::Object(m)
-        }
-        None => empty_memory(),
-    };
     let hugetlb: Map<String, Value> = match &d.hugetlb {
         Some(dir) => sizes
             .iter()
@@ -231,51 +234,20 @@ fn v1_stats(f: &Files, d: &V1Dirs, sizes: &[String], all: bool) -> Value {
             .collect(),
         None => Map::new(),
     };
-    json!({
-        "cpu": { "usage": usage, "throttling": throttling },
-        "cpuset": cpuset(f, d.cpuset.as_deref().filter(|_| all)),
-        "memory": memory,
-        "pids": d.pids.as_deref().map(|d| pids(f, d)).unwrap_or_default(),
-        "blkio": d.blkio.as_deref().filter(|_| all).map(|d| v1_blkio(f, d)).unwrap_or_default(),
-        "hugetlb": hugetlb,
-        "intel_rdt": {},
-        "network_interfaces": null,
-    })
+    data["cpuset"] = cpuset(f, d.cpuset.as_deref().filter(|_| all));
+    data["blkio"] = d
+        .blkio
+        .as_deref()
+        .filter(|_| all)
+        .map(|d| v1_blkio(f, d))
+        .unwrap_or_default();
+    data["hugetlb"] = Value::Object(hugetlb);
+    data
 }
 
 /// `all` as [`v1_stats`]'s: no `io.stat` without it.
 fn v2_stats(f: &Files, dir: &Path, sizes: &[String], all: bool) -> Value {
-    let stat = keyed(f, dir, "cpu.stat");
-    let mut usage = Map::new();
-    put(&mut usage, "total", get(&stat, "usage_usec") * 1000);
-    usage.insert("kernel".into(), (get(&stat, "system_usec") * 1000).into());
-    usage.insert("user".into(), (get(&stat, "user_usec") * 1000).into());
-    let raw = keyed(f, dir, "memory.stat");
-    let memory = if f.exists(dir, "memory.current") {
-        let mut m = Map::new();
-        put(&mut m, "cache", get(&raw, "file"));
-        let (use_, limit) = (uint(f, dir, "memory.current"), uint(f, dir, "memory.max"));
-        m.insert("usage".into(), memory_entry(limit, use_, 0, 0));
-        // runc adds memory to v2's swap figures, which v1 reports as memory+swap.
-        let swap = if f.exists(dir, "memory.swap.current") {
-            let l = uint(f, dir, "memory.swap.max");
-            let l = if l == u64::MAX {
-                l
-            } else {
-                l.saturating_add(limit)
-            };
-            memory_entry(l, uint(f, dir, "memory.swap.current") + use_, 0, 0)
-        } else {
-            memory_entry(0, 0, 0, 0)
-        };
-        m.insert("swap".into(), swap);
-        m.insert("kernel".into(), memory_entry(0, 0, 0, 0));
-        m.insert("kernelTCP".into(), memory_entry(0, 0, 0, 0));
-        put_raw(&mut m, raw);
-        Value::Object(m)
-    } else {
-        empty_memory()
-    };
+    let mut data = f.usage_v2(dir, |u| usage_data(u, "file"));
     let hugetlb: Map<String, Value> = sizes
         .iter()
         .filter(|s| f.exists(dir, &format!("hugetlb.{s}.current")))
@@ -285,28 +257,71 @@ fn v2_stats(f: &Files, dir: &Path, sizes: &[String], all: bool) -> Value {
             (s.clone(), hugetlb_entry(usage, 0, failcnt))
         })
         .collect();
+    data["cpuset"] = cpuset(f, None);
+    data["blkio"] = if all {
+        v2_io(f, dir)
+    } else {
+        Value::Object(Map::new())
+    };
+    data["hugetlb"] = Value::Object(hugetlb);
+    data
+}
+
+/// runc's stats data of the cpu, memory and pids figures, with the other keys in place
+/// (empty); `cache` is the `memory.stat` key runc reports as the cache (v1's `cache`,
+/// v2's `file`).
+fn usage_data(u: &Usage, cache: &str) -> Value {
+    let mut usage = Map::new();
+    put(&mut usage, "total", u.cpu_total);
+    put_list(&mut usage, "percpu", &u.per_cpu);
+    usage.insert("kernel".into(), u.cpu_kernel.into());
+    usage.insert("user".into(), u.cpu_user.into());
+    let throttling = u.throttling.map(|t| {
+        let mut m = Map::new();
+        put(&mut m, "periods", t.periods);
+        put(&mut m, "throttledPeriods", t.throttled_periods);
+        put(&mut m, "throttledTime", t.throttled_time);
+        Value::Object(m)
+    });
+    let memory = match &u.memory {
+        Some(mem) => {
+            let mut m = Map::new();
+            put(&mut m, "cache", u.memory_stat_value(cache));
+            for (key, e) in [
+                ("usage", &mem.usage),
+                ("swap", &mem.swap),
+                ("kernel", &mem.kernel),
+                ("kernelTCP", &mem.kernel_tcp),
+            ] {
+                m.insert(key.into(), memory_entry(e.limit, e.usage, e.max, e.failcnt));
+            }
+            let raw: Map<String, Value> = u
+                .memory_stat()
+                .map(|(k, v)| (k.to_string(), v.into()))
+                .collect();
+            if !raw.is_empty() {
+                m.insert("raw".into(), Value::Object(raw));
+            }
+            Value::Object(m)
+        }
+        None => empty_memory(),
+    };
+    let pids = u.pids.map(|p| {
+        let mut m = Map::new();
+        put(&mut m, "current", p.current);
+        put(&mut m, "limit", p.limit);
+        Value::Object(m)
+    });
     json!({
-        "cpu": { "usage": usage, "throttling": throttling(&stat, 1000) },
-        "cpuset": cpuset(f, None),
+        "cpu": { "usage": usage, "throttling": throttling },
+        "cpuset": {},
         "memory": memory,
-        "pids": pids(f, dir),
-        "blkio": if all { v2_io(f, dir) } else { Value::Object(Map::new()) },
-        "hugetlb": hugetlb,
+        "pids": pids,
+        "blkio": {},
+        "hugetlb": {},
         "intel_rdt": {},
         "network_interfaces": null,
     })
-}
-
-/// `<prefix>.{usage_in_bytes,max_usage_in_bytes,failcnt,limit_in_bytes}`; swap and kmem
-/// files are optional in the kernel (then zeros, as runc).
-fn v1_memory_entry(f: &Files, dir: &Path, infix: &str) -> Value {
-    let n = |what: &str| uint(f, dir, &format!("memory{infix}.{what}"));
-    memory_entry(
-        n("limit_in_bytes"),
-        n("usage_in_bytes"),
-        n("max_usage_in_bytes"),
-        n("failcnt"),
-    )
 }
 
 fn memory_entry(limit: u64, usage: u64, max: u64, failcnt: u64) -> Value {
@@ -328,29 +343,6 @@ fn hugetlb_entry(usage: u64, max: u64, failcnt: u64) -> Value {
     put(&mut m, "usage", usage);
     put(&mut m, "max", max);
     m.insert("failcnt".into(), failcnt.into());
-    Value::Object(m)
-}
-
-/// `cpu.stat`'s throttling figures; `unit` turns v2's microseconds into nanoseconds.
-fn throttling(stat: &[(String, u64)], unit: u64) -> Value {
-    let mut m = Map::new();
-    put(&mut m, "periods", get(stat, "nr_periods"));
-    put(&mut m, "throttledPeriods", get(stat, "nr_throttled"));
-    let time = if unit == 1 {
-        get(stat, "throttled_time")
-    } else {
-        get(stat, "throttled_usec") * unit
-    };
-    put(&mut m, "throttledTime", time);
-    Value::Object(m)
-}
-
-/// pids.current and pids.max (`max`: no limit, 0).
-fn pids(f: &Files, dir: &Path) -> Value {
-    let mut m = Map::new();
-    put(&mut m, "current", uint(f, dir, "pids.current"));
-    let limit = uint(f, dir, "pids.max");
-    put(&mut m, "limit", if limit == u64::MAX { 0 } else { limit });
     Value::Object(m)
 }
 
@@ -445,15 +437,6 @@ fn page_size_name(kb: u64) -> String {
     format!("{n}{}", units[u])
 }
 
-fn clock_ticks() -> u64 {
-    let t = crate::sys::proc::sysconf(libc::_SC_CLK_TCK);
-    if t > 0 {
-        t as u64
-    } else {
-        100
-    }
-}
-
 /// A one-number file; `max` is no limit (u64::MAX), a negative number or none: 0.
 fn uint(f: &Files, dir: &Path, file: &str) -> u64 {
     let Some(t) = f.read(dir, file) else {
@@ -468,26 +451,14 @@ fn uint(f: &Files, dir: &Path, file: &str) -> u64 {
 
 /// A flat keyed file (`key value` lines), in its order.
 fn keyed(f: &Files, dir: &Path, file: &str) -> Vec<(String, u64)> {
-    f.read(dir, file)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| {
-            let (k, v) = l.split_once(' ')?;
-            Some((k.to_string(), v.trim().parse().ok()?))
-        })
+    let text = f.read(dir, file).unwrap_or_default();
+    pairs(text.as_bytes())
+        .map(|(k, v)| (k.to_string(), v))
         .collect()
 }
 
 fn get(kv: &[(String, u64)], key: &str) -> u64 {
     kv.iter().find(|(k, _)| k == key).map_or(0, |(_, v)| *v)
-}
-
-fn list(f: &Files, dir: &Path, file: &str) -> Vec<u64> {
-    f.read(dir, file)
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|v| v.parse().ok())
-        .collect()
 }
 
 /// Insert unless zero (Go's `omitempty`).
@@ -503,16 +474,10 @@ fn put_list(m: &mut Map<String, Value>, key: &str, v: &[u64]) {
     }
 }
 
-fn put_raw(m: &mut Map<String, Value>, raw: Vec<(String, u64)>) {
-    if !raw.is_empty() {
-        let raw: Map<String, Value> = raw.into_iter().map(|(k, v)| (k, v.into())).collect();
-        m.insert("raw".into(), Value::Object(raw));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use usage::clock_ticks;
 
     /// A scratch cgroup directory of made-up files, removed when the test ends.
     struct Fake(PathBuf);

@@ -479,13 +479,15 @@ impl Sandboxer {
                 r
             }
         };
-        let figures = reader.read().ok_or_else(|| {
-            if let Some(sb) = self.table().get_mut(id) {
-                sb.stats = None;
-            }
-            Error::NoState(format!("sandbox {id}: no cgroup {path}"))
-        })?;
-        super::metrics::to_any(&figures, podinit::sys::cgroup::unified())
+        let v2 = podinit::sys::cgroup::unified();
+        reader
+            .with_usage(|u| super::metrics::to_any(u, v2))
+            .ok_or_else(|| {
+                if let Some(sb) = self.table().get_mut(id) {
+                    sb.stats = None;
+                }
+                Error::NoState(format!("sandbox {id}: no cgroup {path}"))
+            })?
             .map_err(|e| Error::Setup(format!("sandbox {id}: {e}")))
     }
 
