@@ -306,40 +306,23 @@ impl<'a> Reading<'a> {
 /// capacity is kept for the next read, and read into as it is: zeroing it first, once
 /// per file and call, cost more than the read. ENODEV: the cgroup is removed (`gone`).
 pub(super) fn read_whole(f: &File, buf: &mut Vec<u8>, gone: &AtomicBool) -> bool {
-    use std::os::fd::AsRawFd;
+    use std::os::fd::AsFd;
     buf.clear();
     buf.reserve(4096);
     loop {
-        let room = buf.spare_capacity_mut();
-        let want = room.len();
-        // SAFETY: the kernel writes at most `want` bytes into the spare capacity, and
-        // the length grows by what it wrote.
-        let n = unsafe {
-            libc::pread(
-                f.as_raw_fd(),
-                room.as_mut_ptr().cast(),
-                want,
-                buf.len() as libc::off_t,
-            )
-        };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
+        let (want, offset) = (buf.capacity() - buf.len(), buf.len() as u64);
+        match crate::sys::fd::pread_append(f.as_fd(), buf, offset) {
+            Ok(n) if n < want => return true,
+            Ok(_) => buf.reserve(buf.capacity()),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                if e.raw_os_error() == Some(libc::ENODEV) {
+                    gone.store(true, Ordering::Relaxed);
+                }
+                buf.clear();
+                return false;
             }
-            if e.raw_os_error() == Some(libc::ENODEV) {
-                gone.store(true, Ordering::Relaxed);
-            }
-            buf.clear();
-            return false;
         }
-        let n = n as usize;
-        // SAFETY: `n` bytes after the length were written by the read.
-        unsafe { buf.set_len(buf.len() + n) };
-        if n < want {
-            return true;
-        }
-        buf.reserve(buf.capacity());
     }
 }
 
