@@ -162,6 +162,19 @@ macro_rules! string_from {
 }
 pub(crate) use string_from;
 
+/// `From` a lower layer's error into `Error::Variant` of the calling module, one impl per
+/// `Variant(Type)` pair: an enum that wraps each layer beneath it whole.
+macro_rules! from_layer {
+    ($($variant:ident($t:ty)),*) => {$(
+        impl From<$t> for Error {
+            fn from(e: $t) -> Error {
+                Error::$variant(e)
+            }
+        }
+    )*};
+}
+pub(crate) use from_layer;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -122,17 +122,7 @@ impl fmt::Display for Error {
     }
 }
 
-macro_rules! from_layer {
-    ($($variant:ident($t:ty)),*) => {$(
-        impl From<$t> for Error {
-            fn from(e: $t) -> Error {
-                Error::$variant(e)
-            }
-        }
-    )*};
-}
-
-from_layer!(
+crate::error::from_layer!(
     Sys(crate::sys::Error),
     Cgroup(crate::cgroup::Error),
     Sandbox(crate::sandbox::Error),

@@ -168,17 +168,7 @@ impl fmt::Display for Error {
     }
 }
 
-macro_rules! from_layer {
-    ($($variant:ident($t:ty)),*) => {$(
-        impl From<$t> for Error {
-            fn from(e: $t) -> Error {
-                Error::$variant(e)
-            }
-        }
-    )*};
-}
-
-from_layer!(
+crate::error::from_layer!(
     Cgroup(crate::cgroup::Error),
     Runtime(crate::runtime::Error),
     Spec(crate::spec::Error),
