@@ -306,35 +306,43 @@ mod tests {
         assert!(before.iter().all(|&b| b == 42));
     }
 
-    /// Runs `f` in a fork-like child, single-threaded as the supervisor is, and returns
-    /// its wait status: what glibc's heap checks abort (or a lock left held hangs) is that
+    /// Runs `f` in a forked child, single-threaded as the supervisor is, and returns its
+    /// wait status: what glibc's heap checks abort (or a lock left held hangs) is that
     /// process's, reported here, not the test harness's. Bounded: a child still running
     /// after two minutes is killed and reported so.
     fn in_subprocess(f: fn()) -> i32 {
-        // SAFETY: the child only runs `f` and exits; the harness's other threads are not
-        // in it (glibc's fork handlers leave malloc usable there).
-        match unsafe { clone3(0, None) }.unwrap() {
-            None => {
-                let ok = std::panic::catch_unwind(f).is_ok();
-                // SAFETY: ending the test's child without the harness's exit handlers.
-                unsafe { libc::_exit(if ok { 0 } else { 101 }) }
-            }
-            Some(c) => {
-                let mut pfd = libc::pollfd {
-                    fd: std::os::fd::AsRawFd::as_raw_fd(&c.pidfd),
-                    events: libc::POLLIN,
-                    revents: 0,
-                };
-                // SAFETY: one pollfd on our child's pidfd.
-                if unsafe { libc::poll(&mut pfd, 1, 120_000) } != 1 {
-                    // SAFETY: our own child.
-                    unsafe { libc::kill(c.pid, libc::SIGKILL) };
-                    wait_status(&c);
-                    panic!("the test's process hung for two minutes (a heap lock left held?)");
-                }
-                wait_status(&c)
-            }
+        // glibc's fork, not a bare clone3: the harness's other threads may hold an arena's
+        // lock at that instant, and only fork's handlers take and release every one, which
+        // `mallinfo2` and `malloc_trim` in the child then lock in turn.
+        // SAFETY: the child only runs `f` and exits.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork: {}", io::Error::last_os_error());
+        if pid == 0 {
+            let ok = std::panic::catch_unwind(f).is_ok();
+            // SAFETY: ending the test's child without the harness's exit handlers.
+            unsafe { libc::_exit(if ok { 0 } else { 101 }) }
         }
+        // SAFETY: a pidfd for our own child, which stays a zombie until we reap it.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as libc::c_int;
+        assert!(fd >= 0, "pidfd_open: {}", io::Error::last_os_error());
+        // SAFETY: the fd was just opened and is ours alone.
+        let c = Cloned {
+            pid,
+            pidfd: unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) },
+        };
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one pollfd on our child's pidfd.
+        if unsafe { libc::poll(&mut pfd, 1, 120_000) } != 1 {
+            // SAFETY: our own child.
+            unsafe { libc::kill(c.pid, libc::SIGKILL) };
+            wait_status(&c);
+            panic!("the test's process hung for two minutes (a heap lock left held?)");
+        }
+        wait_status(&c)
     }
 
     /// Dies of SIGKILL after `arg` nanoseconds of its own CPU time, spent allocating and
