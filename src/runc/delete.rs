@@ -13,16 +13,32 @@ pub const FLAGS: &[Flag] = &[bool_(
 
 pub fn verb(g: &Globals, a: &Args) -> Result<(), super::Error> {
     let id = a.exactly_one("delete")?;
+    delete(&g.root, id, a.on("force"))
+}
+
+/// Whether deleting the container waits for a child or a systemd job: poststop hooks run
+/// as processes waited for by pid, which a caller that reaps every child itself (the shim)
+/// would race, so such a caller runs the verb as a process of its own.
+pub fn waits_for_others(s: &State) -> bool {
+    s.systemd_unit.is_some()
+        || s.config
+            .hooks()
+            .as_ref()
+            .and_then(|h| h.poststop().as_ref())
+            .is_some_and(|p| !p.is_empty())
+}
+
+/// Deletes container `id` (a running one only with `force`), as the verb does.
+pub fn delete(root: &Root, id: &str, force: bool) -> Result<(), super::Error> {
     state::validate_id(id)?;
-    let force = a.on("force");
-    let s = match state::load(&g.root, id) {
+    let s = match state::load(root, id) {
         Ok(s) => s,
         Err(e) => {
             // A directory without state.json: a create that failed before writing it.
             // One whose create still runs (and holds the lock) is left alone.
-            let dir = g.root.dir(id);
+            let dir = root.dir(id);
             if dir.is_dir() {
-                if let Ok(Some(_lock)) = state::try_lock(&g.root, id) {
+                if let Ok(Some(_lock)) = state::try_lock(root, id) {
                     if !state::state_file(&dir).exists() {
                         let _ = std::fs::remove_dir_all(&dir);
                     }
@@ -36,10 +52,10 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), super::Error> {
             };
         }
     };
-    let _lock = state::lock(&g.root, id)?;
+    let _lock = state::lock(root, id)?;
     // Read again under the lock: another verb may have changed it meanwhile.
-    let s = state::load(&g.root, id).unwrap_or(s);
-    match status::of(&g.root, &s) {
+    let s = state::load(root, id).unwrap_or(s);
+    match status::of(root, &s) {
         Status::Stopped | Status::Created => {}
         other if !force => {
             return Err(super::Error::WrongState(format!(
@@ -49,7 +65,7 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), super::Error> {
         }
         _ => {}
     }
-    destroy(&g.root, &s)
+    destroy(root, &s)
 }
 
 /// Kill whatever is left of the container, remove its cgroup, run its poststop hooks
@@ -109,4 +125,52 @@ pub fn destroy(root: &Root, s: &State) -> Result<(), super::Error> {
     let dir = root.dir(&s.id);
     std::fs::remove_dir_all(&dir)
         .map_err(|e| super::Error::io(format_args!("removing {}", dir.display()), e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(hooks: serde_json::Value, unit: Option<&str>) -> State {
+        State {
+            id: "c1".into(),
+            init_process_pid: 1,
+            init_process_start: 1,
+            creator: None,
+            created: String::new(),
+            bundle: "/b".into(),
+            rootfs: "/b/rootfs".into(),
+            annotations: Default::default(),
+            cgroups_path: None,
+            cgroup_paths: vec![],
+            systemd_unit: unit.map(String::from),
+            config: serde_json::from_value(serde_json::json!({
+                "ociVersion": "1.0.2",
+                "hooks": hooks
+            }))
+            .unwrap(),
+        }
+    }
+
+    #[test]
+    fn only_poststop_hooks_or_a_systemd_unit_need_a_process_of_their_own() {
+        let hook = serde_json::json!([{"path": "/bin/true"}]);
+        assert!(!waits_for_others(&state(serde_json::json!({}), None)));
+        assert!(!waits_for_others(&state(
+            serde_json::json!({"poststart": hook}),
+            None
+        )));
+        assert!(!waits_for_others(&state(
+            serde_json::json!({"poststop": []}),
+            None
+        )));
+        assert!(waits_for_others(&state(
+            serde_json::json!({"poststop": hook}),
+            None
+        )));
+        assert!(waits_for_others(&state(
+            serde_json::json!({}),
+            Some("cri-containerd-c1.scope")
+        )));
+    }
 }

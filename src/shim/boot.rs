@@ -3,7 +3,8 @@
 //! serves on the socket it was given. The shim crate's `start` instead waits until its
 //! daemon has bound the socket and set up its ttrpc client and server, while containerd's
 //! own work after `start` could overlap them (the cost is in BENCHMARKS.md).
-//! `delete`, `-v` and the rest stay the crate's.
+//! `delete` is answered here too, without the crate's signal thread; `-v` and the rest
+//! stay the crate's.
 
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixListener;
@@ -48,6 +49,7 @@ pub fn main() -> ! {
     let ours = !flags.version && !flags.namespace.is_empty();
     let result = match flags.action.as_str() {
         "start" if ours => start(&flags),
+        "delete" if ours => delete(&flags, config),
         "" if ours && !flags.socket.is_empty() => daemon(&flags, config),
         _ => crate_run(config),
     };
@@ -120,7 +122,7 @@ pub fn start_address(
     let bundle = std::env::current_dir().map_err(|e| Error::io("bundle", e))?;
     // A Sandbox API sandbox's bundle has no config.json: its shim is its own.
     let grouping = if bundle.join("config.json").exists() {
-        super::sandbox::grouping(id, &super::sandbox::load(&bundle)?)
+        super::sandbox::grouping_in(id, &bundle)?
     } else {
         id.to_string()
     };
@@ -192,6 +194,41 @@ fn spawn_daemon(
     Ok(())
 }
 
+/// What the crate sets up before any action: containerd's SIGTERM and SIGINT, and
+/// SIGPIPE, do not end the shim (its task's Shutdown does), and the shim is a subreaper.
+/// Handlers, not SIG_IGN, so that nothing exec'd inherits them; and no thread to watch
+/// them, which the crate starts.
+fn as_the_crate_sets_up() -> Result<(), Error> {
+    let ignored = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGPIPE] {
+        signal_hook::flag::register(sig, Arc::clone(&ignored))
+            .map_err(|e| Error::io(format_args!("signal {sig}"), e))?;
+    }
+    nix::sys::prctl::set_child_subreaper(true)
+        .map_err(|e| Error::io("becoming a subreaper", std::io::Error::from(e)))
+}
+
+/// `delete`, which containerd runs in a task's bundle once its shim has gone: on the path
+/// of every StopPodSandbox (the sandbox's) and container removal. The crate's, less the
+/// thread it starts to watch signals: `Shim::delete_shim` cleans up, and its
+/// DeleteResponse goes to stdout.
+fn delete(
+    flags: &containerd_shim::Flags,
+    mut config: containerd_shim::Config,
+) -> Result<(), Error> {
+    as_the_crate_sets_up()?;
+    let mut shim = Shim::new(RUNTIME_ID, flags, &mut config);
+    let response = shim
+        .delete_shim()
+        .map_err(|e| Error::Other(format!("deleting task {}: {e}", flags.id)))?;
+    let bytes = containerd_shim::protos::protobuf::Message::write_to_bytes(&response)
+        .map_err(|e| Error::Other(format!("encoding the delete answer: {e}")))?;
+    let mut out = std::io::stdout();
+    std::io::Write::write_all(&mut out, &bytes)
+        .and_then(|()| std::io::Write::flush(&mut out))
+        .map_err(|e| Error::io("answering containerd on stdout", e))
+}
+
 /// The daemon: the crate's, serving the socket `start` bound (or binding it itself when
 /// run without one).
 fn daemon(
@@ -200,15 +237,7 @@ fn daemon(
 ) -> Result<(), Error> {
     // Where events go; connected to at the first event (`events.rs`).
     std::env::var("TTRPC_ADDRESS").map_err(|e| Error::Missing(format!("TTRPC_ADDRESS: {e}")))?;
-    // As the crate: containerd's SIGTERM and SIGINT, and SIGPIPE, do not end the shim
-    // (its task's Shutdown does). Handlers, not SIG_IGN, so that nothing exec'd inherits them.
-    let ignored = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGPIPE] {
-        signal_hook::flag::register(sig, Arc::clone(&ignored))
-            .map_err(|e| Error::io(format_args!("signal {sig}"), e))?;
-    }
-    nix::sys::prctl::set_child_subreaper(true)
-        .map_err(|e| Error::io("becoming a subreaper", std::io::Error::from(e)))?;
+    as_the_crate_sets_up()?;
     let listener = match std::env::var(LISTENER_ENV) {
         Ok(_) => {
             // `start` passed us this fd, a listening socket that is ours alone.

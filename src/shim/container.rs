@@ -45,6 +45,8 @@ pub struct Processes {
     pub kill_all_on_exit: bool,
     /// Deleted: a Wait still on it ends, the container is not found any more.
     pub deleted: bool,
+    /// Its `delete` may run in the shim's own process (`Runc::delete`).
+    pub delete_here: bool,
 }
 
 impl Processes {
@@ -163,13 +165,10 @@ impl Container {
             p.pid
         };
         if exec.is_empty() {
-            let sig = signal.to_string();
-            let mut args = vec!["kill"];
-            if all {
-                args.push("--all");
-            }
-            args.extend([self.id.as_str(), sig.as_str()]);
-            return self.verb(inner, &args).map_err(Error::of_kill);
+            return inner
+                .runc
+                .kill(&self.id, signal, all)
+                .map_err(Error::of_kill);
         }
         let sig = nix::sys::signal::Signal::try_from(signal as i32)
             .map_err(|_| Error::InvalidSignal(signal))?;
@@ -216,7 +215,7 @@ impl Container {
     /// Deletes the container with runc and takes it out of the shim; a created one's init
     /// was killed by that, and its exit is the status reported.
     pub fn delete(&self, inner: &Inner) -> Result<api::DeleteResponse> {
-        let (created, pid) = {
+        let (created, pid, here) = {
             let procs = self.lock();
             if procs.init.is_live() {
                 return Err(Error::WrongState(format!(
@@ -224,11 +223,15 @@ impl Container {
                     self.id
                 )));
             }
-            (procs.init.status == Status::Created, procs.init.pid)
+            (
+                procs.init.status == Status::Created,
+                procs.init.pid,
+                procs.delete_here,
+            )
         };
         // The cgroup goes with the container: no file of it stays open here.
         self.forget_stats();
-        self.verb(inner, &["delete", "--force", &self.id])?;
+        inner.runc.delete(&self.log(), &self.id, here)?;
         let mut procs = self.lock();
         if created {
             let deadline = Instant::now() + Duration::from_secs(5);
@@ -427,6 +430,7 @@ mod tests {
             oom: None,
             kill_all_on_exit: false,
             deleted: false,
+            delete_here: true,
         }
     }
 

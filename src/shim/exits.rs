@@ -60,7 +60,7 @@ pub fn finish(
     let (inner, c, exec) = (Arc::clone(inner), Arc::clone(c), exec.to_string());
     std::thread::spawn(move || {
         if kill_all {
-            let _ = c.verb(&inner, &["kill", "--all", &c.id, "KILL"]);
+            let _ = inner.runc.kill(&c.id, libc::SIGKILL as u32, true);
         }
         for t in copiers {
             let _ = t.join();

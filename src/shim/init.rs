@@ -136,6 +136,7 @@ impl Inner {
             oom,
             kill_all_on_exit: !own_pid_ns,
             deleted: false,
+            delete_here: !podinit::runc::delete::waits_for_others(&state),
         })
     }
 

@@ -80,6 +80,32 @@ impl Runc {
         self.verb(log, args, Streams::none(), None, true)
     }
 
+    /// runc's `kill` of container `id` (`all`: every process in its cgroup), in the shim's
+    /// own process: the verb clones nothing and waits for no child, and a process of its
+    /// own would cost a fork and exec on the path of every StopPodSandbox. Its error is
+    /// the one the verb logs.
+    pub fn kill(&self, id: &str, signal: u32, all: bool) -> Result<()> {
+        let runc = |e: podinit::runc::Error| Error::Runc(e.to_string());
+        let sig = podinit::runc::kill::parse_signal(&signal.to_string()).map_err(runc)?;
+        podinit::runc::kill::signal(&self.state_root(), id, sig, all).map_err(runc)
+    }
+
+    /// runc's `delete --force` of container `id`, in the shim's own process when `here`
+    /// (the container has no poststop hook and no systemd unit, whose waits the shim's
+    /// reaper would race: `podinit::runc::delete::waits_for_others`), else as the verb.
+    pub fn delete(&self, log: &Path, id: &str, here: bool) -> Result<()> {
+        if !here {
+            return self.run(log, &["delete", "--force", id], Streams::none());
+        }
+        podinit::runc::delete::delete(&self.state_root(), id, true)
+            .map_err(|e| Error::Runc(e.to_string()))
+    }
+
+    /// The state root as the runc front-end's own type.
+    pub fn state_root(&self) -> podinit::runc::state::Root {
+        podinit::runc::state::Root(self.root.clone())
+    }
+
     fn verb(
         &self,
         log: &Path,

@@ -37,6 +37,17 @@ pub fn grouping(id: &str, spec: &Spec) -> String {
         .to_string()
 }
 
+/// [`grouping`] of the task whose bundle is `bundle`, from config.json's annotations
+/// alone: `start` needs no more of the spec, which Create reads whole.
+pub fn grouping_in(id: &str, bundle: &Path) -> Result<String, Error> {
+    let annotations = podinit::spec::annotations(bundle).map_err(Error::Spec)?;
+    Ok(annotations
+        .get(SANDBOX_ID)
+        .filter(|s| !s.is_empty())
+        .map_or(id, String::as_str)
+        .to_string())
+}
+
 /// The spec the runtime's create gets for a task: a sandbox's program becomes
 /// podinit's pause, from `exe`; a container of a Sandbox API pod gets the pod's own files
 /// bound in where the CRI left them out. config.json itself stays as containerd wrote it,
@@ -73,5 +84,31 @@ mod tests {
             serde_json::from_value(serde_json::json!({"ociVersion": "1.0.2"})).unwrap();
         assert!(!is_sandbox(&plain));
         assert_eq!(grouping("x", &plain), "x");
+    }
+
+    #[test]
+    fn start_finds_the_pods_shim_from_the_annotations_alone() {
+        let dir = std::env::temp_dir().join(format!("podinit-grouping-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let write = |v: serde_json::Value| {
+            std::fs::write(dir.join("config.json"), v.to_string()).unwrap();
+        };
+        write(serde_json::json!({
+            "ociVersion": "1.0.2",
+            "process": {"args": ["sleep"], "cwd": "/"},
+            "annotations": {CONTAINER_TYPE: "container", SANDBOX_ID: "pod1"}
+        }));
+        assert_eq!(grouping_in("c1", &dir).unwrap(), "pod1");
+        write(serde_json::json!({"ociVersion": "1.0.2", "annotations": {SANDBOX_ID: ""}}));
+        assert_eq!(grouping_in("c1", &dir).unwrap(), "c1");
+        write(serde_json::json!({"ociVersion": "1.0.2"}));
+        assert_eq!(grouping_in("c1", &dir).unwrap(), "c1");
+        std::fs::write(dir.join("config.json"), "{").unwrap();
+        let e = grouping_in("c1", &dir).unwrap_err().to_string();
+        assert!(e.contains("config.json"), "{e}");
+        std::fs::remove_file(dir.join("config.json")).unwrap();
+        let e = grouping_in("c1", &dir).unwrap_err().to_string();
+        assert!(e.starts_with("reading "), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

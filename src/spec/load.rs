@@ -2,6 +2,7 @@
 //! edits or reads.
 
 use oci_spec::runtime::Spec;
+use std::collections::HashMap;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -32,12 +33,36 @@ impl fmt::Display for LoadError {
 
 /// `<bundle>/config.json` as a typed spec.
 pub fn load(bundle: &Path) -> Result<Spec, LoadError> {
-    let path = bundle.join("config.json");
-    let text = match std::fs::read(&path) {
-        Ok(t) => t,
-        Err(e) => return Err(LoadError::Read(path, e)),
-    };
+    read_as(bundle)
+}
+
+/// `<bundle>/config.json`'s annotations alone, every other field skipped as it is read
+/// (no tree of the document is built, no typed spec): for a caller that needs no more of
+/// it (the shim's `start`, once per pod, on the path of RunPodSandbox) and leaves the
+/// whole spec to the verb that uses it.
+pub fn annotations(bundle: &Path) -> Result<HashMap<String, String>, LoadError> {
+    #[derive(serde::Deserialize)]
+    struct Annotated {
+        #[serde(default)]
+        annotations: Option<HashMap<String, String>>,
+    }
+    let (path, text) = read(bundle)?;
+    serde_json::from_slice::<Annotated>(&text)
+        .map(|a| a.annotations.unwrap_or_default())
+        .map_err(|err| LoadError::Parse(path, crate::tracked::ReadError { path: None, err }))
+}
+
+fn read_as<T: serde::de::DeserializeOwned>(bundle: &Path) -> Result<T, LoadError> {
+    let (path, text) = read(bundle)?;
     crate::tracked::from_slice(&text).map_err(|e| LoadError::Parse(path, e))
+}
+
+fn read(bundle: &Path) -> Result<(PathBuf, Vec<u8>), LoadError> {
+    let path = bundle.join("config.json");
+    match std::fs::read(&path) {
+        Ok(t) => Ok((path, t)),
+        Err(e) => Err(LoadError::Read(path, e)),
+    }
 }
 
 #[cfg(test)]

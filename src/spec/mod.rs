@@ -67,7 +67,7 @@ mod security;
 
 pub use devices::cgroup_rules;
 pub use error::{Error, Result};
-pub use load::{load, LoadError};
+pub use load::{annotations, load, LoadError};
 
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 use oci_spec::runtime::{Linux, LinuxResources, Process, Root, Spec};
