@@ -584,7 +584,34 @@ def supervisor_memory(run10, anchor=None):
     pr.wait()
 
 
+def one_pod(floor):
+    """A one-container pod of `true` (restartPolicy Never) against `runc run` of the same
+    bundle, and the floor beside them when `floor`: the manifest and runc's samples."""
+    one = write("one.yaml", pod_yaml("bench-one", ['{name: c, image: busybox, command: ["true"]}']))
+    b = runc_bundle(["true"])
+    p, r, *f1 = hyperfine([run_cmd(one, os.path.join(WORK, "s-one")), " ".join(RUNC + ["run", "--bundle", b, "bench-one"])]
+                          + ([floor_cmd(1)] if floor else []), runs=60)
+    row("one-container pod, `true`: wall time", "ms", p, r, "runc run", "≤ 0.2 × runc")
+    if floor:
+        row("the floor of it: the kernel work alone (examples/floor)", "ms", f1[0], r, "runc run")
+    return one, r
+
+
+def load():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
 def main():
+    if sys.argv[1:] == ["latency"]:
+        # `scripts/bench.py latency`: the start and exec rows alone (the one-container pod
+        # and the runc front-end, each paired with runc), printed with the load average
+        # before and after; BENCHMARKS.md untouched.
+        print(f"load average (1, 5, 15 min) before: {load()}", flush=True)
+        one_pod(False)
+        runc_front_end()
+        print(f"load average (1, 5, 15 min) after: {load()}", flush=True)
+        return
     if sys.argv[1:] == ["rootless"]:
         # `scripts/bench.py rootless`: that section alone, printed, BENCHMARKS.md untouched.
         rootless()
@@ -598,16 +625,10 @@ def main():
     print(f"machine: {os.cpu_count()} cores, kernel {os.uname().release}", flush=True)
 
     # 1. One container, `true`, Never: podinit run vs runc run.
-    one = write("one.yaml", pod_yaml("bench-one", ['{name: c, image: busybox, command: ["true"]}']))
-    b = runc_bundle(["true"])
     # examples/floor runs on v1 and hybrid cgroups (on v2 containers are born in their
     # cgroup, which it does not do).
     floor = cgroup_mode() != "v2"
-    p, r, *f1 = hyperfine([run_cmd(one, os.path.join(WORK, "s-one")), " ".join(RUNC + ["run", "--bundle", b, "bench-one"])]
-                          + ([floor_cmd(1)] if floor else []), runs=60)
-    row("one-container pod, `true`: wall time", "ms", p, r, "runc run", "≤ 0.2 × runc")
-    if floor:
-        row("the floor of it: the kernel work alone (examples/floor)", "ms", f1[0], r, "runc run")
+    one, r = one_pod(floor)
 
     # 1b. Where the one-container pod's time goes.
     phases = timeline(one, os.path.join(WORK, "s-timeline"))

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use containerd_shim::protos::api;
 use containerd_shim::protos::protobuf::well_known_types::any::Any;
 use containerd_shim::protos::shim_sync::{Events, TaskClient};
-use containerd_shim::protos::ttrpc::{self, Client, TtrpcContext};
+use containerd_shim::protos::ttrpc::{self, TtrpcContext};
 use serde_json::json;
 use shim::{
     create, ctx, drain, fifo, shim_start, start, try_create, try_delete, try_kill, try_start, wait,
@@ -144,18 +144,7 @@ fn escapes_through_the_shims_task_api() {
         json!([{"type": "pid"}, {"type": "ipc"}, {"type": "uts"}, {"type": "mount"}, {"type": "network"}]),
         "sandbox",
     );
-    let address = shim_start(&lab.ns, &lab.dir, &sb, "sb");
-    let client = TaskClient::new(Client::connect(&address).unwrap());
-    let connect = client
-        .connect(
-            ctx(),
-            &api::ConnectRequest {
-                id: "sb".into(),
-                ..Default::default()
-            },
-        )
-        .unwrap();
-    lab.shim = Some(connect.shim_pid as i32);
+    let client = TaskClient::new(shim::connect_shim(&mut lab, &sb, "sb", &[]).0);
     let sb_pid = create(&client, "sb", &sb, "");
     start(&client, "sb", "");
     let ns = |t: &str, f: &str| json!({"type": t, "path": format!("/proc/{sb_pid}/ns/{f}")});
@@ -437,18 +426,7 @@ fn whole_bundle_link_attacks_through_the_shims_create_and_start() {
         json!([{"type": "pid"}, {"type": "ipc"}, {"type": "uts"}, {"type": "mount"}, {"type": "network"}]),
         "sandbox",
     );
-    let address = shim_start(&lab.ns, &lab.dir, &sb, "sb");
-    let client = TaskClient::new(Client::connect(&address).unwrap());
-    let connect = client
-        .connect(
-            ctx(),
-            &api::ConnectRequest {
-                id: "sb".into(),
-                ..Default::default()
-            },
-        )
-        .unwrap();
-    lab.shim = Some(connect.shim_pid as i32);
+    let client = TaskClient::new(shim::connect_shim(&mut lab, &sb, "sb", &[]).0);
     let sb_pid = create(&client, "sb", &sb, "");
     start(&client, "sb", "");
     let ns = |t: &str, f: &str| json!({"type": t, "path": format!("/proc/{sb_pid}/ns/{f}")});

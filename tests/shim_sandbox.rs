@@ -15,15 +15,14 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use containerd_shim::protos::api;
-use containerd_shim::protos::protobuf::well_known_types::any::Any;
 use containerd_shim::protos::sandbox_api as sb;
 use containerd_shim::protos::sandbox_sync::SandboxClient;
-use containerd_shim::protos::shim_sync::{Events, TaskClient};
+use containerd_shim::protos::shim_sync::Events;
 use containerd_shim::protos::ttrpc::{self, Client, TtrpcContext};
 use serde_json::json;
 use shim::{
-    cgroup_hierarchies, ctx, delete, drain, fifo, make_fifo, shim_start, shim_start_with, start,
-    wait, Lab,
+    cgroup_hierarchies, create_sandbox_request, ctx, delete, drain, fifo, sandbox_lab, start,
+    start_sandbox, wait, Lab, SandboxShim,
 };
 
 /// containerd's events service, which the shim publishes to: the topics it got.
@@ -36,21 +35,6 @@ impl Events for Topics {
         self.0.lock().unwrap().push(e.topic);
         Ok(api::Empty::default())
     }
-}
-
-/// A lab with a network namespace bound to a file, as CNI's are: with a loopback only.
-fn lab_with_netns(tag: &str) -> Lab {
-    let mut lab = Lab::new(tag, &[]);
-    let netns = lab.dir.join("netns");
-    std::fs::write(&netns, "").unwrap();
-    let st = Command::new("unshare")
-        .arg(format!("--net={}", netns.display()))
-        .arg("true")
-        .status()
-        .unwrap();
-    assert!(st.success(), "unshare --net=FILE failed");
-    lab.netns = Some(netns);
-    lab
 }
 
 /// Where the shim mounts its sandboxes' `/dev/shm`: beside its containers' state, never in
@@ -72,15 +56,6 @@ fn mounts_below(dirs: &[&Path]) -> Vec<String> {
         .collect()
 }
 
-/// A bundle as containerd 2's sandbox controller makes one for the shim: an empty
-/// `rootfs`, no config.json, and the `log` FIFO the shim writes its log to.
-fn sandbox_bundle(lab: &mut Lab, id: &str) -> PathBuf {
-    let dir = lab.dir.join(id);
-    std::fs::create_dir_all(dir.join("rootfs")).unwrap();
-    lab.logs.push(make_fifo(&dir.join("log")));
-    dir
-}
-
 /// A container's bundle, as the CRI makes it for a pod in Sandbox mode: busybox, the
 /// sandbox's namespaces by `/proc/<pid>/ns` paths, its own mount namespace.
 fn container_bundle(lab: &mut Lab, id: &str, sandbox: &str, pid: u32, args: &[&str]) -> PathBuf {
@@ -91,43 +66,6 @@ fn container_bundle(lab: &mut Lab, id: &str, sandbox: &str, pid: u32, args: &[&s
     spec.as_object_mut().unwrap().remove("hostname");
     lab.ids.push(id.to_string());
     lab.bundle(id, &spec)
-}
-
-// The CRI's PodSandboxConfig, encoded by hand (field numbers of cri-api's api.proto).
-fn field(out: &mut Vec<u8>, n: u8, b: &[u8]) {
-    out.push(n << 3 | 2);
-    out.push(b.len() as u8);
-    out.extend_from_slice(b);
-}
-
-fn pod_config(hostname: &str, parent: &str, sysctls: &[(&str, &str)]) -> Any {
-    let mut linux = Vec::new();
-    field(&mut linux, 1, parent.as_bytes());
-    for (k, v) in sysctls {
-        let mut e = Vec::new();
-        field(&mut e, 1, k.as_bytes());
-        field(&mut e, 2, v.as_bytes());
-        field(&mut linux, 3, &e);
-    }
-    let mut meta = Vec::new();
-    field(&mut meta, 1, b"web");
-    field(&mut meta, 2, b"uid-1");
-    field(&mut meta, 3, b"default");
-    // DNSConfig: servers, searches, options.
-    let mut dns = Vec::new();
-    field(&mut dns, 1, b"10.9.8.7");
-    field(&mut dns, 2, b"sbapi.example");
-    field(&mut dns, 3, b"ndots:3");
-    let mut cfg = Vec::new();
-    field(&mut cfg, 1, &meta);
-    field(&mut cfg, 2, hostname.as_bytes());
-    field(&mut cfg, 4, &dns);
-    field(&mut cfg, 8, &linux);
-    Any {
-        type_url: "runtime.v1.PodSandboxConfig".into(),
-        value: cfg,
-        ..Default::default()
-    }
 }
 
 /// The ttrpc code of a refused call.
@@ -164,26 +102,16 @@ fn wait_gone(pid: i32, what: &str) {
 #[ignore = "needs root: namespaces, cgroups and a shim"]
 fn a_pod_made_through_the_sandbox_api_with_a_container_in_it() {
     common::require_root();
-    let tag = format!("podinit-sbapi-{}", std::process::id());
-    let mut lab = lab_with_netns(&tag);
     let id = "sb";
-    let bundle = sandbox_bundle(&mut lab, id);
+    let (mut lab, bundle) = sandbox_lab(&format!("podinit-sbapi-{}", std::process::id()), id);
     let topics = Topics::default();
     let events = shim::serve_events(&lab.dir, topics.clone());
-    let address = shim_start(&lab.ns, &lab.dir, &bundle, id);
-    let client = Client::connect(&address).unwrap();
-    let sandboxes = SandboxClient::new(client.clone());
-    let tasks = TaskClient::new(client);
-    let connect = tasks
-        .connect(
-            ctx(),
-            &api::ConnectRequest {
-                id: id.into(),
-                ..Default::default()
-            },
-        )
-        .unwrap();
-    lab.shim = Some(connect.shim_pid as i32);
+    let SandboxShim {
+        sandboxes,
+        tasks,
+        pid: shim_pid,
+        address,
+    } = SandboxShim::start(&mut lab, &bundle, id, &[]);
 
     // A network namespace that does not exist is refused, and nothing is kept of it.
     let bad = sandboxes
@@ -214,21 +142,16 @@ fn a_pod_made_through_the_sandbox_api_with_a_container_in_it() {
         .unwrap_err();
     assert_eq!(code(&unknown), ttrpc::Code::NOT_FOUND, "{unknown}");
 
-    let create = sb::CreateSandboxRequest {
-        sandbox_id: id.into(),
-        bundle_path: bundle.display().to_string(),
-        options: Some(pod_config(
-            "sbapi-pod",
-            &format!("/{}", lab.parent),
-            &[
-                ("kernel.shm_rmid_forced", "1"),
-                ("net.ipv4.ip_unprivileged_port_start", "81"),
-            ],
-        ))
-        .into(),
-        netns_path: lab.netns.as_ref().unwrap().display().to_string(),
-        ..Default::default()
-    };
+    let create = create_sandbox_request(
+        &lab,
+        &bundle,
+        id,
+        "sbapi-pod",
+        &[
+            ("kernel.shm_rmid_forced", "1"),
+            ("net.ipv4.ip_unprivileged_port_start", "81"),
+        ],
+    );
     sandboxes.create_sandbox(ctx(), &create).unwrap();
     let again = sandboxes.create_sandbox(ctx(), &create).unwrap_err();
     assert_eq!(code(&again), ttrpc::Code::ALREADY_EXISTS, "{again}");
@@ -285,10 +208,7 @@ fn a_pod_made_through_the_sandbox_api_with_a_container_in_it() {
         .unwrap()
         .parse()
         .unwrap();
-    assert_eq!(
-        ppid, connect.shim_pid as i32,
-        "the shim is the sandbox's parent"
-    );
+    assert_eq!(ppid, shim_pid, "the shim is the sandbox's parent");
     assert_eq!(
         ns_inode(pid, "net"),
         std::fs::metadata(lab.netns.as_ref().unwrap())
@@ -513,7 +433,7 @@ fn a_pod_made_through_the_sandbox_api_with_a_container_in_it() {
             },
         )
         .unwrap();
-    wait_gone(connect.shim_pid as i32, "the shim after ShutdownSandbox");
+    wait_gone(shim_pid, "the shim after ShutdownSandbox");
     lab.shim = None;
     lab.pause = None;
     assert!(
@@ -541,44 +461,16 @@ fn a_pod_made_through_the_sandbox_api_with_a_container_in_it() {
 #[ignore = "needs root: namespaces, cgroups and a shim"]
 fn an_idle_pod_s_shim_and_sandbox_do_not_wake() {
     common::require_root();
-    let tag = format!("podinit-sbapi-idle-{}", std::process::id());
-    let mut lab = lab_with_netns(&tag);
     let id = "sb";
-    let bundle = sandbox_bundle(&mut lab, id);
+    let (mut lab, bundle) = sandbox_lab(&format!("podinit-sbapi-idle-{}", std::process::id()), id);
     let events = shim::serve_events(&lab.dir, Topics::default());
-    let address = shim_start(&lab.ns, &lab.dir, &bundle, id);
-    let client = Client::connect(&address).unwrap();
-    let sandboxes = SandboxClient::new(client.clone());
-    let tasks = TaskClient::new(client);
-    let shim_pid = tasks
-        .connect(
-            ctx(),
-            &api::ConnectRequest {
-                id: id.into(),
-                ..Default::default()
-            },
-        )
-        .unwrap()
-        .shim_pid as i32;
-    lab.shim = Some(shim_pid);
-    let create = sb::CreateSandboxRequest {
-        sandbox_id: id.into(),
-        bundle_path: bundle.display().to_string(),
-        options: Some(pod_config("idle-pod", &format!("/{}", lab.parent), &[])).into(),
-        netns_path: lab.netns.as_ref().unwrap().display().to_string(),
-        ..Default::default()
-    };
-    sandboxes.create_sandbox(ctx(), &create).unwrap();
-    let pid = sandboxes
-        .start_sandbox(
-            ctx(),
-            &sb::StartSandboxRequest {
-                sandbox_id: id.into(),
-                ..Default::default()
-            },
-        )
-        .unwrap()
-        .pid;
+    let SandboxShim {
+        sandboxes,
+        tasks,
+        pid: shim_pid,
+        ..
+    } = SandboxShim::created(&mut lab, &bundle, id, "idle-pod", &[]);
+    let pid = start_sandbox(&sandboxes, id);
     lab.pause = Some(pid as i32);
     let c1 = container_bundle(&mut lab, "c1", id, pid, &["sleep", "600"]);
     shim::create(&tasks, "c1", &c1, "");
@@ -621,46 +513,9 @@ fn an_idle_pod_s_shim_and_sandbox_do_not_wake() {
 const GRACE_ENV: (&str, &str) = ("PODINIT_SHIM_ABANDON_SECS", "2");
 
 /// A shim started with a short grace, connected, its sandbox created from the lab's pod
-/// config: the clients, the shim's pid and its socket's path.
-fn created(lab: &mut Lab, bundle: &Path, id: &str) -> (SandboxClient, TaskClient, i32, PathBuf) {
-    let address = shim_start_with(&lab.ns, &lab.dir, bundle, id, &[GRACE_ENV]);
-    let client = Client::connect(&address).unwrap();
-    let sandboxes = SandboxClient::new(client.clone());
-    let tasks = TaskClient::new(client);
-    let shim_pid = tasks
-        .connect(
-            ctx(),
-            &api::ConnectRequest {
-                id: id.into(),
-                ..Default::default()
-            },
-        )
-        .unwrap()
-        .shim_pid as i32;
-    lab.shim = Some(shim_pid);
-    let create = sb::CreateSandboxRequest {
-        sandbox_id: id.into(),
-        bundle_path: bundle.display().to_string(),
-        options: Some(pod_config("dropped", &format!("/{}", lab.parent), &[])).into(),
-        netns_path: lab.netns.as_ref().unwrap().display().to_string(),
-        ..Default::default()
-    };
-    sandboxes.create_sandbox(ctx(), &create).unwrap();
-    let socket = PathBuf::from(address.trim_start_matches("unix://"));
-    (sandboxes, tasks, shim_pid, socket)
-}
-
-fn start_sandbox(sandboxes: &SandboxClient, id: &str) -> u32 {
-    sandboxes
-        .start_sandbox(
-            ctx(),
-            &sb::StartSandboxRequest {
-                sandbox_id: id.into(),
-                ..Default::default()
-            },
-        )
-        .unwrap()
-        .pid
+/// config.
+fn created(lab: &mut Lab, bundle: &Path, id: &str) -> SandboxShim {
+    SandboxShim::created(lab, bundle, id, "dropped", &[GRACE_ENV])
 }
 
 /// Nothing of sandbox `id` is left: its cgroup, a mount of it (the shm), its socket.
@@ -693,12 +548,14 @@ fn assert_nothing_left(lab: &Lab, id: &str, bundle: &Path, socket: &Path) {
 #[ignore = "needs root: namespaces, cgroups and a shim"]
 fn a_shim_dropped_before_its_sandbox_started_ends_itself_and_leaves_nothing() {
     common::require_root();
-    let tag = format!("podinit-sbapi-drop-{}", std::process::id());
-    let mut lab = lab_with_netns(&tag);
     let id = "sb";
-    let bundle = sandbox_bundle(&mut lab, id);
+    let (mut lab, bundle) = sandbox_lab(&format!("podinit-sbapi-drop-{}", std::process::id()), id);
     let events = shim::serve_events(&lab.dir, Topics::default());
-    let (sandboxes, tasks, shim_pid, socket) = created(&mut lab, &bundle, id);
+    let shim = created(&mut lab, &bundle, id);
+    let (socket, shim_pid) = (shim.socket(), shim.pid);
+    let SandboxShim {
+        sandboxes, tasks, ..
+    } = shim;
     assert!(bundle.join("address").exists(), "start wrote the address");
     drop((sandboxes, tasks));
     wait_gone(shim_pid, "the shim containerd dropped before StartSandbox");
@@ -716,12 +573,14 @@ fn a_shim_dropped_before_its_sandbox_started_ends_itself_and_leaves_nothing() {
 #[ignore = "needs root: namespaces, cgroups and a shim"]
 fn a_started_sandbox_whose_bundle_containerd_removed_is_ended_by_its_shim() {
     common::require_root();
-    let tag = format!("podinit-sbapi-gone-{}", std::process::id());
-    let mut lab = lab_with_netns(&tag);
     let id = "sb";
-    let bundle = sandbox_bundle(&mut lab, id);
+    let (mut lab, bundle) = sandbox_lab(&format!("podinit-sbapi-gone-{}", std::process::id()), id);
     let events = shim::serve_events(&lab.dir, Topics::default());
-    let (sandboxes, tasks, shim_pid, socket) = created(&mut lab, &bundle, id);
+    let shim = created(&mut lab, &bundle, id);
+    let (socket, shim_pid) = (shim.socket(), shim.pid);
+    let SandboxShim {
+        sandboxes, tasks, ..
+    } = shim;
     let pid = start_sandbox(&sandboxes, id);
     lab.pause = Some(pid as i32);
     assert!(
@@ -748,12 +607,14 @@ fn a_started_sandbox_whose_bundle_containerd_removed_is_ended_by_its_shim() {
 #[ignore = "needs root: namespaces, cgroups and a shim"]
 fn a_started_sandbox_outlives_a_dropped_connection_and_is_found_again() {
     common::require_root();
-    let tag = format!("podinit-sbapi-keep-{}", std::process::id());
-    let mut lab = lab_with_netns(&tag);
     let id = "sb";
-    let bundle = sandbox_bundle(&mut lab, id);
+    let (mut lab, bundle) = sandbox_lab(&format!("podinit-sbapi-keep-{}", std::process::id()), id);
     let events = shim::serve_events(&lab.dir, Topics::default());
-    let (sandboxes, tasks, shim_pid, socket) = created(&mut lab, &bundle, id);
+    let shim = created(&mut lab, &bundle, id);
+    let (socket, shim_pid) = (shim.socket(), shim.pid);
+    let SandboxShim {
+        sandboxes, tasks, ..
+    } = shim;
     let pid = start_sandbox(&sandboxes, id);
     lab.pause = Some(pid as i32);
     drop((sandboxes, tasks));
@@ -806,35 +667,15 @@ fn a_started_sandbox_outlives_a_dropped_connection_and_is_found_again() {
 #[ignore = "needs root: namespaces, cgroups and a shim"]
 fn the_shim_s_delete_ends_a_sandbox_shim_still_running_in_its_bundle() {
     common::require_root();
-    let tag = format!("podinit-sbapi-del-{}", std::process::id());
-    let mut lab = lab_with_netns(&tag);
     let id = "sb";
-    let bundle = sandbox_bundle(&mut lab, id);
+    let (mut lab, bundle) = sandbox_lab(&format!("podinit-sbapi-del-{}", std::process::id()), id);
     let events = shim::serve_events(&lab.dir, Topics::default());
     // The shim's own grace (two minutes): what ends it here is the delete.
-    let address = shim_start(&lab.ns, &lab.dir, &bundle, id);
-    let client = Client::connect(&address).unwrap();
-    let sandboxes = SandboxClient::new(client.clone());
-    let tasks = TaskClient::new(client);
-    let shim_pid = tasks
-        .connect(
-            ctx(),
-            &api::ConnectRequest {
-                id: id.into(),
-                ..Default::default()
-            },
-        )
-        .unwrap()
-        .shim_pid as i32;
-    lab.shim = Some(shim_pid);
-    let create = sb::CreateSandboxRequest {
-        sandbox_id: id.into(),
-        bundle_path: bundle.display().to_string(),
-        options: Some(pod_config("deleted", &format!("/{}", lab.parent), &[])).into(),
-        netns_path: lab.netns.as_ref().unwrap().display().to_string(),
-        ..Default::default()
-    };
-    sandboxes.create_sandbox(ctx(), &create).unwrap();
+    let shim = SandboxShim::created(&mut lab, &bundle, id, "deleted", &[]);
+    let (socket, shim_pid) = (shim.socket(), shim.pid);
+    let SandboxShim {
+        sandboxes, tasks, ..
+    } = shim;
     let pid = start_sandbox(&sandboxes, id);
     lab.pause = Some(pid as i32);
     drop((sandboxes, tasks));
@@ -856,7 +697,6 @@ fn the_shim_s_delete_ends_a_sandbox_shim_still_running_in_its_bundle() {
     wait_gone(pid as i32, "its sandbox's PID 1");
     lab.shim = None;
     lab.pause = None;
-    let socket = PathBuf::from(address.trim_start_matches("unix://"));
     for h in cgroup_hierarchies() {
         assert!(
             !h.join(&lab.parent).join(id).exists(),

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use containerd_shim::protos::api;
 use containerd_shim::protos::protobuf::well_known_types::any::Any;
 use containerd_shim::protos::shim_sync::{Events, TaskClient};
-use containerd_shim::protos::ttrpc::{self, Client, TtrpcContext};
+use containerd_shim::protos::ttrpc::{self, TtrpcContext};
 use serde_json::json;
 use shim::{
     cgroup_hierarchies, create, ctx, delete, drain, fifo, kill, shim_start, start, wait, Lab,
@@ -81,20 +81,8 @@ fn bundle(
 /// The pod's shim, started for the sandbox bundle `sb` and connected as containerd does:
 /// its Task client, its pid (the lab's shim from then on) and its address.
 fn sandbox_shim(lab: &mut Lab, sb: &Path) -> (TaskClient, i32, String) {
-    let address = shim_start(&lab.ns, &lab.dir, sb, "sb");
-    let client = TaskClient::new(Client::connect(&address).unwrap());
-    let shim_pid = client
-        .connect(
-            ctx(),
-            &api::ConnectRequest {
-                id: "sb".into(),
-                ..Default::default()
-            },
-        )
-        .unwrap()
-        .shim_pid as i32;
-    lab.shim = Some(shim_pid);
-    (client, shim_pid, address)
+    let (client, shim_pid, address) = shim::connect_shim(lab, sb, "sb", &[]);
+    (TaskClient::new(client), shim_pid, address)
 }
 
 #[test]

@@ -1,8 +1,8 @@
 //! What the tests that drive containerd-shim-podinit-v1 without containerd share
 //! (tests/shim_task.rs, shim_sandbox.rs, escapes_shim.rs): the lab that removes what a
-//! test made, a CRI-shaped bundle, the shim's `start` as containerd runs it, the Task
-//! calls, the FIFOs containerd makes. Included by those tests alone (`#[path]`): it needs
-//! the shim feature's crates.
+//! test made, a CRI-shaped bundle, the shim's `start` and connection as containerd runs
+//! them, the Task calls, the FIFOs containerd makes, and a pod made through the Sandbox
+//! API. Included by those tests alone (`#[path]`): it needs the shim feature's crates.
 
 #![allow(dead_code)]
 
@@ -13,8 +13,11 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use containerd_shim::protos::api;
+use containerd_shim::protos::protobuf::well_known_types::any::Any;
+use containerd_shim::protos::sandbox_api as sb;
+use containerd_shim::protos::sandbox_sync::SandboxClient;
 use containerd_shim::protos::shim_sync::TaskClient;
-use containerd_shim::protos::ttrpc::{self, context};
+use containerd_shim::protos::ttrpc::{self, context, Client};
 use serde_json::json;
 
 pub const SHIM: &str = env!("CARGO_BIN_EXE_containerd-shim-podinit-v1");
@@ -267,6 +270,165 @@ pub fn shim_start_with(
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// The shim started in `bundle` for task `id` (`env` added to its environment) and
+/// connected as containerd connects: its ttrpc client, its pid (the lab's shim from then
+/// on) and its address.
+pub fn connect_shim(
+    lab: &mut Lab,
+    bundle: &Path,
+    id: &str,
+    env: &[(&str, &str)],
+) -> (Client, i32, String) {
+    let address = shim_start_with(&lab.ns, &lab.dir, bundle, id, env);
+    let client = Client::connect(&address).unwrap();
+    let pid = TaskClient::new(client.clone())
+        .connect(
+            ctx(),
+            &api::ConnectRequest {
+                id: id.into(),
+                ..Default::default()
+            },
+        )
+        .unwrap()
+        .shim_pid as i32;
+    lab.shim = Some(pid);
+    (client, pid, address)
+}
+
+/// A lab named `tag` for one Sandbox API pod: a network namespace bound to a file with a
+/// loopback only, as CNI's are, and the sandbox's bundle `id` as containerd 2's sandbox
+/// controller makes it (an empty `rootfs`, no config.json, the `log` FIFO).
+pub fn sandbox_lab(tag: &str, id: &str) -> (Lab, PathBuf) {
+    let mut lab = Lab::new(tag, &[]);
+    let netns = lab.dir.join("netns");
+    std::fs::write(&netns, "").unwrap();
+    let st = Command::new("unshare")
+        .arg(format!("--net={}", netns.display()))
+        .arg("true")
+        .status()
+        .unwrap();
+    assert!(st.success(), "unshare --net=FILE failed");
+    lab.netns = Some(netns);
+    let bundle = lab.dir.join(id);
+    std::fs::create_dir_all(bundle.join("rootfs")).unwrap();
+    lab.logs.push(make_fifo(&bundle.join("log")));
+    (lab, bundle)
+}
+
+/// A Sandbox API shim, connected: its Sandbox and Task clients on the one socket, its pid
+/// and its address.
+pub struct SandboxShim {
+    pub sandboxes: SandboxClient,
+    pub tasks: TaskClient,
+    pub pid: i32,
+    pub address: String,
+}
+
+impl SandboxShim {
+    /// The shim started in the sandbox's `bundle` (`env` added to its environment) and
+    /// connected, as containerd 2's sandbox controller does before CreateSandbox.
+    pub fn start(lab: &mut Lab, bundle: &Path, id: &str, env: &[(&str, &str)]) -> SandboxShim {
+        let (client, pid, address) = connect_shim(lab, bundle, id, env);
+        SandboxShim {
+            sandboxes: SandboxClient::new(client.clone()),
+            tasks: TaskClient::new(client),
+            pid,
+            address,
+        }
+    }
+
+    /// `start`, then CreateSandbox of the lab's pod (`create_sandbox_request` with no
+    /// sysctls).
+    pub fn created(
+        lab: &mut Lab,
+        bundle: &Path,
+        id: &str,
+        hostname: &str,
+        env: &[(&str, &str)],
+    ) -> SandboxShim {
+        let shim = SandboxShim::start(lab, bundle, id, env);
+        let create = create_sandbox_request(lab, bundle, id, hostname, &[]);
+        shim.sandboxes.create_sandbox(ctx(), &create).unwrap();
+        shim
+    }
+
+    /// The path of the shim's socket.
+    pub fn socket(&self) -> PathBuf {
+        PathBuf::from(self.address.trim_start_matches("unix://"))
+    }
+}
+
+/// CreateSandbox of sandbox `id` in `bundle`, as containerd 2's CRI asks it: the pod's
+/// config (`pod_config`) below the lab's cgroup parent, in the lab's network namespace.
+pub fn create_sandbox_request(
+    lab: &Lab,
+    bundle: &Path,
+    id: &str,
+    hostname: &str,
+    sysctls: &[(&str, &str)],
+) -> sb::CreateSandboxRequest {
+    sb::CreateSandboxRequest {
+        sandbox_id: id.into(),
+        bundle_path: bundle.display().to_string(),
+        options: Some(pod_config(hostname, &format!("/{}", lab.parent), sysctls)).into(),
+        netns_path: lab.netns.as_ref().unwrap().display().to_string(),
+        ..Default::default()
+    }
+}
+
+/// StartSandbox of `id`: the pid of its PID 1.
+pub fn start_sandbox(sandboxes: &SandboxClient, id: &str) -> u32 {
+    sandboxes
+        .start_sandbox(
+            ctx(),
+            &sb::StartSandboxRequest {
+                sandbox_id: id.into(),
+                ..Default::default()
+            },
+        )
+        .unwrap()
+        .pid
+}
+
+// The CRI's PodSandboxConfig, encoded by hand (field numbers of cri-api's api.proto).
+fn field(out: &mut Vec<u8>, n: u8, b: &[u8]) {
+    out.push(n << 3 | 2);
+    out.push(b.len() as u8);
+    out.extend_from_slice(b);
+}
+
+/// A pod's PodSandboxConfig as the CRI passes it in CreateSandbox's options: its
+/// hostname, cgroup parent, sysctls and a DNS config.
+pub fn pod_config(hostname: &str, parent: &str, sysctls: &[(&str, &str)]) -> Any {
+    let mut linux = Vec::new();
+    field(&mut linux, 1, parent.as_bytes());
+    for (k, v) in sysctls {
+        let mut e = Vec::new();
+        field(&mut e, 1, k.as_bytes());
+        field(&mut e, 2, v.as_bytes());
+        field(&mut linux, 3, &e);
+    }
+    let mut meta = Vec::new();
+    field(&mut meta, 1, b"web");
+    field(&mut meta, 2, b"uid-1");
+    field(&mut meta, 3, b"default");
+    // DNSConfig: servers, searches, options.
+    let mut dns = Vec::new();
+    field(&mut dns, 1, b"10.9.8.7");
+    field(&mut dns, 2, b"sbapi.example");
+    field(&mut dns, 3, b"ndots:3");
+    let mut cfg = Vec::new();
+    field(&mut cfg, 1, &meta);
+    field(&mut cfg, 2, hostname.as_bytes());
+    field(&mut cfg, 4, &dns);
+    field(&mut cfg, 8, &linux);
+    Any {
+        type_url: "runtime.v1.PodSandboxConfig".into(),
+        value: cfg,
+        ..Default::default()
+    }
 }
 
 /// A FIFO at `path`, as containerd makes one, and its read end (non-blocking).
