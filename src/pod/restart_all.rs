@@ -111,6 +111,7 @@ impl PodState {
 mod tests {
     use crate::pod::plan::{ContainerPlan, Kind, PodPlan, RestartPolicy, RestartRule, RuleAction};
     use crate::pod::state::Exit;
+    use crate::pod::tests::starts;
     use crate::pod::{step, Action, PodPhase, PodState, State};
 
     /// The docs' ml-worker: an init container, a watcher sidecar whose exit 88 restarts
@@ -139,15 +140,6 @@ mod tests {
             oom_killed: false,
             message: None,
         }
-    }
-
-    fn starts(acts: &[Action]) -> Vec<usize> {
-        acts.iter()
-            .filter_map(|a| match a {
-                Action::Start(i) => Some(*i),
-                _ => None,
-            })
-            .collect()
     }
 
     fn condition(st: &PodState, t: &str) -> Option<bool> {

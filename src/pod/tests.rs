@@ -118,6 +118,16 @@ impl Sim {
     }
 }
 
+/// The containers a step starts, in order: for the tests of `pod`'s modules.
+pub(super) fn starts(acts: &[Action]) -> Vec<usize> {
+    acts.iter()
+        .filter_map(|a| match a {
+            Action::Start(i) => Some(*i),
+            _ => None,
+        })
+        .collect()
+}
+
 fn stops(acts: &[Action]) -> Vec<usize> {
     acts.iter()
         .filter_map(|a| match a {

@@ -1,18 +1,10 @@
 use super::*;
 use crate::pod::plan::Kind;
 use crate::pod::step::{step, Action, EventSpec};
+use crate::pod::tests::starts;
 
 fn plan(kinds: &[(&str, Kind)]) -> PodPlan {
     PodPlan::bare_of(kinds)
-}
-
-fn starts(acts: &[Action]) -> Vec<usize> {
-    acts.iter()
-        .filter_map(|a| match a {
-            Action::Start(i) => Some(*i),
-            _ => None,
-        })
-        .collect()
 }
 
 fn events(acts: &[Action]) -> Vec<(EventType, String, String)> {
