@@ -13,16 +13,21 @@ pub const FLAGS: &[Flag] = &[bool_(
 
 pub fn verb(g: &Globals, a: &Args) -> Result<(), super::Error> {
     let id = a.exactly_one("delete")?;
+    delete(&g.root, id, a.on("force"))
+}
+
+/// `delete [--force] ID`: also for a caller that deletes in its own process (the shim)
+/// when the container has no poststop hook, the one child this waits for.
+pub fn delete(root: &Root, id: &str, force: bool) -> Result<(), super::Error> {
     state::validate_id(id)?;
-    let force = a.on("force");
-    let s = match state::load(&g.root, id) {
+    let s = match state::load(root, id) {
         Ok(s) => s,
         Err(e) => {
             // A directory without state.json: a create that failed before writing it.
             // One whose create still runs (and holds the lock) is left alone.
-            let dir = g.root.dir(id);
+            let dir = root.dir(id);
             if dir.is_dir() {
-                if let Ok(Some(_lock)) = state::try_lock(&g.root, id) {
+                if let Ok(Some(_lock)) = state::try_lock(root, id) {
                     if !state::state_file(&dir).exists() {
                         let _ = std::fs::remove_dir_all(&dir);
                     }
@@ -36,10 +41,10 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), super::Error> {
             };
         }
     };
-    let _lock = state::lock(&g.root, id)?;
+    let _lock = state::lock(root, id)?;
     // Read again under the lock: another verb may have changed it meanwhile.
-    let s = state::load(&g.root, id).unwrap_or(s);
-    match status::of(&g.root, &s) {
+    let s = state::load(root, id).unwrap_or(s);
+    match status::of(root, &s) {
         Status::Stopped | Status::Created => {}
         other if !force => {
             return Err(super::Error::WrongState(format!(
@@ -49,7 +54,7 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), super::Error> {
         }
         _ => {}
     }
-    destroy(&g.root, &s)
+    destroy(root, &s)
 }
 
 /// Kill whatever is left of the container, remove its cgroup, run its poststop hooks

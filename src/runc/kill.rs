@@ -23,12 +23,17 @@ pub fn verb(g: &Globals, a: &Args) -> Result<(), super::Error> {
         [id, sig] => (id, sig.as_str()),
         _ => return Err("\"kill\" requires a minimum of 1 and a maximum of 2 argument(s)".into()),
     };
-    let sig = parse_signal(sig)?;
-    let _lock = state::lock(&g.root, id)?;
-    let s = state::load(&g.root, id)?;
-    let now = status::of(&g.root, &s);
+    kill(&g.root, id, parse_signal(sig)?, a.on("all"))
+}
+
+/// `kill [--all] ID SIG`: also for a caller that signals in its own process (the shim),
+/// since nothing here clones or waits for a child.
+pub fn kill(root: &state::Root, id: &str, sig: i32, all: bool) -> Result<(), super::Error> {
+    let _lock = state::lock(root, id)?;
+    let s = state::load(root, id)?;
+    let now = status::of(root, &s);
     let group = || crate::cgroup::recorded::open(&s.id, s.cgroups_path.as_deref(), &s.cgroup_paths);
-    if a.on("all") {
+    if all {
         // As runc: what is left in a stopped container's cgroup is signalled too.
         let group = group()?;
         if sig == libc::SIGKILL {

@@ -4,12 +4,12 @@
 
 pub mod cli;
 mod create;
-mod delete;
+pub mod delete;
 mod error;
 mod events;
 mod exec;
 pub mod features;
-mod kill;
+pub mod kill;
 mod list;
 mod log;
 mod pause;

@@ -163,13 +163,7 @@ impl Container {
             p.pid
         };
         if exec.is_empty() {
-            let sig = signal.to_string();
-            let mut args = vec!["kill"];
-            if all {
-                args.push("--all");
-            }
-            args.extend([self.id.as_str(), sig.as_str()]);
-            return self.verb(inner, &args).map_err(Error::of_kill);
+            return self.kill_init(inner, &signal.to_string(), all);
         }
         let sig = nix::sys::signal::Signal::try_from(signal as i32)
             .map_err(|_| Error::InvalidSignal(signal))?;
@@ -177,6 +171,37 @@ impl Container {
             nix::errno::Errno::ESRCH => Error::ProcessFinished,
             e => Error::Other(format!("signalling process {exec}: {e}")),
         })
+    }
+
+    /// runc's `delete --force ID`, in the shim itself unless the container has poststop
+    /// hooks: those are children waited for with waitpid, which the reaper thread would
+    /// race, so they run in the verb's own process.
+    fn delete_state(&self, inner: &Inner) -> Result<()> {
+        let root = podinit::runc::state::Root(inner.runc.root.clone());
+        let hooks = podinit::runc::state::load(&root, &self.id).is_ok_and(|s| {
+            s.config
+                .hooks()
+                .as_ref()
+                .and_then(|h| h.poststop().as_ref())
+                .is_some_and(|p| !p.is_empty())
+        });
+        if hooks {
+            return self.verb(inner, &["delete", "--force", &self.id]);
+        }
+        podinit::runc::delete::delete(&root, &self.id, true).map_err(|e| Error::Runc(e.to_string()))
+    }
+
+    /// runc's `kill [--all] ID SIG`, in the shim itself: a signal clones nothing, and the
+    /// verb's own process would cost an exec on every stop.
+    pub fn kill_init(&self, inner: &Inner, signal: &str, all: bool) -> Result<()> {
+        let root = podinit::runc::state::Root(inner.runc.root.clone());
+        podinit::runc::kill::parse_signal(signal)
+            .and_then(|sig| podinit::runc::kill::kill(&root, &self.id, sig, all))
+            .map_err(|e| match e {
+                podinit::runc::Error::NotRunning => Error::ProcessFinished,
+                podinit::runc::Error::NotExist => Error::NoState(format!("no such container: {e}")),
+                e => Error::of_kill(Error::Runc(e.to_string())),
+            })
     }
 
     /// Adds an exec, not started yet, with its process spec (OCI `process` JSON).
@@ -228,7 +253,7 @@ impl Container {
         };
         // The cgroup goes with the container: no file of it stays open here.
         self.forget_stats();
-        self.verb(inner, &["delete", "--force", &self.id])?;
+        self.delete_state(inner)?;
         let mut procs = self.lock();
         if created {
             let deadline = Instant::now() + Duration::from_secs(5);

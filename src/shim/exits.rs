@@ -40,7 +40,7 @@ impl Inner {
 /// Ends a process whose exit was reaped. Its output is copied through first, and an
 /// init's exit ends every process left in the container when its pid namespace is the
 /// pod's; either is done by a thread of its own, as the reaper's thread must never wait
-/// for a runc verb (it reaps them).
+/// (for the copiers, or for a frozen cgroup's processes to take their SIGKILL).
 pub fn finish(
     inner: &Arc<Inner>,
     c: &Arc<Container>,
@@ -60,7 +60,7 @@ pub fn finish(
     let (inner, c, exec) = (Arc::clone(inner), Arc::clone(c), exec.to_string());
     std::thread::spawn(move || {
         if kill_all {
-            let _ = c.verb(&inner, &["kill", "--all", &c.id, "KILL"]);
+            let _ = c.kill_init(&inner, "KILL", true);
         }
         for t in copiers {
             let _ = t.join();
