@@ -90,7 +90,7 @@ fn sandbox_shim(lab: &mut Lab, sb: &Path) -> (TaskClient, i32, String) {
 fn a_cri_shaped_pod_through_the_shims_task_api() {
     common::require_root();
     let tag = format!("podinit-shim-test-{}", std::process::id());
-    let mut lab = Lab::new(&tag, &["sb", "c1", "c2"]);
+    let mut lab = Lab::new(&tag, &["sb", "c1", "c2", "c3"]);
     let events = Recorded::default();
     let server = shim::serve_events(&lab.dir, events.clone());
 
@@ -146,7 +146,13 @@ fn a_cri_shaped_pod_through_the_shims_task_api() {
     assert_eq!((d.pid, d.exit_status), (c1_pid, 7));
 
     // A long-running container: exec, stats, kill.
-    let c2 = bundle(&mut lab, "c2", &["sleep", "600"], joined, "container");
+    let c2 = bundle(
+        &mut lab,
+        "c2",
+        &["sleep", "600"],
+        joined.clone(),
+        "container",
+    );
     shim_start(&lab.ns, &lab.dir, &c2, "c2");
     create(&client, "c2", &c2, "");
     start(&client, "c2", "");
@@ -190,6 +196,26 @@ fn a_cri_shaped_pod_through_the_shims_task_api() {
     kill(&client, "c2", libc::SIGKILL as u32);
     assert_eq!(wait(&client, "c2", ""), 137);
     assert_eq!(delete(&client, "c2", "").exit_status, 137);
+
+    // A container with a poststop hook: the shim's delete then runs as the verb's own
+    // process, which waits for the hook, and the hook runs once.
+    let c3 = {
+        let mut spec = lab.cri_spec("c3", joined.clone(), "container", "sb");
+        spec["process"]["args"] = json!(["true"]);
+        let mark = lab.dir.join("poststop-ran");
+        spec["hooks"] = json!({"poststop": [{"path": "/bin/sh", "args": ["sh", "-c", format!("echo x >> {}", mark.display())]}]});
+        lab.bundle("c3", &spec)
+    };
+    shim_start(&lab.ns, &lab.dir, &c3, "c3");
+    create(&client, "c3", &c3, "");
+    start(&client, "c3", "");
+    assert_eq!(wait(&client, "c3", ""), 0);
+    delete(&client, "c3", "");
+    assert_eq!(
+        std::fs::read_to_string(lab.dir.join("poststop-ran")).unwrap(),
+        "x\n",
+        "the poststop hook ran once, at delete"
+    );
 
     // The sandbox ends on SIGTERM with 0, as pause does; then the shim may go.
     kill(&client, "sb", libc::SIGTERM as u32);
@@ -242,7 +268,7 @@ fn a_cri_shaped_pod_through_the_shims_task_api() {
         ]
     );
     for h in cgroup_hierarchies() {
-        for id in ["sb", "c1", "c2"] {
+        for id in ["sb", "c1", "c2", "c3"] {
             assert!(
                 !h.join(&lab.parent).join(id).exists(),
                 "cgroup {id} left in {}",
