@@ -25,6 +25,12 @@ fn main() {
     // Identical functions folded into one (generic code instantiated for types of the
     // same layout, mostly): 64 KB less. Rust promises no distinct function addresses.
     println!("cargo:rustc-link-arg-bins=-Wl,--icf=all");
+    // Each segment at an address congruent to its file offset modulo 2 MiB, not only a
+    // page: the page cache holds a file in folios aligned to their size in the file (as it
+    // was written or read ahead), and a fault maps back the folios around it, aligned in
+    // memory. Out of step, the one function that runs at rest maps two folios back instead
+    // of one. The file is not padded: only the addresses move.
+    println!("cargo:rustc-link-arg-bin=podinit=-Wl,-z,max-page-size=0x200000");
     // Without unwinding (panic = "abort" in Cargo.toml's release profile) the unwind
     // tables are dead weight: link/no-unwind-tables.ld drops them. Cargo tells a build
     // script the profile's family, not its panic strategy.

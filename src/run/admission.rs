@@ -15,7 +15,10 @@ use crate::status::writer::StatusWriter;
 /// `podinit run`'s exit status for a pod that ended Failed (docs/interface.md §2).
 const EXIT_FAILED: i32 = 1;
 
-/// `podinit run`'s admission: the manifest of `opts`, with the creation time of now.
+/// `podinit run`'s admission: the manifest of `opts`, with the creation time of now. Not
+/// inlined, as each stage of `run` before the pod's wait: its frame is gone by then
+/// (docs/architecture.md §2).
+#[inline(never)]
 pub(super) fn for_run(opts: &super::RunOptions) -> Result<Admission, super::Error> {
     let invalid = |message: String| super::Error::Manifest {
         path: opts.manifest.clone(),

@@ -13,7 +13,9 @@ use crate::supervisor::{self, containers::Ctr};
 /// The supervisor's configuration for `adm`, its containers' cgroups below `made`.
 /// Outside PID-1 mode each container's cgroup is recorded in `cgroup`, to be removed with
 /// the pod's. The volumes, the pod's files and IPs are filled in by the supervisor, once
-/// it is in the pod's namespaces.
+/// it is in the pod's namespaces. Not inlined: start-up's frame, gone before the pod's
+/// wait (docs/architecture.md §2).
+#[inline(never)]
 pub(super) fn supervisor_config(
     adm: Admission,
     opts: &RunOptions,

@@ -114,7 +114,9 @@ impl Flags {
     }
 
     /// The node: the machine as it is now, these flags applied. `storage` is where the
-    /// pod's writable layers, volumes and logs go (its ephemeral storage).
+    /// pod's writable layers, volumes and logs go (its ephemeral storage). Not inlined:
+    /// start-up's frame, gone before the pod's wait (docs/architecture.md §2).
+    #[inline(never)]
     pub(super) fn node(&self, storage: &Path) -> Result<Node, Error> {
         let name = match &self.name {
             Some(n) => n.clone(),

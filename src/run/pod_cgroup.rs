@@ -34,7 +34,9 @@ pub(super) struct Made {
 impl PodCgroup {
     /// Make the pod cgroup below `--cgroup-parent` (or where podinit runs) with the pod's
     /// limits, and the supervisor's leaf when it needs one. `pid1`: podinit is the
-    /// sandbox's PID 1, and first moves itself out of the cgroup it was started in.
+    /// sandbox's PID 1, and first moves itself out of the cgroup it was started in. Not
+    /// inlined: start-up's frame, gone before the pod's wait (docs/architecture.md §2).
+    #[inline(never)]
     pub fn create(&mut self, pod: &Pod, parent: Option<&str>, pid1: bool) -> Result<Made, Error> {
         let cgroups = CgroupRoot::detect(parent)?;
         let name = super::names::pod_cgroup_name(pod);
@@ -96,6 +98,7 @@ impl PodCgroup {
     /// default kubelet's slice of the pod's QoS class), with the pod's limits as its
     /// properties and then in its files. The supervisor stays where podinit runs, as with
     /// cgroupfs; the containers get scopes in the slice (`supervisor::containers`).
+    #[inline(never)]
     pub fn create_slice(
         &mut self,
         pod: &Pod,

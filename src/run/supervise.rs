@@ -50,6 +50,7 @@ fn first_on_this_machine(path: &std::path::Path) -> bool {
 /// Give the supervisor OOM score `adj`. Refused for want of CAP_SYS_RESOURCE, it is said
 /// once per machine, every time with `--verbose` (`pod::oom_score::refused`), and only
 /// when the score it keeps is higher.
+#[inline(never)]
 fn set_oom_score(adj: i32) {
     const PATH: &str = "/proc/self/oom_score_adj";
     // Through a private procfs, as the runtime writes a container's: the supervisor's /proc
@@ -75,7 +76,9 @@ fn set_oom_score(adj: i32) {
 
 /// The namespaces made the pod's (hostname, loopback, /proc), then its volumes, sysctls
 /// and /etc files, recorded in `cfg`: the volumes once the mount namespace is the pod's,
-/// the addresses once its network namespace is.
+/// the addresses once its network namespace is. Not inlined: its frame is given back
+/// before the supervisor's loop starts under `supervise`'s.
+#[inline(never)]
 fn finish_sandbox(
     cfg: &mut supervisor::Config,
     sd: &StateDir,

@@ -12,13 +12,15 @@ pub struct StatusWriter {
     /// and `spec` come first in key order, `status` last): they change only with the spec
     /// or a deletion, so each update serializes the status alone.
     head: Option<(Vec<u8>, Vec<u8>)>,
-    last: Vec<u8>,
+    /// The object as one line: what changed is told by it, as it is the pretty text
+    /// without its whitespace.
     compact: Vec<u8>,
     /// The status last written: most loop turns change nothing, and comparing is far
     /// cheaper than serializing the Pod.
     last_status: Option<PodStatus>,
-    /// `last` is not in the file yet.
-    unwritten: bool,
+    /// The pretty text not in the file yet (a full disk): kept only until it is, so that
+    /// a pod at rest holds one copy of its object, not two.
+    unwritten: Option<Vec<u8>>,
 }
 
 impl StatusWriter {
@@ -26,10 +28,9 @@ impl StatusWriter {
         StatusWriter {
             path,
             head: None,
-            last: Vec::new(),
             compact: b"{}".to_vec(),
             last_status: None,
-            unwritten: false,
+            unwritten: None,
         }
     }
 
@@ -56,22 +57,19 @@ impl StatusWriter {
                 Ok(r) => r,
                 Err(e) => return (false, Err(io::Error::other(e))),
             };
-            if pretty != self.last {
+            if compact != self.compact {
                 self.compact = compact;
-                self.last = pretty;
-                self.unwritten = true;
+                self.unwritten = Some(pretty);
                 changed = true;
             }
             self.last_status = Some(status.clone());
         }
-        let file = if self.unwritten {
-            crate::util::write_atomic(&self.path, &self.last)
-                .map(|()| self.unwritten = false)
-                .map_err(|e| {
-                    io::Error::new(e.kind(), format!("writing {}: {e}", self.path.display()))
-                })
-        } else {
-            Ok(())
+        let file = match self.unwritten.take() {
+            Some(pretty) => crate::util::write_atomic(&self.path, &pretty).map_err(|e| {
+                self.unwritten = Some(pretty);
+                io::Error::new(e.kind(), format!("writing {}: {e}", self.path.display()))
+            }),
+            None => Ok(()),
         };
         (changed, file)
     }

@@ -187,6 +187,17 @@ struct Supervisor<'a> {
     resize_retry_at: Option<pod::Millis>,
 }
 
+/// What one wait of the loop found ready: the signal pipe, the output pipes, the checks,
+/// the notify socket, the API's connections and the puller's answer.
+struct Ready {
+    sig: bool,
+    pipes: Vec<usize>,
+    checks: Vec<usize>,
+    notify: bool,
+    api: Vec<Slot>,
+    pull: bool,
+}
+
 /// Where probes and hooks connect: the pod's IP, or loopback where the pod has none.
 fn probe_host(pod_ips: &[String]) -> String {
     pod_ips
@@ -197,12 +208,29 @@ fn probe_host(pod_ips: &[String]) -> String {
 
 /// Run the pod to its end; returns the exit status of `podinit run` (0 Succeeded,
 /// 1 Failed, 3 sandbox failure).
-pub fn run(mut cfg: Config, sd: &StateDir) -> i32 {
+pub fn run(cfg: Config, sd: &StateDir) -> i32 {
+    // The supervisor waits for the pod's whole life under this frame and the loop's: what
+    // start-up needs on the stack lives in `start_up`'s, given back at the release, and
+    // the supervisor itself on the heap.
+    let (mut s, sig) = match start_up(cfg, sd) {
+        Ok(started) => started,
+        Err(code) => return code,
+    };
+    let code = s.run_loop(&sig);
+    s.teardown();
+    code
+}
+
+/// The supervisor made from `cfg`, its signal handlers installed, its event log and status
+/// socket open, and the pod's first status written; or the exit status of a sandbox that
+/// could not be set up.
+#[inline(never)]
+fn start_up(mut cfg: Config, sd: &StateDir) -> Result<(Box<Supervisor<'_>>, SignalPipe), i32> {
     let sig = match SignalPipe::install(SIGNALS) {
         Ok(s) => s,
         Err(e) => {
             crate::log::error(&format!("installing signal handlers: {e}"));
-            return EXIT_SANDBOX;
+            return Err(EXIT_SANDBOX);
         }
     };
     // `podinit run` blocked these until handlers existed; they do now.
@@ -221,14 +249,14 @@ pub fn run(mut cfg: Config, sd: &StateDir) -> i32 {
         Ok(e) => e,
         Err(e) => {
             crate::log::error(&e.to_string());
-            return EXIT_SANDBOX;
+            return Err(EXIT_SANDBOX);
         }
     };
     let server = match Server::bind(&cfg.socket) {
         Ok(s) => s,
         Err(e) => {
             crate::log::error(&format!("setting up the sandbox: {e}"));
-            return EXIT_SANDBOX;
+            return Err(EXIT_SANDBOX);
         }
     };
     let st = PodState::new(&cfg.plan);
@@ -245,7 +273,7 @@ pub fn run(mut cfg: Config, sd: &StateDir) -> i32 {
         .collect();
     let status = StatusWriter::new(sd.status_file());
     let volume_usage = volume_usage::Watch::of(cfg.pod_spec(), &cfg.volumes);
-    let mut s = Supervisor {
+    let mut s = Box::new(Supervisor {
         cfg,
         containers,
         sd,
@@ -274,7 +302,7 @@ pub fn run(mut cfg: Config, sd: &StateDir) -> i32 {
         pause: None,
         pod_allocated: None,
         resize_retry_at: None,
-    };
+    });
     s.pod_allocated = s.cfg.pod.spec.as_ref().and_then(|p| p.resources.clone());
     let now = s.now();
     s.st.on_sandbox_ready(now);
@@ -297,9 +325,7 @@ pub fn run(mut cfg: Config, sd: &StateDir) -> i32 {
     }
     // Pending, its containers being created: what a watcher sees first, as from kubelet.
     s.write_status();
-    let code = s.run_loop(&sig);
-    s.teardown();
-    code
+    Ok((s, sig))
 }
 
 impl Supervisor<'_> {
@@ -331,19 +357,30 @@ impl Supervisor<'_> {
 
     fn run_loop(&mut self, sig: &SignalPipe) -> i32 {
         loop {
-            if self.decide() {
-                self.write_status();
-                self.finish_writing(sig);
-                return match pod::phase(&self.cfg.plan, &self.st) {
-                    pod::PodPhase::Succeeded => 0,
-                    _ => 1,
-                };
+            if let Some(code) = self.act(sig) {
+                return code;
             }
-            self.sync_resize();
-            self.write_status();
-            self.watch_volume_usage();
             self.wait_and_observe(sig);
         }
+    }
+
+    /// One turn's decisions carried out and the status written; the exit status once the
+    /// pod has finished. Not inlined: what a container's start needs on the stack is given
+    /// back before the loop waits, instead of staying under the wait's frame.
+    #[inline(never)]
+    fn act(&mut self, sig: &SignalPipe) -> Option<i32> {
+        if self.decide() {
+            self.write_status();
+            self.finish_writing(sig);
+            return Some(match pod::phase(&self.cfg.plan, &self.st) {
+                pod::PodPhase::Succeeded => 0,
+                _ => 1,
+            });
+        }
+        self.sync_resize();
+        self.write_status();
+        self.watch_volume_usage();
+        None
     }
 
     /// Apply `pod::step` until it has nothing more to do now. Returns true when the pod has
@@ -466,7 +503,13 @@ impl Supervisor<'_> {
         if release {
             self.release_at = None;
         }
-        let mut server = self.server.take();
+        self.poll_and_observe(sig, timeout, release);
+    }
+
+    /// Poll the loop's descriptors for `timeout` (giving the start-up pages back first when
+    /// `release`), then record what is ready (`observe`).
+    fn poll_and_observe(&mut self, sig: &SignalPipe, timeout: PollTimeout, release: bool) {
+        let server = self.server.take();
         let check_set = self.check_fds();
         let stdin_set = self.stdin_fds();
         let (sig_ready, pipe_ready, check_ready, notify_ready, api_ready, pull_ready) = {
@@ -541,6 +584,32 @@ impl Supervisor<'_> {
                 pull_ready,
             )
         };
+        self.observe(
+            sig,
+            server,
+            Ready {
+                sig: sig_ready,
+                pipes: pipe_ready,
+                checks: check_ready,
+                notify: notify_ready,
+                api: api_ready,
+                pull: pull_ready,
+            },
+        );
+    }
+
+    /// Record what the wait found ready. Not inlined: the frames of the handlers (an API
+    /// request's, a reaped container's) are made after the wait, not kept under it.
+    #[inline(never)]
+    fn observe(&mut self, sig: &SignalPipe, mut server: Option<Server>, ready: Ready) {
+        let Ready {
+            sig: sig_ready,
+            pipes: pipe_ready,
+            checks: check_ready,
+            notify: notify_ready,
+            api: api_ready,
+            pull: pull_ready,
+        } = ready;
         if pull_ready {
             self.pulls_ready();
         }
