@@ -1,8 +1,10 @@
 //! A container's cgroup figures in containerd's metric types (`io.containerd.cgroups.v1`
 //! and `.v2` Metrics), which the CRI reads for ContainerStats: the figures
 //! `podinit runc events --stats` prints, put straight from the cgroup layer's typed
-//! [`Usage`] into containerd's fields, as containerd's runc shim fills them from runc's
-//! data. containerd asks once a second per container: no JSON in between.
+//! [`Usage`] into containerd's fields, as containerd's runc shim fills them from the
+//! cgroup files (containerd/cgroups' `Stat`). containerd asks once a second per
+//! container: no JSON in between. One difference from runc's data: v2's swap is swap
+//! alone, as the kernel and containerd give it, where runc adds memory to it.
 
 use containerd_shim::protos::cgroups::metrics as v1;
 use containerd_shim::protos::cgroups_v2::metrics as v2;
@@ -188,8 +190,9 @@ mod tests {
     use podinit::cgroup::StatsReader;
     use std::path::PathBuf;
 
-    /// runc's `events --stats` data read into containerd's Metrics, as containerd's runc
-    /// shim reads it: the reference the direct path is held to.
+    /// runc's `events --stats` data read into containerd's Metrics: the reference the
+    /// direct path is held to. containerd's runc shim reads the same files itself, and on
+    /// v2 takes the swap figures as the kernel gives them, where runc's add memory's.
     mod runc_json {
         use super::{v1, v2, MessageField};
         use serde_json::Value;
@@ -332,8 +335,12 @@ mod tests {
                     usage: n(s, &["memory", "usage", "usage"]),
                     usage_limit: n(s, &["memory", "usage", "limit"]),
                     max_usage: n(s, &["memory", "usage", "max"]),
-                    swap_usage: n(s, &["memory", "swap", "usage"]),
-                    swap_limit: n(s, &["memory", "swap", "limit"]),
+                    swap_usage: n(s, &["memory", "swap", "usage"])
+                        .saturating_sub(n(s, &["memory", "usage", "usage"])),
+                    swap_limit: match n(s, &["memory", "swap", "limit"]) {
+                        u64::MAX => u64::MAX,
+                        l => l.saturating_sub(n(s, &["memory", "usage", "limit"])),
+                    },
                     swap_max_usage: n(s, &["memory", "swap", "max"]),
                     ..Default::default()
                 }),
@@ -513,8 +520,33 @@ mod tests {
         assert_eq!(m.memory.usage, 1_769_472);
         assert_eq!(m.memory.slab, 265_736);
         assert_eq!(m.memory.pgmajfault, 11);
-        assert_eq!(m.memory.swap_usage, 4096 + 1_769_472);
+        assert_eq!((m.memory.swap_usage, m.memory.swap_limit), (4096, u64::MAX));
         assert_eq!((m.pids.current, m.pids.limit), (3, 64));
+    }
+
+    /// v2's swap figures are the kernel's, as containerd's runc shim reports them
+    /// (containerd/cgroups v3.1.3, cgroup2/manager.go, `readMemoryStats`: `SwapUsage:
+    /// getStatFileContentUint64(filepath.Join(cgroupPath, "memory.swap.current"))` and
+    /// `SwapLimit` of `memory.swap.max`), not runc's, which add memory's (runc's `events
+    /// --stats` keeps them so).
+    #[test]
+    fn v2_swap_is_swap_alone_as_containerd_reports_it() {
+        let f = Fixture::new(&[
+            ("memory.stat", "anon 8192\nfile 4096\n"),
+            ("memory.current", "12288\n"),
+            ("memory.max", "1048576\n"),
+            ("memory.swap.current", "100\n"),
+            ("memory.swap.max", "50000\n"),
+        ]);
+        let m = StatsReader::in_one_dir(&f.0, true, false)
+            .with_usage(to_v2)
+            .unwrap();
+        assert_eq!(m.memory.usage, 12288);
+        assert_eq!(m.memory.swap_usage, 100);
+        assert_eq!(m.memory.swap_limit, 50000);
+        let runc = StatsReader::in_one_dir(&f.0, true, true).read().unwrap();
+        assert_eq!(runc["memory"]["swap"]["usage"], 12388);
+        assert_eq!(runc["memory"]["swap"]["limit"], 1_098_576);
     }
 
     /// Without a memory or cpu controller (files absent), both paths give zeros alike.

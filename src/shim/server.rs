@@ -99,6 +99,12 @@ fn serve(conn: UnixStream, methods: &Arc<Methods>) {
     let (cancel_tx, cancel_rx) = crossbeam_channel::unbounded::<()>();
     // Most requests and their header arrive in one read.
     let mut reader = BufReader::with_capacity(4096, conn);
+    // What the calls answered on this thread reuse from one to the next (containerd asks
+    // every container's Stats once a second): their answers' channel, the buffer an answer
+    // is framed in, the method's path.
+    let (inline_tx, inline_rx) = mpsc::channel();
+    let mut out = Vec::new();
+    let mut path = String::new();
     while let Some((mh, body)) = read_message(&mut reader) {
         if mh.type_ != MESSAGE_TYPE_REQUEST {
             continue;
@@ -118,12 +124,13 @@ fn serve(conn: UnixStream, methods: &Arc<Methods>) {
                 continue;
             }
         };
-        let path = format!("/{}/{}", req.service, req.method);
-        if !methods.contains_key(&path) {
+        path.clear();
+        path.extend(["/", &req.service, "/", &req.method]);
+        let Some(method) = methods.get(&path) else {
             let msg = format!("{path} does not exist");
             reply_status(&writer, mh.stream_id, Code::INVALID_ARGUMENT, msg);
             continue;
-        }
+        };
         let call = Call {
             fd,
             mh,
@@ -132,13 +139,17 @@ fn serve(conn: UnixStream, methods: &Arc<Methods>) {
             writer: Arc::clone(&writer),
         };
         if INLINE.contains(&path.as_str()) {
-            call.run(methods[&path].as_ref());
+            call.run(method.as_ref(), inline_tx.clone(), &inline_rx, &mut out);
             continue;
         }
         let methods = Arc::clone(methods);
+        let path = path.clone();
         let spawned = std::thread::Builder::new()
             .name("ttrpc-call".into())
-            .spawn(move || call.run(methods[&path].as_ref()));
+            .spawn(move || {
+                let (tx, rx) = mpsc::channel();
+                call.run(methods[&path].as_ref(), tx, &rx, &mut Vec::new())
+            });
         if let Err(e) = spawned {
             super::say::warn(format_args!("a call's thread: {e}"));
             break;
@@ -146,6 +157,9 @@ fn serve(conn: UnixStream, methods: &Arc<Methods>) {
     }
     drop(cancel_tx);
 }
+
+/// What a handler puts its answer on: the header and the encoded Response.
+type Answer = (MessageHeader, Vec<u8>);
 
 /// A request and what answering it takes.
 struct Call {
@@ -158,10 +172,15 @@ struct Call {
 
 impl Call {
     /// Runs the method's handler, which puts its answer on the context's channel, and
-    /// writes the answer. A handler that fails could not read its request or encode its
-    /// answer: the connection is shut, as ttrpc's server does.
-    fn run(self, method: &(dyn MethodHandler + Send + Sync)) {
-        let (res_tx, res_rx) = mpsc::channel();
+    /// writes the answer, framed in `out`. A handler that fails could not read its request
+    /// or encode its answer: the connection is shut, as ttrpc's server does.
+    fn run(
+        self,
+        method: &(dyn MethodHandler + Send + Sync),
+        res_tx: mpsc::Sender<Answer>,
+        res_rx: &mpsc::Receiver<Answer>,
+        out: &mut Vec<u8>,
+    ) {
         let ctx = TtrpcContext {
             fd: self.fd,
             cancel_rx: self.cancel_rx,
@@ -170,13 +189,15 @@ impl Call {
             metadata: context::from_pb(&self.req.metadata),
             timeout_nano: self.req.timeout_nano,
         };
-        if method.handler(ctx, self.req).is_err() {
+        let failed = method.handler(ctx, self.req).is_err();
+        while let Ok((mh, body)) = res_rx.try_recv() {
+            if !failed {
+                write_message(&self.writer, mh, &body, out);
+            }
+        }
+        if failed {
             let w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
             let _ = w.shutdown(std::net::Shutdown::Both);
-            return;
-        }
-        while let Ok((mh, body)) = res_rx.try_recv() {
-            write_message(&self.writer, mh, &body);
         }
     }
 }
@@ -186,24 +207,36 @@ fn reply_status(writer: &Writer, stream_id: u32, code: Code, msg: String) {
     let mut res = Response::new();
     res.set_status(get_status(code, msg));
     if let Ok(body) = res.write_to_bytes() {
-        write_message(writer, MessageHeader::new_response(stream_id, 0), &body);
+        let mh = MessageHeader::new_response(stream_id, 0);
+        write_message(writer, mh, &body, &mut Vec::new());
     }
 }
 
-/// An answer, header and body in one write; a peer that is gone is the reader's to notice.
-fn write_message(writer: &Writer, mut mh: MessageHeader, body: &[u8]) {
+/// An answer, header and body in one write, framed in `out`; a peer that is gone is the
+/// reader's to notice.
+fn write_message(writer: &Writer, mut mh: MessageHeader, body: &[u8], out: &mut Vec<u8>) {
     mh.type_ = MESSAGE_TYPE_RESPONSE;
-    let buf = frame(mh, body);
+    frame_into(mh, body, out);
     let mut w = writer.lock().unwrap_or_else(|p| p.into_inner());
-    let _ = w.write_all(&buf);
+    let _ = w.write_all(out);
 }
 
 /// A message as it goes on the wire: the header (with the body's length) and the body.
-pub fn frame(mut mh: MessageHeader, body: &[u8]) -> Vec<u8> {
-    mh.length = body.len() as u32;
-    let mut buf: Vec<u8> = mh.into();
-    buf.extend_from_slice(body);
+pub fn frame(mh: MessageHeader, body: &[u8]) -> Vec<u8> {
+    let mut buf = Vec::new();
+    frame_into(mh, body, &mut buf);
     buf
+}
+
+/// [`frame`] into `buf`, cleared first.
+fn frame_into(mut mh: MessageHeader, body: &[u8], buf: &mut Vec<u8>) {
+    mh.length = body.len() as u32;
+    // ttrpc's header: length and stream id big-endian, then type and flags.
+    buf.clear();
+    buf.extend_from_slice(&mh.length.to_be_bytes());
+    buf.extend_from_slice(&mh.stream_id.to_be_bytes());
+    buf.extend_from_slice(&[mh.type_, mh.flags]);
+    buf.extend_from_slice(body);
 }
 
 /// The next message: its header and body (None for a body over ttrpc's limit, which is
@@ -300,6 +333,19 @@ mod tests {
         assert_eq!(s.message, "/containerd.task.v2.Task/Nope does not exist");
         drop(client);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The header written by hand is ttrpc's own encoding of it.
+    #[test]
+    fn a_framed_answer_is_ttrpc_s_header_and_the_body() {
+        let mut mh = MessageHeader::new_response(0x0102_0304, 0);
+        mh.flags = 7;
+        let mut want: Vec<u8> = MessageHeader { length: 3, ..mh }.into();
+        want.extend_from_slice(b"abc");
+        let mut out = b"left over".to_vec();
+        frame_into(mh, b"abc", &mut out);
+        assert_eq!(out, want);
+        assert_eq!(frame(mh, b"abc"), want);
     }
 
     #[test]

@@ -289,7 +289,7 @@ fn usage_data(u: &Usage, cache: &str) -> Value {
             put(&mut m, "cache", u.memory_stat_value(cache));
             for (key, e) in [
                 ("usage", &mem.usage),
-                ("swap", &mem.swap),
+                ("swap", &mem.swap_with_memory()),
                 ("kernel", &mem.kernel),
                 ("kernelTCP", &mem.kernel_tcp),
             ] {

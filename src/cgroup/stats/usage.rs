@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::V1Dirs;
 
-/// A cgroup's cpu, memory and pids figures, in runc's units and with runc's adjustments
-/// (nanoseconds of cpu, v2's swap counted with memory as v1's memsw).
+/// A cgroup's cpu, memory and pids figures, in runc's units (nanoseconds of cpu) and as the
+/// kernel gives them: v2's swap is swap alone ([`Memory::swap_with_memory`] is runc's).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Usage {
     /// cpu time in nanoseconds: `total` 0 where there is no figure for it.
@@ -41,9 +41,33 @@ pub struct Throttling {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Memory {
     pub usage: MemoryEntry,
+    /// v1's memsw (memory and swap together); v2's `memory.swap.current` and
+    /// `memory.swap.max`, swap alone.
     pub swap: MemoryEntry,
     pub kernel: MemoryEntry,
     pub kernel_tcp: MemoryEntry,
+    /// `swap` is v2's, without memory.
+    pub swap_alone: bool,
+}
+
+impl Memory {
+    /// The swap entry as runc reports it: memory and swap together, on v2 too, where runc
+    /// adds memory's usage and limit (an unlimited swap stays unlimited) for v1's sake.
+    pub fn swap_with_memory(&self) -> MemoryEntry {
+        if !self.swap_alone {
+            return self.swap;
+        }
+        let (s, m) = (self.swap, self.usage);
+        MemoryEntry {
+            limit: if s.limit == u64::MAX {
+                s.limit
+            } else {
+                s.limit.saturating_add(m.limit)
+            },
+            usage: s.usage + m.usage,
+            ..s
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -110,12 +134,14 @@ impl Kept {
         let cpuacct = d.cpuacct.as_deref();
         r.file(cpuacct, "cpuacct.stat");
         let (user, system) = (get(r.text(), "user"), get(r.text(), "system"));
-        let total = r.uint(cpuacct, "cpuacct.usage");
+        // `cpuacct.usage` is the sum of these, the kernel's same per-CPU counters
+        // (kernel/sched/cpuacct.c: `cpuusage_read` and `cpuacct_percpu_seq_show` both
+        // read `cpuacct_cpuusage_read` of every possible CPU): one file less a call.
         r.file(cpuacct, "cpuacct.usage_percpu");
         let Kept { buf, usage: u, .. } = &mut *r.kept;
         u.per_cpu.extend(numbers(buf));
         if cpuacct.is_some() {
-            u.cpu_total = total;
+            u.cpu_total = u.per_cpu.iter().sum();
             u.cpu_kernel = system * 1_000_000_000 / tck;
             u.cpu_user = user * 1_000_000_000 / tck;
         }
@@ -185,20 +211,16 @@ impl Kept {
                 usage: current,
                 ..Default::default()
             },
-            // runc adds memory to v2's swap figures, which v1 reports as memory+swap.
             swap: if has_swap {
                 MemoryEntry {
-                    limit: if swap_limit == u64::MAX {
-                        swap_limit
-                    } else {
-                        swap_limit.saturating_add(limit)
-                    },
-                    usage: swap + current,
+                    limit: swap_limit,
+                    usage: swap,
                     ..Default::default()
                 }
             } else {
                 MemoryEntry::default()
             },
+            swap_alone: has_swap,
             ..Default::default()
         });
         if !has_memory {
