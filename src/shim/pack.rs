@@ -42,10 +42,7 @@ mod tests {
     /// tables, once any test has built them, are the process's for good).
     const CHILD: &str = "PODINIT_TEST_PACK_CHILD";
 
-    fn heap_in_use() -> usize {
-        // SAFETY: mallinfo2 only reads malloc's counters.
-        unsafe { libc::mallinfo2() }.uordblks
-    }
+    use podinit::sys::pages::heap_in_use;
 
     /// Packing encodes as protobuf does, byte for byte, and builds none of reflection's
     /// tables, which asking for the descriptor then does (so the measure sees them).

@@ -464,16 +464,14 @@ mod tests {
     fn what_a_vfork_child_holds_at_its_end_costs_us_nothing() {
         let _one = VFORK.lock();
         let status = in_subprocess(|| {
-            // SAFETY: glibc's counters of the heap.
-            let before = unsafe { libc::mallinfo2() }.uordblks;
+            let before = crate::sys::pages::heap_in_use();
             for _ in 0..10 {
                 // SAFETY: the child allocates (from the arena) and exits.
                 let c = unsafe { clone3_vfork(0, None, allocates_and_exits, std::ptr::null_mut()) }
                     .unwrap();
                 assert_eq!(wait_status(&c), 0);
             }
-            // SAFETY: as above.
-            let after = unsafe { libc::mallinfo2() }.uordblks;
+            let after = crate::sys::pages::heap_in_use();
             assert_eq!(after, before, "bytes in use in our heap");
         });
         assert!(

@@ -196,6 +196,13 @@ fn give_back_heap() -> (Ranges, Option<usize>) {
     (ranges, floor)
 }
 
+/// The bytes glibc's heap holds in use, over every arena (`mallinfo2`'s `uordblks`): for
+/// tests that hold what a step leaves on the heap.
+pub fn heap_in_use() -> usize {
+    // SAFETY: mallinfo2 only reads malloc's counters.
+    unsafe { libc::mallinfo2() }.uordblks
+}
+
 /// Run this thread's allocations without glibc's per-thread cache from now on, as
 /// `GLIBC_TUNABLES=glibc.malloc.tcache_count=0` would: for a process that lives long
 /// and waits at rest (`podinit run`), called before its start-up. The cache hands back
