@@ -239,7 +239,7 @@ sleep 60
 /// overwrite, so that a failure of the defence cannot destroy the binary under test.
 fn binary_copy(dir: &Path, name: &str) -> PathBuf {
     let to = dir.join(name);
-    std::fs::copy(bin(), &to).unwrap();
+    copy_executable(&bin(), &to);
     to
 }
 

@@ -67,8 +67,7 @@ impl User {
             name,
             children: Vec::new(),
         };
-        std::fs::copy(bin(), &user.bin).unwrap();
-        std::fs::set_permissions(&user.bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        copy_executable(&bin(), &user.bin);
         let subuid = std::fs::read_to_string("/etc/subuid").unwrap();
         assert!(
             subuid
@@ -630,7 +629,7 @@ fn rootless_bundle(u: &User, dir: &str, script: &str, extra: serde_json::Value) 
     let b = u.home.join(dir);
     let bin = b.join("rootfs/bin");
     std::fs::create_dir_all(&bin).unwrap();
-    std::fs::copy("/bin/busybox", bin.join("busybox")).unwrap();
+    copy_executable(Path::new("/bin/busybox"), &bin.join("busybox"));
     for a in ["sh", "id", "cat", "hostname", "ls", "test"] {
         std::os::unix::fs::symlink("busybox", bin.join(a)).unwrap();
     }

@@ -469,9 +469,8 @@ spec:
     assert_eq!(mode(&sock), 0o600);
     // The client from a copy that uid 65534 may run wherever the build lives.
     let client = p.dir.join("podinit-client");
-    std::fs::copy(bin(), &client).unwrap();
+    copy_executable(&bin(), &client);
     std::fs::set_permissions(&p.dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::fs::set_permissions(&client, std::fs::Permissions::from_mode(0o755)).unwrap();
     let as_nobody = || {
         let out = Command::new(&client)
             .args(["status", "-o", "json", "--socket"])

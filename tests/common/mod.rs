@@ -42,6 +42,26 @@ pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_podinit"))
 }
 
+/// `from` copied to `to` as an executable (mode 0755) by a `cp` process of its own. Copied
+/// here, the file's writable descriptor would be ours for a moment, and a child that
+/// another test thread forks meanwhile holds it until its exec: running the copy then
+/// fails with ETXTBSY ("Text file busy").
+pub fn copy_executable(from: &Path, to: &Path) {
+    let status = Command::new("cp")
+        .arg(from)
+        .arg(to)
+        .status()
+        .unwrap_or_else(|e| panic!("running cp {} {}: {e}", from.display(), to.display()));
+    assert!(
+        status.success(),
+        "cp {} {}: {status}",
+        from.display(),
+        to.display()
+    );
+    let mode = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755);
+    std::fs::set_permissions(to, mode).unwrap();
+}
+
 pub fn unique(prefix: &str) -> String {
     let mut b = [0u8; 4];
     std::fs::File::open("/dev/urandom")
