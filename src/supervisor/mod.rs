@@ -512,7 +512,7 @@ impl Supervisor<'_> {
         let server = self.server.take();
         let check_set = self.check_fds();
         let stdin_set = self.stdin_fds();
-        let (sig_ready, pipe_ready, check_ready, notify_ready, api_ready, pull_ready) = {
+        let ready = {
             let mut fds = vec![PollFd::new(sig.fd(), PollFlags::POLLIN)];
             let pull_at = fds.len();
             if let Some(fd) = &self.cfg.puller {
@@ -575,18 +575,6 @@ impl Supervisor<'_> {
                 .map(|(_, (_, _, slot))| *slot)
                 .collect();
             let notify_ready = api_base > notify_at && ready(&fds[notify_at]);
-            (
-                sig_ready,
-                pipe_ready,
-                check_ready,
-                notify_ready,
-                api_ready,
-                pull_ready,
-            )
-        };
-        self.observe(
-            sig,
-            server,
             Ready {
                 sig: sig_ready,
                 pipes: pipe_ready,
@@ -594,41 +582,34 @@ impl Supervisor<'_> {
                 notify: notify_ready,
                 api: api_ready,
                 pull: pull_ready,
-            },
-        );
+            }
+        };
+        self.observe(sig, server, ready);
     }
 
     /// Record what the wait found ready. Not inlined: the frames of the handlers (an API
     /// request's, a reaped container's) are made after the wait, not kept under it.
     #[inline(never)]
     fn observe(&mut self, sig: &SignalPipe, mut server: Option<Server>, ready: Ready) {
-        let Ready {
-            sig: sig_ready,
-            pipes: pipe_ready,
-            checks: check_ready,
-            notify: notify_ready,
-            api: api_ready,
-            pull: pull_ready,
-        } = ready;
-        if pull_ready {
+        if ready.pull {
             self.pulls_ready();
         }
-        if notify_ready {
+        if ready.notify {
             self.cfg.notifier.writable();
         }
         if let Some(srv) = &mut server {
-            srv.service(&api_ready, &mut |req| self.handle(req));
+            srv.service(&ready.api, &mut |req| self.handle(req));
         }
         self.server = server;
         // Every turn: input read now, or room made in a stdin the loop waited on.
         self.pump_attach_input();
 
         // Output before exits: reaping drops a run's pipes and so moves the indices.
-        self.read_pipes(&pipe_ready);
+        self.read_pipes(&ready.pipes);
         // Checks before exits too: an exec handler's exit ends its check.
-        self.checks_ready(&check_ready);
+        self.checks_ready(&ready.checks);
         self.checks_expired();
-        if sig_ready {
+        if ready.sig {
             for s in sig.drain() {
                 match s {
                     libc::SIGCHLD => self.reap(),
