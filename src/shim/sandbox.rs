@@ -31,7 +31,13 @@ pub fn is_sandbox(spec: &Spec) -> bool {
 
 /// The shim that serves a task: its sandbox's, so that one shim serves the whole pod.
 pub fn grouping(id: &str, spec: &Spec) -> String {
-    annotation(spec, SANDBOX_ID)
+    grouping_by(id, annotation(spec, SANDBOX_ID))
+}
+
+/// The shim of task `id` whose sandbox-id annotation is `sandbox_id`: the sandbox's when
+/// it names one, else the task's own.
+fn grouping_by(id: &str, sandbox_id: Option<&str>) -> String {
+    sandbox_id
         .filter(|s| !s.is_empty())
         .unwrap_or(id)
         .to_string()
@@ -41,11 +47,10 @@ pub fn grouping(id: &str, spec: &Spec) -> String {
 /// alone: `start` needs no more of the spec, which Create reads whole.
 pub fn grouping_in(id: &str, bundle: &Path) -> Result<String, Error> {
     let annotations = podinit::spec::annotations(bundle).map_err(Error::Spec)?;
-    Ok(annotations
-        .get(SANDBOX_ID)
-        .filter(|s| !s.is_empty())
-        .map_or(id, String::as_str)
-        .to_string())
+    Ok(grouping_by(
+        id,
+        annotations.get(SANDBOX_ID).map(String::as_str),
+    ))
 }
 
 /// The spec the runtime's create gets for a task: a sandbox's program becomes

@@ -33,7 +33,8 @@ impl fmt::Display for LoadError {
 
 /// `<bundle>/config.json` as a typed spec.
 pub fn load(bundle: &Path) -> Result<Spec, LoadError> {
-    read_as(bundle)
+    let (path, text) = read(bundle)?;
+    crate::tracked::from_slice(&text).map_err(|e| LoadError::Parse(path, e))
 }
 
 /// `<bundle>/config.json`'s annotations alone, every other field skipped as it is read
@@ -50,11 +51,6 @@ pub fn annotations(bundle: &Path) -> Result<HashMap<String, String>, LoadError> 
     serde_json::from_slice::<Annotated>(&text)
         .map(|a| a.annotations.unwrap_or_default())
         .map_err(|err| LoadError::Parse(path, crate::tracked::ReadError { path: None, err }))
-}
-
-fn read_as<T: serde::de::DeserializeOwned>(bundle: &Path) -> Result<T, LoadError> {
-    let (path, text) = read(bundle)?;
-    crate::tracked::from_slice(&text).map_err(|e| LoadError::Parse(path, e))
 }
 
 fn read(bundle: &Path) -> Result<(PathBuf, Vec<u8>), LoadError> {
