@@ -280,6 +280,41 @@ impl Container {
         Ok(r)
     }
 
+    /// Ends the container whatever its state, as a sandbox that goes takes its containers
+    /// with it (kata's runtime-rs ShutdownSandbox does the same): thawed if paused, every
+    /// process SIGKILLed and its init's exit awaited for up to `limit`, then deleted as
+    /// Delete deletes it (a created one's init is killed by that).
+    pub fn end(&self, inner: &Inner, limit: Duration) -> Result<()> {
+        let status = self.lock().init.status;
+        if status == Status::Paused {
+            self.set_paused(inner, false)?;
+        }
+        if matches!(status, Status::Running | Status::Paused) {
+            match self.kill(inner, "", nix::libc::SIGKILL as u32, true) {
+                Ok(()) | Err(Error::ProcessFinished) => {}
+                Err(e) => return Err(e),
+            }
+            let deadline = Instant::now() + limit;
+            let mut procs = self.lock();
+            while procs.init.is_live() {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(Error::WrongState(format!(
+                        "container {}: still running {} ms after SIGKILL",
+                        self.id,
+                        limit.as_millis()
+                    )));
+                }
+                procs = self
+                    .changed
+                    .wait_timeout(procs, left)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
+            }
+        }
+        self.delete(inner).map(drop)
+    }
+
     pub fn set_paused(&self, inner: &Inner, pause: bool) -> Result<()> {
         let verb = if pause { "pause" } else { "resume" };
         self.verb(inner, &[verb, &self.id])?;

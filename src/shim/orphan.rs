@@ -59,11 +59,12 @@ pub struct Seen {
     pub bundle_gone: bool,
 }
 
-/// Whether a shim alone for the grace period may end itself: no container of the pod runs
-/// in it, and its sandbox either never started (or has ended) or containerd removed its
-/// bundle.
+/// Whether a shim alone for the grace period may end itself: containerd removed its
+/// bundle (it is done with the sandbox, and a container still in the shim is one a restart
+/// made it lose), or nothing of the pod runs in it (no container, and its sandbox never
+/// started or has ended).
 pub fn abandoned(s: Seen) -> bool {
-    !s.tasks && (!s.live_sandbox || s.bundle_gone)
+    s.bundle_gone || (!s.tasks && !s.live_sandbox)
 }
 
 /// When the next look is due: `grace` after the later of the last disconnection and the
@@ -220,7 +221,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_shim_ends_only_with_nothing_of_its_pod_running_or_its_bundle_gone() {
+    fn a_shim_ends_with_its_bundle_gone_or_nothing_of_its_pod_running() {
         let none = Seen::default();
         assert!(abandoned(none), "dropped before its sandbox started");
         let live = Seen {
@@ -237,10 +238,16 @@ mod tests {
         }));
         let tasks = Seen {
             tasks: true,
-            bundle_gone: true,
             ..none
         };
         assert!(!abandoned(tasks), "a running container keeps its shim");
+        assert!(
+            abandoned(Seen {
+                bundle_gone: true,
+                ..tasks
+            }),
+            "a container containerd lost goes with its removed sandbox"
+        );
     }
 
     #[test]

@@ -55,6 +55,11 @@ pub struct Service(pub Arc<Inner>);
 /// once answered.
 const ANSWER_GRACE: Duration = Duration::from_secs(1);
 
+/// How long a container that goes with its sandbox may take to exit once SIGKILLed (a
+/// process in uninterruptible sleep): as long as Delete waits for a created container's
+/// init.
+const END_LIMIT: Duration = Duration::from_secs(5);
+
 impl Inner {
     pub fn new(
         runc: Runc,
@@ -166,6 +171,16 @@ impl Inner {
 
     pub fn remove(&self, id: &str) -> Option<Arc<Container>> {
         self.table().remove(id)
+    }
+
+    /// Ends every container of the shim (`Container::end`): what a sandbox that goes takes
+    /// with it. A container that cannot be ended is said and stays in the table.
+    pub fn end_containers(&self) {
+        for c in self.containers() {
+            if let Err(e) = c.end(self, END_LIMIT) {
+                super::say::warn(format_args!("ending container {}: {e}", c.id));
+            }
+        }
     }
 
     pub fn publish(&self, topic: &'static str, e: Box<dyn MessageDyn>) {

@@ -491,11 +491,14 @@ impl Sandboxer {
             .map_err(|e| Error::Setup(format!("sandbox {id}: {e}")))
     }
 
-    /// ShutdownSandbox: the sandbox is stopped if it still runs, forgotten, and the shim
-    /// exits once no task is left in it, after its answer has reached the caller on
-    /// connection `conn` (`Inner::exit_once_answered`).
+    /// ShutdownSandbox: the sandbox's containers that are still in the shim are ended (the
+    /// CRI removes every container it knows before, so these are ones a containerd restart
+    /// made it lose, as kata's runtime-rs ends them too), the sandbox is stopped if it
+    /// still runs and forgotten, and the shim exits, after its answer has reached the
+    /// caller on connection `conn` (`Inner::exit_once_answered`).
     pub fn shutdown(&self, id: &str, conn: Option<RawFd>) -> Result<()> {
         let life = self.life();
+        self.inner.end_containers();
         if self.exists(id).is_ok() {
             self.stop_now(id, Duration::ZERO)?;
             self.table().remove(id);
@@ -526,8 +529,8 @@ impl Sandboxer {
     }
 
     /// Called once no connection has been open for the grace period: when the rule says
-    /// containerd has dropped the shim, every sandbox is stopped (its PID 1, cgroup, shm and
-    /// record go), the shim's own files in the bundle are removed, and the shim ends (its
+    /// containerd has dropped the shim, every container left is ended, every sandbox is
+    /// stopped (its PID 1, cgroup, shm and record go), the shim's own files in the bundle are removed, and the shim ends (its
     /// socket goes as it exits). True when it ends.
     fn end_if_abandoned(&self, bundle: &Path) -> bool {
         let life = self.life();
@@ -536,10 +539,11 @@ impl Sandboxer {
             return false;
         }
         let ids: Vec<String> = self.table().keys().cloned().collect();
+        self.inner.end_containers();
         super::say::warn(format_args!(
             "no connection from containerd for {} s and {}: ending the shim of {}",
             orphan::grace().as_secs(),
-            if seen.live_sandbox {
+            if seen.bundle_gone {
                 "its bundle is gone"
             } else {
                 "nothing of its pod runs"
