@@ -120,10 +120,10 @@ pub fn to_v2(u: &Usage) -> v2::Metrics {
     let mut m = v2::MemoryStat {
         usage: mem.usage.usage,
         usage_limit: mem.usage.limit,
-        max_usage: mem.usage.max,
+        max_usage: mem.peak,
         swap_usage: mem.swap.usage,
         swap_limit: mem.swap.limit,
-        swap_max_usage: mem.swap.max,
+        swap_max_usage: mem.swap_peak,
         ..Default::default()
     };
     for (k, v) in u.memory_stat() {
@@ -166,7 +166,7 @@ pub fn to_v2(u: &Usage) -> v2::Metrics {
     v2::Metrics {
         pids: MessageField::some(v2::PidsStat {
             current: pids.current,
-            limit: pids.limit,
+            limit: pids.max,
             ..Default::default()
         }),
         cpu: MessageField::some(v2::CPUStat {
@@ -405,7 +405,8 @@ mod tests {
         let reference = StatsReader::in_one_dir(dir, v2, true).read().unwrap();
         let direct = StatsReader::in_one_dir(dir, v2, false);
         let (want, got) = if v2 {
-            let want = runc_json::to_v2(&reference);
+            let mut want = runc_json::to_v2(&reference);
+            containerd_only_v2(&mut want, dir);
             let got = direct.with_usage(to_v2).unwrap();
             assert_eq!(got, want);
             (
@@ -425,6 +426,22 @@ mod tests {
         let a = direct.with_usage(|u| to_any(u, v2)).unwrap().unwrap();
         assert_eq!(a.value, want, "read again through the kept files");
         a
+    }
+
+    /// What containerd's v2 metrics carry that runc's data has not (containerd/cgroups
+    /// v3, cgroup2 `Stat`, each file through `getStatFileContentUint64`): `MaxUsage` and
+    /// `SwapMaxUsage` from `memory.peak` and `memory.swap.peak`, and `pids.max` as it
+    /// is, `max` being u64::MAX where runc gives 0.
+    fn containerd_only_v2(m: &mut v2::Metrics, dir: &std::path::Path) {
+        let n = |f: &str| match std::fs::read_to_string(dir.join(f)) {
+            Ok(t) if t.trim() == "max" => u64::MAX,
+            Ok(t) => t.trim().parse().unwrap_or(0),
+            Err(_) => 0,
+        };
+        let mem = m.memory.mut_or_insert_default();
+        mem.max_usage = n("memory.peak");
+        mem.swap_max_usage = n("memory.swap.peak");
+        m.pids.mut_or_insert_default().limit = n("pids.max");
     }
 
     /// memory.stat as a cgroup v1 memory controller writes it, every key.
@@ -505,8 +522,10 @@ mod tests {
             ("memory.max", "67108864\n"),
             ("memory.swap.current", "4096\n"),
             ("memory.swap.max", "max\n"),
+            ("memory.peak", "2314240\n"),
+            ("memory.swap.peak", "8192\n"),
             ("pids.current", "3\n"),
-            ("pids.max", "64\n"),
+            ("pids.max", "max\n"),
             (
                 "io.stat",
                 "8:16 rbytes=512 wbytes=0 rios=1 wios=0 dbytes=0 dios=0\n",
@@ -521,7 +540,24 @@ mod tests {
         assert_eq!(m.memory.slab, 265_736);
         assert_eq!(m.memory.pgmajfault, 11);
         assert_eq!((m.memory.swap_usage, m.memory.swap_limit), (4096, u64::MAX));
-        assert_eq!((m.pids.current, m.pids.limit), (3, 64));
+        assert_eq!(
+            (m.memory.max_usage, m.memory.swap_max_usage),
+            (2_314_240, 8192),
+            "the peaks, as containerd gives them"
+        );
+        assert_eq!(
+            (m.pids.current, m.pids.limit),
+            (3, u64::MAX),
+            "no pids limit: u64::MAX, as containerd's v2 metrics give it"
+        );
+        let runc = StatsReader::in_one_dir(&f.0, true, true).read().unwrap();
+        let n = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
+        assert_eq!(n(&runc["pids"]["limit"]), 0, "runc's events say 0");
+        assert_eq!(
+            n(&runc["memory"]["usage"]["max"]),
+            0,
+            "runc's v2 data has no peak"
+        );
     }
 
     /// v2's swap figures are the kernel's, as containerd's runc shim reports them

@@ -48,6 +48,10 @@ pub struct Memory {
     pub kernel_tcp: MemoryEntry,
     /// `swap` is v2's, without memory.
     pub swap_alone: bool,
+    /// v2's `memory.peak` and `memory.swap.peak` (0 where the kernel has none): the
+    /// maximum usages containerd's v2 metrics give; runc's v2 data has none.
+    pub peak: u64,
+    pub swap_peak: u64,
 }
 
 impl Memory {
@@ -78,11 +82,15 @@ pub struct MemoryEntry {
     pub failcnt: u64,
 }
 
-/// `pids.current` and `pids.max` (no limit: 0, as runc).
+/// `pids.current` and `pids.max`.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Pids {
     pub current: u64,
+    /// No limit: 0, as runc and containerd's v1 metrics give it.
     pub limit: u64,
+    /// As the kernel gives it, no limit (`max`) being u64::MAX, as containerd's v2
+    /// metrics give it.
+    pub max: u64,
 }
 
 impl Usage {
@@ -178,6 +186,7 @@ impl Kept {
         r.kept.usage.pids = pids.map(|_| Pids {
             current,
             limit: no_limit_zero(limit),
+            max: limit,
         });
         &self.usage
     }
@@ -205,6 +214,8 @@ impl Kept {
         let has_swap = r.file(dir, "memory.swap.current");
         let swap = uint(r.text());
         let swap_limit = r.uint(dir, "memory.swap.max");
+        let peak = r.uint(dir, "memory.peak");
+        let swap_peak = r.uint(dir, "memory.swap.peak");
         r.kept.usage.memory = has_memory.then(|| Memory {
             usage: MemoryEntry {
                 limit,
@@ -221,6 +232,8 @@ impl Kept {
                 MemoryEntry::default()
             },
             swap_alone: has_swap,
+            peak,
+            swap_peak,
             ..Default::default()
         });
         if !has_memory {
@@ -232,6 +245,7 @@ impl Kept {
         r.kept.usage.pids = Some(Pids {
             current,
             limit: no_limit_zero(limit),
+            max: limit,
         });
         &self.usage
     }
