@@ -498,7 +498,11 @@ impl Sandboxer {
     /// caller on connection `conn` (`Inner::exit_once_answered`).
     pub fn shutdown(&self, id: &str, conn: Option<RawFd>) -> Result<()> {
         let life = self.life();
-        self.inner.end_containers();
+        // A shim holds one pod's sandbox (containerd groups its tasks by sandbox id); its
+        // containers are ended only when no other sandbox is left in it.
+        if self.table().keys().all(|k| k == id) {
+            self.inner.end_containers();
+        }
         if self.exists(id).is_ok() {
             self.stop_now(id, Duration::ZERO)?;
             self.table().remove(id);
