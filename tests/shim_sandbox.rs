@@ -1097,3 +1097,93 @@ fn a_sandbox_whose_bundle_containerd_removed_is_ended_with_its_containers() {
     assert_nothing_left(&lab, id, &bundle, &socket);
     events.shutdown();
 }
+
+/// The shim's daemon, run as `start` runs it, in `bundle` with a short grace (`GRACE_ENV`)
+/// and serving `socket`; `remove_bundle` removes the (empty) bundle between the daemon's
+/// entering it and its coming up, as containerd removes the bundle of a `start` it gave up
+/// on.
+fn daemon_in(lab: &Lab, bundle: &Path, socket: &Path, remove_bundle: bool) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
+    let dir = std::ffi::CString::new(bundle.as_os_str().as_encoded_bytes()).unwrap();
+    let mut cmd = Command::new(shim::SHIM);
+    cmd.args(["-namespace", &lab.ns, "-id", "sb", "-address"])
+        .arg(lab.dir.join("containerd.sock"))
+        .arg("-socket")
+        .arg(format!("unix://{}", socket.display()))
+        .env("TTRPC_ADDRESS", lab.dir.join("events.sock"))
+        .env(GRACE_ENV.0, GRACE_ENV.1)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // SAFETY: between fork and exec, only chdir and rmdir on a string made before the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::chdir(dir.as_ptr()) != 0 || (remove_bundle && libc::rmdir(dir.as_ptr()) != 0) {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn().unwrap()
+}
+
+/// Waits for the test's own child `c` to exit, for at most `limit`.
+fn exits_within(c: &mut std::process::Child, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while c.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+/// A restart cut short the `start` of a sandbox's shim and containerd removed the bundle
+/// (its `log` fifo with it) before the daemon came up: the daemon, in a working directory
+/// that is gone and with no log, still ends itself after its grace, and its socket goes.
+#[test]
+#[ignore = "needs root: a shim's socket and state"]
+fn a_shim_that_comes_up_in_a_bundle_containerd_removed_ends_itself() {
+    common::require_root();
+    let mut lab = Lab::new(&format!("podinit-sbapi-early-{}", std::process::id()), &[]);
+    let bundle = lab.dir.join("sb");
+    std::fs::create_dir_all(&bundle).unwrap();
+    let socket = lab.dir.join("sb.sock");
+    let mut daemon = daemon_in(&lab, &bundle, &socket, true);
+    lab.shim = Some(daemon.id() as i32);
+    assert!(
+        exits_within(&mut daemon, Duration::from_secs(10)),
+        "the shim whose bundle was gone before it came up still runs"
+    );
+    lab.shim = None;
+    assert!(!bundle.exists());
+    assert!(!socket.exists(), "the shim's socket is left");
+}
+
+/// containerd gave up on a shim while it came up and is gone (stopped before it removed
+/// the bundle): nobody reads the bundle's `log` fifo, whose open would block for ever. The
+/// daemon runs without its log and, dropped before any sandbox, ends itself after its
+/// grace.
+#[test]
+#[ignore = "needs root: a shim's socket and state"]
+fn a_shim_whose_log_nobody_reads_ends_itself() {
+    common::require_root();
+    let mut lab = Lab::new(&format!("podinit-sbapi-nolog-{}", std::process::id()), &[]);
+    let bundle = lab.dir.join("sb");
+    std::fs::create_dir_all(&bundle).unwrap();
+    nix::unistd::mkfifo(
+        &bundle.join("log"),
+        nix::sys::stat::Mode::from_bits_truncate(0o600),
+    )
+    .unwrap();
+    let socket = lab.dir.join("sb.sock");
+    let mut daemon = daemon_in(&lab, &bundle, &socket, false);
+    lab.shim = Some(daemon.id() as i32);
+    assert!(
+        exits_within(&mut daemon, Duration::from_secs(10)),
+        "the shim whose log nobody reads still runs"
+    );
+    lab.shim = None;
+    assert!(!socket.exists(), "the shim's socket is left");
+}
