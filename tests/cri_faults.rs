@@ -195,9 +195,22 @@ fn containerd_restarted_during_run_pod(handler: &str) {
     ));
     lab.stop();
     lab.start();
+    // Restarts spread over how long one RunPodSandbox takes on this machine, and a little
+    // past it, so that each step of it is cut on a fast machine as on a loaded one.
+    let t = Instant::now();
+    let pod = lab
+        .cri()
+        .run_pod(
+            &lab.pod_config(&cri::unique("timed"), false, false),
+            handler,
+        )
+        .unwrap_or_else(|e| panic!("RunPodSandbox on {handler}: {e}"));
+    let took = t.elapsed();
+    remove_pod(&lab, &pod);
+    let steps = 16u32;
     let mut outcomes = Vec::new();
-    // RunPodSandbox takes a few hundred milliseconds here: restarts spread over it.
-    for delay_ms in (0..16u64).map(|i| i * 40) {
+    for delay in (0..steps).map(|i| took * 5 / 4 * i / steps) {
+        let delay_ms = delay.as_millis();
         let pc = lab.pod_config(&cri::unique("midrun"), false, false);
         let sock = lab.sock.clone();
         let (handler_name, config) = (handler.to_string(), pc.clone());
@@ -205,12 +218,15 @@ fn containerd_restarted_during_run_pod(handler: &str) {
             let c = cri_client::Client::connect(&sock, Duration::from_secs(5))?;
             c.run_pod(&config, &handler_name).map_err(|e| e.to_string())
         });
-        std::thread::sleep(Duration::from_millis(delay_ms));
+        std::thread::sleep(delay);
         lab.stop();
         lab.start();
         outcomes.push((delay_ms, call.join().unwrap()));
     }
-    eprintln!("RunPodSandbox cut by a restart after (ms): {outcomes:?}");
+    eprintln!(
+        "RunPodSandbox takes {} ms; cut by a restart after (ms): {outcomes:?}",
+        took.as_millis()
+    );
     for p in lab.cri().list_pods() {
         remove_pod(&lab, &p.id);
     }

@@ -15,9 +15,10 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use containerd_shim::protos::api;
+use containerd_shim::protos::protobuf::well_known_types::any::Any;
 use containerd_shim::protos::sandbox_api as sb;
 use containerd_shim::protos::sandbox_sync::SandboxClient;
-use containerd_shim::protos::shim_sync::Events;
+use containerd_shim::protos::shim_sync::{Events, TaskClient};
 use containerd_shim::protos::ttrpc::{self, Client, TtrpcContext};
 use serde_json::json;
 use shim::{
@@ -25,15 +26,49 @@ use shim::{
     start_sandbox, wait, Lab, SandboxShim,
 };
 
-/// containerd's events service, which the shim publishes to: the topics it got.
+/// containerd's events service, which the shim publishes to: the events it got, as (topic,
+/// container or exec id).
 #[derive(Clone, Default)]
-struct Topics(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+struct Topics(std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>);
 
 impl Events for Topics {
     fn forward(&self, _: &TtrpcContext, req: api::ForwardRequest) -> ttrpc::Result<api::Empty> {
         let e = req.envelope.unwrap_or_default();
-        self.0.lock().unwrap().push(e.topic);
+        let id = shim::event_id(&e.event.unwrap_or_default());
+        self.0.lock().unwrap().push((e.topic, id));
         Ok(api::Empty::default())
+    }
+}
+
+impl Topics {
+    /// Every topic, in the order published.
+    fn topics(&self) -> Vec<String> {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(t, _)| t.clone())
+            .collect()
+    }
+
+    /// The topics of the events of container or exec `id`, in order.
+    fn of(&self, id: &str) -> Vec<String> {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, i)| i == id)
+            .map(|(t, _)| t.clone())
+            .collect()
+    }
+
+    /// Where the event (`topic`, `id`) is among all, if it was published.
+    fn position(&self, topic: &str, id: &str) -> Option<usize> {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .position(|(t, i)| t == topic && i == id)
     }
 }
 
@@ -59,11 +94,24 @@ fn mounts_below(dirs: &[&Path]) -> Vec<String> {
 /// A container's bundle, as the CRI makes it for a pod in Sandbox mode: busybox, the
 /// sandbox's namespaces by `/proc/<pid>/ns` paths, its own mount namespace.
 fn container_bundle(lab: &mut Lab, id: &str, sandbox: &str, pid: u32, args: &[&str]) -> PathBuf {
+    container_bundle_with(lab, id, sandbox, pid, args, |_| {})
+}
+
+/// `container_bundle` with its spec changed by `edit` before it is written.
+fn container_bundle_with(
+    lab: &mut Lab,
+    id: &str,
+    sandbox: &str,
+    pid: u32,
+    args: &[&str],
+    edit: impl FnOnce(&mut serde_json::Value),
+) -> PathBuf {
     let ns = |t: &str, f: &str| json!({"type": t, "path": format!("/proc/{pid}/ns/{f}")});
     let namespaces = json!([ns("pid", "pid"), ns("ipc", "ipc"), ns("uts", "uts"), ns("network", "net"), {"type": "mount"}]);
     let mut spec = lab.cri_spec(id, namespaces, "container", sandbox);
     spec["process"]["args"] = json!(args);
     spec.as_object_mut().unwrap().remove("hostname");
+    edit(&mut spec);
     lab.ids.push(id.to_string());
     lab.bundle(id, &spec)
 }
@@ -442,7 +490,7 @@ fn a_pod_made_through_the_sandbox_api_with_a_container_in_it() {
     );
     // The container's task events, and none for the sandbox: it is no task.
     assert_eq!(
-        *topics.0.lock().unwrap(),
+        topics.topics(),
         [
             "/tasks/create",
             "/tasks/start",
@@ -711,4 +759,431 @@ fn the_shim_s_delete_ends_a_sandbox_shim_still_running_in_its_bundle() {
     assert!(!shm_dir(&lab).exists(), "the shm's mount point is left");
     assert!(!socket.exists(), "the shim's socket is left");
     events.shutdown();
+}
+
+/// What a pod holds in its shim for the tests of its end: container `c1` running (its init
+/// and a child of its own) with its root mounted by the shim from the mount containerd
+/// hands over, an exec `e1` running in it, and container `c2` created, not started.
+struct Held {
+    /// Every process of both containers (pid and start time).
+    procs: Vec<(i32, String)>,
+    /// Their cgroups, in every hierarchy.
+    cgroups: Vec<PathBuf>,
+    /// `c1`'s root, which the shim mounted.
+    rootfs: PathBuf,
+}
+
+/// CreateTask of `id` with its root handed over as containerd hands a snapshot (a mount,
+/// here a read-only bind of busybox's root): the shim mounts it at `<bundle>/rootfs`.
+fn create_with_rootfs(tasks: &TaskClient, id: &str, bundle: &Path) -> u32 {
+    let base = common::bundles().join("busybox").join("rootfs");
+    let req = api::CreateTaskRequest {
+        id: id.into(),
+        bundle: bundle.display().to_string(),
+        rootfs: vec![api::Mount {
+            type_: "bind".into(),
+            source: base.display().to_string(),
+            options: vec!["rbind".into(), "ro".into()],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    tasks
+        .create(ctx(), &req)
+        .unwrap_or_else(|e| panic!("Create {id}: {e}"))
+        .pid
+}
+
+/// The pids in container `id`'s cgroup, in every hierarchy.
+fn cgroup_pids(lab: &Lab, id: &str) -> std::collections::BTreeSet<i32> {
+    cgroup_hierarchies()
+        .into_iter()
+        .filter_map(|h| {
+            std::fs::read_to_string(h.join(&lab.parent).join(id).join("cgroup.procs")).ok()
+        })
+        .flat_map(|t| {
+            t.lines()
+                .filter_map(|l| l.trim().parse().ok())
+                .collect::<Vec<i32>>()
+        })
+        .collect()
+}
+
+/// Fills the started sandbox `sandbox` (PID 1 `pid`) with what [`Held`] says.
+fn hold(lab: &mut Lab, tasks: &TaskClient, sandbox: &str, pid: u32) -> Held {
+    let c1 = container_bundle_with(
+        lab,
+        "c1",
+        sandbox,
+        pid,
+        &["sh", "-c", "sleep 600 & exec sleep 601"],
+        |spec| spec["root"] = json!({"path": "rootfs", "readonly": true}),
+    );
+    create_with_rootfs(tasks, "c1", &c1);
+    let rootfs = c1.join("rootfs");
+    assert_eq!(
+        mounts_below(&[&rootfs]),
+        [rootfs.display().to_string()],
+        "the shim mounts c1's root"
+    );
+    start(tasks, "c1", "");
+    let (out, _r) = fifo(&lab.dir, "e1.out");
+    let process = json!({"args": ["sleep", "602"], "cwd": "/", "env": ["PATH=/bin"], "user": {"uid": 0, "gid": 0}});
+    tasks
+        .exec(
+            ctx(),
+            &api::ExecProcessRequest {
+                id: "c1".into(),
+                exec_id: "e1".into(),
+                stdout: out,
+                spec: Some(Any {
+                    type_url: "types.containerd.io/opencontainers/runtime-spec/1/Process".into(),
+                    value: process.to_string().into_bytes(),
+                    ..Default::default()
+                })
+                .into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    start(tasks, "c1", "e1");
+    let c2 = container_bundle(lab, "c2", sandbox, pid, &["sleep", "603"]);
+    let c2_pid = shim::create(tasks, "c2", &c2, "");
+    // The init, its background sleep and the exec.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut pids = cgroup_pids(lab, "c1");
+    while pids.len() < 3 {
+        assert!(Instant::now() < deadline, "c1's processes: {pids:?}");
+        std::thread::sleep(Duration::from_millis(20));
+        pids = cgroup_pids(lab, "c1");
+    }
+    pids.extend(cgroup_pids(lab, "c2"));
+    assert!(pids.contains(&(c2_pid as i32)), "c2's init in its cgroup");
+    let cgroups = cgroup_hierarchies()
+        .into_iter()
+        .flat_map(|h| ["c1", "c2"].map(|c| h.join(&lab.parent).join(c)))
+        .filter(|d| d.exists())
+        .collect();
+    Held {
+        procs: pids.into_iter().map(common::process_identity).collect(),
+        cgroups,
+        rootfs,
+    }
+}
+
+/// Nothing of what `hold` made is left: no process, cgroup, rootfs mount or container
+/// state.
+fn assert_held_gone(lab: &Lab, held: &Held) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        // A zombie is gone too: its parent may be the pod's PID 1, itself ending.
+        let left: Vec<_> = held
+            .procs
+            .iter()
+            .filter(|id| common::still_running(id))
+            .filter(|id| common::stat_fields(id.0).is_some_and(|f| f[0] != "Z"))
+            .collect();
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "processes of the containers left: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let cgroups: Vec<_> = held.cgroups.iter().filter(|d| d.exists()).collect();
+    assert!(cgroups.is_empty(), "container cgroups left: {cgroups:?}");
+    assert_eq!(
+        mounts_below(&[&held.rootfs]),
+        Vec::<String>::new(),
+        "c1's rootfs is still mounted"
+    );
+    let state = Path::new("/run/containerd/podinit").join(&lab.ns);
+    for c in ["c1", "c2"] {
+        assert!(
+            !state.join(c).exists(),
+            "container {c}'s state is left in {}",
+            state.display()
+        );
+    }
+}
+
+/// The events of the ended containers are those containerd's runc shim sends when their
+/// processes are killed and they are deleted: each exit, the exec's before its
+/// container's (containerd's runc shim publishes a container's init exit last), then the
+/// delete. The created container's init, killed by the delete, may report its exit too,
+/// before the delete: containerd's runc shim sends it as well, in either order.
+fn assert_ended_events(topics: &Topics, c1_before_exit: &[&str]) {
+    let mut c1: Vec<&str> = c1_before_exit.to_vec();
+    c1.extend(["/tasks/exit", "/tasks/delete"]);
+    assert_eq!(topics.of("c1"), c1, "all: {:?}", topics.0.lock().unwrap());
+    assert_eq!(
+        topics.of("e1"),
+        ["/tasks/exec-added", "/tasks/exec-started", "/tasks/exit"]
+    );
+    let c2: Vec<String> = topics
+        .of("c2")
+        .into_iter()
+        .filter(|t| t != "/tasks/exit")
+        .collect();
+    assert_eq!(c2, ["/tasks/create", "/tasks/delete"]);
+    assert!(
+        topics
+            .of("c2")
+            .iter()
+            .filter(|t| *t == "/tasks/exit")
+            .count()
+            <= 1,
+        "c2: {:?}",
+        topics.of("c2")
+    );
+    let at = |t: &str, id: &str| topics.position(t, id).unwrap();
+    assert!(
+        at("/tasks/exit", "e1") < at("/tasks/exit", "c1"),
+        "the exec's exit after its container's: {:?}",
+        topics.0.lock().unwrap()
+    );
+}
+
+/// The CRI removes every container it knows before ShutdownSandbox, so a container still
+/// in the shim then is one a containerd restart made it lose: ShutdownSandbox ends it with
+/// the sandbox (as kata's runtime-rs does), a running one's exec and a created one too, and
+/// the shim exits leaving nothing.
+#[test]
+#[ignore = "needs root: namespaces, cgroups and a shim"]
+fn shutdown_sandbox_ends_the_containers_still_in_the_shim() {
+    common::require_root();
+    let id = "sb";
+    let (mut lab, bundle) = sandbox_lab(&format!("podinit-sbapi-end-{}", std::process::id()), id);
+    let topics = Topics::default();
+    let events = shim::serve_events(&lab.dir, topics.clone());
+    // The shim's own grace: nothing here ends it but the call.
+    let shim = SandboxShim::created(&mut lab, &bundle, id, "ended", &[]);
+    let (socket, shim_pid) = (shim.socket(), shim.pid);
+    let SandboxShim {
+        sandboxes, tasks, ..
+    } = shim;
+    let pid = start_sandbox(&sandboxes, id);
+    lab.pause = Some(pid as i32);
+    let held = hold(&mut lab, &tasks, id, pid);
+
+    sandboxes
+        .shutdown_sandbox(
+            ctx(),
+            &sb::ShutdownSandboxRequest {
+                sandbox_id: id.into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    drop((sandboxes, tasks));
+    wait_gone(shim_pid, "the shim after ShutdownSandbox");
+    wait_gone(pid as i32, "its sandbox's PID 1");
+    lab.shim = None;
+    lab.pause = None;
+    assert_held_gone(&lab, &held);
+    assert_ended_events(&topics, &["/tasks/create", "/tasks/start"]);
+    // containerd then removes the bundle (its shim manager's Delete), which nothing
+    // mounted in it stops.
+    let hidden = lab.dir.join(format!(".{id}"));
+    std::fs::rename(&bundle, &hidden).unwrap();
+    std::fs::remove_dir_all(&hidden).expect("containerd's removal of the bundle");
+    assert_nothing_left(&lab, id, &bundle, &socket);
+    events.shutdown();
+}
+
+/// A paused container (Task.Pause: its cgroup frozen) still in the shim at
+/// ShutdownSandbox is thawed and ended with the rest: a frozen process would not die of
+/// SIGKILL on cgroup v1.
+#[test]
+#[ignore = "needs root: namespaces, cgroups and a shim"]
+fn shutdown_sandbox_ends_a_paused_container() {
+    common::require_root();
+    let id = "sb";
+    let (mut lab, bundle) =
+        sandbox_lab(&format!("podinit-sbapi-paused-{}", std::process::id()), id);
+    let topics = Topics::default();
+    let events = shim::serve_events(&lab.dir, topics.clone());
+    let shim = SandboxShim::created(&mut lab, &bundle, id, "paused", &[]);
+    let (socket, shim_pid) = (shim.socket(), shim.pid);
+    let SandboxShim {
+        sandboxes, tasks, ..
+    } = shim;
+    let pid = start_sandbox(&sandboxes, id);
+    lab.pause = Some(pid as i32);
+    let held = hold(&mut lab, &tasks, id, pid);
+    tasks
+        .pause(
+            ctx(),
+            &api::PauseRequest {
+                id: "c1".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let state = tasks
+        .state(
+            ctx(),
+            &api::StateRequest {
+                id: "c1".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(state.status, api::Status::PAUSED.into());
+
+    sandboxes
+        .shutdown_sandbox(
+            ctx(),
+            &sb::ShutdownSandboxRequest {
+                sandbox_id: id.into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    drop((sandboxes, tasks));
+    wait_gone(shim_pid, "the shim after ShutdownSandbox");
+    wait_gone(pid as i32, "its sandbox's PID 1");
+    lab.shim = None;
+    lab.pause = None;
+    assert_held_gone(&lab, &held);
+    assert_ended_events(
+        &topics,
+        &[
+            "/tasks/create",
+            "/tasks/start",
+            "/tasks/paused",
+            "/tasks/resumed",
+        ],
+    );
+    let hidden = lab.dir.join(format!(".{id}"));
+    std::fs::rename(&bundle, &hidden).unwrap();
+    std::fs::remove_dir_all(&hidden).expect("containerd's removal of the bundle");
+    assert_nothing_left(&lab, id, &bundle, &socket);
+    events.shutdown();
+}
+
+/// The churn's leak: a containerd restart cut a StartContainer short, and containerd,
+/// having lost the container, gave up on its sandbox and removed the sandbox's bundle
+/// without ShutdownSandbox reaching the shim. The shim, alone for its grace with its bundle
+/// gone, ends the containers still in it with the sandbox, and itself.
+#[test]
+#[ignore = "needs root: namespaces, cgroups and a shim"]
+fn a_sandbox_whose_bundle_containerd_removed_is_ended_with_its_containers() {
+    common::require_root();
+    let id = "sb";
+    let (mut lab, bundle) = sandbox_lab(&format!("podinit-sbapi-lost-{}", std::process::id()), id);
+    let topics = Topics::default();
+    let events = shim::serve_events(&lab.dir, topics.clone());
+    let shim = created(&mut lab, &bundle, id);
+    let (socket, shim_pid) = (shim.socket(), shim.pid);
+    let SandboxShim {
+        sandboxes, tasks, ..
+    } = shim;
+    let pid = start_sandbox(&sandboxes, id);
+    lab.pause = Some(pid as i32);
+    let held = hold(&mut lab, &tasks, id, pid);
+    drop((sandboxes, tasks));
+    let hidden = lab.dir.join(format!(".{id}"));
+    std::fs::rename(&bundle, &hidden).unwrap();
+    std::fs::remove_dir_all(&hidden).expect("containerd's removal of the bundle");
+    wait_gone(shim_pid, "the shim whose bundle containerd removed");
+    wait_gone(pid as i32, "its sandbox's PID 1");
+    lab.shim = None;
+    lab.pause = None;
+    assert_held_gone(&lab, &held);
+    assert_ended_events(&topics, &["/tasks/create", "/tasks/start"]);
+    assert_nothing_left(&lab, id, &bundle, &socket);
+    events.shutdown();
+}
+
+/// The shim's daemon, run as `start` runs it, in `bundle` with a short grace (`GRACE_ENV`)
+/// and serving `socket`; `remove_bundle` removes the (empty) bundle between the daemon's
+/// entering it and its coming up, as containerd removes the bundle of a `start` it gave up
+/// on.
+fn daemon_in(lab: &Lab, bundle: &Path, socket: &Path, remove_bundle: bool) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
+    let dir = std::ffi::CString::new(bundle.as_os_str().as_encoded_bytes()).unwrap();
+    let mut cmd = Command::new(shim::SHIM);
+    cmd.args(["-namespace", &lab.ns, "-id", "sb", "-address"])
+        .arg(lab.dir.join("containerd.sock"))
+        .arg("-socket")
+        .arg(format!("unix://{}", socket.display()))
+        .env("TTRPC_ADDRESS", lab.dir.join("events.sock"))
+        .env(GRACE_ENV.0, GRACE_ENV.1)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // SAFETY: between fork and exec, only chdir and rmdir on a string made before the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::chdir(dir.as_ptr()) != 0 || (remove_bundle && libc::rmdir(dir.as_ptr()) != 0) {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn().unwrap()
+}
+
+/// Waits for the test's own child `c` to exit, for at most `limit`.
+fn exits_within(c: &mut std::process::Child, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while c.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+/// A restart cut short the `start` of a sandbox's shim and containerd removed the bundle
+/// (its `log` fifo with it) before the daemon came up: the daemon, in a working directory
+/// that is gone and with no log, still ends itself after its grace, and its socket goes.
+#[test]
+#[ignore = "needs root: a shim's socket and state"]
+fn a_shim_that_comes_up_in_a_bundle_containerd_removed_ends_itself() {
+    common::require_root();
+    let mut lab = Lab::new(&format!("podinit-sbapi-early-{}", std::process::id()), &[]);
+    let bundle = lab.dir.join("sb");
+    std::fs::create_dir_all(&bundle).unwrap();
+    let socket = lab.dir.join("sb.sock");
+    let mut daemon = daemon_in(&lab, &bundle, &socket, true);
+    lab.shim = Some(daemon.id() as i32);
+    assert!(
+        exits_within(&mut daemon, Duration::from_secs(10)),
+        "the shim whose bundle was gone before it came up still runs"
+    );
+    lab.shim = None;
+    assert!(!bundle.exists());
+    assert!(!socket.exists(), "the shim's socket is left");
+}
+
+/// containerd gave up on a shim while it came up and is gone (stopped before it removed
+/// the bundle): nobody reads the bundle's `log` fifo, whose open would block for ever. The
+/// daemon runs without its log and, dropped before any sandbox, ends itself after its
+/// grace.
+#[test]
+#[ignore = "needs root: a shim's socket and state"]
+fn a_shim_whose_log_nobody_reads_ends_itself() {
+    common::require_root();
+    let mut lab = Lab::new(&format!("podinit-sbapi-nolog-{}", std::process::id()), &[]);
+    let bundle = lab.dir.join("sb");
+    std::fs::create_dir_all(&bundle).unwrap();
+    nix::unistd::mkfifo(
+        &bundle.join("log"),
+        nix::sys::stat::Mode::from_bits_truncate(0o600),
+    )
+    .unwrap();
+    let socket = lab.dir.join("sb.sock");
+    let mut daemon = daemon_in(&lab, &bundle, &socket, false);
+    lab.shim = Some(daemon.id() as i32);
+    assert!(
+        exits_within(&mut daemon, Duration::from_secs(10)),
+        "the shim whose log nobody reads still runs"
+    );
+    lab.shim = None;
+    assert!(!socket.exists(), "the shim's socket is left");
 }

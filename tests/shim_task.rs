@@ -30,37 +30,9 @@ struct Recorded(Arc<Mutex<Vec<(String, String)>>>);
 impl Events for Recorded {
     fn forward(&self, _: &TtrpcContext, req: api::ForwardRequest) -> ttrpc::Result<api::Empty> {
         let e = req.envelope.unwrap_or_default();
-        let id = event_id(&e.event.unwrap_or_default());
+        let id = shim::event_id(&e.event.unwrap_or_default());
         self.0.lock().unwrap().push((e.topic, id));
         Ok(api::Empty::default())
-    }
-}
-
-/// The container's id in an event (the exec's for exec events).
-fn event_id(a: &Any) -> String {
-    use containerd_shim::protos::events::task::*;
-    use containerd_shim::protos::protobuf::Message;
-    let v = &a.value;
-    match a.type_url.rsplit('.').next().unwrap_or("") {
-        "TaskExit" => TaskExit::parse_from_bytes(v)
-            .map(|e| e.id)
-            .unwrap_or_default(),
-        "TaskCreate" => TaskCreate::parse_from_bytes(v)
-            .map(|e| e.container_id)
-            .unwrap_or_default(),
-        "TaskStart" => TaskStart::parse_from_bytes(v)
-            .map(|e| e.container_id)
-            .unwrap_or_default(),
-        "TaskDelete" => TaskDelete::parse_from_bytes(v)
-            .map(|e| e.container_id)
-            .unwrap_or_default(),
-        "TaskExecAdded" => TaskExecAdded::parse_from_bytes(v)
-            .map(|e| e.exec_id)
-            .unwrap_or_default(),
-        "TaskExecStarted" => TaskExecStarted::parse_from_bytes(v)
-            .map(|e| e.exec_id)
-            .unwrap_or_default(),
-        other => other.to_string(),
     }
 }
 

@@ -259,13 +259,7 @@ fn daemon(
     };
     std::env::remove_var(LISTENER_ENV);
     let mut shim = Shim::new(RUNTIME_ID, flags, &mut config);
-    containerd_shim::logger::init(
-        flags.debug,
-        &config.default_log_level,
-        &flags.namespace,
-        &flags.id,
-    )
-    .map_err(|e| Error::Other(format!("the shim's log: {e}")))?;
+    super::say::init_log(flags.debug, &config.default_log_level);
     super::say::log_panics();
     let tasks = shim.task_service();
     let peers = Arc::clone(&tasks.0.peers);
@@ -281,8 +275,11 @@ fn daemon(
     }
     // containerd 2's Sandbox API on the same socket (a runtime with `sandboxer = "shim"`).
     service.extend(sandboxes);
-    super::server::start(listener, service, peers)
-        .map_err(|e| Error::io(format_args!("serving {}", flags.socket), e))?;
+    if let Err(e) = super::server::start(listener, service, peers) {
+        // Nobody will ever serve it: a socket left would stay for good.
+        let _ = std::fs::remove_file(super::socket_path(&flags.socket));
+        return Err(Error::io(format_args!("serving {}", flags.socket), e));
+    }
     shim.wait();
     // The socket goes with us. By its path, not the bundle's `address` file as the crate
     // does: containerd removes the bundle once Shutdown has answered, often before this

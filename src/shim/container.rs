@@ -47,6 +47,9 @@ pub struct Processes {
     pub deleted: bool,
     /// Its `delete` may run in the shim's own process (`Runc::delete`).
     pub delete_here: bool,
+    /// The init's exit, held while an exec still runs: the init's is published last, as
+    /// containerd's runc shim publishes it (`exits.rs`).
+    pub held_init_exit: Option<super::reaper::Exit>,
 }
 
 impl Processes {
@@ -466,6 +469,7 @@ mod tests {
             kill_all_on_exit: false,
             deleted: false,
             delete_here: true,
+            held_init_exit: None,
         }
     }
 

@@ -86,9 +86,15 @@ pub fn early_exit(
 }
 
 /// Marks a process exited and wakes its waiters; an OOM kill of the container is
-/// published before its init's exit, so that the CRI's status says OOMKilled.
+/// published before its init's exit, so that the CRI's status says OOMKilled. The init's
+/// exit is the container's last: while an exec still runs (killed with the init, its exit
+/// not reaped yet), the init's is held, and recorded after the last exec's.
 fn record_exit(inner: &Inner, c: &Container, procs: &mut Processes, exec: &str, exit: Exit) {
     let id = c.id.clone();
+    if exec.is_empty() && procs.execs.values().any(|p| p.is_live()) {
+        procs.held_init_exit = Some(exit);
+        return;
+    }
     if exec.is_empty() {
         if let Some((file, before)) = &procs.oom {
             if tasks::oom_kills(file).is_some_and(|n| n > *before) {
@@ -119,5 +125,10 @@ fn record_exit(inner: &Inner, c: &Container, procs: &mut Processes, exec: &str, 
             ..Default::default()
         }),
     );
+    if !exec.is_empty() && !procs.execs.values().any(|p| p.is_live()) {
+        if let Some(held) = procs.held_init_exit.take() {
+            record_exit(inner, c, procs, "", held);
+        }
+    }
     c.notify();
 }

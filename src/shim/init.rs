@@ -137,6 +137,7 @@ impl Inner {
             kill_all_on_exit: !own_pid_ns,
             deleted: false,
             delete_here: !podinit::runc::delete::waits_for_others(&state),
+            held_init_exit: None,
         })
     }
 

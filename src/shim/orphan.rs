@@ -132,6 +132,16 @@ impl Peers {
     }
 }
 
+/// The shim's bundle: its working directory, by path. containerd may have removed it
+/// before the shim comes up (a restart cut short the `start` that made it, and containerd
+/// cleaned up after that `start`): the path `/proc/self/cwd` names then ends in
+/// " (deleted)", which is nowhere, so the bundle reads as gone.
+pub fn bundle_dir() -> std::path::PathBuf {
+    std::env::current_dir()
+        .or_else(|_| std::fs::read_link("/proc/self/cwd"))
+        .unwrap_or_default()
+}
+
 /// The identity of a directory, to tell it from another made at the same path.
 fn identity(path: &Path) -> Option<(u64, u64)> {
     use std::os::unix::fs::MetadataExt;

@@ -220,6 +220,40 @@ pub fn delete(c: &TaskClient, id: &str, exec: &str) -> api::DeleteResponse {
     try_delete(c, id, exec).unwrap_or_else(|e| panic!("Delete {id}/{exec}: {e}"))
 }
 
+/// The container's id in an event (the exec's for exec events).
+pub fn event_id(a: &Any) -> String {
+    use containerd_shim::protos::events::task::*;
+    use containerd_shim::protos::protobuf::Message;
+    let v = &a.value;
+    match a.type_url.rsplit('.').next().unwrap_or("") {
+        "TaskExit" => TaskExit::parse_from_bytes(v)
+            .map(|e| e.id)
+            .unwrap_or_default(),
+        "TaskCreate" => TaskCreate::parse_from_bytes(v)
+            .map(|e| e.container_id)
+            .unwrap_or_default(),
+        "TaskStart" => TaskStart::parse_from_bytes(v)
+            .map(|e| e.container_id)
+            .unwrap_or_default(),
+        "TaskDelete" => TaskDelete::parse_from_bytes(v)
+            .map(|e| e.container_id)
+            .unwrap_or_default(),
+        "TaskExecAdded" => TaskExecAdded::parse_from_bytes(v)
+            .map(|e| e.exec_id)
+            .unwrap_or_default(),
+        "TaskExecStarted" => TaskExecStarted::parse_from_bytes(v)
+            .map(|e| e.exec_id)
+            .unwrap_or_default(),
+        "TaskPaused" => TaskPaused::parse_from_bytes(v)
+            .map(|e| e.container_id)
+            .unwrap_or_default(),
+        "TaskResumed" => TaskResumed::parse_from_bytes(v)
+            .map(|e| e.container_id)
+            .unwrap_or_default(),
+        other => other.to_string(),
+    }
+}
+
 /// A ttrpc call's context, with containerd's kind of deadline.
 pub fn ctx() -> context::Context {
     context::with_timeout(Duration::from_secs(30).as_nanos() as i64)

@@ -590,18 +590,18 @@ pub struct Status {
 
 /// The sandbox service's ttrpc methods, to be served beside the Task service's.
 /// A shim of the Sandbox API (its bundle, the working directory, has no config.json, as
-/// `boot.rs` tells) ends itself once containerd has dropped it (`orphan.rs`).
+/// `boot.rs` tells) ends itself once containerd has dropped it (`orphan.rs`); so does a
+/// shim whose bundle containerd removed before it came up, whatever its kind: nobody can
+/// find it again.
 pub fn service(
     inner: Arc<Inner>,
 ) -> HashMap<String, Box<dyn containerd_shim::protos::ttrpc::MethodHandler + Send + Sync>> {
     let sandboxer = Sandboxer::new(inner);
-    match std::env::current_dir() {
-        Ok(bundle) if !bundle.join("config.json").exists() => {
-            let s = Arc::clone(&sandboxer);
-            let peers = Arc::clone(&s.inner.peers);
-            orphan::watch(peers, orphan::grace(), move || s.end_if_abandoned(&bundle));
-        }
-        _ => {}
+    let bundle = orphan::bundle_dir();
+    if !bundle.join("config.json").exists() {
+        let s = Arc::clone(&sandboxer);
+        let peers = Arc::clone(&s.inner.peers);
+        orphan::watch(peers, orphan::grace(), move || s.end_if_abandoned(&bundle));
     }
     api::methods(sandboxer)
 }
