@@ -131,7 +131,9 @@ fn ns_inode(pid: impl std::fmt::Display, ns: &str) -> u64 {
 }
 
 fn wait_gone(pid: i32, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
+    // Generous: a shim that ends itself first waits out its grace, then ends its
+    // containers and its sandbox, on a machine the whole suite loads.
+    let deadline = Instant::now() + Duration::from_secs(30);
     while Path::new(&format!("/proc/{pid}")).exists() {
         let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
             s.rsplit(')')

@@ -274,20 +274,20 @@ impl Sandboxer {
                 return Err(Error::Setup(format!("sandbox {id}: {e}")));
             }
         };
-        let placed = group
-            .add(pid)
+        // The record first: placing the PID 1 takes a write per cgroup hierarchy, and a
+        // shim killed meanwhile leaves its `delete` only the record to find the PID 1 by.
+        let mut r = record::Record::new(id, pid, &path);
+        r.systemd_unit = unit.as_ref().map(|u| u.name.clone());
+        let placed = r
+            .write(&bundle)
             .map_err(|e| e.to_string())
+            .and_then(|()| group.add(pid).map_err(|e| e.to_string()))
             .and_then(|()| {
                 // Asked of systemd with the PID 1 in the scope's directory already, as
                 // podinit's runtime starts a container's scope.
                 unit.as_ref().map_or(Ok(()), |u| {
                     podinit::cgroup::systemd::start(u, pid, None, None).map_err(|e| e.to_string())
                 })
-            })
-            .and_then(|()| {
-                let mut r = record::Record::new(id, pid, &path);
-                r.systemd_unit = unit.as_ref().map(|u| u.name.clone());
-                r.write(&bundle).map_err(|e| e.to_string())
             });
         if let Err(e) = placed {
             // Its cgroup goes only once the PID 1 has left it: killed, then reaped.
