@@ -776,16 +776,26 @@ struct Held {
 }
 
 /// CreateTask of `id` with its root handed over as containerd hands a snapshot (a mount,
-/// here a read-only bind of busybox's root): the shim mounts it at `<bundle>/rootfs`.
+/// here a bind of a writable copy of busybox's root beside the bundle, where the runtime
+/// may make the mount points the pod's files need, as in a snapshot): the shim mounts it
+/// at `<bundle>/rootfs`.
 fn create_with_rootfs(tasks: &TaskClient, id: &str, bundle: &Path) -> u32 {
     let base = common::bundles().join("busybox").join("rootfs");
+    let snapshot = bundle.with_extension("snapshot");
+    let copied = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(&base)
+        .arg(&snapshot)
+        .status()
+        .expect("cp");
+    assert!(copied.success(), "copying {} failed", base.display());
     let req = api::CreateTaskRequest {
         id: id.into(),
         bundle: bundle.display().to_string(),
         rootfs: vec![api::Mount {
             type_: "bind".into(),
-            source: base.display().to_string(),
-            options: vec!["rbind".into(), "ro".into()],
+            source: snapshot.display().to_string(),
+            options: vec!["rbind".into()],
             ..Default::default()
         }],
         ..Default::default()
