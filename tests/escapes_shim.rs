@@ -18,7 +18,6 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use containerd_shim::protos::api;
-use containerd_shim::protos::protobuf::well_known_types::any::Any;
 use containerd_shim::protos::shim_sync::{Events, TaskClient};
 use containerd_shim::protos::ttrpc::{self, TtrpcContext};
 use serde_json::json;
@@ -100,18 +99,7 @@ fn exec_with(
     for (k, v) in extra.as_object().unwrap() {
         process[k] = v.clone();
     }
-    let req = api::ExecProcessRequest {
-        id: id.into(),
-        exec_id: exec_id.into(),
-        stdout: out,
-        spec: Some(Any {
-            type_url: "types.containerd.io/opencontainers/runtime-spec/1/Process".into(),
-            value: process.to_string().into_bytes(),
-            ..Default::default()
-        })
-        .into(),
-        ..Default::default()
-    };
+    let req = shim::exec_request(id, exec_id, out, &process);
     c.exec(ctx(), &req).map_err(|e| e.to_string())?;
     if let Err(e) = try_start(c, id, exec_id) {
         let _ = try_delete(c, id, exec_id);

@@ -15,7 +15,6 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use containerd_shim::protos::api;
-use containerd_shim::protos::protobuf::well_known_types::any::Any;
 use containerd_shim::protos::sandbox_api as sb;
 use containerd_shim::protos::sandbox_sync::SandboxClient;
 use containerd_shim::protos::shim_sync::{Events, TaskClient};
@@ -842,21 +841,7 @@ fn hold(lab: &mut Lab, tasks: &TaskClient, sandbox: &str, pid: u32) -> Held {
     let (out, _r) = fifo(&lab.dir, "e1.out");
     let process = json!({"args": ["sleep", "602"], "cwd": "/", "env": ["PATH=/bin"], "user": {"uid": 0, "gid": 0}});
     tasks
-        .exec(
-            ctx(),
-            &api::ExecProcessRequest {
-                id: "c1".into(),
-                exec_id: "e1".into(),
-                stdout: out,
-                spec: Some(Any {
-                    type_url: "types.containerd.io/opencontainers/runtime-spec/1/Process".into(),
-                    value: process.to_string().into_bytes(),
-                    ..Default::default()
-                })
-                .into(),
-                ..Default::default()
-            },
-        )
+        .exec(ctx(), &shim::exec_request("c1", "e1", out, &process))
         .unwrap();
     start(tasks, "c1", "e1");
     let c2 = container_bundle(lab, "c2", sandbox, pid, &["sleep", "603"]);
@@ -958,6 +943,92 @@ fn assert_ended_events(topics: &Topics, c1_before_exit: &[&str]) {
     );
 }
 
+/// A started sandbox whose shim holds `hold`'s containers: the tests of containers that
+/// end with their sandbox.
+struct Ending {
+    lab: Lab,
+    bundle: PathBuf,
+    topics: Topics,
+    events: ttrpc::Server,
+    socket: PathBuf,
+    shim_pid: i32,
+    pid: u32,
+    held: Held,
+}
+
+/// Sandbox `sb` started by a shim that `make` starts, with `hold`'s containers in it; the
+/// clients to go on with.
+fn ending(
+    tag: &str,
+    make: impl FnOnce(&mut Lab, &Path) -> SandboxShim,
+) -> (Ending, SandboxClient, TaskClient) {
+    let id = "sb";
+    let (mut lab, bundle) = sandbox_lab(&format!("podinit-sbapi-{tag}-{}", std::process::id()), id);
+    let topics = Topics::default();
+    let events = shim::serve_events(&lab.dir, topics.clone());
+    let shim = make(&mut lab, &bundle);
+    let (socket, shim_pid) = (shim.socket(), shim.pid);
+    let SandboxShim {
+        sandboxes, tasks, ..
+    } = shim;
+    let pid = start_sandbox(&sandboxes, id);
+    lab.pause = Some(pid as i32);
+    let held = hold(&mut lab, &tasks, id, pid);
+    let e = Ending {
+        lab,
+        bundle,
+        topics,
+        events,
+        socket,
+        shim_pid,
+        pid,
+        held,
+    };
+    (e, sandboxes, tasks)
+}
+
+impl Ending {
+    /// Once the shim (ended by `what`) and the sandbox's PID 1 are gone: nothing of the
+    /// containers is left, the events of their end came after `before`, and, once
+    /// containerd has removed the bundle (now, if it has not yet), nothing of the shim.
+    fn assert_all_gone(mut self, what: &str, before: &[&str]) {
+        wait_gone(self.shim_pid, what);
+        wait_gone(self.pid as i32, "its sandbox's PID 1");
+        self.lab.shim = None;
+        self.lab.pause = None;
+        assert_held_gone(&self.lab, &self.held);
+        assert_ended_events(&self.topics, before);
+        if self.bundle.exists() {
+            remove_bundle(&self.lab, &self.bundle);
+        }
+        assert_nothing_left(&self.lab, "sb", &self.bundle, &self.socket);
+        self.events.shutdown();
+    }
+}
+
+/// containerd's removal of a bundle (its shim manager's Delete, `atomicDelete`): renamed to
+/// a hidden name, then the tree removed, which nothing mounted in it may stop.
+fn remove_bundle(lab: &Lab, bundle: &Path) {
+    let hidden = lab.dir.join(format!(
+        ".{}",
+        bundle.file_name().unwrap().to_string_lossy()
+    ));
+    std::fs::rename(bundle, &hidden).unwrap();
+    std::fs::remove_dir_all(&hidden).expect("containerd's removal of the bundle");
+}
+
+fn shutdown_sandbox(sandboxes: &SandboxClient) {
+    sandboxes
+        .shutdown_sandbox(
+            ctx(),
+            &sb::ShutdownSandboxRequest {
+                sandbox_id: "sb".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+}
+
 /// The CRI removes every container it knows before ShutdownSandbox, so a container still
 /// in the shim then is one a containerd restart made it lose: ShutdownSandbox ends it with
 /// the sandbox (as kata's runtime-rs does), a running one's exec and a created one too, and
@@ -966,43 +1037,16 @@ fn assert_ended_events(topics: &Topics, c1_before_exit: &[&str]) {
 #[ignore = "needs root: namespaces, cgroups and a shim"]
 fn shutdown_sandbox_ends_the_containers_still_in_the_shim() {
     common::require_root();
-    let id = "sb";
-    let (mut lab, bundle) = sandbox_lab(&format!("podinit-sbapi-end-{}", std::process::id()), id);
-    let topics = Topics::default();
-    let events = shim::serve_events(&lab.dir, topics.clone());
     // The shim's own grace: nothing here ends it but the call.
-    let shim = SandboxShim::created(&mut lab, &bundle, id, "ended", &[]);
-    let (socket, shim_pid) = (shim.socket(), shim.pid);
-    let SandboxShim {
-        sandboxes, tasks, ..
-    } = shim;
-    let pid = start_sandbox(&sandboxes, id);
-    lab.pause = Some(pid as i32);
-    let held = hold(&mut lab, &tasks, id, pid);
-
-    sandboxes
-        .shutdown_sandbox(
-            ctx(),
-            &sb::ShutdownSandboxRequest {
-                sandbox_id: id.into(),
-                ..Default::default()
-            },
-        )
-        .unwrap();
+    let (e, sandboxes, tasks) = ending("end", |lab, bundle| {
+        SandboxShim::created(lab, bundle, "sb", "ended", &[])
+    });
+    shutdown_sandbox(&sandboxes);
     drop((sandboxes, tasks));
-    wait_gone(shim_pid, "the shim after ShutdownSandbox");
-    wait_gone(pid as i32, "its sandbox's PID 1");
-    lab.shim = None;
-    lab.pause = None;
-    assert_held_gone(&lab, &held);
-    assert_ended_events(&topics, &["/tasks/create", "/tasks/start"]);
-    // containerd then removes the bundle (its shim manager's Delete), which nothing
-    // mounted in it stops.
-    let hidden = lab.dir.join(format!(".{id}"));
-    std::fs::rename(&bundle, &hidden).unwrap();
-    std::fs::remove_dir_all(&hidden).expect("containerd's removal of the bundle");
-    assert_nothing_left(&lab, id, &bundle, &socket);
-    events.shutdown();
+    e.assert_all_gone(
+        "the shim after ShutdownSandbox",
+        &["/tasks/create", "/tasks/start"],
+    );
 }
 
 /// A paused container (Task.Pause: its cgroup frozen) still in the shim at
@@ -1012,19 +1056,9 @@ fn shutdown_sandbox_ends_the_containers_still_in_the_shim() {
 #[ignore = "needs root: namespaces, cgroups and a shim"]
 fn shutdown_sandbox_ends_a_paused_container() {
     common::require_root();
-    let id = "sb";
-    let (mut lab, bundle) =
-        sandbox_lab(&format!("podinit-sbapi-paused-{}", std::process::id()), id);
-    let topics = Topics::default();
-    let events = shim::serve_events(&lab.dir, topics.clone());
-    let shim = SandboxShim::created(&mut lab, &bundle, id, "paused", &[]);
-    let (socket, shim_pid) = (shim.socket(), shim.pid);
-    let SandboxShim {
-        sandboxes, tasks, ..
-    } = shim;
-    let pid = start_sandbox(&sandboxes, id);
-    lab.pause = Some(pid as i32);
-    let held = hold(&mut lab, &tasks, id, pid);
+    let (e, sandboxes, tasks) = ending("paused", |lab, bundle| {
+        SandboxShim::created(lab, bundle, "sb", "paused", &[])
+    });
     tasks
         .pause(
             ctx(),
@@ -1044,24 +1078,10 @@ fn shutdown_sandbox_ends_a_paused_container() {
         )
         .unwrap();
     assert_eq!(state.status, api::Status::PAUSED.into());
-
-    sandboxes
-        .shutdown_sandbox(
-            ctx(),
-            &sb::ShutdownSandboxRequest {
-                sandbox_id: id.into(),
-                ..Default::default()
-            },
-        )
-        .unwrap();
+    shutdown_sandbox(&sandboxes);
     drop((sandboxes, tasks));
-    wait_gone(shim_pid, "the shim after ShutdownSandbox");
-    wait_gone(pid as i32, "its sandbox's PID 1");
-    lab.shim = None;
-    lab.pause = None;
-    assert_held_gone(&lab, &held);
-    assert_ended_events(
-        &topics,
+    e.assert_all_gone(
+        "the shim after ShutdownSandbox",
         &[
             "/tasks/create",
             "/tasks/start",
@@ -1069,11 +1089,6 @@ fn shutdown_sandbox_ends_a_paused_container() {
             "/tasks/resumed",
         ],
     );
-    let hidden = lab.dir.join(format!(".{id}"));
-    std::fs::rename(&bundle, &hidden).unwrap();
-    std::fs::remove_dir_all(&hidden).expect("containerd's removal of the bundle");
-    assert_nothing_left(&lab, id, &bundle, &socket);
-    events.shutdown();
 }
 
 /// The churn's leak: a containerd restart cut a StartContainer short, and containerd,
@@ -1084,30 +1099,13 @@ fn shutdown_sandbox_ends_a_paused_container() {
 #[ignore = "needs root: namespaces, cgroups and a shim"]
 fn a_sandbox_whose_bundle_containerd_removed_is_ended_with_its_containers() {
     common::require_root();
-    let id = "sb";
-    let (mut lab, bundle) = sandbox_lab(&format!("podinit-sbapi-lost-{}", std::process::id()), id);
-    let topics = Topics::default();
-    let events = shim::serve_events(&lab.dir, topics.clone());
-    let shim = created(&mut lab, &bundle, id);
-    let (socket, shim_pid) = (shim.socket(), shim.pid);
-    let SandboxShim {
-        sandboxes, tasks, ..
-    } = shim;
-    let pid = start_sandbox(&sandboxes, id);
-    lab.pause = Some(pid as i32);
-    let held = hold(&mut lab, &tasks, id, pid);
+    let (e, sandboxes, tasks) = ending("lost", |lab, bundle| created(lab, bundle, "sb"));
     drop((sandboxes, tasks));
-    let hidden = lab.dir.join(format!(".{id}"));
-    std::fs::rename(&bundle, &hidden).unwrap();
-    std::fs::remove_dir_all(&hidden).expect("containerd's removal of the bundle");
-    wait_gone(shim_pid, "the shim whose bundle containerd removed");
-    wait_gone(pid as i32, "its sandbox's PID 1");
-    lab.shim = None;
-    lab.pause = None;
-    assert_held_gone(&lab, &held);
-    assert_ended_events(&topics, &["/tasks/create", "/tasks/start"]);
-    assert_nothing_left(&lab, id, &bundle, &socket);
-    events.shutdown();
+    remove_bundle(&e.lab, &e.bundle);
+    e.assert_all_gone(
+        "the shim whose bundle containerd removed",
+        &["/tasks/create", "/tasks/start"],
+    );
 }
 
 /// The shim's daemon, run as `start` runs it, in `bundle` with a short grace (`GRACE_ENV`)

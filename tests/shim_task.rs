@@ -130,18 +130,7 @@ fn a_cri_shaped_pod_through_the_shims_task_api() {
     start(&client, "c2", "");
     let (oute, re) = fifo(&lab.dir, "e1.out");
     let process = json!({"args": ["sh", "-c", "echo from-exec; exit 3"], "cwd": "/", "env": ["PATH=/bin"], "user": {"uid": 0, "gid": 0}});
-    let exec = api::ExecProcessRequest {
-        id: "c2".into(),
-        exec_id: "e1".into(),
-        stdout: oute,
-        spec: Some(Any {
-            type_url: "types.containerd.io/opencontainers/runtime-spec/1/Process".into(),
-            value: process.to_string().into_bytes(),
-            ..Default::default()
-        })
-        .into(),
-        ..Default::default()
-    };
+    let exec = shim::exec_request("c2", "e1", oute, &process);
     client.exec(ctx(), &exec).unwrap();
     start(&client, "c2", "e1");
     assert_eq!(wait(&client, "c2", "e1"), 3);

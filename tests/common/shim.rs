@@ -156,6 +156,28 @@ impl Drop for Lab {
     }
 }
 
+/// Task.Exec's request for exec `exec_id` of container `id`: the OCI `process` as
+/// containerd hands it (an Any of the runtime spec's Process), its output to `stdout`.
+pub fn exec_request(
+    id: &str,
+    exec_id: &str,
+    stdout: String,
+    process: &serde_json::Value,
+) -> api::ExecProcessRequest {
+    api::ExecProcessRequest {
+        id: id.into(),
+        exec_id: exec_id.into(),
+        stdout,
+        spec: Some(Any {
+            type_url: "types.containerd.io/opencontainers/runtime-spec/1/Process".into(),
+            value: process.to_string().into_bytes(),
+            ..Default::default()
+        })
+        .into(),
+        ..Default::default()
+    }
+}
+
 pub fn try_create(c: &TaskClient, id: &str, bundle: &Path, stdout: &str) -> ttrpc::Result<u32> {
     let req = api::CreateTaskRequest {
         id: id.into(),
