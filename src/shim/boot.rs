@@ -18,9 +18,10 @@ use super::Shim;
 
 pub const RUNTIME_ID: &str = "io.containerd.podinit.v1";
 
-/// The fd on which the daemon finds its listening socket, and the variable that says so.
-const LISTENER_FD: RawFd = 3;
-const LISTENER_ENV: &str = "PODINIT_SHIM_LISTENER";
+/// The fd on which the daemon tells `start` that it serves the socket (a pipe's write
+/// end), and the variable that says so.
+const READY_FD: RawFd = 3;
+const READY_ENV: &str = "PODINIT_SHIM_READY";
 
 /// The shim's entry point (after `pause` and `runc`, which are the binary's other parts).
 pub fn main() -> ! {
@@ -128,8 +129,8 @@ pub fn start_address(
     };
     let address =
         super::paths::socket_address(&bundle, socket_dir, containerd, namespace, &grouping);
-    if let Some(listener) = bind(&address)? {
-        spawn_daemon([namespace, id, containerd, &address], debug, listener)?;
+    if !super::serves(&address) {
+        spawn_daemon([namespace, id, containerd, &address], debug)?;
     }
     containerd_shim::util::write_address(&address).map_err(|e| {
         Error::Other(format!(
@@ -167,31 +168,53 @@ fn bind(address: &str) -> Result<Option<UnixListener>, Error> {
     }
 }
 
-/// The daemon: this binary again, with the crate's daemon arguments and the listening
-/// socket as fd 3. Not waited for: containerd connects and its calls queue on the socket.
-fn spawn_daemon(
-    [namespace, id, containerd, address]: [&str; 4],
-    debug: bool,
-    listener: UnixListener,
-) -> Result<(), Error> {
+/// The daemon: this binary again, with the crate's daemon arguments. It binds the socket
+/// itself, so that a `start` killed before the daemon exists (containerd kills it when
+/// its call's context ends) leaves no socket behind; `start` waits until the daemon says
+/// on a pipe (fd 3) that the socket listens, or that another daemon of the pod serves it.
+/// containerd's calls then queue on the socket while the daemon comes up.
+fn spawn_daemon([namespace, id, containerd, address]: [&str; 4], debug: bool) -> Result<(), Error> {
     let exe = std::env::current_exe().map_err(|e| Error::io("finding the shim's binary", e))?;
-    let fd = listener.as_raw_fd();
+    let (ready_r, ready_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+        .map_err(|e| Error::io("a pipe to the shim's daemon", std::io::Error::from(e)))?;
     let mut cmd = Command::new(&exe);
     cmd.args(["-namespace", namespace, "-id", id])
         .args(["-address", containerd, "-socket", address])
         .args(debug.then_some("-debug"))
-        .env(LISTENER_ENV, LISTENER_FD.to_string())
+        .env(READY_ENV, READY_FD.to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    podinit::sys::fd::pass_as(&mut cmd, fd, LISTENER_FD);
-    cmd.spawn().map_err(|e| {
+    podinit::sys::fd::pass_as(&mut cmd, ready_w.as_raw_fd(), READY_FD);
+    let spawned = cmd.spawn();
+    drop(ready_w);
+    spawned.map_err(|e| {
         Error::io(
             format_args!("starting the shim's daemon {}", exe.display()),
             e,
         )
     })?;
-    Ok(())
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut std::fs::File::from(ready_r), &mut said)
+        .map_err(|e| Error::io("reading the shim's daemon's answer", e))?;
+    match said.trim() {
+        READY | SERVED => Ok(()),
+        "" => Err(Error::Other(format!(
+            "the shim's daemon ended before it served {address}"
+        ))),
+        why => Err(Error::Other(format!("the shim's daemon: {why}"))),
+    }
+}
+
+/// What the daemon tells `start`: it listens on the socket, or another daemon serves it.
+const READY: &str = "ready";
+const SERVED: &str = "served";
+
+/// Tells `start` (when it waits on `ready`) what became of the socket; the pipe closes.
+fn tell(ready: &mut Option<std::fs::File>, what: &str) {
+    if let Some(mut f) = ready.take() {
+        let _ = std::io::Write::write_all(&mut f, what.as_bytes());
+    }
 }
 
 /// What the crate sets up before any action: containerd's SIGTERM and SIGINT, and
@@ -237,27 +260,39 @@ fn daemon(
 ) -> Result<(), Error> {
     // Where events go; connected to at the first event (`events.rs`).
     std::env::var("TTRPC_ADDRESS").map_err(|e| Error::Missing(format!("TTRPC_ADDRESS: {e}")))?;
-    as_the_crate_sets_up()?;
-    let listener = match std::env::var(LISTENER_ENV) {
+    // `start`'s pipe, when it waits for the socket (a daemon run by hand has none).
+    let mut ready = match std::env::var(READY_ENV) {
         Ok(_) => {
-            // `start` passed us this fd, a listening socket that is ours alone.
-            let fd = podinit::sys::fd::take_inherited(LISTENER_FD)
-                .map_err(|e| Error::io("the listening socket from start", e))?;
-            // Inherited without close-on-exec: no verb or container may inherit it too.
+            let fd = podinit::sys::fd::take_inherited(READY_FD)
+                .map_err(|e| Error::io("the pipe from start", e))?;
+            // Inherited without close-on-exec: no verb or container may hold it open too.
             nix::fcntl::fcntl(
                 &fd,
                 nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
             )
-            .map_err(|e| Error::Other(format!("the listening socket from start: {e}")))?;
-            UnixListener::from(fd)
+            .map_err(|e| Error::Other(format!("the pipe from start: {e}")))?;
+            Some(std::fs::File::from(fd))
         }
-        Err(_) => {
-            let path = super::socket_path(&flags.socket);
-            UnixListener::bind(path)
-                .map_err(|e| Error::io(format_args!("binding {}", path.display()), e))?
+        Err(_) => None,
+    };
+    std::env::remove_var(READY_ENV);
+    if let Err(e) = as_the_crate_sets_up() {
+        tell(&mut ready, &e.to_string());
+        return Err(e);
+    }
+    let listener = match bind(&flags.socket) {
+        Ok(Some(l)) => l,
+        Ok(None) => {
+            // Another `start` of the pod spawned its daemon first, which serves it.
+            tell(&mut ready, SERVED);
+            return Ok(());
+        }
+        Err(e) => {
+            tell(&mut ready, &e.to_string());
+            return Err(e);
         }
     };
-    std::env::remove_var(LISTENER_ENV);
+    tell(&mut ready, READY);
     let mut shim = Shim::new(RUNTIME_ID, flags, &mut config);
     super::say::init_log(flags.debug, &config.default_log_level);
     super::say::log_panics();
