@@ -276,12 +276,11 @@ fn daemon(
         Err(_) => None,
     };
     std::env::remove_var(READY_ENV);
-    if let Err(e) = as_the_crate_sets_up() {
-        tell(&mut ready, &e.to_string());
-        return Err(e);
-    }
-    let listener = match bind(&flags.socket) {
-        Ok(Some(l)) => l,
+    let listener = match as_the_crate_sets_up().and_then(|()| bind(&flags.socket)) {
+        Ok(Some(l)) => {
+            tell(&mut ready, READY);
+            l
+        }
         Ok(None) => {
             // Another `start` of the pod spawned its daemon first, which serves it.
             tell(&mut ready, SERVED);
@@ -292,7 +291,6 @@ fn daemon(
             return Err(e);
         }
     };
-    tell(&mut ready, READY);
     let mut shim = Shim::new(RUNTIME_ID, flags, &mut config);
     super::say::init_log(flags.debug, &config.default_log_level);
     super::say::log_panics();

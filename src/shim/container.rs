@@ -52,7 +52,17 @@ pub struct Processes {
     pub held_init_exit: Option<super::reaper::Exit>,
 }
 
+/// How long the init's exit is waited for once the runtime has killed it (a created
+/// container's, deleted; a container ended with its sandbox): a process in uninterruptible
+/// sleep may take a while.
+const EXIT_LIMIT: Duration = Duration::from_secs(5);
+
 impl Processes {
+    /// Whether an exec of the container still runs.
+    pub fn exec_running(&self) -> bool {
+        self.execs.values().any(|p| p.is_live())
+    }
+
     /// The init (`exec` empty) or the exec of that id.
     pub fn get(&self, exec: &str) -> Result<&Proc> {
         if exec.is_empty() {
@@ -237,22 +247,18 @@ impl Container {
         inner.runc.delete(&self.log(), &self.id, here)?;
         let mut procs = self.lock();
         if created {
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while procs.init.exit.is_none() {
-                if let Some(exit) = inner.reaper.take(pid) {
-                    procs.init.set_exited(exit);
-                    break;
-                }
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    break;
-                }
-                procs = self
-                    .changed
-                    .wait_timeout(procs, left.min(Duration::from_millis(50)))
-                    .unwrap_or_else(|p| p.into_inner())
-                    .0;
-            }
+            // Its exit is not routed to it: taken from the reaper, looked for every 50 ms.
+            let every = Duration::from_millis(50);
+            procs = self
+                .wait_until(procs, EXIT_LIMIT, every, |p| {
+                    if p.init.exit.is_none() {
+                        if let Some(exit) = inner.reaper.take(pid) {
+                            p.init.set_exited(exit);
+                        }
+                    }
+                    p.init.exit.is_some()
+                })
+                .0;
         }
         if procs.deleted {
             return Err(Error::ContainerNotFound(self.id.clone()));
@@ -285,9 +291,9 @@ impl Container {
 
     /// Ends the container whatever its state, as a sandbox that goes takes its containers
     /// with it (kata's runtime-rs ShutdownSandbox does the same): thawed if paused, every
-    /// process SIGKILLed and its init's exit awaited for up to `limit`, then deleted as
-    /// Delete deletes it (a created one's init is killed by that).
-    pub fn end(&self, inner: &Inner, limit: Duration) -> Result<()> {
+    /// process SIGKILLed and its init's exit awaited, then deleted as Delete deletes it (a
+    /// created one's init is killed by that).
+    pub fn end(&self, inner: &Inner) -> Result<()> {
         let status = self.lock().init.status;
         if status == Status::Paused {
             self.set_paused(inner, false)?;
@@ -297,25 +303,45 @@ impl Container {
                 Ok(()) | Err(Error::ProcessFinished) => {}
                 Err(e) => return Err(e),
             }
-            let deadline = Instant::now() + limit;
-            let mut procs = self.lock();
-            while procs.init.is_live() {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return Err(Error::WrongState(format!(
-                        "container {}: still running {} ms after SIGKILL",
-                        self.id,
-                        limit.as_millis()
-                    )));
-                }
-                procs = self
-                    .changed
-                    .wait_timeout(procs, left)
-                    .unwrap_or_else(|p| p.into_inner())
-                    .0;
+            let (procs, exited) =
+                self.wait_until(self.lock(), EXIT_LIMIT, EXIT_LIMIT, |p| !p.init.is_live());
+            // Delete takes the lock again.
+            drop(procs);
+            if !exited {
+                return Err(Error::WrongState(format!(
+                    "container {}: still running {} ms after SIGKILL",
+                    self.id,
+                    EXIT_LIMIT.as_millis()
+                )));
             }
         }
         self.delete(inner).map(drop)
+    }
+
+    /// Waits until `done` says so or `limit` has passed, looking again whenever the
+    /// processes change and at least every `every`; the lock, and whether `done` said so.
+    fn wait_until<'a>(
+        &'a self,
+        mut procs: MutexGuard<'a, Processes>,
+        limit: Duration,
+        every: Duration,
+        mut done: impl FnMut(&mut Processes) -> bool,
+    ) -> (MutexGuard<'a, Processes>, bool) {
+        let deadline = Instant::now() + limit;
+        loop {
+            if done(&mut procs) {
+                return (procs, true);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return (procs, false);
+            }
+            procs = self
+                .changed
+                .wait_timeout(procs, left.min(every))
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
     }
 
     pub fn set_paused(&self, inner: &Inner, pause: bool) -> Result<()> {

@@ -91,7 +91,7 @@ pub fn early_exit(
 /// not reaped yet), the init's is held, and recorded after the last exec's.
 fn record_exit(inner: &Inner, c: &Container, procs: &mut Processes, exec: &str, exit: Exit) {
     let id = c.id.clone();
-    if exec.is_empty() && procs.execs.values().any(|p| p.is_live()) {
+    if exec.is_empty() && procs.exec_running() {
         procs.held_init_exit = Some(exit);
         return;
     }
@@ -125,7 +125,7 @@ fn record_exit(inner: &Inner, c: &Container, procs: &mut Processes, exec: &str, 
             ..Default::default()
         }),
     );
-    if !exec.is_empty() && !procs.execs.values().any(|p| p.is_live()) {
+    if !exec.is_empty() && !procs.exec_running() {
         if let Some(held) = procs.held_init_exit.take() {
             record_exit(inner, c, procs, "", held);
         }

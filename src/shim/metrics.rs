@@ -89,7 +89,7 @@ pub fn to_v1(u: &Usage) -> v1::Metrics {
     v1::Metrics {
         pids: MessageField::some(v1::PidsStat {
             current: pids.current,
-            limit: pids.limit,
+            limit: pids.limit(),
             ..Default::default()
         }),
         cpu: MessageField::some(v1::CPUStat {

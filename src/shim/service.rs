@@ -55,11 +55,6 @@ pub struct Service(pub Arc<Inner>);
 /// once answered.
 const ANSWER_GRACE: Duration = Duration::from_secs(1);
 
-/// How long a container that goes with its sandbox may take to exit once SIGKILLed (a
-/// process in uninterruptible sleep): as long as Delete waits for a created container's
-/// init.
-const END_LIMIT: Duration = Duration::from_secs(5);
-
 impl Inner {
     pub fn new(
         runc: Runc,
@@ -177,7 +172,7 @@ impl Inner {
     /// with it. A container that cannot be ended is said and stays in the table.
     pub fn end_containers(&self) {
         for c in self.containers() {
-            if let Err(e) = c.end(self, END_LIMIT) {
+            if let Err(e) = c.end(self) {
                 super::say::warn(format_args!("ending container {}: {e}", c.id));
             }
         }

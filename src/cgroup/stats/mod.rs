@@ -309,7 +309,7 @@ fn usage_data(u: &Usage, cache: &str) -> Value {
     let pids = u.pids.map(|p| {
         let mut m = Map::new();
         put(&mut m, "current", p.current);
-        put(&mut m, "limit", p.limit);
+        put(&mut m, "limit", p.limit());
         Value::Object(m)
     });
     json!({

@@ -86,11 +86,20 @@ pub struct MemoryEntry {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Pids {
     pub current: u64,
-    /// No limit: 0, as runc and containerd's v1 metrics give it.
-    pub limit: u64,
     /// As the kernel gives it, no limit (`max`) being u64::MAX, as containerd's v2
     /// metrics give it.
     pub max: u64,
+}
+
+impl Pids {
+    /// The limit with no limit as 0, as runc and containerd's v1 metrics give it.
+    pub fn limit(&self) -> u64 {
+        if self.max == u64::MAX {
+            0
+        } else {
+            self.max
+        }
+    }
 }
 
 impl Usage {
@@ -182,12 +191,8 @@ impl Kept {
 
         let pids = d.pids.as_deref();
         let current = r.uint(pids, "pids.current");
-        let limit = r.uint(pids, "pids.max");
-        r.kept.usage.pids = pids.map(|_| Pids {
-            current,
-            limit: no_limit_zero(limit),
-            max: limit,
-        });
+        let max = r.uint(pids, "pids.max");
+        r.kept.usage.pids = pids.map(|_| Pids { current, max });
         &self.usage
     }
 
@@ -241,12 +246,8 @@ impl Kept {
         }
 
         let current = r.uint(dir, "pids.current");
-        let limit = r.uint(dir, "pids.max");
-        r.kept.usage.pids = Some(Pids {
-            current,
-            limit: no_limit_zero(limit),
-            max: limit,
-        });
+        let max = r.uint(dir, "pids.max");
+        r.kept.usage.pids = Some(Pids { current, max });
         &self.usage
     }
 }
@@ -405,15 +406,6 @@ fn throttling(stat: &[u8], unit: u64) -> Throttling {
         } else {
             get(stat, "throttled_usec") * unit
         },
-    }
-}
-
-/// `pids.max`: `max` (no limit) is 0, as runc reports it.
-fn no_limit_zero(limit: u64) -> u64 {
-    if limit == u64::MAX {
-        0
-    } else {
-        limit
     }
 }
 
