@@ -1171,6 +1171,65 @@ fn a_shim_that_comes_up_in_a_bundle_containerd_removed_ends_itself() {
     assert!(!socket.exists(), "the shim's socket is left");
 }
 
+/// A shim killed after `sandbox-init` forked the sandbox's PID 1 but before it recorded
+/// it would leave a PID 1 that no `delete` can find. So the PID 1 waits on its stdin for
+/// the shim's word that it is recorded, and ends when that pipe closes unanswered. Given
+/// the word, it lives on as the pod's pause.
+#[test]
+#[ignore = "needs root: new namespaces"]
+fn a_sandbox_pid_1_its_shim_never_recorded_ends_itself() {
+    use std::io::{Read, Write};
+    use std::process::Stdio;
+    common::require_root();
+    let comm = |pid: i32| std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    let started = || {
+        let mut c = Command::new(shim::SHIM)
+            .args(["sandbox-init", "--pid", "--ipc", "--uts"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let word = c.stdin.take().unwrap();
+        let mut out = String::new();
+        c.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        assert!(c.wait().unwrap().success(), "sandbox-init failed");
+        let pid: i32 = out.trim().parse().unwrap();
+        (pid, word)
+    };
+
+    let (pid, word) = started();
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        Path::new(&format!("/proc/{pid}")).exists() && comm(pid).trim() != "pause",
+        "the PID 1 did not wait for the shim's word"
+    );
+    drop(word);
+    wait_gone(pid, "a PID 1 whose shim never recorded it");
+
+    let (pid, mut word) = started();
+    word.write_all(b"\n").unwrap();
+    drop(word);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while comm(pid).trim() != "pause" {
+        assert!(
+            Instant::now() < deadline,
+            "the recorded PID 1 did not become the pause"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let alive = comm(pid).trim() == "pause";
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    wait_gone(pid, "the pause");
+    assert!(
+        alive,
+        "the recorded PID 1 did not live on once its pipe closed"
+    );
+}
+
 /// containerd gave up on a shim while it came up and is gone (stopped before it removed
 /// the bundle): nobody reads the bundle's `log` fifo, whose open would block for ever. The
 /// daemon runs without its log and, dropped before any sandbox, ends itself after its

@@ -182,7 +182,8 @@ pub struct SandboxNamespaces {
 /// sets the hostname and the sysctls, then forks the pause, PID 1 of a new pid namespace,
 /// and returns its pid; the pause never returns from here. The caller must be a fresh,
 /// single-threaded process (the shim runs its own binary for this), and exits once it has
-/// said the pid: the pause then belongs to the shim, its subreaper.
+/// said the pid: the pause then belongs to the shim, its subreaper. The pause waits for a
+/// byte on its stdin, the shim's word that it has recorded the pid, and ends at EOF there.
 pub fn start_sandbox(ns: &SandboxNamespaces) -> super::Result<i32> {
     use super::Error;
     use nix::sched::CloneFlags;
@@ -220,12 +221,16 @@ pub fn start_sandbox(ns: &SandboxNamespaces) -> super::Result<i32> {
     {
         Some(child) => Ok(child.pid),
         None => {
-            // The pause keeps none of its starter's files: the pipe the shim reads
-            // the pid from must close when the starter exits.
-            if let Err(e) = quiet_stdio() {
-                eprintln!("podinit pause: {e}");
+            // The pause keeps none of its starter's files: the pipe the shim reads the pid
+            // from must close when the starter exits. It lives on only once the shim has
+            // recorded it: a shim killed before then never knew of it, and it would be a
+            // pod's PID 1 that nothing ends.
+            match quiet_stdio().and_then(|()| recorded()) {
+                Ok(true) => {}
                 // SAFETY: ending the forked child without running its parent's exit code.
-                unsafe { libc::_exit(1) }
+                Ok(false) => unsafe { libc::_exit(0) },
+                // SAFETY: as above.
+                Err(_) => unsafe { libc::_exit(1) },
             }
             rename();
             run()
@@ -233,17 +238,49 @@ pub fn start_sandbox(ns: &SandboxNamespaces) -> super::Result<i32> {
     }
 }
 
-/// /dev/null on stdio, every other fd closed.
-fn quiet_stdio() -> super::Result<()> {
+/// Waits for the shim's word on stdin that it has recorded this PID 1 (a byte), then puts
+/// /dev/null there; `false` when the pipe ends first (its writer, the shim, is gone).
+fn recorded() -> super::Result<bool> {
     use super::Error;
+    let mut byte = [0u8; 1];
+    loop {
+        // SAFETY: a read of one byte into our own buffer.
+        match unsafe { libc::read(0, byte.as_mut_ptr().cast(), 1) } {
+            1 => break,
+            0 => return Ok(false),
+            _ => {
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(Error::io("reading the shim's word on stdin", e));
+                }
+            }
+        }
+    }
+    let null = open_null()?;
+    // SAFETY: dup2 of an fd of ours over our stdin, then that fd closed.
+    if unsafe { libc::dup2(null, 0) } < 0 {
+        return Err(Error::io("dup2", std::io::Error::last_os_error()));
+    }
+    // SAFETY: as above.
+    unsafe { libc::close(null) };
+    Ok(true)
+}
+
+fn open_null() -> super::Result<std::os::fd::RawFd> {
     let null = nix::fcntl::open(
         "/dev/null",
         nix::fcntl::OFlag::O_RDWR,
         nix::sys::stat::Mode::empty(),
     )
-    .map_err(|e| Error::file("opening", "/dev/null", e.into()))?;
-    let null = std::os::fd::IntoRawFd::into_raw_fd(null);
-    for fd in 0..3 {
+    .map_err(|e| super::Error::file("opening", "/dev/null", e.into()))?;
+    Ok(std::os::fd::IntoRawFd::into_raw_fd(null))
+}
+
+/// /dev/null on stdout and stderr, every fd above them closed; stdin stays the shim's.
+fn quiet_stdio() -> super::Result<()> {
+    use super::Error;
+    let null = open_null()?;
+    for fd in 1..3 {
         // SAFETY: dup2 of an fd of ours over our stdio.
         if unsafe { libc::dup2(null, fd) } < 0 {
             return Err(Error::io("dup2", std::io::Error::last_os_error()));

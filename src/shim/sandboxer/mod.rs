@@ -263,8 +263,8 @@ impl Sandboxer {
                 err,
             }
         })?;
-        let pid = match start::pid1(&self.inner, &ns) {
-            Ok(pid) => pid,
+        let pid1 = match start::pid1(&self.inner, &ns) {
+            Ok(p) => p,
             Err(e) => {
                 if let Some(u) = &unit {
                     let _ = podinit::cgroup::systemd::stop(&u.name);
@@ -276,6 +276,8 @@ impl Sandboxer {
         };
         // The record first: placing the PID 1 takes a write per cgroup hierarchy, and a
         // shim killed meanwhile leaves its `delete` only the record to find the PID 1 by.
+        // The PID 1 waits for the word that all is done, and ends if the shim dies first.
+        let pid = pid1.pid;
         let mut r = record::Record::new(id, pid, &path);
         r.systemd_unit = unit.as_ref().map(|u| u.name.clone());
         let placed = r
@@ -288,6 +290,10 @@ impl Sandboxer {
                 unit.as_ref().map_or(Ok(()), |u| {
                     podinit::cgroup::systemd::start(u, pid, None, None).map_err(|e| e.to_string())
                 })
+            })
+            .and_then(|()| {
+                pid1.recorded()
+                    .map_err(|e| format!("telling its PID 1 {pid} to go on: {e}"))
             });
         if let Err(e) = placed {
             // Its cgroup goes only once the PID 1 has left it: killed, then reaped.

@@ -2,11 +2,13 @@
 //! into new namespaces must not: the shim runs its own binary as `sandbox-init` (one
 //! thread), which joins and makes the namespaces, forks the pause as PID 1 of the pod's
 //! pid namespace, says its pid on stdout and exits. The pause then comes to the shim, its
-//! subreaper, like a container's process after `runc create`.
+//! subreaper, like a container's process after `runc create`. The pause waits on its
+//! stdin for the shim's word that it has recorded it ([`Pid1::recorded`]): a shim killed
+//! before then closes that pipe, and the pause ends instead of living on unknown.
 
 use std::ffi::OsString;
-use std::io::Read;
-use std::process::{Command, Stdio};
+use std::io::{Read, Write};
+use std::process::{ChildStdin, Command, Stdio};
 use std::time::Duration;
 
 use podinit::sys::pause::SandboxNamespaces;
@@ -96,11 +98,25 @@ pub fn init_main(args: impl IntoIterator<Item = OsString>) -> ! {
     }
 }
 
-/// Runs `sandbox-init` for `ns`; the pause's pid.
-pub fn pid1(inner: &Inner, ns: &SandboxNamespaces) -> Result<i32, Error> {
+/// A sandbox's PID 1 that waits for the shim's word before it serves.
+pub struct Pid1 {
+    pub pid: i32,
+    word: ChildStdin,
+}
+
+impl Pid1 {
+    /// Tells the PID 1 that the shim has recorded it, so that it lives on; dropping a
+    /// `Pid1` without this ends it.
+    pub fn recorded(mut self) -> std::io::Result<()> {
+        self.word.write_all(b"\n")
+    }
+}
+
+/// Runs `sandbox-init` for `ns`: the pause, waiting for [`Pid1::recorded`].
+pub fn pid1(inner: &Inner, ns: &SandboxNamespaces) -> Result<Pid1, Error> {
     let mut child = Command::new(&inner.exe)
         .args(args(ns))
-        .stdin(Stdio::null())
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -110,6 +126,7 @@ pub fn pid1(inner: &Inner, ns: &SandboxNamespaces) -> Result<i32, Error> {
                 e,
             )
         })?;
+    let word = child.stdin.take();
     let (mut out, mut err) = (String::new(), String::new());
     if let Some(mut o) = child.stdout.take() {
         let _ = o.read_to_string(&mut out);
@@ -129,9 +146,12 @@ pub fn pid1(inner: &Inner, ns: &SandboxNamespaces) -> Result<i32, Error> {
                 .to_string(),
         }));
     }
-    out.trim()
+    let pid = out
+        .trim()
         .parse()
-        .map_err(|_| Error::Other(format!("sandbox-init answered {out:?}, not a pid")))
+        .map_err(|_| Error::Other(format!("sandbox-init answered {out:?}, not a pid")))?;
+    let word = word.ok_or_else(|| Error::Other("sandbox-init: no stdin to answer on".into()))?;
+    Ok(Pid1 { pid, word })
 }
 
 #[cfg(test)]
