@@ -430,3 +430,110 @@ fn systemd_vm_the_shim_honours_systemd_cgroup_with_a_scope_per_task() {
         .unwrap();
     server.shutdown();
 }
+
+/// The grace, in seconds, after which a dropped shim ends itself in these tests (the
+/// shim's own is two minutes, docs/cri.md §3).
+const GRACE_ENV: (&str, &str) = ("PODINIT_SHIM_ABANDON_SECS", "2");
+
+/// Waits for process `pid` to be gone (or a zombie nobody reaped yet).
+fn wait_gone(pid: i32, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+        if stat.is_empty() || state.starts_with('Z') {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{what} ({pid}) did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The sandbox task's bundle, a shim started in it with the tests' short grace and
+/// connected: its client, its pid and its socket.
+fn dropped_shim(lab: &mut Lab) -> (PathBuf, TaskClient, i32, PathBuf) {
+    let sb = bundle(
+        lab,
+        "sb",
+        &["/pause"],
+        json!([{"type": "pid"}, {"type": "ipc"}, {"type": "uts"}, {"type": "mount"}, {"type": "network"}]),
+        "sandbox",
+    );
+    let (client, pid, address) = shim::connect_shim(lab, &sb, "sb", &[GRACE_ENV]);
+    let socket = PathBuf::from(address.trim_start_matches("unix://"));
+    (sb, TaskClient::new(client), pid, socket)
+}
+
+/// containerd's podsandbox controller started the pod's shim, then a restart cut its
+/// RunPodSandbox short before it created the sandbox task, and nobody connects again: the
+/// shim, alone and with no task, ends itself after its grace, its socket and address too.
+#[test]
+#[ignore = "needs root: a shim's socket and state"]
+fn a_task_mode_shim_dropped_before_its_first_task_ends_itself() {
+    common::require_root();
+    let mut lab = Lab::new(
+        &format!("podinit-shim-drop-{}", std::process::id()),
+        &["sb"],
+    );
+    let server = shim::serve_events(&lab.dir, Recorded::default());
+    let (sb, client, shim_pid, socket) = dropped_shim(&mut lab);
+    drop(client);
+    wait_gone(shim_pid, "the task-mode shim containerd dropped");
+    lab.shim = None;
+    assert!(!socket.exists(), "the shim's socket is left");
+    assert!(!sb.join("address").exists(), "the shim's address is left");
+    assert!(
+        sb.join("config.json").exists(),
+        "containerd's own file was removed"
+    );
+    server.shutdown();
+}
+
+/// The same restart after the sandbox task started: containerd removed the bundle (after
+/// unmounting its rootfs, as its `Bundle.Delete` does) and can never find the shim again.
+/// The shim ends the task (its processes, cgroup and state) and itself. A shim whose task
+/// runs and whose bundle is there waits for containerd however long it is away.
+#[test]
+#[ignore = "needs root: namespaces, cgroups and a shim"]
+fn a_task_mode_shim_whose_bundle_containerd_removed_ends_its_tasks_and_itself() {
+    common::require_root();
+    let mut lab = Lab::new(
+        &format!("podinit-shim-gone-{}", std::process::id()),
+        &["sb"],
+    );
+    let server = shim::serve_events(&lab.dir, Recorded::default());
+    let (sb, client, shim_pid, socket) = dropped_shim(&mut lab);
+    let sb_pid = create(&client, "sb", &sb, "") as i32;
+    start(&client, "sb", "");
+    lab.pause = Some(sb_pid);
+    drop(client);
+    // Past the grace, with its task running and its bundle there: kept.
+    std::thread::sleep(Duration::from_secs(4));
+    assert!(
+        Path::new(&format!("/proc/{shim_pid}")).exists()
+            && Path::new(&format!("/proc/{sb_pid}")).exists(),
+        "a running pod's shim ended while containerd was away"
+    );
+    // containerd's atomicDelete: rename to a hidden name, then remove the tree.
+    let hidden = lab.dir.join(".sb");
+    std::fs::rename(&sb, &hidden).unwrap();
+    std::fs::remove_dir_all(&hidden).unwrap();
+    wait_gone(shim_pid, "the shim whose bundle containerd removed");
+    wait_gone(sb_pid, "its sandbox task");
+    lab.shim = None;
+    lab.pause = None;
+    assert!(!socket.exists(), "the shim's socket is left");
+    for h in cgroup_hierarchies() {
+        let cg = h.join(&lab.parent).join("sb");
+        assert!(!cg.exists(), "the task's cgroup is left: {}", cg.display());
+    }
+    let state = Path::new("/run/containerd/podinit")
+        .join(&lab.ns)
+        .join("sb");
+    assert!(
+        !state.exists(),
+        "the task's state is left: {}",
+        state.display()
+    );
+    server.shutdown();
+}

@@ -1,7 +1,8 @@
-//! A Sandbox API shim that containerd has dropped ends itself (docs/cri.md §3). containerd
-//! cleans up after a sandbox it gave up on by calling ShutdownSandbox, else by running the
-//! shim's `delete` in the bundle; a restart can cut both short (a cancelled call, a bundle
-//! already renamed for removal), and then nobody ever calls the shim again. So once no
+//! A shim that containerd has dropped ends itself (docs/cri.md §3). containerd cleans up
+//! after a sandbox it gave up on by calling ShutdownSandbox (Sandbox API) or Delete and
+//! Shutdown (task mode), else by running the shim's `delete` in the bundle; a restart can
+//! cut these short (a cancelled call, a bundle already renamed for removal), and then
+//! nobody ever calls the shim again. So once no
 //! connection has been open for a grace period, a shim with nothing of the pod running
 //! ends itself, cleaning up what it made. A running pod keeps its shim: a containerd
 //! restart reconnects within seconds and must find its pods.

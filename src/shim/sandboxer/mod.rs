@@ -549,6 +549,12 @@ impl Sandboxer {
             return false;
         }
         let ids: Vec<String> = self.table().keys().cloned().collect();
+        let containers: Vec<String> = self
+            .inner
+            .containers()
+            .iter()
+            .map(|c| c.id.clone())
+            .collect();
         self.inner.end_containers();
         super::say::warn(format_args!(
             "no connection from containerd for {} s and {}: ending the shim of {}",
@@ -558,10 +564,10 @@ impl Sandboxer {
             } else {
                 "nothing of its pod runs"
             },
-            if ids.is_empty() {
-                "no sandbox".to_string()
-            } else {
-                ids.join(", ")
+            match (ids.is_empty(), containers.is_empty()) {
+                (false, _) => format!("sandbox {}", ids.join(", ")),
+                (true, false) => format!("container {}", containers.join(", ")),
+                (true, true) => "no sandbox or container".to_string(),
             }
         ));
         for id in &ids {
@@ -594,20 +600,17 @@ pub struct Status {
     pub info: serde_json::Value,
 }
 
-/// The sandbox service's ttrpc methods, to be served beside the Task service's.
-/// A shim of the Sandbox API (its bundle, the working directory, has no config.json, as
-/// `boot.rs` tells) ends itself once containerd has dropped it (`orphan.rs`); so does a
-/// shim whose bundle containerd removed before it came up, whatever its kind: nobody can
-/// find it again.
+/// The sandbox service's ttrpc methods, to be served beside the Task service's. Every shim
+/// ends itself once containerd has dropped it (`orphan.rs`): a Sandbox API shim, and a
+/// task-mode one alike (containerd's podsandbox controller, cut short by a restart, leaves
+/// its shim as the sandbox controller does; its table then holds tasks, or none).
 pub fn service(
     inner: Arc<Inner>,
 ) -> HashMap<String, Box<dyn containerd_shim::protos::ttrpc::MethodHandler + Send + Sync>> {
     let sandboxer = Sandboxer::new(inner);
     let bundle = orphan::bundle_dir();
-    if !bundle.join("config.json").exists() {
-        let s = Arc::clone(&sandboxer);
-        let peers = Arc::clone(&s.inner.peers);
-        orphan::watch(peers, orphan::grace(), move || s.end_if_abandoned(&bundle));
-    }
+    let s = Arc::clone(&sandboxer);
+    let peers = Arc::clone(&s.inner.peers);
+    orphan::watch(peers, orphan::grace(), move || s.end_if_abandoned(&bundle));
     api::methods(sandboxer)
 }
