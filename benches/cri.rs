@@ -371,12 +371,11 @@ fn main() {
         }
         return;
     }
-    let mut figs: BTreeMap<&str, Figures> = cri::HANDLERS
-        .iter()
-        .map(|h| (*h, Figures::default()))
-        .collect();
+    let handlers = handlers(&lab.daemon);
+    let mut figs: BTreeMap<&str, Figures> =
+        handlers.iter().map(|h| (*h, Figures::default())).collect();
     // A first pod per handler, untimed: images' snapshots, binaries and caches warm.
-    for h in cri::HANDLERS {
+    for h in handlers.iter().copied() {
         match start_pod(&lab, h) {
             Ok(p) => remove(&lab, &p),
             Err(e) => {
@@ -385,7 +384,7 @@ fn main() {
             }
         }
     }
-    let live: Vec<&str> = cri::HANDLERS
+    let live: Vec<&str> = handlers
         .iter()
         .copied()
         .filter(|h| figs[h].error.is_none())
@@ -445,11 +444,20 @@ fn main() {
     report(&a, &lab.daemon, &figs);
 }
 
-/// Today's goals against the runc handler, for task mode (the shim's Task service makes
-/// the sandbox, as on containerd 1.6).
-const SANDBOX_GOAL: &str = "≤ 0.4 × runc";
+/// The handlers the bench runs: runc's and podinit's task mode, and on containerd 2
+/// podinit's Sandbox mode too.
+fn handlers(daemon: &cri::Containerd) -> Vec<&'static str> {
+    let mut h = cri::HANDLERS.to_vec();
+    if matches!(daemon, cri::Containerd::V2(_)) {
+        h.push(cri::SANDBOX_HANDLER);
+    }
+    h
+}
+
+/// The goals against the runc handler (issue's table): task mode's, then Sandbox mode's.
+const SANDBOX_GOAL: &str = "task ≤ 0.4 ×, Sandbox ≤ 0.35 × runc";
 const WHOLE_GOAL: &str = "≤ 0.35 × runc";
-const MEMORY_GOAL: &str = "≤ 2 MiB and ≤ 0.15 × runc";
+const MEMORY_GOAL: &str = "Sandbox ≤ 2 MiB and ≤ 0.15 × runc";
 
 fn report(a: &Args, daemon: &cri::Containerd, figs: &BTreeMap<&str, Figures>) {
     let n = a.pods;
@@ -512,7 +520,9 @@ fn report(a: &Args, daemon: &cri::Containerd, figs: &BTreeMap<&str, Figures>) {
         ),
     ];
     let cell = |h: &str, k: &str| -> (String, Option<f64>) {
-        let f = &figs[h];
+        let Some(f) = figs.get(h) else {
+            return ("—".into(), None);
+        };
         if f.error.is_some() {
             return ("not run".into(), None);
         }
@@ -524,35 +534,59 @@ fn report(a: &Args, daemon: &cri::Containerd, figs: &BTreeMap<&str, Figures>) {
             _ => ("—".into(), None),
         }
     };
-    let mut md = String::from(
-        "| what | podinit median (p90) | runc handler median (p90) | podinit/runc | goal |\n\
-         | --- | --- | --- | --- | --- |\n",
-    );
+    let sandbox_mode = figs.contains_key(cri::SANDBOX_HANDLER);
+    let mut md = if sandbox_mode {
+        String::from(
+            "| what | podinit task mode, median (p90) | podinit Sandbox mode, median (p90) | runc handler, median (p90) | task / runc | Sandbox / runc | goal |\n\
+             | --- | --- | --- | --- | --- | --- | --- |\n",
+        )
+    } else {
+        String::from(
+            "| what | podinit median (p90) | runc handler median (p90) | podinit/runc | goal |\n\
+             | --- | --- | --- | --- | --- |\n",
+        )
+    };
     let mut json = serde_json::Map::new();
     for (k, what, unit, goal) in &rows {
-        let (p, pm) = cell("podinit", k);
         let (r, rm) = cell("runc", k);
-        let ratio = match (pm, rm) {
+        let ratio = |pm: Option<f64>| match (pm, rm) {
             (Some(p), Some(r)) if r > 0.0 => format!("{:.2}", p / r),
             _ => "—".into(),
         };
-        // "not run" takes no unit.
+        // "not run" and "—" take no unit.
         let with_unit = |v: String| {
-            if v == "not run" {
+            if v == "not run" || v == "—" {
                 v
             } else {
                 format!("{v} {unit}")
             }
         };
-        let (p, r) = (with_unit(p), with_unit(r));
-        md.push_str(&format!("| {what} | {p} | {r} | {ratio} | {goal} |\n"));
+        let (p, pm) = cell("podinit", k);
+        if sandbox_mode {
+            let (s, sm) = cell(cri::SANDBOX_HANDLER, k);
+            md.push_str(&format!(
+                "| {what} | {} | {} | {} | {} | {} | {goal} |\n",
+                with_unit(p),
+                with_unit(s),
+                with_unit(r),
+                ratio(pm),
+                ratio(sm)
+            ));
+        } else {
+            md.push_str(&format!(
+                "| {what} | {} | {} | {} | {goal} |\n",
+                with_unit(p),
+                with_unit(r),
+                ratio(pm)
+            ));
+        }
         let mut o = serde_json::Map::new();
-        for h in cri::HANDLERS {
+        for (h, f) in figs {
             o.insert(
                 h.to_string(),
                 serde_json::json!({
-                    "samples": figs[h].samples.get(k).cloned().unwrap_or_default(),
-                    "error": figs[h].error,
+                    "samples": f.samples.get(k).cloned().unwrap_or_default(),
+                    "error": f.error,
                 }),
             );
         }
@@ -560,8 +594,8 @@ fn report(a: &Args, daemon: &cri::Containerd, figs: &BTreeMap<&str, Figures>) {
         o.insert("unit".into(), serde_json::json!(unit));
         json.insert(k.to_string(), serde_json::Value::Object(o));
     }
-    for h in cri::HANDLERS {
-        if let Some(e) = &figs[h].error {
+    for (h, f) in figs {
+        if let Some(e) = &f.error {
             let e = e.split_whitespace().collect::<Vec<_>>().join(" ");
             md.push_str(&format!("\nThe {h} handler did not run: {e}\n"));
         }
@@ -577,7 +611,7 @@ fn report(a: &Args, daemon: &cri::Containerd, figs: &BTreeMap<&str, Figures>) {
     }
     if let Some(p) = &a.update {
         let head = format!(
-            "both handlers in one private containerd, raw CRI calls. Median (p90). Load \
+            "the handlers in one private containerd, raw CRI calls. Median (p90). Load \
              average (1, 5, 15 min) at the end: {}.",
             density::loadavg()
         );
