@@ -50,6 +50,18 @@ fn bundle(
     lab.bundle(id, &spec)
 }
 
+/// The sandbox task "sb" as the CRI makes it: podinit's pause in new pid, ipc, uts, mount
+/// and network namespaces.
+fn sandbox_bundle(lab: &mut Lab) -> PathBuf {
+    bundle(
+        lab,
+        "sb",
+        &["/pause"],
+        json!([{"type": "pid"}, {"type": "ipc"}, {"type": "uts"}, {"type": "mount"}, {"type": "network"}]),
+        "sandbox",
+    )
+}
+
 /// The pod's shim, started for the sandbox bundle `sb` and connected as containerd does:
 /// its Task client, its pid (the lab's shim from then on) and its address.
 fn sandbox_shim(lab: &mut Lab, sb: &Path) -> (TaskClient, i32, String) {
@@ -67,13 +79,7 @@ fn a_cri_shaped_pod_through_the_shims_task_api() {
     let server = shim::serve_events(&lab.dir, events.clone());
 
     // The sandbox: new pid, ipc, uts, mount and network namespaces; podinit's pause.
-    let sb = bundle(
-        &mut lab,
-        "sb",
-        &["/pause"],
-        json!([{"type": "pid"}, {"type": "ipc"}, {"type": "uts"}, {"type": "mount"}, {"type": "network"}]),
-        "sandbox",
-    );
+    let sb = sandbox_bundle(&mut lab);
     let written = std::fs::read(sb.join("config.json")).unwrap();
     let (client, shim_pid, address) = sandbox_shim(&mut lab, &sb);
     let sb_pid = create(&client, "sb", &sb, "");
@@ -295,13 +301,7 @@ fn an_idle_pod_s_shim_and_sandbox_do_not_wake() {
     let tag = format!("podinit-shim-idle-{}", std::process::id());
     let mut lab = Lab::new(&tag, &["sb", "c1"]);
     let server = shim::serve_events(&lab.dir, Recorded::default());
-    let sb = bundle(
-        &mut lab,
-        "sb",
-        &["/pause"],
-        json!([{"type": "pid"}, {"type": "ipc"}, {"type": "uts"}, {"type": "mount"}, {"type": "network"}]),
-        "sandbox",
-    );
+    let sb = sandbox_bundle(&mut lab);
     let (client, shim_pid, _) = sandbox_shim(&mut lab, &sb);
     let sb_pid = create(&client, "sb", &sb, "");
     start(&client, "sb", "");
@@ -449,19 +449,31 @@ fn wait_gone(pid: i32, what: &str) {
     }
 }
 
-/// The sandbox task's bundle, a shim started in it with the tests' short grace and
-/// connected: its client, its pid and its socket.
-fn dropped_shim(lab: &mut Lab) -> (PathBuf, TaskClient, i32, PathBuf) {
-    let sb = bundle(
-        lab,
-        "sb",
-        &["/pause"],
-        json!([{"type": "pid"}, {"type": "ipc"}, {"type": "uts"}, {"type": "mount"}, {"type": "network"}]),
-        "sandbox",
-    );
-    let (client, pid, address) = shim::connect_shim(lab, &sb, "sb", &[GRACE_ENV]);
+/// A lab named `tag` with the events service, the sandbox task's bundle, and a shim
+/// started in it with the tests' short grace and connected.
+struct Dropped {
+    lab: Lab,
+    events: ttrpc::Server,
+    bundle: PathBuf,
+    client: TaskClient,
+    pid: i32,
+    socket: PathBuf,
+}
+
+fn dropped_shim(tag: &str) -> Dropped {
+    let mut lab = Lab::new(&format!("{tag}-{}", std::process::id()), &["sb"]);
+    let events = shim::serve_events(&lab.dir, Recorded::default());
+    let bundle = sandbox_bundle(&mut lab);
+    let (client, pid, address) = shim::connect_shim(&mut lab, &bundle, "sb", &[GRACE_ENV]);
     let socket = PathBuf::from(address.trim_start_matches("unix://"));
-    (sb, TaskClient::new(client), pid, socket)
+    Dropped {
+        lab,
+        events,
+        bundle,
+        client: TaskClient::new(client),
+        pid,
+        socket,
+    }
 }
 
 /// containerd's podsandbox controller started the pod's shim, then a restart cut its
@@ -471,12 +483,8 @@ fn dropped_shim(lab: &mut Lab) -> (PathBuf, TaskClient, i32, PathBuf) {
 #[ignore = "needs root: a shim's socket and state"]
 fn a_task_mode_shim_dropped_before_its_first_task_ends_itself() {
     common::require_root();
-    let mut lab = Lab::new(
-        &format!("podinit-shim-drop-{}", std::process::id()),
-        &["sb"],
-    );
-    let server = shim::serve_events(&lab.dir, Recorded::default());
-    let (sb, client, shim_pid, socket) = dropped_shim(&mut lab);
+    let d = dropped_shim("podinit-shim-drop");
+    let (mut lab, sb, client, shim_pid, socket) = (d.lab, d.bundle, d.client, d.pid, d.socket);
     drop(client);
     wait_gone(shim_pid, "the task-mode shim containerd dropped");
     lab.shim = None;
@@ -486,7 +494,7 @@ fn a_task_mode_shim_dropped_before_its_first_task_ends_itself() {
         sb.join("config.json").exists(),
         "containerd's own file was removed"
     );
-    server.shutdown();
+    d.events.shutdown();
 }
 
 /// The same restart after the sandbox task started: containerd removed the bundle (after
@@ -497,12 +505,8 @@ fn a_task_mode_shim_dropped_before_its_first_task_ends_itself() {
 #[ignore = "needs root: namespaces, cgroups and a shim"]
 fn a_task_mode_shim_whose_bundle_containerd_removed_ends_its_tasks_and_itself() {
     common::require_root();
-    let mut lab = Lab::new(
-        &format!("podinit-shim-gone-{}", std::process::id()),
-        &["sb"],
-    );
-    let server = shim::serve_events(&lab.dir, Recorded::default());
-    let (sb, client, shim_pid, socket) = dropped_shim(&mut lab);
+    let d = dropped_shim("podinit-shim-gone");
+    let (mut lab, sb, client, shim_pid, socket) = (d.lab, d.bundle, d.client, d.pid, d.socket);
     let sb_pid = create(&client, "sb", &sb, "") as i32;
     start(&client, "sb", "");
     lab.pause = Some(sb_pid);
@@ -535,5 +539,5 @@ fn a_task_mode_shim_whose_bundle_containerd_removed_ends_its_tasks_and_itself() 
         "the task's state is left: {}",
         state.display()
     );
-    server.shutdown();
+    d.events.shutdown();
 }
