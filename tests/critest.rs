@@ -70,6 +70,29 @@ fn statuses(junit: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// The failure message of each spec that failed, by name, its first line: why a spec
+/// runc passes failed on podinit's handler is then in the test's own report.
+fn failures(junit: &str) -> BTreeMap<String, String> {
+    junit
+        .split("<testcase ")
+        .skip(1)
+        .filter_map(|rest| {
+            let name_at = rest.find("name=\"")? + "name=\"".len();
+            let name = &rest[name_at..name_at + rest[name_at..].find('"')?];
+            let body = &rest[..rest.find("</testcase>").unwrap_or(rest.len())];
+            let msg_at = body.find("<failure message=\"")? + "<failure message=\"".len();
+            let msg = &body[msg_at..msg_at + body[msg_at..].find('"')?];
+            let line = msg.replace("&#xA;", "\n").replace("&#x9;", " ");
+            let line = line
+                .lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty())?
+                .to_string();
+            Some((name.to_string(), line))
+        })
+        .collect()
+}
+
 fn count(s: &BTreeMap<String, String>, status: &str) -> usize {
     s.values().filter(|v| *v == status).count()
 }
@@ -97,7 +120,7 @@ fn run_critest(
     handler: &str,
     part: Part,
     seed: u64,
-) -> BTreeMap<String, String> {
+) -> (BTreeMap<String, String>, BTreeMap<String, String>) {
     let tag = match part {
         Part::Shared => "shared",
         Part::FixedPorts => "fixed-ports",
@@ -143,21 +166,24 @@ fn run_critest(
         let _ = std::fs::copy(&report, Path::new(&keep).join(format!("{name}.xml")));
         let _ = std::fs::write(Path::new(&keep).join(format!("{name}.log")), &out.stdout);
     }
-    statuses(&junit)
+    (statuses(&junit), failures(&junit))
 }
 
-/// One handler on one containerd: its lab, and its specs' statuses so far.
+/// One handler on one containerd: its lab, its specs' statuses so far, and the failed
+/// ones' messages.
 struct Run {
     lab: Lab,
     handler: &'static str,
     specs: BTreeMap<String, String>,
+    failures: BTreeMap<String, String>,
 }
 
 impl Run {
     /// Runs `part` and merges its statuses over the specs that part skipped before.
     fn run(&mut self, critest: &Path, part: Part, seed: u64) {
         let started = std::time::Instant::now();
-        let found = run_critest(critest, &self.lab, self.handler, part, seed);
+        let (found, failures) = run_critest(critest, &self.lab, self.handler, part, seed);
+        self.failures.extend(failures);
         for (spec, status) in found {
             let ran = status != "skipped";
             let slot = self.specs.entry(spec).or_insert_with(|| status.clone());
@@ -246,6 +272,7 @@ fn critest_podinit_passes_every_spec_runc_passes() {
             lab: Lab::with("critest", daemon, Some(registry.host())),
             handler,
             specs: BTreeMap::new(),
+            failures: BTreeMap::new(),
         })
         .collect();
     // critest mostly waits on its specs' pods and timeouts, so the runs share the machine
@@ -301,8 +328,12 @@ fn critest_podinit_passes_every_spec_runc_passes() {
                     .map(String::as_str)
                     .unwrap_or("missing");
                 if status == "passed" && theirs != "passed" {
+                    let why = podinit
+                        .failures
+                        .get(spec)
+                        .map_or(String::new(), |m| format!(" ({m})"));
                     problems.push(format!(
-                        "{}: {spec}: runc passed, {} {theirs}",
+                        "{}: {spec}: runc passed, {} {theirs}{why}",
                         runc.lab.daemon.label(),
                         podinit.handler
                     ));
@@ -320,10 +351,13 @@ fn critest_podinit_passes_every_spec_runc_passes() {
 #[test]
 fn junit_statuses_are_read_by_spec_name() {
     let junit = r#"<testsuite><testcase name="[It] a spec" classname="critest" status="passed" time="1">
-</testcase><testcase name="[It] b &quot;x&quot;" classname="critest" status="failed" time="2"><failure message="m"></failure></testcase>
+</testcase><testcase name="[It] b &quot;x&quot;" classname="critest" status="failed" time="2"><failure message="&#xA;  m&#xA;more"></failure></testcase>
 <testcase name="[It] c" status="skipped"></testcase></testsuite>"#;
     let s = statuses(junit);
     assert_eq!(s.len(), 3);
+    let f = failures(junit);
+    assert_eq!(f.len(), 1);
+    assert_eq!(f["[It] b &quot;x&quot;"], "m");
     assert_eq!(s["[It] a spec"], "passed");
     assert_eq!(s["[It] b &quot;x&quot;"], "failed");
     assert_eq!(count(&s, "skipped"), 1);
