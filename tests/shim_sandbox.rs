@@ -276,11 +276,25 @@ fn a_pod_made_through_the_sandbox_api_with_a_container_in_it() {
         ns_inode("self", "mnt"),
         "no mount namespace, no rootfs"
     );
+    // In every controller's hierarchy (v1), or the one (v2): sandbox-init placed it.
     let cgroup = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+    let v2 = Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
+    let placed: Vec<&str> = cgroup
+        .lines()
+        .filter(|l| {
+            let f: Vec<&str> = l.splitn(3, ':').collect();
+            if v2 {
+                f[0] == "0"
+            } else {
+                !f[1].is_empty() && !f[1].starts_with("name=")
+            }
+        })
+        .collect();
     assert!(
-        cgroup
-            .lines()
-            .any(|l| l.ends_with(&format!("/{}/{id}", lab.parent))),
+        !placed.is_empty()
+            && placed
+                .iter()
+                .all(|l| l.ends_with(&format!("/{}/{id}", lab.parent))),
         "the sandbox's cgroup: {cgroup}"
     );
 

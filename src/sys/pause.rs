@@ -176,10 +176,24 @@ pub struct SandboxNamespaces {
     /// `/proc/sys` paths (`net/ipv4/ip_forward`) and values, written once the namespaces
     /// are the pod's, so that they reach its network and IPC namespaces.
     pub sysctls: Vec<(String, String)>,
+    /// The sandbox's cgroup, by its directories (one per v1 hierarchy, or the v2 one),
+    /// entered as [`super::cgroup::Placement`] enters one: the starter joins the v1
+    /// hierarchies' `tasks` before it forks, or the PID 1 is cloned into the v2 directory.
+    /// Migrating the PID 1 afterwards (`cgroup.procs`) would take the kernel's threadgroup
+    /// lock and an RCU grace period per hierarchy.
+    pub cgroup: Option<SandboxCgroup>,
+}
+
+/// Where [`SandboxNamespaces::cgroup`] puts the PID 1.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct SandboxCgroup {
+    pub v2: bool,
+    pub dirs: Vec<std::path::PathBuf>,
 }
 
 /// Makes the sandbox's namespaces and its PID 1: joins `netns`, unshares IPC and UTS,
-/// sets the hostname and the sysctls, then forks the pause, PID 1 of a new pid namespace,
+/// sets the hostname and the sysctls, enters the cgroup, then forks the pause, PID 1 of a
+/// new pid namespace,
 /// and returns its pid; the pause never returns from here. The caller must be a fresh,
 /// single-threaded process (the shim runs its own binary for this), and exits once it has
 /// said the pid: the pause then belongs to the shim, its subreaper. The pause waits for a
@@ -216,7 +230,18 @@ pub fn start_sandbox(ns: &SandboxNamespaces) -> super::Result<i32> {
     } else {
         0
     };
-    match crate::sys::clone::fork(pid_flag, None)
+    let placement = match &ns.cgroup {
+        Some(c) => Some(
+            super::cgroup::Placement::of(c.v2, &c.dirs)
+                .map_err(|e| Error::io("placing the sandbox's PID 1", e))?,
+        ),
+        None => None,
+    };
+    if let Some(p) = &placement {
+        super::cgroup::join_self(&p.tasks)?;
+    }
+    let into = placement.as_ref().and_then(|p| p.dir.as_ref());
+    match crate::sys::clone::fork(pid_flag, into.map(std::os::fd::AsFd::as_fd))
         .map_err(|e| Error::io("forking the sandbox's PID 1", e))?
     {
         Some(child) => Ok(child.pid),

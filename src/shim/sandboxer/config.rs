@@ -232,6 +232,8 @@ impl PodConfig {
                 .iter()
                 .map(|(k, v)| (k.replace('.', "/"), v.clone()))
                 .collect(),
+            // Known once the sandbox's cgroup is made (StartSandbox).
+            cgroup: None,
         }
     }
 

@@ -23,6 +23,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
 use podinit::cgroup::{CgroupRoot, Group, StatsReader};
+use podinit::sys::pause::SandboxCgroup;
 
 use super::error::{Error, Result};
 use super::orphan;
@@ -248,21 +249,41 @@ impl Sandboxer {
             files::unmount(&shm);
             Error::Setup(format!("sandbox {id}: {e}"))
         })?;
-        let made = if systemd {
+        let resolved = if systemd {
             let slice_path = format!("{}:cri-containerd:{id}", config.cgroup_parent);
             podinit::cgroup::systemd::resolve(Some(&slice_path), id)
-                .and_then(|(u, g)| g.create_all().map(|()| (g, u.cgroup.clone(), Some(u))))
+                .map(|(u, g)| (g, u.cgroup.clone(), Some(u)))
         } else {
-            CgroupRoot::for_oci_path(Some(&path), id)
-                .and_then(|g| g.create_all().map(|()| (g, path.clone(), None)))
+            CgroupRoot::for_oci_path(Some(&path), id).map(|g| (g, path.clone(), None))
         };
-        let (group, path, unit) = made.map_err(|err| {
+        let cgroup_err = |err| Error::Cgroup {
+            what: format!("sandbox {id}"),
+            err,
+        };
+        let (group, path, unit) = resolved.map_err(|err| {
             files::unmount(&shm);
-            Error::Cgroup {
-                what: format!("sandbox {id}"),
-                err,
-            }
+            cgroup_err(err)
         })?;
+        // The record before the cgroup it names exists, and again once the PID 1 is known:
+        // a shim killed at any point leaves its `delete` what to remove.
+        let record = |pid: i32| {
+            let mut r = record::Record::new(id, pid, &path);
+            r.systemd_unit = unit.as_ref().map(|u| u.name.clone());
+            r.write(&bundle)
+        };
+        let made = record(0).map_err(|e| Error::Setup(format!("sandbox {id}: {e}")));
+        if let Err(e) = made.and_then(|()| group.create_all().map_err(cgroup_err)) {
+            let _ = group.remove();
+            record::forget(&bundle);
+            files::unmount(&shm);
+            return Err(e);
+        }
+        let mut ns = ns;
+        ns.cgroup = (!group.dirs().is_empty()).then(|| SandboxCgroup {
+            v2: group.is_v2(),
+            dirs: group.dirs().to_vec(),
+        });
+        // sandbox-init puts the PID 1 in the cgroup as it makes it.
         let pid1 = match start::pid1(&self.inner, &ns) {
             Ok(p) => p,
             Err(e) => {
@@ -270,20 +291,15 @@ impl Sandboxer {
                     let _ = podinit::cgroup::systemd::stop(&u.name);
                 }
                 let _ = group.remove();
+                record::forget(&bundle);
                 files::unmount(&shm);
                 return Err(Error::Setup(format!("sandbox {id}: {e}")));
             }
         };
-        // The record first: placing the PID 1 takes a write per cgroup hierarchy, and a
-        // shim killed meanwhile leaves its `delete` only the record to find the PID 1 by.
         // The PID 1 waits for the word that all is done, and ends if the shim dies first.
         let pid = pid1.pid;
-        let mut r = record::Record::new(id, pid, &path);
-        r.systemd_unit = unit.as_ref().map(|u| u.name.clone());
-        let placed = r
-            .write(&bundle)
+        let placed = record(pid)
             .map_err(|e| e.to_string())
-            .and_then(|()| group.add(pid).map_err(|e| e.to_string()))
             .and_then(|()| {
                 // Asked of systemd with the PID 1 in the scope's directory already, as
                 // podinit's runtime starts a container's scope.

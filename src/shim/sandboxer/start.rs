@@ -40,6 +40,14 @@ fn args(ns: &SandboxNamespaces) -> Vec<OsString> {
     for (k, v) in &ns.sysctls {
         a.extend(["--sysctl".into(), format!("{k}={v}").into()]);
     }
+    if let Some(c) = &ns.cgroup {
+        if c.v2 {
+            a.push("--cgroup-v2".into());
+        }
+        for d in &c.dirs {
+            a.extend(["--cgroup".into(), d.into()]);
+        }
+    }
     a
 }
 
@@ -64,6 +72,16 @@ fn parse(args: impl IntoIterator<Item = OsString>) -> Result<SandboxNamespaces, 
             Some("--ipc") => ns.new_ipc = true,
             Some("--uts") => ns.new_uts = true,
             Some("--hostname") => ns.hostname = Some(text(it.next(), "--hostname")?),
+            Some("--cgroup-v2") => ns.cgroup.get_or_insert_with(Default::default).v2 = true,
+            Some("--cgroup") => {
+                let dir = it
+                    .next()
+                    .ok_or_else(|| Error::Invalid("--cgroup: a directory is missing".into()))?;
+                ns.cgroup
+                    .get_or_insert_with(Default::default)
+                    .dirs
+                    .push(dir.into());
+            }
             Some("--sysctl") => {
                 let kv = text(it.next(), "--sysctl")?;
                 let (k, v) = kv
@@ -157,6 +175,7 @@ pub fn pid1(inner: &Inner, ns: &SandboxNamespaces) -> Result<Pid1, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use podinit::sys::pause::SandboxCgroup;
 
     #[test]
     fn the_namespaces_go_through_the_command_line_unchanged() {
@@ -167,6 +186,13 @@ mod tests {
             new_uts: true,
             hostname: Some("web-0".into()),
             sysctls: vec![("net/ipv4/ip_forward".into(), "1".into())],
+            cgroup: Some(SandboxCgroup {
+                v2: false,
+                dirs: vec![
+                    "/sys/fs/cgroup/cpu/pods/sb".into(),
+                    "/sys/fs/cgroup/memory/pods/sb".into(),
+                ],
+            }),
         };
         let a = args(&ns);
         assert_eq!(a[0], "sandbox-init");
