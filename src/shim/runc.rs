@@ -24,6 +24,11 @@ const SPEC_FD: RawFd = 3;
 
 pub struct Runc {
     exe: PathBuf,
+    /// The shim's binary on a read-only mount of its own (`podinit::sys::exe`), made once:
+    /// each verb runs from it, sealed against the containers it makes from the start,
+    /// instead of sealing itself with one more exec. `None` where the binary is sealed
+    /// already or may not be mounted (the verb then seals itself as `podinit runc` does).
+    sealed: Option<OwnedFd>,
     /// runc's `--root`: the containers' state, shared by every shim of a namespace.
     pub root: PathBuf,
     reaper: Arc<Reaper>,
@@ -55,7 +60,25 @@ impl Runc {
     pub fn new(root: PathBuf, reaper: Arc<Reaper>) -> Result<Runc> {
         let exe =
             std::env::current_exe().map_err(|e| Error::io("finding the shim's own binary", e))?;
-        Ok(Runc { exe, root, reaper })
+        // Above the descriptors a verb is handed (its stdio, the spec at 3).
+        let sealed = podinit::sys::exe::sealed_mount()
+            .and_then(|m| m.map(|fd| podinit::sys::fd::dup_above(&fd, 64)).transpose())
+            .unwrap_or_else(|e| {
+                // EPERM: no CAP_SYS_ADMIN here, and each verb seals a copy of itself.
+                if e.raw_os_error() != Some(libc::EPERM) {
+                    super::say::warn(format_args!(
+                        "a read-only mount of {} for the runtime's verbs: {e}",
+                        exe.display()
+                    ));
+                }
+                None
+            });
+        Ok(Runc {
+            exe,
+            sealed,
+            root,
+            reaper,
+        })
     }
 
     /// Runs `runc --root ROOT --log LOG --log-format json ARGS` with `streams` (absent
@@ -114,7 +137,15 @@ impl Runc {
         spec: Option<RawFd>,
         capture_out: bool,
     ) -> Result<String> {
-        let mut cmd = Command::new(&self.exe);
+        let mut cmd = match &self.sealed {
+            // The fd is close-on-exec: the kernel opens the path before it closes it.
+            Some(fd) => {
+                let mut c = Command::new(format!("/proc/self/fd/{}", fd.as_raw_fd()));
+                std::os::unix::process::CommandExt::arg0(&mut c, &self.exe);
+                c
+            }
+            None => Command::new(&self.exe),
+        };
         cmd.arg("runc")
             .arg("--root")
             .arg(&self.root)

@@ -76,9 +76,22 @@ pub fn reexec_sealed_copy() -> io::Result<()> {
 /// is sealed already, an error when the kernel refused a step (no `CAP_SYS_ADMIN` in a
 /// container's PID-1 mode gives EPERM), and the caller goes on as it is.
 pub fn reexec_sealed() -> io::Result<()> {
+    match sealed_mount()? {
+        Some(tree) => exec_fd(&tree),
+        None => {
+            name_after_argv0();
+            Ok(())
+        }
+    }
+}
+
+/// The read-only, detached bind mount of the running binary that [`reexec_sealed`] runs
+/// itself from (an `O_PATH` fd of it, close-on-exec); `None` when the binary is sealed
+/// already. A long-lived process that starts podinit's verbs (the shim) runs them from
+/// it, so that each does not seal itself again.
+pub fn sealed_mount() -> io::Result<Option<OwnedFd>> {
     if is_sealed() {
-        name_after_argv0();
-        return Ok(());
+        return Ok(None);
     }
     let tree = match clone_of(c"/proc/self/exe") {
         // Without root podinit runs in a mount namespace of its own (`sys::rootless`), but
@@ -102,7 +115,7 @@ pub fn reexec_sealed() -> io::Result<()> {
         libc::AT_EMPTY_PATH as libc::c_uint,
         &attr,
     )?;
-    exec_fd(&tree)
+    Ok(Some(tree))
 }
 
 /// `execveat` of the binary behind `fd` with our arguments and environment; returns only

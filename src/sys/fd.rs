@@ -42,6 +42,19 @@ pub fn pass_as(cmd: &mut std::process::Command, fd: RawFd, target: RawFd) {
     }
 }
 
+/// A close-on-exec copy of `fd` numbered `min` or above, out of the way of the low
+/// numbers a child is handed its descriptors at.
+pub fn dup_above(fd: &OwnedFd, min: RawFd) -> io::Result<OwnedFd> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    // SAFETY: fcntl on an fd we own; the new fd returned is ours.
+    let new = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, min) };
+    if new < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: as above.
+    Ok(unsafe { OwnedFd::from_raw_fd(new) })
+}
+
 /// Take ownership of descriptor `fd` (below 64), which our parent passed us open: an
 /// error when it is not open, or was taken already.
 pub fn take_inherited(fd: RawFd) -> io::Result<OwnedFd> {
