@@ -17,6 +17,7 @@ mod metrics;
 mod orphan;
 mod pack;
 mod paths;
+mod pod_left;
 mod process;
 mod reaper;
 mod rootfs;
@@ -105,6 +106,8 @@ impl containerd_shim::Shim for Shim {
         .to_vec();
         let _ = podinit::runc::main(args);
         let _ = nix::mount::umount2(&bundle.join("rootfs"), nix::mount::MntFlags::MNT_DETACH);
+        // The pod's other containers, whose shim this was, when this is its sandbox.
+        pod_left::end_containers_of(&root, &self.id);
         let pid = std::fs::read_to_string(bundle.join("init.pid"))
             .ok()
             .and_then(|s| s.trim().parse().ok())
