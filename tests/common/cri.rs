@@ -331,11 +331,14 @@ state = "{state}"
                 ),
             },
             // containerd 2 names the shims' socket directory; a private one keeps its own.
+            // So does its NRI socket, whose default (/var/run/nri/nri.sock) two labs at
+            // once would both bind.
             socket_dir = match self.daemon {
                 Containerd::V1_6 => String::new(),
                 Containerd::V2(_) => format!(
-                    "[plugins.\"io.containerd.shim.v1.manager\"]\n  socket_dir = \"{}\"\n",
-                    self.socket_dir.display()
+                    "[plugins.\"io.containerd.shim.v1.manager\"]\n  socket_dir = \"{}\"\n[plugins.\"io.containerd.nri.v1.nri\"]\n  socket_path = \"{}\"\n",
+                    self.socket_dir.display(),
+                    self.dir.join("nri.sock").display()
                 ),
             },
         );
