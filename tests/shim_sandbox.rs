@@ -22,7 +22,7 @@ use containerd_shim::protos::ttrpc::{self, Client, TtrpcContext};
 use serde_json::json;
 use shim::{
     cgroup_hierarchies, create_sandbox_request, ctx, delete, drain, fifo, sandbox_lab, start,
-    start_sandbox, wait, Lab, SandboxShim,
+    start_sandbox, wait, wait_gone, Lab, SandboxShim, GRACE_ENV,
 };
 
 /// containerd's events service, which the shim publishes to: the events it got, as (topic,
@@ -127,24 +127,6 @@ fn ns_inode(pid: impl std::fmt::Display, ns: &str) -> u64 {
     std::fs::metadata(format!("/proc/{pid}/ns/{ns}"))
         .unwrap()
         .ino()
-}
-
-fn wait_gone(pid: i32, what: &str) {
-    // Generous: a shim that ends itself first waits out its grace, then ends its
-    // containers and its sandbox, on a machine the whole suite loads.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Path::new(&format!("/proc/{pid}")).exists() {
-        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-            s.rsplit(')')
-                .next()
-                .is_some_and(|r| r.trim_start().starts_with('Z'))
-        });
-        if zombie {
-            return;
-        }
-        assert!(Instant::now() < deadline, "{what} ({pid}) did not exit");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]
@@ -570,10 +552,6 @@ fn an_idle_pod_s_shim_and_sandbox_do_not_wake() {
     lab.pause = None;
     events.shutdown();
 }
-
-/// The grace, in seconds, after which a dropped shim ends itself in these tests (the
-/// shim's own is two minutes, docs/cri.md §3).
-const GRACE_ENV: (&str, &str) = ("PODINIT_SHIM_ABANDON_SECS", "2");
 
 /// A shim started with a short grace, connected, its sandbox created from the lab's pod
 /// config.

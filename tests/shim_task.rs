@@ -20,7 +20,8 @@ use containerd_shim::protos::shim_sync::{Events, TaskClient};
 use containerd_shim::protos::ttrpc::{self, TtrpcContext};
 use serde_json::json;
 use shim::{
-    cgroup_hierarchies, create, ctx, delete, drain, fifo, kill, shim_start, start, wait, Lab,
+    cgroup_hierarchies, create, ctx, delete, drain, fifo, kill, shim_start, start, wait, wait_gone,
+    Lab, GRACE_ENV,
 };
 
 /// The events the shim published: (topic, container or exec id).
@@ -429,24 +430,6 @@ fn systemd_vm_the_shim_honours_systemd_cgroup_with_a_scope_per_task() {
         )
         .unwrap();
     server.shutdown();
-}
-
-/// The grace, in seconds, after which a dropped shim ends itself in these tests (the
-/// shim's own is two minutes, docs/cri.md §3).
-const GRACE_ENV: (&str, &str) = ("PODINIT_SHIM_ABANDON_SECS", "2");
-
-/// Waits for process `pid` to be gone (or a zombie nobody reaped yet).
-fn wait_gone(pid: i32, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let state = stat.rsplit(')').next().unwrap_or("").trim_start();
-        if stat.is_empty() || state.starts_with('Z') {
-            return;
-        }
-        assert!(Instant::now() < deadline, "{what} ({pid}) did not exit");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// A lab named `tag` with the events service, the sandbox task's bundle, and a shim

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use podinit::runc::state::{self, Root};
 
-use super::sandbox::SANDBOX_ID;
+use super::sandbox::{annotation, SANDBOX_ID};
 
 /// Whether a container whose annotation names `of` is another container of sandbox
 /// `sandbox`.
@@ -17,13 +17,12 @@ fn of_pod(id: &str, of: Option<&str>, sandbox: &str) -> bool {
 
 /// Force-deletes every container in the state root `root` that belongs to sandbox
 /// `sandbox` (its processes, cgroup and state), and unmounts the root the shim mounted in
-/// its bundle; the ids ended.
-pub fn end_containers_of(root: &Path, sandbox: &str) -> Vec<String> {
+/// its bundle.
+pub fn end_containers_of(root: &Path, sandbox: &str) {
     let Ok(entries) = std::fs::read_dir(root) else {
-        return Vec::new();
+        return;
     };
     let r = Root(root.to_path_buf());
-    let mut ended = Vec::new();
     for e in entries.flatten() {
         let Some(id) = e.file_name().to_str().map(String::from) else {
             continue;
@@ -31,21 +30,12 @@ pub fn end_containers_of(root: &Path, sandbox: &str) -> Vec<String> {
         let Ok(st) = state::load(&r, &id) else {
             continue;
         };
-        let of = st
-            .config
-            .annotations()
-            .as_ref()
-            .and_then(|a| a.get(SANDBOX_ID))
-            .map(String::as_str);
-        if !of_pod(&id, of, sandbox) {
+        if !of_pod(&id, annotation(&st.config, SANDBOX_ID), sandbox) {
             continue;
         }
-        if podinit::runc::delete::delete(&r, &id, true).is_ok() {
-            ended.push(id);
-        }
+        let _ = podinit::runc::delete::delete(&r, &id, true);
         let _ = nix::mount::umount2(&st.bundle.join("rootfs"), nix::mount::MntFlags::MNT_DETACH);
     }
-    ended
 }
 
 #[cfg(test)]

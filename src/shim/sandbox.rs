@@ -17,7 +17,7 @@ pub fn load(bundle: &Path) -> Result<Spec, Error> {
     podinit::spec::load(bundle).map_err(Error::Spec)
 }
 
-fn annotation<'a>(spec: &'a Spec, key: &str) -> Option<&'a str> {
+pub fn annotation<'a>(spec: &'a Spec, key: &str) -> Option<&'a str> {
     spec.annotations()
         .as_ref()
         .and_then(|a| a.get(key))

@@ -264,7 +264,8 @@ pub fn start_sandbox(ns: &SandboxNamespaces) -> super::Result<i32> {
 }
 
 /// Waits for the shim's word on stdin that it has recorded this PID 1 (a byte), then puts
-/// /dev/null there; `false` when the pipe ends first (its writer, the shim, is gone).
+/// /dev/null there (stdout's, which [`quiet_stdio`] opened read-write); `false` when the
+/// pipe ends first (its writer, the shim, is gone).
 fn recorded() -> super::Result<bool> {
     use super::Error;
     let mut byte = [0u8; 1];
@@ -281,30 +282,23 @@ fn recorded() -> super::Result<bool> {
             }
         }
     }
-    let null = open_null()?;
-    // SAFETY: dup2 of an fd of ours over our stdin, then that fd closed.
-    if unsafe { libc::dup2(null, 0) } < 0 {
+    // SAFETY: dup2 of our stdout over our stdin.
+    if unsafe { libc::dup2(1, 0) } < 0 {
         return Err(Error::io("dup2", std::io::Error::last_os_error()));
     }
-    // SAFETY: as above.
-    unsafe { libc::close(null) };
     Ok(true)
-}
-
-fn open_null() -> super::Result<std::os::fd::RawFd> {
-    let null = nix::fcntl::open(
-        "/dev/null",
-        nix::fcntl::OFlag::O_RDWR,
-        nix::sys::stat::Mode::empty(),
-    )
-    .map_err(|e| super::Error::file("opening", "/dev/null", e.into()))?;
-    Ok(std::os::fd::IntoRawFd::into_raw_fd(null))
 }
 
 /// /dev/null on stdout and stderr, every fd above them closed; stdin stays the shim's.
 fn quiet_stdio() -> super::Result<()> {
     use super::Error;
-    let null = open_null()?;
+    let null = nix::fcntl::open(
+        "/dev/null",
+        nix::fcntl::OFlag::O_RDWR,
+        nix::sys::stat::Mode::empty(),
+    )
+    .map_err(|e| Error::file("opening", "/dev/null", e.into()))?;
+    let null = std::os::fd::IntoRawFd::into_raw_fd(null);
     for fd in 1..3 {
         // SAFETY: dup2 of an fd of ours over our stdio.
         if unsafe { libc::dup2(null, fd) } < 0 {

@@ -597,3 +597,26 @@ pub fn assert_idle(pids: &[(&str, i32)]) {
         );
     }
 }
+
+/// The grace, in seconds, after which a dropped shim ends itself in these tests (the
+/// shim's own is two minutes, docs/cri.md §3).
+pub const GRACE_ENV: (&str, &str) = ("PODINIT_SHIM_ABANDON_SECS", "2");
+
+/// Waits for process `pid` to be gone (or a zombie nobody reaped yet).
+pub fn wait_gone(pid: i32, what: &str) {
+    // Generous: a shim that ends itself first waits out its grace, then ends its
+    // containers and its sandbox, on a machine the whole suite loads.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Path::new(&format!("/proc/{pid}")).exists() {
+        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        });
+        if zombie {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{what} ({pid}) did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
