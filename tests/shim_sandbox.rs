@@ -223,10 +223,14 @@ fn a_pod_made_through_the_sandbox_api_with_a_container_in_it() {
         .unwrap_err();
     assert_eq!(code(&twice), ttrpc::Code::FAILED_PRECONDITION, "{twice}");
     assert!(pid > 0);
-    assert_eq!(
-        std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap(),
-        "pause\n"
-    );
+    // It names itself `pause` once it has the shim's word, which StartSandbox's answer
+    // does not wait for.
+    let comm = || std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while comm() != "pause\n" && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(comm(), "pause\n");
     // The pause is the shim's child (it reaps it), in the netns given, with pid, IPC and
     // UTS namespaces of its own, in the sandbox's cgroup below the pod's.
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
