@@ -653,6 +653,27 @@ fn leftovers(lab: &Lab, baseline_fds: usize, rec: &Record) -> (Vec<String>, Vec<
     (left, known)
 }
 
+/// Every timed call and every fault, a line each (`at_s handler call ms` and `at_s fault
+/// what`), for reading a tail against the faults that caught it.
+fn write_samples(path: &str, rec: &Record, faults: &[Fault]) {
+    let mut out = String::new();
+    for s in &rec.samples {
+        out.push_str(&format!(
+            "{:.3} {} {} {:.1}\n",
+            s.at.as_secs_f64(),
+            s.handler,
+            s.call,
+            s.took.as_secs_f64() * 1000.0
+        ));
+    }
+    for f in faults {
+        out.push_str(&format!("{:.3} fault {}\n", f.at.as_secs_f64(), f.what));
+    }
+    if let Err(e) = std::fs::write(path, out) {
+        eprintln!("churn: writing the samples to {path}: {e}");
+    }
+}
+
 /// The run's table: per handler, pods per minute and the latencies of RunPodSandbox and
 /// StopPodSandbox, over the whole run and over its first and last windows.
 fn table(rec: &Record, handlers: &[&str], total: Duration, window: Duration) -> String {
@@ -753,6 +774,9 @@ fn churn(daemon: cri::Containerd, secs: u64) {
     let total = start.elapsed();
     let sh_handlers = sh.handlers.clone();
     let rec = sh.record.into_inner().unwrap();
+    if let Ok(path) = std::env::var("PODINIT_CHURN_SAMPLES") {
+        write_samples(&path, &rec, &done);
+    }
     let lab = lab.into_inner().unwrap();
     // The kubelet's cleanup: pod cgroups go once their pods are (containerd's runc shim
     // leaves them, as it does under a kubelet).
