@@ -4,7 +4,8 @@
 //!
 //! Rows: RunPodSandbox, CreateContainer + StartContainer, the whole pod (from
 //! RunPodSandbox to its container running), ExecSync of `true`, each the median of
-//! `--rounds` pods made and removed one at a time, the handlers interleaved; then the
+//! `--rounds` pods made and removed one at a time, the handlers interleaved, each pod once
+//! the last one's shim has gone and containerd has settled; then the
 //! same with `--pods` pods at once; and the host memory the runtime adds per pod: the
 //! summed RSS of the pod's shim, its sandbox process and their descendants but the
 //! containers' own (runc: containerd-shim-runc-v2 and pause; podinit: the shim and
@@ -175,6 +176,7 @@ fn timeline(lab: &Lab, handlers: &[&str], dir: &str, rounds: usize) {
             let t1 = t0 + p.sandbox_ms / 1000.0;
             calls += &format!("{t0:.6} {t1:.6} {t2:.6}\n");
             remove(lab, &p);
+            quiet(lab);
         }
         // SAFETY: signalling our own child.
         unsafe { libc::kill(perf.id() as i32, libc::SIGINT) };
@@ -239,6 +241,17 @@ fn exec_ms(lab: &Lab, pod: &Pod) -> f64 {
         .expect("ExecSync");
     assert_eq!(r.exit_code, 0, "ExecSync true: {r:?}");
     ms(t.elapsed())
+}
+
+/// After a pod one at a time: until its shim has gone and containerd's work after
+/// RemovePodSandbox (the shim's exit, its `delete`, the snapshot's removal) has ended, so
+/// that the next pod, of another handler, does not pay for it.
+fn quiet(lab: &Lab) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !lab.shims().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(200));
 }
 
 fn remove(lab: &Lab, pod: &Pod) {
@@ -408,6 +421,7 @@ fn main() {
             f.add("whole", p.whole_ms);
             f.add("exec_sync", e);
             remove(&lab, &p);
+            quiet(&lab);
         }
     }
     for h in &live {

@@ -1,6 +1,8 @@
 //! The CRI lab: a private containerd 1.6 with its CRI plugin, per test, everything under a
 //! temp dir of its own: config, root, state (network namespaces too), sockets, the runc
-//! handler's state, a CNI bridge network of its own name and subnet, the images. Two
+//! handler's state, a CNI bridge network of its own name and subnet, the images. As on a
+//! node, containerd's state (the runtimes' state with it: runc's `Root` is below it, as
+//! `/run/containerd/runc` is) is on a tmpfs of the lab's own, and its root on disk. Two
 //! handlers: `runc` (containerd-shim-runc-v2) and `podinit` (containerd-shim-podinit-v1,
 //! the cargo-built shim, found on containerd's PATH).
 //!
@@ -231,6 +233,7 @@ impl Lab {
             env: Vec::new(),
         };
         lab.write_owner(&crate::common::process_identity(std::process::id() as i32));
+        lab.mount_state();
         lab.write_config();
         lab.make_bridge();
         lab.make_images();
@@ -316,7 +319,7 @@ state = "{state}"
             state = p("state"),
             sock = self.sock.display(),
             opt = p("opt"),
-            runc = p("runc"),
+            runc = p("state/runc"),
             cni = p("cni"),
             sandbox_handler = match self.daemon {
                 Containerd::V1_6 => String::new(),
@@ -686,13 +689,34 @@ state = "{state}"
     /// Mount points below the lab's dir.
     pub fn mounts(&self) -> Vec<String> {
         let d = self.dir.display().to_string();
+        let state = self.state_dir().display().to_string();
         std::fs::read_to_string("/proc/self/mountinfo")
             .unwrap()
             .lines()
             .filter_map(|l| l.split(' ').nth(4))
-            .filter(|m| m.starts_with(&d))
+            .filter(|m| m.starts_with(&d) && *m != state)
             .map(str::to_string)
             .collect()
+    }
+
+    /// containerd's state directory: a tmpfs, as `/run` is on a node. On this machine's
+    /// ext4 a churned directory made every file a runtime creates cost an inode search
+    /// (BENCHMARKS.md, "The lab's state on a tmpfs"), which a node never pays.
+    fn state_dir(&self) -> PathBuf {
+        self.dir.join("state")
+    }
+
+    fn mount_state(&self) {
+        let state = self.state_dir();
+        std::fs::create_dir_all(&state).unwrap();
+        nix::mount::mount(
+            Some("podinit-cri-state"),
+            &state,
+            Some("tmpfs"),
+            nix::mount::MsFlags::MS_NOSUID | nix::mount::MsFlags::MS_NODEV,
+            Some("mode=0711"),
+        )
+        .unwrap_or_else(|e| panic!("mounting a tmpfs on {}: {e}", state.display()));
     }
 
     /// The lab's cgroup directories, in every hierarchy, deepest first.
@@ -831,6 +855,8 @@ impl Lab {
                 }
             }
         }
+        // Its state goes with it even when the dir is kept: a tmpfs left would stay.
+        let _ = nix::mount::umount2(&self.state_dir(), nix::mount::MntFlags::MNT_DETACH);
         if std::env::var_os("PODINIT_CRI_KEEP").is_none() {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
