@@ -243,11 +243,12 @@ fn exec_ms(lab: &Lab, pod: &Pod) -> f64 {
     ms(t.elapsed())
 }
 
-/// After a pod one at a time: until its shim has gone and containerd's work after
-/// RemovePodSandbox (the shim's exit, its `delete`, the snapshot's removal) has ended, so
-/// that the next pod, of another handler, does not pay for it.
-fn quiet(lab: &Lab) {
-    let deadline = Instant::now() + Duration::from_secs(5);
+/// After a pod one at a time, or a handler's pods: until their shims have gone and
+/// containerd's work after RemovePodSandbox (the shims' exits, their `delete`, the
+/// snapshots' removal) has ended, so that the next pod, of another handler, does not pay
+/// for it.
+pub fn quiet(lab: &Lab) {
+    let deadline = Instant::now() + Duration::from_secs(30);
     while !lab.shims().is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }

@@ -630,7 +630,8 @@ fn leftovers(lab: &Lab, baseline_fds: usize, rec: &Record) -> (Vec<String>, Vec<
                     "runtime state of a container left running: {entry}"
                 ));
                 known_ids.push(name);
-            } else if d == "state/runc/k8s.io" && rec.errors.keys().any(|e| e.starts_with("runc ")) {
+            } else if d == "state/runc/k8s.io" && rec.errors.keys().any(|e| e.starts_with("runc "))
+            {
                 // runc's own state, where a runc handler's call failed in a fault (a
                 // container whose create containerd's restart cut short): the reference's
                 // behaviour, reported; this test holds podinit to leaving nothing.

@@ -1,6 +1,7 @@
 //! The density bench (`cargo bench --bench cri -- --density`, `scripts/bench density`):
 //! `--pods` pods at once per handler, each a sandbox on the CNI bridge and one busybox
-//! `sleep`, started `--parallel` at a time, the handlers one after another in one private
+//! `sleep`, started `--parallel` at a time, the handlers one after another (each once the
+//! last one's shims have gone) in one private
 //! containerd. For each handler: RunPodSandbox and the whole pod's start (p50, p99), the
 //! host memory the runtime adds per pod (summed RSS and PSS of `smaps_rollup`) right after
 //! the last pod started and after `--idle` seconds idle, and what the runtime's processes
@@ -509,7 +510,9 @@ pub fn run(lab: &Lab, d: &Density) -> (BTreeMap<&'static str, Figures>, String, 
     let mut figs = BTreeMap::new();
     // Untimed: images' snapshots, binaries and caches warm for each.
     for (h, _) in COLUMNS {
-        if let Err(e) = crate::start_pod(lab, h).map(|p| crate::remove(lab, &p)) {
+        let warm = crate::start_pod(lab, h).map(|p| crate::remove(lab, &p));
+        crate::quiet(lab);
+        if let Err(e) = warm {
             eprintln!("density: the {h} handler cannot run a pod: {e}");
             figs.insert(
                 h,
@@ -525,6 +528,7 @@ pub fn run(lab: &Lab, d: &Density) -> (BTreeMap<&'static str, Figures>, String, 
             continue;
         }
         let f = measure(lab, h, d);
+        crate::quiet(lab);
         figs.insert(h, f);
     }
     (figs, load_before, loadavg())
