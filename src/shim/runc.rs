@@ -4,6 +4,7 @@
 //! process of this same binary (`… runc VERB`), whose container processes then come to
 //! the shim as their subreaper.
 
+use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
@@ -137,46 +138,51 @@ impl Runc {
         spec: Option<RawFd>,
         capture_out: bool,
     ) -> Result<String> {
-        let mut cmd = match &self.sealed {
-            // The fd is close-on-exec: the kernel opens the path before it closes it.
-            Some(fd) => {
-                let mut c = Command::new(format!("/proc/self/fd/{}", fd.as_raw_fd()));
-                std::os::unix::process::CommandExt::arg0(&mut c, &self.exe);
-                c
-            }
-            None => Command::new(&self.exe),
-        };
-        cmd.arg("runc")
-            .arg("--root")
-            .arg(&self.root)
-            .arg("--log")
-            .arg(log)
-            .args(["--log-format", "json"])
-            .args(args)
-            .stdin(stdio(streams.stdin))
-            .stdout(if capture_out {
-                Stdio::piped()
-            } else {
-                stdio(streams.stdout)
-            })
-            .stderr(stdio(streams.stderr));
-        if let Some(fd) = spec {
-            podinit::sys::fd::pass_as(&mut cmd, fd, SPEC_FD);
-            cmd.env(podinit::runc::SPEC_FD_ENV, SPEC_FD.to_string());
-        }
-        let mut child = cmd.spawn().map_err(|e| {
+        let mut argv: Vec<OsString> = vec![self.exe.clone().into(), "runc".into()];
+        argv.extend([
+            "--root".into(),
+            self.root.clone().into(),
+            "--log".into(),
+            log.into(),
+            "--log-format".into(),
+            "json".into(),
+        ]);
+        argv.extend(args.iter().map(OsString::from));
+        let spawn_err = |e: std::io::Error| {
             Error::Runc(format!(
                 "running {} runc {}: {e}",
                 self.exe.display(),
                 args.join(" ")
             ))
-        })?;
-        drop(cmd);
+        };
         let mut out = String::new();
-        if let Some(mut o) = child.stdout.take() {
-            let _ = o.read_to_string(&mut out);
-        }
-        let pid = child.id() as i32;
+        let pid = match spec {
+            // The spec must be moved to its descriptor before the exec, which std's
+            // Command does in a fork of the whole shim: posix_spawn does not fork it.
+            Some(fd) => self.spawn_with_spec(argv, streams, fd).map_err(spawn_err)?,
+            None => {
+                let mut cmd = match &self.sealed {
+                    // The fd is close-on-exec: the kernel opens the path before it closes it.
+                    Some(fd) => Command::new(format!("/proc/self/fd/{}", fd.as_raw_fd())),
+                    None => Command::new(&self.exe),
+                };
+                std::os::unix::process::CommandExt::arg0(&mut cmd, &argv[0]);
+                cmd.args(&argv[1..])
+                    .stdin(stdio(streams.stdin))
+                    .stdout(if capture_out {
+                        Stdio::piped()
+                    } else {
+                        stdio(streams.stdout)
+                    })
+                    .stderr(stdio(streams.stderr));
+                let mut child = cmd.spawn().map_err(spawn_err)?;
+                drop(cmd);
+                if let Some(mut o) = child.stdout.take() {
+                    let _ = o.read_to_string(&mut out);
+                }
+                child.id() as i32
+            }
+        };
         let exit = self.reaper.wait_for(pid, VERB_LIMIT).ok_or_else(|| {
             Error::Runc(format!(
                 "runc {}: no exit after {VERB_LIMIT:?}",
@@ -189,6 +195,44 @@ impl Runc {
         Err(Error::Runc(last_error(log).unwrap_or_else(|| {
             format!("runc {} exited with status {}", args.join(" "), exit.status)
         })))
+    }
+
+    /// The verb `argv` with `streams` as its stdio (/dev/null for those absent) and the
+    /// spec on [`SPEC_FD`]; its pid.
+    fn spawn_with_spec(
+        &self,
+        argv: Vec<OsString>,
+        streams: Streams,
+        spec: RawFd,
+    ) -> std::io::Result<i32> {
+        use std::os::fd::{AsFd, BorrowedFd};
+        let null = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/null")?;
+        let path = match &self.sealed {
+            Some(fd) => PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd())),
+            None => self.exe.clone(),
+        };
+        fn or<'a>(s: &'a Option<OwnedFd>, null: &'a std::fs::File) -> BorrowedFd<'a> {
+            s.as_ref().map_or(null.as_fd(), |f| f.as_fd())
+        }
+        // SAFETY: `spec` is the caller's memfd, open until this returns.
+        let spec = unsafe { BorrowedFd::borrow_raw(spec) };
+        podinit::sys::spawn::spawn(&podinit::sys::spawn::Program {
+            path: &path,
+            argv,
+            env: vec![(
+                podinit::runc::SPEC_FD_ENV.into(),
+                SPEC_FD.to_string().into(),
+            )],
+            fds: vec![
+                (or(&streams.stdin, &null), 0),
+                (or(&streams.stdout, &null), 1),
+                (or(&streams.stderr, &null), 2),
+                (spec, SPEC_FD),
+            ],
+        })
     }
 }
 

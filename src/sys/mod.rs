@@ -24,6 +24,7 @@ pub mod pty;
 pub mod rootless;
 pub mod signal_pipe;
 pub mod signals;
+pub mod spawn;
 pub mod unix_socket;
 pub mod wait;
 
