@@ -6,7 +6,7 @@
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -94,7 +94,7 @@ impl Runc {
     /// the verb reads no config.json.
     pub fn create(&self, log: &Path, args: &[&str], streams: Streams, spec: &Spec) -> Result<()> {
         let fd = hand(spec)?;
-        self.verb(log, args, streams, Some(fd.as_raw_fd()), false)
+        self.verb(log, args, streams, Some(fd.as_fd()), false)
             .map(drop)
     }
 
@@ -135,7 +135,7 @@ impl Runc {
         log: &Path,
         args: &[&str],
         streams: Streams,
-        spec: Option<RawFd>,
+        spec: Option<BorrowedFd>,
         capture_out: bool,
     ) -> Result<String> {
         let mut argv: Vec<OsString> = vec![self.exe.clone().into(), "runc".into()];
@@ -203,9 +203,8 @@ impl Runc {
         &self,
         argv: Vec<OsString>,
         streams: Streams,
-        spec: RawFd,
+        spec: BorrowedFd,
     ) -> std::io::Result<i32> {
-        use std::os::fd::{AsFd, BorrowedFd};
         let null = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -217,8 +216,6 @@ impl Runc {
         fn or<'a>(s: &'a Option<OwnedFd>, null: &'a std::fs::File) -> BorrowedFd<'a> {
             s.as_ref().map_or(null.as_fd(), |f| f.as_fd())
         }
-        // SAFETY: `spec` is the caller's memfd, open until this returns.
-        let spec = unsafe { BorrowedFd::borrow_raw(spec) };
         podinit::sys::spawn::spawn(&podinit::sys::spawn::Program {
             path: &path,
             argv,
