@@ -1,13 +1,13 @@
 //! The density bench (`cargo bench --bench cri -- --density`, `scripts/bench density`):
 //! `--pods` pods at once per handler, each a sandbox on the CNI bridge and one busybox
-//! `sleep`, started `--parallel` at a time, the handlers one after another (each once the
-//! last one's shims have gone) in one private
-//! containerd. For each handler: RunPodSandbox and the whole pod's start (p50, p99), the
-//! host memory the runtime adds per pod (summed RSS and PSS of `smaps_rollup`) right after
-//! the last pod started and after `--idle` seconds idle, and what the runtime's processes
-//! did over that idle time: CPU (utime + stime) as a share of one core, and their threads'
-//! context switches (each wake-up of a sleeping thread is one). The containers' own
-//! processes are left out of the runtime's figures and shown on a row of their own.
+//! `sleep`, started `--parallel` at a time, the handlers one after another (each once
+//! the last one's shims have gone) in one private containerd. For each handler:
+//! RunPodSandbox and the whole pod's start (p50, p99), the host memory the runtime adds
+//! per pod (summed RSS and PSS of `smaps_rollup`) right after the last pod started and
+//! after `--idle` seconds idle, and what the runtime's processes did over that idle
+//! time: CPU (utime + stime) as a share of one core, and their threads' context
+//! switches (each wake-up of a sleeping thread is one). The containers' own processes
+//! are left out of the runtime's figures and shown on a row of their own.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -3,7 +3,7 @@
 //! `Command` forks instead as soon as a descriptor must be moved before the exec
 //! (`pre_exec`), and the fork of a large multi-threaded parent copies its page tables for
 //! the child's exec to tear down again: 0.9 ms of each container's Create in the shim
-//! (BENCHMARKS.md, "A container's create without a fork of the shim").
+//! (BENCHMARKS.md, "One pod at a time on a settled node", 3).
 
 use std::ffi::{CString, OsStr, OsString};
 use std::io;

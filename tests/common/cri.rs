@@ -701,7 +701,7 @@ state = "{state}"
 
     /// containerd's state directory: a tmpfs, as `/run` is on a node. On this machine's
     /// ext4 a churned directory made every file a runtime creates cost an inode search
-    /// (BENCHMARKS.md, "The lab's state on a tmpfs"), which a node never pays.
+    /// (BENCHMARKS.md, "One pod at a time on a settled node"), which a node never pays.
     fn state_dir(&self) -> PathBuf {
         self.dir.join("state")
     }
