@@ -1,7 +1,7 @@
 //! File descriptors: advisory locks, duplicates, and reads into kept buffers.
 
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 /// `flock(2)` on `fd` with `how` (`libc::LOCK_EX`, `LOCK_SH`, `LOCK_UN`, with
 /// `LOCK_NB`): the lock lives as long as the open file description.
@@ -44,9 +44,9 @@ pub fn pass_as(cmd: &mut std::process::Command, fd: RawFd, target: RawFd) {
 
 /// A close-on-exec copy of `fd` numbered `min` or above, out of the way of the low
 /// numbers a child is handed its descriptors at.
-pub fn dup_above(fd: &OwnedFd, min: RawFd) -> io::Result<OwnedFd> {
-    use std::os::fd::{AsRawFd, FromRawFd};
-    // SAFETY: fcntl on an fd we own; the new fd returned is ours.
+pub fn dup_above(fd: impl AsFd, min: RawFd) -> io::Result<OwnedFd> {
+    let fd = fd.as_fd();
+    // SAFETY: fcntl on a descriptor the caller holds open; the new fd returned is ours.
     let new = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, min) };
     if new < 0 {
         return Err(io::Error::last_os_error());

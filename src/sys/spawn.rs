@@ -7,7 +7,7 @@
 
 use std::ffi::{CString, OsStr, OsString};
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
@@ -34,7 +34,7 @@ pub fn spawn(p: &Program) -> io::Result<i32> {
     let copies = p
         .fds
         .iter()
-        .map(|(fd, _)| dup_from(*fd, top))
+        .map(|(fd, _)| super::fd::dup_above(fd, top))
         .collect::<io::Result<Vec<OwnedFd>>>()?;
     let mut actions = PosixSpawnFileActions::init()?;
     for (copy, (_, target)) in copies.iter().zip(&p.fds) {
@@ -79,17 +79,6 @@ fn c_string(s: &OsStr) -> io::Result<CString> {
             format!("{s:?}: a NUL byte in an argument or variable"),
         )
     })
-}
-
-/// A close-on-exec copy of `fd` numbered `min` or above.
-fn dup_from(fd: BorrowedFd, min: RawFd) -> io::Result<OwnedFd> {
-    // SAFETY: fcntl on a descriptor the caller holds open; the new one is ours.
-    let new = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, min) };
-    if new < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: as above.
-    Ok(unsafe { OwnedFd::from_raw_fd(new) })
 }
 
 #[cfg(test)]

@@ -608,12 +608,8 @@ pub fn wait_gone(pid: i32, what: &str) {
     // containers and its sandbox, on a machine the whole suite loads.
     let deadline = Instant::now() + Duration::from_secs(30);
     while Path::new(&format!("/proc/{pid}")).exists() {
-        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-            s.rsplit(')')
-                .next()
-                .is_some_and(|r| r.trim_start().starts_with('Z'))
-        });
-        if zombie {
+        let state = super::common::stat_fields(pid).and_then(|f| f.into_iter().next());
+        if state.as_deref() == Some("Z") {
             return;
         }
         assert!(Instant::now() < deadline, "{what} ({pid}) did not exit");
